@@ -1,0 +1,34 @@
+#pragma once
+// CostModel: turns ops into seconds. Two implementations: RooflineCostModel (system file)
+// and CalibratedCostModel (a measured profile). Both are immutable after construction.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepsim/core/ops.hpp"
+
+namespace stepsim {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+
+  virtual double gemm_s(const GemmOp& op) const = 0;
+  virtual double attention_s(const AttentionOp& op) const = 0;
+  virtual double memory_bound_s(const MemoryBoundOp& op) const = 0;
+  virtual double collective_s(const CollectiveOp& op) const = 0;
+  virtual double p2p_s(const P2POp& op) const = 0;
+
+  /// Short identity for reports ("roofline dgx-a100-80gb", "profile a100-...").
+  virtual std::string describe() const = 0;
+
+  /// Notes for the report, e.g. shapes extrapolated beyond the measured range.
+  virtual std::vector<std::string> warnings() const { return {}; }
+
+  /// Dispatch on the op's shape.
+  double op_s(const Op& op) const;
+  double shape_s(const OpShape& shape) const;
+};
+
+}  // namespace stepsim

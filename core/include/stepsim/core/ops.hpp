@@ -1,0 +1,100 @@
+#pragma once
+// The vocabulary of work: what one representative GPU executes. Shapes are per rank (after
+// tensor-parallel slicing). Durations are not here: a CostModel turns an op into seconds.
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "stepsim/core/dtype.hpp"
+
+namespace stepsim {
+
+/// C[m,n] = A[m,k] * B[k,n], `batch` independent products (batched GEMM for attention).
+struct GemmOp {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;
+  DType dtype = DType::kBf16;
+  double flops() const { return 2.0 * static_cast<double>(batch * m) * static_cast<double>(n * k); }
+  bool operator==(const GemmOp&) const = default;
+};
+
+/// A fused (flash) attention kernel over `batch` sequences and `heads` query heads on this rank.
+struct AttentionOp {
+  std::int64_t batch = 0;
+  std::int64_t heads = 0;     ///< query heads on this rank
+  std::int64_t kv_heads = 0;  ///< key/value heads (query groups) on this rank
+  std::int64_t seq = 0;
+  std::int64_t head_dim = 0;
+  bool causal = true;
+  bool backward = false;
+  DType dtype = DType::kBf16;
+  /// Matmul FLOPs actually performed (causal masking not exploited, as Megatron counts).
+  double flops() const;
+  bool operator==(const AttentionOp&) const = default;
+};
+
+/// A kernel bound by memory traffic: layer norm, dropout, bias+GeLU, softmax, optimizer.
+struct MemoryBoundOp {
+  std::int64_t bytes = 0;  ///< bytes read plus bytes written
+  bool operator==(const MemoryBoundOp&) const = default;
+};
+
+enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter };
+enum class CommGroup : std::uint8_t { kTensor, kData, kEmbedding };
+
+/// A collective over a process group. `bytes` is nccl-tests' "size": the full buffer
+/// (all-reduce: the reduced tensor; all-gather: the gathered output; reduce-scatter: the
+/// unscattered input).
+struct CollectiveOp {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  CommGroup group = CommGroup::kTensor;
+  std::int64_t bytes = 0;
+  std::int64_t group_size = 1;
+  std::int64_t nodes_spanned = 1;  ///< nodes the group's members live on (1 = NVLink only)
+  bool operator==(const CollectiveOp&) const = default;
+};
+
+/// One pipeline message between adjacent stages.
+struct P2POp {
+  std::int64_t bytes = 0;
+  bool inter_node = false;
+  bool operator==(const P2POp&) const = default;
+};
+
+using OpShape = std::variant<GemmOp, AttentionOp, MemoryBoundOp, CollectiveOp, P2POp>;
+
+enum class Phase : std::uint8_t {
+  kForward,
+  kBackwardInput,   ///< input-gradient (dgrad) work
+  kBackwardWeight,  ///< weight-gradient (wgrad) work
+  kRecompute,       ///< forward work re-done in backward
+  kStep,            ///< once per step: gradient reduction, optimizer
+};
+
+/// Where an op is issued, like a CUDA stream.
+enum class Stream : std::uint8_t { kCompute, kTensorComm, kPipelineComm, kDataComm };
+
+/// One op of a plan. Ops of a list run on their stream in list order; `deps` add explicit
+/// cross-stream waits on earlier ops of the same list.
+struct Op {
+  std::string name;       ///< stable short name, e.g. "qkv_gemm", "attn_softmax"
+  std::int32_t layer = -1;  ///< global transformer layer index, -1 outside layers
+  Phase phase = Phase::kForward;
+  Stream stream = Stream::kCompute;
+  OpShape shape;
+  std::vector<std::int32_t> deps;  ///< indices of earlier ops in the same list
+  std::int64_t workspace_bytes = 0;  ///< transient memory held while the op runs
+
+  /// Arithmetic of this op (GEMM/attention FLOPs); 0 for memory-bound and communication.
+  double flops() const;
+  bool operator==(const Op&) const = default;
+};
+
+std::string_view to_string(Phase p);
+std::string_view to_string(Stream s);
+std::string_view to_string(CollectiveKind k);
+std::string_view to_string(CommGroup g);
+
+}  // namespace stepsim

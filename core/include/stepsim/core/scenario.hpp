@@ -1,0 +1,127 @@
+#pragma once
+// The validated description of one training job: model, training (parallel) configuration,
+// system and cost model. Field names are Megatron-LM's argument names (the `dest` of its
+// flags). A Workload only exists after load_scenario() validated it; afterwards every
+// invariant documented here holds and nobody re-checks it.
+
+#include <cstdint>
+#include <string>
+
+#include "stepsim/core/dtype.hpp"
+
+namespace stepsim {
+
+enum class RecomputeGranularity : std::uint8_t { kNone, kSelective, kFull };
+enum class RecomputeMethod : std::uint8_t { kNone, kUniform, kBlock };
+enum class PositionEmbedding : std::uint8_t { kLearnedAbsolute, kRope, kNone };
+enum class Normalization : std::uint8_t { kLayerNorm, kRmsNorm };
+
+struct ModelConfig {
+  std::int64_t num_layers = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_query_groups = 0;  ///< = num_attention_heads for multi-head attention
+  std::int64_t kv_channels = 0;       ///< head dim; hidden_size / num_attention_heads by default
+  std::int64_t ffn_hidden_size = 0;   ///< 4h, or Megatron's SwiGLU default int(8h/3/64)*64
+  std::int64_t seq_length = 0;
+  std::int64_t max_position_embeddings = 0;  ///< = seq_length by default
+  std::int64_t vocab_size = 0;               ///< unpadded, when given
+  std::int64_t make_vocab_size_divisible_by = 128;
+  std::int64_t padded_vocab_size = 0;  ///< always set: given, or padded as Megatron pads it
+  bool swiglu = false;
+  bool untie_embeddings_and_output_weights = false;
+  bool use_flash_attn = false;
+  bool add_bias_linear = true;
+  PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
+  Normalization normalization = Normalization::kLayerNorm;
+
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct TrainingConfig {
+  std::int64_t world_size = 0;
+  std::int64_t tensor_model_parallel_size = 1;
+  std::int64_t pipeline_model_parallel_size = 1;
+  /// Model chunks per pipeline rank (v); 1 without interleaving.
+  std::int64_t virtual_pipeline_model_parallel_size = 1;
+  /// Layers per model chunk; 0 without interleaving.
+  std::int64_t num_layers_per_virtual_pipeline_stage = 0;
+  bool sequence_parallel = false;
+  std::int64_t micro_batch_size = 0;
+  std::int64_t global_batch_size = 0;
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::kNone;
+  RecomputeMethod recompute_method = RecomputeMethod::kNone;
+  std::int64_t recompute_num_layers = 0;  ///< 1 when full recompute and not given
+  bool distribute_saved_activations = false;
+  bool use_distributed_optimizer = false;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool overlap_p2p_comm = false;
+  /// N of the interleaved schedule; = pipeline_model_parallel_size by default.
+  std::int64_t microbatch_group_size_per_vp_stage = 0;
+  DType params_dtype = DType::kFp32;  ///< kBf16 with "bf16": true, kFp16 with "fp16": true
+
+  // Derived at load.
+  std::int64_t data_parallel_size = 0;  ///< world_size / (t * p)
+  std::int64_t num_microbatches = 0;    ///< global_batch_size / (micro_batch_size * dp)
+
+  bool interleaved() const { return virtual_pipeline_model_parallel_size > 1; }
+  bool operator==(const TrainingConfig&) const = default;
+};
+
+/// A point-to-point link class: NVLink/NVSwitch inside a node, a NIC across nodes.
+struct LinkSpec {
+  double bandwidth_bytes_per_s = 0;  ///< unidirectional, per GPU (intra) or per NIC (inter)
+  double latency_s = 0;              ///< one-way small-message latency
+  bool operator==(const LinkSpec&) const = default;
+};
+
+/// Efficiency curves of the roofline cost model (each figure cited in the system file).
+struct RooflineEfficiency {
+  double gemm_max = 0.0;           ///< fraction of dense peak reached by large GEMMs
+  double gemm_half_flops = 0.0;    ///< GEMM size (FLOPs) reaching half of gemm_max
+  double memory_max = 0.0;         ///< fraction of HBM bandwidth reached by streaming kernels
+  double kernel_launch_s = 0.0;    ///< fixed cost per kernel
+  double link_max = 0.0;           ///< fraction of link bandwidth reached by NCCL busbw
+  bool operator==(const RooflineEfficiency&) const = default;
+};
+
+struct SystemConfig {
+  std::string name;
+  std::string gpu_name;
+  double peak_flops_fp32 = 0;  ///< dense FLOP/s per GPU (TF32 tensor cores where available)
+  double peak_flops_fp16 = 0;
+  double peak_flops_bf16 = 0;
+  std::int64_t memory_bytes = 0;       ///< device memory per GPU
+  double hbm_bandwidth_bytes_per_s = 0;
+  std::int64_t gpus_per_node = 0;
+  std::int64_t nics_per_node = 0;
+  LinkSpec intra_node;
+  LinkSpec inter_node;
+  RooflineEfficiency efficiency;
+
+  double peak_flops(DType t) const {
+    return t == DType::kBf16 ? peak_flops_bf16 : t == DType::kFp16 ? peak_flops_fp16 : peak_flops_fp32;
+  }
+  bool operator==(const SystemConfig&) const = default;
+};
+
+struct CostModelSpec {
+  enum class Kind : std::uint8_t { kRoofline, kProfile };
+  Kind kind = Kind::kRoofline;
+  std::string profile_path;  ///< resolved path when kind == kProfile
+  bool operator==(const CostModelSpec&) const = default;
+};
+
+/// A validated scenario.
+struct Workload {
+  std::string name;
+  std::string source_file;  ///< the scenario file it came from ("" for inline)
+  ModelConfig model;
+  TrainingConfig training;
+  SystemConfig system;
+  CostModelSpec cost_model;
+  bool operator==(const Workload&) const = default;
+};
+
+}  // namespace stepsim

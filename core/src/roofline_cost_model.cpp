@@ -1,0 +1,91 @@
+#include "stepsim/core/roofline_cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stepsim {
+
+namespace {
+
+// GEMM efficiency rises with size and saturates: eff(F) = max * F / (F + half), where F is
+// the GEMM's FLOPs and `half` the size that reaches half of the saturated efficiency. This
+// is the shape of published cuBLAS efficiency-vs-size curves; the two figures come from the
+// system file, where they are cited.
+double gemm_efficiency(const RooflineEfficiency& e, double flops) {
+  if (e.gemm_half_flops <= 0) return e.gemm_max;
+  return e.gemm_max * flops / (flops + e.gemm_half_flops);
+}
+
+}  // namespace
+
+double bus_factor(CollectiveKind kind, std::int64_t group_size) {
+  if (group_size <= 1) return 0.0;
+  const double n = static_cast<double>(group_size);
+  return kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) / n : (n - 1.0) / n;
+}
+
+double RooflineCostModel::gemm_s(const GemmOp& op) const {
+  const double flops = op.flops();
+  if (flops <= 0) return 0.0;
+  const double compute =
+      flops / (system_.peak_flops(op.dtype) * gemm_efficiency(system_.efficiency, flops));
+  // A GEMM also streams its operands once; small-k GEMMs can be bandwidth bound.
+  const double bytes = static_cast<double>(bytes_of(op.dtype) * op.batch) *
+                       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n);
+  const double memory =
+      bytes / (system_.hbm_bandwidth_bytes_per_s * system_.efficiency.memory_max);
+  return system_.efficiency.kernel_launch_s + std::max(compute, memory);
+}
+
+double RooflineCostModel::attention_s(const AttentionOp& op) const {
+  // Flash attention runs its matmuls on tensor cores; the softmax work is hidden inside the
+  // tiles, so it is costed as a GEMM of the same arithmetic.
+  const double flops = op.flops();
+  const double compute =
+      flops / (system_.peak_flops(op.dtype) * gemm_efficiency(system_.efficiency, flops));
+  return system_.efficiency.kernel_launch_s + compute;
+}
+
+double RooflineCostModel::memory_bound_s(const MemoryBoundOp& op) const {
+  return system_.efficiency.kernel_launch_s +
+         static_cast<double>(op.bytes) /
+             (system_.hbm_bandwidth_bytes_per_s * system_.efficiency.memory_max);
+}
+
+double RooflineCostModel::bus_bandwidth_bytes_per_s(std::int64_t group_size,
+                                                    std::int64_t nodes_spanned) const {
+  const double link = system_.efficiency.link_max;
+  if (nodes_spanned <= 1) return system_.intra_node.bandwidth_bytes_per_s * link;
+  // A ring crossing nodes is limited by the NICs. In Megatron's layout every GPU of a node
+  // runs the same collective on its own group at the same time, so each group gets its
+  // share of the node's NICs: a group with k members per node has k/gpus_per_node of them,
+  // and NCCL's rings (one per NIC) add up to that share of the node's NIC bandwidth.
+  const double ranks_per_node =
+      std::max(1.0, static_cast<double>(group_size) / static_cast<double>(nodes_spanned));
+  const double inter = system_.inter_node.bandwidth_bytes_per_s *
+                       static_cast<double>(system_.nics_per_node) * ranks_per_node /
+                       static_cast<double>(std::max<std::int64_t>(1, system_.gpus_per_node));
+  return std::min(system_.intra_node.bandwidth_bytes_per_s, inter) * link;
+}
+
+double RooflineCostModel::collective_s(const CollectiveOp& op) const {
+  if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
+  const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);
+  const double bw_time = static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / busbw;
+  // Ring latency: 2(n-1) steps for all-reduce, n-1 for the others.
+  const double n = static_cast<double>(op.group_size);
+  const double steps = op.kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) : n - 1.0;
+  const double hop =
+      op.nodes_spanned > 1 ? system_.inter_node.latency_s : system_.intra_node.latency_s;
+  return system_.efficiency.kernel_launch_s + steps * hop + bw_time;
+}
+
+double RooflineCostModel::p2p_s(const P2POp& op) const {
+  const LinkSpec& link = op.inter_node ? system_.inter_node : system_.intra_node;
+  return link.latency_s +
+         static_cast<double>(op.bytes) / (link.bandwidth_bytes_per_s * system_.efficiency.link_max);
+}
+
+std::string RooflineCostModel::describe() const { return "roofline " + system_.name; }
+
+}  // namespace stepsim

@@ -1,0 +1,27 @@
+#pragma once
+// Each subcommand registers itself on the top-level CLI11 app. When CLI11 selects it, its
+// callback stores the command's exit status in Env::exit_code (0 ok, 1 runtime failure,
+// 2 bad input).
+
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace stepsim::cli {
+
+struct Env {
+  std::string scenarios_dir;  ///< the project's scenarios/ folder
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  int exit_code = 0;
+};
+
+void add_check_command(CLI::App& app, Env& env);
+void add_memory_command(CLI::App& app, Env& env);
+void add_schedule_command(CLI::App& app, Env& env);
+void add_predict_command(CLI::App& app, Env& env);
+
+}  // namespace stepsim::cli

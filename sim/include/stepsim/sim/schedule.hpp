@@ -1,0 +1,96 @@
+#pragma once
+// Pipeline schedules exactly as Megatron-LM orders them
+// (megatron/core/pipeline_parallel/schedules.py): the per-rank order of forward/backward
+// actions, and the point-to-point calls Megatron issues around them.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepsim/core/result.hpp"
+
+namespace stepsim::sim {
+
+enum class ScheduleKind : std::uint8_t {
+  kOneFOneB,     ///< forward_backward_pipelining_without_interleaving
+  kInterleaved,  ///< forward_backward_pipelining_with_interleaving
+  kGPipe,        ///< all forwards, then all backwards (for comparison)
+};
+
+struct ScheduleParams {
+  ScheduleKind kind = ScheduleKind::kOneFOneB;
+  std::int32_t pipeline_size = 1;   ///< p
+  std::int32_t virtual_size = 1;    ///< v (model chunks per rank); 1 unless interleaved
+  std::int32_t microbatches = 1;    ///< m, per pipeline per step
+  std::int32_t group_size = 0;      ///< N = microbatch_group_size_per_vp_stage; 0 = p
+  bool overlap_p2p_comm = false;    ///< interleaved only: async P2P, waits before use
+  bool operator==(const ScheduleParams&) const = default;
+};
+
+enum class ActionType : std::uint8_t { kForward, kBackward };
+
+struct Action {
+  ActionType type = ActionType::kForward;
+  std::int32_t microbatch = 0;
+  std::int32_t chunk = 0;
+  bool operator==(const Action&) const = default;
+};
+
+/// A tensor crossing a pipeline boundary. Identified by what produced it: activations by
+/// (microbatch, producer virtual stage), gradients likewise (the producer is the backward of
+/// virtual stage `producer_virtual_stage`, the consumer is the backward of the stage before).
+/// Virtual stage of (rank r, chunk c) = c * p + r.
+enum class TensorKind : std::uint8_t { kActivation, kGradient };
+
+struct Transfer {
+  TensorKind tensor = TensorKind::kActivation;
+  bool send = true;  ///< true: this rank sends; false: this rank receives
+  std::int32_t microbatch = 0;
+  std::int32_t producer_virtual_stage = 0;
+  std::int32_t peer = 0;  ///< the other pipeline rank
+  bool operator==(const Transfer&) const = default;
+};
+
+/// One call of Megatron's p2p_communication (send_forward, send_forward_recv_backward, ...).
+/// Blocking calls return when all their transfers completed; non-blocking calls
+/// (overlap_p2p_comm) only post them, and the consuming compute waits for its own input.
+struct CommCall {
+  std::string name;  ///< Megatron's function name, e.g. "send_forward_recv_backward"
+  std::vector<Transfer> transfers;
+  bool blocking = true;
+  bool operator==(const CommCall&) const = default;
+};
+
+/// What a rank does next: a compute action or a communication call.
+struct ProgramItem {
+  enum class Kind : std::uint8_t { kCompute, kComm };
+  Kind kind = Kind::kCompute;
+  Action action;  ///< kind == kCompute
+  CommCall comm;  ///< kind == kComm
+  bool operator==(const ProgramItem&) const = default;
+};
+
+struct RankProgram {
+  std::int32_t rank = 0;
+  std::vector<Action> actions;    ///< compute actions in execution order
+  std::vector<ProgramItem> items; ///< actions interleaved with communication calls
+  bool operator==(const RankProgram&) const = default;
+};
+
+struct Schedule {
+  ScheduleParams params;
+  std::vector<RankProgram> ranks;  ///< index = pipeline rank
+  bool operator==(const Schedule&) const = default;
+};
+
+/// Validates the parameters (Megatron's rules; errors name --pp/--vpp/--microbatches/
+/// --group-size or the scenario keys) and builds the schedule.
+Result<Schedule> make_schedule(const ScheduleParams& params);
+
+/// Megatron's number of warm-up forward steps for `rank`.
+std::int32_t warmup_microbatches(const ScheduleParams& params, std::int32_t rank);
+
+/// "F0c0 F1c0 B0c1 ..." for one rank.
+std::string format_actions(const RankProgram& program);
+
+}  // namespace stepsim::sim

@@ -1,0 +1,64 @@
+#include "stepsim/core/roofline_cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace stepsim {
+namespace {
+
+SystemConfig test_system() {
+  SystemConfig s;
+  s.name = "test";
+  s.peak_flops_bf16 = 100e12;
+  s.peak_flops_fp16 = 100e12;
+  s.peak_flops_fp32 = 10e12;
+  s.hbm_bandwidth_bytes_per_s = 1e12;
+  s.gpus_per_node = 8;
+  s.nics_per_node = 8;
+  s.intra_node = {200e9, 5e-6};
+  s.inter_node = {25e9, 10e-6};
+  s.efficiency = {1.0, 0.0, 1.0, 0.0, 1.0};
+  return s;
+}
+
+TEST(BusFactor, MatchesNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::kAllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::kAllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::kReduceScatter, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_factor(CollectiveKind::kAllReduce, 1), 0.0);
+}
+
+TEST(Roofline, LargeGemmRunsAtPeak) {
+  RooflineCostModel m(test_system());
+  GemmOp g{8192, 8192, 8192, 1, DType::kBf16};
+  EXPECT_NEAR(m.gemm_s(g), g.flops() / 100e12, 1e-12);
+}
+
+TEST(Roofline, SkinnyGemmIsBandwidthBound) {
+  RooflineCostModel m(test_system());
+  GemmOp g{1 << 20, 8, 8, 1, DType::kBf16};
+  const double bytes = 2.0 * ((1 << 20) * 8 + 64 + (1 << 20) * 8);
+  EXPECT_NEAR(m.gemm_s(g), bytes / 1e12, 1e-15);
+}
+
+TEST(Roofline, IntraNodeAllReduceUsesBusBandwidth) {
+  RooflineCostModel m(test_system());
+  CollectiveOp c{CollectiveKind::kAllReduce, CommGroup::kTensor, 1 << 30, 8, 1};
+  const double expected = 14 * 5e-6 + (1 << 30) * (2.0 * 7 / 8) / 200e9;
+  EXPECT_NEAR(m.collective_s(c), expected, 1e-12);
+}
+
+TEST(Roofline, InterNodeGroupGetsItsShareOfTheNics) {
+  RooflineCostModel m(test_system());
+  // One member per node: 1/8 of the node's 8 NICs, i.e. one NIC's 25 GB/s.
+  EXPECT_DOUBLE_EQ(m.bus_bandwidth_bytes_per_s(4, 4), 25e9);
+  // Eight members per node: all NICs, 200 GB/s, capped by NVLink's 200 GB/s.
+  EXPECT_DOUBLE_EQ(m.bus_bandwidth_bytes_per_s(16, 2), 200e9);
+}
+
+TEST(Roofline, SingleRankCollectiveIsFree) {
+  RooflineCostModel m(test_system());
+  EXPECT_EQ(m.collective_s({CollectiveKind::kAllReduce, CommGroup::kData, 1 << 20, 1, 1}), 0.0);
+}
+
+}  // namespace
+}  // namespace stepsim
