@@ -19,9 +19,6 @@ struct Env {
   int exit_code = 0;
 };
 
-void add_check_command(CLI::App& app, Env& env);
-void add_memory_command(CLI::App& app, Env& env);
-void add_schedule_command(CLI::App& app, Env& env);
-void add_predict_command(CLI::App& app, Env& env);
+// One registration function per subcommand (cmd_<name>.cpp):
 
 }  // namespace stepsim::cli

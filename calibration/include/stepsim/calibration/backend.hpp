@@ -1,0 +1,79 @@
+#pragma once
+// Backend: what a device must do for calibration and for the validator. Every call runs the
+// work for real on real buffers, blocks until it is done, and returns its duration measured
+// with the backend's own clock (CUDA events; std::chrono::steady_clock on CPUs).
+// Implementations: CpuBackend (Eigen + MPI), CudaBackend (cuBLASLt + NCCL, bootstrapped over
+// MPI like nccl-tests). Collective calls are made by every member of the group.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stepsim/core/ops.hpp"
+#include "stepsim/core/result.hpp"
+
+namespace stepsim::calib {
+
+/// A process group made by Backend::split; 0 is the world.
+struct GroupId {
+  std::int32_t value = 0;
+  bool operator==(const GroupId&) const = default;
+};
+
+/// One leg of a batched point-to-point exchange (Megatron's batch_isend_irecv).
+struct P2PRequest {
+  bool send = true;
+  std::int64_t bytes = 0;
+  std::int32_t peer = 0;  ///< world rank
+  std::int32_t tag = 0;
+  bool operator==(const P2PRequest&) const = default;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;         ///< "cpu" | "cuda"
+  virtual std::string device_name() const = 0;  ///< e.g. "NVIDIA H100 80GB HBM3", CPU model
+  virtual std::int32_t world_rank() const = 0;
+  virtual std::int32_t world_size() const = 0;
+
+  /// Collective over the world, like MPI_Comm_split: ranks with equal `color` form a group,
+  /// ordered by `key`.
+  virtual Result<GroupId> split(std::int32_t color, std::int32_t key) = 0;
+  virtual std::int32_t group_size(GroupId g) const = 0;
+
+  virtual Result<double> gemm(const GemmOp& op) = 0;
+  virtual Result<double> attention(const AttentionOp& op) = 0;
+  virtual Result<double> memory_bound(const MemoryBoundOp& op) = 0;
+  /// All members of `group` call this with the same op; checks the result's correctness.
+  virtual Result<double> collective(const CollectiveOp& op, GroupId group) = 0;
+  /// Posts all requests at once and waits for all of them.
+  virtual Result<double> p2p(const std::vector<P2PRequest>& requests) = 0;
+
+  /// Blocks until every rank of `group` arrived.
+  virtual Result<double> barrier(GroupId group) = 0;
+  /// Seconds on a clock shared by all ranks after align_clocks() (steady clock + offset).
+  virtual double now_s() const = 0;
+  /// Estimates this rank's clock offset to rank 0 (ping-pong over the world).
+  virtual Result<double> align_clocks() = 0;
+  /// Gathers `values` from every rank at rank 0 (others get an empty vector).
+  virtual Result<std::vector<std::vector<double>>> gather_to_root(
+      const std::vector<double>& values) = 0;
+  /// Stops every rank (fault handling): MPI_Abort.
+  [[noreturn]] virtual void abort_all(int code) = 0;
+};
+
+struct BackendOptions {
+  int cpu_threads = 1;      ///< Eigen threads per rank (cpu)
+  bool flush_l2 = false;    ///< flush the L2 cache before each timed GEMM (cuda)
+  int warmup = 2;           ///< untimed repeats before measuring
+  int repeats = 5;          ///< timed repeats; the median is returned
+};
+
+/// Makes the backend called `name` ("cpu" or "cuda"); MPI must already be initialised.
+/// Errors: unknown name, CUDA backend not built, no device.
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name, const BackendOptions& o);
+
+}  // namespace stepsim::calib

@@ -1,0 +1,112 @@
+#pragma once
+// A calibration profile: raw microbenchmark samples and the fits made from them. Written by
+// `stepsim calibrate`, read by CalibratedCostModel. Public reference profiles use the same
+// format with `source` saying they are public data.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepsim/core/dtype.hpp"
+#include "stepsim/core/ops.hpp"
+#include "stepsim/core/result.hpp"
+
+namespace stepsim {
+
+struct GemmSample {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  DType dtype = DType::kBf16;
+  double seconds = 0;  ///< median of the repeats
+  std::string citation;  ///< public profiles: where the figure comes from
+  bool operator==(const GemmSample&) const = default;
+};
+
+struct AttentionSample {
+  AttentionOp op;
+  double seconds = 0;
+  std::string citation;
+  bool operator==(const AttentionSample&) const = default;
+};
+
+struct MemorySample {
+  std::int64_t bytes = 0;  ///< read + written
+  double seconds = 0;
+  std::string citation;
+  bool operator==(const MemorySample&) const = default;
+};
+
+struct CollectiveSample {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::int64_t group_size = 0;
+  std::int64_t nodes_spanned = 1;
+  std::int64_t bytes = 0;  ///< nccl-tests "size"
+  double seconds = 0;
+  std::string citation;
+  bool operator==(const CollectiveSample&) const = default;
+};
+
+struct P2PSample {
+  bool inter_node = false;
+  std::int64_t bytes = 0;
+  double seconds = 0;
+  std::string citation;
+  bool operator==(const P2PSample&) const = default;
+};
+
+/// time(bytes) = latency_s + bytes / bandwidth_bytes_per_s, fitted by least squares.
+struct LinearFit {
+  double latency_s = 0;
+  double bandwidth_bytes_per_s = 0;  ///< algorithm bandwidth (bytes / time)
+  double rms_relative_error = 0;     ///< of the fit over its samples
+  std::int64_t samples = 0;
+  std::int64_t min_bytes = 0, max_bytes = 0;  ///< measured range
+  bool operator==(const LinearFit&) const = default;
+};
+
+struct CollectiveFit {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::int64_t group_size = 0;
+  std::int64_t nodes_spanned = 1;
+  LinearFit fit;
+  bool operator==(const CollectiveFit&) const = default;
+};
+
+struct P2PFit {
+  bool inter_node = false;
+  LinearFit fit;
+  bool operator==(const P2PFit&) const = default;
+};
+
+struct Profile {
+  int format_version = 1;
+  std::string machine;   ///< host / GPU identity
+  std::string backend;   ///< "cuda" | "cpu" | "public"
+  std::string date;      ///< ISO 8601, when measured
+  std::string source;    ///< "measured" or "public data, not measured here"
+  std::vector<std::string> notes;
+  std::int64_t world_size = 1;  ///< ranks the collectives were measured with
+
+  std::vector<GemmSample> gemm;
+  std::vector<AttentionSample> attention;
+  std::vector<MemorySample> memory;
+  std::vector<CollectiveSample> collectives;
+  std::vector<P2PSample> p2p;
+
+  LinearFit memory_fit;
+  std::vector<CollectiveFit> collective_fits;
+  std::vector<P2PFit> p2p_fits;
+
+  bool operator==(const Profile&) const = default;
+};
+
+/// Fills the fits of `p` from its samples (least squares, Eigen).
+void fit_profile(Profile& p);
+
+/// Least-squares latency + size/bandwidth fit of (bytes, seconds) pairs.
+LinearFit fit_linear(const std::vector<std::int64_t>& bytes, const std::vector<double>& seconds);
+
+Result<Profile> load_profile_file(const std::string& path);
+Result<Profile> parse_profile(std::string_view json_text, const std::string& file_label);
+std::string profile_to_json(const Profile& p);
+
+}  // namespace stepsim

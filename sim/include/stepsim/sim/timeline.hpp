@@ -1,0 +1,59 @@
+#pragma once
+// Timeline: what happened when, per rank and stream, for predicted and measured steps alike.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepsim/core/ops.hpp"
+
+namespace stepsim::sim {
+
+/// Category of a timeline slice, the colour the viewer draws it in.
+enum class SliceKind : std::uint8_t {
+  kForward,
+  kBackwardInput,
+  kBackwardWeight,
+  kRecompute,
+  kTensorComm,
+  kPipelineComm,
+  kDataComm,
+  kOptimizer,
+};
+
+std::string_view to_string(SliceKind k);
+
+/// One executed op (or P2P transfer) on one rank's stream.
+struct Slice {
+  std::int32_t rank = 0;  ///< pipeline rank (representative mode) or global rank
+  Stream stream = Stream::kCompute;
+  SliceKind kind = SliceKind::kForward;
+  double start_s = 0;
+  double end_s = 0;
+  std::int32_t microbatch = -1;  ///< -1 for per-step work
+  std::int32_t chunk = -1;
+  std::int32_t layer = -1;
+  std::string name;  ///< "F mb3 c1 L12 qkv_gemm"
+  std::string op;    ///< "qkv_gemm"
+  std::string detail;  ///< shape or bytes, e.g. "m=2048 n=4608 k=12288 bf16"
+  bool operator==(const Slice&) const = default;
+};
+
+/// Memory in use on a rank after an event at `time_s`.
+struct MemoryPoint {
+  double time_s = 0;
+  std::int64_t bytes = 0;
+  bool operator==(const MemoryPoint&) const = default;
+};
+
+struct Timeline {
+  std::string label;  ///< "predicted" | "measured"
+  double step_time_s = 0;
+  std::int32_t ranks = 0;
+  std::vector<Slice> slices;                     ///< sorted by (start, rank, stream)
+  std::vector<std::vector<MemoryPoint>> memory;  ///< per rank
+  std::int64_t memory_capacity_bytes = 0;
+  bool operator==(const Timeline&) const = default;
+};
+
+}  // namespace stepsim::sim
