@@ -35,12 +35,12 @@ void validate_interleaved(const ScheduleParams& params, Errors& errors) {
         "but the interleaved schedule needs virtual_pipeline_model_parallel_size >= 2 "
         "(Megatron-LM runs the non-interleaved 1F1B schedule otherwise)"));
   }
-  if (params.overlap_p2p_comm && p < 2) {
+  if (params.overlap_p2p_comm && p == 1) {
     errors.push_back(flag_error("--pp", p,
                                 "but the interleaved schedule needs "
                                 "pipeline_model_parallel_size > 1"));
   }
-  if (!params.overlap_p2p_comm && p < 3) {
+  if (!params.overlap_p2p_comm && p >= 1 && p < 3) {
     errors.push_back(flag_error(
         "--pp", p,
         "but the interleaved schedule without overlap_p2p_comm needs "
