@@ -23,5 +23,6 @@ struct Env {
 void add_schedule_command(CLI::App& app, Env& env);
 void add_check_command(CLI::App& app, Env& env);
 void add_predict_command(CLI::App& app, Env& env);
+void add_memory_command(CLI::App& app, Env& env);
 
 }  // namespace stepsim::cli
