@@ -62,7 +62,10 @@ class PathFinder {
           }
         }
       }
-      if (via != nullptr) path.slices.push_back(via->ref);
+      if (via != nullptr) {
+        path.slices.push_back(via->ref);
+        path.busy_us += via->end - via->start;
+      }
       cur = next;
     }
     std::reverse(path.slices.begin(), path.slices.end());

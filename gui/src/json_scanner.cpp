@@ -1,6 +1,7 @@
 #include "json_scanner.hpp"
 
 #include <charconv>
+#include <cstring>
 #include <cstdint>
 
 namespace stepsim::gui::detail {
@@ -99,28 +100,45 @@ bool JsonScanner::read_string(std::string_view& out) {
   if (pos_ >= text_.size() || text_[pos_] != '"') return fail("expected a string");
   const std::size_t begin = ++pos_;
   bool escaped = false;
-  while (pos_ < text_.size()) {
-    const char c = text_[pos_];
-    if (c == '"') {
-      const std::size_t end = pos_++;
-      if (!escaped) {
-        out = text_.substr(begin, end - begin);
-        return true;
+  // memchr finds the closing quote fast; a backslash before it means escapes to decode
+  // (and possibly an escaped quote, after which the search goes on).
+  while (true) {
+    const void* hit = std::memchr(text_.data() + pos_, '"', text_.size() - pos_);
+    if (hit == nullptr) {
+      pos_ = text_.size();
+      return fail("unterminated string");
+    }
+    const auto quote = static_cast<std::size_t>(static_cast<const char*>(hit) - text_.data());
+    if (std::memchr(text_.data() + pos_, '\\', quote - pos_) == nullptr) {
+      pos_ = quote;
+      break;
+    }
+    escaped = true;
+    // Walk the escapes up to this quote: an odd run of backslashes escapes it.
+    std::size_t i = pos_;
+    bool quote_escaped = false;
+    while (i < quote) {
+      if (text_[i] == '\\') {
+        if (i + 1 == quote) quote_escaped = true;
+        i += 2;
+      } else {
+        ++i;
       }
-      if (!decode_escapes(begin, end)) return false;
-      out = scratch_;
-      return true;
     }
-    if (c == '\\') {
-      escaped = true;
-      pos_ += 2;
-      continue;
+    if (!quote_escaped && i == quote) {
+      pos_ = quote;
+      break;
     }
-    if (static_cast<unsigned char>(c) < 0x20) return fail("control character inside a string");
-    ++pos_;
+    pos_ = quote + 1;
   }
-  pos_ = text_.size();
-  return fail("unterminated string");
+  const std::size_t end = pos_++;
+  if (!escaped) {
+    out = text_.substr(begin, end - begin);
+    return true;
+  }
+  if (!decode_escapes(begin, end)) return false;
+  out = scratch_;
+  return true;
 }
 
 bool JsonScanner::decode_escapes(std::size_t begin, std::size_t end) {

@@ -1,8 +1,12 @@
 #include "stepsim/gui/trace_reader.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -377,22 +381,28 @@ Result<TraceModel> read_trace_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return Error{path, "", "is a directory, expected a trace file (Chrome trace event JSON)"};
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
-  std::string text;
-  char buffer[1 << 16];
-  std::size_t n = 0;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long size = std::ftell(f);
-    if (size > 0) text.reserve(static_cast<std::size_t>(size));
-    std::rewind(f);
+  // Map the file instead of copying it: a trace of millions of events is hundreds of MB.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Error{path, "", std::string("cannot read: ") + std::strerror(err)};
   }
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return Error{path, "", "cannot read the file"};
-  if (text.empty()) return Error{path, "", "is empty, expected Chrome trace event JSON"};
-  return parse_trace(text, path);
+  const auto size = static_cast<std::size_t>(info.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return Error{path, "", "is empty, expected Chrome trace event JSON"};
+  }
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);
+  if (data == MAP_FAILED) return Error{path, "", std::string("cannot read: ") + std::strerror(map_errno)};
+  ::madvise(data, size, MADV_SEQUENTIAL);
+  Result<TraceModel> result = parse_trace(std::string_view(static_cast<const char*>(data), size), path);
+  ::munmap(data, size);
+  return result;
 }
 
 }  // namespace stepsim::gui
