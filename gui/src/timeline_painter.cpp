@@ -37,13 +37,26 @@ class RowPainter {
     const QRect band = rect.adjusted(0, 2, 0, -2);
     if (row.stream == kStreamCompute) paint_bubbles(trace, row.rank, band);
     paint_slices(lane, band);
-    p_.setPen(QColor(40, 40, 40));
-    const QRect label(6, rect.top(), g_.label_width - 10, rect.height());
-    p_.drawText(label, Qt::AlignVCenter | Qt::AlignLeft,
-                metrics_.elidedText(QString::fromStdString(row.title), Qt::ElideRight, label.width()));
+    paint_title(row, rect);
   }
 
  private:
+  // The lane's title in the label column, in a smaller font when rows are thin.
+  void paint_title(const LaneRow& row, const QRect& rect) {
+    p_.save();
+    QFont font = p_.font();
+    if (metrics_.height() > rect.height()) {
+      font.setPixelSize(std::max(6, rect.height() - 1));
+      p_.setFont(font);
+    }
+    const QFontMetrics metrics(font);
+    p_.setPen(QColor(40, 40, 40));
+    const QRect label(6, rect.top(), g_.label_width - 10, rect.height());
+    p_.drawText(label, Qt::AlignVCenter | Qt::AlignLeft,
+                metrics.elidedText(QString::fromStdString(row.title), Qt::ElideRight, label.width()));
+    p_.restore();
+  }
+
   void paint_bubbles(const TraceModel& trace, std::int32_t rank, const QRect& band) {
     const std::int64_t pos = trace.rank_position(rank);
     if (pos < 0) return;
@@ -128,7 +141,11 @@ void paint_ruler(QPainter& p, const TimelineGeometry& g) {
              QStringLiteral("time from step start"));
 }
 
+// Every path slice gets a dark bar along the top of its row (the bars join into a line that
+// reads at any zoom), wide ones also an outline, and a dotted link marks each jump between
+// ranks (a P2P transfer the path goes through).
 void paint_critical_path(QPainter& p, const TimelineDocument& doc, const TimelineGeometry& g) {
+  constexpr double kOutlinePx = 24;
   for (std::size_t t = 0; t < doc.traces().size(); ++t) {
     const CriticalPath& path = doc.critical_path_of(t);
     if (path.slices.empty()) continue;
@@ -138,22 +155,28 @@ void paint_critical_path(QPainter& p, const TimelineDocument& doc, const Timelin
     }
     const TraceModel& trace = doc.traces()[t];
     QPointF previous;
-    bool have_previous = false;
+    std::int32_t previous_rank = -1;
     for (SliceRef ref : path.slices) {
       const Lane& lane = trace.lanes[ref.lane];
       const QRect row = g.row_rect(row_of_lane.at(ref.lane));
       const double x0 = g.label_width + g.view.x_of(lane.time.start_us[ref.index]);
       const double x1 = g.label_width + g.view.x_of(lane.time.end_us[ref.index]);
-      const QRectF box(x0, row.top() + 1, std::max(x1 - x0, 2.0), row.height() - 2);
-      if (have_previous && std::abs(previous.y() - box.center().y()) > 1) {
+      const double mid = row.center().y();
+      if (previous_rank >= 0 && previous_rank != lane.rank) {
         p.setPen(QPen(kCriticalColor, 1.5, Qt::DotLine));
-        p.drawLine(previous, QPointF(x0, box.center().y()));
+        p.drawLine(previous, QPointF(x0, mid));
       }
-      p.setPen(QPen(kCriticalColor, 2));
-      p.setBrush(Qt::NoBrush);
-      if (x1 >= g.label_width && x0 <= g.width) p.drawRect(box);
-      previous = QPointF(x1, box.center().y());
-      have_previous = true;
+      if (x1 >= g.label_width && x0 <= g.width) {
+        const double w = std::max(x1 - x0, 1.0);
+        p.fillRect(QRectF(x0, row.top(), w, std::max(3, row.height() / 5)), kCriticalColor);
+        if (x1 - x0 >= kOutlinePx) {
+          p.setPen(QPen(kCriticalColor, 2));
+          p.setBrush(Qt::NoBrush);
+          p.drawRect(QRectF(x0, row.top() + 1, w, row.height() - 2));
+        }
+      }
+      previous = QPointF(x1, mid);
+      previous_rank = lane.rank;
     }
   }
 }
@@ -185,6 +208,7 @@ void paint_legend(QPainter& p, const TimelineDocument& doc, const TimelineGeomet
       p.setPen(QPen(kCriticalColor, 2));
       p.setBrush(Qt::NoBrush);
       p.drawRect(r.adjusted(1, 1, -1, -1));
+      p.fillRect(QRect(r.left(), r.top(), r.width(), 3), kCriticalColor);
     });
   }
 }
