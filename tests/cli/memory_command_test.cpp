@@ -2,40 +2,25 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../support/cli_runner.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/memory_model.hpp"
 
 namespace {
 
-struct CliRun {
-  std::string out;
-  int status = -1;
-};
-
 /// stdout (stderr too when `merge_stderr`) and the exit status of `stepsim memory <args>`.
-CliRun run_memory(const std::string& args, bool merge_stderr) {
-  const std::string cmd = std::string("'") + STEPSIM_BIN + "' memory " + args +
-                          (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return {};
-  CliRun r;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+stepsim::testing::CliRun run_memory(const std::string& args, bool merge_stderr) {
+  return stepsim::testing::run_stepsim("memory " + args + (merge_stderr ? "" : " 2>/dev/null"),
+                                       merge_stderr);
 }
 
 const std::string kScenario = std::string(STEPSIM_SCENARIOS_DIR) + "/gpt3-175b-a100-64.json";
 
 TEST(MemoryCommand, JsonMatchesAnalyticModel) {
-  const CliRun r = run_memory("'" + kScenario + "' --format json", false);
+  const stepsim::testing::CliRun r = run_memory("'" + kScenario + "' --format json", false);
   ASSERT_EQ(r.status, 0) << r.out;
   const nlohmann::json doc = nlohmann::json::parse(r.out);
   const stepsim::Result<stepsim::Workload> w =
@@ -61,7 +46,7 @@ TEST(MemoryCommand, JsonMatchesAnalyticModel) {
 }
 
 TEST(MemoryCommand, TextTableInGib) {
-  const CliRun r = run_memory("'" + kScenario + "'", false);
+  const stepsim::testing::CliRun r = run_memory("'" + kScenario + "'", false);
   ASSERT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("stage"), std::string::npos);
   EXPECT_NE(r.out.find("GiB"), std::string::npos);
@@ -69,10 +54,10 @@ TEST(MemoryCommand, TextTableInGib) {
 }
 
 TEST(MemoryCommand, BadInputExitsTwoNamingTheFile) {
-  const CliRun missing = run_memory("/nonexistent/scenario.json", true);
+  const stepsim::testing::CliRun missing = run_memory("/nonexistent/scenario.json", true);
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.out.find("/nonexistent/scenario.json"), std::string::npos);
-  const CliRun format = run_memory("'" + kScenario + "' --format yaml", true);
+  const stepsim::testing::CliRun format = run_memory("'" + kScenario + "' --format yaml", true);
   EXPECT_EQ(format.status, 2);
 }
 
