@@ -83,7 +83,7 @@ void check_pipeline(const Workload& w, Checker& check) {
                      "pipeline_model_parallel_size=" +
                      str(per_stage) + ")");
     } else if (t.num_layers_per_virtual_pipeline_stage > 0 &&
-               t.num_layers_per_virtual_pipeline_stage * v != per_stage) {
+               t.num_layers_per_virtual_pipeline_stage != per_stage / v) {
       check.fail("training.num_layers_per_virtual_pipeline_stage",
                  std::string("=") + str(t.num_layers_per_virtual_pipeline_stage) +
                      " times virtual_pipeline_model_parallel_size=" + str(v) +
@@ -263,8 +263,14 @@ void apply_model_defaults(Workload& w, Checker& check) {
   std::int64_t padded = 0;
   if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.make_vocab_size_divisible_by > 0 && t > 0 &&
       !__builtin_mul_overflow(m.make_vocab_size_divisible_by, t, &multiple) &&
-      !__builtin_mul_overflow((m.vocab_size + multiple - 1) / multiple, multiple, &padded)) {
+      !__builtin_mul_overflow(m.vocab_size / multiple + (m.vocab_size % multiple != 0 ? 1 : 0),
+                              multiple, &padded)) {
     m.padded_vocab_size = padded;
+  }
+  if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.make_vocab_size_divisible_by > 0 && t > 0) {
+    check.fail("model.vocab_size", std::string("=") + str(m.vocab_size) +
+                                       " padded to a multiple of make_vocab_size_divisible_by*"
+                                       "tensor_model_parallel_size overflows a 64-bit integer");
   }
 }
 

@@ -164,6 +164,41 @@ TEST(LoadScenario, OmittedKeysTakeMegatronDefaults) {
   EXPECT_EQ(swiglu.model.kv_channels, 64);
 }
 
+TEST(LoadScenario, ContractExampleFromArchitectureLoads) {
+  // The scenario example of ARCHITECTURE.md ("Scenario file (contract, v1)"), verbatim.
+  const Workload w = load_ok(R"({
+  "name": "gpt3-175b",
+  "model": {
+    "num_layers": 96, "hidden_size": 12288, "num_attention_heads": 96,
+    "num_query_groups": 96, "ffn_hidden_size": 49152, "seq_length": 2048,
+    "padded_vocab_size": 51200, "swiglu": false,
+    "untie_embeddings_and_output_weights": false, "use_flash_attn": false
+  },
+  "training": {
+    "world_size": 64,
+    "tensor_model_parallel_size": 8, "pipeline_model_parallel_size": 8,
+    "num_layers_per_virtual_pipeline_stage": 4,
+    "sequence_parallel": true, "micro_batch_size": 1, "global_batch_size": 64,
+    "recompute_granularity": "selective", "recompute_method": null,
+    "recompute_num_layers": null, "distribute_saved_activations": false,
+    "use_distributed_optimizer": false, "overlap_grad_reduce": false,
+    "overlap_p2p_comm": false, "microbatch_group_size_per_vp_stage": null,
+    "bf16": true
+  },
+  "system": "systems/dgx-a100-80gb.json",
+  "cost_model": "roofline"
+})");
+  EXPECT_EQ(w.training.virtual_pipeline_model_parallel_size, 3);
+  EXPECT_EQ(w.training.num_microbatches, 64);
+  EXPECT_EQ(w.model.padded_vocab_size, 51200);
+}
+
+TEST(LoadErrors, HugeVocabularyIsAnErrorNotOverflow) {
+  auto w = load_text(tiny({{"vocab_size", "9223372036854775807"}}));
+  ASSERT_FALSE(w.ok());
+  EXPECT_TRUE(names(w.errors(), "model.vocab_size", "overflows a 64-bit integer"));
+}
+
 TEST(LoadScenario, PublishedLayoutsOfLargeRuns) {
   auto gpt1t = load_scenario_file(kScenarios + "/gpt-1t-a100-3072.json", options());
   ASSERT_TRUE(gpt1t.ok());
