@@ -4,12 +4,9 @@ namespace stepsim {
 
 std::string_view to_string(DType t) {
   switch (t) {
-    case DType::kFp32:
-      return "fp32";
-    case DType::kFp16:
-      return "fp16";
-    case DType::kBf16:
-      return "bf16";
+    case DType::kFp32: return "fp32";
+    case DType::kFp16: return "fp16";
+    case DType::kBf16: return "bf16";
   }
   return "?";
 }
