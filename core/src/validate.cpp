@@ -191,6 +191,15 @@ void check_training(const Workload& w, Checker& check) {
   if (t.sequence_parallel && t.tensor_model_parallel_size == 1) {
     check.fail("training.sequence_parallel", "=true needs tensor_model_parallel_size > 1");
   }
+  // mappings.py _split_along_first_dim: "First dimension of the tensor should be divisible by
+  // tensor parallel size" (sequence parallelism splits the sequence).
+  const std::int64_t seq = w.model.seq_length;
+  if (t.sequence_parallel && t.tensor_model_parallel_size > 1 && seq > 0 &&
+      seq % t.tensor_model_parallel_size != 0) {
+    check.fail("model.seq_length",
+               std::string("=") + str(seq) + " is not divisible by tensor_model_parallel_size=" +
+                   str(t.tensor_model_parallel_size) + ", which sequence_parallel splits it by");
+  }
   if (t.overlap_param_gather && !t.use_distributed_optimizer) {
     check.fail("training.overlap_param_gather", "=true needs use_distributed_optimizer");
   }
