@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "bench_math.hpp"
@@ -18,6 +19,8 @@ double steady_s() {
 }
 
 constexpr std::int64_t kMaxMessageBytes = std::int64_t{1} << 31;
+/// MPI guarantees tags up to 32767; P2PRequest tags must stay below this one.
+constexpr int kHandshakeTag = 32767;
 
 }  // namespace
 
@@ -104,18 +107,31 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
     }
     buffers[r].resize(static_cast<std::size_t>(q.bytes));
   }
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    if (!requests[r].send) continue;
+    auto& buf = buffers[r];
+    for (std::size_t i = 0; i < buf.size(); ++i) {
+      buf[i] = p2p_pattern(world_.rank(), requests[r].tag, static_cast<std::int64_t>(i));
+    }
+  }
+  std::set<std::int32_t> peers;
+  for (const P2PRequest& q : requests) peers.insert(q.peer);
   auto exchange = [&]() -> Result<double> {
     for (std::size_t r = 0; r < requests.size(); ++r) {
-      const P2PRequest& q = requests[r];
-      auto& buf = buffers[r];
-      if (q.send) {
-        for (std::size_t i = 0; i < buf.size(); ++i) {
-          buf[i] = p2p_pattern(world_.rank(), q.tag, static_cast<std::int64_t>(i));
-        }
-      } else {
-        std::fill(buf.begin(), buf.end(), std::uint8_t{0});
-      }
+      if (!requests[r].send) std::fill(buffers[r].begin(), buffers[r].end(), std::uint8_t{0});
     }
+    // A zero-byte handshake with every peer first, so that the time is the transfer's and
+    // not the wait for a peer that arrived late.
+    std::vector<MPI_Request> shake;
+    for (const std::int32_t peer : peers) {
+      shake.emplace_back();
+      MPI_Isend(nullptr, 0, MPI_BYTE, peer, kHandshakeTag, world, &shake.back());
+      shake.emplace_back();
+      MPI_Irecv(nullptr, 0, MPI_BYTE, peer, kHandshakeTag, world, &shake.back());
+    }
+    const int shake_rc = MPI_Waitall(static_cast<int>(shake.size()), shake.data(),
+                                     MPI_STATUSES_IGNORE);
+    if (shake_rc != MPI_SUCCESS) return mpi_error("MPI_Waitall", shake_rc);
     std::vector<MPI_Request> handles(requests.size(), MPI_REQUEST_NULL);
     const double t0 = steady_s();
     for (std::size_t r = 0; r < requests.size(); ++r) {
