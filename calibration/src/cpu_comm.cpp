@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <set>
 #include <string>
 
 #include "bench_math.hpp"
@@ -19,8 +18,6 @@ double steady_s() {
 }
 
 constexpr std::int64_t kMaxMessageBytes = std::int64_t{1} << 31;
-/// MPI guarantees tags up to 32767; P2PRequest tags must stay below this one.
-constexpr int kHandshakeTag = 32767;
 
 }  // namespace
 
@@ -114,24 +111,13 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
       buf[i] = p2p_pattern(world_.rank(), requests[r].tag, static_cast<std::int64_t>(i));
     }
   }
-  std::set<std::int32_t> peers;
-  for (const P2PRequest& q : requests) peers.insert(q.peer);
+  const std::vector<std::int32_t> peers = distinct_peers(requests);
   auto exchange = [&]() -> Result<double> {
     for (std::size_t r = 0; r < requests.size(); ++r) {
       if (!requests[r].send) std::fill(buffers[r].begin(), buffers[r].end(), std::uint8_t{0});
     }
-    // A zero-byte handshake with every peer first, so that the time is the transfer's and
-    // not the wait for a peer that arrived late.
-    std::vector<MPI_Request> shake;
-    for (const std::int32_t peer : peers) {
-      shake.emplace_back();
-      MPI_Isend(nullptr, 0, MPI_BYTE, peer, kHandshakeTag, world, &shake.back());
-      shake.emplace_back();
-      MPI_Irecv(nullptr, 0, MPI_BYTE, peer, kHandshakeTag, world, &shake.back());
-    }
-    const int shake_rc = MPI_Waitall(static_cast<int>(shake.size()), shake.data(),
-                                     MPI_STATUSES_IGNORE);
-    if (shake_rc != MPI_SUCCESS) return mpi_error("MPI_Waitall", shake_rc);
+    auto shake = world_.handshake(peers);
+    if (!shake.ok()) return shake.errors();
     std::vector<MPI_Request> handles(requests.size(), MPI_REQUEST_NULL);
     const double t0 = steady_s();
     for (std::size_t r = 0; r < requests.size(); ++r) {
