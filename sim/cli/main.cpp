@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   stepsim::cli::add_calibrate_command(app, env);
   stepsim::cli::add_schedule_command(app, env);
+  stepsim::cli::add_check_command(app, env);
+  stepsim::cli::add_predict_command(app, env);
+  stepsim::cli::add_memory_command(app, env);
 
 
   try {
