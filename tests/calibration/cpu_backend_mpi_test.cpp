@@ -45,7 +45,7 @@ TEST(CpuBackendMpi, CollectivesAreCorrectOnSplitGroups) {
         op.group_size = b->group_size(g);
         auto t = b->collective(op, g);
         ASSERT_TRUE(t.ok()) << to_string(kind) << " " << bytes << ": " << format_errors(t.errors());
-        EXPECT_GT(t.value(), 0.0);
+        EXPECT_GE(t.value(), 0.0);
       }
     }
   }
