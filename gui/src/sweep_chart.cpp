@@ -61,7 +61,7 @@ SweepChart::SweepChart(SweepTable table, QWidget* parent)
     s->attachAxis(y);
   }
   QString title = QStringLiteral("Sweep: %1 configurations").arg(table_.points.size());
-  if (table_.skipped_rows > 0) title += QStringLiteral(" (%1 rows without metrics)").arg(table_.skipped_rows);
+  if (table_.skipped_rows > 0) title += QStringLiteral(", %1 skipped without metrics").arg(table_.skipped_rows);
   title += table_.has_trace_column ? QStringLiteral("; click a point to open its trace")
                                    : QStringLiteral("; no trace column");
   chart->setTitle(title);

@@ -6,7 +6,10 @@
 #include <QImage>
 
 #include "stepsim/gui/colors.hpp"
+#include <QScatterSeries>
+
 #include "stepsim/gui/main_window.hpp"
+#include "stepsim/gui/sweep_chart.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
 #include "test_data.hpp"
 
@@ -143,6 +146,29 @@ TEST_F(RenderTest, MainWindowShowsComparisonHeader) {
   EXPECT_TRUE(header.contains(QStringLiteral("r0 +"))) << header.toStdString();
   EXPECT_TRUE(window.show_tab(QStringLiteral("memory")));
   EXPECT_FALSE(window.show_tab(QStringLiteral("sweep")));
+}
+
+TEST_F(RenderTest, ClickingASweepPointOpensItsTrace) {
+  auto table = read_sweep_csv(testing::data_path("sweep.csv"));
+  ASSERT_TRUE(table.ok());
+  SweepChart chart(std::move(table).value());
+  QStringList opened;
+  QStringList messages;
+  QObject::connect(&chart, &SweepChart::open_trace, [&](const QString& p) { opened << p; });
+  QObject::connect(&chart, &SweepChart::message, [&](const QString& m) { messages << m; });
+  QScatterSeries* points = nullptr;
+  for (QAbstractSeries* s : chart.chart()->series()) {
+    if (s->name() == QStringLiteral("configurations")) points = qobject_cast<QScatterSeries*>(s);
+  }
+  ASSERT_NE(points, nullptr);
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  emit points->clicked(QPointF(6e10 / kGiB, 1000));  // tp8-pp8, which has a trace
+  ASSERT_EQ(opened.size(), 1);
+  EXPECT_EQ(opened[0].toStdString(), testing::data_path("two_stage_predicted.json"));
+  emit points->clicked(QPointF(4e10 / kGiB, 905));  // near tp4-pp16, which has none
+  EXPECT_EQ(opened.size(), 1);
+  ASSERT_EQ(messages.size(), 1);
+  EXPECT_TRUE(messages[0].startsWith(QStringLiteral("tp4-pp16")));
 }
 
 }  // namespace
