@@ -20,5 +20,9 @@ struct Env {
 };
 
 // One registration function per subcommand (cmd_<name>.cpp):
+void add_schedule_command(CLI::App& app, Env& env);
+void add_check_command(CLI::App& app, Env& env);
+void add_predict_command(CLI::App& app, Env& env);
+void add_memory_command(CLI::App& app, Env& env);
 
 }  // namespace stepsim::cli
