@@ -105,7 +105,7 @@ QChartView* make_stage_chart(const TimelineDocument& document, QWidget* parent) 
   auto* y = new QValueAxis;
   y->setRange(0, std::max(highest * 1.05, 1e-3));
   y->setTitleText(QStringLiteral("ms"));
-  y->setLabelFormat(QStringLiteral("%.3g"));
+  y->setLabelFormat(highest >= 100 ? QStringLiteral("%.0f") : QStringLiteral("%.3g"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   series->attachAxis(x);
@@ -118,8 +118,8 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
   auto* x = new QValueAxis;
   auto* y = new QValueAxis;
   x->setTitleText(QStringLiteral("ms from step start"));
-  x->setLabelFormat(QStringLiteral("%.4g"));
-  y->setLabelFormat(QStringLiteral("%.4g"));
+  x->setLabelFormat(QStringLiteral("%.0f"));
+  y->setLabelFormat(QStringLiteral("%.3g"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   const bool several = document.traces().size() > 1;
@@ -199,6 +199,7 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
     top = std::max(top, gib);
   }
   x->setRange(0, end_ms);
+  if (end_ms < 100) x->setLabelFormat(QStringLiteral("%.3g"));
   y->setRange(0, std::max(top * 1.08, 1e-3));
   chart->setTitle(document.traces().empty() || index == 0
                       ? QStringLiteral("Memory: the traces have no memory counters")

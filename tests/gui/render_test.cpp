@@ -4,6 +4,8 @@
 
 #include <QApplication>
 #include <QImage>
+#include <QMouseEvent>
+#include <QWheelEvent>
 
 #include "stepsim/gui/colors.hpp"
 #include <QScatterSeries>
@@ -109,6 +111,39 @@ TEST_F(RenderTest, ClickSelectsAndHitTestFindsSlices) {
   EXPECT_EQ(hit->row, 3u);
   EXPECT_EQ(document_->traces()[0].slice_name(hit->slice), "F mb0 c0 L1 fwd");
   EXPECT_FALSE(widget_->hit_test(QPoint(5, 5)).has_value());
+}
+
+TEST_F(RenderTest, MouseClickSelectsWheelZoomsDragPans) {
+  const QPointF at(widget_->x_of(150), widget_->row_rect(3).center().y());
+  int signalled = -2;
+  QObject::connect(widget_.get(), &TimelineWidget::selection_changed, [&](int mb) { signalled = mb; });
+  QMouseEvent press(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+  QMouseEvent release(QEvent::MouseButtonRelease, at, at, Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+  QApplication::sendEvent(widget_.get(), &press);
+  QApplication::sendEvent(widget_.get(), &release);
+  EXPECT_EQ(document_->selected_microbatch(), 0);  // r1's forward of micro-batch 0
+  EXPECT_EQ(signalled, 0);
+  // Clicking the same micro-batch again clears the selection.
+  QApplication::sendEvent(widget_.get(), &press);
+  QApplication::sendEvent(widget_.get(), &release);
+  EXPECT_EQ(document_->selected_microbatch(), -1);
+
+  const double before = widget_->view().us_per_px;
+  QWheelEvent wheel(at, at, QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(widget_.get(), &wheel);
+  EXPECT_NEAR(widget_->view().us_per_px, before / 1.25, 1e-12);
+  EXPECT_NEAR(widget_->x_of(150), at.x(), 1e-6);  // zoomed around the cursor
+
+  const QPointF to = at - QPointF(40, 0);
+  QMouseEvent press2(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+  QMouseEvent move(QEvent::MouseMove, to, to, Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+  QMouseEvent release2(QEvent::MouseButtonRelease, to, to, Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+  QApplication::sendEvent(widget_.get(), &press2);
+  QApplication::sendEvent(widget_.get(), &move);
+  QApplication::sendEvent(widget_.get(), &release2);
+  EXPECT_NEAR(widget_->x_of(150), at.x() - 40, 1e-6);  // the content follows the drag
+  EXPECT_EQ(document_->selected_microbatch(), -1);       // a drag is not a click
 }
 
 TEST_F(RenderTest, CriticalPathIsOutlined) {

@@ -83,6 +83,21 @@ TEST(TraceReader, SortsUnorderedEventsAndDecodesEscapes) {
   EXPECT_FALSE(m.summary.present);
 }
 
+TEST(TraceReader, HandlesEscapedQuotesBackslashesAndSurrogatePairs) {
+  const std::string text = R"({"traceEvents":[
+    {"ph":"X","name":"ends in backslash \\","pid":0,"tid":0,"ts":0,"dur":1},
+    {"ph":"X","name":"say \"hi\" \ud83d\ude00 \t","pid":0,"tid":0,"ts":1,"dur":1,
+     "args":{"detail":"a/b \/ c"}}]})";
+  auto r = parse_trace(text, "esc.json");
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  EXPECT_EQ(r->slice_name({0, 0}), "ends in backslash \\");
+  EXPECT_EQ(r->slice_name({0, 1}), "say \"hi\" \xf0\x9f\x98\x80 \t");
+  EXPECT_EQ(r->strings.get(r->lanes[0].detail[1]), "a/b / c");
+  auto bad = parse_trace(R"({"traceEvents":[{"ph":"X","name":"\q"}]})", "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(mentions(bad.errors(), "bad escape in a string"));
+}
+
 TEST(TraceReader, AcceptsBareEventArray) {
   auto r = parse_trace(R"([{"ph":"X","pid":0,"tid":1,"ts":0,"dur":2,"cat":"tp_comm"}])", "a.json");
   ASSERT_TRUE(r.ok());
