@@ -36,7 +36,7 @@ class RowPainter {
     }
     const QRect band = rect.adjusted(0, 2, 0, -2);
     if (row.stream == kStreamCompute) paint_bubbles(trace, row.rank, band);
-    paint_slices(lane, band);
+    paint_slices(lane, band, trace.has_chunks);
     paint_title(row, rect);
   }
 
@@ -84,7 +84,7 @@ class RowPainter {
     }
   }
 
-  void paint_slices(const Lane& lane, const QRect& band) {
+  void paint_slices(const Lane& lane, const QRect& band, bool chunks) {
     aggregate(lane.time, lane.kind.data(), Kind::kOther, g_.view, g_.min_box_px, scratch_);
     const std::int32_t selected = doc_.selected_microbatch();
     paint_columns(band, selected >= 0);
@@ -103,14 +103,14 @@ class RowPainter {
         p_.setPen(QPen(QColor(0, 0, 0), 2));
         p_.drawRect(r.adjusted(1, 1, -1, -1));
       }
-      paint_label(lane, i, r, color);
+      paint_label(lane, i, r, color, chunks);
     }
   }
 
-  void paint_label(const Lane& lane, std::size_t i, const QRectF& r, Rgb color) {
+  void paint_label(const Lane& lane, std::size_t i, const QRectF& r, Rgb color, bool chunks) {
     if (lane.microbatch[i] < 0 || r.width() < 24 || r.height() < metrics_.height() - 2) return;
     QString text = QStringLiteral("mb%1").arg(lane.microbatch[i]);
-    if (lane.chunk[i] > 0) text += QStringLiteral(" c%1").arg(lane.chunk[i]);
+    if (chunks && lane.chunk[i] >= 0) text += QStringLiteral(" c%1").arg(lane.chunk[i]);
     if (metrics_.horizontalAdvance(text) + 4 > r.width()) {
       text = QString::number(lane.microbatch[i]);
       if (metrics_.horizontalAdvance(text) + 4 > r.width()) return;

@@ -198,7 +198,9 @@ void finish_model(TraceModel& model) {
     return a.rank != b.rank ? a.rank < b.rank : a.stream < b.stream;
   });
   model.end_us = 0;
+  model.has_chunks = false;
   for (Lane& lane : model.lanes) {
+    for (std::int32_t c : lane.chunk) model.has_chunks = model.has_chunks || c > 0;
     for (double& s : lane.time.start_us) s -= origin;
     for (double& e : lane.time.end_us) e -= origin;
     sort_lane(lane);

@@ -47,6 +47,7 @@ TEST(TraceReader, ReadsLanesSortedAndRelativeToOrigin) {
   EXPECT_EQ(m.slice_name(SliceRef{0, 0}), "F mb0 c0 L0 fwd");
   EXPECT_TRUE(std::is_sorted(r0.time.start_us.begin(), r0.time.start_us.end()));
   EXPECT_EQ(m.rank_names.at(0), "stage 0");
+  EXPECT_FALSE(m.has_chunks);
 }
 
 TEST(TraceReader, ReadsSummaryAndMemoryCounters) {
@@ -99,9 +100,11 @@ TEST(TraceReader, HandlesEscapedQuotesBackslashesAndSurrogatePairs) {
 }
 
 TEST(TraceReader, AcceptsBareEventArray) {
-  auto r = parse_trace(R"([{"ph":"X","pid":0,"tid":1,"ts":0,"dur":2,"cat":"tp_comm"}])", "a.json");
+  auto r = parse_trace(
+      R"([{"ph":"X","pid":0,"tid":1,"ts":0,"dur":2,"cat":"tp_comm","args":{"chunk":1}}])", "a.json");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->lanes[0].kind[0], Kind::kTensorComm);
+  EXPECT_TRUE(r->has_chunks);
 }
 
 TEST(TraceReader, SyntaxErrorNamesFileLineAndColumn) {

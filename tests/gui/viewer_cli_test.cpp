@@ -122,6 +122,13 @@ TEST(ViewerCli, BadOptionsExitTwo) {
   EXPECT_NE(help.output.find("--screenshot FILE.png"), std::string::npos);
 }
 
+TEST(ViewerCli, BenchLoadReportsWhatItLoaded) {
+  const ViewerRun run = run_viewer({q(data_path("two_stage_predicted.json")), "--bench-load"});
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("loaded 22 slices in "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("load + first paint"), std::string::npos);
+}
+
 TEST(ViewerCli, NoDisplayWithoutScreenshotIsARuntimeError) {
   const ViewerRun run = run_viewer({q(data_path("two_stage_predicted.json"))});
   EXPECT_EQ(run.status, 1);

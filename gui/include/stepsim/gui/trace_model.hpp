@@ -146,6 +146,7 @@ struct TraceModel {
   std::vector<Intervals> idle;
   std::vector<std::int32_t> rank_ids;  ///< ranks with slices or memory counters, ascending
   std::unordered_map<std::int32_t, std::string> rank_names;  ///< process_name metadata
+  bool has_chunks = false;  ///< some slice has chunk > 0 (interleaved 1F1B): label chunks
   StringTable strings;
   std::string names;  ///< all slice names back to back (see Lane::name_begin)
 
