@@ -8,7 +8,6 @@
 
 #include <QApplication>
 #include <QImage>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -130,7 +129,8 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   benchmark::Initialize(&argc, argv);
   std::size_t slices = 2000000;
-  if (const char* env = std::getenv("STEPSIM_BENCH_SLICES")) slices = std::strtoull(env, nullptr, 10);
+  if (const char* env = std::getenv("STEPSIM_BENCH_SLICES"))
+    slices = std::strtoull(env, nullptr, 10);
   const auto dir = std::filesystem::temp_directory_path() / "stepsim_viewer_bench";
   std::filesystem::create_directories(dir);
   trace_path() = (dir / ("trace_" + std::to_string(slices) + ".json")).string();

@@ -7,7 +7,6 @@
 #include <QScatterSeries>
 #include <QStackedBarSeries>
 #include <QValueAxis>
-
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -54,9 +53,9 @@ QString short_label(const std::string& label) {
 }  // namespace
 
 QColor series_color(std::size_t index) {
-  static constexpr std::array<QRgb, 10> kTableau = {
-      0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
-      0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
+  static constexpr std::array<QRgb, 10> kTableau = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728,
+                                                    0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f,
+                                                    0xbcbd22, 0x17becf};
   return QColor(kTableau[index % kTableau.size()]);
 }
 
@@ -126,7 +125,8 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
   double most = 0;
   for (const TraceModel& trace : document.traces()) {
     most = std::max(most, static_cast<double>(trace.summary.memory_capacity_bytes));
-    for (const MemorySeries& series : trace.memory) most = std::max(most, static_cast<double>(memory_peak(series).bytes));
+    for (const MemorySeries& series : trace.memory)
+      most = std::max(most, static_cast<double>(memory_peak(series).bytes));
   }
   const auto [unit, unit_name] = byte_unit(most);
   y->setTitleText(unit_name + QStringLiteral(" in use"));
@@ -152,7 +152,8 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
       line->setPen(pen);
       const bool reference = &trace == &document.traces().front();
       QList<QPointF> points;
-      for (const XY& p : memory_polyline(series, kMemoryBuckets)) points.append(QPointF(p.x * 1e-3, p.y / unit));
+      for (const XY& p : memory_polyline(series, kMemoryBuckets))
+        points.append(QPointF(p.x * 1e-3, p.y / unit));
       if (!points.isEmpty()) points.append(QPointF(end_ms, points.back().y()));
       line->replace(points);
       chart->addSeries(line);
@@ -180,7 +181,8 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
     label->setColor(QColor(214, 45, 59));
     label->append(highest.time_us * 1e-3, static_cast<double>(highest.bytes) / unit);
     label->setPointLabelsVisible(true);
-    label->setPointLabelsFormat(QString::fromStdString(highest_where) + QStringLiteral(" peak @yPoint ") + unit_name);
+    label->setPointLabelsFormat(QString::fromStdString(highest_where) +
+                                QStringLiteral(" peak @yPoint ") + unit_name);
     label->setPointLabelsClipping(false);
     chart->addSeries(label);
     label->attachAxis(x);
@@ -203,10 +205,10 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
   y->setRange(0, std::max(top * 1.08, 1e-3));
   chart->setTitle(document.traces().empty() || index == 0
                       ? QStringLiteral("Memory: the traces have no memory counters")
-                      : several ? QStringLiteral("Memory in use per rank (solid: %1, dashed: %2)")
-                                      .arg(QString::fromStdString(document.traces()[0].label),
-                                           QString::fromStdString(document.traces()[1].label))
-                                : QStringLiteral("Memory in use per rank"));
+                  : several ? QStringLiteral("Memory in use per rank (solid: %1, dashed: %2)")
+                                  .arg(QString::fromStdString(document.traces()[0].label),
+                                       QString::fromStdString(document.traces()[1].label))
+                            : QStringLiteral("Memory in use per rank"));
   return make_view(chart, parent);
 }
 

@@ -1,8 +1,8 @@
 #include "json_scanner.hpp"
 
 #include <charconv>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 
 namespace stepsim::gui::detail {
 
@@ -160,14 +160,30 @@ bool JsonScanner::decode_escapes(std::size_t begin, std::size_t end) {
     }
     const char e = text_[++i];
     switch (e) {
-      case '"': scratch_ += '"'; break;
-      case '\\': scratch_ += '\\'; break;
-      case '/': scratch_ += '/'; break;
-      case 'b': scratch_ += '\b'; break;
-      case 'f': scratch_ += '\f'; break;
-      case 'n': scratch_ += '\n'; break;
-      case 'r': scratch_ += '\r'; break;
-      case 't': scratch_ += '\t'; break;
+      case '"':
+        scratch_ += '"';
+        break;
+      case '\\':
+        scratch_ += '\\';
+        break;
+      case '/':
+        scratch_ += '/';
+        break;
+      case 'b':
+        scratch_ += '\b';
+        break;
+      case 'f':
+        scratch_ += '\f';
+        break;
+      case 'n':
+        scratch_ += '\n';
+        break;
+      case 'r':
+        scratch_ += '\r';
+        break;
+      case 't':
+        scratch_ += '\t';
+        break;
       case 'u': {
         auto read_hex4 = [&](std::size_t at, std::uint32_t& cp) {
           if (at + 4 > end) return false;

@@ -5,7 +5,6 @@
 #include <QScatterSeries>
 #include <QToolTip>
 #include <QValueAxis>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -61,7 +60,8 @@ SweepChart::SweepChart(SweepTable table, QWidget* parent)
     s->attachAxis(y);
   }
   QString title = QStringLiteral("Sweep: %1 configurations").arg(table_.points.size());
-  if (table_.skipped_rows > 0) title += QStringLiteral(", %1 skipped without metrics").arg(table_.skipped_rows);
+  if (table_.skipped_rows > 0)
+    title += QStringLiteral(", %1 skipped without metrics").arg(table_.skipped_rows);
   title += table_.has_trace_column ? QStringLiteral("; click a point to open its trace")
                                    : QStringLiteral("; no trace column");
   chart->setTitle(title);
@@ -101,7 +101,8 @@ void SweepChart::on_clicked(const QPointF& value) {
   if (i < 0) return;
   const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
   if (p.trace_path.empty()) {
-    emit message(QStringLiteral("%1: no trace for this configuration").arg(QString::fromStdString(p.label)));
+    emit message(
+        QStringLiteral("%1: no trace for this configuration").arg(QString::fromStdString(p.label)));
     return;
   }
   emit open_trace(QString::fromStdString(p.trace_path));
@@ -115,11 +116,13 @@ void SweepChart::on_hovered(const QPointF& value, bool state) {
   const std::int64_t i = nearest_point(value);
   if (i < 0) return;
   const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
-  QToolTip::showText(QCursor::pos(), QStringLiteral("%1\n%2 tokens/s, %3 GiB peak%4")
-                                         .arg(QString::fromStdString(p.label))
-                                         .arg(p.tokens_per_s, 0, 'f', 0)
-                                         .arg(p.peak_memory_bytes / kGiB, 0, 'f', 2)
-                                         .arg(p.trace_path.empty() ? QString() : QStringLiteral("\nclick to open the trace")));
+  QToolTip::showText(
+      QCursor::pos(),
+      QStringLiteral("%1\n%2 tokens/s, %3 GiB peak%4")
+          .arg(QString::fromStdString(p.label))
+          .arg(p.tokens_per_s, 0, 'f', 0)
+          .arg(p.peak_memory_bytes / kGiB, 0, 'f', 2)
+          .arg(p.trace_path.empty() ? QString() : QStringLiteral("\nclick to open the trace")));
 }
 
 }  // namespace stepsim::gui

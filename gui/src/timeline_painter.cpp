@@ -2,7 +2,6 @@
 
 #include <QFontMetrics>
 #include <QPainterPath>
-
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -52,8 +51,9 @@ class RowPainter {
     const QFontMetrics metrics(font);
     p_.setPen(QColor(40, 40, 40));
     const QRect label(6, rect.top(), g_.label_width - 10, rect.height());
-    p_.drawText(label, Qt::AlignVCenter | Qt::AlignLeft,
-                metrics.elidedText(QString::fromStdString(row.title), Qt::ElideRight, label.width()));
+    p_.drawText(
+        label, Qt::AlignVCenter | Qt::AlignLeft,
+        metrics.elidedText(QString::fromStdString(row.title), Qt::ElideRight, label.width()));
     p_.restore();
   }
 
@@ -78,7 +78,8 @@ class RowPainter {
       if (cell.coverage <= 0) continue;
       Rgb color = kind_color(cell.kind);
       if (dim) color = faded(color, kDimAmount);
-      const int alpha = static_cast<int>(std::lround(80.0 + 175.0 * static_cast<double>(cell.coverage)));
+      const int alpha =
+          static_cast<int>(std::lround(80.0 + 175.0 * static_cast<double>(cell.coverage)));
       p_.fillRect(QRect(g_.label_width + static_cast<int>(c), band.top(), 1, band.height()),
                   to_qcolor(color, alpha));
     }
@@ -200,7 +201,8 @@ void paint_legend(QPainter& p, const TimelineDocument& doc, const TimelineGeomet
     item(QString::fromUtf8(kind_label(kind).data(), static_cast<int>(kind_label(kind).size())),
          [&](const QRect& r) {
            p.fillRect(r, to_qcolor(kind_color(kind)));
-           if (kind == Kind::kBubble) p.fillRect(r, QBrush(QColor(214, 120, 120), Qt::BDiagPattern));
+           if (kind == Kind::kBubble)
+             p.fillRect(r, QBrush(QColor(214, 120, 120), Qt::BDiagPattern));
          });
   }
   if (doc.show_critical_path()) {
@@ -229,8 +231,8 @@ void paint_timeline(QPainter& painter, const TimelineDocument& document,
   painter.fillRect(QRect(0, 0, geometry.width, geometry.height), QColor(255, 255, 255));
   const auto& rows = document.layout().rows;
   painter.save();
-  painter.setClipRect(QRect(0, geometry.rows_top, geometry.width,
-                            geometry.rows_bottom - geometry.rows_top));
+  painter.setClipRect(
+      QRect(0, geometry.rows_top, geometry.width, geometry.rows_bottom - geometry.rows_top));
   RowPainter row_painter(painter, document, geometry, scratch);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const QRect rect = geometry.row_rect(r);

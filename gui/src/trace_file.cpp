@@ -34,9 +34,11 @@ Result<TraceModel> read_trace_file(const std::string& path) {
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_errno = errno;
   ::close(fd);
-  if (data == MAP_FAILED) return Error{path, "", std::string("cannot read: ") + std::strerror(map_errno)};
+  if (data == MAP_FAILED)
+    return Error{path, "", std::string("cannot read: ") + std::strerror(map_errno)};
   ::madvise(data, size, MADV_SEQUENTIAL);
-  Result<TraceModel> result = parse_trace(std::string_view(static_cast<const char*>(data), size), path);
+  Result<TraceModel> result =
+      parse_trace(std::string_view(static_cast<const char*>(data), size), path);
   ::munmap(data, size);
   return result;
 }

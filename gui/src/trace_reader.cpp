@@ -132,8 +132,9 @@ Result<TraceModel> TraceParser::run() {
   if (!ok) return Error{file_, "", "not valid JSON: " + scan_.error()};
 
   if (!have_events && errors_.empty()) {
-    problem("traceEvents", " is missing: expected Chrome trace event JSON with a traceEvents "
-                           "array of slices");
+    problem("traceEvents",
+            " is missing: expected Chrome trace event JSON with a traceEvents "
+            "array of slices");
   }
   if (!summary_text.empty()) detail::read_summary(summary_text, file_, model_.summary, errors_);
   if (have_events && errors_.empty() && model_.slice_count() == 0) {

@@ -5,11 +5,10 @@
 #include <QApplication>
 #include <QImage>
 #include <QMouseEvent>
+#include <QScatterSeries>
 #include <QWheelEvent>
 
 #include "stepsim/gui/colors.hpp"
-#include <QScatterSeries>
-
 #include "stepsim/gui/main_window.hpp"
 #include "stepsim/gui/sweep_chart.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
@@ -70,7 +69,8 @@ TEST_F(RenderTest, BoxesHaveTheirKindsColours) {
   EXPECT_EQ(pixel_in(image, 4, 460), qcolor(kind_color(Kind::kTensorComm)));
   // Nothing on r1's tp_comm lane at 100 µs: the row background, not a kind colour.
   const QColor empty = pixel_in(image, 4, 100);
-  for (std::size_t k = 0; k < kKindCount; ++k) EXPECT_NE(empty, qcolor(kind_color(static_cast<Kind>(k))));
+  for (std::size_t k = 0; k < kKindCount; ++k)
+    EXPECT_NE(empty, qcolor(kind_color(static_cast<Kind>(k))));
 }
 
 TEST_F(RenderTest, IdleTimeOnComputeLanesIsMarkedAsBubble) {
@@ -79,7 +79,8 @@ TEST_F(RenderTest, IdleTimeOnComputeLanesIsMarkedAsBubble) {
   int bubble = 0;
   int hatch = 0;
   const int y = widget_->row_rect(0).top() + widget_->row_height() / 2;
-  for (int x = static_cast<int>(widget_->x_of(260)); x < static_cast<int>(widget_->x_of(460)); ++x) {
+  for (int x = static_cast<int>(widget_->x_of(260)); x < static_cast<int>(widget_->x_of(460));
+       ++x) {
     const QColor c = image.pixelColor(x, y);
     if (c == qcolor(kind_color(Kind::kBubble))) ++bubble;
     if (c == QColor(214, 120, 120)) ++hatch;
@@ -99,7 +100,8 @@ TEST_F(RenderTest, SelectingAMicrobatchDimsTheOthers) {
             qcolor(kind_color(Kind::kForward)));
   bool outlined = false;
   for (int dx = -1; dx <= 3; ++dx) {
-    outlined = outlined || image.pixelColor(static_cast<int>(widget_->x_of(120)) + dx, y) == QColor(0, 0, 0);
+    outlined = outlined ||
+               image.pixelColor(static_cast<int>(widget_->x_of(120)) + dx, y) == QColor(0, 0, 0);
   }
   EXPECT_TRUE(outlined);
 }
@@ -116,9 +118,12 @@ TEST_F(RenderTest, ClickSelectsAndHitTestFindsSlices) {
 TEST_F(RenderTest, MouseClickSelectsWheelZoomsDragPans) {
   const QPointF at(widget_->x_of(150), widget_->row_rect(3).center().y());
   int signalled = -2;
-  QObject::connect(widget_.get(), &TimelineWidget::selection_changed, [&](int mb) { signalled = mb; });
-  QMouseEvent press(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
-  QMouseEvent release(QEvent::MouseButtonRelease, at, at, Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+  QObject::connect(widget_.get(), &TimelineWidget::selection_changed,
+                   [&](int mb) { signalled = mb; });
+  QMouseEvent press(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton,
+                    Qt::NoModifier);
+  QMouseEvent release(QEvent::MouseButtonRelease, at, at, Qt::LeftButton, Qt::NoButton,
+                      Qt::NoModifier);
   QApplication::sendEvent(widget_.get(), &press);
   QApplication::sendEvent(widget_.get(), &release);
   EXPECT_EQ(document_->selected_microbatch(), 0);  // r1's forward of micro-batch 0
@@ -136,14 +141,16 @@ TEST_F(RenderTest, MouseClickSelectsWheelZoomsDragPans) {
   EXPECT_NEAR(widget_->x_of(150), at.x(), 1e-6);  // zoomed around the cursor
 
   const QPointF to = at - QPointF(40, 0);
-  QMouseEvent press2(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+  QMouseEvent press2(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton,
+                     Qt::NoModifier);
   QMouseEvent move(QEvent::MouseMove, to, to, Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
-  QMouseEvent release2(QEvent::MouseButtonRelease, to, to, Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+  QMouseEvent release2(QEvent::MouseButtonRelease, to, to, Qt::LeftButton, Qt::NoButton,
+                       Qt::NoModifier);
   QApplication::sendEvent(widget_.get(), &press2);
   QApplication::sendEvent(widget_.get(), &move);
   QApplication::sendEvent(widget_.get(), &release2);
   EXPECT_NEAR(widget_->x_of(150), at.x() - 40, 1e-6);  // the content follows the drag
-  EXPECT_EQ(document_->selected_microbatch(), -1);       // a drag is not a click
+  EXPECT_EQ(document_->selected_microbatch(), -1);     // a drag is not a click
 }
 
 TEST_F(RenderTest, CriticalPathIsOutlined) {
@@ -154,7 +161,8 @@ TEST_F(RenderTest, CriticalPathIsOutlined) {
   const QRect row = widget_->row_rect(3);
   const int x = static_cast<int>(widget_->x_of(340));
   int dark = 0;
-  for (int y = row.top(); y < row.top() + 4; ++y) dark += after.pixelColor(x, y) == QColor(20, 20, 20);
+  for (int y = row.top(); y < row.top() + 4; ++y)
+    dark += after.pixelColor(x, y) == QColor(20, 20, 20);
   EXPECT_GT(dark, 0);
   EXPECT_NE(before, after);
 }
@@ -163,7 +171,8 @@ TEST_F(RenderTest, ZoomKeepsTheTimeUnderTheCursor) {
   const double x = widget_->x_of(550);
   widget_->zoom_at(x, 4.0);
   EXPECT_NEAR(widget_->x_of(550), x, 1e-6);
-  EXPECT_NEAR(widget_->view().us_per_px * 4.0, 1100.0 / (800 - TimelineWidget::kLabelWidth - TimelineWidget::kRightMargin), 1e-9);
+  EXPECT_NEAR(widget_->view().us_per_px * 4.0,
+              1100.0 / (800 - TimelineWidget::kLabelWidth - TimelineWidget::kRightMargin), 1e-9);
   widget_->pan_by(100, 0);
   EXPECT_NEAR(widget_->x_of(550), x - 100, 1e-6);
   widget_->fit();
@@ -176,7 +185,8 @@ TEST_F(RenderTest, MainWindowShowsComparisonHeader) {
   traces.push_back(testing::load_fixture("two_stage_predicted.json"));
   MainWindow window(std::move(traces), std::nullopt);
   const QString header = MainWindow::header_text(window.document());
-  EXPECT_TRUE(header.startsWith(QStringLiteral("predicted 1.1 ms | measured 1.21 ms | difference +110 us")))
+  EXPECT_TRUE(
+      header.startsWith(QStringLiteral("predicted 1.1 ms | measured 1.21 ms | difference +110 us")))
       << header.toStdString();
   EXPECT_TRUE(header.contains(QStringLiteral("r0 +"))) << header.toStdString();
   EXPECT_TRUE(window.show_tab(QStringLiteral("memory")));

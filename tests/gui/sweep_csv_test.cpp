@@ -49,7 +49,8 @@ TEST(SweepCsv, BadFilesAreReportedWithFileAndColumn) {
   auto bad = parse_sweep_csv("tokens_per_s,peak_memory_bytes\nfast,1\n1,2,3\n", "s.csv");
   ASSERT_FALSE(bad.ok());
   ASSERT_EQ(bad.errors().size(), 2u);
-  EXPECT_EQ(bad.errors()[0].to_string(), "s.csv: tokens_per_s on line 2 must be a number, got 'fast'");
+  EXPECT_EQ(bad.errors()[0].to_string(),
+            "s.csv: tokens_per_s on line 2 must be a number, got 'fast'");
   EXPECT_EQ(bad.errors()[1].to_string(), "s.csv: line 3 has 3 cells, the header has 2");
   EXPECT_FALSE(parse_sweep_csv("a,\"b\n", "q.csv").ok());
 }

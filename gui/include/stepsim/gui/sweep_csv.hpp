@@ -13,8 +13,8 @@
 namespace stepsim::gui {
 
 /// Header names the viewer looks for (exact, case-sensitive).
-inline constexpr std::string_view kSweepNameColumn = "scenario";  ///< optional row label
-inline constexpr std::string_view kSweepThroughputColumn = "tokens_per_s";  ///< required
+inline constexpr std::string_view kSweepNameColumn = "scenario";             ///< optional row label
+inline constexpr std::string_view kSweepThroughputColumn = "tokens_per_s";   ///< required
 inline constexpr std::string_view kSweepMemoryColumn = "peak_memory_bytes";  ///< required
 inline constexpr std::string_view kSweepTraceColumn = "trace";  ///< optional trace path
 
