@@ -98,6 +98,7 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
   const std::int64_t tput = column_of(table.header, columns.throughput);
   const std::int64_t mem = column_of(table.header, columns.memory);
   const std::int64_t trace = column_of(table.header, columns.trace);
+  const std::int64_t status = column_of(table.header, columns.status);
   Errors errors;
   if (tput < 0)
     errors.push_back(
@@ -142,10 +143,14 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
     } else {
       for (std::size_t c = 0; c < row.size(); ++c) {
         const auto col = static_cast<std::int64_t>(c);
-        if (col == tput || col == mem || col == trace) continue;
+        if (col == tput || col == mem || col == trace || col == status) continue;
         if (!p.label.empty()) p.label += ' ';
         p.label += table.header[c] + "=" + row[c];
       }
+    }
+    if (status >= 0) {
+      p.status = row[static_cast<std::size_t>(status)];
+      p.feasible = p.status == columns.feasible;
     }
     if (trace >= 0 && !row[static_cast<std::size_t>(trace)].empty()) {
       std::filesystem::path tp(row[static_cast<std::size_t>(trace)]);
@@ -177,7 +182,7 @@ std::vector<std::size_t> pareto_front(const std::vector<SweepPoint>& points) {
   std::vector<std::size_t> front;
   double best = -1;
   for (std::size_t i : order) {
-    if (points[i].tokens_per_s > best) {
+    if (points[i].feasible && points[i].tokens_per_s > best) {
       front.push_back(i);
       best = points[i].tokens_per_s;
     }
