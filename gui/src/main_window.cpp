@@ -61,6 +61,7 @@ MainWindow::MainWindow(std::vector<TraceModel> traces, std::optional<SweepTable>
   setCentralWidget(splitter);
   rebuild_charts();
   update_header();
+  if (document_->traces().empty() && sweep_view_ != nullptr) show_tab(QStringLiteral("sweep"));
 }
 
 MainWindow::~MainWindow() = default;

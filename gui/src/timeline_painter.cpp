@@ -230,6 +230,14 @@ void paint_timeline(QPainter& painter, const TimelineDocument& document,
                     const TimelineGeometry& geometry, LaneDraw& scratch) {
   painter.fillRect(QRect(0, 0, geometry.width, geometry.height), QColor(255, 255, 255));
   const auto& rows = document.layout().rows;
+  if (rows.empty()) {
+    painter.setPen(QColor(90, 90, 90));
+    painter.drawText(QRect(0, 0, geometry.width, geometry.rows_bottom), Qt::AlignCenter,
+                     QStringLiteral("No trace open: Open\u2026 a trace, or click a sweep point "
+                                    "that has one"));
+    paint_legend(painter, document, geometry);
+    return;
+  }
   painter.save();
   painter.setClipRect(
       QRect(0, geometry.rows_top, geometry.width, geometry.rows_bottom - geometry.rows_top));
