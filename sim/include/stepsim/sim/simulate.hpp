@@ -16,15 +16,18 @@ namespace stepsim::sim {
 
 struct StageSummary {
   std::int32_t stage = 0;
-  double busy_s = 0;          ///< compute stream busy
-  double bubble_s = 0;        ///< compute stream idle within the step
+  double busy_s = 0;          ///< compute stream busy (recompute and optimizer included)
+  double bubble_s = 0;        ///< idle: neither computing nor communicating
   double exposed_comm_s = 0;  ///< compute idle while this rank's communication ran
   std::int64_t peak_memory_bytes = 0;
   bool operator==(const StageSummary&) const = default;
 };
 
-/// Of the step time, how much each kind of work contributes on the critical path.
+/// The step time split by what the critical rank (the one whose work ends last) is doing:
+/// computing, waiting for its TP collectives, P2P transfers, DP communication, running the
+/// optimizer, or idle in the pipeline bubble. The parts add up to the step time.
 struct CriticalPath {
+  std::int32_t rank = 0;
   double compute_s = 0;
   double tp_comm_s = 0;
   double p2p_s = 0;
@@ -36,10 +39,12 @@ struct CriticalPath {
 
 struct Prediction {
   double step_time_s = 0;
-  double bubble_fraction = 0;  ///< mean over stages of bubble / busy... see report docs
+  /// Pipeline bubble over compute, summed over stages: sum(bubble_s) / sum(busy_s). With
+  /// uniform stages and free communication: (p-1)/m for 1F1B, (p-1)/(v*m) interleaved.
+  double bubble_fraction = 0;
   double mfu = 0;
   double hfu = 0;
-  double tflops_per_gpu = 0;
+  double tflops_per_gpu = 0;  ///< hardware FLOP/s per GPU (recompute included), as Megatron reports
   double tokens_per_s = 0;
   std::int64_t peak_memory_bytes = 0;
   bool fits_in_memory = true;
@@ -51,9 +56,11 @@ struct Prediction {
 };
 
 struct SimulateOptions {
-  bool keep_timeline = false;  ///< fill SimulationResult::timeline (op-level slices)
-  ScheduleKind schedule = ScheduleKind::kOneFOneB;  ///< kInterleaved chosen automatically when v > 1
-  bool force_gpipe = false;
+  bool keep_timeline = false;  ///< fill SimulationResult::timeline (op-level slices, memory)
+  bool gpipe = false;          ///< GPipe instead of Megatron's 1F1B (needs v = 1)
+  /// Run every rank's work on one stream (no compute/communication overlap), as a
+  /// single-threaded executor such as the CPU validation backend does.
+  bool serialize_streams = false;
 };
 
 struct SimulationResult {
@@ -65,8 +72,9 @@ struct SimulationResult {
 /// Schedule parameters Megatron would use for `w`.
 ScheduleParams schedule_params_of(const Workload& w);
 
-/// Simulates one training step of `w`. `plan` must be decompose(w).
-SimulationResult simulate(const Workload& w, const WorkloadPlan& plan, const CostModel& cost,
-                          const SimulateOptions& options = {});
+/// Simulates one training step of `w`. `plan` must be decompose(w). Fails only on internal
+/// inconsistencies (a schedule or plan that does not match up), never on valid input.
+Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
+                                  const CostModel& cost, const SimulateOptions& options = {});
 
 }  // namespace stepsim::sim

@@ -1,0 +1,57 @@
+#pragma once
+// Builds the TaskGraph of one training step from the plan (op templates per chunk), the
+// schedule (per-rank programs with Megatron's P2P calls) and the cost model.
+
+#include <cstdint>
+#include <vector>
+
+#include "chunk_template.hpp"
+#include "stepsim/core/plan.hpp"
+#include "stepsim/core/result.hpp"
+#include "stepsim/core/scenario.hpp"
+#include "stepsim/sim/schedule.hpp"
+#include "stepsim/sim/task_graph.hpp"
+
+namespace stepsim::sim {
+
+struct BuildOptions {
+  bool serialize_streams = false;  ///< one stream per rank (single-threaded executors)
+};
+
+/// What a task's payload index refers to, per TaskKind.
+struct ActionRef {
+  std::int32_t rank = 0;
+  Action action;
+  std::int32_t template_index = 0;  ///< into BuiltStep::templates
+};
+
+struct TransferRef {
+  std::int32_t rank = 0;
+  Transfer transfer;
+  std::int64_t bytes = 0;
+  bool inter_node = false;
+};
+
+struct StepOpRef {
+  std::int32_t rank = 0;
+  std::int32_t chunk = -1;  ///< gradient sync of a chunk; -1 for step ops
+  const Op* op = nullptr;   ///< points into the WorkloadPlan
+};
+
+struct BuiltStep {
+  TaskGraph graph;
+  std::vector<ActionRef> actions;
+  std::vector<TransferRef> transfers;
+  std::vector<StepOpRef> step_ops;
+  /// Index: ((stage * v) + chunk) * 2 + (0 forward, 1 backward).
+  std::vector<ChunkTemplate> templates;
+  std::int32_t chunks_per_rank = 1;
+};
+
+std::int32_t template_index(std::int32_t stage, std::int32_t chunk, ActionType type,
+                            std::int32_t chunks_per_rank);
+
+Result<BuiltStep> build_step(const Workload& w, const WorkloadPlan& plan, const Schedule& schedule,
+                             const CostModel& cost, const BuildOptions& options);
+
+}  // namespace stepsim::sim

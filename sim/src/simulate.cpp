@@ -1,0 +1,183 @@
+#include "stepsim/sim/simulate.hpp"
+
+#include <algorithm>
+
+#include "build_step.hpp"
+#include "intervals.hpp"
+#include "step_memory.hpp"
+#include "step_timeline.hpp"
+#include "stepsim/sim/engine.hpp"
+
+namespace stepsim::sim {
+
+namespace {
+
+/// Per-rank accounting of where the step's time went.
+struct RankTime {
+  double compute_s = 0;       // compute kernels inside actions
+  double exposed_tp_s = 0;    // inside actions, compute waiting for TP collectives
+  double optimizer_s = 0;     // per-step compute ops
+  double p2p_exposed_s = 0;   // transfers while not computing
+  double dp_exposed_s = 0;    // other collectives while neither computing nor transferring
+  double end_s = 0;
+};
+
+std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& run,
+                                    std::int32_t ranks) {
+  std::vector<RankTime> out(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<Interval>> compute(out.size()), transfer(out.size()), coll(out.size());
+  const auto& tasks = step.graph.tasks();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& task = tasks[i];
+    const TaskTiming& when = run.timings[i];
+    const auto r = static_cast<std::size_t>(task.rank);
+    RankTime& rt = out[r];
+    rt.end_s = std::max(rt.end_s, when.end_s);
+    const Interval span{when.start_s, when.end_s};
+    switch (task.kind) {
+      case TaskKind::kCompute: {
+        const ActionRef& ref = step.actions[static_cast<std::size_t>(task.payload)];
+        const ChunkTemplate& t = step.templates[static_cast<std::size_t>(ref.template_index)];
+        rt.compute_s += t.compute_busy_s;
+        rt.exposed_tp_s += t.exposed_comm_s;
+        compute[r].push_back(span);
+        break;
+      }
+      case TaskKind::kStepOp:
+        rt.optimizer_s += task.duration_s;
+        compute[r].push_back(span);
+        break;
+      case TaskKind::kTransfer: transfer[r].push_back(span); break;
+      case TaskKind::kCollective: coll[r].push_back(span); break;
+      case TaskKind::kJoin: break;
+    }
+  }
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    merge_intervals(compute[r]);
+    merge_intervals(transfer[r]);
+    merge_intervals(coll[r]);
+    out[r].p2p_exposed_s = measure_minus(transfer[r], compute[r]);
+    std::vector<Interval> busy = compute[r];
+    busy.insert(busy.end(), transfer[r].begin(), transfer[r].end());
+    merge_intervals(busy);
+    out[r].dp_exposed_s = measure_minus(coll[r], busy);
+  }
+  return out;
+}
+
+}  // namespace
+
+ScheduleParams schedule_params_of(const Workload& w) {
+  const TrainingConfig& t = w.training;
+  ScheduleParams p;
+  p.kind = t.interleaved() ? ScheduleKind::kInterleaved : ScheduleKind::kOneFOneB;
+  p.pipeline_size = static_cast<std::int32_t>(t.pipeline_model_parallel_size);
+  p.virtual_size = static_cast<std::int32_t>(t.virtual_pipeline_model_parallel_size);
+  p.microbatches = static_cast<std::int32_t>(t.num_microbatches);
+  p.group_size = t.interleaved() ? static_cast<std::int32_t>(t.microbatch_group_size_per_vp_stage) : 0;
+  p.overlap_p2p_comm = t.interleaved() && t.overlap_p2p_comm;
+  return p;
+}
+
+Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
+                                  const CostModel& cost, const SimulateOptions& options) {
+  ScheduleParams params = schedule_params_of(w);
+  if (options.gpipe) {
+    if (params.virtual_size != 1) {
+      return Error{w.source_file, "training.virtual_pipeline_model_parallel_size",
+                   "=" + std::to_string(params.virtual_size) +
+                       ": the GPipe schedule has no virtual stages"};
+    }
+    params.kind = ScheduleKind::kGPipe;
+  }
+  Result<Schedule> schedule = make_schedule(params);
+  if (!schedule.ok()) return schedule.errors();
+  Result<BuiltStep> built =
+      build_step(w, plan, *schedule, cost, BuildOptions{options.serialize_streams});
+  if (!built.ok()) return built.errors();
+  const BuiltStep& step = *built;
+  Result<EngineResult> ran = run_engine(step.graph);
+  if (!ran.ok()) return ran.errors();
+  const EngineResult& run = *ran;
+
+  SimulationResult out;
+  Prediction& pred = out.prediction;
+  const auto ranks = static_cast<std::int32_t>(plan.stages.size());
+  pred.step_time_s = run.makespan_s;
+
+  const std::vector<RankTime> times = account_ranks(step, run, ranks);
+  const StepMemory memory = simulate_memory(step, run, plan, options.keep_timeline);
+  double busy_total = 0, bubble_total = 0;
+  for (std::int32_t r = 0; r < ranks; ++r) {
+    const RankTime& rt = times[static_cast<std::size_t>(r)];
+    StageSummary s;
+    s.stage = r;
+    s.busy_s = rt.compute_s + rt.optimizer_s;
+    s.exposed_comm_s = rt.exposed_tp_s + rt.p2p_exposed_s + rt.dp_exposed_s;
+    s.bubble_s = std::max(0.0, pred.step_time_s - s.busy_s - s.exposed_comm_s);
+    s.peak_memory_bytes = memory.peak_bytes[static_cast<std::size_t>(r)];
+    busy_total += s.busy_s;
+    bubble_total += s.bubble_s;
+    pred.peak_memory_bytes = std::max(pred.peak_memory_bytes, s.peak_memory_bytes);
+    pred.stages.push_back(s);
+  }
+  pred.bubble_fraction = busy_total > 0 ? bubble_total / busy_total : 0.0;
+  pred.fits_in_memory = pred.peak_memory_bytes <= w.system.memory_bytes;
+
+  const std::int32_t critical =
+      run.last_task == TaskTiming::kNone ? 0 : step.graph.tasks()[run.last_task].rank;
+  const RankTime& ct = times[static_cast<std::size_t>(critical)];
+  CriticalPath& cp = pred.critical_path;
+  cp.rank = critical;
+  cp.compute_s = ct.compute_s;
+  cp.tp_comm_s = ct.exposed_tp_s;
+  cp.p2p_s = ct.p2p_exposed_s;
+  cp.dp_comm_s = ct.dp_exposed_s;
+  cp.optimizer_s = ct.optimizer_s;
+  cp.bubble_s = std::max(0.0, pred.step_time_s - cp.compute_s - cp.tp_comm_s - cp.p2p_s -
+                                  cp.dp_comm_s - cp.optimizer_s);
+
+  // FLOPs: the representative rank of each stage stands for its t * dp peers.
+  double model_flops = 0, hardware_flops = 0;
+  std::int64_t tasks = 0;
+  for (const ActionRef& a : step.actions) {
+    const ChunkTemplate& t = step.templates[static_cast<std::size_t>(a.template_index)];
+    model_flops += t.model_flops;
+    hardware_flops += t.hardware_flops;
+    tasks += static_cast<std::int64_t>(t.ops.size());
+  }
+  tasks += static_cast<std::int64_t>(step.transfers.size() + step.step_ops.size());
+  pred.simulated_tasks = tasks;
+  const double replicas = static_cast<double>(w.training.tensor_model_parallel_size *
+                                              w.training.data_parallel_size);
+  model_flops *= replicas;
+  hardware_flops *= replicas;
+  const double gpus = static_cast<double>(w.training.world_size);
+  const double peak = w.system.peak_flops(w.training.params_dtype);
+  if (pred.step_time_s > 0) {
+    pred.mfu = model_flops / (pred.step_time_s * gpus * peak);
+    pred.hfu = hardware_flops / (pred.step_time_s * gpus * peak);
+    pred.tflops_per_gpu = hardware_flops / (pred.step_time_s * gpus) / 1e12;
+    pred.tokens_per_s = static_cast<double>(w.training.global_batch_size * w.model.seq_length) /
+                        pred.step_time_s;
+  }
+  pred.warnings = cost.warnings();
+  if (!pred.fits_in_memory) {
+    pred.warnings.push_back("peak memory exceeds the " + std::to_string(w.system.memory_bytes) +
+                            " bytes of a " + w.system.gpu_name);
+  }
+
+  out.schedule = std::move(schedule).value();
+  if (options.keep_timeline) {
+    Timeline& tl = out.timeline;
+    tl.label = "predicted";
+    tl.step_time_s = pred.step_time_s;
+    tl.ranks = ranks;
+    tl.memory = memory.curves;
+    tl.memory_capacity_bytes = w.system.memory_bytes;
+    expand_slices(step, run, plan, tl);
+  }
+  return out;
+}
+
+}  // namespace stepsim::sim

@@ -1,0 +1,18 @@
+#pragma once
+// Expands a simulated step into op-level timeline slices (for traces and the viewer).
+
+#include "build_step.hpp"
+#include "stepsim/core/plan.hpp"
+#include "stepsim/sim/engine.hpp"
+#include "stepsim/sim/timeline.hpp"
+
+namespace stepsim::sim {
+
+/// Appends every op of every task of `step` to `out.slices`, sorted by (start, rank, stream).
+void expand_slices(const BuiltStep& step, const EngineResult& run, const WorkloadPlan& plan,
+                   Timeline& out);
+
+/// "m=2048 n=4608 k=12288 bf16", "all_reduce tp x8 96.0 MiB", ...
+std::string describe_shape(const OpShape& shape);
+
+}  // namespace stepsim::sim
