@@ -21,5 +21,6 @@ struct Env {
 
 // One registration function per subcommand (cmd_<name>.cpp):
 void add_schedule_command(CLI::App& app, Env& env);
+void add_check_command(CLI::App& app, Env& env);
 
 }  // namespace stepsim::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough(false);
   stepsim::cli::add_schedule_command(app, env);
+  stepsim::cli::add_check_command(app, env);
 
 
   try {
