@@ -1,6 +1,7 @@
 // Enumeration of a sweep's configurations: an odometer over the axes in knob-table order,
-// where an "auto" axis gets the values that are valid given the knobs before it, and the
-// fields the loader derives are re-derived on every configuration (no JSON in the loop).
+// where an "auto" axis gets the values that are valid given the knobs before it. The fields
+// the base left to Megatron's defaults are reset so that finalize_workload (the loader's own
+// derivation) re-derives them for each configuration: no JSON in the loop.
 
 #include <algorithm>
 
@@ -71,52 +72,37 @@ bool virtual_from_layers(const SweepSpec& spec) {
 
 }  // namespace
 
-void derive_sweep_fields(Workload& w, const SweepSpec& spec) {
+void reset_derived_fields(Workload& w, const SweepSpec& spec) {
   const DefaultedKeys& d = spec.defaulted;
   const auto dflt = [&](bool defaulted, std::string_view key) {
     return defaulted && !swept(spec, knob(key));
   };
   ModelConfig& m = w.model;
   TrainingConfig& t = w.training;
-  if (dflt(d.num_query_groups, "model.num_query_groups")) m.num_query_groups = m.num_attention_heads;
-  if (dflt(d.kv_channels, "model.kv_channels") && m.num_attention_heads > 0) {
-    m.kv_channels = m.hidden_size / m.num_attention_heads;
-  }
-  if (dflt(d.ffn_hidden_size, "model.ffn_hidden_size")) {
-    // Megatron: int((4 * h * 2 / 3) / 64) * 64 with SwiGLU, else 4h.
-    m.ffn_hidden_size = m.swiglu ? (8 * m.hidden_size / 3) / 64 * 64 : 4 * m.hidden_size;
-  }
+  // finalize_workload fills every optional field left at 0 with Megatron's default.
+  if (dflt(d.num_query_groups, "model.num_query_groups")) m.num_query_groups = 0;
+  if (dflt(d.kv_channels, "model.kv_channels")) m.kv_channels = 0;
+  if (dflt(d.ffn_hidden_size, "model.ffn_hidden_size")) m.ffn_hidden_size = 0;
   if (dflt(d.max_position_embeddings, "model.max_position_embeddings")) {
-    m.max_position_embeddings = m.seq_length;
+    m.max_position_embeddings = 0;
   }
   if (dflt(d.padded_vocab_size, "model.padded_vocab_size") && m.vocab_size > 0) {
-    // Megatron's _vocab_size_with_padding: a multiple of make_vocab_size_divisible_by * t.
-    const std::int64_t multiple = m.make_vocab_size_divisible_by * t.tensor_model_parallel_size;
-    if (multiple > 0) m.padded_vocab_size = (m.vocab_size + multiple - 1) / multiple * multiple;
-  }
-  t.data_parallel_size = data_parallel_of(t);
-  const std::int64_t per_step = t.micro_batch_size * t.data_parallel_size;
-  t.num_microbatches = per_step > 0 && t.global_batch_size % per_step == 0
-                           ? t.global_batch_size / per_step
-                           : 0;
-  if (virtual_from_layers(spec)) {
-    t.virtual_pipeline_model_parallel_size = virtual_size_of(t, m, true);
-  } else {
-    const std::int64_t pv = t.pipeline_model_parallel_size * t.virtual_pipeline_model_parallel_size;
-    t.num_layers_per_virtual_pipeline_stage =
-        t.virtual_pipeline_model_parallel_size > 1 && pv > 0 && m.num_layers % pv == 0
-            ? m.num_layers / pv
-            : 0;
+    m.padded_vocab_size = 0;  // re-padded to make_vocab_size_divisible_by * t
   }
   if (dflt(d.microbatch_group_size_per_vp_stage, "training.microbatch_group_size_per_vp_stage")) {
-    t.microbatch_group_size_per_vp_stage = t.pipeline_model_parallel_size;
+    t.microbatch_group_size_per_vp_stage = 0;
   }
-  if (dflt(d.recompute_num_layers, "training.recompute_num_layers")) {
-    t.recompute_num_layers = t.recompute_granularity == RecomputeGranularity::kFull ? 1 : 0;
+  if (dflt(d.recompute_num_layers, "training.recompute_num_layers")) t.recompute_num_layers = 0;
+  // The virtual stages follow the form the base (or the sweep) gives: one is set, the other
+  // re-derived from it and the pipeline size.
+  if (virtual_from_layers(spec)) {
+    t.virtual_pipeline_model_parallel_size = 1;
+  } else {
+    t.num_layers_per_virtual_pipeline_stage = 0;
   }
   if (dflt(d.overlap_p2p_comm, "training.overlap_p2p_comm")) {
     // Megatron's default is on; it is switched off without interleaving.
-    t.overlap_p2p_comm = t.virtual_pipeline_model_parallel_size > 1;
+    t.overlap_p2p_comm = virtual_size_of(t, m, virtual_from_layers(spec)) > 1;
   }
 }
 
@@ -292,7 +278,7 @@ bool SweepEnumerator::next(SweepConfig& out) {
   }
   out.index = index_++;
   out.workload = partial_[levels];
-  derive_sweep_fields(out.workload, spec_);
+  reset_derived_fields(out.workload, spec_);
   std::int32_t variant = 0;
   for (std::size_t k = 0; k < levels && is_system_knob(spec_.axes[k].knob); ++k) {
     variant = variant * static_cast<std::int32_t>(values_[k].size()) +

@@ -82,8 +82,9 @@ std::vector<std::string> SweepEvaluator::knob_values(const Workload& w) const {
   return out;
 }
 
-SweepRow SweepEvaluator::evaluate(const SweepConfig& config) const {
-  const Workload& w = config.workload;
+SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
+  Workload& w = config.workload;
+  const Errors errors = finalize_workload(w, spec_.file);
   SweepRow row;
   row.index = config.index;
   row.knobs = knob_values(w);
@@ -95,7 +96,6 @@ SweepRow SweepEvaluator::evaluate(const SweepConfig& config) const {
                  std::to_string(c.max_gpus);
     return row;
   }
-  const Errors errors = validate_workload(w, spec_.file);
   if (!errors.empty()) {
     row.status = SweepStatus::kInvalid;
     row.reason_key = errors.front().key;
@@ -116,8 +116,15 @@ SweepRow SweepEvaluator::evaluate(const SweepConfig& config) const {
     return row;
   }
   const CostModel& cost = *cost_models_.at(static_cast<std::size_t>(config.system_variant));
-  const SimulationResult sim = simulate(w, decompose(w), cost);
-  const Prediction& p = sim.prediction;
+  const Result<SimulationResult> sim = simulate(w, decompose(w), cost);
+  if (!sim.ok()) {
+    // An internal inconsistency, not bad input: keep going, but count and name it.
+    row.status = SweepStatus::kInvalid;
+    row.reason_key = "simulate";
+    row.reason = sim.errors().front().key + sim.errors().front().message;
+    return row;
+  }
+  const Prediction& p = sim->prediction;
   row.simulated = true;
   SweepMetrics& m = row.metrics;
   m.step_time_s = p.step_time_s;

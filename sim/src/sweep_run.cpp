@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "stepsim/core/validate.hpp"
 #include "stepsim/sim/sweep.hpp"
 
 namespace stepsim::sim {
@@ -73,6 +74,8 @@ class Runner {
       }
       if (known_next_ < options_.known.size() && options_.known[known_next_].index == c.index) {
         const SweepRow& known = options_.known[known_next_++];
+        // Finalized like an evaluated one, so that its knob columns can be compared.
+        static_cast<void>(finalize_workload(c.workload, ""));
         if (known.knobs != evaluator_.knob_values(c.workload)) {
           error_ = Error{"", "", "row " + std::to_string(c.index) +
                                      " has other knob values than this sweep's configuration " +
@@ -115,7 +118,7 @@ class Runner {
       lock.unlock();
       std::vector<SweepRow> rows;
       rows.reserve(batch.size());
-      for (const SweepConfig& c : batch) rows.push_back(evaluator_.evaluate(c));
+      for (SweepConfig& c : batch) rows.push_back(evaluator_.evaluate(c));
       lock.lock();
       for (std::size_t i = 0; i < batch.size(); ++i) {
         Slot& slot = window_[static_cast<std::size_t>(batch[i].index - window_base_)];

@@ -4,7 +4,7 @@
 // load_sweep_file(); afterwards the sweep planner (stepsim/sim/sweep.hpp) never sees JSON.
 //
 // Knobs are scenario keys in dotted form ("training.tensor_model_parallel_size",
-// "system.inter_node.bandwidth_bytes_per_s") plus "system" (another system file). The knob
+// "system.inter_node.bandwidth_Bps") plus "system" (another system file). The knob
 // table below is the single list of what can be swept; its order is the enumeration order
 // (outermost first), chosen so that every "auto" range only depends on knobs before it.
 

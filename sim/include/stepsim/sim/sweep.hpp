@@ -23,7 +23,7 @@ namespace stepsim::sim {
 // ---------------------------------------------------------------- enumeration
 
 /// One configuration: its position in enumeration order and its workload (knobs applied,
-/// derived fields set as the loader derives them; not yet validated).
+/// defaulted fields reset; finalize_workload derives and validates it).
 struct SweepConfig {
   std::int64_t index = 0;
   std::int32_t system_variant = 0;  ///< index into system_variants(spec)
@@ -59,9 +59,10 @@ std::vector<SystemConfig> system_variants(const SweepSpec& spec);
 /// The "auto" values of `knob` given the knobs already set on `w` (exposed for tests).
 std::vector<KnobValue> auto_values(KnobId knob, const Workload& w, const SweepSpec& spec);
 
-/// Re-derives what the loader derives (data_parallel_size, num_microbatches, virtual
-/// stages, padded vocabulary, Megatron defaults of omitted keys) after knobs changed.
-void derive_sweep_fields(Workload& w, const SweepSpec& spec);
+/// Resets the fields the base scenario left to Megatron's defaults (padded vocabulary,
+/// ffn_hidden_size, group size, the derived form of the virtual stages, ...) so that
+/// finalize_workload() re-derives them for the configuration's knobs, as the loader would.
+void reset_derived_fields(Workload& w, const SweepSpec& spec);
 
 // ---------------------------------------------------------------- evaluation
 
@@ -111,8 +112,10 @@ class SweepEvaluator {
  public:
   /// `cost_models[v]` prices configurations of system variant v; they must outlive this.
   SweepEvaluator(const SweepSpec& spec, std::vector<const CostModel*> cost_models);
-  SweepRow evaluate(const SweepConfig& config) const;
-  /// Printed knob values of `w` (the row's `knobs`).
+  /// Finalizes `config.workload` (finalize_workload: Megatron's derivations and rules) and
+  /// evaluates it.
+  SweepRow evaluate(SweepConfig& config) const;
+  /// Printed knob values of a finalized `w` (the row's `knobs`).
   std::vector<std::string> knob_values(const Workload& w) const;
 
   /// Analytic peaks above usable memory by more than this fraction are cut without
