@@ -70,6 +70,7 @@ void row_object(sim::JsonWriter& j, const sim::SweepRow& row,
     j.field("bubble_s", m.cp_bubble_s);
     j.end_object();
   }
+  j.end_object();  // metrics
   j.end_object();
 }
 

@@ -2,6 +2,8 @@
 // analytic memory), then the simulation of a step, then the simulated constraints.
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstdio>
 
 #include "stepsim/core/decompose.hpp"
@@ -15,6 +17,12 @@ namespace {
 
 constexpr std::string_view kDataParallelColumn = "training.data_parallel_size";
 constexpr std::string_view kMicrobatchesColumn = "training.num_microbatches";
+
+std::string shortest(double v) {
+  std::array<char, 32> buf{};
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), r.ptr);
+}
 
 std::string gib(double bytes) {
   std::array<char, 32> buf{};
@@ -112,7 +120,7 @@ SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
     row.status = SweepStatus::kOutOfMemory;
     row.reason_key = "memory.analytic";
     row.reason = "analytic peak " + gib(static_cast<double>(analytic_peak)) + " exceeds usable " +
-                 gib(usable) + " (memory_headroom " + std::to_string(c.memory_headroom) + ")";
+                 gib(usable) + " (memory_headroom " + shortest(c.memory_headroom) + ")";
     return row;
   }
   const CostModel& cost = *cost_models_.at(static_cast<std::size_t>(config.system_variant));
@@ -154,7 +162,8 @@ SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
   if (c.step_time_budget_s > 0 && p.step_time_s > c.step_time_budget_s) {
     row.status = SweepStatus::kOverBudget;
     row.reason_key = "constraints.step_time_budget_s";
-    row.reason = "step time exceeds step_time_budget_s=" + std::to_string(c.step_time_budget_s);
+    row.reason = "step time " + shortest(p.step_time_s) + " s exceeds step_time_budget_s=" +
+                 shortest(c.step_time_budget_s);
   }
   return row;
 }

@@ -5,6 +5,7 @@
 // cancel every row handed out is still finished and fed (the output is a clean prefix).
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -16,6 +17,9 @@ namespace stepsim::sim {
 namespace {
 
 constexpr std::size_t kBatch = 4;
+// Batches each worker may run ahead of the oldest unfinished one: bounds the window (memory)
+// when one configuration is slow, and keeps the fed rows a prefix close to what finished.
+constexpr std::size_t kWindowBatchesPerJob = 4;
 
 struct Slot {
   enum class State : std::uint8_t { kPending, kReady, kSkip };
@@ -33,6 +37,7 @@ class Runner {
 
   Result<SweepRunStats> run() {
     const int jobs = std::max(1, options_.jobs);
+    max_window_ = kBatch * kWindowBatchesPerJob * static_cast<std::size_t>(jobs);
     std::vector<std::thread> threads;
     threads.reserve(static_cast<std::size_t>(jobs - 1));
     for (int j = 1; j < jobs; ++j) threads.emplace_back([this] { work(); });
@@ -53,9 +58,14 @@ class Runner {
 
   // Under lock: hands out up to kBatch configurations to evaluate; known rows and other
   // ranks' rows are settled in place.
-  std::vector<SweepConfig> take() {
+  std::vector<SweepConfig> take(std::unique_lock<std::mutex>& lock) {
+    // The front slot is another worker's: wait for it rather than run far ahead.
+    window_shrunk_.wait(lock, [this] {
+      return window_.size() < max_window_ || !error_.message.empty();
+    });
     std::vector<SweepConfig> out;
-    while (out.size() < kBatch && !exhausted_ && error_.message.empty()) {
+    while (out.size() < kBatch && window_.size() < max_window_ && !exhausted_ &&
+           error_.message.empty()) {
       if (cancelled()) {
         stats_.cancelled = true;
         break;
@@ -107,14 +117,18 @@ class Runner {
       window_.pop_front();
       ++window_base_;
     }
+    window_shrunk_.notify_all();
   }
 
   void work() {
     std::unique_lock lock(mutex_);
     for (;;) {
-      std::vector<SweepConfig> batch = take();
+      std::vector<SweepConfig> batch = take(lock);
       drain();
-      if (batch.empty()) return;
+      if (batch.empty()) {
+        if (exhausted_ || stats_.cancelled || !error_.message.empty()) return;
+        continue;  // only known or other ranks' rows this time
+      }
       lock.unlock();
       std::vector<SweepRow> rows;
       rows.reserve(batch.size());
@@ -135,6 +149,8 @@ class Runner {
   const SweepRunOptions& options_;
   std::vector<SweepSink*> sinks_;
   std::mutex mutex_;
+  std::condition_variable window_shrunk_;
+  std::size_t max_window_ = 0;
   SweepEnumerator enumerator_;
   std::deque<Slot> window_;
   std::int64_t window_base_ = 0;  // enumeration index of window_.front()
