@@ -163,13 +163,7 @@ double CalibratedCostModel::gemm_s(const GemmOp& op) const {
          std::string(to_string(op.dtype)));
     return fallback_.gemm_s(op);
   }
-  bool clamped = false;
-  const double flops_per_s = interpolate(table->second, gemm_coords(op), clamped);
-  if (clamped) {
-    warn("GEMM shape beyond the profile's measured range: efficiency clamped at its edge",
-         gemm_text(op));
-  }
-  return op.flops() / flops_per_s;
+  return interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM", gemm_text(op));
 }
 
 double CalibratedCostModel::attention_s(const AttentionOp& op) const {
@@ -179,13 +173,20 @@ double CalibratedCostModel::attention_s(const AttentionOp& op) const {
   if (measured != attention_measured_.end()) return measured->second;
   const auto table = attention_tables_.find(AttentionClass{op.dtype, op.backward, op.causal});
   if (table == attention_tables_.end()) return attention_from_gemms_s(op);
+  return interpolated_s(table->second, attention_coords(op), op.flops(), "attention",
+                        attention_text(op));
+}
+
+double CalibratedCostModel::interpolated_s(const Table& t, const std::array<double, 3>& x,
+                                           double flops, const std::string& what,
+                                           const std::string& detail) const {
   bool clamped = false;
-  const double flops_per_s = interpolate(table->second, attention_coords(op), clamped);
+  const double flops_per_s = interpolate(t, x, clamped);
   if (clamped) {
-    warn("attention shape beyond the profile's measured range: efficiency clamped at its edge",
-         attention_text(op));
+    warn(what + " shape beyond the profile's measured range: efficiency clamped at its edge",
+         detail);
   }
-  return op.flops() / flops_per_s;
+  return flops / flops_per_s;
 }
 
 double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const {
@@ -233,11 +234,11 @@ double CalibratedCostModel::memory_bound_s(const MemoryBoundOp& op) const {
 }
 
 // The fit used for a collective that was not measured: same kind first, then the same link
-// class (inside one node vs across nodes: never one for the other), then the nearest group
-// in log2(group size) + log2(ranks per node). The bus bandwidth nccl-tests reports is what
-// carries over between group sizes and kinds, so the fit's algorithm bandwidth is turned
-// into bus bandwidth with its own factor and back with the query's; the latency scales with
-// the ring's steps.
+// class (inside one node vs across nodes: never one for the other; across nodes only with the
+// same members per node), then the nearest group in log2(group size) + log2(ranks per node). The
+// bus bandwidth nccl-tests reports is what carries over between group sizes and kinds, so the fit's
+// algorithm bandwidth is turned into bus bandwidth with its own factor and back with the query's;
+// the latency scales with the ring's steps.
 double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   const std::string what = group_text(op.kind, op.group_size, op.nodes_spanned);
@@ -252,6 +253,9 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
     const auto& [kind, group_size, nodes] = key;
     if ((nodes > 1) != (op.nodes_spanned > 1)) continue;
     const double fit_per_node = static_cast<double>(group_size) / static_cast<double>(nodes);
+    // Across nodes a group's bus bandwidth is its members' share of the NICs, which grows
+    // with the members per node: only a group with as many members per node carries over.
+    if (nodes > 1 && fit_per_node != per_node) continue;
     const double distance = (kind == op.kind ? 0.0 : 1000.0) +
                             std::abs(log2_of(group_size) - log2_of(op.group_size)) +
                             std::abs(std::log2(fit_per_node) - std::log2(per_node));
@@ -272,16 +276,11 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
       "collective group not in the profile: nearest measured group used, rescaled by "
       "nccl-tests' bus-bandwidth factor",
       what + " from " + group_text(kind, group_size, nodes));
-  const double bus_bandwidth = fit.bandwidth_bytes_per_s * bus_factor(kind, group_size);
-  const double latency =
-      fit.latency_s * ring_steps(op.kind, op.group_size) / ring_steps(kind, group_size);
-  if (op.bytes < fit.min_bytes || op.bytes > fit.max_bytes) {
-    warn("size outside the profile's measured range: its latency/bandwidth fit extrapolated",
-         what + " of " + std::to_string(op.bytes) + " bytes (measured " +
-             std::to_string(fit.min_bytes) + ".." + std::to_string(fit.max_bytes) + ")");
-  }
-  return latency +
-         static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / bus_bandwidth;
+  LinearFit rescaled = fit;
+  rescaled.latency_s *= ring_steps(op.kind, op.group_size) / ring_steps(kind, group_size);
+  rescaled.bandwidth_bytes_per_s *=
+      bus_factor(kind, group_size) / bus_factor(op.kind, op.group_size);
+  return linear_s(rescaled, op.bytes, what);
 }
 
 double CalibratedCostModel::p2p_s(const P2POp& op) const {

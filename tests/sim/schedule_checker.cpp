@@ -57,7 +57,8 @@ Problems check_matching(const Schedule& s) {
           if (posted_async.count(k) == 0) {
             problems.push_back(describe(prog.rank, t) + ": waited but not posted asynchronously");
           }
-          if (!waited.insert(k).second) problems.push_back(describe(prog.rank, t) + ": waited twice");
+          if (!waited.insert(k).second)
+            problems.push_back(describe(prog.rank, t) + ": waited twice");
         }
         continue;
       }
@@ -77,12 +78,11 @@ Problems check_matching(const Schedule& s) {
   }
   for (const auto& [k, counts] : seen) {
     if (counts.first != 1 || counts.second != 1) {
-      problems.push_back("tensor " + std::to_string(std::get<0>(k)) + " mb " +
-                         std::to_string(std::get<1>(k)) + " stage " +
-                         std::to_string(std::get<2>(k)) + " from " + std::to_string(std::get<3>(k)) +
-                         " to " + std::to_string(std::get<4>(k)) + ": " +
-                         std::to_string(counts.first) + " sends, " + std::to_string(counts.second) +
-                         " receives");
+      problems.push_back(
+          "tensor " + std::to_string(std::get<0>(k)) + " mb " + std::to_string(std::get<1>(k)) +
+          " stage " + std::to_string(std::get<2>(k)) + " from " + std::to_string(std::get<3>(k)) +
+          " to " + std::to_string(std::get<4>(k)) + ": " + std::to_string(counts.first) +
+          " sends, " + std::to_string(counts.second) + " receives");
     }
   }
   const std::int32_t p = s.params.pipeline_size;
@@ -96,9 +96,9 @@ Problems check_matching(const Schedule& s) {
   for (const auto& [k, counts] : seen) {
     const auto [tensor, mb, vs, sender, receiver] = k;
     const bool act = tensor == static_cast<int>(TensorKind::kActivation);
-    const bool ok = mb >= 0 && mb < s.params.microbatches && sender == vs % p &&
-                    (act ? vs <= stages - 2 && receiver == (vs + 1) % p
-                         : vs >= 1 && receiver == (vs - 1) % p);
+    const bool ok =
+        mb >= 0 && mb < s.params.microbatches && sender == vs % p &&
+        (act ? vs <= stages - 2 && receiver == (vs + 1) % p : vs >= 1 && receiver == (vs - 1) % p);
     if (!ok) problems.push_back("unexpected transfer of stage " + std::to_string(vs));
   }
   return problems;

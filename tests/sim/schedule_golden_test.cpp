@@ -44,7 +44,8 @@ std::vector<std::pair<std::string, std::string>> cases() {
   while (std::getline(lines, line)) {
     if (line.empty() || line[0] == '#') continue;
     const std::size_t space = line.find(' ');
-    all.emplace_back(line.substr(0, space), space == std::string::npos ? "" : line.substr(space + 1));
+    all.emplace_back(line.substr(0, space),
+                     space == std::string::npos ? "" : line.substr(space + 1));
   }
   return all;
 }

@@ -14,8 +14,9 @@
 //   inputs and outputs through the memory fit (a warning says so).
 // - Memory-bound: the memory fit.
 // - Collectives: the fit of the same (kind, group size, nodes spanned); else the nearest
-//   measured group (see collective_s) with nccl-tests' bus-bandwidth factor rescaled, and a
-//   warning. Sizes outside the fit's measured range are extrapolated with a warning.
+//   measured group of the same link class (see collective_s) with nccl-tests' bus-bandwidth
+//   factor rescaled, and a warning. Sizes outside the fit's measured range are extrapolated with a
+//   warning.
 // - P2P: the fit of the link class (intra- or inter-node).
 // Whatever the profile has no data for at all (a dtype without GEMMs, a profile without
 // inter-node collectives) is costed by the roofline model of the workload's system, with a
@@ -74,6 +75,10 @@ class CalibratedCostModel final : public CostModel {
   /// Achieved FLOP/s at `x` by inverse-distance weighting; clamps `x` into the box and
   /// returns whether it had to.
   static double interpolate(const Table& t, std::array<double, 3> x, bool& clamped);
+  /// FLOPs over the interpolated FLOP/s, warning (as `what`: "GEMM", "attention") on clamping.
+  double interpolated_s(const Table& t, const std::array<double, 3>& x, double flops,
+                        const std::string& what, const std::string& detail) const;
+  /// The fit at `bytes`, warning when `bytes` is outside the fit's measured range.
   double linear_s(const LinearFit& f, std::int64_t bytes, const std::string& what) const;
   double attention_from_gemms_s(const AttentionOp& op) const;
   void warn(const std::string& category, const std::string& detail) const;
