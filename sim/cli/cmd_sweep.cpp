@@ -151,9 +151,22 @@ int run(const SweepOptions& o, Env& env) {
   }
   std::vector<std::unique_ptr<CostModel>> models;
   std::vector<const CostModel*> model_ptrs;
+  bool warned_profile = false;
   for (const SystemConfig& system : sim::system_variants(*spec)) {
     Workload w = spec->base;
     w.system = system;
+    if (profile && system.gpu_name != spec->base.system.gpu_name) {
+      // A profile measured on another GPU says nothing about this one.
+      w.cost_model = CostModelSpec{};
+      err << "stepsim sweep: system " << system.name << " (" << system.gpu_name
+          << ") is priced by its roofline, not by the base's profile of "
+          << spec->base.system.gpu_name << "\n";
+    } else if (profile && !warned_profile && !(system == spec->base.system)) {
+      warned_profile = true;
+      err << "stepsim sweep: system.* what-ifs change only what the profile "
+          << spec->base.cost_model.profile_path
+          << " does not measure; give the base \"cost_model\": \"roofline\" to price them all\n";
+    }
     auto model = make_cost_model(w, profile);
     if (!model) {
       err << format_errors(model.errors());
@@ -302,6 +315,11 @@ void add_sweep_command(CLI::App& app, Env& env) {
       "Megatron-LM's rules or clearly do not fit in memory, simulate the rest in parallel and "
       "report the best, the Pareto front of throughput vs memory, and what was cut why. "
       "Under mpirun the space is split over the ranks and rank 0 writes the results.");
+  std::string knobs = "Sweepable knobs (\"auto\" = every valid value given the knobs above it):\n";
+  for (const KnobInfo& k : knob_table()) {
+    knobs += "  " + std::string(k.key) + (k.autoable ? "  [auto]" : "") + "\n";
+  }
+  cmd->footer(knobs);
   cmd->add_option("SWEEP", o->file, "sweep JSON file")->required();
   cmd->add_option("--out", o->out, "write every configuration to FILE.csv (or FILE.json)");
   cmd->add_option("--jobs", o->jobs, "worker threads (default: hardware concurrency)")
