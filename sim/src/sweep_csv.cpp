@@ -84,7 +84,7 @@ void field(std::string& out, std::string_view value) {
 }  // namespace
 
 std::string csv_header(const std::vector<std::string>& columns) {
-  std::string out = "index";
+  std::string out = "index,scenario";
   for (const std::string& c : columns) field(out, quote(c));
   for (std::string_view c : kMetricColumns) field(out, std::string(c));
   return out;
@@ -92,6 +92,7 @@ std::string csv_header(const std::vector<std::string>& columns) {
 
 std::string csv_line(const SweepRow& row) {
   std::string out = std::to_string(row.index);
+  field(out, quote(row.label));
   for (const std::string& k : row.knobs) field(out, quote(k));
   field(out, std::string(to_string(row.status)));
   field(out, quote(row.reason_key));
@@ -143,7 +144,7 @@ Result<ParsedCsv> parse_sweep_csv(std::string_view text, const std::vector<std::
   out.complete_bytes = pos;
   std::vector<std::string> f;
   const std::size_t knobs = columns.size();
-  const std::size_t expected = 1 + knobs + kMetricColumns.size();
+  const std::size_t expected = 2 + knobs + kMetricColumns.size();
   while (pos < text.size()) {
     const std::size_t start = pos;
     if (!split_record(text, pos, f)) break;  // torn last line: evaluate it again
@@ -154,8 +155,9 @@ Result<ParsedCsv> parse_sweep_csv(std::string_view text, const std::vector<std::
     }
     SweepRow row;
     bool ok = parse_number(f[0], row.index);
-    row.knobs.assign(f.begin() + 1, f.begin() + static_cast<std::ptrdiff_t>(1 + knobs));
-    std::size_t i = 1 + knobs;
+    row.label = f[1];
+    row.knobs.assign(f.begin() + 2, f.begin() + static_cast<std::ptrdiff_t>(2 + knobs));
+    std::size_t i = 2 + knobs;
     const std::string& status = f[i++];
     bool known_status = false;
     for (SweepStatus s : {SweepStatus::kFeasible, SweepStatus::kInvalid, SweepStatus::kOutOfMemory,

@@ -90,12 +90,40 @@ std::vector<std::string> SweepEvaluator::knob_values(const Workload& w) const {
   return out;
 }
 
+std::string SweepEvaluator::label(const Workload& w) const {
+  const TrainingConfig& t = w.training;
+  std::string out = "w" + std::to_string(t.world_size) + " t" +
+                    std::to_string(t.tensor_model_parallel_size) + " p" +
+                    std::to_string(t.pipeline_model_parallel_size) + " v" +
+                    std::to_string(t.virtual_pipeline_model_parallel_size) + " dp" +
+                    std::to_string(t.data_parallel_size) + " mbs" +
+                    std::to_string(t.micro_batch_size) + " m" +
+                    std::to_string(t.num_microbatches);
+  if (t.sequence_parallel) out += " sp";
+  if (t.recompute_granularity == RecomputeGranularity::kSelective) out += " selective";
+  if (t.recompute_granularity == RecomputeGranularity::kFull) {
+    out += t.recompute_method == RecomputeMethod::kBlock ? " full-block" : " full-uniform";
+    out += std::to_string(t.recompute_num_layers);
+  }
+  if (t.use_distributed_optimizer) out += " dopt";
+  for (KnobId id : extra_knobs_) {
+    const KnobInfo& info = knob_table()[static_cast<std::size_t>(id)];
+    const std::string_view key = info.key.substr(info.key.rfind('.') + 1);
+    out += ' ';
+    out += key;
+    out += '=';
+    out += info.kind == KnobKind::kSystem ? w.system.name : format_knob_value(id, info.get(w), {});
+  }
+  return out;
+}
+
 SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
   Workload& w = config.workload;
   const Errors errors = finalize_workload(w, spec_.file);
   SweepRow row;
   row.index = config.index;
   row.knobs = knob_values(w);
+  row.label = label(w);
   const SweepConstraints& c = spec_.constraints;
   if (c.max_gpus > 0 && w.training.world_size > c.max_gpus) {
     row.status = SweepStatus::kOverGpus;

@@ -245,6 +245,7 @@ TEST(SweepRun, RanksSplitTheSpaceAndMergeBack) {
 TEST(SweepCsv, RowsReadBackEqual) {
   sim::SweepRow row;
   row.index = 42;
+  row.label = "t8 p2";
   row.knobs = {"8", "true", "a \"quoted\", comma"};
   row.status = sim::SweepStatus::kOutOfMemory;
   row.reason_key = "memory.simulated";

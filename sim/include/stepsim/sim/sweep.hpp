@@ -94,6 +94,9 @@ struct SweepMetrics {
 /// The outcome for one configuration: one CSV row.
 struct SweepRow {
   std::int64_t index = 0;
+  /// Short label ("t8 p35 v3 dp9 mbs1 m280 sp selective dopt"): the CSV's `scenario` column,
+  /// which stepsim-viewer shows for a point.
+  std::string label;
   std::vector<std::string> knobs;  ///< printed knob values, one per sweep_columns() entry
   SweepStatus status = SweepStatus::kFeasible;
   std::string reason_key;  ///< "" when feasible; the key an error names, or memory.analytic ...
@@ -117,6 +120,8 @@ class SweepEvaluator {
   SweepRow evaluate(SweepConfig& config) const;
   /// Printed knob values of a finalized `w` (the row's `knobs`).
   std::vector<std::string> knob_values(const Workload& w) const;
+  /// The row's short label for a finalized `w`.
+  std::string label(const Workload& w) const;
 
   /// Analytic peaks above usable memory by more than this fraction are cut without
   /// simulating; closer ones are simulated and judged by the simulated peak.
