@@ -37,7 +37,8 @@ constexpr HfNames kNeoX{"hidden_size", "num_hidden_layers", "num_attention_heads
 }  // namespace
 
 Result<ImportedModel> model_from_hf_config(std::string_view config_json,
-                                           const std::string& file_label) {
+                                           const std::string& file_label,
+                                           std::int64_t seq_length) {
   const json doc = json::parse(config_json, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return Error{file_label, "", "is not a JSON object (a Hugging Face config.json)"};
@@ -94,11 +95,13 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   }
   model["ffn_hidden_size"] = integer(names->ffn, names == &kLlama || names == &kNeoX, 4 * h);
   const std::int64_t positions = integer(names->positions, true, 0);
-  // HF configs carry no training sequence length: train at the full context.
-  model["seq_length"] = positions;
+  // HF configs carry no training sequence length: the full context unless one is given.
+  model["seq_length"] = seq_length > 0 ? seq_length : positions;
   model["max_position_embeddings"] = positions;
-  out.notes.push_back("seq_length=" + std::to_string(positions) +
-                      " (the model's context; set training's sequence length if different)");
+  if (seq_length <= 0) {
+    out.notes.push_back("seq_length=" + std::to_string(positions) +
+                        " (the model's full context; --seq-length sets the training length)");
+  }
   model["vocab_size"] = integer("vocab_size", true, 0);
   model["swiglu"] = names->swiglu;
   model["untie_embeddings_and_output_weights"] = !boolean("tie_word_embeddings", names->tied_default);

@@ -15,13 +15,17 @@ namespace stepsim::cli {
 void add_import_hf_command(CLI::App& app, Env& env) {
   auto path = std::make_shared<std::string>();
   auto out_path = std::make_shared<std::string>();
+  auto seq_length = std::make_shared<std::int64_t>(0);
   CLI::App* cmd = app.add_subcommand(
       "import-hf",
       "Print the model section of a scenario from a Hugging Face config.json "
       "(LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM).");
   cmd->add_option("CONFIG", *path, "Hugging Face config.json")->required();
   cmd->add_option("--out", *out_path, "write the model section to FILE instead of stdout");
-  cmd->callback([path, out_path, &env] {
+  cmd->add_option("--seq-length", *seq_length,
+                  "training sequence length (default: the model's max_position_embeddings)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([path, out_path, seq_length, &env] {
     std::ifstream in(*path, std::ios::binary);
     if (!in) {
       *env.err << *path << ": cannot open the file (missing or unreadable)\n";
@@ -30,7 +34,7 @@ void add_import_hf_command(CLI::App& app, Env& env) {
     }
     std::ostringstream text;
     text << in.rdbuf();
-    auto model = model_from_hf_config(text.str(), *path);
+    auto model = model_from_hf_config(text.str(), *path, *seq_length);
     if (!model) {
       *env.err << format_errors(model.errors());
       env.exit_code = 2;

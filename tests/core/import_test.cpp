@@ -142,13 +142,14 @@ TEST(ImportHf, Llama) {
       "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
       "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": false,
       "hidden_act": "silu", "rope_scaling": null})",
-                                "config.json");
+                                "config.json", 4096);
   ASSERT_TRUE(r.ok()) << format_errors(r.errors());
   const Workload w = load(with_training(r->model_json));
   EXPECT_EQ(w.model.num_layers, 32);
   EXPECT_EQ(w.model.num_query_groups, 8);
   EXPECT_EQ(w.model.ffn_hidden_size, 14336);
-  EXPECT_EQ(w.model.seq_length, 8192);
+  EXPECT_EQ(w.model.seq_length, 4096);
+  EXPECT_EQ(w.model.max_position_embeddings, 8192);
   EXPECT_EQ(w.model.vocab_size, 128256);
   EXPECT_TRUE(w.model.swiglu);
   EXPECT_TRUE(w.model.untie_embeddings_and_output_weights);

@@ -49,8 +49,11 @@ struct ImportedModel {
 };
 
 /// Maps a config.json of LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel or
-/// GPTNeoXForCausalLM to the scenario's model section. Errors name `file_label` and the key.
+/// GPTNeoXForCausalLM to the scenario's model section. `seq_length` is the training sequence
+/// length (0: the model's full context, max_position_embeddings). Errors name `file_label`
+/// and the key.
 Result<ImportedModel> model_from_hf_config(std::string_view config_json,
-                                           const std::string& file_label);
+                                           const std::string& file_label,
+                                           std::int64_t seq_length = 0);
 
 }  // namespace stepsim
