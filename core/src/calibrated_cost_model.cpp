@@ -156,7 +156,17 @@ double CalibratedCostModel::gemm_s(const GemmOp& op) const {
   if (op.flops() <= 0) return 0.0;
   const auto measured = gemm_measured_.find(GemmKey{op.dtype, op.m, op.n, op.k, op.batch});
   if (measured != gemm_measured_.end()) return measured->second;
-  const auto table = gemm_tables_.find(op.dtype);
+  auto table = gemm_tables_.find(op.dtype);
+  if (table == gemm_tables_.end() && op.dtype != DType::kFp32) {
+    // fp16 and bf16 run on the same tensor-core path at the same peak (A100: 312 TFLOPS
+    // each, H100 SXM: 989 each, in NVIDIA's data sheets): one stands in for the other.
+    const DType twin = op.dtype == DType::kFp16 ? DType::kBf16 : DType::kFp16;
+    table = gemm_tables_.find(twin);
+    if (table != gemm_tables_.end()) {
+      warn("no GEMM samples for this dtype in the profile: the samples of its 16-bit twin used",
+           std::string(to_string(op.dtype)) + " from " + std::string(to_string(twin)));
+    }
+  }
   if (table == gemm_tables_.end()) {
     warn("no GEMM samples for this dtype in the profile: roofline of " + fallback_.describe() +
              " used",

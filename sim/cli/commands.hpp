@@ -27,4 +27,7 @@ void add_import_hf_command(CLI::App& app, Env& env);
 void add_predict_command(CLI::App& app, Env& env);
 void add_memory_command(CLI::App& app, Env& env);
 
+/// stepsim calibrate: microbenchmarks -> calibration profile (initialises MPI).
+void add_calibrate_command(CLI::App& app, Env& env);
+
 }  // namespace stepsim::cli

@@ -7,7 +7,8 @@
 //   FLOP/s interpolated over the samples of its dtype: inverse-distance weighting (power 2)
 //   of log(FLOP/s) over the 8 nearest samples in (log2 m*batch, log2 n, log2 k). A shape
 //   outside the measured box is clamped into it first (its efficiency is the one at the
-//   edge) and a warning is recorded.
+//   edge) and a warning is recorded. fp16 and bf16 (same tensor-core rate) stand in for each
+//   other when a profile has samples of only one, with a warning.
 // - Attention: measured shape -> measured seconds; else interpolated over attention samples
 //   of the same dtype, direction and masking in (log2 batch*heads, log2 seq, log2 head_dim);
 //   without such samples, the attention's matmuls as batched GEMMs plus the HBM traffic of its
