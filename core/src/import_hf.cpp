@@ -16,29 +16,42 @@ struct HfNames {
   const char* hidden;
   const char* layers;
   const char* heads;
-  const char* ffn;        // nullptr: 4h (GPT-2's n_inner = null)
+  const char* ffn;  // nullptr: 4h (GPT-2's n_inner = null)
   const char* positions;
-  bool swiglu;            // gated SiLU MLP (LLaMA family)
+  bool swiglu;  // gated SiLU MLP (LLaMA family)
   bool rms_norm;
   bool rope;
-  bool tied_default;      // tie_word_embeddings when absent
-  bool bias_default;      // linear layers have biases
+  bool tied_default;  // tie_word_embeddings when absent
+  bool bias_default;  // linear layers have biases
 };
 
-constexpr HfNames kLlama{"hidden_size", "num_hidden_layers", "num_attention_heads",
-                         "intermediate_size", "max_position_embeddings", true, true, true,
-                         false, false};
+constexpr HfNames kLlama{"hidden_size",
+                         "num_hidden_layers",
+                         "num_attention_heads",
+                         "intermediate_size",
+                         "max_position_embeddings",
+                         true,
+                         true,
+                         true,
+                         false,
+                         false};
 constexpr HfNames kGpt2{"n_embd", "n_layer", "n_head", "n_inner", "n_positions",
-                        false, false, false, true, true};
-constexpr HfNames kNeoX{"hidden_size", "num_hidden_layers", "num_attention_heads",
-                        "intermediate_size", "max_position_embeddings", false, false, true,
-                        false, true};
+                        false,    false,     false,    true,      true};
+constexpr HfNames kNeoX{"hidden_size",
+                        "num_hidden_layers",
+                        "num_attention_heads",
+                        "intermediate_size",
+                        "max_position_embeddings",
+                        false,
+                        false,
+                        true,
+                        false,
+                        true};
 
 }  // namespace
 
 Result<ImportedModel> model_from_hf_config(std::string_view config_json,
-                                           const std::string& file_label,
-                                           std::int64_t seq_length) {
+                                           const std::string& file_label, std::int64_t seq_length) {
   const json doc = json::parse(config_json, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return Error{file_label, "", "is not a JSON object (a Hugging Face config.json)"};
@@ -48,13 +61,15 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
       !doc["architectures"].empty() && doc["architectures"][0].is_string()) {
     out.architecture = doc["architectures"][0].get<std::string>();
   }
-  const std::string model_type =
-      doc.contains("model_type") && doc["model_type"].is_string() ? doc["model_type"].get<std::string>() : "";
+  const std::string model_type = doc.contains("model_type") && doc["model_type"].is_string()
+                                     ? doc["model_type"].get<std::string>()
+                                     : "";
   const HfNames* names = nullptr;
   if (out.architecture == "LlamaForCausalLM" || out.architecture == "MistralForCausalLM" ||
       (out.architecture.empty() && (model_type == "llama" || model_type == "mistral"))) {
     names = &kLlama;
-  } else if (out.architecture == "GPT2LMHeadModel" || (out.architecture.empty() && model_type == "gpt2")) {
+  } else if (out.architecture == "GPT2LMHeadModel" ||
+             (out.architecture.empty() && model_type == "gpt2")) {
     names = &kGpt2;
   } else if (out.architecture == "GPTNeoXForCausalLM" ||
              (out.architecture.empty() && model_type == "gpt_neox")) {
@@ -74,7 +89,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
       return fallback;
     }
     if (!doc[key].is_number_integer() || doc[key].get<std::int64_t>() <= 0) {
-      errors.push_back(Error{file_label, key, std::string("=") + doc[key].dump() + " must be a positive integer"});
+      errors.push_back(Error{file_label, key,
+                             std::string("=") + doc[key].dump() + " must be a positive integer"});
       return fallback;
     }
     return doc[key].get<std::int64_t>();
@@ -104,28 +120,31 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   }
   model["vocab_size"] = integer("vocab_size", true, 0);
   model["swiglu"] = names->swiglu;
-  model["untie_embeddings_and_output_weights"] = !boolean("tie_word_embeddings", names->tied_default);
-  model["add_bias_linear"] =
-      names == &kLlama ? boolean("attention_bias", false) || boolean("mlp_bias", false)
-                       : names->bias_default;
+  model["untie_embeddings_and_output_weights"] =
+      !boolean("tie_word_embeddings", names->tied_default);
+  model["add_bias_linear"] = names == &kLlama
+                                 ? boolean("attention_bias", false) || boolean("mlp_bias", false)
+                                 : names->bias_default;
   model["position_embedding_type"] = names->rope ? "rope" : "learned_absolute";
-  model["normalization"] = names->rms_norm || doc.contains("rms_norm_eps") ? "RMSNorm" : "LayerNorm";
+  model["normalization"] =
+      names->rms_norm || doc.contains("rms_norm_eps") ? "RMSNorm" : "LayerNorm";
 
   if (names == &kLlama && boolean("attention_bias", false) != boolean("mlp_bias", false)) {
     out.notes.push_back("attention_bias and mlp_bias differ; add_bias_linear covers both");
   }
-  const std::string act = doc.contains("hidden_act") && doc["hidden_act"].is_string()
-                              ? doc["hidden_act"].get<std::string>()
-                              : doc.contains("activation_function") &&
-                                        doc["activation_function"].is_string()
-                                    ? doc["activation_function"].get<std::string>()
-                                    : "";
+  const std::string act =
+      doc.contains("hidden_act") && doc["hidden_act"].is_string()
+          ? doc["hidden_act"].get<std::string>()
+      : doc.contains("activation_function") && doc["activation_function"].is_string()
+          ? doc["activation_function"].get<std::string>()
+          : "";
   if (names == &kLlama && !act.empty() && act != "silu") {
     out.notes.push_back("hidden_act=" + act + " is costed as SwiGLU's SiLU");
   }
   if (doc.contains("sliding_window") && !doc["sliding_window"].is_null()) {
-    out.notes.push_back("sliding_window is not modelled: attention is costed over the full "
-                        "sequence");
+    out.notes.push_back(
+        "sliding_window is not modelled: attention is costed over the full "
+        "sequence");
   }
   if (doc.contains("rotary_pct") && doc["rotary_pct"].is_number() &&
       doc["rotary_pct"].get<double>() != 1.0) {

@@ -3,8 +3,8 @@
 // --nnodes x --nproc_per_node gives the world size when the line has one.
 
 #include <algorithm>
-#include <iterator>
 #include <charconv>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "stepsim/core/import.hpp"
@@ -59,8 +59,7 @@ constexpr FlagSpec kFlags[] = {
     {"--recompute-granularity", FlagKind::kString, "training", "recompute_granularity"},
     {"--recompute-method", FlagKind::kString, "training", "recompute_method"},
     {"--recompute-num-layers", FlagKind::kInt, "training", "recompute_num_layers"},
-    {"--distribute-saved-activations", FlagKind::kTrue, "training",
-     "distribute_saved_activations"},
+    {"--distribute-saved-activations", FlagKind::kTrue, "training", "distribute_saved_activations"},
     {"--use-distributed-optimizer", FlagKind::kTrue, "training", "use_distributed_optimizer"},
     {"--overlap-grad-reduce", FlagKind::kTrue, "training", "overlap_grad_reduce"},
     {"--overlap-param-gather", FlagKind::kTrue, "training", "overlap_param_gather"},
@@ -131,9 +130,8 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     }
   }
   // The launcher's part ends at the training script.
-  const auto script = std::find_if(args.begin(), args.end(), [](const std::string& a) {
-    return a.ends_with(".py");
-  });
+  const auto script = std::find_if(args.begin(), args.end(),
+                                   [](const std::string& a) { return a.ends_with(".py"); });
   const std::size_t first_flag =
       script == args.end() ? 0 : static_cast<std::size_t>(script - args.begin()) + 1;
 
@@ -229,12 +227,13 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     if (query_groups > 0) {
       model["num_query_groups"] = query_groups;
     } else {
-      errors.push_back(Error{kLabel, "--num-query-groups",
-                             " is needed with --group-query-attention"});
+      errors.push_back(
+          Error{kLabel, "--num-query-groups", " is needed with --group-query-attention"});
     }
   } else if (query_groups > 0) {
-    out.notes.push_back("--num-query-groups is ignored without --group-query-attention "
-                        "(as Megatron-LM does)");
+    out.notes.push_back(
+        "--num-query-groups is ignored without --group-query-attention "
+        "(as Megatron-LM does)");
   }
   if (!model.contains("vocab_size")) {
     if (tokenizer == "GPT2BPETokenizer" || (tokenizer.empty() && vocab_file)) {
@@ -254,8 +253,9 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
                            "--nproc_per_node"});
   }
   if (options.system.empty()) {
-    errors.push_back(Error{kLabel, "--system", " is needed: a system file (e.g. "
-                                               "systems/dgx-a100-80gb.json)"});
+    errors.push_back(Error{kLabel, "--system",
+                           " is needed: a system file (e.g. "
+                           "systems/dgx-a100-80gb.json)"});
   }
   if (!errors.empty()) return errors;
   training["world_size"] = world;

@@ -23,35 +23,36 @@ KnobValue bool_value(bool v) { return KnobValue{v ? 1 : 0, 0.0, -1}; }
 
 // One table row per field. The macros keep each row on one line; their captureless lambdas
 // convert to the table's function pointers.
-#define STEPSIM_INT_KNOB(key, member)                                           \
-  KnobInfo {                                                                    \
-    key, KnobKind::kInt, {}, false,                                             \
-        [](Workload& w, const KnobValue& v) { w.member = v.integer; },          \
-        [](const Workload& w) { return int_value(w.member); }                   \
+#define STEPSIM_INT_KNOB(key, member)                                                              \
+  KnobInfo {                                                                                       \
+    key, KnobKind::kInt, {}, false, [](Workload& w, const KnobValue& v) { w.member = v.integer; }, \
+        [](const Workload& w) { return int_value(w.member); }                                      \
   }
-#define STEPSIM_AUTO_INT_KNOB(key, member)                                      \
-  KnobInfo {                                                                    \
-    key, KnobKind::kInt, {}, true,                                              \
-        [](Workload& w, const KnobValue& v) { w.member = v.integer; },          \
-        [](const Workload& w) { return int_value(w.member); }                   \
+#define STEPSIM_AUTO_INT_KNOB(key, member)                                                        \
+  KnobInfo {                                                                                      \
+    key, KnobKind::kInt, {}, true, [](Workload& w, const KnobValue& v) { w.member = v.integer; }, \
+        [](const Workload& w) { return int_value(w.member); }                                     \
   }
-#define STEPSIM_BOOL_KNOB(key, member, autoable)                                \
-  KnobInfo {                                                                    \
-    key, KnobKind::kBool, {}, autoable,                                         \
-        [](Workload& w, const KnobValue& v) { w.member = v.integer != 0; },     \
-        [](const Workload& w) { return bool_value(w.member); }                  \
+#define STEPSIM_BOOL_KNOB(key, member, autoable)                            \
+  KnobInfo {                                                                \
+    key, KnobKind::kBool, {}, autoable,                                     \
+        [](Workload& w, const KnobValue& v) { w.member = v.integer != 0; }, \
+        [](const Workload& w) { return bool_value(w.member); }              \
   }
-#define STEPSIM_REAL_KNOB(key, member)                                          \
-  KnobInfo {                                                                    \
-    key, KnobKind::kReal, {}, false,                                            \
-        [](Workload& w, const KnobValue& v) { w.member = v.real; },             \
-        [](const Workload& w) { return real_value(w.member); }                  \
+#define STEPSIM_REAL_KNOB(key, member)                                                           \
+  KnobInfo {                                                                                     \
+    key, KnobKind::kReal, {}, false, [](Workload& w, const KnobValue& v) { w.member = v.real; }, \
+        [](const Workload& w) { return real_value(w.member); }                                   \
   }
 
 const std::array kKnobs = {
     // The system file itself: its value indexes SweepSpec::systems. The enumerator swaps the
     // whole SystemConfig; set/get only carry the index through.
-    KnobInfo{"system", KnobKind::kSystem, {}, false, [](Workload&, const KnobValue&) {},
+    KnobInfo{"system",
+             KnobKind::kSystem,
+             {},
+             false,
+             [](Workload&, const KnobValue&) {},
              [](const Workload&) { return KnobValue{}; }},
     STEPSIM_INT_KNOB("system.gpus_per_node", system.gpus_per_node),
     STEPSIM_INT_KNOB("system.nics_per_node", system.nics_per_node),
@@ -103,7 +104,10 @@ const std::array kKnobs = {
 
     STEPSIM_INT_KNOB("training.world_size", training.world_size),
     STEPSIM_INT_KNOB("training.global_batch_size", training.global_batch_size),
-    KnobInfo{"training.bf16", KnobKind::kBool, {}, false,
+    KnobInfo{"training.bf16",
+             KnobKind::kBool,
+             {},
+             false,
              [](Workload& w, const KnobValue& v) {
                if (v.integer != 0) {
                  w.training.params_dtype = DType::kBf16;
@@ -112,7 +116,10 @@ const std::array kKnobs = {
                }
              },
              [](const Workload& w) { return bool_value(w.training.params_dtype == DType::kBf16); }},
-    KnobInfo{"training.fp16", KnobKind::kBool, {}, false,
+    KnobInfo{"training.fp16",
+             KnobKind::kBool,
+             {},
+             false,
              [](Workload& w, const KnobValue& v) {
                if (v.integer != 0) {
                  w.training.params_dtype = DType::kFp16;

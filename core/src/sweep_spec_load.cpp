@@ -62,8 +62,9 @@ void SpecReader::read_base(const json& doc, std::string_view base_override, Swee
   std::string key_prefix = "base.";
   if (!base_override.empty()) {
     if (doc.contains("base")) {
-      fail("base", "is given but the base scenario also comes from the command line "
-                   "(--megatron-args); give one of them");
+      fail("base",
+           "is given but the base scenario also comes from the command line "
+           "(--megatron-args); give one of them");
       return;
     }
     text = std::string(base_override);
@@ -135,7 +136,8 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
         }
       }
       std::string allowed;
-      for (std::string_view c : info.choices) allowed += (allowed.empty() ? "" : ", ") + std::string(c);
+      for (std::string_view c : info.choices)
+        allowed += (allowed.empty() ? "" : ", ") + std::string(c);
       fail(key, std::string("=") + v.dump() + " is not one of: " + allowed);
       return false;
     }
@@ -146,7 +148,8 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
       }
       const std::string path = resolve_path(v.get<std::string>(), base_dir_, options_);
       if (path.empty()) {
-        fail(key, std::string("=") + v.dump() + " cannot be found (tried beside the sweep file and in " +
+        fail(key, std::string("=") + v.dump() +
+                      " cannot be found (tried beside the sweep file and in " +
                       options_.scenarios_dir + ")");
         return false;
       }
@@ -264,15 +267,16 @@ void SpecReader::read_objective(const json& doc, SweepSpec& spec) {
     const json& o = doc["objective"];
     const std::string name = o.is_string() ? o.get<std::string>() : "";
     bool found = false;
-    for (SweepObjective k : {SweepObjective::kMaxTokensPerS, SweepObjective::kMinStepTime,
-                             SweepObjective::kMinGpus}) {
+    for (SweepObjective k :
+         {SweepObjective::kMaxTokensPerS, SweepObjective::kMinStepTime, SweepObjective::kMinGpus}) {
       if (to_string(k) == name) {
         spec.objective = k;
         found = true;
       }
     }
     if (!found) {
-      fail("objective", std::string("=") + o.dump() + " is not one of: max_tokens_per_s, min_step_time, min_gpus");
+      fail("objective", std::string("=") + o.dump() +
+                            " is not one of: max_tokens_per_s, min_step_time, min_gpus");
     }
   }
   if (doc.contains("top")) {
@@ -302,8 +306,7 @@ DefaultedKeys defaulted_keys_of_scenario(std::string_view scenario_json) {
   d.ffn_hidden_size = !present(model, "ffn_hidden_size");
   d.max_position_embeddings = !present(model, "max_position_embeddings");
   d.padded_vocab_size = !present(model, "padded_vocab_size");
-  d.microbatch_group_size_per_vp_stage =
-      !present(training, "microbatch_group_size_per_vp_stage");
+  d.microbatch_group_size_per_vp_stage = !present(training, "microbatch_group_size_per_vp_stage");
   d.recompute_num_layers = !present(training, "recompute_num_layers");
   d.overlap_p2p_comm = !present(training, "overlap_p2p_comm");
   d.virtual_from_layers_per_stage = present(training, "num_layers_per_virtual_pipeline_stage");

@@ -67,9 +67,9 @@ void run(benchmark::State& state, SweepSpec spec) {
   state.counters["configurations"] = static_cast<double>(sink.rows);
   state.counters["simulated"] = static_cast<double>(sink.simulated);
   state.counters["feasible"] = static_cast<double>(sink.feasible);
-  state.counters["configurations_per_s"] = benchmark::Counter(
-      static_cast<double>(sink.rows) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["configurations_per_s"] =
+      benchmark::Counter(static_cast<double>(sink.rows) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
 Result<SweepSpec> turing(std::string_view extra_search = {}) {

@@ -2,7 +2,6 @@
 // from a Hugging Face config.json; notes about what is not modelled go to stderr.
 
 #include <CLI/CLI.hpp>
-
 #include <fstream>
 #include <memory>
 #include <sstream>

@@ -3,9 +3,9 @@
 // planner on --jobs threads (or over mpirun ranks), streams the CSV, prints the summary.
 // Ctrl-C stops handing out work and keeps every finished row; --resume continues the CSV.
 
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -66,12 +66,13 @@ class ProgressBar {
     const std::int64_t width = 30;
     const std::int64_t filled = total_ > 0 ? width * fed / total_ : width;
     std::array<char, 160> buf{};
-    std::snprintf(buf.data(), buf.size(), "\r[%s%s] %lld/%lld %5.1f%% %8.0f/s ETA %6.1fs ",
-                  std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                  std::string(static_cast<std::size_t>(width - filled), ' ').c_str(),
-                  static_cast<long long>(fed), static_cast<long long>(total_),
-                  total_ > 0 ? 100.0 * static_cast<double>(fed) / static_cast<double>(total_) : 100.0,
-                  rate, eta);
+    std::snprintf(
+        buf.data(), buf.size(), "\r[%s%s] %lld/%lld %5.1f%% %8.0f/s ETA %6.1fs ",
+        std::string(static_cast<std::size_t>(filled), '#').c_str(),
+        std::string(static_cast<std::size_t>(width - filled), ' ').c_str(),
+        static_cast<long long>(fed), static_cast<long long>(total_),
+        total_ > 0 ? 100.0 * static_cast<double>(fed) / static_cast<double>(total_) : 100.0, rate,
+        eta);
     err_ << buf.data() << std::flush;
   }
   void finish() { err_ << '\n'; }
@@ -101,7 +102,8 @@ std::optional<SweepSpec> load_spec(const SweepOptions& o, Env& env) {
       for (const std::string& f : imported->ignored_flags) *env.err << ' ' << f;
       *env.err << '\n';
     }
-    for (const std::string& n : imported->notes) *env.err << "stepsim: --megatron-args: " << n << '\n';
+    for (const std::string& n : imported->notes)
+      *env.err << "stepsim: --megatron-args: " << n << '\n';
     base_override = imported->scenario_json;
   }
   std::string text;
@@ -179,7 +181,8 @@ int run(const SweepOptions& o, Env& env) {
   const sim::SweepEvaluator evaluator(*spec, model_ptrs);
 
   sim::SweepRunOptions run;
-  run.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  run.jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool write_header = true;
   std::int64_t first_new = 0;
   if (o.resume) {
@@ -212,7 +215,8 @@ int run(const SweepOptions& o, Env& env) {
     sinks.push_back(csv.get());
   } else {
     if (!o.out.empty() && !o.out.ends_with(".json")) {
-      csv_file.open(o.out, o.resume ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
+      csv_file.open(
+          o.out, o.resume ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
       if (!csv_file) {
         err << o.out << ": cannot open for writing\n";
         return 1;
@@ -263,7 +267,8 @@ int run(const SweepOptions& o, Env& env) {
     merge.known = std::move(all);
     sinks.clear();
     if (!o.out.empty() && !o.out.ends_with(".json")) {
-      csv_file.open(o.out, o.resume ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
+      csv_file.open(
+          o.out, o.resume ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
       csv = std::make_unique<sim::CsvSink>(csv_file, columns, write_header, first_new);
       sinks.push_back(csv.get());
     }

@@ -88,8 +88,7 @@ void write_sweep_json(std::ostream& out, const sim::SweepSummary& s, double wall
   j.field("wall_s", wall_s);
   j.field("jobs", static_cast<std::int64_t>(jobs));
   j.field("ranks", ranks);
-  j.field("configurations_per_s",
-          wall_s > 0 ? static_cast<double>(s.evaluated()) / wall_s : 0.0);
+  j.field("configurations_per_s", wall_s > 0 ? static_cast<double>(s.evaluated()) / wall_s : 0.0);
   j.key("cut").begin_object();
   for (const auto& [key, n] : s.cut_by_reason()) j.field(key, n);
   j.end_object();

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "sweep_output.hpp"
 

@@ -15,8 +15,8 @@ namespace stepsim::cli {
 /// Writes the --format json summary: evaluated, feasible, simulated, wall_s, jobs,
 /// configurations_per_s, cut (by reason), best (scenario knobs + metrics + Megatron flags),
 /// pareto.
-void write_sweep_json(std::ostream& out, const sim::SweepSummary& summary, double wall_s,
-                      int jobs, std::int64_t ranks);
+void write_sweep_json(std::ostream& out, const sim::SweepSummary& summary, double wall_s, int jobs,
+                      std::int64_t ranks);
 
 /// Collects every row as a JSON object; write() emits them as one array in index order.
 class JsonRowsSink final : public sim::SweepSink {

@@ -11,12 +11,25 @@
 namespace stepsim::sim {
 namespace {
 
-constexpr std::array<std::string_view, 19> kMetricColumns = {
-    "status",          "reason_key",          "reason",       "simulated",
-    "step_time_s",     "tokens_per_s",        "mfu",          "hfu",
-    "tflops_per_gpu",  "bubble_fraction",     "peak_memory_bytes",
-    "memory_headroom", "analytic_peak_bytes", "cp_compute_s", "cp_tp_comm_s",
-    "cp_p2p_s",        "cp_dp_comm_s",        "cp_optimizer_s", "cp_bubble_s"};
+constexpr std::array<std::string_view, 19> kMetricColumns = {"status",
+                                                             "reason_key",
+                                                             "reason",
+                                                             "simulated",
+                                                             "step_time_s",
+                                                             "tokens_per_s",
+                                                             "mfu",
+                                                             "hfu",
+                                                             "tflops_per_gpu",
+                                                             "bubble_fraction",
+                                                             "peak_memory_bytes",
+                                                             "memory_headroom",
+                                                             "analytic_peak_bytes",
+                                                             "cp_compute_s",
+                                                             "cp_tp_comm_s",
+                                                             "cp_p2p_s",
+                                                             "cp_dp_comm_s",
+                                                             "cp_optimizer_s",
+                                                             "cp_bubble_s"};
 
 std::string quote(std::string_view s) {
   if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
@@ -100,8 +113,8 @@ std::string csv_line(const SweepRow& row) {
   out += row.simulated ? ",true" : ",false";
   const SweepMetrics& m = row.metrics;
   if (row.simulated) {
-    for (double v : {m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.tflops_per_gpu,
-                     m.bubble_fraction}) {
+    for (double v :
+         {m.step_time_s, m.tokens_per_s, m.mfu, m.hfu, m.tflops_per_gpu, m.bubble_fraction}) {
       field(out, number(v));
     }
     field(out, std::to_string(m.peak_memory_bytes));
@@ -111,8 +124,8 @@ std::string csv_line(const SweepRow& row) {
   }
   field(out, (m.analytic_peak_bytes > 0 ? std::to_string(m.analytic_peak_bytes) : ""));
   if (row.simulated) {
-    for (double v : {m.cp_compute_s, m.cp_tp_comm_s, m.cp_p2p_s, m.cp_dp_comm_s,
-                     m.cp_optimizer_s, m.cp_bubble_s}) {
+    for (double v : {m.cp_compute_s, m.cp_tp_comm_s, m.cp_p2p_s, m.cp_dp_comm_s, m.cp_optimizer_s,
+                     m.cp_bubble_s}) {
       field(out, number(v));
     }
   } else {
@@ -150,8 +163,9 @@ Result<ParsedCsv> parse_sweep_csv(std::string_view text, const std::vector<std::
     if (!split_record(text, pos, f)) break;  // torn last line: evaluate it again
     const std::string where = "row at byte " + std::to_string(start);
     if (f.size() != expected) {
-      return Error{file_label, "", where + " has " + std::to_string(f.size()) + " fields, expected " +
-                                       std::to_string(expected)};
+      return Error{file_label, "",
+                   where + " has " + std::to_string(f.size()) + " fields, expected " +
+                       std::to_string(expected)};
     }
     SweepRow row;
     bool ok = parse_number(f[0], row.index);
@@ -171,8 +185,8 @@ Result<ParsedCsv> parse_sweep_csv(std::string_view text, const std::vector<std::
     row.reason = f[i++];
     row.simulated = f[i++] == "true";
     SweepMetrics& m = row.metrics;
-    for (double* d : {&m.step_time_s, &m.tokens_per_s, &m.mfu, &m.hfu, &m.tflops_per_gpu,
-                      &m.bubble_fraction}) {
+    for (double* d :
+         {&m.step_time_s, &m.tokens_per_s, &m.mfu, &m.hfu, &m.tflops_per_gpu, &m.bubble_fraction}) {
       ok = parse_number(f[i++], *d) && ok;
     }
     ok = parse_number(f[i++], m.peak_memory_bytes) && ok;

@@ -115,10 +115,10 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   const std::int64_t dp = data_parallel_of(t);
   const bool full = t.recompute_granularity == RecomputeGranularity::kFull;
   const std::int64_t v = virtual_size_of(t, m, virtual_from_layers(spec));
-  const std::int64_t groups = spec.defaulted.num_query_groups &&
-                                      !swept(spec, knob("model.num_query_groups"))
-                                  ? m.num_attention_heads
-                                  : m.num_query_groups;
+  const std::int64_t groups =
+      spec.defaulted.num_query_groups && !swept(spec, knob("model.num_query_groups"))
+          ? m.num_attention_heads
+          : m.num_query_groups;
   if (key == "training.tensor_model_parallel_size") {
     std::vector<std::int64_t> out;
     if (t.world_size <= 0) return {};
@@ -161,9 +161,8 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   }
   if (key == "training.recompute_num_layers") {
     if (!full) return {integer(0)};
-    const std::int64_t per_chunk = layers_ok && v > 0 && (m.num_layers / pp) % v == 0
-                                       ? m.num_layers / pp / v
-                                       : 0;
+    const std::int64_t per_chunk =
+        layers_ok && v > 0 && (m.num_layers / pp) % v == 0 ? m.num_layers / pp / v : 0;
     if (per_chunk <= 0) return {};
     if (t.recompute_method == RecomputeMethod::kUniform) return integers(divisors(per_chunk));
     std::vector<std::int64_t> out;
@@ -181,9 +180,8 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   if (key == "training.overlap_p2p_comm") return booleans(v > 1);
   if (key == "training.microbatch_group_size_per_vp_stage") {
     const std::int64_t per_step = t.micro_batch_size * dp;
-    const std::int64_t mb = per_step > 0 && t.global_batch_size % per_step == 0
-                                ? t.global_batch_size / per_step
-                                : 0;
+    const std::int64_t mb =
+        per_step > 0 && t.global_batch_size % per_step == 0 ? t.global_batch_size / per_step : 0;
     if (v <= 1) return {integer(pp)};
     std::vector<std::int64_t> out;
     for (std::int64_t n = pp; n <= mb; ++n) {
@@ -208,7 +206,8 @@ void SweepEnumerator::enter(std::size_t level) {
   if (values_[level].empty()) {
     // No value of this knob is valid with the knobs before it: keep the current one so the
     // configuration is still counted, with the rule it breaks.
-    values_[level].push_back(knob_table()[static_cast<std::size_t>(axis.knob)].get(partial_[level]));
+    values_[level].push_back(
+        knob_table()[static_cast<std::size_t>(axis.knob)].get(partial_[level]));
   }
   pos_[level] = 0;
 }
@@ -281,8 +280,8 @@ bool SweepEnumerator::next(SweepConfig& out) {
   reset_derived_fields(out.workload, spec_);
   std::int32_t variant = 0;
   for (std::size_t k = 0; k < levels && is_system_knob(spec_.axes[k].knob); ++k) {
-    variant = variant * static_cast<std::int32_t>(values_[k].size()) +
-              static_cast<std::int32_t>(pos_[k]);
+    variant =
+        variant * static_cast<std::int32_t>(values_[k].size()) + static_cast<std::int32_t>(pos_[k]);
   }
   out.system_variant = variant;
   return true;

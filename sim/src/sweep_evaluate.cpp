@@ -97,8 +97,7 @@ std::string SweepEvaluator::label(const Workload& w) const {
                     std::to_string(t.pipeline_model_parallel_size) + " v" +
                     std::to_string(t.virtual_pipeline_model_parallel_size) + " dp" +
                     std::to_string(t.data_parallel_size) + " mbs" +
-                    std::to_string(t.micro_batch_size) + " m" +
-                    std::to_string(t.num_microbatches);
+                    std::to_string(t.micro_batch_size) + " m" + std::to_string(t.num_microbatches);
   if (t.sequence_parallel) out += " sp";
   if (t.recompute_granularity == RecomputeGranularity::kSelective) out += " selective";
   if (t.recompute_granularity == RecomputeGranularity::kFull) {
@@ -128,8 +127,8 @@ SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
   if (c.max_gpus > 0 && w.training.world_size > c.max_gpus) {
     row.status = SweepStatus::kOverGpus;
     row.reason_key = "constraints.max_gpus";
-    row.reason = "world_size=" + std::to_string(w.training.world_size) + " exceeds max_gpus=" +
-                 std::to_string(c.max_gpus);
+    row.reason = "world_size=" + std::to_string(w.training.world_size) +
+                 " exceeds max_gpus=" + std::to_string(c.max_gpus);
     return row;
   }
   if (!errors.empty()) {
@@ -139,10 +138,10 @@ SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
     if (errors.size() > 1) row.reason += " (+" + std::to_string(errors.size() - 1) + " more)";
     return row;
   }
-  const double usable =
-      static_cast<double>(w.system.memory_bytes) * (1.0 - c.memory_headroom);
+  const double usable = static_cast<double>(w.system.memory_bytes) * (1.0 - c.memory_headroom);
   std::int64_t analytic_peak = 0;
-  for (const StageMemory& s : analytic_memory(w)) analytic_peak = std::max(analytic_peak, s.peak_bytes);
+  for (const StageMemory& s : analytic_memory(w))
+    analytic_peak = std::max(analytic_peak, s.peak_bytes);
   row.metrics.analytic_peak_bytes = analytic_peak;
   if (static_cast<double>(analytic_peak) > usable * (1.0 + kAnalyticPruneMargin)) {
     row.status = SweepStatus::kOutOfMemory;
@@ -190,8 +189,8 @@ SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
   if (c.step_time_budget_s > 0 && p.step_time_s > c.step_time_budget_s) {
     row.status = SweepStatus::kOverBudget;
     row.reason_key = "constraints.step_time_budget_s";
-    row.reason = "step time " + shortest(p.step_time_s) + " s exceeds step_time_budget_s=" +
-                 shortest(c.step_time_budget_s);
+    row.reason = "step time " + shortest(p.step_time_s) +
+                 " s exceeds step_time_budget_s=" + shortest(c.step_time_budget_s);
   }
   return row;
 }

@@ -32,8 +32,7 @@ class Runner {
  public:
   Runner(const SweepSpec& spec, const SweepEvaluator& evaluator, const SweepRunOptions& options,
          std::vector<SweepSink*> sinks)
-      : evaluator_(evaluator), options_(options), sinks_(std::move(sinks)),
-        enumerator_(spec) {}
+      : evaluator_(evaluator), options_(options), sinks_(std::move(sinks)), enumerator_(spec) {}
 
   Result<SweepRunStats> run() {
     const int jobs = std::max(1, options_.jobs);
@@ -44,8 +43,9 @@ class Runner {
     work();
     for (std::thread& t : threads) t.join();
     if (error_.message.empty() && !stats_.cancelled && known_next_ < options_.known.size()) {
-      error_ = Error{"", "", "row " + std::to_string(options_.known[known_next_].index) +
-                                 " is not in this sweep's enumeration"};
+      error_ = Error{"", "",
+                     "row " + std::to_string(options_.known[known_next_].index) +
+                         " is not in this sweep's enumeration"};
     }
     if (!error_.message.empty()) return error_;
     return stats_;
@@ -60,9 +60,8 @@ class Runner {
   // ranks' rows are settled in place.
   std::vector<SweepConfig> take(std::unique_lock<std::mutex>& lock) {
     // The front slot is another worker's: wait for it rather than run far ahead.
-    window_shrunk_.wait(lock, [this] {
-      return window_.size() < max_window_ || !error_.message.empty();
-    });
+    window_shrunk_.wait(lock,
+                        [this] { return window_.size() < max_window_ || !error_.message.empty(); });
     std::vector<SweepConfig> out;
     while (out.size() < kBatch && window_.size() < max_window_ && !exhausted_ &&
            error_.message.empty()) {
@@ -79,17 +78,19 @@ class Runner {
       Slot& slot = window_.emplace_back();
       while (known_next_ < options_.known.size() && options_.known[known_next_].index < c.index) {
         ++known_next_;  // a known row outside the enumeration: reported below
-        error_ = Error{"", "", "known row " + std::to_string(options_.known[known_next_ - 1].index) +
-                                   " is not in this sweep's enumeration"};
+        error_ = Error{"", "",
+                       "known row " + std::to_string(options_.known[known_next_ - 1].index) +
+                           " is not in this sweep's enumeration"};
       }
       if (known_next_ < options_.known.size() && options_.known[known_next_].index == c.index) {
         const SweepRow& known = options_.known[known_next_++];
         // Finalized like an evaluated one, so that its knob columns can be compared.
         static_cast<void>(finalize_workload(c.workload, ""));
         if (known.knobs != evaluator_.knob_values(c.workload)) {
-          error_ = Error{"", "", "row " + std::to_string(c.index) +
-                                     " has other knob values than this sweep's configuration " +
-                                     std::to_string(c.index) + " (is it from another sweep?)"};
+          error_ = Error{"", "",
+                         "row " + std::to_string(c.index) +
+                             " has other knob values than this sweep's configuration " +
+                             std::to_string(c.index) + " (is it from another sweep?)"};
         }
         slot.state = Slot::State::kReady;
         slot.row = known;

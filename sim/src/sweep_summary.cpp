@@ -93,16 +93,14 @@ std::string_view recompute_label(const TrainingConfig& t) {
 std::string layout(const Workload& w) {
   const TrainingConfig& t = w.training;
   std::array<char, 160> buf{};
-  std::snprintf(buf.data(), buf.size(), "%5lld %3lld %3lld %3lld %4lld %4lld %5lld %-3s %-12s %-4s",
-                static_cast<long long>(t.world_size),
-                static_cast<long long>(t.tensor_model_parallel_size),
-                static_cast<long long>(t.pipeline_model_parallel_size),
-                static_cast<long long>(t.virtual_pipeline_model_parallel_size),
-                static_cast<long long>(t.data_parallel_size),
-                static_cast<long long>(t.micro_batch_size),
-                static_cast<long long>(t.num_microbatches), t.sequence_parallel ? "on" : "off",
-                std::string(recompute_label(t)).c_str(),
-                t.use_distributed_optimizer ? "on" : "off");
+  std::snprintf(
+      buf.data(), buf.size(), "%5lld %3lld %3lld %3lld %4lld %4lld %5lld %-3s %-12s %-4s",
+      static_cast<long long>(t.world_size), static_cast<long long>(t.tensor_model_parallel_size),
+      static_cast<long long>(t.pipeline_model_parallel_size),
+      static_cast<long long>(t.virtual_pipeline_model_parallel_size),
+      static_cast<long long>(t.data_parallel_size), static_cast<long long>(t.micro_batch_size),
+      static_cast<long long>(t.num_microbatches), t.sequence_parallel ? "on" : "off",
+      std::string(recompute_label(t)).c_str(), t.use_distributed_optimizer ? "on" : "off");
   return buf.data();
 }
 
@@ -122,7 +120,8 @@ void write_sweep_text(std::ostream& out, const SweepSummary& s) {
     bool first = true;
     for (const auto& [key, n] : s.cut_by_reason()) {
       if (after(key) != simulated) continue;
-      if (first) out << (simulated ? "infeasible after simulating:\n" : "cut without simulating:\n");
+      if (first)
+        out << (simulated ? "infeasible after simulating:\n" : "cut without simulating:\n");
       first = false;
       out << "  " << key << std::string(key.size() < 44 ? 44 - key.size() : 1, ' ') << n << '\n';
     }

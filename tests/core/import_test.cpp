@@ -1,6 +1,8 @@
 // Importers: Megatron-LM launch lines (and their round trip through megatron_args_of) and
 // Hugging Face configs, each loaded by the real scenario loader.
 
+#include "stepsim/core/import.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "stepsim/core/import.hpp"
 #include "stepsim/core/load.hpp"
 
 namespace stepsim {
@@ -92,10 +93,12 @@ TEST(MegatronArgs, MissingFactsAreErrorsNamingTheFlag) {
     EXPECT_EQ(e.file, "--megatron-args");
     keys.push_back(e.key);
   }
-  const std::vector<std::string> expected{"--num-layers", "--vocab-size", "--world-size", "--system"};
+  const std::vector<std::string> expected{"--num-layers", "--vocab-size", "--world-size",
+                                          "--system"};
   EXPECT_EQ(keys, expected);
-  EXPECT_FALSE(scenario_from_megatron_args("--group-query-attention --vocab-size 10",
-                                           {8, "s.json", "x"}).ok());
+  EXPECT_FALSE(
+      scenario_from_megatron_args("--group-query-attention --vocab-size 10", {8, "s.json", "x"})
+          .ok());
 }
 
 TEST(MegatronArgs, EveryShippedScenarioRoundTrips) {

@@ -1,13 +1,13 @@
 // `stepsim sweep` and `stepsim import-hf` as a user runs them: exit statuses, messages, files.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
@@ -31,8 +31,8 @@ CliRun run(const std::string& args) {
 // A folder of this test run's own: /tmp is shared, and a sweep's base path is looked up
 // beside the sweep file first.
 struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("stepsim_sweep_cli_" + std::to_string(getpid()));
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("stepsim_sweep_cli_" + std::to_string(getpid()));
   TempDir() { std::filesystem::create_directories(path); }
   ~TempDir() {
     std::error_code ignored;
@@ -71,7 +71,8 @@ TEST(SweepCli, InvalidSweepFileExits2NamingFileAndKey) {
       "search": {"training.tensor_model_parallel_sizes": [1]}, "objective": "fast"})");
   const CliRun r = run("sweep " + f);
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.out.find(f + ": search.training.tensor_model_parallel_sizes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(f + ": search.training.tensor_model_parallel_sizes"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find(f + ": objective"), std::string::npos) << r.out;
   EXPECT_EQ(run("sweep /no/such/sweep.json").status, 2);
 }
@@ -81,8 +82,9 @@ TEST(SweepCli, JsonSummaryAndCsvAreWritten) {
   const std::string csv = (temp_dir() / "out.csv").string();
   const CliRun r = run("sweep " + f + " --format json --jobs 2 --out " + csv);
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* key : {"\"evaluated\": 6", "\"feasible\"", "\"simulated\"", "\"wall_s\"",
-                          "\"best\"", "\"megatron_args\"", "\"cut\": {\n    \"training.tensor_model_parallel_size\": 2\n  }"}) {
+  for (const char* key :
+       {"\"evaluated\": 6", "\"feasible\"", "\"simulated\"", "\"wall_s\"", "\"best\"",
+        "\"megatron_args\"", "\"cut\": {\n    \"training.tensor_model_parallel_size\": 2\n  }"}) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
   }
   const std::string text = read(csv);
@@ -96,12 +98,15 @@ TEST(SweepCli, JsonSummaryAndCsvAreWritten) {
 }
 
 TEST(SweepCli, MegatronArgsGiveTheBase) {
-  const std::string f = temp_file("nobase.json", R"({"search": {"training.micro_batch_size": [1, 2]}})");
+  const std::string f =
+      temp_file("nobase.json", R"({"search": {"training.micro_batch_size": [1, 2]}})");
   const std::string line =
       "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 512 "
       "--num-attention-heads 8 --seq-length 256 --max-position-embeddings 256 "
-      "--micro-batch-size 1 --global-batch-size 16 --vocab-size 1000 --bf16 --lr 1e-4 --data-path x";
-  const CliRun r = run("sweep " + f + " --megatron-args '" + line + "' --system systems/dgx-a100-80gb.json");
+      "--micro-batch-size 1 --global-batch-size 16 --vocab-size 1000 --bf16 --lr 1e-4 --data-path "
+      "x";
+  const CliRun r =
+      run("sweep " + f + " --megatron-args '" + line + "' --system systems/dgx-a100-80gb.json");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("ignored (not modelled): --lr --data-path"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 configurations"), std::string::npos) << r.out;

@@ -18,10 +18,11 @@ bool has_error(const Result<SweepSpec>& r, const std::string& key) {
 }
 
 TEST(SweepSpec, ReadsAxesConstraintsObjectiveTop) {
-  auto r = small_sweep(R"({"training.micro_batch_size": [1, 2], "system": ["systems/dgx-h100-80gb.json"],
+  auto r =
+      small_sweep(R"({"training.micro_batch_size": [1, 2], "system": ["systems/dgx-h100-80gb.json"],
                           "training.tensor_model_parallel_size": "auto",
                           "system.inter_node.bandwidth_Bps": [2.5e10, 5e10]})",
-                       R"("constraints": {"memory_headroom": 0.1, "max_gpus": 64,
+                  R"("constraints": {"memory_headroom": 0.1, "max_gpus": 64,
                           "step_time_budget_s": 10}, "objective": "min_gpus", "top": 3)");
   ASSERT_TRUE(r.ok()) << format_errors(r.errors());
   const SweepSpec& s = r.value();
@@ -65,8 +66,7 @@ TEST(SweepSpec, EveryProblemNamesFileAndKey) {
 }
 
 TEST(SweepSpec, InvalidBaseIsReportedUnderBase) {
-  const std::string text =
-      R"({"base": {"name": "x", "model": {"num_layers": 4}}, "search": {}})";
+  const std::string text = R"({"base": {"name": "x", "model": {"num_layers": 4}}, "search": {}})";
   auto r = load_sweep_text(text, "test-sweep.json", ".", test::load_options());
   ASSERT_FALSE(r.ok());
   for (const Error& e : r.errors()) EXPECT_TRUE(e.key.starts_with("base")) << e.to_string();
@@ -80,8 +80,8 @@ TEST(SweepSpec, BaseFromThePathAndConflicts) {
   auto both = small_sweep(R"({"training.virtual_pipeline_model_parallel_size": [1],
                              "training.num_layers_per_virtual_pipeline_stage": [1]})");
   EXPECT_TRUE(has_error(both, "search.training.num_layers_per_virtual_pipeline_stage"));
-  auto twice = load_sweep_text(R"({"base": "gpt3-175b-a100-64.json", "search": {}})", "s.json",
-                               ".", test::load_options(), test::small_base());
+  auto twice = load_sweep_text(R"({"base": "gpt3-175b-a100-64.json", "search": {}})", "s.json", ".",
+                               test::load_options(), test::small_base());
   ASSERT_FALSE(twice.ok());
   EXPECT_EQ(twice.errors().front().key, "base");
   EXPECT_FALSE(load_sweep_text("[1, 2]", "s.json", ".", test::load_options()).ok());

@@ -41,7 +41,8 @@ TEST(SweepEnumerate, ListedValuesAndAutoTensorParallel) {
   EXPECT_EQ(configs[2].workload.training.pipeline_model_parallel_size, 2);
   EXPECT_EQ(configs[4].workload.training.tensor_model_parallel_size, 2);
   EXPECT_EQ(configs[16].workload.training.world_size, 16);
-  for (std::size_t i = 0; i < configs.size(); ++i) EXPECT_EQ(configs[i].index, static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    EXPECT_EQ(configs[i].index, static_cast<std::int64_t>(i));
 }
 
 TEST(SweepEnumerate, AutoChainCountedByHand) {
@@ -102,7 +103,8 @@ TEST(SweepEnumerate, SameWorkloadAsTheLoaderForEveryConfiguration) {
     for (const char* k : {"training.recompute_method", "training.recompute_num_layers"}) {
       set_json(doc, find_knob(k), c.workload);
     }
-    if (c.workload.training.recompute_num_layers == 0) doc["training"].erase("recompute_num_layers");
+    if (c.workload.training.recompute_num_layers == 0)
+      doc["training"].erase("recompute_num_layers");
     const Result<Workload> loaded =
         load_scenario_text(doc.dump(), "test-sweep.json", ".", test::load_options());
     const Errors errors = finalize_workload(c.workload, "test-sweep.json");
@@ -197,7 +199,7 @@ TEST(SweepRun, ResumeAfterInterruptionGivesTheSameFile) {
     std::string partial = run_csv(spec, first);
     ASSERT_LT(partial.size(), full.size());
     EXPECT_EQ(full.substr(0, partial.size()), partial);  // a clean prefix
-    partial.resize(partial.size() - torn);              // a kill in the middle of a line
+    partial.resize(partial.size() - torn);               // a kill in the middle of a line
     auto parsed = sim::parse_sweep_csv(partial, sim::sweep_columns(spec), "partial.csv");
     ASSERT_TRUE(parsed.ok());
     ASSERT_GE(parsed->rows.size(), 9u);

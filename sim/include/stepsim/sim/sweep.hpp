@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "stepsim/core/cost_model.hpp"
+#include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
 #include "stepsim/core/sweep_spec.hpp"
-#include "stepsim/core/result.hpp"
 
 namespace stepsim::sim {
 
@@ -83,11 +83,11 @@ struct SweepMetrics {
   double hfu = 0;
   double tflops_per_gpu = 0;
   double bubble_fraction = 0;
-  std::int64_t peak_memory_bytes = 0;      ///< simulated
-  double memory_headroom = 0;              ///< 1 - peak / device memory (simulated peak)
-  std::int64_t analytic_peak_bytes = 0;    ///< analytic model, worst stage
-  double cp_compute_s = 0, cp_tp_comm_s = 0, cp_p2p_s = 0, cp_dp_comm_s = 0,
-         cp_optimizer_s = 0, cp_bubble_s = 0;  ///< critical-path breakdown of the step
+  std::int64_t peak_memory_bytes = 0;    ///< simulated
+  double memory_headroom = 0;            ///< 1 - peak / device memory (simulated peak)
+  std::int64_t analytic_peak_bytes = 0;  ///< analytic model, worst stage
+  double cp_compute_s = 0, cp_tp_comm_s = 0, cp_p2p_s = 0, cp_dp_comm_s = 0, cp_optimizer_s = 0,
+         cp_bubble_s = 0;  ///< critical-path breakdown of the step
   bool operator==(const SweepMetrics&) const = default;
 };
 
