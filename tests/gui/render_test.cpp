@@ -7,11 +7,13 @@
 #include <QMouseEvent>
 #include <QScatterSeries>
 #include <QWheelEvent>
+#include <sstream>
 
 #include "stepsim/gui/colors.hpp"
 #include "stepsim/gui/main_window.hpp"
 #include "stepsim/gui/sweep_chart.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
+#include "synthetic_trace.hpp"
 #include "test_data.hpp"
 
 namespace stepsim::gui {
@@ -191,6 +193,40 @@ TEST_F(RenderTest, MainWindowShowsComparisonHeader) {
   EXPECT_TRUE(header.contains(QStringLiteral("r0 +"))) << header.toStdString();
   EXPECT_TRUE(window.show_tab(QStringLiteral("memory")));
   EXPECT_FALSE(window.show_tab(QStringLiteral("sweep")));
+}
+
+// A large trace at the fitted zoom: thousands of slices per pixel column on each compute
+// lane, so everything is drawn through the per-column aggregation. The columns must show
+// slice colours (not background) where the rank is busy, and hover still finds slices.
+TEST_F(RenderTest, LargeTraceIsDrawnPerPixelColumn) {
+  synth::SyntheticTraceSpec spec = synth::spec_with_slices(200000, 4);
+  std::ostringstream json;
+  synth::write_synthetic_trace(spec, json);
+  auto model = parse_trace(json.str(), "large.json");
+  ASSERT_TRUE(model.ok());
+  std::vector<TraceModel> traces;
+  traces.push_back(std::move(model).value());
+  TimelineDocument document(std::move(traces));
+  TimelineWidget widget(&document);
+  widget.resize(900, 500);
+  widget.fit();
+  QImage image(widget.size(), QImage::Format_RGB32);
+  widget.render(&image);
+  const int y = widget.row_rect(0).top() + widget.row_height() / 2;
+  const QColor background = image.pixelColor(5, widget.row_rect(0).top() + 1);
+  int painted = 0;
+  int columns = 0;
+  // The steady 1F1B phase of rank 0, from 30% to 70% of the step.
+  for (int x = static_cast<int>(widget.x_of(0.3 * document.end_us()));
+       x < static_cast<int>(widget.x_of(0.7 * document.end_us())); ++x, ++columns) {
+    painted +=
+        image.pixelColor(x, y) != background && image.pixelColor(x, y) != QColor(255, 255, 255);
+  }
+  EXPECT_GT(columns, 200);
+  EXPECT_GT(painted, columns * 9 / 10);
+  const auto hit =
+      widget.hit_test(QPoint(static_cast<int>(widget.x_of(0.5 * document.end_us())), y));
+  EXPECT_TRUE(hit.has_value());
 }
 
 TEST_F(RenderTest, ClickingASweepPointOpensItsTrace) {
