@@ -30,9 +30,7 @@ class Builder {
     m_ = schedule.params.microbatches;
     out_.chunks_per_rank = v_;
     const auto keys = static_cast<std::size_t>(2 * p_ * v_ * m_);
-    rendezvous_of_key_.assign(keys, -1);
-    recv_task_of_key_.assign(keys, kNoTask);
-    send_task_of_key_.assign(keys, kNoTask);
+    transfer_of_key_.assign(keys, kNoTask);
   }
 
   Result<BuiltStep> build() {
@@ -41,6 +39,7 @@ class Builder {
                                " stages but the schedule " + std::to_string(p_)};
     }
     build_templates();
+    reserve_for_schedule();
     std::vector<std::int32_t> end_of_program(static_cast<std::size_t>(p_), kNoTask);
     std::vector<std::vector<std::int32_t>> last_backward(static_cast<std::size_t>(p_));
     for (const RankProgram& program : schedule_.ranks) {
@@ -72,6 +71,21 @@ class Builder {
     }
   }
 
+  // Sizes known up front: growing these vectors by doubling would copy and page-fault them
+  // several times over on large pipelines.
+  void reserve_for_schedule() {
+    std::size_t items = 0, actions = 0;
+    for (const RankProgram& program : schedule_.ranks) {
+      items += program.items.size();
+      actions += program.actions.size();
+    }
+    const std::size_t transfers = 2 * static_cast<std::size_t>(p_ * v_ * m_);
+    out_.actions.reserve(actions);
+    out_.transfers.reserve(transfers);
+    data_deps_.reserve(actions);
+    out_.graph.reserve(actions + transfers + 4 * static_cast<std::size_t>(p_), 3 * items);
+  }
+
   std::size_t key_of(TensorKind tensor, std::int32_t microbatch, std::int32_t producer) const {
     return static_cast<std::size_t>(
         ((static_cast<std::int32_t>(tensor) * p_ * v_) + producer) * m_ + microbatch);
@@ -87,7 +101,10 @@ class Builder {
   void add_program(const RankProgram& program, std::vector<std::int32_t>& end_of_program,
                    std::vector<std::vector<std::int32_t>>& last_backward) {
     const std::int32_t r = program.rank;
-    std::int32_t cursor = kNoTask;  // the task the rank's next item waits for
+    // The tasks the rank's next item waits for: the last compute, or every transfer of the
+    // last blocking call, plus the transfers of Megatron's handle.wait() calls.
+    std::vector<std::int32_t> cursor;
+    cursor.reserve(8);
     std::vector<std::int32_t>& last_b = last_backward[static_cast<std::size_t>(r)];
     last_b.assign(static_cast<std::size_t>(v_), kNoTask);
     for (const ProgramItem& item : program.items) {
@@ -99,7 +116,7 @@ class Builder {
         const TaskId id = add(Task{r, Stream::kCompute, TaskKind::kCompute,
                                    out_.templates[static_cast<std::size_t>(ti)].duration_s, -1,
                                    payload});
-        if (cursor != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(cursor)}, id);
+        add_edges(cursor, id);
         const std::int32_t vs = a.chunk * p_ + r;
         if (a.type == ActionType::kForward && vs > 0) {
           data_deps_.push_back({id, key_of(TensorKind::kActivation, a.microbatch, vs - 1)});
@@ -107,61 +124,65 @@ class Builder {
         if (a.type == ActionType::kBackward && vs < p_ * v_ - 1) {
           data_deps_.push_back({id, key_of(TensorKind::kGradient, a.microbatch, vs + 1)});
         }
-        cursor = static_cast<std::int32_t>(id.value);
-        if (a.type == ActionType::kBackward) last_b[static_cast<std::size_t>(a.chunk)] = cursor;
+        cursor.assign(1, static_cast<std::int32_t>(id.value));
+        if (a.type == ActionType::kBackward) last_b[static_cast<std::size_t>(a.chunk)] = cursor[0];
         continue;
       }
       const CommCall& call = item.comm;
-      if (!call.waits.empty()) {
+      for (const Transfer& tr : call.waits) {
         // Megatron's handle.wait() on transfers this rank posted earlier without blocking.
-        const TaskId join = add(Task{r, Stream::kPipelineComm, TaskKind::kJoin, 0.0, -1, -1});
-        if (cursor != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(cursor)}, join);
-        for (const Transfer& tr : call.waits) {
-          const std::size_t key = key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage);
-          const std::int32_t side = tr.send ? send_task_of_key_[key] : recv_task_of_key_[key];
-          STEPSIM_ASSERT(side != kNoTask);
-          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(side)}, join);
-        }
-        cursor = static_cast<std::int32_t>(join.value);
-        continue;
+        const std::int32_t t =
+            transfer_of_key_[key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage)];
+        STEPSIM_ASSERT(t != kNoTask);
+        cursor.push_back(t);
       }
-      std::vector<TaskId> sides;
-      for (const Transfer& tr : call.transfers) sides.push_back(add_transfer_side(r, tr, cursor));
-      if (!call.blocking || sides.empty()) continue;
-      if (sides.size() == 1) {
-        cursor = static_cast<std::int32_t>(sides.front().value);
-        continue;
-      }
-      const TaskId join = add(Task{r, Stream::kPipelineComm, TaskKind::kJoin, 0.0, -1, -1});
-      for (const TaskId s : sides) out_.graph.add_edge(s, join);
-      cursor = static_cast<std::int32_t>(join.value);
+      if (call.transfers.empty()) continue;
+      posted_.clear();
+      for (const Transfer& tr : call.transfers) posted_.push_back(post_transfer(r, tr, cursor));
+      if (call.blocking) cursor.assign(posted_.begin(), posted_.end());
     }
-    end_of_program[static_cast<std::size_t>(r)] = cursor;
+    const TaskId end = add(Task{r, Stream::kCompute, TaskKind::kJoin, 0.0, -1, -1});
+    add_edges(cursor, end);
+    end_of_program[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(end.value);
   }
 
-  TaskId add_transfer_side(std::int32_t r, const Transfer& tr, std::int32_t cursor) {
+  void add_edges(const std::vector<std::int32_t>& from, TaskId to) {
+    for (const std::int32_t f : from) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(f)}, to);
+  }
+
+  // One task per transfer: it starts once both its sender and its receiver have posted it
+  // (NCCL's send and receive complete together) and both ranks' later work may wait on it.
+  std::int32_t post_transfer(std::int32_t r, const Transfer& tr,
+                             const std::vector<std::int32_t>& cursor) {
     const std::size_t key = key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage);
-    if (rendezvous_of_key_[key] < 0) rendezvous_of_key_[key] = out_.graph.new_rendezvous();
-    // A gradient travels back to the stage before its producer: same shape as that stage's
-    // activation.
-    const std::int32_t shape_stage = tr.tensor == TensorKind::kActivation
-                                         ? tr.producer_virtual_stage
-                                         : tr.producer_virtual_stage - 1;
-    TransferRef ref{r, tr, chunk_at(shape_stage).p2p_bytes,
-                    node_of_stage(w_, r) != node_of_stage(w_, tr.peer)};
-    const double duration = cost_.p2p_s(P2POp{ref.bytes, ref.inter_node});
-    const auto payload = static_cast<std::int32_t>(out_.transfers.size());
-    out_.transfers.push_back(ref);
-    const TaskId id = add(Task{r, Stream::kPipelineComm, TaskKind::kTransfer, duration,
-                               rendezvous_of_key_[key], payload});
-    if (cursor != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(cursor)}, id);
-    (tr.send ? send_task_of_key_ : recv_task_of_key_)[key] = static_cast<std::int32_t>(id.value);
-    return id;
+    std::int32_t& task = transfer_of_key_[key];
+    if (task == kNoTask) {
+      // A gradient travels back to the stage before its producer: same shape as that
+      // stage's activation.
+      const std::int32_t shape_stage = tr.tensor == TensorKind::kActivation
+                                           ? tr.producer_virtual_stage
+                                           : tr.producer_virtual_stage - 1;
+      const std::int32_t sender = tr.send ? r : tr.peer;
+      const std::int32_t receiver = tr.send ? tr.peer : r;
+      Transfer seen_by_sender = tr;
+      seen_by_sender.send = true;
+      seen_by_sender.peer = receiver;
+      TransferRef ref{sender, receiver, seen_by_sender, chunk_at(shape_stage).p2p_bytes,
+                      node_of_stage(w_, sender) != node_of_stage(w_, receiver)};
+      const double duration = cost_.p2p_s(P2POp{ref.bytes, ref.inter_node});
+      const auto payload = static_cast<std::int32_t>(out_.transfers.size());
+      out_.transfers.push_back(ref);
+      task = static_cast<std::int32_t>(
+          add(Task{sender, Stream::kPipelineComm, TaskKind::kTransfer, duration, -1, payload})
+              .value);
+    }
+    add_edges(cursor, TaskId{static_cast<std::uint32_t>(task)});
+    return task;
   }
 
   Result<bool> add_data_dependencies() {
     for (const auto& [task, key] : data_deps_) {
-      const std::int32_t recv = recv_task_of_key_[key];
+      const std::int32_t recv = transfer_of_key_[key];
       if (recv == kNoTask) {
         const Task& t = out_.graph.task(task);
         return Error{"", "", "schedule bug: rank " + std::to_string(t.rank) +
@@ -255,9 +276,8 @@ class Builder {
   BuildOptions options_;
   std::int32_t p_ = 1, v_ = 1, m_ = 1;
   BuiltStep out_;
-  std::vector<std::int32_t> rendezvous_of_key_;
-  std::vector<std::int32_t> recv_task_of_key_;
-  std::vector<std::int32_t> send_task_of_key_;
+  std::vector<std::int32_t> transfer_of_key_;
+  std::vector<std::int32_t> posted_;  // scratch: the transfers of the call being added  // one task per (tensor, microbatch, producer)
   std::vector<std::pair<TaskId, std::size_t>> data_deps_;
   std::vector<TaskId> embedding_tasks_;
 };

@@ -25,9 +25,11 @@ struct ActionRef {
   std::int32_t template_index = 0;  ///< into BuiltStep::templates
 };
 
+/// A P2P transfer, simulated as one task shared by its two ranks.
 struct TransferRef {
-  std::int32_t rank = 0;
-  Transfer transfer;
+  std::int32_t sender = 0;
+  std::int32_t receiver = 0;
+  Transfer transfer;  ///< as the sender posts it (send = true, peer = receiver)
   std::int64_t bytes = 0;
   bool inter_node = false;
 };

@@ -1,6 +1,5 @@
 #include "stepsim/sim/engine.hpp"
 
-#include <queue>
 #include <string>
 
 namespace stepsim::sim {
@@ -8,12 +7,9 @@ namespace stepsim::sim {
 namespace {
 
 struct Event {
-  double time_s;
-  std::uint64_t seq;  // insertion order breaks ties deterministically
+  double time_s;      // when the task ends
+  std::uint64_t seq;  // order in which tasks started
   std::uint32_t task;
-  bool operator>(const Event& o) const {
-    return time_s != o.time_s ? time_s > o.time_s : seq > o.seq;
-  }
 };
 
 class Engine {
@@ -56,9 +52,8 @@ class Engine {
     }
     const auto& csr = graph_.graph();
     std::size_t finished = 0;
-    while (!events_.empty()) {
-      const Event ev = events_.top();
-      events_.pop();
+    for (std::size_t next = 0; next < events_.size(); ++next) {
+      const Event ev = events_[next];
       ++finished;
       if (ev.time_s > result_.makespan_s || result_.last_task == TaskTiming::kNone) {
         result_.makespan_s = ev.time_s;
@@ -98,7 +93,7 @@ class Engine {
     t.end_s = at_s + graph_.tasks()[u].duration_s;
     t.critical_pred = crit;
     started_[u] = true;
-    events_.push(Event{t.end_s, seq_++, u});
+    events_.push_back(Event{t.end_s, seq_++, u});
   }
 
   void make_ready(std::uint32_t u) {
@@ -128,7 +123,7 @@ class Engine {
   std::vector<std::uint32_t> group_offsets_;
   std::vector<std::uint32_t> group_members_;
   std::vector<bool> started_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::vector<Event> events_;  // completions, in the order tasks started
   std::uint64_t seq_ = 0;
   EngineResult result_;
 };

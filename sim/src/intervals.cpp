@@ -5,9 +5,13 @@
 namespace stepsim::sim {
 
 void merge_intervals(std::vector<Interval>& spans) {
-  std::sort(spans.begin(), spans.end(), [](const Interval& a, const Interval& b) {
+  const auto earlier = [](const Interval& a, const Interval& b) {
     return a.start_s != b.start_s ? a.start_s < b.start_s : a.end_s < b.end_s;
-  });
+  };
+  // Spans of one stream arrive in issue order, which is time order: skip the sort then.
+  if (!std::is_sorted(spans.begin(), spans.end(), earlier)) {
+    std::sort(spans.begin(), spans.end(), earlier);
+  }
   std::size_t out = 0;
   for (const Interval& s : spans) {
     if (s.end_s <= s.start_s) continue;
@@ -18,6 +22,22 @@ void merge_intervals(std::vector<Interval>& spans) {
     }
   }
   spans.resize(out);
+}
+
+std::vector<Interval> union_of(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  out.reserve(a.size() + b.size());
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const bool take_a = j == b.size() || (i < a.size() && a[i].start_s <= b[j].start_s);
+    const Interval& next = take_a ? a[i++] : b[j++];
+    if (!out.empty() && next.start_s <= out.back().end_s) {
+      out.back().end_s = std::max(out.back().end_s, next.end_s);
+    } else {
+      out.push_back(next);
+    }
+  }
+  return out;
 }
 
 double measure(const std::vector<Interval>& merged) {

@@ -16,6 +16,9 @@ void merge_intervals(std::vector<Interval>& spans);
 /// Total length of merged `a` not covered by merged `b`.
 double measure_minus(const std::vector<Interval>& a, const std::vector<Interval>& b);
 
+/// The union of two merged lists, merged, in linear time.
+std::vector<Interval> union_of(const std::vector<Interval>& a, const std::vector<Interval>& b);
+
 /// Total length of merged intervals.
 double measure(const std::vector<Interval>& merged);
 

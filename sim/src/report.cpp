@@ -62,7 +62,7 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
       << (t.use_distributed_optimizer ? ", distributed optimizer" : "") << "\n";
   out << "  batch       micro-batch " << t.micro_batch_size << ", " << t.num_microbatches
       << " micro-batches per pipeline, global batch " << t.global_batch_size << "\n";
-  out << "  schedule    " << schedule_name(result.schedule.params.kind) << "\n";
+  out << "  schedule    " << schedule_name(result.schedule->params.kind) << "\n";
   out << "  system      " << w.system.name << " (" << w.system.gpu_name << ", "
       << w.system.gpus_per_node << " per node)\n";
   out << "  cost model  " << cost_model << "\n\n";
@@ -99,7 +99,7 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
 void write_prediction_json(const Workload& w, const SimulationResult& result,
                            const std::string& cost_model, std::ostream& out) {
   const Prediction& p = result.prediction;
-  const ScheduleParams& sp = result.schedule.params;
+  const ScheduleParams& sp = result.schedule->params;
   JsonWriter j(out);
   j.begin_object();
   j.field("scenario", std::string_view(w.name));

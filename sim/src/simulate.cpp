@@ -47,7 +47,15 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
         rt.optimizer_s += task.duration_s;
         compute[r].push_back(span);
         break;
-      case TaskKind::kTransfer: transfer[r].push_back(span); break;
+      case TaskKind::kTransfer: {
+        // One task for both ranks: the receiver waits for it as much as the sender.
+        const TransferRef& ref = step.transfers[static_cast<std::size_t>(task.payload)];
+        const auto receiver = static_cast<std::size_t>(ref.receiver);
+        transfer[r].push_back(span);
+        transfer[receiver].push_back(span);
+        out[receiver].end_s = std::max(out[receiver].end_s, when.end_s);
+        break;
+      }
       case TaskKind::kCollective: coll[r].push_back(span); break;
       case TaskKind::kJoin: break;
     }
@@ -57,10 +65,7 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
     merge_intervals(transfer[r]);
     merge_intervals(coll[r]);
     out[r].p2p_exposed_s = measure_minus(transfer[r], compute[r]);
-    std::vector<Interval> busy = compute[r];
-    busy.insert(busy.end(), transfer[r].begin(), transfer[r].end());
-    merge_intervals(busy);
-    out[r].dp_exposed_s = measure_minus(coll[r], busy);
+    out[r].dp_exposed_s = measure_minus(coll[r], union_of(compute[r], transfer[r]));
   }
   return out;
 }
@@ -90,8 +95,16 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
     }
     params.kind = ScheduleKind::kGPipe;
   }
-  Result<Schedule> schedule = make_schedule(params);
-  if (!schedule.ok()) return schedule.errors();
+  std::shared_ptr<const Schedule> schedule = options.schedule;
+  if (schedule == nullptr) {
+    Result<Schedule> made = make_schedule(params);
+    if (!made.ok()) return made.errors();
+    schedule = std::make_shared<const Schedule>(std::move(made).value());
+  }
+  STEPSIM_ASSERT(schedule->params.pipeline_size == params.pipeline_size &&
+                 schedule->params.virtual_size == params.virtual_size &&
+                 schedule->params.microbatches == params.microbatches &&
+                 schedule->params.kind == params.kind);
   Result<BuiltStep> built =
       build_step(w, plan, *schedule, cost, BuildOptions{options.serialize_streams});
   if (!built.ok()) return built.errors();
@@ -167,7 +180,7 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                             " bytes of a " + w.system.gpu_name);
   }
 
-  out.schedule = std::move(schedule).value();
+  out.schedule = std::move(schedule);
   if (options.keep_timeline) {
     Timeline& tl = out.timeline;
     tl.label = "predicted";

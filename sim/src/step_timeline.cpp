@@ -106,22 +106,26 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
         out.slices.push_back(std::move(s));
       }
     } else if (task.kind == TaskKind::kTransfer) {
+      // One simulated transfer, drawn on both ranks' P2P lanes.
       const TransferRef& ref = step.transfers[static_cast<std::size_t>(task.payload)];
       const Transfer& tr = ref.transfer;
-      Slice s;
-      s.rank = ref.rank;
-      s.stream = Stream::kPipelineComm;
-      s.kind = SliceKind::kPipelineComm;
-      s.start_s = when.start_s;
-      s.end_s = when.end_s;
-      s.microbatch = tr.microbatch;
-      s.chunk = tr.producer_virtual_stage / std::max(1, static_cast<int>(plan.stages.size()));
       const char* what = tr.tensor == TensorKind::kActivation ? "act" : "grad";
-      s.op = std::string(tr.send ? "send_" : "recv_") + what;
-      s.name = s.op + " mb" + std::to_string(tr.microbatch) + (tr.send ? " to " : " from ") +
-               "stage " + std::to_string(tr.peer);
-      s.detail = describe_shape(P2POp{ref.bytes, ref.inter_node});
-      out.slices.push_back(std::move(s));
+      const std::int32_t ranks = std::max(1, static_cast<int>(plan.stages.size()));
+      for (const bool send : {true, false}) {
+        Slice s;
+        s.rank = send ? ref.sender : ref.receiver;
+        s.stream = Stream::kPipelineComm;
+        s.kind = SliceKind::kPipelineComm;
+        s.start_s = when.start_s;
+        s.end_s = when.end_s;
+        s.microbatch = tr.microbatch;
+        s.chunk = tr.producer_virtual_stage / ranks;
+        s.op = std::string(send ? "send_" : "recv_") + what;
+        s.name = s.op + " mb" + std::to_string(tr.microbatch) + (send ? " to " : " from ") +
+                 "stage " + std::to_string(send ? ref.receiver : ref.sender);
+        s.detail = describe_shape(P2POp{ref.bytes, ref.inter_node});
+        out.slices.push_back(std::move(s));
+      }
     } else if (task.kind == TaskKind::kCollective || task.kind == TaskKind::kStepOp) {
       const StepOpRef& ref = step.step_ops[static_cast<std::size_t>(task.payload)];
       Slice s;

@@ -151,7 +151,12 @@ SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
     return row;
   }
   const CostModel& cost = *cost_models_.at(static_cast<std::size_t>(config.system_variant));
-  const Result<SimulationResult> sim = simulate(w, decompose(w), cost);
+  SimulateOptions options;
+  if (Result<std::shared_ptr<const Schedule>> shared = schedules_->get(schedule_params_of(w));
+      shared.ok()) {
+    options.schedule = std::move(shared).value();
+  }  // else simulate() builds it and reports the same error
+  const Result<SimulationResult> sim = simulate(w, decompose(w), cost, options);
   if (!sim.ok()) {
     // An internal inconsistency, not bad input: keep going, but count and name it.
     row.status = SweepStatus::kInvalid;

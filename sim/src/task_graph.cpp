@@ -10,6 +10,11 @@ TaskId TaskGraph::add_task(const Task& task) {
   return TaskId{static_cast<std::uint32_t>(tasks_.size() - 1)};
 }
 
+void TaskGraph::reserve(std::size_t tasks, std::size_t edges) {
+  tasks_.reserve(tasks);
+  edges_.reserve(edges);
+}
+
 void TaskGraph::add_edge(TaskId from, TaskId to) {
   STEPSIM_ASSERT(!finalized_);
   STEPSIM_ASSERT(from.value < tasks_.size() && to.value < tasks_.size() && from.value != to.value);

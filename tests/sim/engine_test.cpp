@@ -87,6 +87,12 @@ TEST(Intervals, MergeAndMeasureMinus) {
   // a = [0,3) [5,7); minus [0.5,1) [2.5,5.5) leaves [0,0.5) [1,2.5) [5.5,7) = 0.5+1.5+1.5
   EXPECT_DOUBLE_EQ(measure_minus(a, b), 3.5);
   EXPECT_DOUBLE_EQ(measure_minus(a, {}), 5.0);
+  // a and b overlap and touch: [0,3) [5,7) with [0.5,1) [2.5,5.5) is [0,7).
+  const std::vector<Interval> u = union_of(a, b);
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_DOUBLE_EQ(u[0].start_s, 0.0);
+  EXPECT_DOUBLE_EQ(u[0].end_s, 7.0);
+  EXPECT_EQ(union_of({{0, 1}}, {{2, 3}}).size(), 2u);
 }
 
 }  // namespace

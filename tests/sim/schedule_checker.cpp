@@ -63,7 +63,7 @@ Problems check_matching(const Schedule& s) {
         continue;
       }
       if (item.comm.transfers.empty() || !item.comm.waits.empty()) {
-        problems.push_back("rank " + std::to_string(prog.rank) + ": malformed " + item.comm.name);
+        problems.push_back("rank " + std::to_string(prog.rank) + ": malformed " + std::string(item.comm.name));
       }
       for (const Transfer& t : item.comm.transfers) {
         if (t.peer < 0 || t.peer >= s.params.pipeline_size || t.peer == prog.rank) {

@@ -63,7 +63,9 @@ struct Transfer {
 /// Calls that would carry no transfer at all (Megatron's edge ranks skip the exchange) are
 /// left out of the program.
 struct CommCall {
-  std::string name;  ///< Megatron's function name, e.g. "send_forward_recv_backward"
+  /// Megatron's function name, e.g. "send_forward_recv_backward"; always a string literal,
+  /// so programs of hundreds of thousands of calls allocate nothing for it.
+  std::string_view name;
   std::vector<Transfer> transfers;
   bool blocking = true;
   std::vector<Transfer> waits;  ///< name == "wait": transfers posted earlier, awaited here

@@ -3,6 +3,7 @@
 // The one entry point `predict`, `sweep` and `validate` use.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,15 @@ struct SimulateOptions {
   /// Run every rank's work on one stream (no compute/communication overlap), as a
   /// single-threaded executor such as the CPU validation backend does.
   bool serialize_streams = false;
+  /// A schedule already built for schedule_params_of(w) (with `gpipe` applied), to reuse
+  /// across configurations that share it (sweeps); nullptr: build it.
+  std::shared_ptr<const Schedule> schedule;
 };
 
 struct SimulationResult {
   Prediction prediction;
   Timeline timeline;  ///< empty unless keep_timeline
-  Schedule schedule;
+  std::shared_ptr<const Schedule> schedule;  ///< the schedule simulated (never null)
 };
 
 /// Schedule parameters Megatron would use for `w`.

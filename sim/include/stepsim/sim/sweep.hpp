@@ -17,6 +17,7 @@
 #include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
 #include "stepsim/core/sweep_spec.hpp"
+#include "stepsim/sim/schedule_cache.hpp"
 
 namespace stepsim::sim {
 
@@ -131,6 +132,8 @@ class SweepEvaluator {
   const SweepSpec& spec_;
   std::vector<const CostModel*> cost_models_;
   std::vector<KnobId> extra_knobs_;  // swept model/system knobs printed as columns
+  // Configurations differing only in knobs the schedule ignores share its schedule.
+  std::unique_ptr<ScheduleCache> schedules_ = std::make_unique<ScheduleCache>();
 };
 
 // ---------------------------------------------------------------- running

@@ -24,7 +24,7 @@ struct TaskId {
 
 enum class TaskKind : std::uint8_t {
   kCompute,     ///< a forward or backward action (a stamped chunk template)
-  kTransfer,    ///< one side of a P2P transfer
+  kTransfer,    ///< a P2P transfer: one task for both ranks (Task::rank is the sender)
   kJoin,        ///< zero-time join (a blocking call's completion)
   kCollective,  ///< a per-step collective (gradient reduction, embedding sync)
   kStepOp,      ///< a per-step compute op (optimizer)
@@ -44,6 +44,8 @@ class TaskGraph {
   using Csr = boost::compressed_sparse_row_graph<boost::directedS>;
 
   TaskId add_task(const Task& task);
+  /// Capacity hints for the tasks and edges to come.
+  void reserve(std::size_t tasks, std::size_t edges);
   /// `to` starts only after `from` ended.
   void add_edge(TaskId from, TaskId to);
   /// Freezes the edges into the CSR graph; no adds afterwards.
