@@ -21,10 +21,11 @@ struct PredictArgs {
   std::string format = "text";
   std::string trace;
   bool gpipe = false;
+  MegatronArgs megatron;
 };
 
 int run_predict(const PredictArgs& args, Env& env) {
-  std::optional<Workload> w = load_or_report(args.scenario, env);
+  std::optional<Workload> w = load_scenario_or_args(args.scenario, args.megatron, env);
   if (!w) return 2;
   Result<std::unique_ptr<CostModel>> cost = make_cost_model(*w);
   if (!cost.ok()) {
@@ -83,6 +84,15 @@ void add_predict_command(CLI::App& app, Env& env) {
                   "write the simulated timeline as a Chrome trace (Perfetto, stepsim-viewer)");
   cmd->add_flag("--gpipe", args->gpipe,
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
+  cmd->add_option("--megatron-args", args->megatron.line,
+                  "build the scenario from a Megatron-LM launch line instead of a file "
+                  "(flags stepsim does not model are listed on stderr)");
+  cmd->add_option("--world-size", args->megatron.world_size,
+                  "with --megatron-args: GPUs of the run (default: from torchrun's "
+                  "--nnodes x --nproc_per_node in the line)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--system", args->megatron.system,
+                  "with --megatron-args: system file (relative to scenarios/ or a path)");
   cmd->callback([args, &env] { env.exit_code = run_predict(*args, env); });
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "stepsim/core/import.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
@@ -89,22 +90,10 @@ std::optional<SweepSpec> load_spec(const SweepOptions& o, Env& env) {
   options.scenarios_dir = env.scenarios_dir;
   std::string base_override;
   if (!o.megatron_args.empty()) {
-    MegatronImportOptions import;
-    import.world_size = o.world_size;
-    import.system = o.system;
-    auto imported = scenario_from_megatron_args(o.megatron_args, import);
-    if (!imported) {
-      *env.err << format_errors(imported.errors());
-      return std::nullopt;
-    }
-    if (!imported->ignored_flags.empty()) {
-      *env.err << "stepsim: --megatron-args: ignored (not modelled):";
-      for (const std::string& f : imported->ignored_flags) *env.err << ' ' << f;
-      *env.err << '\n';
-    }
-    for (const std::string& n : imported->notes)
-      *env.err << "stepsim: --megatron-args: " << n << '\n';
-    base_override = imported->scenario_json;
+    const std::optional<std::string> imported =
+        import_megatron_args_or_report(MegatronArgs{o.megatron_args, o.world_size, o.system}, env);
+    if (!imported) return std::nullopt;
+    base_override = *imported;
   }
   std::string text;
   if (!read_file(o.file, text)) {

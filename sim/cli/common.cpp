@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "stepsim/core/import.hpp"
 #include "stepsim/core/load.hpp"
 
 namespace stepsim::cli {
@@ -17,6 +18,45 @@ std::optional<Workload> load_or_report(const std::string& path, Env& env) {
     return std::nullopt;
   }
   return std::move(loaded).value();
+}
+
+std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& args, Env& env) {
+  MegatronImportOptions import;
+  import.world_size = args.world_size;
+  import.system = args.system;
+  Result<ImportedScenario> imported = scenario_from_megatron_args(args.line, import);
+  if (!imported.ok()) {
+    *env.err << format_errors(imported.errors());
+    env.exit_code = 2;
+    return std::nullopt;
+  }
+  if (!imported->ignored_flags.empty()) {
+    *env.err << "stepsim: --megatron-args: ignored (not modelled):";
+    for (const std::string& f : imported->ignored_flags) *env.err << ' ' << f;
+    *env.err << '\n';
+  }
+  for (const std::string& n : imported->notes) *env.err << "stepsim: --megatron-args: " << n << '\n';
+  return std::move(imported->scenario_json);
+}
+
+std::optional<Workload> load_scenario_or_args(const std::string& path, const MegatronArgs& args,
+                                              Env& env) {
+  if (args.line.empty()) return load_or_report(path, env);
+  if (!path.empty()) {
+    *env.err << "stepsim: give either a scenario file or --megatron-args, not both\n";
+    env.exit_code = 2;
+    return std::nullopt;
+  }
+  const std::optional<std::string> text = import_megatron_args_or_report(args, env);
+  if (!text) return std::nullopt;
+  Result<Workload> w =
+      load_scenario_text(*text, "--megatron-args", ".", LoadOptions{env.scenarios_dir});
+  if (!w.ok()) {
+    *env.err << format_errors(w.errors());
+    env.exit_code = 2;
+    return std::nullopt;
+  }
+  return std::move(w).value();
 }
 
 }  // namespace stepsim::cli

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the subcommands: loading a scenario and reporting its problems.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,5 +17,21 @@ inline constexpr const char* kDefaultScenario = "gpt3-175b-a100-64.json";
 /// On failure prints one line per problem to *env.err, sets env.exit_code = 2 and returns
 /// nullopt.
 std::optional<Workload> load_or_report(const std::string& path, Env& env);
+
+/// What --megatron-args needs besides the launch line.
+struct MegatronArgs {
+  std::string line;            ///< the launch line; empty: not given
+  std::int64_t world_size = 0;  ///< --world-size (0: from the launcher in the line)
+  std::string system;          ///< --system
+};
+
+/// The scenario JSON text built from a Megatron-LM launch line. Prints the flags stepsim
+/// ignores and the assumptions made to *env.err. On failure prints the errors, sets
+/// env.exit_code = 2 and returns nullopt.
+std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& args, Env& env);
+
+/// Loads `args` as predict does: --megatron-args when given, else the scenario file.
+std::optional<Workload> load_scenario_or_args(const std::string& path, const MegatronArgs& args,
+                                              Env& env);
 
 }  // namespace stepsim::cli

@@ -98,5 +98,34 @@ TEST(PredictCli, BadInputExitsTwoNamingTheFile) {
   std::remove(bad.c_str());
 }
 
+TEST(PredictCli, MegatronArgsGiveTheSameStepAsTheEquivalentScenario) {
+  // The default scenario's settings as a Megatron-LM launch line, priced by the same
+  // system and profile: the prediction must be the same.
+  const std::string line =
+      "torchrun --nnodes 8 --nproc_per_node 8 pretrain_gpt.py --num-layers 96 "
+      "--hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+      "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 "
+      "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+      "--num-layers-per-virtual-pipeline-stage 4 --sequence-parallel --recompute-activations "
+      "--bf16 --vocab-size 50257 --lr 6e-5";
+  const auto imported = run_stepsim("predict --format json --system systems/dgx-a100-80gb.json "
+                                    "--megatron-args '" + line + "'",
+                                    false);
+  ASSERT_EQ(imported.status, 0) << imported.out;
+  const auto j = nlohmann::json::parse(imported.out);
+  EXPECT_EQ(j["stages"].size(), 8u);
+  EXPECT_EQ(j["schedule"]["virtual_pipeline_model_parallel_size"], 3);
+  const auto ignored = run_stepsim("predict --format json --system systems/dgx-a100-80gb.json "
+                                   "--megatron-args '" + line + "' 2>&1 >/dev/null",
+                                   false);
+  EXPECT_NE(ignored.out.find("ignored (not modelled): --lr"), std::string::npos) << ignored.out;
+  const auto incomplete = run_stepsim("predict --megatron-args 'pretrain_gpt.py --num-layers 2'");
+  EXPECT_EQ(incomplete.status, 2);
+  EXPECT_NE(incomplete.out.find("--megatron-args"), std::string::npos) << incomplete.out;
+  const auto both = run_stepsim("predict " + kScenarios + "/gpt3-175b-a100-64.json "
+                                "--megatron-args '" + line + "' --system systems/dgx-a100-80gb.json");
+  EXPECT_EQ(both.status, 2) << both.out;
+}
+
 }  // namespace
 }  // namespace stepsim
