@@ -98,9 +98,9 @@ TEST(PredictCli, BadInputExitsTwoNamingTheFile) {
   std::remove(bad.c_str());
 }
 
-TEST(PredictCli, MegatronArgsGiveTheSameStepAsTheEquivalentScenario) {
-  // The default scenario's settings as a Megatron-LM launch line, priced by the same
-  // system and profile: the prediction must be the same.
+TEST(PredictCli, MegatronArgsBuildTheScenarioAndListIgnoredFlags) {
+  // The default scenario's settings as a Megatron-LM launch line (on the A100 system's
+  // roofline): eight stages of three virtual stages each, and --lr reported as ignored.
   const std::string line =
       "torchrun --nnodes 8 --nproc_per_node 8 pretrain_gpt.py --num-layers 96 "
       "--hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
