@@ -20,5 +20,6 @@ struct Env {
 };
 
 // One registration function per subcommand (cmd_<name>.cpp):
+void add_schedule_command(CLI::App& app, Env& env);
 
 }  // namespace stepsim::cli

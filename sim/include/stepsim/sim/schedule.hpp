@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepsim/core/result.hpp"
@@ -14,7 +15,8 @@ namespace stepsim::sim {
 enum class ScheduleKind : std::uint8_t {
   kOneFOneB,     ///< forward_backward_pipelining_without_interleaving
   kInterleaved,  ///< forward_backward_pipelining_with_interleaving
-  kGPipe,        ///< all forwards, then all backwards (for comparison)
+  kGPipe,        ///< all forwards, then all backwards, both in micro-batch order 0..m-1
+                 ///< (torch.distributed.pipelining.ScheduleGPipe); blocking P2P; v = 1
 };
 
 struct ScheduleParams {
@@ -54,10 +56,17 @@ struct Transfer {
 /// One call of Megatron's p2p_communication (send_forward, send_forward_recv_backward, ...).
 /// Blocking calls return when all their transfers completed; non-blocking calls
 /// (overlap_p2p_comm) only post them, and the consuming compute waits for its own input.
+///
+/// A call named "wait" is Megatron's `handle.wait()` on requests posted earlier by
+/// non-blocking calls: it has no transfers of its own (it posts nothing), is blocking, and
+/// returns when every transfer in `waits` has completed. Other calls have empty `waits`.
+/// Calls that would carry no transfer at all (Megatron's edge ranks skip the exchange) are
+/// left out of the program.
 struct CommCall {
   std::string name;  ///< Megatron's function name, e.g. "send_forward_recv_backward"
   std::vector<Transfer> transfers;
   bool blocking = true;
+  std::vector<Transfer> waits;  ///< name == "wait": transfers posted earlier, awaited here
   bool operator==(const CommCall&) const = default;
 };
 
@@ -85,6 +94,10 @@ struct Schedule {
 
 /// Validates the parameters (Megatron's rules; errors name --pp/--vpp/--microbatches/
 /// --group-size or the scenario keys) and builds the schedule.
+/// The returned params are resolved: group_size = N actually used (p when 0) for the
+/// interleaved schedule; overlap_p2p_comm false unless interleaved (Megatron's arguments.py
+/// forces it off without interleaving). Megatron training's deallocate_pipeline_outputs=True
+/// is assumed (with overlap, a forward's send is waited right after it is posted).
 Result<Schedule> make_schedule(const ScheduleParams& params);
 
 /// Megatron's number of warm-up forward steps for `rank`.
@@ -92,5 +105,14 @@ std::int32_t warmup_microbatches(const ScheduleParams& params, std::int32_t rank
 
 /// "F0c0 F1c0 B0c1 ..." for one rank.
 std::string format_actions(const RankProgram& program);
+
+/// The whole program of one rank, items separated by spaces: compute as in format_actions,
+/// calls as `name[transfers]` (prefixed `~` when non-blocking), waits as `wait[transfers]`.
+/// A transfer reads `sA3.1>2`: s(end)/r(ecv), A(ctivation)/G(radient), micro-batch 3,
+/// producer virtual stage 1, `>` to / `<` from peer rank 2.
+std::string format_program(const RankProgram& program);
+
+/// "1f1b", "interleaved" or "gpipe".
+std::string_view to_string(ScheduleKind kind);
 
 }  // namespace stepsim::sim
