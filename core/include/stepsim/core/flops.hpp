@@ -16,7 +16,16 @@ struct FlopsSummary {
   bool operator==(const FlopsSummary&) const = default;
 };
 
+/// FLOPs of one training step from the op-level decomposition (decompose(w)): every GEMM and
+/// attention op, times TP ranks, micro-batches and data-parallel replicas.
 FlopsSummary count_flops(const Workload& w);
+
+/// Parameters of the whole model: one copy of each weight (tied embeddings counted once).
+std::int64_t count_parameters(const ModelConfig& m);
+
+/// Parameters (stage, chunk) holds on one TP rank; the last stage of a pipeline with tied
+/// embeddings holds its own copy of the word embedding for the output layer.
+std::int64_t chunk_parameters(const Workload& w, std::int32_t stage, std::int32_t chunk);
 
 /// Model FLOPs utilisation: flops / (step_time * gpus * peak).
 double utilisation(double flops_per_step, double step_time_s, std::int64_t gpus,

@@ -21,9 +21,43 @@ struct StageMemory {
 };
 
 /// Activation bytes of one transformer layer for one micro-batch under `w`'s settings
-/// (the reference's table), stored between forward and backward.
+/// (the reference's table), stored between forward and backward. With full recompute: the
+/// bytes of one stored layer input (the "per stored input" row).
 double layer_activation_bytes(const Workload& w);
 
+/// Activation memory of one model chunk (virtual stage) for one micro-batch, per TP rank.
+/// ChunkPlan's stored/recompute bytes are these figures.
+struct ChunkActivations {
+  std::int64_t stored_bytes = 0;        ///< held from the end of forward to end of backward
+  std::int64_t layer_stored_bytes = 0;  ///< transformer layers' share of stored_bytes
+  std::int64_t recompute_bytes = 0;     ///< re-materialised in backward (largest at once)
+  std::int64_t transient_bytes = 0;     ///< held only while an op runs (fp32 logits)
+  bool operator==(const ChunkActivations&) const = default;
+};
+
+ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::int32_t chunk);
+
+/// Weights, gradients and optimizer states of `parameters` parameters on one rank, bytes.
+/// Mixed precision (bf16/fp16): 2 + 4 + 12 = 18 bytes per parameter, the optimizer's 12
+/// divided over data parallelism with the distributed optimizer (6 + 12/dp). fp32: 4 + 4 + 8.
+struct StaticMemory {
+  std::int64_t weights_bytes = 0;
+  std::int64_t gradients_bytes = 0;
+  std::int64_t optimizer_bytes = 0;
+  std::int64_t total() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  bool operator==(const StaticMemory&) const = default;
+};
+
+StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters);
+
+/// Micro-batches (virtual micro-batches with interleaving) whose activations pipeline rank
+/// `stage` holds at most at once under Megatron's schedule: min(p - r, m) for 1F1B,
+/// warm-up + 1 (capped at m*v) interleaved.
+std::int64_t max_in_flight(const TrainingConfig& t, std::int32_t stage);
+
+/// Per pipeline rank: static memory plus the activations held at the peak of the schedule
+/// (stored activations of in-flight micro-batches, plus the recompute buffers of the
+/// backward running at that moment); peak adds the transient fp32 logits on the last stage.
 std::vector<StageMemory> analytic_memory(const Workload& w);
 
 }  // namespace stepsim

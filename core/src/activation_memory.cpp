@@ -1,0 +1,112 @@
+// Activation memory per layer and per model chunk (Korthikanti et al. 2022, "Reducing
+// Activation Recomputation in Large Transformer Models", section 4), written per tensor so
+// that it also covers GQA, SwiGLU, flash attention and any dtype, and reduces exactly to the
+// reference's table for multi-head attention, f = 4h, GeLU and 16-bit activations.
+
+#include <algorithm>
+#include <cmath>
+
+#include "embedding_ops.hpp"
+#include "recompute_layout.hpp"
+#include "stepsim/core/decompose.hpp"
+#include "stepsim/core/memory_model.hpp"
+#include "workload_dims.hpp"
+
+namespace stepsim {
+
+namespace {
+
+using detail::Dims;
+
+double as_d(std::int64_t v) { return static_cast<double>(v); }
+
+/// Bytes one layer keeps for backward when nothing in it is recomputed; with
+/// `core_attention_recomputed` the core attention (selective recompute) keeps only its
+/// inputs.
+double layer_stored_bytes(const Dims& x, bool core_attention_recomputed) {
+  const double tok = as_d(x.tokens);
+  const double e = as_d(x.e);
+  const double t = as_d(x.t);
+  // Outside the TP regions (sequence-sharded with SP): the inputs of the two norms, of QKV
+  // and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks.
+  const double outside = tok * as_d(x.h) * (4.0 * e + 2.0) / (x.sp ? t : 1.0);
+  // Core attention inputs: unfused attention keeps Q and the head-expanded K and V for the
+  // two batched GEMMs; flash attention and checkpointed core attention keep Q, K, V as
+  // the QKV GEMM produced them.
+  const bool expanded = !x.flash && !core_attention_recomputed;
+  const double qkv = expanded ? 3.0 * tok * as_d(x.attn_n()) * e : tok * as_d(x.qkv_n()) * e;
+  const double proj_in = tok * as_d(x.attn_n()) * e;
+  // MLP: GeLU keeps its input and FC2 its input; SwiGLU keeps its two-part input.
+  const double mlp = tok * as_d(x.ffn_n()) * e * (x.swiglu ? 3.0 : 2.0);
+  // Softmax output, dropout mask (1 byte) and dropout output: the 5as/h term.
+  const double scores = expanded ? as_d(x.score_elems()) * (2.0 * e + 1.0) : 0.0;
+  return outside + qkv + proj_in + mlp + scores;
+}
+
+/// Bytes of one stored layer input under full recompute (sharded with SP or distributed
+/// saved activations).
+double checkpoint_bytes(const Dims& x) {
+  return as_d(x.tokens * x.h * x.e) / (x.sp || x.dist_saved ? as_d(x.t) : 1.0);
+}
+
+/// Core attention tensors re-materialised by selective recompute for one layer.
+double selective_recompute_bytes(const Dims& x) {
+  const double context = as_d(x.tokens * x.attn_n() * x.e);
+  if (x.flash) return context;
+  const double expanded_kv = x.g < x.a ? 2.0 * context : 0.0;
+  return as_d(x.score_elems()) * (2.0 * as_d(x.e) + 1.0) + expanded_kv + context;
+}
+
+std::int64_t round_bytes(double v) { return std::llround(v); }
+
+}  // namespace
+
+double layer_activation_bytes(const Workload& w) {
+  const Dims x = detail::dims_of(w);
+  switch (w.training.recompute_granularity) {
+    case RecomputeGranularity::kNone: return layer_stored_bytes(x, false);
+    case RecomputeGranularity::kSelective: return layer_stored_bytes(x, true);
+    case RecomputeGranularity::kFull: return checkpoint_bytes(x);
+  }
+  return 0.0;
+}
+
+ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::int32_t chunk) {
+  const Dims x = detail::dims_of(w);
+  const LayerRange range = layers_of(w.training, w.model, stage, chunk);
+  const bool selective = w.training.recompute_granularity == RecomputeGranularity::kSelective;
+  const detail::RecomputeLayout layout(w.training, range.count);
+
+  ChunkActivations out;
+  double layers = 0.0;
+  double recompute = 0.0;
+  if (layout.full()) {
+    const double plain = layer_stored_bytes(x, false);
+    layers = as_d(layout.checkpoints()) * checkpoint_bytes(x) + as_d(layout.plain_layers()) * plain;
+    if (layout.largest_group() > 0) {
+      // The re-run group holds all its activations; its first layer's input is the stored
+      // checkpoint itself, unless it was distributed and had to be all-gathered anew.
+      recompute = as_d(layout.largest_group()) * plain - (x.dist_saved ? 0.0 : checkpoint_bytes(x));
+    }
+  } else {
+    layers = as_d(range.count) * layer_stored_bytes(x, selective);
+    if (selective && range.count > 0) recompute = selective_recompute_bytes(x);
+  }
+  double extras = 0.0;
+  const bool first = stage == 0 && chunk == 0;
+  const bool last = stage == x.p - 1 && chunk == x.v - 1;
+  // Embedding dropout mask (the reference's s*b*h*p/t over p micro-batches with SP).
+  if (first) extras += as_d(x.sp_tokens * x.h);
+  if (last) {
+    // Inputs of the final norm and of the logits GEMM, and the fp32 softmax the
+    // cross-entropy keeps: the reference's 4*s*b*h/t*(1 + V/h) with SP.
+    extras += 2.0 * as_d(x.sp_tokens * x.h * x.e) + as_d(x.tokens * x.vocab_n() * 4);
+    out.transient_bytes = detail::logits_workspace_bytes(x);
+  }
+  out.layer_stored_bytes = round_bytes(layers);
+  out.stored_bytes = out.layer_stored_bytes + round_bytes(extras);
+  out.recompute_bytes = round_bytes(std::max(0.0, recompute));
+  return out;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,196 @@
+// Workload decomposition: per pipeline rank and model chunk, one micro-batch's ops on one
+// representative TP rank, in the order Megatron-LM runs them; plus each chunk's gradient
+// reduction and each rank's once-per-step ops.
+
+#include "stepsim/core/decompose.hpp"
+
+#include <algorithm>
+
+#include "embedding_ops.hpp"
+#include "layer_ops.hpp"
+#include "recompute_layout.hpp"
+#include "stepsim/core/flops.hpp"
+#include "stepsim/core/memory_model.hpp"
+#include "workload_dims.hpp"
+
+namespace stepsim {
+
+namespace {
+
+using detail::Dims;
+using detail::OpList;
+
+/// Optimizer traffic per parameter of this rank's shard: fused Adam reads grad, master
+/// weight and two moments and writes the last three (28 bytes); the grad-norm clip reads
+/// the grads once more (4); mixed precision then copies the fp32 master weights into the
+/// 16-bit model weights (4 + 2).
+std::int64_t optimizer_bytes_per_param(DType params) {
+  return params == DType::kFp32 ? 32 : 38;
+}
+
+/// Nodes holding the members of a group whose global ranks are first + k*stride, k < size.
+/// Global rank layout (Megatron's default order): TP fastest, then DP, then PP.
+std::int64_t nodes_spanned(std::int64_t first, std::int64_t stride, std::int64_t size,
+                           std::int64_t gpus_per_node) {
+  std::int64_t nodes = 0;
+  std::int64_t last_node = -1;
+  for (std::int64_t k = 0; k < size; ++k) {
+    const std::int64_t node = (first + k * stride) / gpus_per_node;
+    if (node != last_node) ++nodes;
+    last_node = node;
+  }
+  return nodes;
+}
+
+struct Layout {
+  std::int64_t gpus_per_node = 1;
+  std::int64_t t = 1, dp = 1, p = 1;
+  std::int64_t first_rank(std::int64_t stage) const { return stage * t * dp; }
+  std::int64_t dp_nodes(std::int64_t stage) const {
+    return nodes_spanned(first_rank(stage), t, dp, gpus_per_node);
+  }
+  std::int64_t embedding_nodes() const {
+    return first_rank(0) / gpus_per_node == first_rank(p - 1) / gpus_per_node ? 1 : 2;
+  }
+};
+
+void emit_chunk_backward(OpList& ops, const TrainingConfig& tc, const LayerRange& range) {
+  const Dims& x = ops.dims();
+  const bool selective = tc.recompute_granularity == RecomputeGranularity::kSelective;
+  const detail::RecomputeLayout layout(tc, range.count);
+  std::int64_t i = range.count - 1;
+  while (i >= 0) {
+    const detail::CheckpointGroup group = layout.group_of(i);
+    if (group.checkpointed) {
+      // CheckpointFunction.backward: gather the distributed input, re-run the group.
+      const auto first = static_cast<std::int32_t>(range.first + group.first);
+      if (x.dist_saved) {
+        ops.wait(ops.tp_collective(CollectiveKind::kAllGather, first, Phase::kRecompute,
+                                   x.tokens * x.h * x.e));
+      }
+      for (std::int64_t k = 0; k < group.size; ++k) {
+        detail::emit_layer_forward(ops, static_cast<std::int32_t>(first + k), Phase::kRecompute);
+      }
+    }
+    for (std::int64_t k = group.first + group.size - 1; k >= group.first; --k) {
+      detail::emit_layer_backward(ops, static_cast<std::int32_t>(range.first + k), selective);
+    }
+    i = group.first - 1;
+  }
+}
+
+ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, std::int32_t stage,
+                      std::int32_t chunk) {
+  const TrainingConfig& tc = w.training;
+  const LayerRange range = layers_of(tc, w.model, stage, chunk);
+  ChunkPlan plan;
+  plan.stage = stage;
+  plan.chunk = chunk;
+  plan.first_layer = range.first;
+  plan.num_layers = range.count;
+  plan.has_embedding = stage == 0 && chunk == 0;
+  plan.has_loss = stage == x.p - 1 && chunk == x.v - 1;
+
+  // Roughly 20 forward and 40 backward ops per layer (more with recompute).
+  plan.forward.reserve(static_cast<std::size_t>(24 * range.count + 16));
+  plan.backward.reserve(static_cast<std::size_t>(72 * range.count + 24));
+
+  OpList fwd(plan.forward, x);
+  if (plan.has_embedding) detail::emit_embedding_forward(fwd);
+  for (std::int32_t l = range.first; l < range.first + range.count; ++l) {
+    detail::emit_layer_forward(fwd, l, Phase::kForward);
+  }
+  if (plan.has_loss) detail::emit_output_forward(fwd);
+
+  OpList bwd(plan.backward, x);
+  if (plan.has_loss) detail::emit_output_backward(bwd);
+  emit_chunk_backward(bwd, tc, range);
+  if (plan.has_embedding) detail::emit_embedding_backward(bwd);
+
+  plan.p2p_bytes = x.sp_tokens * x.h * x.e;
+  const ChunkActivations acts = chunk_activations(w, stage, chunk);
+  plan.stored_activation_bytes = acts.stored_bytes;
+  plan.recompute_activation_bytes = acts.recompute_bytes;
+  plan.parameters = chunk_parameters(w, stage, chunk);
+
+  if (x.dp > 1) {
+    Op& op = plan.grad_sync.emplace_back();
+    const bool scatter = tc.use_distributed_optimizer;
+    op.name = scatter ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";
+    op.phase = Phase::kStep;
+    op.stream = Stream::kDataComm;
+    op.shape = CollectiveOp{scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                            CommGroup::kData, plan.parameters * 4, x.dp, layout.dp_nodes(stage)};
+  }
+  return plan;
+}
+
+void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout) {
+  const TrainingConfig& tc = w.training;
+  std::vector<Op>& ops = stage.step_ops;
+  std::int32_t embedding = -1;
+  if (x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1)) {
+    Op& op = ops.emplace_back();
+    op.name = "embedding_grad_all_reduce";
+    op.phase = Phase::kStep;
+    op.stream = Stream::kDataComm;
+    op.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kEmbedding,
+                            x.vocab_n() * x.h * 4, 2, layout.embedding_nodes()};
+    embedding = 0;
+  }
+  const std::int64_t shard =
+      tc.use_distributed_optimizer ? detail::ceil_div(stage.parameters, x.dp) : stage.parameters;
+  Op& step = ops.emplace_back();
+  step.name = "optimizer_step";
+  step.phase = Phase::kStep;
+  step.stream = Stream::kCompute;
+  step.shape = MemoryBoundOp{shard * optimizer_bytes_per_param(tc.params_dtype)};
+  if (embedding >= 0) step.deps.push_back(embedding);
+  const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
+  if (tc.use_distributed_optimizer && x.dp > 1) {
+    Op& gather = ops.emplace_back();
+    gather.name = "dp_param_all_gather";
+    gather.phase = Phase::kStep;
+    gather.stream = Stream::kDataComm;
+    gather.shape = CollectiveOp{CollectiveKind::kAllGather, CommGroup::kData,
+                                stage.parameters * x.e, x.dp, layout.dp_nodes(stage.stage)};
+    gather.deps.push_back(step_index);
+  }
+}
+
+}  // namespace
+
+LayerRange layers_of(const TrainingConfig& t, const ModelConfig& m, std::int32_t stage,
+                     std::int32_t chunk) {
+  const std::int64_t p = std::max<std::int64_t>(1, t.pipeline_model_parallel_size);
+  const std::int64_t v = std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
+  const std::int64_t per_chunk = m.num_layers / (p * v);
+  const std::int64_t block = chunk * p + stage;
+  return {static_cast<std::int32_t>(block * per_chunk), static_cast<std::int32_t>(per_chunk)};
+}
+
+WorkloadPlan decompose(const Workload& w) {
+  const Dims x = detail::dims_of(w);
+  Layout layout;
+  layout.gpus_per_node = std::max<std::int64_t>(1, w.system.gpus_per_node);
+  layout.t = x.t;
+  layout.dp = x.dp;
+  layout.p = x.p;
+
+  WorkloadPlan plan;
+  plan.stages.resize(static_cast<std::size_t>(x.p));
+  for (std::int32_t r = 0; r < static_cast<std::int32_t>(x.p); ++r) {
+    StagePlan& stage = plan.stages[static_cast<std::size_t>(r)];
+    stage.stage = r;
+    stage.chunks.reserve(static_cast<std::size_t>(x.v));
+    for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
+      stage.chunks.push_back(build_chunk(w, x, layout, r, c));
+      stage.parameters += stage.chunks.back().parameters;
+    }
+    stage.static_bytes = static_memory(w.training, stage.parameters).total();
+    build_step_ops(stage, w, x, layout);
+  }
+  return plan;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,179 @@
+#include "layer_ops.hpp"
+
+namespace stepsim::detail {
+
+// Byte counts follow the kernels Megatron runs (read + write, no cache reuse):
+// - norms read x and write y, plus fp32 statistics per token (mean and rstd for LayerNorm,
+//   rstd for RMSNorm); backward reads dy and x and writes dx.
+// - fused bias-dropout-add reads x and the residual, writes the output and a 1-byte mask;
+//   its backward reads dy and the mask and writes dx (the residual gradient is dy itself).
+// - autograd adds the residual branch's gradient to the norm's input gradient: one more
+//   read of two tensors and a write, charged to the norm backward of the layer.
+// - scale-mask-softmax reads and writes the scores; dropout also writes its mask.
+
+std::int64_t norm_forward_bytes(const Dims& x, std::int64_t tokens) {
+  return tokens * x.h * 2 * x.e + tokens * (x.layernorm ? 8 : 4);
+}
+
+std::int64_t norm_backward_bytes(const Dims& x, std::int64_t tokens) {
+  return tokens * x.h * 3 * x.e + tokens * (x.layernorm ? 8 : 4);
+}
+
+namespace {
+
+std::int64_t residual_grad_add_bytes(const Dims& x) { return x.sp_tokens * x.h * 3 * x.e; }
+std::int64_t bda_forward_bytes(const Dims& x) { return x.sp_tokens * x.h * (3 * x.e + 1); }
+std::int64_t bda_backward_bytes(const Dims& x) { return x.sp_tokens * x.h * (2 * x.e + 1); }
+std::int64_t hidden_bytes(const Dims& x) { return x.tokens * x.h * x.e; }
+
+bool has_tp(const Dims& x) { return x.t > 1; }
+
+/// Before a column-parallel GEMM with SP: all-gather of the sequence-sharded input.
+void gather_input(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  if (!x.sp) return;
+  ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, hidden_bytes(x)));
+}
+
+/// After a row-parallel GEMM: all-reduce of the partial sums, or reduce-scatter with SP.
+void reduce_output(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  if (!has_tp(x)) return;
+  const CollectiveKind kind = x.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  ops.wait(ops.tp_collective(kind, layer, phase, hidden_bytes(x)));
+}
+
+void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  if (x.flash) {
+    ops.compute("attn_flash", layer, phase,
+                AttentionOp{x.b, x.heads(), x.groups(), x.s, x.d, true, false, x.dtype});
+    return;
+  }
+  // DotProductAttention expands the key/value groups to one per query head (a copy).
+  if (x.g < x.a) {
+    ops.memory("attn_kv_expand", layer, phase, x.tokens * 2 * (x.a + x.g) * x.d / x.t * x.e);
+  }
+  ops.gemm("attn_qk", layer, phase, x.s, x.s, x.d, x.attn_batch());
+  ops.memory("attn_softmax", layer, phase, x.score_elems() * 2 * x.e);
+  ops.memory("attn_dropout", layer, phase, x.score_elems() * (2 * x.e + 1));
+  ops.gemm("attn_av", layer, phase, x.s, x.d, x.s, x.attn_batch());
+  // context.permute(2, 0, 1, 3).contiguous(): [b, np, s, hn] back to [s, b, np*hn].
+  ops.memory("attn_merge_heads", layer, phase, x.tokens * x.attn_n() * 2 * x.e);
+}
+
+void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
+  const Dims& x = ops.dims();
+  const Phase ph = Phase::kBackwardInput;
+  if (x.flash) {
+    ops.compute("attn_flash_bwd", layer, ph,
+                AttentionOp{x.b, x.heads(), x.groups(), x.s, x.d, true, true, x.dtype});
+    return;
+  }
+  ops.memory("attn_merge_heads_bwd", layer, ph, x.tokens * x.attn_n() * 2 * x.e);
+  // O = P V: dP = dO V^T [s,d]x[d,s], dV = P^T dO [s,s]x[s,d].
+  ops.gemm("attn_av_dgrad_p", layer, ph, x.s, x.s, x.d, x.attn_batch());
+  ops.gemm("attn_av_dgrad_v", layer, ph, x.s, x.d, x.s, x.attn_batch());
+  ops.memory("attn_dropout_bwd", layer, ph, x.score_elems() * (2 * x.e + 1));
+  ops.memory("attn_softmax_bwd", layer, ph, x.score_elems() * 3 * x.e);
+  // S = Q K^T: dQ = dS K [s,s]x[s,d], dK = dS^T Q [s,s]x[s,d].
+  ops.gemm("attn_qk_dgrad_q", layer, ph, x.s, x.d, x.s, x.attn_batch());
+  ops.gemm("attn_qk_dgrad_k", layer, ph, x.s, x.d, x.s, x.attn_batch());
+  if (x.g < x.a) {
+    ops.memory("attn_kv_expand_bwd", layer, ph, x.tokens * 2 * (x.a + x.g) * x.d / x.t * x.e);
+  }
+}
+
+/// Backward of a row-parallel linear (projection, FC2): its input is not sequence-sharded,
+/// so no communication inside; with SP the output gradient arrives by an all-gather (the
+/// backward of the forward reduce-scatter).
+void emit_row_parallel_backward(OpList& ops, std::string_view dgrad_name,
+                                std::string_view wgrad_name, std::int32_t layer,
+                                std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  gather_input(ops, layer, Phase::kBackwardInput);
+  ops.gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, x.h);
+  ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
+}
+
+}  // namespace
+
+void emit_column_parallel_backward(OpList& ops, std::string_view dgrad_name,
+                                   std::string_view wgrad_name, std::int32_t layer,
+                                   std::int64_t out_n, std::int64_t in_k, bool bias) {
+  const Dims& x = ops.dims();
+  std::int32_t gathered = -1;
+  if (x.sp) {
+    // Re-gather the sequence-sharded input for the weight gradient, overlapped with dgrad.
+    gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
+                                 x.tokens * in_k * x.e);
+  }
+  ops.gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
+  std::int32_t reduce = -1;
+  if (x.sp) {
+    ops.wait(gathered);
+    reduce = ops.tp_collective(CollectiveKind::kReduceScatter, layer, Phase::kBackwardInput,
+                               x.tokens * in_k * x.e);
+  } else if (has_tp(x)) {
+    reduce = ops.tp_collective(CollectiveKind::kAllReduce, layer, Phase::kBackwardInput,
+                               x.tokens * in_k * x.e);
+  }
+  ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
+  if (bias) {
+    // grad_bias = grad_output.sum(dim=0)
+    ops.memory("qkv_bias_bwd", layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
+  }
+  if (reduce >= 0) ops.wait(reduce);
+}
+
+void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  // Attention block.
+  ops.memory("ln1", layer, phase, norm_forward_bytes(x, x.sp_tokens));
+  gather_input(ops, layer, phase);
+  ops.gemm("qkv_gemm", layer, phase, x.tokens, x.qkv_n(), x.h);
+  if (x.bias) ops.memory("qkv_bias", layer, phase, x.tokens * x.qkv_n() * 2 * x.e);
+  if (x.rope) ops.memory("rope", layer, phase, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
+  emit_core_attention_forward(ops, layer, phase);
+  ops.gemm("proj_gemm", layer, phase, x.tokens, x.h, x.attn_n());
+  reduce_output(ops, layer, phase);
+  ops.memory("attn_bda", layer, phase, bda_forward_bytes(x));
+  // MLP block.
+  ops.memory("ln2", layer, phase, norm_forward_bytes(x, x.sp_tokens));
+  gather_input(ops, layer, phase);
+  ops.gemm("fc1_gemm", layer, phase, x.tokens, x.fc1_n(), x.h);
+  if (x.swiglu) {
+    ops.memory("swiglu", layer, phase, x.tokens * x.ffn_n() * 3 * x.e);
+  } else {
+    ops.memory("bias_gelu", layer, phase, x.tokens * x.ffn_n() * 2 * x.e);
+  }
+  ops.gemm("fc2_gemm", layer, phase, x.tokens, x.h, x.ffn_n());
+  reduce_output(ops, layer, phase);
+  ops.memory("mlp_bda", layer, phase, bda_forward_bytes(x));
+}
+
+void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompute) {
+  const Dims& x = ops.dims();
+  const Phase ph = Phase::kBackwardInput;
+  // MLP block.
+  ops.memory("mlp_bda_bwd", layer, ph, bda_backward_bytes(x));
+  emit_row_parallel_backward(ops, "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
+  if (x.swiglu) {
+    ops.memory("swiglu_bwd", layer, ph, x.tokens * x.ffn_n() * 5 * x.e);
+  } else {
+    // dGeLU, plus the bias gradient's reduction over tokens when there is a bias.
+    ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);
+  }
+  emit_column_parallel_backward(ops, "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), x.h, false);
+  ops.memory("ln2_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
+  // Attention block.
+  ops.memory("attn_bda_bwd", layer, ph, bda_backward_bytes(x));
+  emit_row_parallel_backward(ops, "proj_dgrad", "proj_wgrad", layer, x.attn_n());
+  if (selective_recompute) emit_core_attention_forward(ops, layer, Phase::kRecompute);
+  emit_core_attention_backward(ops, layer);
+  if (x.rope) ops.memory("rope_bwd", layer, ph, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
+  emit_column_parallel_backward(ops, "qkv_dgrad", "qkv_wgrad", layer, x.qkv_n(), x.h, x.bias);
+  ops.memory("ln1_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
+}
+
+}  // namespace stepsim::detail

@@ -1,0 +1,35 @@
+#pragma once
+// Ops of one Megatron transformer layer (megatron/core/transformer/transformer_layer.py with
+// the local or Transformer Engine spec), per TP rank, in the order the layer runs them.
+// Internal to stepsim_core.
+
+#include <cstdint>
+
+#include "op_list.hpp"
+
+namespace stepsim::detail {
+
+/// Byte traffic of the memory-bound kernels (bytes read + written), per element or token.
+/// Activations are `e` bytes, dropout masks 1 byte, norm statistics and main grads fp32.
+std::int64_t norm_forward_bytes(const Dims& x, std::int64_t tokens);
+std::int64_t norm_backward_bytes(const Dims& x, std::int64_t tokens);
+
+/// Forward of layer `layer` (global index): input norm, QKV, core attention, projection,
+/// bias-dropout-add, MLP. `phase` is kForward, or kRecompute when re-run by full recompute.
+void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase);
+
+/// Backward of layer `layer`, from the MLP's bias-dropout-add down to the input norm. With
+/// `selective_recompute` the core attention forward is re-done (kRecompute) just before the
+/// core attention backward, as Megatron's checkpointed core attention does.
+void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompute);
+
+/// Backward of a column-parallel linear (QKV, FC1, output layer), Megatron's
+/// LinearWithGradAccumulationAndAsyncCommunication: dgrad GEMM, the input-grad all-reduce
+/// (reduce-scatter with SP, after re-gathering the input) issued asynchronously, the wgrad
+/// GEMM concurrently, then the wait. `out_n` is the per-rank output width, `in_k` the input
+/// width.
+void emit_column_parallel_backward(OpList& ops, std::string_view dgrad_name,
+                                   std::string_view wgrad_name, std::int32_t layer,
+                                   std::int64_t out_n, std::int64_t in_k, bool bias);
+
+}  // namespace stepsim::detail

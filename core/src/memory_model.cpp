@@ -1,0 +1,135 @@
+// Per-stage memory: static buffers by the 18-byte rule, and activations held over Megatron's
+// pipeline schedule, replayed action by action (forward allocates a chunk's stored
+// activations, backward first re-materialises its recompute buffers, then frees both).
+
+#include "stepsim/core/memory_model.hpp"
+
+#include <algorithm>
+
+#include "stepsim/core/flops.hpp"
+#include "workload_dims.hpp"
+
+namespace stepsim {
+
+namespace {
+
+/// Megatron's number of warm-up forwards (schedules.py, get_pp_rank_microbatches).
+std::int64_t warmup_of(const TrainingConfig& t, std::int64_t stage) {
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  const std::int64_t v = t.virtual_pipeline_model_parallel_size;
+  const std::int64_t m = std::max<std::int64_t>(1, t.num_microbatches);
+  if (p <= 1) return 0;  // forward_backward_no_pipelining: one forward, one backward
+  if (v <= 1) return std::min(p - stage - 1, m);
+  const std::int64_t n =
+      t.microbatch_group_size_per_vp_stage > 0 ? t.microbatch_group_size_per_vp_stage : p;
+  return std::min((p - stage - 1) * 2 + (v - 1) * n, m * v);
+}
+
+/// Model chunk of each forward, in order (schedules.py, get_schedule_table).
+std::vector<std::int32_t> forward_chunks(const TrainingConfig& t) {
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  const std::int64_t v = t.virtual_pipeline_model_parallel_size;
+  const std::int64_t m = std::max<std::int64_t>(1, t.num_microbatches);
+  std::vector<std::int32_t> chunks;
+  chunks.reserve(static_cast<std::size_t>(m * v));
+  if (v <= 1) {
+    chunks.assign(static_cast<std::size_t>(m), 0);
+    return chunks;
+  }
+  const std::int64_t n =
+      t.microbatch_group_size_per_vp_stage > 0 ? t.microbatch_group_size_per_vp_stage : p;
+  for (std::int64_t first = 0; first < m; first += n) {
+    const std::int64_t size = first + n >= m ? m - first : n;
+    for (std::int64_t c = 0; c < v; ++c) {
+      for (std::int64_t i = 0; i < size; ++i) chunks.push_back(static_cast<std::int32_t>(c));
+    }
+  }
+  return chunks;
+}
+
+struct Held {
+  std::int64_t total = 0;
+  std::int64_t layers = 0;
+};
+
+}  // namespace
+
+StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters) {
+  const bool mixed = t.params_dtype != DType::kFp32;
+  // Mixed precision keeps fp32 master weights beside the two Adam moments.
+  const std::int64_t optimizer_per_param = mixed ? 12 : 8;
+  StaticMemory s;
+  s.weights_bytes = parameters * bytes_of(t.params_dtype);
+  s.gradients_bytes = parameters * 4;  // fp32 main grads
+  const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size);
+  const std::int64_t sharded =
+      t.use_distributed_optimizer ? detail::ceil_div(parameters, dp) : parameters;
+  s.optimizer_bytes = sharded * optimizer_per_param;
+  return s;
+}
+
+std::int64_t max_in_flight(const TrainingConfig& t, std::int32_t stage) {
+  const std::int64_t total = std::max<std::int64_t>(1, t.num_microbatches) *
+                             std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
+  return std::min(warmup_of(t, stage) + 1, total);
+}
+
+std::vector<StageMemory> analytic_memory(const Workload& w) {
+  const TrainingConfig& tc = w.training;
+  const std::int32_t p = static_cast<std::int32_t>(tc.pipeline_model_parallel_size);
+  const std::int32_t v = static_cast<std::int32_t>(tc.virtual_pipeline_model_parallel_size);
+  const std::vector<std::int32_t> chunk_of = forward_chunks(tc);
+  const std::int64_t total = static_cast<std::int64_t>(chunk_of.size());
+
+  std::vector<StageMemory> out;
+  out.reserve(static_cast<std::size_t>(p));
+  std::vector<ChunkActivations> acts(static_cast<std::size_t>(v));
+  for (std::int32_t r = 0; r < p; ++r) {
+    std::int64_t params = 0;
+    std::int64_t transient = 0;
+    for (std::int32_t c = 0; c < v; ++c) {
+      acts[static_cast<std::size_t>(c)] = chunk_activations(w, r, c);
+      params += chunk_parameters(w, r, c);
+      transient = std::max(transient, acts[static_cast<std::size_t>(c)].transient_bytes);
+    }
+    // Replay the rank's schedule: warm-up forwards, steady 1F1B, cool-down backwards.
+    Held held;
+    Held peak;
+    auto forward = [&](std::int64_t k) {
+      const ChunkActivations& a = acts[static_cast<std::size_t>(chunk_of[static_cast<std::size_t>(k)])];
+      held.total += a.stored_bytes;
+      held.layers += a.layer_stored_bytes;
+      if (held.total > peak.total) peak = held;
+    };
+    auto backward = [&](std::int64_t k) {
+      const std::int32_t c = v - 1 - chunk_of[static_cast<std::size_t>(k)];
+      const ChunkActivations& a = acts[static_cast<std::size_t>(c)];
+      if (held.total + a.recompute_bytes > peak.total) {
+        peak = {held.total + a.recompute_bytes, held.layers};
+      }
+      held.total -= a.stored_bytes;
+      held.layers -= a.layer_stored_bytes;
+    };
+    const std::int64_t warmup = warmup_of(tc, r);
+    for (std::int64_t k = 0; k < warmup; ++k) forward(k);
+    for (std::int64_t k = 0; k < total - warmup; ++k) {
+      forward(k + warmup);
+      backward(k);
+    }
+    for (std::int64_t k = total - warmup; k < total; ++k) backward(k);
+
+    const StaticMemory s = static_memory(tc, params);
+    StageMemory m;
+    m.stage = r;
+    m.weights_bytes = s.weights_bytes;
+    m.gradients_bytes = s.gradients_bytes;
+    m.optimizer_bytes = s.optimizer_bytes;
+    m.activations_bytes = peak.total;
+    m.layer_activations_bytes = peak.layers;
+    m.peak_bytes = s.total() + peak.total + transient;
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,98 @@
+#pragma once
+// OpList appends ops to one list of a ChunkPlan and writes their cross-stream waits the way
+// PyTorch orders work: a collective waits for the compute issued before it (the NCCL stream
+// syncs with the current stream when the collective is enqueued), and compute issued after
+// a handle.wait() waits for that collective. Internal to stepsim_core.
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "stepsim/core/assert.hpp"
+#include "stepsim/core/ops.hpp"
+#include "workload_dims.hpp"
+
+namespace stepsim::detail {
+
+class OpList {
+ public:
+  OpList(std::vector<Op>& ops, const Dims& dims) : ops_(ops), dims_(dims) {}
+
+  const Dims& dims() const { return dims_; }
+
+  /// Appends a compute-stream op; it waits for every collective passed to wait() since the
+  /// previous compute op. Returns its index.
+  std::int32_t compute(std::string_view name, std::int32_t layer, Phase phase, OpShape shape,
+                       std::int64_t workspace_bytes = 0) {
+    Op& op = push(name, layer, phase, Stream::kCompute, std::move(shape));
+    op.workspace_bytes = workspace_bytes;
+    if (pending_count_ > 0) {
+      op.deps.assign(pending_.begin(), pending_.begin() + pending_count_);
+      pending_count_ = 0;
+    }
+    last_compute_ = static_cast<std::int32_t>(ops_.size()) - 1;
+    return last_compute_;
+  }
+
+  std::int32_t memory(std::string_view name, std::int32_t layer, Phase phase,
+                      std::int64_t bytes) {
+    return compute(name, layer, phase, MemoryBoundOp{bytes});
+  }
+
+  std::int32_t gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
+                    std::int64_t n, std::int64_t k, std::int64_t batch = 1,
+                    std::int64_t workspace_bytes = 0) {
+    return compute(name, layer, phase, GemmOp{m, n, k, batch, dims_.dtype}, workspace_bytes);
+  }
+
+  /// Issues a tensor-parallel collective of `bytes` (nccl-tests size) after the last compute.
+  std::int32_t tp_collective(CollectiveKind kind, std::int32_t layer, Phase phase,
+                             std::int64_t bytes) {
+    return collective(tp_name(kind), layer, phase, Stream::kTensorComm,
+                      CollectiveOp{kind, CommGroup::kTensor, bytes, dims_.t, dims_.tp_nodes});
+  }
+
+  std::int32_t collective(std::string_view name, std::int32_t layer, Phase phase,
+                          Stream stream, const CollectiveOp& c) {
+    Op& op = push(name, layer, phase, stream, c);
+    if (last_compute_ >= 0) op.deps.push_back(last_compute_);
+    return static_cast<std::int32_t>(ops_.size()) - 1;
+  }
+
+  /// The next compute op waits for op `index` (a collective's handle.wait()).
+  void wait(std::int32_t index) {
+    STEPSIM_ASSERT(pending_count_ < pending_.size());
+    pending_[pending_count_++] = index;
+  }
+
+ private:
+  static std::string_view tp_name(CollectiveKind kind) {
+    switch (kind) {
+      case CollectiveKind::kAllReduce: return "tp_all_reduce";
+      case CollectiveKind::kAllGather: return "tp_all_gather";
+      case CollectiveKind::kReduceScatter: return "tp_reduce_scatter";
+    }
+    return "tp_collective";
+  }
+
+  Op& push(std::string_view name, std::int32_t layer, Phase phase, Stream stream,
+           OpShape shape) {
+    Op& op = ops_.emplace_back();
+    op.name.assign(name);
+    op.layer = layer;
+    op.phase = phase;
+    op.stream = stream;
+    op.shape = std::move(shape);
+    return op;
+  }
+
+  std::vector<Op>& ops_;
+  const Dims& dims_;
+  std::int32_t last_compute_ = -1;
+  std::array<std::int32_t, 4> pending_{};
+  std::size_t pending_count_ = 0;
+};
+
+}  // namespace stepsim::detail
