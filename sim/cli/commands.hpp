@@ -22,4 +22,7 @@ struct Env {
 // One registration function per subcommand (cmd_<name>.cpp):
 void add_schedule_command(CLI::App& app, Env& env);
 
+/// stepsim calibrate: microbenchmarks -> calibration profile (initialises MPI).
+void add_calibrate_command(CLI::App& app, Env& env);
+
 }  // namespace stepsim::cli

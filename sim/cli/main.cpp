@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       env.scenarios_dir + " (override with STEPSIM_SCENARIOS_DIR).\n"};
   app.require_subcommand(1);
   app.fallthrough(false);
+  stepsim::cli::add_calibrate_command(app, env);
   stepsim::cli::add_schedule_command(app, env);
 
 

@@ -1,0 +1,73 @@
+#pragma once
+// The calibration runner: measures a list of points on a Backend (every rank runs the same
+// list in the same order), journals each result at rank 0 as it comes, resumes from an
+// existing journal, and at the end builds the Profile (samples + fits).
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "stepsim/calibration/backend.hpp"
+#include "stepsim/calibration/microbench.hpp"
+#include "stepsim/core/profile.hpp"
+#include "stepsim/core/result.hpp"
+
+namespace stepsim::calib {
+
+/// Reports progress while points are measured (rank 0 only).
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  /// `done` of `total` points finished; `last` is the key of the point just measured.
+  virtual void update(std::int64_t done, std::int64_t total, const std::string& last) = 0;
+  virtual void finish() = 0;
+};
+
+/// Writes a progress bar with ETA (terminal: redrawn in place) or, when `out` is not a
+/// terminal, one line every `line_every_s` seconds.
+class StreamProgress final : public ProgressSink {
+ public:
+  StreamProgress(std::ostream& out, bool terminal, double line_every_s = 10.0);
+  void update(std::int64_t done, std::int64_t total, const std::string& last) override;
+  void finish() override;
+
+ private:
+  std::ostream& out_;
+  bool terminal_;
+  double line_every_s_;
+  double start_s_;
+  double last_line_s_;
+  std::int64_t first_done_ = -1;  ///< points already done at the first update (resumed)
+};
+
+struct CalibrationOptions {
+  std::string journal_path;  ///< JSON lines, rank 0 appends; empty: no journal
+  std::vector<std::string> notes;  ///< copied into the profile
+  /// Testing aid: stop (as if interrupted) after measuring this many new points; -1: never.
+  std::int64_t stop_after = -1;
+};
+
+struct CalibrationRun {
+  Profile profile;           ///< complete only on rank 0 and when `complete`
+  std::int64_t total = 0;     ///< points in the plan
+  std::int64_t resumed = 0;   ///< taken from the journal
+  std::int64_t measured = 0;  ///< measured in this run
+  bool complete = false;      ///< every point measured (not stopped by stop_after)
+  double wall_s = 0.0;
+};
+
+/// Measures `points` (collective over the world: every rank calls it with the same list).
+/// `progress` may be null (other ranks). Errors: a failed or wrong measurement on any rank,
+/// an unreadable or foreign journal.
+Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<BenchPoint>& points,
+                                       const CalibrationOptions& options, ProgressSink* progress);
+
+/// The summary table: peak GEMM TFLOP/s reached, memory bandwidth, bus bandwidth per
+/// collective, group size and span (largest message), point-to-point bandwidth.
+void write_summary(std::ostream& out, const Profile& profile);
+
+/// nccl-tests bus bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for the others.
+double bus_bandwidth_factor(CollectiveKind kind, std::int64_t group_size);
+
+}  // namespace stepsim::calib

@@ -1,0 +1,210 @@
+#include "cpu_backend.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "bench_math.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+/// Largest working set one call may allocate: a guard against shapes meant for GPUs.
+constexpr std::int64_t kMaxCpuBytes = std::int64_t{4} << 30;
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    std::string name = line.substr(colon + 1);
+    const auto first = name.find_first_not_of(' ');
+    return first == std::string::npos ? std::string("unknown CPU") : name.substr(first);
+  }
+  return "unknown CPU";
+}
+
+double steady_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Error too_big(const std::string& what, std::int64_t bytes) {
+  return Error{"", "",
+               "cpu backend: " + what + " needs " + std::to_string(bytes >> 20) +
+                   " MiB, more than the " + std::to_string(kMaxCpuBytes >> 20) +
+                   " MiB a CPU measurement may use"};
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const BackendOptions& options)
+    : options_(options), device_name_(cpu_model()) {
+  Eigen::setNbThreads(options_.cpu_threads > 0 ? options_.cpu_threads : 1);
+  device_name_ += " (" + std::to_string(Eigen::nbThreads()) + " Eigen thread" +
+                  (Eigen::nbThreads() == 1 ? "" : "s") + " per rank)";
+}
+
+Result<GroupId> CpuBackend::split(std::int32_t color, std::int32_t key) {
+  return world_.split(color, key);
+}
+
+template <typename Body>
+std::vector<double> CpuBackend::time_repeats(Body&& body) const {
+  for (int i = 0; i < options_.warmup; ++i) body();
+  std::vector<double> times;
+  const int repeats = options_.repeats > 0 ? options_.repeats : 1;
+  times.reserve(static_cast<std::size_t>(repeats));
+  for (int i = 0; i < repeats; ++i) {
+    const double t0 = steady_s();
+    body();
+    times.push_back(steady_s() - t0);
+  }
+  return times;
+}
+
+Result<double> CpuBackend::gemm(const GemmOp& op) {
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0 || op.batch <= 0) {
+    return Error{"", "", "cpu backend: GEMM shape must be positive (m, n, k, batch)"};
+  }
+  const std::int64_t bytes = op.batch * (op.m * op.k + op.k * op.n + op.m * op.n) * 4;
+  if (bytes > kMaxCpuBytes) return too_big("GEMM", bytes);
+  const auto batch = static_cast<std::size_t>(op.batch);
+  a_.resize(batch);
+  b_.resize(batch);
+  c_.resize(batch);
+  for (std::size_t i = 0; i < batch; ++i) {
+    // Deterministic, batch-dependent operands: A(r,c) = (r - c) / k, B(r,c) = (r + c + i) / k.
+    a_[i] = Matrix::NullaryExpr(op.m, op.k, [&](Eigen::Index r, Eigen::Index c) {
+      return static_cast<float>(r - c) / static_cast<float>(op.k);
+    });
+    b_[i] = Matrix::NullaryExpr(op.k, op.n, [&](Eigen::Index r, Eigen::Index c) {
+      return static_cast<float>(r + c + static_cast<Eigen::Index>(i)) / static_cast<float>(op.k);
+    });
+    c_[i].resize(op.m, op.n);
+  }
+  const auto times = time_repeats([&] {
+    for (std::size_t i = 0; i < batch; ++i) c_[i].noalias() = a_[i] * b_[i];
+  });
+  // Check corner elements against a plain dot product.
+  for (std::size_t i = 0; i < batch; i += std::max<std::size_t>(1, batch - 1)) {
+    for (const auto& [r, c] : {std::pair<Eigen::Index, Eigen::Index>{0, 0},
+                               {op.m - 1, op.n - 1}}) {
+      double want = 0.0;
+      for (Eigen::Index t = 0; t < op.k; ++t) {
+        want += static_cast<double>(a_[i](r, t)) * static_cast<double>(b_[i](t, c));
+      }
+      const double got = static_cast<double>(c_[i](r, c));
+      if (std::abs(got - want) > 1e-3 * (1.0 + std::abs(want))) {
+        return Error{"", "", "cpu backend: GEMM result wrong at (" + std::to_string(r) + ", " +
+                                 std::to_string(c) + "): " + std::to_string(got) +
+                                 " instead of " + std::to_string(want)};
+      }
+    }
+  }
+  return median(times);
+}
+
+float CpuBackend::last_gemm_output(std::int64_t b, std::int64_t i, std::int64_t j) const {
+  return c_.at(static_cast<std::size_t>(b))(i, j);
+}
+
+Result<double> CpuBackend::attention(const AttentionOp& op) {
+  if (op.batch <= 0 || op.heads <= 0 || op.kv_heads <= 0 || op.seq <= 0 || op.head_dim <= 0 ||
+      op.heads % op.kv_heads != 0) {
+    return Error{"", "",
+                 "cpu backend: attention needs positive batch, heads, kv_heads, seq, head_dim "
+                 "and kv_heads dividing heads"};
+  }
+  const std::int64_t s = op.seq;
+  const std::int64_t d = op.head_dim;
+  const std::int64_t q_elems = op.batch * op.heads * s * d;
+  const std::int64_t kv_elems = op.batch * op.kv_heads * s * d;
+  const std::int64_t bytes = (3 * q_elems + 4 * kv_elems + 4 * s * s) * 4;
+  if (bytes > kMaxCpuBytes) return too_big("attention", bytes);
+
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::vector<float> q(static_cast<std::size_t>(q_elems));
+  std::vector<float> o(q.size());
+  std::vector<float> d_o(q.size());
+  std::vector<float> k(static_cast<std::size_t>(kv_elems));
+  std::vector<float> v(k.size());
+  std::vector<float> dk(k.size());
+  std::vector<float> dv(k.size());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    q[i] = static_cast<float>(static_cast<std::int64_t>(i % 17) - 8) / 16.0F;
+    d_o[i] = static_cast<float>(static_cast<std::int64_t>(i % 5) - 2) / 8.0F;
+  }
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    k[i] = static_cast<float>(static_cast<std::int64_t>(i % 11) - 5) / 16.0F;
+    v[i] = static_cast<float>(static_cast<std::int64_t>(i % 7) - 3) / 8.0F;
+  }
+  RowMatrix scores(s, s);
+  RowMatrix d_scores(s, s);
+  RowMatrix dq(s, d);
+  const float scale = 1.0F / std::sqrt(static_cast<float>(d));
+  const std::int64_t group = op.heads / op.kv_heads;
+
+  auto one_head = [&](std::int64_t b, std::int64_t h) {
+    using Map = Eigen::Map<RowMatrix>;
+    const std::int64_t kvh = b * op.kv_heads + h / group;
+    Map qm(q.data() + (b * op.heads + h) * s * d, s, d);
+    Map om(o.data() + (b * op.heads + h) * s * d, s, d);
+    Map dom(d_o.data() + (b * op.heads + h) * s * d, s, d);
+    Map km(k.data() + kvh * s * d, s, d);
+    Map vm(v.data() + kvh * s * d, s, d);
+    Map dkm(dk.data() + kvh * s * d, s, d);
+    Map dvm(dv.data() + kvh * s * d, s, d);
+    // S = QK^T (recomputed in backward, as flash attention does), masked row softmax.
+    scores.noalias() = (qm * km.transpose()) * scale;
+    for (Eigen::Index r = 0; r < s; ++r) {
+      const Eigen::Index last = op.causal ? r + 1 : s;
+      auto row = scores.row(r);
+      const float mx = row.head(last).maxCoeff();
+      row.head(last) = (row.head(last).array() - mx).exp();
+      row.head(last) /= row.head(last).sum();
+      if (last < s) row.tail(s - last).setZero();
+    }
+    if (!op.backward) {
+      om.noalias() = scores * vm;
+      return;
+    }
+    dvm.noalias() += scores.transpose() * dom;
+    d_scores.noalias() = dom * vm.transpose();
+    // Softmax backward: dS = P * (dP - rowsum(dP * P)).
+    for (Eigen::Index r = 0; r < s; ++r) {
+      const float dot = scores.row(r).dot(d_scores.row(r));
+      d_scores.row(r) = scores.row(r).array() * (d_scores.row(r).array() - dot);
+    }
+    dq.noalias() = (d_scores * km) * scale;
+    dkm.noalias() += (d_scores.transpose() * qm) * scale;
+  };
+  const auto times = time_repeats([&] {
+    for (std::int64_t b = 0; b < op.batch; ++b) {
+      for (std::int64_t h = 0; h < op.heads; ++h) one_head(b, h);
+    }
+  });
+  const float probe = op.backward ? dq(0, 0) + dk[0] : o[0];
+  if (!std::isfinite(probe)) return Error{"", "", "cpu backend: attention produced non-finite values"};
+  return median(times);
+}
+
+Result<double> CpuBackend::memory_bound(const MemoryBoundOp& op) {
+  if (op.bytes < 8) return Error{"", "", "cpu backend: memory-bound kernel needs at least 8 bytes"};
+  if (op.bytes > kMaxCpuBytes) return too_big("memory-bound kernel", op.bytes);
+  // Half the bytes are read, half written: dst = src * 2 over float buffers.
+  const auto n = static_cast<Eigen::Index>(op.bytes / 8);
+  Eigen::ArrayXf src = Eigen::ArrayXf::LinSpaced(n, 0.0F, 1.0F);
+  Eigen::ArrayXf dst(n);
+  const auto times = time_repeats([&] { dst = src * 2.0F; });
+  if (dst(n - 1) != 2.0F * src(n - 1)) {
+    return Error{"", "", "cpu backend: memory-bound kernel result wrong"};
+  }
+  return median(times);
+}
+
+}  // namespace stepsim::calib

@@ -1,0 +1,157 @@
+// CpuBackend's communication: MPI collectives on split communicators and batched
+// point-to-point, each result checked like nccl-tests do.
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "bench_math.hpp"
+#include "cpu_backend.hpp"
+#include "mpi_check.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+double steady_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr std::int64_t kMaxMessageBytes = std::int64_t{1} << 31;
+
+}  // namespace
+
+Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
+  if (!world_.valid(group)) {
+    return Error{"", "", "cpu backend: unknown process group " + std::to_string(group.value)};
+  }
+  const std::int64_t n = world_.group_size(group);
+  const std::int64_t g = world_.group_rank(group);
+  const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
+  if (std::max(counts.in, counts.out) * 4 > kMaxMessageBytes) {
+    return Error{"", "", "cpu backend: collective of " + std::to_string(op.bytes) +
+                             " bytes is larger than MPI's int counts allow"};
+  }
+  std::vector<float> in(static_cast<std::size_t>(counts.in));
+  std::vector<float> out(static_cast<std::size_t>(counts.out), -1.0F);
+  for (std::int64_t i = 0; i < counts.in; ++i) in[static_cast<std::size_t>(i)] = pattern_value(g, i);
+  const MPI_Comm comm = world_.comm(group);
+  const int per = static_cast<int>(counts.per_rank);
+
+  int rc = MPI_SUCCESS;
+  auto run = [&] {
+    switch (op.kind) {
+      case CollectiveKind::kAllReduce:
+        rc = MPI_Allreduce(in.data(), out.data(), per, MPI_FLOAT, MPI_SUM, comm);
+        break;
+      case CollectiveKind::kAllGather:
+        rc = MPI_Allgather(in.data(), per, MPI_FLOAT, out.data(), per, MPI_FLOAT, comm);
+        break;
+      case CollectiveKind::kReduceScatter:
+        rc = MPI_Reduce_scatter_block(in.data(), out.data(), per, MPI_FLOAT, MPI_SUM, comm);
+        break;
+    }
+  };
+  const int repeats = options_.repeats > 0 ? options_.repeats : 1;
+  std::vector<double> times;
+  for (int i = 0; i < options_.warmup + repeats; ++i) {
+    // Start together so the time is the collective's, not the wait for late members.
+    int brc = MPI_Barrier(comm);
+    if (brc != MPI_SUCCESS) return mpi_error("MPI_Barrier", brc);
+    const double t0 = steady_s();
+    run();
+    const double dt = steady_s() - t0;
+    if (rc != MPI_SUCCESS) return mpi_error(std::string(to_string(op.kind)), rc);
+    if (i >= options_.warmup) times.push_back(dt);
+  }
+  std::int64_t wrong = 0;
+  std::int64_t first_wrong = -1;
+  for (std::int64_t j = 0; j < counts.out; ++j) {
+    if (out[static_cast<std::size_t>(j)] != expected_value(op.kind, g, n, counts.per_rank, j)) {
+      if (wrong++ == 0) first_wrong = j;
+    }
+  }
+  // Every member learns whether any member saw a wrong result, so all return the same.
+  std::int64_t wrong_total = 0;
+  rc = MPI_Allreduce(&wrong, &wrong_total, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Allreduce", rc);
+  if (wrong_total != 0) {
+    return Error{"", "",
+                 "cpu backend: " + std::string(to_string(op.kind)) + " of " +
+                     std::to_string(op.bytes) + " bytes over " + std::to_string(n) +
+                     " ranks gave " + std::to_string(wrong_total) + " wrong elements" +
+                     (first_wrong >= 0 ? " (first on this rank at " + std::to_string(first_wrong) + ")"
+                                       : std::string())};
+  }
+  auto maxima = world_.max_over_group(times, group);
+  if (!maxima.ok()) return maxima.errors();
+  return median(maxima.value());
+}
+
+Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
+  const MPI_Comm world = world_.comm(GroupId{0});
+  std::vector<std::vector<std::uint8_t>> buffers(requests.size());
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    const P2PRequest& q = requests[r];
+    if (q.peer < 0 || q.peer >= world_.size() || q.peer == world_.rank()) {
+      return Error{"", "", "cpu backend: point-to-point peer " + std::to_string(q.peer) +
+                               " is not another rank of the world of " +
+                               std::to_string(world_.size())};
+    }
+    if (q.bytes <= 0 || q.bytes > kMaxMessageBytes) {
+      return Error{"", "", "cpu backend: point-to-point message of " + std::to_string(q.bytes) +
+                               " bytes is out of range"};
+    }
+    buffers[r].resize(static_cast<std::size_t>(q.bytes));
+  }
+  auto exchange = [&]() -> Result<double> {
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+      const P2PRequest& q = requests[r];
+      auto& buf = buffers[r];
+      if (q.send) {
+        for (std::size_t i = 0; i < buf.size(); ++i) {
+          buf[i] = p2p_pattern(world_.rank(), q.tag, static_cast<std::int64_t>(i));
+        }
+      } else {
+        std::fill(buf.begin(), buf.end(), std::uint8_t{0});
+      }
+    }
+    std::vector<MPI_Request> handles(requests.size(), MPI_REQUEST_NULL);
+    const double t0 = steady_s();
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+      const P2PRequest& q = requests[r];
+      const int count = static_cast<int>(q.bytes);
+      const int rc = q.send ? MPI_Isend(buffers[r].data(), count, MPI_BYTE, q.peer, q.tag, world,
+                                        &handles[r])
+                            : MPI_Irecv(buffers[r].data(), count, MPI_BYTE, q.peer, q.tag, world,
+                                        &handles[r]);
+      if (rc != MPI_SUCCESS) return mpi_error(q.send ? "MPI_Isend" : "MPI_Irecv", rc);
+    }
+    const int rc = MPI_Waitall(static_cast<int>(handles.size()), handles.data(),
+                               MPI_STATUSES_IGNORE);
+    const double dt = steady_s() - t0;
+    if (rc != MPI_SUCCESS) return mpi_error("MPI_Waitall", rc);
+    return dt;
+  };
+  std::vector<double> times;
+  const int repeats = options_.repeats > 0 ? options_.repeats : 1;
+  for (int i = 0; i < options_.warmup + repeats; ++i) {
+    auto dt = exchange();
+    if (!dt.ok()) return dt;
+    if (i >= options_.warmup) times.push_back(dt.value());
+  }
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    const P2PRequest& q = requests[r];
+    if (q.send) continue;
+    for (std::size_t i = 0; i < buffers[r].size(); ++i) {
+      if (buffers[r][i] != p2p_pattern(q.peer, q.tag, static_cast<std::int64_t>(i))) {
+        return Error{"", "", "cpu backend: message from rank " + std::to_string(q.peer) +
+                                 " (tag " + std::to_string(q.tag) + ") wrong at byte " +
+                                 std::to_string(i)};
+      }
+    }
+  }
+  return median(times);
+}
+
+}  // namespace stepsim::calib

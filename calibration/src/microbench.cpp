@@ -1,0 +1,246 @@
+#include "stepsim/calibration/microbench.hpp"
+
+#include <algorithm>
+#include <set>
+#include <type_traits>
+
+namespace stepsim::calib {
+namespace {
+
+/// Powers of `step` from `first` to `last` inclusive (`first` times step^i).
+std::vector<std::int64_t> log_range(std::int64_t first, std::int64_t last, std::int64_t step) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = first; v <= last; v *= step) out.push_back(v);
+  return out;
+}
+
+std::int64_t round_up(std::int64_t v, std::int64_t multiple) {
+  return std::max<std::int64_t>(multiple, (v + multiple - 1) / multiple * multiple);
+}
+
+std::vector<std::int32_t> divisors_from_2(std::int32_t n) {
+  std::vector<std::int32_t> out;
+  for (std::int32_t g = 2; g <= n; ++g) {
+    if (n % g == 0) out.push_back(g);
+  }
+  return out;
+}
+
+/// The layouts worth measuring for groups of g: contiguous, and strided when its groups
+/// lie on a different number of nodes.
+std::vector<GroupLayout> layouts_for(const std::vector<std::int32_t>& node_ids, std::int32_t g) {
+  std::vector<GroupLayout> out{GroupLayout::kContiguous};
+  if (nodes_spanned(node_ids, g, GroupLayout::kStrided) !=
+      nodes_spanned(node_ids, g, GroupLayout::kContiguous)) {
+    out.push_back(GroupLayout::kStrided);
+  }
+  return out;
+}
+
+void add_collectives(std::vector<BenchPoint>& out, const std::vector<std::int32_t>& node_ids,
+                     std::int32_t g, const std::vector<std::int64_t>& sizes) {
+  for (const GroupLayout layout : layouts_for(node_ids, g)) {
+    const std::int64_t spanned = nodes_spanned(node_ids, g, layout);
+    for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                                      CollectiveKind::kReduceScatter}) {
+      for (const std::int64_t bytes : sizes) {
+        out.emplace_back(CollectivePoint{kind, g, layout, spanned, round_up(bytes, 4 * g)});
+      }
+    }
+  }
+}
+
+/// Rank 0's peers for messages: the next rank on its node and the first rank on another.
+std::vector<std::pair<std::int32_t, bool>> p2p_peers(const std::vector<std::int32_t>& node_ids) {
+  std::vector<std::pair<std::int32_t, bool>> out;
+  bool have_intra = false;
+  bool have_inter = false;
+  for (std::size_t r = 1; r < node_ids.size(); ++r) {
+    const bool inter = node_ids[r] != node_ids[0];
+    if (inter ? have_inter : have_intra) continue;
+    out.emplace_back(static_cast<std::int32_t>(r), inter);
+    (inter ? have_inter : have_intra) = true;
+  }
+  return out;
+}
+
+void add_p2p(std::vector<BenchPoint>& out, const std::vector<std::int32_t>& node_ids,
+             const std::vector<std::int64_t>& sizes) {
+  for (const auto& [peer, inter] : p2p_peers(node_ids)) {
+    for (const std::int64_t bytes : sizes) out.emplace_back(P2PPoint{0, peer, inter, bytes});
+  }
+}
+
+}  // namespace
+
+std::int32_t group_color(std::int32_t rank, std::int32_t world_size, std::int32_t group_size,
+                         GroupLayout layout) {
+  return layout == GroupLayout::kContiguous ? rank / group_size
+                                            : rank % (world_size / group_size);
+}
+
+std::int64_t nodes_spanned(const std::vector<std::int32_t>& node_ids, std::int32_t group_size,
+                           GroupLayout layout) {
+  const auto world = static_cast<std::int32_t>(node_ids.size());
+  if (group_size <= 0 || world % group_size != 0) return 1;
+  const std::int32_t color0 = group_color(0, world, group_size, layout);
+  std::set<std::int32_t> nodes;
+  for (std::int32_t r = 0; r < world; ++r) {
+    if (group_color(r, world, group_size, layout) == color0) {
+      nodes.insert(node_ids[static_cast<std::size_t>(r)]);
+    }
+  }
+  return static_cast<std::int64_t>(nodes.size());
+}
+
+std::string point_key(const BenchPoint& p) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        auto s = [](std::int64_t x) { return std::to_string(x); };
+        if constexpr (std::is_same_v<T, GemmOp>) {
+          return "gemm " + std::string(to_string(v.dtype)) + " m=" + s(v.m) + " n=" + s(v.n) +
+                 " k=" + s(v.k) + " b=" + s(v.batch);
+        } else if constexpr (std::is_same_v<T, AttentionOp>) {
+          return std::string(v.backward ? "attention_bwd " : "attention_fwd ") +
+                 std::string(to_string(v.dtype)) + " b=" + s(v.batch) + " h=" + s(v.heads) +
+                 " kv=" + s(v.kv_heads) + " s=" + s(v.seq) + " d=" + s(v.head_dim) +
+                 (v.causal ? " causal" : " full");
+        } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
+          return "memory bytes=" + s(v.bytes);
+        } else if constexpr (std::is_same_v<T, CollectivePoint>) {
+          return std::string(to_string(v.kind)) + " g=" + s(v.group_size) +
+                 (v.layout == GroupLayout::kContiguous ? " contiguous" : " strided") +
+                 " nodes=" + s(v.nodes_spanned) + " bytes=" + s(v.bytes);
+        } else {
+          return "p2p " + s(v.sender) + "->" + s(v.receiver) +
+                 (v.inter_node ? " inter" : " intra") + " bytes=" + s(v.bytes);
+        }
+      },
+      p);
+}
+
+std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
+  std::vector<BenchPoint> out;
+  const DType dtype = o.gpu ? DType::kBf16 : DType::kFp32;
+  // GEMMs: a log grid of (m, n, k), fine enough to interpolate in log space.
+  const std::vector<std::int64_t> dims =
+      o.gpu ? (o.quick ? log_range(256, 16384, 4) : log_range(256, 16384, 2))
+            : (o.quick ? log_range(64, 1024, 4) : log_range(64, 1024, 2));
+  for (const std::int64_t m : dims) {
+    for (const std::int64_t n : dims) {
+      for (const std::int64_t k : dims) out.emplace_back(GemmOp{m, n, k, 1, dtype});
+    }
+  }
+  // Attention: one head geometry, a few sequence lengths, forward and backward.
+  const std::vector<std::int64_t> seqs =
+      o.gpu ? (o.quick ? std::vector<std::int64_t>{1024, 4096}
+                       : std::vector<std::int64_t>{512, 1024, 2048, 4096, 8192})
+            : (o.quick ? std::vector<std::int64_t>{128, 512}
+                       : std::vector<std::int64_t>{128, 256, 512, 1024});
+  for (const bool backward : {false, true}) {
+    for (const std::int64_t seq : seqs) {
+      AttentionOp a;
+      a.batch = 1;
+      a.heads = o.gpu ? 16 : 4;
+      a.kv_heads = a.heads;
+      a.seq = seq;
+      a.head_dim = o.gpu ? 128 : 64;
+      a.backward = backward;
+      a.dtype = dtype;
+      out.emplace_back(a);
+    }
+  }
+  // Memory-bound kernels: bytes read + written.
+  const std::vector<std::int64_t> mem =
+      o.gpu ? log_range(std::int64_t{1} << 20, std::int64_t{4} << 30, o.quick ? 16 : 4)
+            : log_range(std::int64_t{64} << 10, o.quick ? std::int64_t{64} << 20 : std::int64_t{256} << 20, 4);
+  for (const std::int64_t bytes : mem) out.emplace_back(MemoryBoundOp{bytes});
+
+  // Communication: nccl-tests sizes, from bytes to 1 GiB on GPUs, to a few MiB on CPUs.
+  const std::vector<std::int64_t> sizes =
+      o.gpu ? log_range(1024, std::int64_t{1} << 30, o.quick ? 8 : 2)
+            : (o.quick ? log_range(1024, std::int64_t{4} << 20, 4)
+                       : log_range(64, std::int64_t{16} << 20, 2));
+  const auto world = static_cast<std::int32_t>(o.node_ids.size());
+  for (const std::int32_t g : divisors_from_2(world)) add_collectives(out, o.node_ids, g, sizes);
+  add_p2p(out, o.node_ids, sizes);
+  return merge_points({}, out);
+}
+
+std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPlanOptions& o,
+                                        std::vector<std::string>& skipped) {
+  std::vector<BenchPoint> compute;
+  std::vector<BenchPoint> comm;
+  std::set<std::int64_t> p2p_sizes;
+  std::set<std::int64_t> unmeasurable_groups;
+  const auto world = static_cast<std::int32_t>(o.node_ids.size());
+  auto visit_op = [&](const Op& op) {
+    std::visit(
+        [&](const auto& s) {
+          using T = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<T, GemmOp> || std::is_same_v<T, AttentionOp> ||
+                        std::is_same_v<T, MemoryBoundOp>) {
+            auto shape = s;
+            // The CPU backend computes in fp32 whatever the op's dtype; record what ran.
+            if constexpr (!std::is_same_v<T, MemoryBoundOp>) {
+              if (!o.gpu) shape.dtype = DType::kFp32;
+            }
+            compute.emplace_back(shape);
+          } else if constexpr (std::is_same_v<T, CollectiveOp>) {
+            const auto g = static_cast<std::int32_t>(s.group_size);
+            if (g < 2) return;
+            if (g > world || world % g != 0) {
+              unmeasurable_groups.insert(g);
+              return;
+            }
+            for (const GroupLayout layout : layouts_for(o.node_ids, g)) {
+              comm.emplace_back(CollectivePoint{s.kind, g, layout,
+                                                nodes_spanned(o.node_ids, g, layout),
+                                                round_up(s.bytes, 4 * g)});
+            }
+          } else {
+            p2p_sizes.insert(s.bytes);
+          }
+        },
+        op.shape);
+  };
+  for (const StagePlan& stage : plan.stages) {
+    for (const ChunkPlan& chunk : stage.chunks) {
+      for (const Op& op : chunk.forward) visit_op(op);
+      for (const Op& op : chunk.backward) visit_op(op);
+      for (const Op& op : chunk.grad_sync) visit_op(op);
+      if (chunk.p2p_bytes > 0) p2p_sizes.insert(chunk.p2p_bytes);
+    }
+    for (const Op& op : stage.step_ops) visit_op(op);
+  }
+  if (!unmeasurable_groups.empty()) {
+    std::string groups;
+    for (const std::int64_t g : unmeasurable_groups) groups += (groups.empty() ? "" : ", ") + std::to_string(g);
+    skipped.push_back("collectives over groups of " + groups + " ranks: the world has " +
+                      std::to_string(world) + " ranks (a group size must divide it)");
+  }
+  if (world < 2 && !p2p_sizes.empty()) {
+    skipped.push_back("pipeline messages: need at least 2 ranks");
+  } else {
+    std::vector<std::int64_t> sizes(p2p_sizes.begin(), p2p_sizes.end());
+    add_p2p(comm, o.node_ids, sizes);
+  }
+  compute.insert(compute.end(), comm.begin(), comm.end());
+  return merge_points({}, compute);
+}
+
+std::vector<BenchPoint> merge_points(std::vector<BenchPoint> base,
+                                     const std::vector<BenchPoint>& extra) {
+  std::set<std::string> seen;
+  std::vector<BenchPoint> out;
+  out.reserve(base.size() + extra.size());
+  auto add = [&](const BenchPoint& p) {
+    if (seen.insert(point_key(p)).second) out.push_back(p);
+  };
+  for (const BenchPoint& p : base) add(p);
+  for (const BenchPoint& p : extra) add(p);
+  return out;
+}
+
+}  // namespace stepsim::calib

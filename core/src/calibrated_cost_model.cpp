@@ -1,0 +1,327 @@
+#include "stepsim/core/calibrated_cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace stepsim {
+
+namespace {
+
+constexpr std::size_t kNeighbours = 8;         // samples an interpolation looks at
+constexpr std::size_t kDetailsPerWarning = 5;  // details listed per warning category
+
+double log2_of(std::int64_t v) { return std::log2(static_cast<double>(v)); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+template <typename Key>
+std::map<Key, double> medians(const std::map<Key, std::vector<double>>& all) {
+  std::map<Key, double> out;
+  for (const auto& [key, seconds] : all) out.emplace(key, median(seconds));
+  return out;
+}
+
+// Adds a point to a table and widens its measured box.
+void add_point(CalibratedCostModel::Table& t, const std::array<double, 3>& x, double flops,
+               double seconds) {
+  if (t.points.empty()) {
+    t.lo = x;
+    t.hi = x;
+  }
+  for (std::size_t d = 0; d < 3; ++d) {
+    t.lo[d] = std::min(t.lo[d], x[d]);
+    t.hi[d] = std::max(t.hi[d], x[d]);
+  }
+  t.points.push_back({x, std::log(flops / seconds)});
+}
+
+std::array<double, 3> gemm_coords(const GemmOp& g) {
+  // A batched GEMM is placed as one GEMM of m*batch rows: many independent products fill
+  // the GPU the way one tall product does.
+  return {log2_of(g.m * g.batch), log2_of(g.n), log2_of(g.k)};
+}
+
+std::array<double, 3> attention_coords(const AttentionOp& a) {
+  return {log2_of(a.batch * a.heads), log2_of(a.seq), log2_of(a.head_dim)};
+}
+
+std::string gemm_text(const GemmOp& g) {
+  return std::string(to_string(g.dtype)) + " m=" + std::to_string(g.m) +
+         " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
+         " batch=" + std::to_string(g.batch);
+}
+
+std::string attention_text(const AttentionOp& a) {
+  return std::string(to_string(a.dtype)) + (a.backward ? " backward" : " forward") +
+         (a.causal ? " causal" : "") + " batch=" + std::to_string(a.batch) +
+         " heads=" + std::to_string(a.heads) + " seq=" + std::to_string(a.seq) +
+         " head_dim=" + std::to_string(a.head_dim);
+}
+
+std::string group_text(CollectiveKind kind, std::int64_t group_size, std::int64_t nodes) {
+  return std::string(to_string(kind)) + " over " + std::to_string(group_size) + " ranks on " +
+         std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+}
+
+// Ring steps of NCCL's algorithms: what a collective's latency scales with.
+double ring_steps(CollectiveKind kind, std::int64_t group_size) {
+  const double n = static_cast<double>(group_size);
+  return kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) : n - 1.0;
+}
+
+}  // namespace
+
+CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile, std::string label,
+                                         SystemConfig fallback)
+    : profile_(std::move(profile)), label_(std::move(label)), fallback_(std::move(fallback)) {
+  STEPSIM_ASSERT(profile_ != nullptr);
+  std::map<GemmKey, std::vector<double>> gemm_seconds;
+  for (const GemmSample& s : profile_->gemm) {
+    gemm_seconds[GemmKey{s.dtype, s.m, s.n, s.k, s.batch}].push_back(s.seconds);
+  }
+  gemm_measured_ = medians(gemm_seconds);
+  // Interpolate over one point per distinct shape (its median), so repeats do not weigh more.
+  for (const auto& [key, seconds] : gemm_measured_) {
+    const auto& [dtype, m, n, k, batch] = key;
+    const GemmOp g{m, n, k, batch, dtype};
+    add_point(gemm_tables_[dtype], gemm_coords(g), g.flops(), seconds);
+  }
+
+  std::map<AttentionKey, std::vector<double>> attention_seconds;
+  for (const AttentionSample& s : profile_->attention) {
+    const AttentionOp& a = s.op;
+    attention_seconds[AttentionKey{a.dtype, a.backward, a.causal, a.batch, a.heads, a.kv_heads,
+                                   a.seq, a.head_dim}]
+        .push_back(s.seconds);
+  }
+  attention_measured_ = medians(attention_seconds);
+  for (const auto& [key, seconds] : attention_measured_) {
+    const auto& [dtype, backward, causal, batch, heads, kv_heads, seq, head_dim] = key;
+    const AttentionOp a{batch, heads, kv_heads, seq, head_dim, causal, backward, dtype};
+    add_point(attention_tables_[AttentionClass{dtype, backward, causal}], attention_coords(a),
+              a.flops(), seconds);
+  }
+
+  for (const CollectiveFit& f : profile_->collective_fits) {
+    if (f.fit.samples > 0) {
+      collective_fits_.emplace(CollectiveKey{f.kind, f.group_size, f.nodes_spanned}, f.fit);
+    }
+  }
+  for (const P2PFit& f : profile_->p2p_fits) {
+    if (f.fit.samples > 0) p2p_fits_.emplace(f.inter_node, f.fit);
+  }
+}
+
+double CalibratedCostModel::interpolate(const Table& t, std::array<double, 3> x, bool& clamped) {
+  STEPSIM_ASSERT(!t.points.empty());
+  clamped = false;
+  for (std::size_t d = 0; d < 3; ++d) {
+    const double c = std::clamp(x[d], t.lo[d], t.hi[d]);
+    if (c != x[d]) clamped = true;
+    x[d] = c;
+  }
+  // (squared distance, index): ties go to the earlier point, so the result is deterministic.
+  std::vector<std::pair<double, std::size_t>> near;
+  near.reserve(t.points.size());
+  for (std::size_t i = 0; i < t.points.size(); ++i) {
+    double d2 = 0;
+    for (std::size_t d = 0; d < 3; ++d) {
+      const double diff = t.points[i].x[d] - x[d];
+      d2 += diff * diff;
+    }
+    near.emplace_back(d2, i);
+  }
+  const std::size_t k = std::min(kNeighbours, near.size());
+  std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(k), near.end());
+  if (near.front().first == 0.0) return std::exp(t.points[near.front().second].log_flops_per_s);
+  // Weights 1/d^2 (inverse-distance weighting, power 2) of log(FLOP/s): a weighted mean, so
+  // the result always lies between the efficiencies of the samples it is made from.
+  double sum_w = 0;
+  double sum_wv = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    const double w = 1.0 / near[i].first;
+    sum_w += w;
+    sum_wv += w * t.points[near[i].second].log_flops_per_s;
+  }
+  return std::exp(sum_wv / sum_w);
+}
+
+double CalibratedCostModel::gemm_s(const GemmOp& op) const {
+  if (op.flops() <= 0) return 0.0;
+  const auto measured = gemm_measured_.find(GemmKey{op.dtype, op.m, op.n, op.k, op.batch});
+  if (measured != gemm_measured_.end()) return measured->second;
+  const auto table = gemm_tables_.find(op.dtype);
+  if (table == gemm_tables_.end()) {
+    warn("no GEMM samples for this dtype in the profile: roofline of " + fallback_.describe() +
+             " used",
+         std::string(to_string(op.dtype)));
+    return fallback_.gemm_s(op);
+  }
+  bool clamped = false;
+  const double flops_per_s = interpolate(table->second, gemm_coords(op), clamped);
+  if (clamped) {
+    warn("GEMM shape beyond the profile's measured range: efficiency clamped at its edge",
+         gemm_text(op));
+  }
+  return op.flops() / flops_per_s;
+}
+
+double CalibratedCostModel::attention_s(const AttentionOp& op) const {
+  if (op.flops() <= 0) return 0.0;
+  const auto measured = attention_measured_.find(AttentionKey{
+      op.dtype, op.backward, op.causal, op.batch, op.heads, op.kv_heads, op.seq, op.head_dim});
+  if (measured != attention_measured_.end()) return measured->second;
+  const auto table = attention_tables_.find(AttentionClass{op.dtype, op.backward, op.causal});
+  if (table == attention_tables_.end()) return attention_from_gemms_s(op);
+  bool clamped = false;
+  const double flops_per_s = interpolate(table->second, attention_coords(op), clamped);
+  if (clamped) {
+    warn("attention shape beyond the profile's measured range: efficiency clamped at its edge",
+         attention_text(op));
+  }
+  return op.flops() / flops_per_s;
+}
+
+double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const {
+  warn(
+      "no attention samples in the profile: attention costed as its matmuls (batched GEMMs) "
+      "plus the HBM traffic of its inputs and outputs",
+      std::string(to_string(op.dtype)) + (op.backward ? " backward" : " forward") +
+          (op.causal ? " causal" : ""));
+  const std::int64_t bh = op.batch * op.heads;
+  // Forward: S = Q K^T (scores shape) and O = P V (values shape) per head. Backward:
+  // dP = dO V^T (scores shape), dV = P^T dO, dQ = dS K, dK = dS^T Q (values shape), and a
+  // fused kernel recomputes S = Q K^T first: five matmuls, though AttentionOp::flops counts
+  // the four Megatron counts.
+  const GemmOp scores{op.seq, op.seq, op.head_dim, bh, op.dtype};
+  const GemmOp values{op.seq, op.head_dim, op.seq, bh, op.dtype};
+  const double seconds =
+      op.backward ? 2.0 * gemm_s(scores) + 3.0 * gemm_s(values) : gemm_s(scores) + gemm_s(values);
+  // A fused kernel keeps the s x s scores on chip: HBM sees Q, K, V and O (forward), and
+  // Q, K, V, O, dO, dQ, dK, dV (backward).
+  const std::int64_t q_bytes = bytes_of(op.dtype) * op.batch * op.heads * op.seq * op.head_dim;
+  const std::int64_t kv_bytes = bytes_of(op.dtype) * op.batch * op.kv_heads * op.seq * op.head_dim;
+  const std::int64_t traffic = (op.backward ? 4 : 2) * (q_bytes + kv_bytes);
+  return seconds + memory_bound_s(MemoryBoundOp{traffic});
+}
+
+double CalibratedCostModel::linear_s(const LinearFit& f, std::int64_t bytes,
+                                     const std::string& what) const {
+  if (bytes < f.min_bytes || bytes > f.max_bytes) {
+    warn("size outside the profile's measured range: its latency/bandwidth fit extrapolated",
+         what + " of " + std::to_string(bytes) + " bytes (measured " + std::to_string(f.min_bytes) +
+             ".." + std::to_string(f.max_bytes) + ")");
+  }
+  return f.latency_s + static_cast<double>(bytes) / f.bandwidth_bytes_per_s;
+}
+
+double CalibratedCostModel::memory_bound_s(const MemoryBoundOp& op) const {
+  if (op.bytes <= 0) return 0.0;
+  if (profile_->memory_fit.samples == 0) {
+    warn(
+        "no memory-bandwidth samples in the profile: roofline of " + fallback_.describe() + " used",
+        "memory-bound kernels");
+    return fallback_.memory_bound_s(op);
+  }
+  return linear_s(profile_->memory_fit, op.bytes, "memory-bound kernel");
+}
+
+// The fit used for a collective that was not measured: same kind first, then the same link
+// class (inside one node vs across nodes: never one for the other), then the nearest group
+// in log2(group size) + log2(ranks per node). The bus bandwidth nccl-tests reports is what
+// carries over between group sizes and kinds, so the fit's algorithm bandwidth is turned
+// into bus bandwidth with its own factor and back with the query's; the latency scales with
+// the ring's steps.
+double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
+  if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
+  const std::string what = group_text(op.kind, op.group_size, op.nodes_spanned);
+  const auto exact = collective_fits_.find(CollectiveKey{op.kind, op.group_size, op.nodes_spanned});
+  if (exact != collective_fits_.end()) return linear_s(exact->second, op.bytes, what);
+
+  const double per_node =
+      static_cast<double>(op.group_size) / static_cast<double>(op.nodes_spanned);
+  const CollectiveKey* best = nullptr;
+  double best_distance = std::numeric_limits<double>::infinity();
+  for (const auto& [key, fit] : collective_fits_) {
+    const auto& [kind, group_size, nodes] = key;
+    if ((nodes > 1) != (op.nodes_spanned > 1)) continue;
+    const double fit_per_node = static_cast<double>(group_size) / static_cast<double>(nodes);
+    const double distance = (kind == op.kind ? 0.0 : 1000.0) +
+                            std::abs(log2_of(group_size) - log2_of(op.group_size)) +
+                            std::abs(std::log2(fit_per_node) - std::log2(per_node));
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = &key;
+    }
+  }
+  if (best == nullptr) {
+    warn("no collective samples for this link class in the profile: roofline of " +
+             fallback_.describe() + " used",
+         what);
+    return fallback_.collective_s(op);
+  }
+  const auto& [kind, group_size, nodes] = *best;
+  const LinearFit& fit = collective_fits_.at(*best);
+  warn(
+      "collective group not in the profile: nearest measured group used, rescaled by "
+      "nccl-tests' bus-bandwidth factor",
+      what + " from " + group_text(kind, group_size, nodes));
+  const double bus_bandwidth = fit.bandwidth_bytes_per_s * bus_factor(kind, group_size);
+  const double latency =
+      fit.latency_s * ring_steps(op.kind, op.group_size) / ring_steps(kind, group_size);
+  if (op.bytes < fit.min_bytes || op.bytes > fit.max_bytes) {
+    warn("size outside the profile's measured range: its latency/bandwidth fit extrapolated",
+         what + " of " + std::to_string(op.bytes) + " bytes (measured " +
+             std::to_string(fit.min_bytes) + ".." + std::to_string(fit.max_bytes) + ")");
+  }
+  return latency +
+         static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / bus_bandwidth;
+}
+
+double CalibratedCostModel::p2p_s(const P2POp& op) const {
+  if (op.bytes <= 0) return 0.0;
+  const std::string what = op.inter_node ? "inter-node p2p" : "intra-node p2p";
+  const auto fit = p2p_fits_.find(op.inter_node);
+  if (fit == p2p_fits_.end()) {
+    warn("no p2p samples for this link class in the profile: roofline of " + fallback_.describe() +
+             " used",
+         what);
+    return fallback_.p2p_s(op);
+  }
+  return linear_s(fit->second, op.bytes, what);
+}
+
+std::string CalibratedCostModel::describe() const {
+  return "profile " + label_ + " (" + profile_->machine + ", " + profile_->source + ")";
+}
+
+void CalibratedCostModel::warn(const std::string& category, const std::string& detail) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  warnings_[category].insert(detail);
+}
+
+std::vector<std::string> CalibratedCostModel::warnings() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [category, details] : warnings_) {
+    std::string line = category + ": ";
+    std::size_t listed = 0;
+    for (const std::string& d : details) {
+      if (listed == kDetailsPerWarning) break;
+      line += (listed++ == 0 ? "" : "; ") + d;
+    }
+    if (details.size() > listed) {
+      line += "; and " + std::to_string(details.size() - listed) + " more";
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+}  // namespace stepsim

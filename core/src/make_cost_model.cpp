@@ -1,0 +1,36 @@
+#include "stepsim/core/make_cost_model.hpp"
+
+#include <filesystem>
+
+#include "stepsim/core/calibrated_cost_model.hpp"
+#include "stepsim/core/roofline_cost_model.hpp"
+
+namespace stepsim {
+
+Result<std::shared_ptr<const Profile>> load_shared_profile(const std::string& path) {
+  Result<Profile> p = load_profile_file(path);
+  if (!p) return p.errors();
+  return std::shared_ptr<const Profile>(std::make_shared<Profile>(std::move(p).value()));
+}
+
+Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w,
+                                                   std::shared_ptr<const Profile> profile) {
+  if (w.cost_model.kind == CostModelSpec::Kind::kRoofline) {
+    return std::unique_ptr<CostModel>(std::make_unique<RooflineCostModel>(w.system));
+  }
+  if (profile == nullptr) {
+    auto loaded = load_shared_profile(w.cost_model.profile_path);
+    if (!loaded) return loaded.errors();
+    profile = std::move(loaded).value();
+  }
+  std::string label = std::filesystem::path(w.cost_model.profile_path).filename().string();
+  if (label.empty()) label = profile->machine;
+  return std::unique_ptr<CostModel>(
+      std::make_unique<CalibratedCostModel>(std::move(profile), std::move(label), w.system));
+}
+
+Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w) {
+  return make_cost_model(w, nullptr);
+}
+
+}  // namespace stepsim

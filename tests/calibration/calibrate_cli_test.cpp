@@ -1,0 +1,119 @@
+// The real command: `mpirun -np 2 stepsim calibrate --backend cpu --quick`, resume after an
+// interruption, and its errors. STEPSIM_BIN and STEPSIM_MPIRUN come from CMake.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "stepsim/core/profile.hpp"
+
+namespace stepsim {
+namespace {
+
+struct Ran {
+  int status = -1;
+  std::string output;  ///< stdout and stderr
+};
+
+Ran run(const std::string& command) {
+  Ran r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int raw = ::pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string temp_dir() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("stepsim_calibrate_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+TEST(CalibrateCli, TwoRanksQuickCpuCalibrationWritesAProfile) {
+  const std::string out = temp_dir() + "/p.json";
+  const Ran r = run(std::string(STEPSIM_MPIRUN) + " -np 2 " + STEPSIM_BIN +
+                    " calibrate --backend cpu --out " + out + " --quick");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("GEMM: 27 shapes, peak"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all_reduce"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out + ".journal"));
+  auto p = load_profile_file(out);
+  ASSERT_TRUE(p.ok()) << format_errors(p.errors());
+  EXPECT_EQ(p.value().backend, "cpu");
+  EXPECT_EQ(p.value().source, "measured");
+  EXPECT_EQ(p.value().world_size, 2);
+  EXPECT_EQ(p.value().gemm.size(), 27u);
+  EXPECT_FALSE(p.value().memory.empty());
+  EXPECT_FALSE(p.value().collectives.empty());
+  EXPECT_FALSE(p.value().p2p.empty());
+  // A fit per collective kind over the pair of ranks.
+  std::size_t pair_fits = 0;
+  for (const auto& f : p.value().collective_fits) {
+    if (f.group_size == 2) {
+      ++pair_fits;
+      EXPECT_GT(f.fit.bandwidth_bytes_per_s, 0.0);
+    }
+  }
+  EXPECT_EQ(pair_fits, 3u);
+  EXPECT_FALSE(p.value().p2p_fits.empty());
+}
+
+TEST(CalibrateCli, ResumesAfterAnInterruption) {
+  const std::string out = temp_dir() + "/resume.json";
+  std::filesystem::remove(out + ".journal");
+  const std::string cmd = std::string(STEPSIM_BIN) + " calibrate --backend cpu --quick --repeats 1 --warmup 0 --out " + out;
+  const Ran first = run(cmd + " --stop-after 5");
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_NE(first.output.find("stopped after 5 new measurements"), std::string::npos) << first.output;
+  EXPECT_TRUE(std::filesystem::exists(out + ".journal"));
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const Ran second = run(cmd);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("(5 more resumed from the journal)"), std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("collectives need ranks"), std::string::npos) << second.output;
+  auto p = load_profile_file(out);
+  ASSERT_TRUE(p.ok()) << format_errors(p.errors());
+  EXPECT_EQ(p.value().world_size, 1);
+  EXPECT_EQ(p.value().gemm.size(), 27u);
+  EXPECT_TRUE(p.value().collectives.empty());
+}
+
+TEST(CalibrateCli, BadInputExitsTwoAndMissingDeviceOne) {
+  const Ran bad_backend = run(std::string(STEPSIM_BIN) + " calibrate --backend tpu --out x.json");
+  EXPECT_EQ(bad_backend.status, 2) << bad_backend.output;
+  EXPECT_NE(bad_backend.output.find("--backend"), std::string::npos);
+  const Ran bad_dir =
+      run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --out /nonexistent/dir/p.json");
+  EXPECT_EQ(bad_dir.status, 2) << bad_dir.output;
+  EXPECT_NE(bad_dir.output.find("--out=/nonexistent/dir/p.json: folder /nonexistent/dir does not exist"),
+            std::string::npos)
+      << bad_dir.output;
+  const Ran bad_repeats =
+      run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --out p.json --repeats 0");
+  EXPECT_EQ(bad_repeats.status, 2) << bad_repeats.output;
+#ifdef STEPSIM_HAVE_CUDA
+  // Without a GPU (as on the build machines) the CUDA backend must fail cleanly.
+  const Ran cuda =
+      run(std::string(STEPSIM_BIN) + " calibrate --backend cuda --quick --out " + temp_dir() + "/c.json");
+  if (cuda.status != 0) {
+    EXPECT_EQ(cuda.status, 1) << cuda.output;
+    EXPECT_NE(cuda.output.find("cuda backend: no CUDA device visible"), std::string::npos)
+        << cuda.output;
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace stepsim

@@ -1,0 +1,119 @@
+// CpuBackend and the runner across ranks: run under mpirun with 2 (or more) ranks.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "mpi_environment.hpp"
+#include "stepsim/calibration/backend.hpp"
+#include "stepsim/calibration/calibrate.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+std::unique_ptr<Backend> cpu() {
+  BackendOptions o;
+  o.warmup = 1;
+  o.repeats = 2;
+  auto b = make_backend("cpu", o);
+  EXPECT_TRUE(b.ok());
+  return std::move(b).value();
+}
+
+TEST(CpuBackendMpi, HasSeveralRanks) {
+  auto b = cpu();
+  ASSERT_GE(b->world_size(), 2) << "run this test under mpirun -np 2";
+}
+
+TEST(CpuBackendMpi, CollectivesAreCorrectOnSplitGroups) {
+  auto b = cpu();
+  const std::int32_t n = b->world_size();
+  // The world as one group, pairs (contiguous), and everyone alone.
+  auto pairs = b->split(b->world_rank() / 2, b->world_rank());
+  auto alone = b->split(b->world_rank(), 0);
+  ASSERT_TRUE(pairs.ok() && alone.ok());
+  EXPECT_EQ(b->group_size(pairs.value()), std::min(2, n - b->world_rank() / 2 * 2));
+  EXPECT_EQ(b->group_size(alone.value()), 1);
+  for (const GroupId g : {GroupId{0}, pairs.value(), alone.value()}) {
+    for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                                      CollectiveKind::kReduceScatter}) {
+      for (const std::int64_t bytes : {std::int64_t{64}, std::int64_t{1} << 20}) {
+        CollectiveOp op;
+        op.kind = kind;
+        op.bytes = bytes;
+        op.group_size = b->group_size(g);
+        auto t = b->collective(op, g);
+        ASSERT_TRUE(t.ok()) << to_string(kind) << " " << bytes << ": " << format_errors(t.errors());
+        EXPECT_GT(t.value(), 0.0);
+      }
+    }
+  }
+}
+
+TEST(CpuBackendMpi, PointToPointBothWaysAtOnce) {
+  auto b = cpu();
+  const std::int32_t me = b->world_rank();
+  if (me > 1) {
+    SUCCEED();
+    return;
+  }
+  const std::int32_t peer = 1 - me;
+  // Two messages each way with different tags and sizes, posted together.
+  const std::vector<P2PRequest> reqs{{true, 1000, peer, 1},
+                                     {true, 300000, peer, 2},
+                                     {false, 1000, peer, 1},
+                                     {false, 300000, peer, 2}};
+  auto t = b->p2p(reqs);
+  ASSERT_TRUE(t.ok()) << format_errors(t.errors());
+  EXPECT_GT(t.value(), 0.0);
+}
+
+TEST(CpuBackendMpi, GatherAndClocks) {
+  auto b = cpu();
+  auto offset = b->align_clocks();
+  ASSERT_TRUE(offset.ok());
+  if (b->world_rank() == 0) EXPECT_EQ(offset.value(), 0.0);
+  // All ranks run on this machine's one steady clock, so the estimated offsets are small.
+  EXPECT_LT(std::abs(offset.value()), 0.05);
+  auto all = b->gather_to_root(std::vector<double>(static_cast<std::size_t>(b->world_rank() + 1),
+                                                   static_cast<double>(b->world_rank())));
+  ASSERT_TRUE(all.ok());
+  if (b->world_rank() != 0) {
+    EXPECT_TRUE(all.value().empty());
+    return;
+  }
+  ASSERT_EQ(all.value().size(), static_cast<std::size_t>(b->world_size()));
+  for (std::size_t r = 0; r < all.value().size(); ++r) {
+    EXPECT_EQ(all.value()[r], std::vector<double>(r + 1, static_cast<double>(r)));
+  }
+}
+
+TEST(RunCalibrationMpi, MeasuresCollectivesAndMessages) {
+  auto b = cpu();
+  BenchPlanOptions o;
+  o.node_ids = std::vector<std::int32_t>(static_cast<std::size_t>(b->world_size()), 0);
+  std::vector<BenchPoint> points{GemmOp{64, 64, 64, 1, DType::kFp32}};
+  for (const std::int64_t bytes : {std::int64_t{1} << 10, std::int64_t{1} << 16, std::int64_t{1} << 20}) {
+    points.emplace_back(CollectivePoint{CollectiveKind::kAllReduce, 2, GroupLayout::kContiguous, 1, bytes});
+    points.emplace_back(CollectivePoint{CollectiveKind::kAllGather, 2, GroupLayout::kContiguous, 1, bytes});
+    points.emplace_back(P2PPoint{0, 1, false, bytes});
+  }
+  CalibrationOptions opts;  // no journal
+  auto run = run_calibration(*b, points, opts, nullptr);
+  ASSERT_TRUE(run.ok()) << format_errors(run.errors());
+  EXPECT_TRUE(run.value().complete);
+  EXPECT_EQ(run.value().measured, static_cast<std::int64_t>(points.size()));
+  if (b->world_rank() != 0) return;
+  const Profile& p = run.value().profile;
+  EXPECT_EQ(p.world_size, b->world_size());
+  ASSERT_EQ(p.collectives.size(), 6u);
+  ASSERT_EQ(p.p2p.size(), 3u);
+  for (const auto& c : p.collectives) EXPECT_GT(c.seconds, 0.0);
+  EXPECT_FALSE(p.collective_fits.empty());
+  EXPECT_FALSE(p.p2p_fits.empty());
+}
+
+}  // namespace
+}  // namespace stepsim::calib

@@ -1,0 +1,151 @@
+// What calibration measures: grids, group layouts, scenario shapes.
+
+#include "stepsim/calibration/microbench.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace stepsim::calib {
+namespace {
+
+template <typename T>
+std::vector<T> only(const std::vector<BenchPoint>& points) {
+  std::vector<T> out;
+  for (const BenchPoint& p : points) {
+    if (const auto* v = std::get_if<T>(&p)) out.push_back(*v);
+  }
+  return out;
+}
+
+TEST(BenchPlan, CpuQuickGridsAreSmallAndComplete) {
+  BenchPlanOptions o;
+  o.quick = true;
+  o.node_ids = {0, 0};
+  const auto plan = make_bench_plan(o);
+  const auto gemms = only<GemmOp>(plan);
+  EXPECT_EQ(gemms.size(), 27u);  // {64, 256, 1024}^3
+  for (const GemmOp& g : gemms) {
+    EXPECT_EQ(g.dtype, DType::kFp32);
+    EXPECT_LE(g.m, 1024);
+    EXPECT_GE(g.m, 64);
+  }
+  const auto coll = only<CollectivePoint>(plan);
+  std::set<CollectiveKind> kinds;
+  for (const auto& c : coll) {
+    kinds.insert(c.kind);
+    EXPECT_EQ(c.group_size, 2);
+    EXPECT_EQ(c.nodes_spanned, 1);
+    EXPECT_EQ(c.bytes % 8, 0);
+  }
+  EXPECT_EQ(kinds.size(), 3u);
+  const auto p2p = only<P2PPoint>(plan);
+  ASSERT_FALSE(p2p.empty());
+  EXPECT_FALSE(p2p[0].inter_node);
+  EXPECT_EQ(p2p[0].receiver, 1);
+  std::set<std::string> keys;
+  for (const auto& p : plan) keys.insert(point_key(p));
+  EXPECT_EQ(keys.size(), plan.size());
+}
+
+TEST(BenchPlan, GpuGridReachesLargeShapesAndOneGiB) {
+  BenchPlanOptions o;
+  o.gpu = true;
+  o.node_ids = {0, 0, 0, 0, 0, 0, 0, 0};
+  const auto plan = make_bench_plan(o);
+  const auto gemms = only<GemmOp>(plan);
+  EXPECT_EQ(gemms.size(), 343u);  // 256..16384, 7 per dimension
+  EXPECT_EQ(gemms.back().m, 16384);
+  EXPECT_EQ(gemms.front().dtype, DType::kBf16);
+  std::set<std::int32_t> groups;
+  std::int64_t largest = 0;
+  for (const auto& c : only<CollectivePoint>(plan)) {
+    groups.insert(c.group_size);
+    largest = std::max(largest, c.bytes);
+  }
+  EXPECT_EQ(groups, (std::set<std::int32_t>{2, 4, 8}));
+  EXPECT_EQ(largest, std::int64_t{1} << 30);
+}
+
+TEST(BenchPlan, OneRankMeasuresNoCommunication) {
+  BenchPlanOptions o;
+  o.node_ids = {0};
+  const auto plan = make_bench_plan(o);
+  EXPECT_TRUE(only<CollectivePoint>(plan).empty());
+  EXPECT_TRUE(only<P2PPoint>(plan).empty());
+  EXPECT_FALSE(only<MemoryBoundOp>(plan).empty());
+  EXPECT_FALSE(only<AttentionOp>(plan).empty());
+}
+
+TEST(GroupLayout, NodesSpannedAndColors) {
+  const std::vector<std::int32_t> two_nodes{0, 0, 2, 2};
+  EXPECT_EQ(nodes_spanned(two_nodes, 2, GroupLayout::kContiguous), 1);
+  EXPECT_EQ(nodes_spanned(two_nodes, 2, GroupLayout::kStrided), 2);
+  EXPECT_EQ(nodes_spanned(two_nodes, 4, GroupLayout::kContiguous), 2);
+  EXPECT_EQ(group_color(3, 4, 2, GroupLayout::kContiguous), 1);
+  EXPECT_EQ(group_color(3, 4, 2, GroupLayout::kStrided), 1);
+  EXPECT_EQ(group_color(2, 4, 2, GroupLayout::kStrided), 0);
+  BenchPlanOptions o;
+  o.quick = true;
+  o.node_ids = two_nodes;
+  const auto plan = make_bench_plan(o);
+  bool strided_two = false;
+  for (const auto& c : only<CollectivePoint>(plan)) {
+    if (c.layout == GroupLayout::kStrided) {
+      EXPECT_EQ(c.group_size, 2);  // groups of 4 span both nodes either way
+      EXPECT_EQ(c.nodes_spanned, 2);
+      strided_two = true;
+    }
+  }
+  EXPECT_TRUE(strided_two);
+  bool inter = false;
+  for (const auto& p : only<P2PPoint>(plan)) inter = inter || (p.inter_node && p.receiver == 2);
+  EXPECT_TRUE(inter);
+}
+
+TEST(ScenarioPoints, TakesTheExactShapesOfAPlan) {
+  WorkloadPlan plan;
+  StagePlan stage;
+  ChunkPlan chunk;
+  chunk.forward.push_back(Op{"qkv", 0, Phase::kForward, Stream::kCompute,
+                             GemmOp{2048, 4608, 12288, 1, DType::kBf16}, {}, 0});
+  chunk.forward.push_back(Op{"ln", 0, Phase::kForward, Stream::kCompute, MemoryBoundOp{12345}, {}, 0});
+  chunk.forward.push_back(Op{"tp_ar", 0, Phase::kForward, Stream::kTensorComm,
+                             CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 1000, 2, 1},
+                             {}, 0});
+  chunk.backward.push_back(Op{"qkv_dgrad", 0, Phase::kBackwardInput, Stream::kCompute,
+                              GemmOp{2048, 12288, 4608, 1, DType::kBf16}, {}, 0});
+  chunk.backward.push_back(Op{"qkv_dgrad_again", 0, Phase::kBackwardInput, Stream::kCompute,
+                              GemmOp{2048, 12288, 4608, 1, DType::kBf16}, {}, 0});
+  chunk.grad_sync.push_back(Op{"dp", -1, Phase::kStep, Stream::kDataComm,
+                               CollectiveOp{CollectiveKind::kReduceScatter, CommGroup::kData, 1 << 20, 8, 2},
+                               {}, 0});
+  chunk.p2p_bytes = 4096;
+  stage.chunks.push_back(chunk);
+  plan.stages.push_back(stage);
+
+  BenchPlanOptions o;
+  o.gpu = true;
+  o.node_ids = {0, 0};
+  std::vector<std::string> skipped;
+  const auto points = scenario_points(plan, o, skipped);
+  const auto gemms = only<GemmOp>(points);
+  ASSERT_EQ(gemms.size(), 2u);  // duplicates merged
+  EXPECT_EQ(gemms[0], (GemmOp{2048, 4608, 12288, 1, DType::kBf16}));
+  const auto coll = only<CollectivePoint>(points);
+  ASSERT_EQ(coll.size(), 1u);
+  EXPECT_EQ(coll[0].bytes, 1000);  // already a multiple of 4 * 2
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("groups of 8 ranks"), std::string::npos);
+  const auto p2p = only<P2PPoint>(points);
+  ASSERT_EQ(p2p.size(), 1u);
+  EXPECT_EQ(p2p[0].bytes, 4096);
+  EXPECT_EQ(only<MemoryBoundOp>(points).size(), 1u);
+
+  o.gpu = false;  // the CPU backend records the fp32 it computes in
+  skipped.clear();
+  EXPECT_EQ(only<GemmOp>(scenario_points(plan, o, skipped))[0].dtype, DType::kFp32);
+}
+
+}  // namespace
+}  // namespace stepsim::calib

@@ -1,0 +1,238 @@
+#include "stepsim/core/calibrated_cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "stepsim/core/make_cost_model.hpp"
+
+namespace stepsim {
+namespace {
+
+SystemConfig test_system() {
+  SystemConfig s;
+  s.name = "fallback-system";
+  s.peak_flops_bf16 = 100e12;
+  s.peak_flops_fp16 = 100e12;
+  s.peak_flops_fp32 = 10e12;
+  s.hbm_bandwidth_bytes_per_s = 1e12;
+  s.gpus_per_node = 8;
+  s.nics_per_node = 8;
+  s.intra_node = {200e9, 5e-6};
+  s.inter_node = {25e9, 10e-6};
+  s.efficiency = {1.0, 0.0, 1.0, 0.0, 1.0};
+  return s;
+}
+
+double gemm_seconds(std::int64_t m, std::int64_t n, std::int64_t k, double flops_per_s) {
+  return 2.0 * static_cast<double>(m * n * k) / flops_per_s;
+}
+
+// Two bf16 GEMMs at different efficiencies, collectives for TP 8 in a node, P2P both ways.
+std::shared_ptr<const Profile> test_profile() {
+  auto p = std::make_shared<Profile>();
+  p->machine = "test";
+  p->source = "measured";
+  p->gemm.push_back({1024, 1024, 1024, 1, DType::kBf16, gemm_seconds(1024, 1024, 1024, 50e12), ""});
+  p->gemm.push_back({8192, 8192, 8192, 1, DType::kBf16, gemm_seconds(8192, 8192, 8192, 80e12), ""});
+  // A shape measured twice: the median (here the mean of two) is its time.
+  p->gemm.push_back({2048, 2048, 2048, 1, DType::kBf16, 2e-4, ""});
+  p->gemm.push_back({2048, 2048, 2048, 1, DType::kBf16, 4e-4, ""});
+  for (std::int64_t b = 1 << 16; b <= (1 << 28); b *= 4) {
+    const double x = static_cast<double>(b);
+    p->memory.push_back({b, 2e-6 + x / 1.6e12, ""});
+    p->collectives.push_back({CollectiveKind::kAllReduce, 8, 1, b, 20e-6 + x / 100e9, ""});
+    p->collectives.push_back({CollectiveKind::kAllGather, 8, 1, b, 10e-6 + x / 200e9, ""});
+    p->p2p.push_back({false, b, 3e-6 + x / 150e9, ""});
+  }
+  fit_profile(*p);
+  return p;
+}
+
+CalibratedCostModel model() {
+  return CalibratedCostModel(test_profile(), "test.json", test_system());
+}
+
+TEST(CalibratedCostModel, MeasuredGemmTakesItsMeasuredTime) {
+  const CalibratedCostModel m = model();
+  const Profile& p = m.profile();
+  EXPECT_EQ(m.gemm_s({1024, 1024, 1024, 1, DType::kBf16}), p.gemm[0].seconds);
+  EXPECT_EQ(m.gemm_s({8192, 8192, 8192, 1, DType::kBf16}), p.gemm[1].seconds);
+  EXPECT_DOUBLE_EQ(m.gemm_s({2048, 2048, 2048, 1, DType::kBf16}), 3e-4);
+  EXPECT_TRUE(m.warnings().empty());
+}
+
+TEST(CalibratedCostModel, InterpolatedEfficiencyLiesBetweenNeighbours) {
+  const Profile p = [] {
+    Profile q;
+    q.gemm.push_back(
+        {1024, 1024, 1024, 1, DType::kBf16, gemm_seconds(1024, 1024, 1024, 50e12), ""});
+    q.gemm.push_back(
+        {4096, 4096, 4096, 1, DType::kBf16, gemm_seconds(4096, 4096, 4096, 80e12), ""});
+    return q;
+  }();
+  const CalibratedCostModel m(std::make_shared<const Profile>(p), "two.json", test_system());
+  const GemmOp mid{2048, 2048, 2048, 1, DType::kBf16};
+  const double t = m.gemm_s(mid);
+  const double achieved = mid.flops() / t;
+  EXPECT_GT(achieved, 50e12);
+  EXPECT_LT(achieved, 80e12);
+  // Halfway in log space between the two points: the geometric mean of their efficiencies.
+  EXPECT_NEAR(achieved, std::sqrt(50e12 * 80e12), 1e3);
+  EXPECT_GT(t, p.gemm[0].seconds);
+  EXPECT_LT(t, p.gemm[1].seconds);
+  EXPECT_TRUE(m.warnings().empty());
+}
+
+TEST(CalibratedCostModel, ExtrapolationClampsEfficiencyAndWarns) {
+  const CalibratedCostModel m = model();
+  const GemmOp big{16384, 16384, 16384, 1, DType::kBf16};
+  EXPECT_NEAR(big.flops() / m.gemm_s(big), 80e12, 1e3);  // the edge's efficiency
+  const auto w = m.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("beyond the profile's measured range"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("m=16384"), std::string::npos) << w[0];
+}
+
+TEST(CalibratedCostModel, WarningsAreDeduplicatedAndIndependentOfQueryOrder) {
+  const CalibratedCostModel a = model();
+  const CalibratedCostModel b = model();
+  const GemmOp g1{32768, 1024, 1024, 1, DType::kBf16};
+  const GemmOp g2{64, 64, 64, 1, DType::kBf16};
+  const CollectiveOp c{CollectiveKind::kAllReduce, CommGroup::kTensor, 1 << 20, 4, 1};
+  a.gemm_s(g1);
+  a.gemm_s(g2);
+  a.gemm_s(g1);
+  a.collective_s(c);
+  b.collective_s(c);
+  b.gemm_s(g2);
+  b.gemm_s(g1);
+  EXPECT_EQ(a.warnings(), b.warnings());
+  EXPECT_EQ(a.warnings().size(), 2u);
+}
+
+TEST(CalibratedCostModel, MissingDtypeFallsBackToRooflineWithWarning) {
+  const CalibratedCostModel m = model();
+  const RooflineCostModel roofline(test_system());
+  const GemmOp g{4096, 4096, 4096, 1, DType::kFp32};
+  EXPECT_EQ(m.gemm_s(g), roofline.gemm_s(g));
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find("no GEMM samples"), std::string::npos);
+}
+
+TEST(CalibratedCostModel, MemoryBoundUsesTheMemoryFit) {
+  const CalibratedCostModel m = model();
+  EXPECT_NEAR(m.memory_bound_s({1 << 24}), 2e-6 + (1 << 24) / 1.6e12, 1e-12);
+  EXPECT_TRUE(m.warnings().empty());
+  m.memory_bound_s({std::int64_t{1} << 34});
+  EXPECT_EQ(m.warnings().size(), 1u);
+}
+
+TEST(CalibratedCostModel, CollectivesUseTheirFit) {
+  const CalibratedCostModel m = model();
+  const CollectiveOp ar{CollectiveKind::kAllReduce, CommGroup::kTensor, 1 << 24, 8, 1};
+  EXPECT_NEAR(m.collective_s(ar), 20e-6 + (1 << 24) / 100e9, 1e-12);
+  EXPECT_EQ(m.collective_s({CollectiveKind::kAllReduce, CommGroup::kData, 1 << 24, 1, 1}), 0.0);
+  EXPECT_TRUE(m.warnings().empty());
+}
+
+TEST(CalibratedCostModel, NearestGroupIsRescaledByBusFactor) {
+  const CalibratedCostModel m = model();
+  const CollectiveOp ar4{CollectiveKind::kAllReduce, CommGroup::kTensor, 1 << 24, 4, 1};
+  // Same bus bandwidth as the 8-rank fit: algbw_4 = busbw / (2*3/4), busbw = 100e9 * 2*7/8.
+  const double busbw = 100e9 * 2.0 * 7.0 / 8.0;
+  const double expected = 20e-6 * 6.0 / 14.0 + (1 << 24) * (2.0 * 3.0 / 4.0) / busbw;
+  EXPECT_NEAR(m.collective_s(ar4), expected, 1e-12);
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find("all_reduce over 4 ranks on 1 node from all_reduce over 8"),
+            std::string::npos)
+      << m.warnings()[0];
+}
+
+TEST(CalibratedCostModel, OtherKindIsRescaledWhenItsKindIsMissing) {
+  const CalibratedCostModel m = model();
+  const CollectiveOp rs{CollectiveKind::kReduceScatter, CommGroup::kTensor, 1 << 24, 8, 1};
+  // Nearest is all_gather over 8 (both n-1 steps, same bus factor): same time.
+  EXPECT_NEAR(m.collective_s(rs), 10e-6 + (1 << 24) / 200e9, 1e-12);
+}
+
+TEST(CalibratedCostModel, InterNodeNeverBorrowsAnIntraNodeFit) {
+  const CalibratedCostModel m = model();
+  const RooflineCostModel roofline(test_system());
+  const CollectiveOp dp{CollectiveKind::kAllReduce, CommGroup::kData, 1 << 24, 4, 4};
+  EXPECT_EQ(m.collective_s(dp), roofline.collective_s(dp));
+  const P2POp inter{1 << 20, true};
+  EXPECT_EQ(m.p2p_s(inter), roofline.p2p_s(inter));
+  EXPECT_EQ(m.warnings().size(), 2u);
+}
+
+TEST(CalibratedCostModel, P2PUsesItsLinkClass) {
+  const CalibratedCostModel m = model();
+  EXPECT_NEAR(m.p2p_s({1 << 20, false}), 3e-6 + (1 << 20) / 150e9, 1e-12);
+}
+
+TEST(CalibratedCostModel, AttentionWithoutSamplesIsCostedAsGemmsAndTraffic) {
+  const CalibratedCostModel m = model();
+  const AttentionOp a{1, 8, 8, 2048, 128, true, false, DType::kBf16};
+  const double t = m.attention_s(a);
+  const double scores = m.gemm_s({2048, 2048, 128, 8, DType::kBf16});
+  const double values = m.gemm_s({2048, 128, 2048, 8, DType::kBf16});
+  const double traffic = m.memory_bound_s({2 * 2 * (2 * 8 * 2048 * 128)});
+  EXPECT_DOUBLE_EQ(t, scores + values + traffic);
+  AttentionOp back = a;
+  back.backward = true;
+  EXPECT_GT(m.attention_s(back), 2.0 * t);
+  bool said = false;
+  for (const std::string& w : m.warnings())
+    said |= w.find("no attention samples") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(CalibratedCostModel, MeasuredAttentionTakesItsMeasuredTime) {
+  auto p = std::make_shared<Profile>(*test_profile());
+  AttentionSample s;
+  s.op = {1, 8, 8, 2048, 128, true, false, DType::kBf16};
+  s.seconds = 1.5e-4;
+  p->attention.push_back(s);
+  s.op.seq = 8192;
+  s.seconds = 1.5e-4 * 16 * 0.8;  // more efficient at the longer sequence
+  p->attention.push_back(s);
+  const CalibratedCostModel m(p, "attn.json", test_system());
+  EXPECT_EQ(m.attention_s({1, 8, 8, 2048, 128, true, false, DType::kBf16}), 1.5e-4);
+  const AttentionOp mid{1, 8, 8, 4096, 128, true, false, DType::kBf16};
+  const double t = m.attention_s(mid);
+  EXPECT_GT(t, 1.5e-4 * 4 * 0.8);
+  EXPECT_LT(t, 1.5e-4 * 4);
+  EXPECT_TRUE(m.warnings().empty());
+}
+
+TEST(MakeCostModel, RooflineOrProfile) {
+  Workload w;
+  w.system = test_system();
+  auto roofline = make_cost_model(w);
+  ASSERT_TRUE(roofline.ok());
+  EXPECT_EQ(roofline.value()->describe(), "roofline fallback-system");
+
+  w.cost_model.kind = CostModelSpec::Kind::kProfile;
+  w.cost_model.profile_path = "/some/dir/test.json";
+  auto calibrated = make_cost_model(w, test_profile());
+  ASSERT_TRUE(calibrated.ok());
+  EXPECT_EQ(calibrated.value()->describe(), "profile test.json (test, measured)");
+  EXPECT_EQ(calibrated.value()->gemm_s({1024, 1024, 1024, 1, DType::kBf16}),
+            test_profile()->gemm[0].seconds);
+}
+
+TEST(MakeCostModel, MissingProfileIsAnErrorNamingIt) {
+  Workload w;
+  w.system = test_system();
+  w.cost_model.kind = CostModelSpec::Kind::kProfile;
+  w.cost_model.profile_path = "/nonexistent/profile.json";
+  auto r = make_cost_model(w);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors()[0].file, "/nonexistent/profile.json");
+}
+
+}  // namespace
+}  // namespace stepsim

@@ -1,0 +1,150 @@
+#include "stepsim/core/profile.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+namespace stepsim {
+namespace {
+
+Profile sample_profile() {
+  Profile p;
+  p.machine = "test-gpu x8";
+  p.backend = "cuda";
+  p.date = "2026-11-22T00:00:00Z";
+  p.source = "measured";
+  p.notes = {"first note", "second \"quoted\" note"};
+  p.world_size = 16;
+  // Seconds that need all 17 significant digits to survive a round trip.
+  p.gemm.push_back({4096, 4096, 4096, 1, DType::kBf16, 0.1 / 3.0, ""});
+  p.gemm.push_back({1024, 8192, 512, 4, DType::kFp32, 1.2345678901234567e-4, "a citation"});
+  AttentionSample a;
+  a.op = {2, 16, 4, 2048, 128, true, true, DType::kFp16};
+  a.seconds = 2.0 / 7.0 * 1e-3;
+  p.attention.push_back(a);
+  p.memory.push_back({1 << 20, 1e-6 / 3.0, ""});
+  p.memory.push_back({1 << 30, 0.7e-3, "babelstream"});
+  p.collectives.push_back({CollectiveKind::kReduceScatter, 8, 2, 1 << 24, 3.3e-4, ""});
+  p.collectives.push_back({CollectiveKind::kAllGather, 8, 2, 1 << 26, 1.1e-3, ""});
+  p.p2p.push_back({true, 1 << 22, 2.2e-4, ""});
+  p.p2p.push_back({false, 1 << 22, 2.3e-5, ""});
+  fit_profile(p);
+  return p;
+}
+
+TEST(ProfileJson, RoundTripIsExact) {
+  const Profile p = sample_profile();
+  const std::string text = profile_to_json(p);
+  const Result<Profile> back = parse_profile(text, "round-trip.json");
+  ASSERT_TRUE(back.ok()) << format_errors(back.errors());
+  EXPECT_EQ(back.value(), p);
+  // And byte-identical when written again (deterministic output).
+  EXPECT_EQ(profile_to_json(back.value()), text);
+}
+
+TEST(ProfileJson, FileRoundTrip) {
+  const Profile p = sample_profile();
+  const std::string path = testing::TempDir() + "/stepsim_profile_test.json";
+  {
+    std::ofstream out(path);
+    out << profile_to_json(p);
+  }
+  const Result<Profile> back = load_profile_file(path);
+  ASSERT_TRUE(back.ok()) << format_errors(back.errors());
+  EXPECT_EQ(back.value(), p);
+}
+
+TEST(ProfileJson, MissingFitsAreMadeFromSamples) {
+  Profile p = sample_profile();
+  std::string text = profile_to_json(p);
+  // Drop the three fit keys: what a hand-written public profile looks like.
+  const auto cut = text.find(",\n  \"memory_fit\"");
+  ASSERT_NE(cut, std::string::npos);
+  text = text.substr(0, cut) + "\n}\n";
+  const Result<Profile> back = parse_profile(text, "no-fits.json");
+  ASSERT_TRUE(back.ok()) << format_errors(back.errors());
+  EXPECT_EQ(back.value(), p);
+  EXPECT_EQ(back.value().collective_fits.size(), 2u);
+}
+
+// Every problem of the file, each naming the file and the key.
+TEST(ProfileJson, MalformedFileNamesFileAndKey) {
+  const std::string text = R"({
+    "format_version": 1, "machine": "m", "backend": "cuda", "date": "d", "source": "measured",
+    "notes": [], "world_size": 8,
+    "gemm": [{"m": 128, "n": 128, "k": 128, "dtype": "bf16", "seconds": 1e-5},
+             {"m": -1, "n": 128, "k": 128, "dtype": "int8", "seconds": 1e-5}],
+    "memory": [{"bytes": 1024, "seconds": 0}],
+    "collectives": [{"kind": "all_to_all", "group_size": 8, "nodes_spanned": 1,
+                     "bytes": 1024, "seconds": 1e-5},
+                    {"kind": "all_reduce", "group_size": 2, "nodes_spanned": 4,
+                     "bytes": 1024, "seconds": 1e-5}],
+    "p2p": [{"inter_node": "yes", "bytes": 1024, "seconds": 1e-5, "colour": "red"}]
+  })";
+  const Result<Profile> r = parse_profile(text, "bad.json");
+  ASSERT_FALSE(r.ok());
+  const std::string all = format_errors(r.errors());
+  for (const char* line : {
+           "bad.json: gemm[1].m=-1 must be at least 1\n",
+           "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16 or bf16)\n",
+           "bad.json: memory[0].seconds must be a finite positive number\n",
+           "bad.json: collectives[0].kind=\"all_to_all\" is not a collective",
+           "bad.json: collectives[1].nodes_spanned=4 must not exceed group_size=2\n",
+           "bad.json: p2p[0].inter_node must be true or false\n",
+           "bad.json: p2p[0].colour is not a known key\n",
+       }) {
+    EXPECT_NE(all.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << all;
+  }
+  EXPECT_EQ(r.errors().size(), 7u) << all;
+}
+
+TEST(ProfileJson, MissingKeysAreNamed) {
+  const Result<Profile> r = parse_profile(R"({"format_version": 1, "gemm": [{"m": 1}]})", "x.json");
+  ASSERT_FALSE(r.ok());
+  const std::string all = format_errors(r.errors());
+  for (const char* line :
+       {"x.json: machine is missing", "x.json: memory is missing", "x.json: gemm[0].n is missing",
+        "x.json: gemm[0].seconds is missing", "x.json: collectives is missing"}) {
+    EXPECT_NE(all.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << all;
+  }
+}
+
+TEST(ProfileJson, BadFitIsNamed) {
+  Profile p = sample_profile();
+  std::string text = profile_to_json(p);
+  const std::string from = "\"max_bytes\": 1073741824";
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), "\"max_bytes\": 5");
+  const Result<Profile> r = parse_profile(text, "fit.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(format_errors(r.errors()),
+            "fit.json: memory_fit.max_bytes=5 must be at least min_bytes=1048576\n");
+}
+
+TEST(ProfileJson, InvalidJsonNamesTheFile) {
+  const Result<Profile> r = parse_profile("{\"machine\": ", "broken.json");
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.errors().size(), 1u);
+  EXPECT_EQ(r.errors()[0].file, "broken.json");
+  EXPECT_NE(r.errors()[0].message.find("is not valid JSON"), std::string::npos);
+}
+
+TEST(ProfileJson, UnreadableFileIsNamed) {
+  const Result<Profile> r = load_profile_file("/nonexistent/stepsim/profile.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors()[0].file, "/nonexistent/stepsim/profile.json");
+}
+
+TEST(ProfileJson, NewerFormatIsRefused) {
+  std::string text = profile_to_json(sample_profile());
+  text.replace(text.find("\"format_version\": 1"), 19, "\"format_version\": 2");
+  const Result<Profile> r = parse_profile(text, "new.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(format_errors(r.errors()),
+            "new.json: format_version=2 is newer than this stepsim reads (1)\n");
+}
+
+}  // namespace
+}  // namespace stepsim
