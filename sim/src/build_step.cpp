@@ -113,7 +113,9 @@ class Builder {
       const CommCall& call = item.comm;
       std::vector<TaskId> sides;
       for (const Transfer& tr : call.transfers) sides.push_back(add_transfer_side(r, tr, cursor));
-      if (!call.blocking || sides.empty()) continue;
+      // With serialised streams a non-blocking call completes where it is issued, as on the
+      // validator's single host thread (calibration/executor.hpp).
+      if ((!call.blocking && !options_.serialize_streams) || sides.empty()) continue;
       if (sides.size() == 1) {
         cursor = static_cast<std::int32_t>(sides.front().value);
         continue;
