@@ -233,11 +233,11 @@ double CalibratedCostModel::memory_bound_s(const MemoryBoundOp& op) const {
 }
 
 // The fit used for a collective that was not measured: same kind first, then the same link
-// class (inside one node vs across nodes: never one for the other), then the nearest group
-// in log2(group size) + log2(ranks per node). The bus bandwidth nccl-tests reports is what
-// carries over between group sizes and kinds, so the fit's algorithm bandwidth is turned
-// into bus bandwidth with its own factor and back with the query's; the latency scales with
-// the ring's steps.
+// class (inside one node vs across nodes: never one for the other; across nodes only with the
+// same members per node), then the nearest group in log2(group size) + log2(ranks per node). The
+// bus bandwidth nccl-tests reports is what carries over between group sizes and kinds, so the fit's
+// algorithm bandwidth is turned into bus bandwidth with its own factor and back with the query's;
+// the latency scales with the ring's steps.
 double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   const std::string what = group_text(op.kind, op.group_size, op.nodes_spanned);
@@ -252,6 +252,9 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
     const auto& [kind, group_size, nodes] = key;
     if ((nodes > 1) != (op.nodes_spanned > 1)) continue;
     const double fit_per_node = static_cast<double>(group_size) / static_cast<double>(nodes);
+    // Across nodes a group's bus bandwidth is its members' share of the NICs, which grows
+    // with the members per node: only a group with as many members per node carries over.
+    if (nodes > 1 && fit_per_node != per_node) continue;
     const double distance = (kind == op.kind ? 0.0 : 1000.0) +
                             std::abs(log2_of(group_size) - log2_of(op.group_size)) +
                             std::abs(std::log2(fit_per_node) - std::log2(per_node));

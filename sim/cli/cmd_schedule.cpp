@@ -2,7 +2,6 @@
 // Megatron's p2p calls between them) of a pipeline schedule.
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -44,9 +43,9 @@ void write_transfers(std::ostream& out, const std::vector<sim::Transfer>& transf
 /// number of compute actions that precede it in the rank's program.
 void write_json(std::ostream& out, const sim::Schedule& s) {
   const sim::ScheduleParams& p = s.params;
-  out << "{\"params\":{\"schedule\":\"" << sim::to_string(p.kind) << "\",\"pp\":"
-      << p.pipeline_size << ",\"vpp\":" << p.virtual_size << ",\"microbatches\":"
-      << p.microbatches << ",\"group_size\":" << p.group_size
+  out << "{\"params\":{\"schedule\":\"" << sim::to_string(p.kind) << "\",\"pp\":" << p.pipeline_size
+      << ",\"vpp\":" << p.virtual_size << ",\"microbatches\":" << p.microbatches
+      << ",\"group_size\":" << p.group_size
       << ",\"overlap_p2p_comm\":" << (p.overlap_p2p_comm ? "true" : "false") << "},\n"
       << "\"ranks\":[\n";
   for (const sim::RankProgram& rank : s.ranks) {
@@ -56,8 +55,8 @@ void write_json(std::ostream& out, const sim::Schedule& s) {
     for (const sim::Action& a : rank.actions) {
       if (!first) out << ',';
       first = false;
-      out << "[\"" << (a.type == sim::ActionType::kForward ? 'F' : 'B') << "\","
-          << a.microbatch << ',' << a.chunk << ']';
+      out << "[\"" << (a.type == sim::ActionType::kForward ? 'F' : 'B') << "\"," << a.microbatch
+          << ',' << a.chunk << ']';
     }
     out << "],\"comm\":[";
     first = true;
@@ -69,8 +68,8 @@ void write_json(std::ostream& out, const sim::Schedule& s) {
       }
       if (!first) out << ',';
       first = false;
-      out << "{\"at\":" << at << ",\"call\":\"" << item.comm.name << "\",\"blocking\":"
-          << (item.comm.blocking ? "true" : "false") << ",\"transfers\":";
+      out << "{\"at\":" << at << ",\"call\":\"" << item.comm.name
+          << "\",\"blocking\":" << (item.comm.blocking ? "true" : "false") << ",\"transfers\":";
       write_transfers(out, item.comm.transfers);
       out << ",\"waits\":";
       write_transfers(out, item.comm.waits);
@@ -101,9 +100,9 @@ int run_schedule(const ScheduleOptions& o, Env& env) {
     bad = true;
   }
   sim::ScheduleParams params;
-  params.kind = o.gpipe        ? sim::ScheduleKind::kGPipe
-                : interleaved  ? sim::ScheduleKind::kInterleaved
-                               : sim::ScheduleKind::kOneFOneB;
+  params.kind = o.gpipe       ? sim::ScheduleKind::kGPipe
+                : interleaved ? sim::ScheduleKind::kInterleaved
+                              : sim::ScheduleKind::kOneFOneB;
   params.pipeline_size = o.pp;
   params.virtual_size = o.vpp;
   params.microbatches = o.microbatches;
@@ -141,8 +140,7 @@ void add_schedule_command(CLI::App& app, Env& env) {
   cmd->add_option("--vpp", opts->vpp,
                   "virtual_pipeline_model_parallel_size: model chunks per rank (v)")
       ->capture_default_str();
-  cmd->add_option("--microbatches", opts->microbatches,
-                  "micro-batches per pipeline per step (m)")
+  cmd->add_option("--microbatches", opts->microbatches, "micro-batches per pipeline per step (m)")
       ->required();
   cmd->add_option_function<std::int32_t>(
       "--group-size",

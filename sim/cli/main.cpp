@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   stepsim::cli::add_schedule_command(app, env);
   stepsim::cli::add_validate_command(app, env);
   stepsim::cli::add_regress_command(app, env);
+  stepsim::cli::add_check_command(app, env);
+  stepsim::cli::add_predict_command(app, env);
 
 
   try {

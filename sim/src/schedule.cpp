@@ -2,12 +2,13 @@
 // forward_backward_pipelining_without_interleaving, and GPipe). The interleaved schedule is in
 // schedule_interleaved.cpp.
 
+#include "stepsim/sim/schedule.hpp"
+
 #include <algorithm>
 #include <string>
 #include <utility>
 
 #include "schedule_builder.hpp"
-#include "stepsim/sim/schedule.hpp"
 
 namespace stepsim::sim {
 namespace {
@@ -30,17 +31,17 @@ void validate_interleaved(const ScheduleParams& params, Errors& errors) {
   const std::int32_t v = params.virtual_size;
   const std::int32_t m = params.microbatches;
   if (v < 2) {
-    errors.push_back(flag_error(
-        "--vpp", v,
-        "but the interleaved schedule needs virtual_pipeline_model_parallel_size >= 2 "
-        "(Megatron-LM runs the non-interleaved 1F1B schedule otherwise)"));
+    errors.push_back(
+        flag_error("--vpp", v,
+                   "but the interleaved schedule needs virtual_pipeline_model_parallel_size >= 2 "
+                   "(Megatron-LM runs the non-interleaved 1F1B schedule otherwise)"));
   }
-  if (params.overlap_p2p_comm && p < 2) {
+  if (params.overlap_p2p_comm && p == 1) {
     errors.push_back(flag_error("--pp", p,
                                 "but the interleaved schedule needs "
                                 "pipeline_model_parallel_size > 1"));
   }
-  if (!params.overlap_p2p_comm && p < 3) {
+  if (!params.overlap_p2p_comm && p >= 1 && p < 3) {
     errors.push_back(flag_error(
         "--pp", p,
         "but the interleaved schedule without overlap_p2p_comm needs "
@@ -53,8 +54,8 @@ void validate_interleaved(const ScheduleParams& params, Errors& errors) {
     if (params.group_size == 0) {
       errors.push_back(flag_error(
           "--microbatches", m,
-          "is smaller than microbatch_group_size_per_vp_stage (default: --pp=" +
-              std::to_string(p) + "); the interleaved schedule needs at least --pp micro-batches"));
+          "is smaller than microbatch_group_size_per_vp_stage (default: --pp=" + std::to_string(p) +
+              "); the interleaved schedule needs at least --pp micro-batches"));
     } else {
       errors.push_back(flag_error("--group-size", n,
                                   "but microbatch_group_size_per_vp_stage must lie in [PP=" +
@@ -68,8 +69,7 @@ void validate_interleaved(const ScheduleParams& params, Errors& errors) {
         "--microbatches", m,
         "leaves a last micro-batch group of " + std::to_string(last_group) +
             " (microbatch_group_size_per_vp_stage=" + std::to_string(n) +
-            "); the remainder must be 0 or >= pipeline_model_parallel_size=" +
-            std::to_string(p)));
+            "); the remainder must be 0 or >= pipeline_model_parallel_size=" + std::to_string(p)));
   }
 }
 
@@ -102,8 +102,8 @@ Errors validate(const ScheduleParams& params) {
       break;
     case ScheduleKind::kGPipe:
       if (params.virtual_size > 1) {
-        errors.push_back(flag_error("--vpp", params.virtual_size,
-                                    "but GPipe runs one model chunk per rank"));
+        errors.push_back(
+            flag_error("--vpp", params.virtual_size, "but GPipe runs one model chunk per rank"));
       }
       break;
     case ScheduleKind::kInterleaved:
@@ -179,7 +179,8 @@ void build_gpipe_rank(const ScheduleParams& params, std::int32_t r, RankProgram&
   const auto m_size = static_cast<std::size_t>(m);
   ProgramBuilder b(program, 2 * m_size, 6 * m_size);
   for (std::int32_t i = 0; i < m; ++i) {
-    if (!first) b.call("recv_forward", true, detail::recv(TensorKind::kActivation, i, r - 1, r - 1));
+    if (!first)
+      b.call("recv_forward", true, detail::recv(TensorKind::kActivation, i, r - 1, r - 1));
     b.compute(ActionType::kForward, i, 0);
     if (!last) b.call("send_forward", true, detail::send(TensorKind::kActivation, i, r, r + 1));
   }
@@ -261,8 +262,7 @@ Result<Schedule> make_schedule(const ScheduleParams& params) {
         build_gpipe_rank(schedule.params, r, program);
         break;
       case ScheduleKind::kInterleaved:
-        detail::build_interleaved_rank(schedule.params, r, microbatch_table, chunk_table,
-                                       program);
+        detail::build_interleaved_rank(schedule.params, r, microbatch_table, chunk_table, program);
         break;
     }
   }
@@ -271,9 +271,12 @@ Result<Schedule> make_schedule(const ScheduleParams& params) {
 
 std::string_view to_string(ScheduleKind kind) {
   switch (kind) {
-    case ScheduleKind::kOneFOneB: return "1f1b";
-    case ScheduleKind::kInterleaved: return "interleaved";
-    case ScheduleKind::kGPipe: return "gpipe";
+    case ScheduleKind::kOneFOneB:
+      return "1f1b";
+    case ScheduleKind::kInterleaved:
+      return "interleaved";
+    case ScheduleKind::kGPipe:
+      return "gpipe";
   }
   return "?";
 }

@@ -168,6 +168,23 @@ TEST(CalibratedCostModel, InterNodeNeverBorrowsAnIntraNodeFit) {
   EXPECT_EQ(m.warnings().size(), 2u);
 }
 
+TEST(CalibratedCostModel, InterNodeBorrowsOnlyWithSameMembersPerNode) {
+  auto p = std::make_shared<Profile>(*test_profile());
+  for (std::int64_t b = 1 << 16; b <= (1 << 28); b *= 4) {
+    p->collectives.push_back(
+        {CollectiveKind::kAllReduce, 2, 2, b, 10e-6 + static_cast<double>(b) / 20e9, ""});
+  }
+  fit_profile(*p);
+  const CalibratedCostModel m(p, "dp.json", test_system());
+  // One member per node, like the measured 2-rank group: rescaled from it.
+  const CollectiveOp dp4{CollectiveKind::kAllReduce, CommGroup::kData, 1 << 24, 4, 4};
+  EXPECT_NEAR(m.collective_s(dp4), 10e-6 * 6.0 / 2.0 + (1 << 24) * 1.5 / 20e9, 1e-9);
+  // Eight members per node use eight NICs: the roofline, not the one-NIC fit.
+  const RooflineCostModel roofline(test_system());
+  const CollectiveOp dp16{CollectiveKind::kAllReduce, CommGroup::kData, 1 << 24, 16, 2};
+  EXPECT_EQ(m.collective_s(dp16), roofline.collective_s(dp16));
+}
+
 TEST(CalibratedCostModel, P2PUsesItsLinkClass) {
   const CalibratedCostModel m = model();
   EXPECT_NEAR(m.p2p_s({1 << 20, false}), 3e-6 + (1 << 20) / 150e9, 1e-12);

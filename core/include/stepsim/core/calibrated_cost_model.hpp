@@ -14,8 +14,8 @@
 //   inputs and outputs through the memory fit (a warning says so).
 // - Memory-bound: the memory fit.
 // - Collectives: the fit of the same (kind, group size, nodes spanned); else the nearest
-//   measured group (see collective_s) with nccl-tests' bus-bandwidth factor rescaled, and a
-//   warning. Sizes outside the fit's measured range are extrapolated with a warning.
+//   measured group of the same link class (see collective_s) with nccl-tests' bus-bandwidth
+//   factor rescaled, and a warning. Sizes outside the fit's measured range are extrapolated with a warning.
 // - P2P: the fit of the link class (intra- or inter-node).
 // Whatever the profile has no data for at all (a dtype without GEMMs, a profile without
 // inter-node collectives) is costed by the roofline model of the workload's system, with a

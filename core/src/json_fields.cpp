@@ -1,0 +1,235 @@
+#include "json_fields.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+namespace stepsim::detail {
+
+namespace {
+
+using nlohmann::json;
+
+// 1-based line and column of byte offset `byte` (nlohmann counts the byte it stopped at).
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte) {
+  std::size_t line = 1;
+  std::size_t column = 1;
+  const std::size_t end = byte == 0 ? 0 : std::min(byte - 1, text.size());
+  for (std::size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// nlohmann's message minus its "[json.exception.parse_error.101] parse error at ...: " prefix.
+std::string parse_reason(const std::string& what) {
+  std::string reason = what;
+  if (const auto bracket = reason.find("] "); bracket != std::string::npos) {
+    reason = reason.substr(bracket + 2);
+  }
+  if (reason.rfind("parse error", 0) == 0) {
+    if (const auto colon = reason.find(": "); colon != std::string::npos) {
+      reason = reason.substr(colon + 2);
+    }
+  }
+  return reason;
+}
+
+struct Frame {
+  std::set<std::string, std::less<>> keys;
+  std::string current;
+};
+
+}  // namespace
+
+std::optional<json> parse_json(std::string_view text, const std::string& file, Errors& errors) {
+  std::vector<Frame> frames;
+  Errors duplicates;
+  const json::parser_callback_t track_keys = [&](int /*depth*/, json::parse_event_t event,
+                                                 json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        frames.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        if (!frames.empty()) frames.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        const std::string key = parsed.get<std::string>();
+        if (frames.empty()) break;
+        if (!frames.back().keys.insert(key).second) {
+          std::string path;
+          for (std::size_t i = 0; i + 1 < frames.size(); ++i) path += frames[i].current + ".";
+          duplicates.push_back({file, path + key, " is given twice in one object"});
+        }
+        frames.back().current = key;
+        break;
+      }
+      default:
+        break;
+    }
+    return true;
+  };
+  try {
+    json value = json::parse(text.begin(), text.end(), track_keys, /*allow_exceptions=*/true);
+    if (!duplicates.empty()) {
+      errors.insert(errors.end(), duplicates.begin(), duplicates.end());
+      return std::nullopt;
+    }
+    return value;
+  } catch (const json::parse_error& e) {
+    const auto [line, column] = line_column(text, e.byte);
+    errors.push_back({file, "",
+                      "line " + std::to_string(line) + ", column " + std::to_string(column) +
+                          ": malformed JSON: " + parse_reason(e.what())});
+    return std::nullopt;
+  }
+}
+
+std::string format_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+std::string describe(const json& value) {
+  if (value.is_object()) return "an object";
+  if (value.is_array()) return "an array";
+  if (value.is_null()) return "null";
+  std::string text = value.dump();
+  constexpr std::size_t kMax = 40;
+  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  return text;
+}
+
+ObjectReader::ObjectReader(const json& object, std::string file, std::string prefix,
+                           Errors& errors)
+    : object_(object), file_(std::move(file)), prefix_(std::move(prefix)), errors_(errors) {}
+
+std::string ObjectReader::path(std::string_view key) const {
+  if (prefix_.empty()) return std::string(key);
+  return prefix_ + "." + std::string(key);
+}
+
+void ObjectReader::error(std::string_view key, std::string message) {
+  errors_.push_back({file_, path(key), std::move(message)});
+}
+
+const json* ObjectReader::find(std::string_view key, bool required) {
+  known_.insert(std::string(key));
+  const auto it = object_.find(std::string(key));
+  if (it == object_.end() || it->is_null()) {
+    if (required) error(key, " must be given");
+    return nullptr;
+  }
+  return &*it;
+}
+
+const json* ObjectReader::raw(std::string_view key) { return find(key, false); }
+
+std::optional<std::int64_t> ObjectReader::positive_int(std::string_view key, bool required) {
+  const json* v = find(key, required);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    const auto u = v->get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      error(key, std::string("=") + describe(*v) + " does not fit in a 64-bit integer");
+      return std::nullopt;
+    }
+  }
+  if (!v->is_number_integer()) {
+    error(key, std::string("=") + describe(*v) + " must be an integer");
+    return std::nullopt;
+  }
+  const auto n = v->get<std::int64_t>();
+  if (n <= 0) {
+    error(key, std::string("=") + std::to_string(n) + " must be positive");
+    return std::nullopt;
+  }
+  return n;
+}
+
+std::optional<bool> ObjectReader::boolean(std::string_view key) {
+  const json* v = find(key, false);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_boolean()) {
+    error(key, std::string("=") + describe(*v) + " must be true or false");
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+std::optional<std::string> ObjectReader::string(std::string_view key, bool required) {
+  const json* v = find(key, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) {
+    error(key, std::string("=") + describe(*v) + " must be a string");
+    return std::nullopt;
+  }
+  std::string s = v->get<std::string>();
+  if (required && s.empty()) {
+    error(key, " must not be empty");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<std::string> ObjectReader::choice(std::string_view key,
+                                                std::initializer_list<std::string_view> choices) {
+  const json* v = find(key, false);
+  if (v == nullptr) return std::nullopt;
+  std::string listed;
+  for (const std::string_view c : choices) {
+    if (!listed.empty()) listed += ", ";
+    listed += "\""; listed += c; listed += "\"";
+  }
+  if (v->is_string()) {
+    const std::string s = v->get<std::string>();
+    for (const std::string_view c : choices) {
+      if (s == c) return s;
+    }
+  }
+  error(key, std::string("=") + describe(*v) + " must be one of " + listed + " or null");
+  return std::nullopt;
+}
+
+std::optional<double> ObjectReader::number(std::string_view key, bool required, double min,
+                                           double max) {
+  const json* v = find(key, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_number()) {
+    error(key, std::string("=") + describe(*v) + " must be a number");
+    return std::nullopt;
+  }
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || d < min || d > max) {
+    error(key, std::string("=") + describe(*v) + " must be between " + format_number(min) + " and " +
+                   format_number(max));
+    return std::nullopt;
+  }
+  return d;
+}
+
+const json* ObjectReader::object(std::string_view key, bool required) {
+  const json* v = find(key, required);
+  if (v == nullptr) return nullptr;
+  if (!v->is_object()) {
+    error(key, std::string("=") + describe(*v) + " must be an object");
+    return nullptr;
+  }
+  return v;
+}
+
+void ObjectReader::reject_unknown_keys() {
+  for (const auto& [key, value] : object_.items()) {
+    if (known_.find(key) == known_.end()) error(key, " is not a known key");
+  }
+}
+
+}  // namespace stepsim::detail

@@ -1,0 +1,166 @@
+// System files: one GPU type, its node and network, and the roofline efficiency curves.
+// The format is documented in scenarios/README.md; every figure must be cited in `sources`.
+
+#include <array>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "json_fields.hpp"
+#include "load_internal.hpp"
+#include "stepsim/core/load.hpp"
+
+namespace stepsim {
+
+namespace detail {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr double kHuge = 1e30;  // upper bound for rates: anything above is a typo
+
+// Every figure a system file holds, as the dotted key its citation goes under in `sources`.
+constexpr std::array<std::string_view, 16> kCitedKeys = {
+    "peak_flops_fp32",          "peak_flops_fp16",           "peak_flops_bf16",
+    "memory_bytes",             "hbm_bandwidth_Bps",         "gpus_per_node",
+    "nics_per_node",            "intra_node.bandwidth_Bps",  "intra_node.latency_s",
+    "inter_node.bandwidth_Bps", "inter_node.latency_s",      "efficiency.gemm_max",
+    "efficiency.gemm_half_flops", "efficiency.memory_max",   "efficiency.kernel_launch_s",
+    "efficiency.link_max"};
+
+std::string join(const std::string& prefix, std::string_view key) {
+  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
+}
+
+LinkSpec parse_link(ObjectReader& parent, std::string_view key, const std::string& prefix,
+                    Errors& errors) {
+  LinkSpec link;
+  const json* object = parent.object(key, true);
+  if (object == nullptr) return link;
+  ObjectReader r(*object, parent.file(), join(prefix, key), errors);
+  if (auto v = r.number("bandwidth_Bps", true, 0, kHuge)) {
+    if (*v > 0) {
+      link.bandwidth_bytes_per_s = *v;
+    } else {
+      r.error("bandwidth_Bps", "=0 must be positive");
+    }
+  }
+  if (auto v = r.number("latency_s", true, 0, 1)) link.latency_s = *v;
+  r.reject_unknown_keys();
+  return link;
+}
+
+// A fraction in (0, 1].
+std::optional<double> fraction(ObjectReader& r, std::string_view key) {
+  auto v = r.number(key, true, 0, 1);
+  if (v && *v <= 0) {
+    r.error(key, "=0 must be a fraction in (0, 1]");
+    return std::nullopt;
+  }
+  return v;
+}
+
+RooflineEfficiency parse_efficiency(ObjectReader& parent, const std::string& prefix,
+                                    Errors& errors) {
+  RooflineEfficiency e;
+  const json* object = parent.object("efficiency", true);
+  if (object == nullptr) return e;
+  ObjectReader r(*object, parent.file(), join(prefix, "efficiency"), errors);
+  if (auto v = fraction(r, "gemm_max")) e.gemm_max = *v;
+  if (auto v = r.number("gemm_half_flops", true, 0, kHuge)) e.gemm_half_flops = *v;
+  if (auto v = fraction(r, "memory_max")) e.memory_max = *v;
+  if (auto v = r.number("kernel_launch_s", true, 0, 1)) e.kernel_launch_s = *v;
+  if (auto v = fraction(r, "link_max")) e.link_max = *v;
+  r.reject_unknown_keys();
+  return e;
+}
+
+void check_sources(ObjectReader& parent, const std::string& prefix, Errors& errors) {
+  const json* object = parent.object("sources", true);
+  if (object == nullptr) return;
+  ObjectReader r(*object, parent.file(), join(prefix, "sources"), errors);
+  for (const std::string_view key : kCitedKeys) {
+    const json* cited = r.raw(key);
+    if (cited == nullptr) {
+      r.error(key, " must cite where the figure " + join(prefix, key) + " comes from");
+    } else if (!cited->is_string() || cited->get<std::string>().empty()) {
+      r.error(key, std::string("=") + describe(*cited) + " must be a non-empty citation string");
+    }
+  }
+  r.reject_unknown_keys();
+}
+
+}  // namespace
+
+SystemConfig parse_system(const json& object, const std::string& file, const std::string& prefix,
+                          Errors& errors) {
+  SystemConfig s;
+  ObjectReader r(object, file, prefix, errors);
+  if (auto v = r.string("name", true)) s.name = *v;
+  r.string("description", false);
+  if (auto v = r.string("gpu_name", true)) s.gpu_name = *v;
+  if (auto v = r.number("peak_flops_fp32", true, 0, kHuge)) s.peak_flops_fp32 = *v;
+  if (auto v = r.number("peak_flops_fp16", true, 0, kHuge)) s.peak_flops_fp16 = *v;
+  if (auto v = r.number("peak_flops_bf16", true, 0, kHuge)) s.peak_flops_bf16 = *v;
+  if (r.raw("peak_flops_fp32") != nullptr && s.peak_flops_fp32 <= 0 && s.peak_flops_fp16 <= 0 &&
+      s.peak_flops_bf16 <= 0) {
+    r.error("peak_flops_bf16", "=0: at least one of peak_flops_fp32/fp16/bf16 must be positive");
+  }
+  if (auto v = r.positive_int("memory_bytes", true)) s.memory_bytes = *v;
+  if (auto v = r.number("hbm_bandwidth_Bps", true, 0, kHuge)) {
+    if (*v > 0) {
+      s.hbm_bandwidth_bytes_per_s = *v;
+    } else {
+      r.error("hbm_bandwidth_Bps", "=0 must be positive");
+    }
+  }
+  if (auto v = r.positive_int("gpus_per_node", true)) s.gpus_per_node = *v;
+  if (auto v = r.positive_int("nics_per_node", true)) s.nics_per_node = *v;
+  s.intra_node = parse_link(r, "intra_node", prefix, errors);
+  s.inter_node = parse_link(r, "inter_node", prefix, errors);
+  s.efficiency = parse_efficiency(r, prefix, errors);
+  check_sources(r, prefix, errors);
+  r.reject_unknown_keys();
+  return s;
+}
+
+std::optional<std::string> read_text_file(const std::string& path, Errors& errors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    errors.push_back({path, "", "cannot open the file (missing or unreadable)"});
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    errors.push_back({path, "", "cannot read the file"});
+    return std::nullopt;
+  }
+  return text.str();
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace detail
+
+Result<SystemConfig> load_system_file(const std::string& path) {
+  Errors errors;
+  const auto text = detail::read_text_file(path, errors);
+  if (!text) return errors;
+  const auto json = detail::parse_json(*text, path, errors);
+  if (!json) return errors;
+  if (!json->is_object()) {
+    return Error{path, "", "a system file must hold one JSON object"};
+  }
+  SystemConfig system = detail::parse_system(*json, path, "", errors);
+  if (!errors.empty()) return errors;
+  return system;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,316 @@
+// Megatron-LM's argument rules for what stepsim models. Sources: megatron/training/arguments.py
+// (validate_args), megatron/core/transformer/transformer_config.py (__post_init__),
+// megatron/core/model_parallel_config.py, megatron/core/pipeline_parallel/schedules.py
+// (interleaved schedule checks) and megatron/core/num_microbatches_calculator.py.
+
+#include "stepsim/core/validate.hpp"
+
+#include "validate_internal.hpp"
+
+namespace stepsim {
+
+namespace {
+
+using detail::Checker;
+using detail::str;
+
+std::string_view name_of(RecomputeMethod m) { return m == RecomputeMethod::kBlock ? "\"block\"" : "\"uniform\""; }
+
+bool divides(std::int64_t d, std::int64_t n) { return d > 0 && n % d == 0; }
+
+void check_model(const Workload& w, Checker& check) {
+  const ModelConfig& m = w.model;
+  const std::int64_t t = w.training.tensor_model_parallel_size;
+  const std::int64_t a = m.num_attention_heads;
+  const std::int64_t g = m.num_query_groups;
+  if (a > 0 && g > 0 && a % g != 0) {
+    check.fail("model.num_query_groups",
+               std::string("=") + str(g) + " does not divide num_attention_heads=" + str(a));
+  }
+  if (t > 0) {
+    const std::string key = "training.tensor_model_parallel_size";
+    const std::string tp = "=" + str(t);
+    if (a > 0 && a % t != 0) check.fail(key, tp + " does not divide num_attention_heads=" + str(a));
+    if (g > 0 && g != a && g % t != 0) {
+      check.fail(key, tp + " does not divide num_query_groups=" + str(g) +
+                          " (replicating key/value heads across tensor-parallel ranks is not "
+                          "modelled)");
+    }
+    if (m.ffn_hidden_size > 0 && m.ffn_hidden_size % t != 0) {
+      check.fail(key, tp + " does not divide ffn_hidden_size=" + str(m.ffn_hidden_size));
+    }
+    if (m.padded_vocab_size > 0 && m.padded_vocab_size % t != 0) {
+      check.fail(key, tp + " does not divide padded_vocab_size=" + str(m.padded_vocab_size));
+    }
+  }
+  if (m.vocab_size > 0 && m.padded_vocab_size > 0 && m.padded_vocab_size < m.vocab_size) {
+    check.fail("model.padded_vocab_size", std::string("=") + str(m.padded_vocab_size) +
+                                              " is smaller than vocab_size=" + str(m.vocab_size));
+  }
+  if (m.seq_length > 0 && m.max_position_embeddings > 0 &&
+      m.seq_length > m.max_position_embeddings) {
+    check.fail("model.seq_length", std::string("=") + str(m.seq_length) + " exceeds max_position_embeddings=" +
+                                       str(m.max_position_embeddings));
+  }
+}
+
+void check_pipeline(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const std::int64_t layers = w.model.num_layers;
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  const std::int64_t v = t.virtual_pipeline_model_parallel_size;
+  if (p > 0 && layers > 0 && layers % p != 0) {
+    check.fail("training.pipeline_model_parallel_size",
+               std::string("=") + str(p) + " does not divide num_layers=" + str(layers));
+  }
+  if (v <= 1 || p <= 0) return;
+  if (p == 1 || (p == 2 && !t.overlap_p2p_comm)) {
+    check.fail("training.pipeline_model_parallel_size",
+               std::string("=") + str(p) + ": the interleaved schedule (virtual_pipeline_model_parallel_size=" +
+                   str(v) + ") needs pipeline_model_parallel_size > 2, or > 1 with "
+                   "overlap_p2p_comm");
+  }
+  if (layers > 0 && layers % p == 0) {
+    const std::int64_t per_stage = layers / p;
+    if (per_stage % v != 0) {
+      check.fail("training.virtual_pipeline_model_parallel_size",
+                 std::string("=") + str(v) + " does not divide the layers per pipeline stage (num_layers/"
+                 "pipeline_model_parallel_size=" + str(per_stage) + ")");
+    } else if (t.num_layers_per_virtual_pipeline_stage > 0 &&
+               t.num_layers_per_virtual_pipeline_stage * v != per_stage) {
+      check.fail("training.num_layers_per_virtual_pipeline_stage",
+                 std::string("=") + str(t.num_layers_per_virtual_pipeline_stage) +
+                     " times virtual_pipeline_model_parallel_size=" + str(v) +
+                     " is not the layers per pipeline stage (" + str(per_stage) + ")");
+    }
+  }
+  // schedules.py, forward_backward_pipelining_with_interleaving.
+  const std::int64_t m = t.num_microbatches;
+  const std::int64_t n = t.microbatch_group_size_per_vp_stage;
+  if (m <= 0 || n <= 0) return;
+  if (m < p) {
+    check.fail("training.global_batch_size",
+               std::string("=") + str(t.global_batch_size) + " gives num_microbatches=" + str(m) +
+                   ", fewer than pipeline_model_parallel_size=" + str(p) +
+                   " as the interleaved schedule needs");
+    return;
+  }
+  if (n < p || n > m) {
+    check.fail("training.microbatch_group_size_per_vp_stage",
+               std::string("=") + str(n) + " must range in [pipeline_model_parallel_size=" + str(p) +
+                   ", num_microbatches=" + str(m) + "]");
+    return;
+  }
+  const std::int64_t remainder = m % n;
+  if (remainder > 0 && remainder < p) {
+    check.fail("training.global_batch_size",
+               std::string("=") + str(t.global_batch_size) + " gives num_microbatches=" + str(m) +
+                   "; num_microbatches mod microbatch_group_size_per_vp_stage=" + str(n) +
+                   " is " + str(remainder) + ", which must be 0 or >= pipeline_model_parallel_size=" +
+                   str(p));
+  }
+}
+
+void check_batch(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const std::int64_t tp = t.tensor_model_parallel_size;
+  const std::int64_t pp = t.pipeline_model_parallel_size;
+  std::int64_t model_size = 0;
+  if (t.world_size > 0 && tp > 0 && pp > 0 &&
+      (__builtin_mul_overflow(tp, pp, &model_size) || t.world_size % model_size != 0)) {
+    check.fail("training.world_size",
+               std::string("=") + str(t.world_size) + " is not divisible by tensor_model_parallel_size*"
+               "pipeline_model_parallel_size=" + str(tp) + "*" + str(pp));
+  }
+  const std::int64_t dp = t.data_parallel_size;
+  std::int64_t per_step = 0;
+  if (dp > 0 && t.micro_batch_size > 0 && t.global_batch_size > 0 &&
+      (__builtin_mul_overflow(t.micro_batch_size, dp, &per_step) ||
+       t.global_batch_size % per_step != 0)) {
+    check.fail("training.global_batch_size",
+               std::string("=") + str(t.global_batch_size) +
+                   " is not divisible by micro_batch_size*data_parallel_size=" +
+                   str(t.micro_batch_size) + "*" + str(dp));
+  }
+}
+
+void check_recompute(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const auto granularity = t.recompute_granularity;
+  const bool has_method = t.recompute_method != RecomputeMethod::kNone;
+  if (granularity != RecomputeGranularity::kFull && has_method) {
+    check.fail("training.recompute_method",
+               std::string("=") + std::string(name_of(t.recompute_method)) +
+                   (granularity == RecomputeGranularity::kSelective
+                        ? " is not supported with recompute_granularity \"selective\""
+                        : " needs recompute_granularity \"full\""));
+  }
+  if (granularity != RecomputeGranularity::kFull && t.recompute_num_layers != 0) {
+    check.fail("training.recompute_num_layers",
+               std::string("=") + str(t.recompute_num_layers) +
+                   (granularity == RecomputeGranularity::kSelective
+                        ? " must not be given with recompute_granularity \"selective\""
+                        : " needs recompute_granularity \"full\""));
+  }
+  if (granularity == RecomputeGranularity::kFull) {
+    if (!has_method) {
+      check.fail("training.recompute_granularity",
+                 "=\"full\" needs recompute_method \"uniform\" or \"block\"");
+    }
+    const std::int64_t layers = w.model.num_layers;
+    const std::int64_t p = t.pipeline_model_parallel_size;
+    const std::int64_t v = t.virtual_pipeline_model_parallel_size;
+    if (layers > 0 && divides(p, layers) && divides(v, layers / p) &&
+        t.recompute_num_layers > layers / p / v) {
+      check.fail("training.recompute_num_layers",
+                 std::string("=") + str(t.recompute_num_layers) + " must be between 1 and the layers per " +
+                     "model chunk (" + str(layers / p / v) + ")");
+    }
+  }
+  if (t.distribute_saved_activations) {
+    const std::string key = "training.distribute_saved_activations";
+    if (t.tensor_model_parallel_size == 1) {
+      check.fail(key, "=true needs tensor_model_parallel_size > 1");
+    }
+    if (granularity != RecomputeGranularity::kFull) {
+      check.fail(key, "=true needs recompute_granularity \"full\" with a recompute_method");
+    }
+    if (t.sequence_parallel) check.fail(key, "=true cannot be combined with sequence_parallel");
+  }
+}
+
+void check_training(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  if (t.sequence_parallel && t.tensor_model_parallel_size == 1) {
+    check.fail("training.sequence_parallel", "=true needs tensor_model_parallel_size > 1");
+  }
+  if (t.overlap_param_gather && !t.use_distributed_optimizer) {
+    check.fail("training.overlap_param_gather", "=true needs use_distributed_optimizer");
+  }
+  if (t.overlap_param_gather && !t.overlap_grad_reduce) {
+    check.fail("training.overlap_param_gather", "=true needs overlap_grad_reduce");
+  }
+  if (t.overlap_p2p_comm && !t.interleaved()) {
+    check.fail("training.overlap_p2p_comm",
+               "=true applies only to the interleaved schedule (virtual pipeline stages)");
+  }
+  const SystemConfig& s = w.system;
+  const bool system_given = s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
+  if (system_given && s.peak_flops(t.params_dtype) <= 0) {
+    const std::string dtype(to_string(t.params_dtype));
+    check.fail(t.params_dtype == DType::kBf16 ? "training.bf16" : "training.fp16",
+               t.params_dtype == DType::kFp32
+                   ? "=false and bf16=false (fp32 training) but system \"" + s.name +
+                         "\" has no fp32 peak FLOP/s (peak_flops_fp32=0)"
+                   : "=true but system \"" + s.name + "\" has no " + dtype +
+                         " peak FLOP/s (peak_flops_" + dtype + "=0)");
+  }
+}
+
+// Derives v from num_layers_per_virtual_pipeline_stage (Megatron sets v = None when it is 1),
+// or num_layers_per_virtual_pipeline_stage from v.
+void derive_virtual_stages(Workload& w, Checker& check) {
+  TrainingConfig& t = w.training;
+  const std::int64_t layers = w.model.num_layers;
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  if (layers <= 0 || !divides(p, layers)) return;
+  const std::int64_t per_stage = layers / p;
+  if (t.num_layers_per_virtual_pipeline_stage > 0) {
+    if (per_stage % t.num_layers_per_virtual_pipeline_stage != 0) {
+      check.fail("training.num_layers_per_virtual_pipeline_stage",
+                 std::string("=") + str(t.num_layers_per_virtual_pipeline_stage) +
+                     " does not divide the layers per pipeline stage (num_layers/"
+                     "pipeline_model_parallel_size=" + str(per_stage) + ")");
+      t.num_layers_per_virtual_pipeline_stage = 0;
+      return;
+    }
+    t.virtual_pipeline_model_parallel_size = per_stage / t.num_layers_per_virtual_pipeline_stage;
+  } else if (divides(t.virtual_pipeline_model_parallel_size, per_stage)) {
+    t.num_layers_per_virtual_pipeline_stage = per_stage / t.virtual_pipeline_model_parallel_size;
+  }
+  if (t.virtual_pipeline_model_parallel_size == 1) t.num_layers_per_virtual_pipeline_stage = 0;
+}
+
+void apply_model_defaults(Workload& w, Checker& check) {
+  ModelConfig& m = w.model;
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t a = m.num_attention_heads;
+  if (m.num_query_groups == 0) m.num_query_groups = a;
+  if (m.kv_channels == 0 && h > 0 && a > 0) {
+    if (h % a == 0) {
+      m.kv_channels = h / a;
+    } else {
+      check.fail("model.hidden_size", std::string("=") + str(h) + " is not divisible by num_attention_heads=" +
+                                          str(a) + " (give kv_channels for another head size)");
+    }
+  }
+  // arguments.py: int((4 * h * 2 / 3) / 64) * 64 with SwiGLU, which is (h / 24) * 64.
+  if (m.ffn_hidden_size == 0 && h > 0 && h <= (std::int64_t{1} << 56)) {
+    m.ffn_hidden_size = m.swiglu ? (h / 24) * 64 : 4 * h;
+  }
+  if (m.max_position_embeddings == 0) m.max_position_embeddings = m.seq_length;
+  const std::int64_t t = w.training.tensor_model_parallel_size;
+  std::int64_t multiple = 0;
+  std::int64_t padded = 0;
+  if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.make_vocab_size_divisible_by > 0 &&
+      t > 0 && !__builtin_mul_overflow(m.make_vocab_size_divisible_by, t, &multiple) &&
+      !__builtin_mul_overflow((m.vocab_size + multiple - 1) / multiple, multiple, &padded)) {
+    m.padded_vocab_size = padded;
+  }
+}
+
+}  // namespace
+
+Errors validate_workload(const Workload& w, const std::string& file) {
+  Errors errors;
+  Checker check{file, errors};
+  check_model(w, check);
+  check_batch(w, check);
+  check_pipeline(w, check);
+  check_recompute(w, check);
+  check_training(w, check);
+  detail::check_limits(w, check);
+  return errors;
+}
+
+Errors finalize_workload(Workload& w, const std::string& file) {
+  Errors errors;
+  Checker check{file, errors};
+  apply_model_defaults(w, check);
+  TrainingConfig& t = w.training;
+  t.data_parallel_size = 0;  // derived below; stale values would mislead the rules
+  t.num_microbatches = 0;
+  derive_virtual_stages(w, check);
+  if (t.microbatch_group_size_per_vp_stage != 0 &&
+      t.microbatch_group_size_per_vp_stage != t.pipeline_model_parallel_size &&
+      t.virtual_pipeline_model_parallel_size == 1) {
+    check.fail("training.microbatch_group_size_per_vp_stage",
+               std::string("=") + str(t.microbatch_group_size_per_vp_stage) +
+                   " applies only to the interleaved schedule (virtual pipeline stages)");
+  }
+  if (t.microbatch_group_size_per_vp_stage == 0) {
+    t.microbatch_group_size_per_vp_stage = t.pipeline_model_parallel_size;
+  }
+  if (t.recompute_granularity == RecomputeGranularity::kFull && t.recompute_num_layers == 0) {
+    t.recompute_num_layers = 1;
+  }
+  std::int64_t model_size = 0;
+  if (t.world_size > 0 && t.tensor_model_parallel_size > 0 &&
+      t.pipeline_model_parallel_size > 0 &&
+      !__builtin_mul_overflow(t.tensor_model_parallel_size, t.pipeline_model_parallel_size,
+                              &model_size) &&
+      t.world_size % model_size == 0) {
+    t.data_parallel_size = t.world_size / model_size;
+  }
+  std::int64_t per_step = 0;
+  if (t.data_parallel_size > 0 && t.micro_batch_size > 0 && t.global_batch_size > 0 &&
+      !__builtin_mul_overflow(t.micro_batch_size, t.data_parallel_size, &per_step) &&
+      t.global_batch_size % per_step == 0) {
+    t.num_microbatches = t.global_batch_size / per_step;
+  }
+  const Errors rules = validate_workload(w, file);
+  errors.insert(errors.end(), rules.begin(), rules.end());
+  return errors;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,97 @@
+// The shipped public reference profiles (scenarios/profiles/*-public.json): they load, say
+// they are public data, cite every figure, and cover what the shipped scenarios ask for.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "stepsim/core/calibrated_cost_model.hpp"
+#include "stepsim/core/profile.hpp"
+
+namespace stepsim {
+namespace {
+
+SystemConfig fallback_system() {
+  SystemConfig s;
+  s.name = "fallback";
+  s.peak_flops_bf16 = 989e12;
+  s.peak_flops_fp16 = 989e12;
+  s.peak_flops_fp32 = 494e12;
+  s.hbm_bandwidth_bytes_per_s = 3.35e12;
+  s.gpus_per_node = 8;
+  s.nics_per_node = 8;
+  s.intra_node = {450e9, 3e-6};
+  s.inter_node = {50e9, 5e-6};
+  s.efficiency = {0.8, 0.0, 0.8, 0.0, 0.8};
+  return s;
+}
+
+class PublicProfile : public testing::TestWithParam<const char*> {
+ protected:
+  Profile load() const {
+    const std::string path = std::string(STEPSIM_SCENARIOS_DIR) + "/profiles/" + GetParam();
+    Result<Profile> p = load_profile_file(path);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : format_errors(p.errors()));
+    return p.ok() ? p.value() : Profile{};
+  }
+};
+
+bool cited(const std::string& c) { return c.find("https://") != std::string::npos; }
+
+TEST_P(PublicProfile, IsPublicDataWithEveryFigureCited) {
+  const Profile p = load();
+  EXPECT_EQ(p.source, "public data, not measured here");
+  EXPECT_EQ(p.backend, "public");
+  EXPECT_FALSE(p.gemm.empty());
+  for (const GemmSample& s : p.gemm) EXPECT_TRUE(cited(s.citation)) << s.m;
+  for (const MemorySample& s : p.memory) EXPECT_TRUE(cited(s.citation)) << s.bytes;
+  for (const CollectiveSample& s : p.collectives) EXPECT_TRUE(cited(s.citation)) << s.bytes;
+  for (const P2PSample& s : p.p2p) EXPECT_TRUE(cited(s.citation)) << s.bytes;
+  for (const AttentionSample& s : p.attention) EXPECT_TRUE(cited(s.citation));
+}
+
+// TP 8 inside a node, data-parallel and embedding groups with one rank per node, P2P both
+// ways: answered from the profile without a fallback or rescaling warning.
+TEST_P(PublicProfile, CoversTheShippedScenariosGroups) {
+  auto p = std::make_shared<const Profile>(load());
+  const CalibratedCostModel m(p, GetParam(), fallback_system());
+  for (CollectiveKind kind :
+       {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    EXPECT_GT(m.collective_s({kind, CommGroup::kTensor, 64 << 20, 8, 1}), 0.0);
+    for (std::int64_t dp : {2, 4, 8, 16, 32, 64, 128}) {
+      EXPECT_GT(m.collective_s({kind, CommGroup::kData, 1 << 30, dp, dp}), 0.0);
+    }
+  }
+  EXPECT_GT(m.p2p_s({16 << 20, false}), 0.0);
+  EXPECT_GT(m.p2p_s({16 << 20, true}), 0.0);
+  EXPECT_TRUE(m.warnings().empty()) << m.warnings()[0];
+}
+
+// The fits stay close to the cited figures they were made from.
+TEST_P(PublicProfile, FitsFollowTheirSamples) {
+  const Profile p = load();
+  ASSERT_FALSE(p.collective_fits.empty());
+  for (const CollectiveFit& f : p.collective_fits) {
+    EXPECT_LT(f.fit.rms_relative_error, 0.25) << to_string(f.kind) << " " << f.group_size;
+    EXPECT_GT(f.fit.bandwidth_bytes_per_s, 1e9);
+  }
+  ASSERT_EQ(p.p2p_fits.size(), 2u);
+  for (const P2PFit& f : p.p2p_fits) EXPECT_LT(f.fit.rms_relative_error, 0.05);
+}
+
+// A cited GEMM shape takes exactly the cited time.
+TEST_P(PublicProfile, CitedGemmIsReturnedExactly) {
+  auto p = std::make_shared<const Profile>(load());
+  const CalibratedCostModel m(p, GetParam(), fallback_system());
+  for (const GemmSample& s : p->gemm) {
+    EXPECT_EQ(m.gemm_s({s.m, s.n, s.k, s.batch, s.dtype}), s.seconds);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, PublicProfile,
+                         testing::Values("a100-sxm4-80gb-public.json",
+                                         "h100-sxm5-80gb-public.json"));
+
+}  // namespace
+}  // namespace stepsim
