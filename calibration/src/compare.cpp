@@ -95,9 +95,19 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   r.measured_step_time_s = median(measured.step_times_s);
   r.relative_error = relative_error(r.predicted_step_time_s, r.measured_step_time_s);
 
-  const sim::Timeline mt = measured_timeline(measured, median_step(measured));
+  const std::size_t median_index = median_step(measured);
+  const sim::Timeline mt = measured_timeline(measured, median_index);
   for (std::int32_t s = 0; s < measured.layout.pp; ++s) {
-    r.stages.push_back(StageComparison{s, stage_figures(predicted, s), stage_figures(mt, s)});
+    StageComparison st{s, stage_figures(predicted, s), stage_figures(mt, s), 0.0};
+    const auto& tasks = measured.stage_tasks[static_cast<std::size_t>(s)];
+    const auto& timings = measured.steps[median_index].at(
+        static_cast<std::size_t>(measured.layout.global_rank(s, 0, 0)));
+    for (std::size_t i = 0; i < tasks.size() && i < timings.size(); ++i) {
+      if (tasks[i].stream != Stream::kCompute || tasks[i].kind != ExecTask::Kind::kOp) continue;
+      st.measured_backend_overhead_s +=
+          std::max(0.0, timings[i].end_s - timings[i].start_s - timings[i].op_s);
+    }
+    r.stages.push_back(st);
   }
 
   // Predicted slices per key, in start order (the timeline is sorted by start).
@@ -118,11 +128,15 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
           task.kind == ExecTask::Kind::kComm ? task.transfer_names
                                              : std::vector<std::string>{task.name};
       std::vector<double> durations;
+      std::vector<double> walls;
       for (const auto& step : measured.steps) {
         const auto& rank = step.at(rep);
-        if (i < rank.size()) durations.push_back(rank[i].end_s - rank[i].start_s);
+        if (i >= rank.size()) continue;
+        durations.push_back(rank[i].op_s);
+        walls.push_back(rank[i].end_s - rank[i].start_s);
       }
       const double meas = median(durations);
+      const double wall = median(walls);
       for (const auto& name : names) {
         ++measured_total;
         const SliceKey key{s, name};
@@ -137,6 +151,7 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
         ++k.count;
         k.predicted_total_s += pred;
         k.measured_total_s += meas;
+        k.measured_wall_total_s += wall;
         k.mean_relative_error += rel;
         k.mean_abs_relative_error += std::abs(rel);
         deviations.push_back(Deviation{s, name, task.detail, task.category, pred, meas, rel});

@@ -218,16 +218,17 @@ Result<bool> Runner::run() {
       auto r = run_task(tasks_[i]);
       const double end = b_.now_s();
       if (!r) return r.errors();
-      timings_[i] = TaskTiming{start, end};
+      timings_[i] = TaskTiming{start, end, *r};
       done_in_step_.store(i + 1, std::memory_order_release);
     }
     if (!measured) continue;
     dog.enter(step, -2);
     std::vector<double> flat;
-    flat.reserve(2 * timings_.size());
+    flat.reserve(3 * timings_.size());
     for (const auto& t : timings_) {
       flat.push_back(t.start_s);
       flat.push_back(t.end_s);
+      flat.push_back(t.op_s);
     }
     auto gathered = b_.gather_to_root(flat);
     if (!gathered) return gathered.errors();
@@ -241,8 +242,8 @@ Result<bool> Runner::run() {
     double last = std::numeric_limits<double>::lowest();
     for (const auto& values : *gathered) {
       std::vector<TaskTiming> rank_timings;
-      for (std::size_t i = 0; i + 1 < values.size(); i += 2) {
-        rank_timings.push_back(TaskTiming{values[i], values[i + 1]});
+      for (std::size_t i = 0; i + 2 < values.size(); i += 3) {
+        rank_timings.push_back(TaskTiming{values[i], values[i + 1], values[i + 2]});
         first = std::min(first, values[i]);
         last = std::max(last, values[i + 1]);
       }

@@ -36,6 +36,7 @@ std::string report_to_json(const ValidationReport& r) {
     stages.push_back({{"stage", s.stage},
                       {"predicted", figures_json(s.predicted)},
                       {"measured", figures_json(s.measured)},
+                      {"measured_backend_overhead_s", s.measured_backend_overhead_s},
                       {"busy_relative_error", relative_error(s.predicted.busy_s, s.measured.busy_s)}});
   }
   j["stages"] = stages;
@@ -45,6 +46,7 @@ std::string report_to_json(const ValidationReport& r) {
                    {"count", o.count},
                    {"predicted_total_s", o.predicted_total_s},
                    {"measured_total_s", o.measured_total_s},
+                   {"measured_wall_total_s", o.measured_wall_total_s},
                    {"total_relative_error", relative_error(o.predicted_total_s, o.measured_total_s)},
                    {"mean_relative_error", o.mean_relative_error},
                    {"mean_abs_relative_error", o.mean_abs_relative_error}});
@@ -80,19 +82,24 @@ std::string format_report_text(const ValidationReport& r) {
                 r.predicted_step_time_s * 1e3, r.measured_step_time_s * 1e3,
                 r.relative_error * 100.0);
   s << line;
-  s << "stage   busy pred/meas (ms)   comm pred/meas (ms)   idle pred/meas (ms)\n";
+  s << "stage   busy pred/meas (ms)   comm pred/meas (ms)   idle pred/meas (ms)   backend "
+       "overhead (ms)\n";
   for (const auto& st : r.stages) {
-    std::snprintf(line, sizeof line, "%5d   %8.3f / %8.3f   %8.3f / %8.3f   %8.3f / %8.3f\n",
-                  st.stage, st.predicted.busy_s * 1e3, st.measured.busy_s * 1e3,
-                  st.predicted.comm_s * 1e3, st.measured.comm_s * 1e3,
-                  st.predicted.idle_s * 1e3, st.measured.idle_s * 1e3);
+    std::snprintf(line, sizeof line,
+                  "%5d   %8.3f / %8.3f   %8.3f / %8.3f   %8.3f / %8.3f   %8.3f\n", st.stage,
+                  st.predicted.busy_s * 1e3, st.measured.busy_s * 1e3, st.predicted.comm_s * 1e3,
+                  st.measured.comm_s * 1e3, st.predicted.idle_s * 1e3, st.measured.idle_s * 1e3,
+                  st.measured_backend_overhead_s * 1e3);
     s << line;
   }
-  s << "op kind            count   pred total (ms)   meas total (ms)   mean rel err   mean |rel err|\n";
+  s << "op kind            count   pred total (ms)   meas total (ms)   wall total (ms)   mean rel "
+       "err   mean |rel err|\n";
   for (const auto& o : r.ops) {
-    std::snprintf(line, sizeof line, "%-16s %7lld   %15.3f   %15.3f   %+11.1f%%   %13.1f%%\n",
+    std::snprintf(line, sizeof line,
+                  "%-16s %7lld   %15.3f   %15.3f   %15.3f   %+11.1f%%   %13.1f%%\n",
                   std::string(to_string(o.category)).c_str(), static_cast<long long>(o.count),
                   o.predicted_total_s * 1e3, o.measured_total_s * 1e3,
+                  o.measured_wall_total_s * 1e3,
                   o.mean_relative_error * 100.0, o.mean_abs_relative_error * 100.0);
     s << line;
   }

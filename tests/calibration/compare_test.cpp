@@ -39,9 +39,10 @@ Measurement two_task_measurement() {
   m.stage_tasks = {{task("F gemm", OpCategory::kGemm, Stream::kCompute),
                     task("F ar", OpCategory::kAllReduce, Stream::kTensorComm)}};
   // gemm durations 1.0, 1.2, 0.8 (median 1.0); all-reduce 0.5, 0.5, 0.5.
-  m.steps = {{{{10.0, 11.0}, {11.0, 11.5}}},
-             {{{20.0, 21.2}, {21.2, 21.7}}},
-             {{{30.0, 30.8}, {30.8, 31.3}}}};
+  // The backend's own clock reports the work without the call's overhead (0.1 s here).
+  m.steps = {{{{10.0, 11.0, 0.9}, {11.0, 11.5, 0.4}}},
+             {{{20.0, 21.2, 1.1}, {21.2, 21.7, 0.4}}},
+             {{{30.0, 30.8, 0.7}, {30.8, 31.3, 0.4}}}};
   m.step_times_s = {1.5, 1.7, 1.3};
   m.complete = true;
   return m;
@@ -87,19 +88,21 @@ TEST(Compare, MatchesSlicesByNameAndUsesMedians) {
   EXPECT_EQ(r.unmatched_measured, 0);
   ASSERT_EQ(r.ops.size(), 2U);
   EXPECT_EQ(r.ops[0].category, OpCategory::kGemm);
-  EXPECT_NEAR(r.ops[0].measured_total_s, 1.0, 1e-12);
-  EXPECT_NEAR(r.ops[0].mean_relative_error, 0.1, 1e-12);
+  EXPECT_NEAR(r.ops[0].measured_total_s, 0.9, 1e-12);  // backend clock, median
+  EXPECT_NEAR(r.ops[0].measured_wall_total_s, 1.0, 1e-12);
+  EXPECT_NEAR(r.ops[0].mean_relative_error, 0.2 / 0.9, 1e-12);
   EXPECT_EQ(r.ops[1].category, OpCategory::kAllReduce);
-  EXPECT_NEAR(r.ops[1].mean_relative_error, -0.5, 1e-12);
-  EXPECT_NEAR(r.ops[1].mean_abs_relative_error, 0.5, 1e-12);
-  // Largest absolute deviation first: the all-reduce is off by 0.25 s, the GEMM by 0.1 s.
+  EXPECT_NEAR(r.ops[1].mean_relative_error, -0.375, 1e-12);
+  EXPECT_NEAR(r.ops[1].mean_abs_relative_error, 0.375, 1e-12);
+  // Largest absolute deviation first: the GEMM is off by 0.2 s, the all-reduce by 0.15 s.
   ASSERT_EQ(r.largest_deviations.size(), 2U);
-  EXPECT_EQ(r.largest_deviations[0].name, "F ar");
-  EXPECT_EQ(r.largest_deviations[1].name, "F gemm");
+  EXPECT_EQ(r.largest_deviations[0].name, "F gemm");
+  EXPECT_EQ(r.largest_deviations[1].name, "F ar");
   ASSERT_EQ(r.stages.size(), 1U);
   EXPECT_NEAR(r.stages[0].predicted.busy_s, 1.4, 1e-12);
   EXPECT_NEAR(r.stages[0].measured.busy_s, 1.0, 1e-12);  // the median step: gemm 1.0 s
   EXPECT_NEAR(r.stages[0].measured.comm_s, 0.5, 1e-12);
+  EXPECT_NEAR(r.stages[0].measured_backend_overhead_s, 0.1, 1e-12);  // the GEMM's call
 }
 
 TEST(Compare, RepeatedNamesPairInOccurrenceOrder) {
@@ -107,7 +110,7 @@ TEST(Compare, RepeatedNamesPairInOccurrenceOrder) {
   m.layout = RankLayout{1, 1, 1};
   m.stage_tasks = {{task("x", OpCategory::kGemm, Stream::kCompute),
                     task("x", OpCategory::kGemm, Stream::kCompute)}};
-  m.steps = {{{{0.0, 1.0}, {1.0, 4.0}}}};
+  m.steps = {{{{0.0, 1.0, 1.0}, {1.0, 4.0, 3.0}}}};
   m.step_times_s = {4.0};
   sim::Timeline t;
   t.slices = {slice(0, sim::SliceKind::kForward, 0.0, 1.0, "x"),

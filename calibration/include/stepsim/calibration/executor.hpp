@@ -99,10 +99,13 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
 /// derived from (tensor kind, microbatch, producer virtual stage).
 std::int32_t p2p_tag(const sim::Transfer& t, std::int32_t virtual_stages);
 
-/// Start and end of one task of one step on the aligned clock, seconds.
+/// Start and end of one task of one step on the aligned clock, and the duration the backend
+/// reported for the work itself (its own clock: without operand setup, result checks or
+/// waiting for peers), seconds.
 struct TaskTiming {
   double start_s = 0;
   double end_s = 0;
+  double op_s = 0;
   bool operator==(const TaskTiming&) const = default;
 };
 
@@ -113,7 +116,7 @@ struct Measurement {
   std::vector<std::vector<ExecTask>> stage_tasks;  ///< per pipeline rank
   std::vector<std::vector<std::vector<TaskTiming>>> steps;
   std::vector<double> step_times_s;  ///< per measured step: last end - first start, all ranks
-  /// Rank 0's own tasks of an unfinished step (partial results after a fault).
+  /// The reporting rank's own tasks of an unfinished step (partial results after a fault).
   std::vector<TaskTiming> unfinished_step;
   bool complete = false;
   std::string failure;  ///< why the run stopped early; empty when complete

@@ -43,6 +43,10 @@ struct StageComparison {
   std::int32_t stage = 0;
   StageFigures predicted;
   StageFigures measured;
+  /// Wall time of the stage's compute tasks beyond the work the backend timed (operand setup
+  /// and result checks inside each Backend call), in the median step: part of the measured
+  /// step that no cost model predicts.
+  double measured_backend_overhead_s = 0;
   bool operator==(const StageComparison&) const = default;
 };
 
@@ -51,7 +55,8 @@ struct OpKindComparison {
   OpCategory category = OpCategory::kGemm;
   std::int64_t count = 0;           ///< matched slices
   double predicted_total_s = 0;
-  double measured_total_s = 0;
+  double measured_total_s = 0;       ///< backend clock: the work itself
+  double measured_wall_total_s = 0;  ///< wall clock around each call (setup, checks, waiting)
   double mean_relative_error = 0;      ///< mean of (predicted - measured) / measured
   double mean_abs_relative_error = 0;  ///< mean of |predicted - measured| / measured
   bool operator==(const OpKindComparison&) const = default;
@@ -64,7 +69,7 @@ struct Deviation {
   std::string detail;
   OpCategory category = OpCategory::kGemm;
   double predicted_s = 0;
-  double measured_s = 0;  ///< median over the measured steps
+  double measured_s = 0;  ///< backend clock, median over the measured steps
   double relative_error = 0;
   bool operator==(const Deviation&) const = default;
 };
@@ -100,8 +105,9 @@ double relative_error(double predicted, double measured);
 StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage);
 
 /// Compares a prediction (its timeline kept) with a measurement. Slices are matched per
-/// stage by name and occurrence order; measured durations are medians over the
-/// measured steps. `max_deviations` bounds largest_deviations.
+/// stage by name and occurrence order; measured op durations are the backend's own timings
+/// (what a cost model predicts), medians over the measured steps; the step time is wall
+/// clock. `max_deviations` bounds largest_deviations.
 ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline& predicted,
                          const Measurement& measured, std::size_t max_deviations = 10);
 
