@@ -59,7 +59,9 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
   return out;
 }
 
-std::string join_ranks(const std::vector<std::int32_t>& ranks, std::int32_t me) {
+std::string join_ranks(std::vector<std::int32_t> ranks, std::int32_t me) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   std::ostringstream s;
   bool first = true;
   for (const auto r : ranks) {
