@@ -156,20 +156,24 @@ double CalibratedCostModel::gemm_s(const GemmOp& op) const {
   if (op.flops() <= 0) return 0.0;
   const auto measured = gemm_measured_.find(GemmKey{op.dtype, op.m, op.n, op.k, op.batch});
   if (measured != gemm_measured_.end()) return measured->second;
-  const auto table = gemm_tables_.find(op.dtype);
+  auto table = gemm_tables_.find(op.dtype);
+  if (table == gemm_tables_.end() && op.dtype != DType::kFp32) {
+    // fp16 and bf16 run on the same tensor-core path at the same peak (A100: 312 TFLOPS
+    // each, H100 SXM: 989 each, in NVIDIA's data sheets): one stands in for the other.
+    const DType twin = op.dtype == DType::kFp16 ? DType::kBf16 : DType::kFp16;
+    table = gemm_tables_.find(twin);
+    if (table != gemm_tables_.end()) {
+      warn("no GEMM samples for this dtype in the profile: the samples of its 16-bit twin used",
+           std::string(to_string(op.dtype)) + " from " + std::string(to_string(twin)));
+    }
+  }
   if (table == gemm_tables_.end()) {
     warn("no GEMM samples for this dtype in the profile: roofline of " + fallback_.describe() +
              " used",
          std::string(to_string(op.dtype)));
     return fallback_.gemm_s(op);
   }
-  bool clamped = false;
-  const double flops_per_s = interpolate(table->second, gemm_coords(op), clamped);
-  if (clamped) {
-    warn("GEMM shape beyond the profile's measured range: efficiency clamped at its edge",
-         gemm_text(op));
-  }
-  return op.flops() / flops_per_s;
+  return interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM", gemm_text(op));
 }
 
 double CalibratedCostModel::attention_s(const AttentionOp& op) const {
@@ -179,13 +183,20 @@ double CalibratedCostModel::attention_s(const AttentionOp& op) const {
   if (measured != attention_measured_.end()) return measured->second;
   const auto table = attention_tables_.find(AttentionClass{op.dtype, op.backward, op.causal});
   if (table == attention_tables_.end()) return attention_from_gemms_s(op);
+  return interpolated_s(table->second, attention_coords(op), op.flops(), "attention",
+                        attention_text(op));
+}
+
+double CalibratedCostModel::interpolated_s(const Table& t, const std::array<double, 3>& x,
+                                           double flops, const std::string& what,
+                                           const std::string& detail) const {
   bool clamped = false;
-  const double flops_per_s = interpolate(table->second, attention_coords(op), clamped);
+  const double flops_per_s = interpolate(t, x, clamped);
   if (clamped) {
-    warn("attention shape beyond the profile's measured range: efficiency clamped at its edge",
-         attention_text(op));
+    warn(what + " shape beyond the profile's measured range: efficiency clamped at its edge",
+         detail);
   }
-  return op.flops() / flops_per_s;
+  return flops / flops_per_s;
 }
 
 double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const {
@@ -275,16 +286,11 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
       "collective group not in the profile: nearest measured group used, rescaled by "
       "nccl-tests' bus-bandwidth factor",
       what + " from " + group_text(kind, group_size, nodes));
-  const double bus_bandwidth = fit.bandwidth_bytes_per_s * bus_factor(kind, group_size);
-  const double latency =
-      fit.latency_s * ring_steps(op.kind, op.group_size) / ring_steps(kind, group_size);
-  if (op.bytes < fit.min_bytes || op.bytes > fit.max_bytes) {
-    warn("size outside the profile's measured range: its latency/bandwidth fit extrapolated",
-         what + " of " + std::to_string(op.bytes) + " bytes (measured " +
-             std::to_string(fit.min_bytes) + ".." + std::to_string(fit.max_bytes) + ")");
-  }
-  return latency +
-         static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / bus_bandwidth;
+  LinearFit rescaled = fit;
+  rescaled.latency_s *= ring_steps(op.kind, op.group_size) / ring_steps(kind, group_size);
+  rescaled.bandwidth_bytes_per_s *=
+      bus_factor(kind, group_size) / bus_factor(op.kind, op.group_size);
+  return linear_s(rescaled, op.bytes, what);
 }
 
 double CalibratedCostModel::p2p_s(const P2POp& op) const {

@@ -108,8 +108,7 @@ std::string describe(const json& value) {
   return text;
 }
 
-ObjectReader::ObjectReader(const json& object, std::string file, std::string prefix,
-                           Errors& errors)
+ObjectReader::ObjectReader(const json& object, std::string file, std::string prefix, Errors& errors)
     : object_(object), file_(std::move(file)), prefix_(std::move(prefix)), errors_(errors) {}
 
 std::string ObjectReader::path(std::string_view key) const {
@@ -187,7 +186,9 @@ std::optional<std::string> ObjectReader::choice(std::string_view key,
   std::string listed;
   for (const std::string_view c : choices) {
     if (!listed.empty()) listed += ", ";
-    listed += "\""; listed += c; listed += "\"";
+    listed += "\"";
+    listed += c;
+    listed += "\"";
   }
   if (v->is_string()) {
     const std::string s = v->get<std::string>();
@@ -209,8 +210,8 @@ std::optional<double> ObjectReader::number(std::string_view key, bool required, 
   }
   const double d = v->get<double>();
   if (!std::isfinite(d) || d < min || d > max) {
-    error(key, std::string("=") + describe(*v) + " must be between " + format_number(min) + " and " +
-                   format_number(max));
+    error(key, std::string("=") + describe(*v) + " must be between " + format_number(min) +
+                   " and " + format_number(max));
     return std::nullopt;
   }
   return d;

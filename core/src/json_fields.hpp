@@ -2,9 +2,8 @@
 // Typed reading of one JSON object's keys, collecting every problem instead of stopping at the
 // first. Private to stepsim_core: only the loaders include it (only the loader touches JSON).
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,8 +25,7 @@ std::optional<nlohmann::json> parse_json(std::string_view text, const std::strin
 class ObjectReader {
  public:
   /// `object` must outlive the reader. `prefix` is the dotted path of the object ("" at top).
-  ObjectReader(const nlohmann::json& object, std::string file, std::string prefix,
-               Errors& errors);
+  ObjectReader(const nlohmann::json& object, std::string file, std::string prefix, Errors& errors);
 
   /// A positive integer (JSON integer, not a float; fits in int64).
   std::optional<std::int64_t> positive_int(std::string_view key, bool required);

@@ -1,6 +1,7 @@
 #pragma once
 // Ops of one Megatron transformer layer (megatron/core/transformer/transformer_layer.py with
-// the local or Transformer Engine spec), per TP rank, in the order the layer runs them.
+// the local, non-Transformer-Engine spec: norms, bias-GeLU and bias-dropout-add are kernels of
+// their own), per TP rank, in the order the layer runs them.
 // Internal to stepsim_core.
 
 #include <cstdint>

@@ -96,8 +96,9 @@ void parse_recompute(ObjectReader& r, TrainingConfig& t) {
       r.error("recompute_activations",
               "=true means recompute_granularity \"selective\" but recompute_granularity is "
               "\"full\": give one of them");
+    } else {
+      t.recompute_granularity = RecomputeGranularity::kSelective;
     }
-    t.recompute_granularity = RecomputeGranularity::kSelective;
   }
   if (auto v = r.choice("recompute_method", {"uniform", "block"})) {
     t.recompute_method = *v == "block" ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;

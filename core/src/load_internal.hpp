@@ -2,7 +2,6 @@
 // Pieces shared by the scenario and system loaders. Private to stepsim_core.
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 

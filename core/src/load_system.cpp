@@ -21,13 +21,22 @@ using nlohmann::json;
 constexpr double kHuge = 1e30;  // upper bound for rates: anything above is a typo
 
 // Every figure a system file holds, as the dotted key its citation goes under in `sources`.
-constexpr std::array<std::string_view, 16> kCitedKeys = {
-    "peak_flops_fp32",          "peak_flops_fp16",           "peak_flops_bf16",
-    "memory_bytes",             "hbm_bandwidth_Bps",         "gpus_per_node",
-    "nics_per_node",            "intra_node.bandwidth_Bps",  "intra_node.latency_s",
-    "inter_node.bandwidth_Bps", "inter_node.latency_s",      "efficiency.gemm_max",
-    "efficiency.gemm_half_flops", "efficiency.memory_max",   "efficiency.kernel_launch_s",
-    "efficiency.link_max"};
+constexpr std::array<std::string_view, 16> kCitedKeys = {"peak_flops_fp32",
+                                                         "peak_flops_fp16",
+                                                         "peak_flops_bf16",
+                                                         "memory_bytes",
+                                                         "hbm_bandwidth_Bps",
+                                                         "gpus_per_node",
+                                                         "nics_per_node",
+                                                         "intra_node.bandwidth_Bps",
+                                                         "intra_node.latency_s",
+                                                         "inter_node.bandwidth_Bps",
+                                                         "inter_node.latency_s",
+                                                         "efficiency.gemm_max",
+                                                         "efficiency.gemm_half_flops",
+                                                         "efficiency.memory_max",
+                                                         "efficiency.kernel_launch_s",
+                                                         "efficiency.link_max"};
 
 std::string join(const std::string& prefix, std::string_view key) {
   return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);

@@ -14,7 +14,9 @@ namespace {
 using detail::Checker;
 using detail::str;
 
-std::string_view name_of(RecomputeMethod m) { return m == RecomputeMethod::kBlock ? "\"block\"" : "\"uniform\""; }
+std::string_view name_of(RecomputeMethod m) {
+  return m == RecomputeMethod::kBlock ? "\"block\"" : "\"uniform\"";
+}
 
 bool divides(std::int64_t d, std::int64_t n) { return d > 0 && n % d == 0; }
 
@@ -49,8 +51,9 @@ void check_model(const Workload& w, Checker& check) {
   }
   if (m.seq_length > 0 && m.max_position_embeddings > 0 &&
       m.seq_length > m.max_position_embeddings) {
-    check.fail("model.seq_length", std::string("=") + str(m.seq_length) + " exceeds max_position_embeddings=" +
-                                       str(m.max_position_embeddings));
+    check.fail("model.seq_length",
+               std::string("=") + str(m.seq_length) +
+                   " exceeds max_position_embeddings=" + str(m.max_position_embeddings));
   }
 }
 
@@ -66,16 +69,19 @@ void check_pipeline(const Workload& w, Checker& check) {
   if (v <= 1 || p <= 0) return;
   if (p == 1 || (p == 2 && !t.overlap_p2p_comm)) {
     check.fail("training.pipeline_model_parallel_size",
-               std::string("=") + str(p) + ": the interleaved schedule (virtual_pipeline_model_parallel_size=" +
-                   str(v) + ") needs pipeline_model_parallel_size > 2, or > 1 with "
+               std::string("=") + str(p) +
+                   ": the interleaved schedule (virtual_pipeline_model_parallel_size=" + str(v) +
+                   ") needs pipeline_model_parallel_size > 2, or > 1 with "
                    "overlap_p2p_comm");
   }
   if (layers > 0 && layers % p == 0) {
     const std::int64_t per_stage = layers / p;
     if (per_stage % v != 0) {
       check.fail("training.virtual_pipeline_model_parallel_size",
-                 std::string("=") + str(v) + " does not divide the layers per pipeline stage (num_layers/"
-                 "pipeline_model_parallel_size=" + str(per_stage) + ")");
+                 std::string("=") + str(v) +
+                     " does not divide the layers per pipeline stage (num_layers/"
+                     "pipeline_model_parallel_size=" +
+                     str(per_stage) + ")");
     } else if (t.num_layers_per_virtual_pipeline_stage > 0 &&
                t.num_layers_per_virtual_pipeline_stage * v != per_stage) {
       check.fail("training.num_layers_per_virtual_pipeline_stage",
@@ -97,17 +103,17 @@ void check_pipeline(const Workload& w, Checker& check) {
   }
   if (n < p || n > m) {
     check.fail("training.microbatch_group_size_per_vp_stage",
-               std::string("=") + str(n) + " must range in [pipeline_model_parallel_size=" + str(p) +
-                   ", num_microbatches=" + str(m) + "]");
+               std::string("=") + str(n) + " must range in [pipeline_model_parallel_size=" +
+                   str(p) + ", num_microbatches=" + str(m) + "]");
     return;
   }
   const std::int64_t remainder = m % n;
   if (remainder > 0 && remainder < p) {
     check.fail("training.global_batch_size",
                std::string("=") + str(t.global_batch_size) + " gives num_microbatches=" + str(m) +
-                   "; num_microbatches mod microbatch_group_size_per_vp_stage=" + str(n) +
-                   " is " + str(remainder) + ", which must be 0 or >= pipeline_model_parallel_size=" +
-                   str(p));
+                   "; num_microbatches mod microbatch_group_size_per_vp_stage=" + str(n) + " is " +
+                   str(remainder) +
+                   ", which must be 0 or >= pipeline_model_parallel_size=" + str(p));
   }
 }
 
@@ -118,9 +124,10 @@ void check_batch(const Workload& w, Checker& check) {
   std::int64_t model_size = 0;
   if (t.world_size > 0 && tp > 0 && pp > 0 &&
       (__builtin_mul_overflow(tp, pp, &model_size) || t.world_size % model_size != 0)) {
-    check.fail("training.world_size",
-               std::string("=") + str(t.world_size) + " is not divisible by tensor_model_parallel_size*"
-               "pipeline_model_parallel_size=" + str(tp) + "*" + str(pp));
+    check.fail("training.world_size", std::string("=") + str(t.world_size) +
+                                          " is not divisible by tensor_model_parallel_size*"
+                                          "pipeline_model_parallel_size=" +
+                                          str(tp) + "*" + str(pp));
   }
   const std::int64_t dp = t.data_parallel_size;
   std::int64_t per_step = 0;
@@ -162,9 +169,9 @@ void check_recompute(const Workload& w, Checker& check) {
     const std::int64_t v = t.virtual_pipeline_model_parallel_size;
     if (layers > 0 && divides(p, layers) && divides(v, layers / p) &&
         t.recompute_num_layers > layers / p / v) {
-      check.fail("training.recompute_num_layers",
-                 std::string("=") + str(t.recompute_num_layers) + " must be between 1 and the layers per " +
-                     "model chunk (" + str(layers / p / v) + ")");
+      check.fail("training.recompute_num_layers", std::string("=") + str(t.recompute_num_layers) +
+                                                      " must be between 1 and the layers per " +
+                                                      "model chunk (" + str(layers / p / v) + ")");
     }
   }
   if (t.distribute_saved_activations) {
@@ -220,7 +227,8 @@ void derive_virtual_stages(Workload& w, Checker& check) {
       check.fail("training.num_layers_per_virtual_pipeline_stage",
                  std::string("=") + str(t.num_layers_per_virtual_pipeline_stage) +
                      " does not divide the layers per pipeline stage (num_layers/"
-                     "pipeline_model_parallel_size=" + str(per_stage) + ")");
+                     "pipeline_model_parallel_size=" +
+                     str(per_stage) + ")");
       t.num_layers_per_virtual_pipeline_stage = 0;
       return;
     }
@@ -240,8 +248,9 @@ void apply_model_defaults(Workload& w, Checker& check) {
     if (h % a == 0) {
       m.kv_channels = h / a;
     } else {
-      check.fail("model.hidden_size", std::string("=") + str(h) + " is not divisible by num_attention_heads=" +
-                                          str(a) + " (give kv_channels for another head size)");
+      check.fail("model.hidden_size", std::string("=") + str(h) +
+                                          " is not divisible by num_attention_heads=" + str(a) +
+                                          " (give kv_channels for another head size)");
     }
   }
   // arguments.py: int((4 * h * 2 / 3) / 64) * 64 with SwiGLU, which is (h / 24) * 64.
@@ -252,8 +261,8 @@ void apply_model_defaults(Workload& w, Checker& check) {
   const std::int64_t t = w.training.tensor_model_parallel_size;
   std::int64_t multiple = 0;
   std::int64_t padded = 0;
-  if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.make_vocab_size_divisible_by > 0 &&
-      t > 0 && !__builtin_mul_overflow(m.make_vocab_size_divisible_by, t, &multiple) &&
+  if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.make_vocab_size_divisible_by > 0 && t > 0 &&
+      !__builtin_mul_overflow(m.make_vocab_size_divisible_by, t, &multiple) &&
       !__builtin_mul_overflow((m.vocab_size + multiple - 1) / multiple, multiple, &padded)) {
     m.padded_vocab_size = padded;
   }
@@ -295,8 +304,7 @@ Errors finalize_workload(Workload& w, const std::string& file) {
     t.recompute_num_layers = 1;
   }
   std::int64_t model_size = 0;
-  if (t.world_size > 0 && t.tensor_model_parallel_size > 0 &&
-      t.pipeline_model_parallel_size > 0 &&
+  if (t.world_size > 0 && t.tensor_model_parallel_size > 0 && t.pipeline_model_parallel_size > 0 &&
       !__builtin_mul_overflow(t.tensor_model_parallel_size, t.pipeline_model_parallel_size,
                               &model_size) &&
       t.world_size % model_size == 0) {

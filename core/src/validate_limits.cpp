@@ -37,24 +37,24 @@ void check_limits(const Workload& w, Checker& check) {
   const ModelConfig& m = w.model;
   const TrainingConfig& t = w.training;
   if (t.world_size > kMaxWorldSize) {
-    check.fail("training.world_size", std::string("=") + str(t.world_size) + " exceeds stepsim's limit of " +
-                                          str(kMaxWorldSize) + " GPUs");
+    check.fail("training.world_size", std::string("=") + str(t.world_size) +
+                                          " exceeds stepsim's limit of " + str(kMaxWorldSize) +
+                                          " GPUs");
   }
   if (m.num_layers > kMaxLayers) {
-    check.fail("model.num_layers",
-               std::string("=") + str(m.num_layers) + " exceeds stepsim's limit of " + str(kMaxLayers));
+    check.fail("model.num_layers", std::string("=") + str(m.num_layers) +
+                                       " exceeds stepsim's limit of " + str(kMaxLayers));
   }
   std::int64_t steps = 0;
   if (t.num_microbatches > 0 && t.virtual_pipeline_model_parallel_size > 0 &&
-      (__builtin_mul_overflow(t.num_microbatches, t.virtual_pipeline_model_parallel_size,
-                              &steps) ||
+      (__builtin_mul_overflow(t.num_microbatches, t.virtual_pipeline_model_parallel_size, &steps) ||
        steps > kMaxVirtualMicrobatches)) {
     check.fail("training.global_batch_size",
-               std::string("=") + str(t.global_batch_size) + " gives " + str(t.num_microbatches) +
-                   " micro-batches per pipeline (times " +
+               std::string("=") + str(t.global_batch_size) +
+                   " gives num_microbatches=" + str(t.num_microbatches) + " times " +
                    str(t.virtual_pipeline_model_parallel_size) +
-                   " model chunks), beyond stepsim's limit of " + str(kMaxVirtualMicrobatches) +
-                   " to simulate");
+                   " model chunks per pipeline rank, beyond stepsim's limit of " +
+                   str(kMaxVirtualMicrobatches) + " to simulate");
   }
 
   // Products that later code forms in int64 (bytes of activations, logits, parameters and
@@ -75,9 +75,9 @@ void check_limits(const Workload& w, Checker& check) {
       {s, b, v, w64},        // fp32 logits and their gradient
       {l, h, h, w64, w64},   // parameters and their 18 bytes of state
       {l, h, f, w64, w64},
-      {v, h, w64, w64},      // embedding table and its state
-      {g, s, h, w64},        // tokens of one step times hidden size
-      {g, s, v},             // logits of one step
+      {v, h, w64, w64},  // embedding table and its state
+      {g, s, h, w64},    // tokens of one step times hidden size
+      {g, s, v},         // logits of one step
   }};
   std::set<std::string> blamed;
   for (const auto& product : products) {

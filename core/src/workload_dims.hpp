@@ -20,9 +20,8 @@ struct Dims {
   std::int64_t f = 0;   ///< FFN hidden size
   std::int64_t vocab = 0;  ///< padded vocabulary
   std::int64_t max_pos = 0;
-  std::int64_t t = 1, p = 1, v = 1, dp = 1, m = 1;
+  std::int64_t t = 1, p = 1, v = 1, dp = 1;
   std::int64_t layers = 0;
-  std::int64_t layers_per_chunk = 0;
   std::int64_t tokens = 0;     ///< s*b, as a GEMM's m (all-gathered with SP)
   std::int64_t sp_tokens = 0;  ///< tokens a rank holds outside the TP regions: s*b/t with SP
   std::int64_t e = 2;          ///< bytes per activation element (params dtype)
@@ -69,9 +68,7 @@ inline Dims dims_of(const Workload& w) {
   x.p = tc.pipeline_model_parallel_size;
   x.v = tc.virtual_pipeline_model_parallel_size;
   x.dp = tc.data_parallel_size > 0 ? tc.data_parallel_size : 1;
-  x.m = tc.num_microbatches > 0 ? tc.num_microbatches : 1;
   x.layers = mc.num_layers;
-  x.layers_per_chunk = mc.num_layers / (x.p * x.v);
   x.sp = tc.sequence_parallel && x.t > 1;
   x.tokens = x.s * x.b;
   x.sp_tokens = x.sp ? x.tokens / x.t : x.tokens;

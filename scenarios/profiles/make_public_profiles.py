@@ -52,26 +52,53 @@ def gemm(m, n, k, tflops, citation):
             "seconds": 2 * m * n * k / (tflops * 1e12), "citation": citation}
 
 
-def sizes(lo, hi):
+def sizes(lo, hi, step=2):
     out, b = [], lo
     while b <= hi:
         out.append(b)
-        b *= 2
+        b *= step
     return out
 
 
-def ring_collectives(kinds, group_sizes, per_node, busbw, step_latency_s, lo, hi, citation):
-    """Samples for ring collectives over groups with `per_node` members on each node, from
-    one bus bandwidth (bytes/s) and a latency per ring step."""
+def ring_collectives(kinds, nodes_list, per_node, busbw, step_latency_s, lo, hi, step,
+                     citation):
+    """Samples for ring collectives over groups of `per_node` members on each of n nodes,
+    from one bus bandwidth (bytes/s) and a latency per ring step."""
     out = []
     for kind in kinds:
-        for n in group_sizes:
-            for b in sizes(lo, hi):
-                out.append({"kind": kind, "group_size": n, "nodes_spanned": n // per_node,
-                            "bytes": b,
+        for nodes in nodes_list:
+            n = nodes * per_node
+            for b in sizes(lo, hi, step):
+                out.append({"kind": kind, "group_size": n, "nodes_spanned": nodes, "bytes": b,
                             "seconds": step_latency_s * ring_steps(kind, n)
                             + b * bus_factor(kind, n) / busbw,
                             "citation": citation})
+    return out
+
+
+def inter_node(busbw_per_nic, step_latency_s, lo, citation):
+    """Groups with k members on each node drive k NICs (one per GPU, as in DGX): k times
+    the per-NIC bus bandwidth."""
+    out = []
+    for per_node in MEMBERS_PER_NODE:
+        out += ring_collectives(KINDS, NODES, per_node, per_node * busbw_per_nic,
+                                step_latency_s, lo, 32 * GiB, 4,
+                                f"{citation}; {per_node} NIC(s) per group (notes)")
+    return out
+
+
+def intra_node_small_groups(curve, cap, citation):
+    """Groups of 2 and 4 GPUs in a node: NVSwitch gives every GPU its full NVLink bandwidth
+    whatever the group, so they take the 8-GPU bus bandwidth at the same size (capped at the
+    ring ceiling where NVLink SHARP lifts the all-reduce curve)."""
+    out = []
+    for n in (2, 4):
+        for kind in KINDS:
+            for size, busbw in curve:
+                out.append({"kind": kind, "group_size": n, "nodes_spanned": 1, "bytes": size,
+                            "seconds": size * bus_factor(kind, n) / min(busbw, cap),
+                            "citation": f"{citation}: size {size} B, 8-GPU busbw "
+                                        f"{busbw / 1e9:.2f} GB/s (notes)"})
     return out
 
 
@@ -88,9 +115,10 @@ def write(name, profile):
     print("wrote", path)
 
 
-# DP groups in the shipped scenarios put one rank on each node (TP fills the node); the
-# embedding group joins the first and last pipeline stage (2 ranks, 2 nodes).
-DP_GROUPS = [2, 4, 8, 16, 32, 64, 128]
+# Groups across nodes: data-parallel groups (one member per node when TP fills the node, two
+# or four with TP 4 or 2), the embedding group (first and last stage, one per node).
+NODES = [2, 4, 8, 16, 32, 64, 128]
+MEMBERS_PER_NODE = [1, 2, 4]
 KINDS = ["all_reduce", "all_gather", "reduce_scatter"]
 
 
@@ -103,71 +131,63 @@ def a100():
            (134217728, 1327.6), (268435456, 2420.6), (536870912, 4218.4),
            (1073741824, 8203.9), (2147483648, 16240), (4294967296, 32136),
            (8589934592, 64074), (17179869184, 127997)]
-    ar8_cite = (MLE_NET + "#real-network-throughput: nccl-tests all_reduce_perf -b 32k -e 16G "
-                "-f 2 -g 8 -n 50 on a single 8x A100 (NVLink 3) node")
+    ar8_cite = (MLE_NET + "#real-network-throughput: nccl-tests all_reduce_perf -g 8 on one "
+                "8x A100 (NVLink 3) node")
+    curve = [(size, size * bus_factor("all_reduce", 8) / (us * 1e-6)) for size, us in ar8]
     collectives = []
-    for size, us in ar8:
-        busbw = size * bus_factor("all_reduce", 8) / (us * 1e-6)
+    for (size, us), (_, busbw) in zip(ar8, curve):
         collectives.append({"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1,
                             "bytes": size, "seconds": us * 1e-6,
                             "citation": f"{ar8_cite}: size {size} B, time {us} us"})
-        # A100 has no NVLink SHARP: NCCL rings all three collectives over the same links,
-        # so all-gather and reduce-scatter reach the all-reduce's bus bandwidth.
         for kind in ("all_gather", "reduce_scatter"):
             collectives.append({
                 "kind": kind, "group_size": 8, "nodes_spanned": 1, "bytes": size,
                 "seconds": size * bus_factor(kind, 8) / busbw,
-                "citation": f"{ar8_cite}: size {size} B, time {us} us, i.e. busbw "
-                            f"{busbw / 1e9:.2f} GB/s; seconds = bytes*(n-1)/n/busbw "
-                            "(ring, same bus bandwidth)"})
-    # Across nodes: one HDR 200 Gb/s NIC per DP ring (DGX A100 has one per GPU).
-    nic_busbw = 24e9
-    step_latency = 19.0e-6 / 2
-    inter_cite = (f"{NCCL_1048}: 2 nodes x 8 A100, all-reduce through one HDR NIC "
-                  f"(NCCL_IB_HCA=mlx5_0) reaches 24 GB/s busbw; {NCCL_TESTS_150}: all_reduce_perf "
-                  "between 2 A100-80GB nodes over HDR, one GPU per node, 8-64 B take ~19 us "
-                  "(2 ring steps, 9.5 us per step); seconds = 9.5 us * ring steps + "
-                  "bytes*bus_factor/24 GB/s")
-    collectives += ring_collectives(KINDS, DP_GROUPS, 1, nic_busbw, step_latency, 32 * KiB,
-                                    16 * GiB, inter_cite)
+                "citation": f"{ar8_cite}: size {size} B, time {us} us = busbw "
+                            f"{busbw / 1e9:.2f} GB/s (notes: same ring bus bandwidth)"})
+    collectives += intra_node_small_groups(curve, float("inf"), ar8_cite)
+    collectives += inter_node(24e9, 19.0e-6 / 2, 32 * KiB,
+                              f"{NCCL_1048}: one HDR NIC reaches 24 GB/s busbw; {NCCL_TESTS_150}: "
+                              "~19 us for a 2-node, 1-GPU-per-node all-reduce of 8-64 B")
     mul = [(1 << 16, 9.516), (1 << 20, 10.127), (1 << 24, 31.874), (1 << 28, 362.559)]
     memory = [{"bytes": 2 * n, "seconds": us * 1e-6,
                "citation": f"{CCCL_A100}: cub babelstream 'mul' on NVIDIA A100-SXM4-80GB, int8, "
                            f"{n} elements (OffsetT I32), Ref Time {us} us; bytes = read + "
                            "written = 2 x elements"} for n, us in mul]
-    step_intra = 43.83e-6 / 14
-    p2p_samples = p2p(False, 274e9, step_intra, 64 * KiB, 4 * GiB,
+    p2p_samples = p2p(False, 274e9, 43.83e-6 / 14, 64 * KiB, 4 * GiB,
                       MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x A100, "
-                      "unidirectional P2P writes ~274 GB/s between GPUs; latency 3.13 us = the "
-                      "32 KiB nccl-tests all-reduce (43.83 us) over its 14 ring steps")
-    p2p_samples += p2p(True, nic_busbw, step_latency, 64 * KiB, 4 * GiB,
-                       f"{NCCL_1048}: one HDR NIC 24 GB/s; {NCCL_TESTS_150}: ~19 us per "
-                       "2-step all-reduce between 2 nodes, 9.5 us per step")
+                      "~274 GB/s unidirectional between GPUs; latency 3.13 us (notes)")
+    p2p_samples += p2p(True, 24e9, 19.0e-6 / 2, 64 * KiB, 4 * GiB,
+                       f"{NCCL_1048}: one HDR NIC 24 GB/s; {NCCL_TESTS_150}: ~19 us per 2-step "
+                       "all-reduce, 9.5 us per step (notes)")
     return {
         "format_version": 1,
         "machine": "NVIDIA A100-SXM4-80GB, DGX A100 (8 GPUs, NVLink 3, 8x HDR 200 Gb/s)",
         "backend": "public",
         "date": DATE,
         "source": SOURCE,
-        "notes": [
-            "Assembled by scenarios/profiles/make_public_profiles.py from published "
-            "microbenchmarks; every sample cites its figure. Never fitted to end-to-end "
-            "training step times or throughputs.",
-            "GEMM: one public cuBLAS (torch.matmul) measurement with its shape: ml-engineering's "
-            "MAMF table. Every other shape takes its efficiency (86.9% of 312 TFLOPS) with a "
-            "'beyond the measured range' warning, which is optimistic for small GEMMs: run "
-            "`stepsim calibrate` on the target machine for the shape dependence.",
-            "Collectives in a node: the nccl-tests all-reduce sweep over 8 GPUs; all-gather and "
-            "reduce-scatter take its bus bandwidth (NCCL rings all three over NVLink 3). Groups "
-            "of 2 or 4 GPUs in a node are rescaled from it by the cost model, with a warning.",
-            "Across nodes: groups with one rank per node (data-parallel groups when TP fills "
-            "the node, the embedding group), one HDR NIC each; groups with several ranks per "
-            "node are not covered and fall back to the system file's roofline, with a warning.",
-            "Memory-bound kernels: a BabelStream-style copy kernel (cub 'mul', int8).",
-            "No public per-shape flash-attention figures were used: attention is costed as its "
-            "matmuls plus its HBM traffic, with a warning.",
+        "notes": COMMON_NOTES + [
+            "GEMM: one public cuBLAS (torch.matmul) measurement with its shape, ml-engineering's "
+            "MAMF table (BF16; fp16 GEMMs borrow it, same 312 TFLOPS peak). Every other shape "
+            "takes its efficiency (86.9% of 312 TFLOPS) with a 'beyond the measured range' "
+            "warning, optimistic for small GEMMs: run `stepsim calibrate` for the shape "
+            "dependence.",
+            "Collectives in a node: the nccl-tests all-reduce sweep over 8 GPUs. All-gather and "
+            "reduce-scatter take its bus bandwidth at each size (A100 has no NVLink SHARP: NCCL "
+            "rings all three over the same links). Groups of 2 and 4 GPUs take the 8-GPU bus "
+            "bandwidth at the same size (NVSwitch gives each GPU its full NVLink bandwidth "
+            "whatever the group).",
+            "Across nodes: one HDR NIC per GPU (DGX A100). A group with k members per node "
+            "drives k NICs: k x 24 GB/s bus bandwidth (24 GB/s: one HDR NIC in NVIDIA/nccl#1048). "
+            "Latency 9.5 us per ring step: nccl-tests#150 measures ~19 us for a tiny all-reduce "
+            "between two nodes (2 ring steps). Scaling the latency by ring steps is pessimistic "
+            "for small messages in large groups (NCCL switches to trees).",
+            "P2P in a node: p2pBandwidthLatencyTest's ~274 GB/s; latency 3.13 us = the 32 KiB "
+            "nccl-tests all-reduce (43.83 us) over its 14 ring steps. Across nodes: one HDR NIC, "
+            "9.5 us.",
+            "Memory-bound kernels: a BabelStream-style kernel (cub 'mul', int8) at 4 sizes.",
         ],
-        "world_size": max(DP_GROUPS),
+        "world_size": max(NODES) * max(MEMBERS_PER_NODE),
         "gemm": [gemm(1024, 10240, 5120, 271.2,
                       MAMF + ": NVIDIA A100 SXM, BF16, 271.2 TFLOPS mean at best shape "
                       "MxNxK 1024x10240x5120 (torch 2.6.0+cu126)")],
@@ -180,61 +200,46 @@ def a100():
 
 def h100():
     # nccl-tests all_reduce_perf busbw (GB/s) on one 8x H200 node: NVLink 4 and NVSwitch
-    # gen 3, the fabric of DGX H100 (ml-engineering's NVLink table lists H100 and H200 on
-    # NVLink 4). NCCL uses NVLink SHARP (NVLS) from 2 MiB up.
+    # gen 3, the fabric of DGX H100. NCCL uses NVLink SHARP (NVLS) from 2 MiB up.
     ar8 = [(32 * KiB, 3.20), (64 * KiB, 6.26), (128 * KiB, 12.40), (256 * KiB, 24.63),
            (512 * KiB, 48.30), (1 * MiB, 72.45), (2 * MiB, 91.48), (4 * MiB, 139.97),
            (8 * MiB, 182.03), (16 * MiB, 242.45), (32 * MiB, 298.44), (64 * MiB, 369.82),
            (128 * MiB, 411.21), (256 * MiB, 442.27), (512 * MiB, 455.82), (1 * GiB, 464.00),
            (2 * GiB, 468.31), (4 * GiB, 473.10), (8 * GiB, 475.16), (16 * GiB, 480.70)]
     ar8_cite = (MLE_NET_BENCH + ": nccl-tests all_reduce_perf on one 8x H200 node (NVLink 4 + "
-                "NVSwitch gen 3, as in DGX H100; cross-checks: " + MLE_NET + "#sharp reports "
-                "480 GBps for a 4 GiB all-reduce on an H100 node, and NVIDIA in "
-                f"{NCCL_TESTS_290} calls 476 GB/s 'in the expected range for H100')")
+                "NVSwitch gen 3 as in DGX H100; notes)")
     ring_ceiling = 367.61e9  # 8x H200, 16 GiB, NCCL_NVLS_ENABLE=0
-    ring_cite = (MLE_NET + "#real-network-throughput: 8x H200 all-reduce with NCCL rings "
-                 "(NCCL_NVLS_ENABLE=0) 367.61 GBps at 16 GiB")
+    curve = [(size, gbps * 1e9) for size, gbps in ar8]
     collectives = []
-    for size, gbps in ar8:
-        busbw = gbps * 1e9
+    for size, busbw in curve:
         collectives.append({"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1,
                             "bytes": size,
                             "seconds": size * bus_factor("all_reduce", 8) / busbw,
-                            "citation": f"{ar8_cite}: size {size} B, busbw {gbps} GB/s; "
-                                        "seconds = bytes*2(n-1)/n/busbw"})
-        # All-gather and reduce-scatter are rings (NVLS accelerates reductions in the
-        # switch): the all-reduce curve, capped at the ring's measured ceiling.
-        ring_busbw = min(busbw, ring_ceiling)
+                            "citation": f"{ar8_cite}: size {size} B, busbw {busbw / 1e9} GB/s"})
         for kind in ("all_gather", "reduce_scatter"):
             collectives.append({
                 "kind": kind, "group_size": 8, "nodes_spanned": 1, "bytes": size,
-                "seconds": size * bus_factor(kind, 8) / ring_busbw,
-                "citation": f"{ar8_cite}: size {size} B, busbw {gbps} GB/s capped at the ring "
-                            f"ceiling ({ring_cite}); seconds = bytes*(n-1)/n/busbw"})
-    # Across nodes: one NDR 400 Gb/s NIC per DP ring (DGX H100 has one per GPU). No public
-    # small-message latency figure for NDR was found: samples start at 1 MiB, the fit's
-    # latency comes out ~0 and smaller messages are flagged as outside the measured range.
-    nic_busbw = 47e9
-    inter_cite = (f"{NCCL_TESTS_290}: NVIDIA (AddyLaddy): 'For NDR @ 400Gbps you should see "
-                  "46-48GB/s per NIC'; 47 GB/s busbw per ring; seconds = "
-                  "bytes*bus_factor/busbw (no latency figure)")
-    collectives += ring_collectives(KINDS, DP_GROUPS, 1, nic_busbw, 0.0, 1 * MiB, 16 * GiB,
-                                    inter_cite)
+                "seconds": size * bus_factor(kind, 8) / min(busbw, ring_ceiling),
+                "citation": f"{ar8_cite}: size {size} B, busbw {busbw / 1e9} GB/s, capped at the "
+                            f"ring's 367.61 GB/s ({MLE_NET}#real-network-throughput; notes)"})
+    collectives += intra_node_small_groups(curve, ring_ceiling, ar8_cite)
+    collectives += inter_node(47e9, 0.0, 1 * MiB,
+                              f"{NCCL_TESTS_290}: NVIDIA: 'For NDR @ 400Gbps you should see "
+                              "46-48GB/s per NIC' (47 GB/s; no latency figure)")
     squares = [(1024, 176.62), (2048, 676.59), (4096, 788.72), (8192, 797.51),
                (10240, 719.72)]
-    gemms = [gemm(s, s, s, tf, f"{TORCH_PERF_H100}: NVIDIA H100 80GB HBM3 (SXM), torch 2.7.0+cu128, "
-                               f"BF16 torch.matmul {s}x{s}x{s}: {tf} TFLOPS (CUDA events, 10 "
-                               "warm-up, 30 timed)") for s, tf in squares]
+    gemms = [gemm(n, n, n, tf, f"{TORCH_PERF_H100}: NVIDIA H100 80GB HBM3 (SXM), torch "
+                               f"2.7.0+cu128, BF16 torch.matmul {n}x{n}x{n}: {tf} TFLOPS (CUDA "
+                               "events, 10 warm-up, 30 timed)") for n, tf in squares]
     gemms.append(gemm(2048, 2048, 13312, 794.5,
                       MAMF + ": NVIDIA H100 SXM, BF16, 794.5 TFLOPS mean at best shape MxNxK "
                       "2048x2048x13312 (torch 2.7.0+cu126)"))
     step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
     p2p_samples = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
-                      MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x H100 "
-                      "(NVLink 4), unidirectional P2P writes ~376 GB/s between GPUs; latency "
-                      f"{step_intra * 1e6:.2f} us = the 32 KiB nccl-tests all-reduce time "
-                      "(3.20 GB/s busbw) over its 14 ring steps")
-    p2p_samples += p2p(True, nic_busbw, 0.0, 1 * MiB, 4 * GiB,
+                      MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x H100, "
+                      f"~376 GB/s unidirectional between GPUs; latency {step_intra * 1e6:.2f} us "
+                      "(notes)")
+    p2p_samples += p2p(True, 47e9, 0.0, 1 * MiB, 4 * GiB,
                        f"{NCCL_TESTS_290}: 46-48 GB/s per NDR 400 Gb/s NIC (no latency figure)")
     return {
         "format_version": 1,
@@ -242,31 +247,49 @@ def h100():
         "backend": "public",
         "date": DATE,
         "source": SOURCE,
-        "notes": [
-            "Assembled by scenarios/profiles/make_public_profiles.py from published "
-            "microbenchmarks; every sample cites its figure. Never fitted to end-to-end "
-            "training step times or throughputs.",
+        "notes": COMMON_NOTES + [
             "GEMM: BF16 torch.matmul (cuBLAS) on square shapes 1024..10240 and the MAMF best "
-            "shape. Shapes outside that box are clamped to its edge, with a warning.",
+            "shape (fp16 GEMMs borrow them, same 989 TFLOPS peak). Shapes outside that box are "
+            "clamped to its edge, with a warning.",
             "Collectives in a node: nccl-tests all-reduce over 8 GPUs of an H200 node, whose "
-            "NVLink 4 / NVSwitch fabric is DGX H100's (cross-checked against two H100 figures, "
-            "see the citations); NCCL uses NVLink SHARP for it from 2 MiB. All-gather and "
-            "reduce-scatter use the same curve capped at the measured ring ceiling.",
-            "Across nodes: groups with one rank per node, one NDR NIC each, 47 GB/s; no public "
-            "small-message latency figure was found, so sizes below 1 MiB are flagged. Groups "
-            "with several ranks per node fall back to the system file's roofline.",
+            "NVLink 4 / NVSwitch gen 3 fabric is DGX H100's (ml-engineering's NVLink table lists "
+            "H100 and H200 on NVLink 4). Cross-checks on H100 itself: ml-engineering's SHARP "
+            "section reports 480 GBps for a 4 GiB all-reduce on an H100 node, and NVIDIA in "
+            "nccl-tests#290 calls 476 GB/s 'in the expected range for H100'. NCCL uses NVLink "
+            "SHARP for the all-reduce from 2 MiB; all-gather and reduce-scatter are rings: the "
+            "same curve capped at the ring ceiling, 367.61 GB/s at 16 GiB with "
+            "NCCL_NVLS_ENABLE=0 (ml-engineering, 8x H200). Groups of 2 and 4 GPUs take the "
+            "capped 8-GPU curve at the same size.",
+            "Across nodes: one NDR NIC per GPU (DGX H100); a group with k members per node "
+            "drives k NICs: k x 47 GB/s (NVIDIA: 46-48 GB/s per NDR NIC, nccl-tests#290). No "
+            "public small-message latency figure for NDR was found: samples start at 1 MiB, the "
+            "fits' latency is 0 and smaller messages are flagged as outside the measured range.",
+            "P2P in a node: p2pBandwidthLatencyTest's ~376 GB/s; latency = the 32 KiB nccl-tests "
+            "all-reduce time (3.20 GB/s busbw) over its 14 ring steps. Across nodes: one NDR "
+            "NIC, 47 GB/s, no latency figure.",
             "Memory-bound kernels: no public HBM copy figure for H100 SXM5 was found; they fall "
             "back to the system file's roofline, with a warning.",
-            "No public per-shape flash-attention figures were used: attention is costed as its "
-            "matmuls plus its HBM traffic, with a warning.",
         ],
-        "world_size": max(DP_GROUPS),
+        "world_size": max(NODES) * max(MEMBERS_PER_NODE),
         "gemm": gemms,
         "attention": [],
         "memory": [],
         "collectives": collectives,
         "p2p": p2p_samples,
     }
+
+
+COMMON_NOTES = [
+    "Assembled by scenarios/profiles/make_public_profiles.py from published microbenchmarks "
+    "(nccl-tests, cuBLAS matmul sweeps, a BabelStream-style kernel, p2pBandwidthLatencyTest); "
+    "every sample cites its figure. Never fitted or tuned to end-to-end training step times "
+    "or throughputs.",
+    "Conversions are nccl-tests' (doc/PERFORMANCE.md): seconds = bytes * bus_factor / busbw "
+    "+ latency, bus_factor = 2(n-1)/n for all-reduce and (n-1)/n for all-gather and "
+    "reduce-scatter; a latency per ring step is multiplied by 2(n-1) or n-1 steps.",
+    "No public per-shape flash-attention figures were used: attention is costed as its "
+    "matmuls plus its HBM traffic, with a warning.",
+]
 
 
 if __name__ == "__main__":

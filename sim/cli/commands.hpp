@@ -23,6 +23,7 @@ struct Env {
 void add_schedule_command(CLI::App& app, Env& env);
 void add_check_command(CLI::App& app, Env& env);
 void add_predict_command(CLI::App& app, Env& env);
+void add_memory_command(CLI::App& app, Env& env);
 
 /// stepsim calibrate: microbenchmarks -> calibration profile (initialises MPI).
 void add_calibrate_command(CLI::App& app, Env& env);

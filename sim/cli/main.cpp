@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   stepsim::cli::add_regress_command(app, env);
   stepsim::cli::add_check_command(app, env);
   stepsim::cli::add_predict_command(app, env);
+  stepsim::cli::add_memory_command(app, env);
 
 
   try {

@@ -32,6 +32,7 @@ class Builder {
     const auto keys = static_cast<std::size_t>(2 * p_ * v_ * m_);
     rendezvous_of_key_.assign(keys, -1);
     recv_task_of_key_.assign(keys, kNoTask);
+    send_task_of_key_.assign(keys, kNoTask);
   }
 
   Result<BuiltStep> build() {
@@ -111,6 +112,19 @@ class Builder {
         continue;
       }
       const CommCall& call = item.comm;
+      if (!call.waits.empty()) {
+        // Megatron's handle.wait() on transfers this rank posted earlier without blocking.
+        const TaskId join = add(Task{r, Stream::kPipelineComm, TaskKind::kJoin, 0.0, -1, -1});
+        if (cursor != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(cursor)}, join);
+        for (const Transfer& tr : call.waits) {
+          const std::size_t key = key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage);
+          const std::int32_t side = tr.send ? send_task_of_key_[key] : recv_task_of_key_[key];
+          STEPSIM_ASSERT(side != kNoTask);
+          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(side)}, join);
+        }
+        cursor = static_cast<std::int32_t>(join.value);
+        continue;
+      }
       std::vector<TaskId> sides;
       for (const Transfer& tr : call.transfers) sides.push_back(add_transfer_side(r, tr, cursor));
       // With serialised streams a non-blocking call completes where it is issued, as on the
@@ -143,7 +157,7 @@ class Builder {
     const TaskId id = add(Task{r, Stream::kPipelineComm, TaskKind::kTransfer, duration,
                                rendezvous_of_key_[key], payload});
     if (cursor != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(cursor)}, id);
-    if (!tr.send) recv_task_of_key_[key] = static_cast<std::int32_t>(id.value);
+    (tr.send ? send_task_of_key_ : recv_task_of_key_)[key] = static_cast<std::int32_t>(id.value);
     return id;
   }
 
@@ -245,6 +259,7 @@ class Builder {
   BuiltStep out_;
   std::vector<std::int32_t> rendezvous_of_key_;
   std::vector<std::int32_t> recv_task_of_key_;
+  std::vector<std::int32_t> send_task_of_key_;
   std::vector<std::pair<TaskId, std::size_t>> data_deps_;
   std::vector<TaskId> embedding_tasks_;
 };

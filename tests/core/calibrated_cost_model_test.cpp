@@ -122,6 +122,16 @@ TEST(CalibratedCostModel, MissingDtypeFallsBackToRooflineWithWarning) {
   EXPECT_NE(m.warnings()[0].find("no GEMM samples"), std::string::npos);
 }
 
+TEST(CalibratedCostModel, Fp16BorrowsTheBf16SamplesWithWarning) {
+  const CalibratedCostModel m = model();
+  const GemmOp g{4096, 4096, 4096, 1, DType::kFp16};
+  GemmOp as_bf16 = g;
+  as_bf16.dtype = DType::kBf16;
+  EXPECT_EQ(m.gemm_s(g), m.gemm_s(as_bf16));
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find("fp16 from bf16"), std::string::npos) << m.warnings()[0];
+}
+
 TEST(CalibratedCostModel, MemoryBoundUsesTheMemoryFit) {
   const CalibratedCostModel m = model();
   EXPECT_NEAR(m.memory_bound_s({1 << 24}), 2e-6 + (1 << 24) / 1.6e12, 1e-12);

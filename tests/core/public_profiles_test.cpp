@@ -51,16 +51,21 @@ TEST_P(PublicProfile, IsPublicDataWithEveryFigureCited) {
   for (const AttentionSample& s : p.attention) EXPECT_TRUE(cited(s.citation));
 }
 
-// TP 8 inside a node, data-parallel and embedding groups with one rank per node, P2P both
-// ways: answered from the profile without a fallback or rescaling warning.
+// TP/DP groups of 2, 4 and 8 inside a node, groups across nodes with 1, 2 or 4 members per
+// node (data-parallel and embedding groups), P2P both ways: answered from the profile without
+// a fallback or rescaling warning.
 TEST_P(PublicProfile, CoversTheShippedScenariosGroups) {
   auto p = std::make_shared<const Profile>(load());
   const CalibratedCostModel m(p, GetParam(), fallback_system());
   for (CollectiveKind kind :
        {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
-    EXPECT_GT(m.collective_s({kind, CommGroup::kTensor, 64 << 20, 8, 1}), 0.0);
-    for (std::int64_t dp : {2, 4, 8, 16, 32, 64, 128}) {
-      EXPECT_GT(m.collective_s({kind, CommGroup::kData, 1 << 30, dp, dp}), 0.0);
+    for (std::int64_t tp : {2, 4, 8}) {
+      EXPECT_GT(m.collective_s({kind, CommGroup::kTensor, 64 << 20, tp, 1}), 0.0);
+    }
+    for (std::int64_t per_node : {1, 2, 4}) {
+      for (std::int64_t nodes : {2, 4, 8, 16, 32, 64, 128}) {
+        EXPECT_GT(m.collective_s({kind, CommGroup::kData, 1 << 30, per_node * nodes, nodes}), 0.0);
+      }
     }
   }
   EXPECT_GT(m.p2p_s({16 << 20, false}), 0.0);

@@ -7,7 +7,8 @@
 //   FLOP/s interpolated over the samples of its dtype: inverse-distance weighting (power 2)
 //   of log(FLOP/s) over the 8 nearest samples in (log2 m*batch, log2 n, log2 k). A shape
 //   outside the measured box is clamped into it first (its efficiency is the one at the
-//   edge) and a warning is recorded.
+//   edge) and a warning is recorded. fp16 and bf16 (same tensor-core rate) stand in for each
+//   other when a profile has samples of only one, with a warning.
 // - Attention: measured shape -> measured seconds; else interpolated over attention samples
 //   of the same dtype, direction and masking in (log2 batch*heads, log2 seq, log2 head_dim);
 //   without such samples, the attention's matmuls as batched GEMMs plus the HBM traffic of its
@@ -15,7 +16,8 @@
 // - Memory-bound: the memory fit.
 // - Collectives: the fit of the same (kind, group size, nodes spanned); else the nearest
 //   measured group of the same link class (see collective_s) with nccl-tests' bus-bandwidth
-//   factor rescaled, and a warning. Sizes outside the fit's measured range are extrapolated with a warning.
+//   factor rescaled, and a warning. Sizes outside the fit's measured range are extrapolated with a
+//   warning.
 // - P2P: the fit of the link class (intra- or inter-node).
 // Whatever the profile has no data for at all (a dtype without GEMMs, a profile without
 // inter-node collectives) is costed by the roofline model of the workload's system, with a
@@ -74,6 +76,10 @@ class CalibratedCostModel final : public CostModel {
   /// Achieved FLOP/s at `x` by inverse-distance weighting; clamps `x` into the box and
   /// returns whether it had to.
   static double interpolate(const Table& t, std::array<double, 3> x, bool& clamped);
+  /// FLOPs over the interpolated FLOP/s, warning (as `what`: "GEMM", "attention") on clamping.
+  double interpolated_s(const Table& t, const std::array<double, 3>& x, double flops,
+                        const std::string& what, const std::string& detail) const;
+  /// The fit at `bytes`, warning when `bytes` is outside the fit's measured range.
   double linear_s(const LinearFit& f, std::int64_t bytes, const std::string& what) const;
   double attention_from_gemms_s(const AttentionOp& op) const;
   void warn(const std::string& category, const std::string& detail) const;

@@ -1,0 +1,101 @@
+#include "summary_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace stepsim::gui::detail {
+
+namespace {
+
+using nlohmann::json;
+
+class SummaryReader {
+ public:
+  SummaryReader(const std::string& file, Errors& errors) : file_(file), errors_(errors) {}
+
+  void problem(const std::string& key, const std::string& message) {
+    errors_.push_back(Error{file_, key, message});
+  }
+
+  // A number >= 0 under `key` of `obj`; `required` makes absence a problem.
+  bool number(const json& obj, const std::string& path, const char* key, double& out,
+              bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required) problem(path + "." + key, " is missing");
+      return false;
+    }
+    if (!it->is_number() || it->get<double>() < 0) {
+      problem(path + "." + key, " must be a number >= 0");
+      return false;
+    }
+    out = it->get<double>();
+    return true;
+  }
+
+  void read(const json& root, TraceSummary& out) {
+    if (!root.is_object()) {
+      problem("stepsim", " must be an object (the step summary)");
+      return;
+    }
+    out.present = true;
+    if (auto it = root.find("label"); it != root.end()) {
+      if (it->is_string()) {
+        out.label = it->get<std::string>();
+      } else {
+        problem("stepsim.label", " must be a string (\"predicted\" or \"measured\")");
+      }
+    }
+    number(root, "stepsim", "step_time_s", out.step_time_s, false);
+    double value = 0;
+    if (number(root, "stepsim", "ranks", value, false)) out.ranks = static_cast<std::int32_t>(value);
+    if (number(root, "stepsim", "memory_capacity_bytes", value, false)) {
+      out.memory_capacity_bytes = static_cast<std::int64_t>(value);
+    }
+    auto stages = root.find("stages");
+    if (stages == root.end()) return;
+    if (!stages->is_array()) {
+      problem("stepsim.stages", " must be an array of {stage, busy_s, bubble_s, "
+                                "exposed_comm_s, peak_memory_bytes}");
+      return;
+    }
+    for (std::size_t i = 0; i < stages->size(); ++i) {
+      const json& s = (*stages)[i];
+      const std::string path = "stepsim.stages[" + std::to_string(i) + "]";
+      if (!s.is_object()) {
+        problem(path, " must be an object");
+        continue;
+      }
+      StageSummary stage;
+      double id = 0;
+      bool ok = number(s, path, "stage", id, true);
+      ok = number(s, path, "busy_s", stage.busy_s, true) && ok;
+      ok = number(s, path, "bubble_s", stage.bubble_s, true) && ok;
+      ok = number(s, path, "exposed_comm_s", stage.exposed_comm_s, true) && ok;
+      double peak = 0;
+      ok = number(s, path, "peak_memory_bytes", peak, true) && ok;
+      if (!ok) continue;
+      stage.stage = static_cast<std::int32_t>(id);
+      stage.peak_memory_bytes = static_cast<std::int64_t>(peak);
+      out.stages.push_back(stage);
+    }
+  }
+
+ private:
+  const std::string& file_;
+  Errors& errors_;
+};
+
+}  // namespace
+
+void read_summary(std::string_view text, const std::string& file, TraceSummary& out,
+                  Errors& errors) {
+  const json root = json::parse(text.begin(), text.end(), nullptr, false);
+  SummaryReader reader(file, errors);
+  if (root.is_discarded()) {
+    reader.problem("stepsim", " is not valid JSON");
+    return;
+  }
+  reader.read(root, out);
+}
+
+}  // namespace stepsim::gui::detail

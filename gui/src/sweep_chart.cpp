@@ -1,0 +1,125 @@
+#include "stepsim/gui/sweep_chart.hpp"
+
+#include <QCursor>
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace stepsim::gui {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}
+
+SweepChart::SweepChart(SweepTable table, QWidget* parent)
+    : QChartView(parent), table_(std::move(table)) {
+  auto* chart = new QChart;
+  chart->setAnimationOptions(QChart::NoAnimation);
+  auto* all = new QScatterSeries;
+  all->setName(QStringLiteral("configurations"));
+  all->setMarkerSize(8);
+  all->setColor(QColor(59, 111, 212, 170));
+  double max_x = 0;
+  double max_y = 0;
+  for (const SweepPoint& p : table_.points) {
+    all->append(p.peak_memory_bytes / kGiB, p.tokens_per_s);
+    max_x = std::max(max_x, p.peak_memory_bytes / kGiB);
+    max_y = std::max(max_y, p.tokens_per_s);
+  }
+  auto* front_line = new QLineSeries;
+  front_line->setName(QStringLiteral("Pareto front"));
+  front_line->setPen(QPen(QColor(214, 45, 59), 2));
+  auto* front = new QScatterSeries;
+  front->setName(QStringLiteral("Pareto-optimal"));
+  front->setMarkerSize(11);
+  front->setColor(QColor(214, 45, 59));
+  for (std::size_t i : pareto_front(table_.points)) {
+    const SweepPoint& p = table_.points[i];
+    front_line->append(p.peak_memory_bytes / kGiB, p.tokens_per_s);
+    front->append(p.peak_memory_bytes / kGiB, p.tokens_per_s);
+  }
+  chart->addSeries(front_line);
+  chart->addSeries(all);
+  chart->addSeries(front);
+  auto* x = new QValueAxis;
+  auto* y = new QValueAxis;
+  x->setTitleText(QStringLiteral("peak memory per GPU (GiB)"));
+  y->setTitleText(QStringLiteral("tokens/s"));
+  x->setRange(0, std::max(max_x * 1.1, 1e-3));
+  y->setRange(0, std::max(max_y * 1.1, 1e-3));
+  x->setLabelFormat(QStringLiteral("%.4g"));
+  y->setLabelFormat(QStringLiteral("%.4g"));
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  for (QAbstractSeries* s : chart->series()) {
+    s->attachAxis(x);
+    s->attachAxis(y);
+  }
+  QString title = QStringLiteral("Sweep: %1 configurations").arg(table_.points.size());
+  if (table_.skipped_rows > 0) title += QStringLiteral(" (%1 rows without metrics)").arg(table_.skipped_rows);
+  title += table_.has_trace_column ? QStringLiteral("; click a point to open its trace")
+                                   : QStringLiteral("; no trace column");
+  chart->setTitle(title);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  setChart(chart);
+  setRenderHint(QPainter::Antialiasing);
+  for (QScatterSeries* s : {all, front}) {
+    connect(s, &QScatterSeries::clicked, this, &SweepChart::on_clicked);
+    connect(s, &QScatterSeries::hovered, this, &SweepChart::on_hovered);
+  }
+}
+
+std::int64_t SweepChart::nearest_point(QPointF value) const {
+  // Distance in axis-normalised units, so GiB and tokens/s weigh alike.
+  double sx = 1e-9;
+  double sy = 1e-9;
+  for (const SweepPoint& p : table_.points) {
+    sx = std::max(sx, p.peak_memory_bytes / kGiB);
+    sy = std::max(sy, p.tokens_per_s);
+  }
+  std::int64_t best = -1;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < table_.points.size(); ++i) {
+    const double dx = (table_.points[i].peak_memory_bytes / kGiB - value.x()) / sx;
+    const double dy = (table_.points[i].tokens_per_s - value.y()) / sy;
+    const double d = dx * dx + dy * dy;
+    if (d < best_d) {
+      best_d = d;
+      best = static_cast<std::int64_t>(i);
+    }
+  }
+  return best;
+}
+
+void SweepChart::on_clicked(const QPointF& value) {
+  const std::int64_t i = nearest_point(value);
+  if (i < 0) return;
+  const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
+  if (p.trace_path.empty()) {
+    emit message(QStringLiteral("%1: no trace for this configuration").arg(QString::fromStdString(p.label)));
+    return;
+  }
+  emit open_trace(QString::fromStdString(p.trace_path));
+}
+
+void SweepChart::on_hovered(const QPointF& value, bool state) {
+  if (!state) {
+    QToolTip::hideText();
+    return;
+  }
+  const std::int64_t i = nearest_point(value);
+  if (i < 0) return;
+  const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
+  QToolTip::showText(QCursor::pos(), QStringLiteral("%1\n%2 tokens/s, %3 GiB peak%4")
+                                         .arg(QString::fromStdString(p.label))
+                                         .arg(p.tokens_per_s, 0, 'f', 0)
+                                         .arg(p.peak_memory_bytes / kGiB, 0, 'f', 2)
+                                         .arg(p.trace_path.empty() ? QString() : QStringLiteral("\nclick to open the trace")));
+}
+
+}  // namespace stepsim::gui

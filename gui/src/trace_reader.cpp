@@ -1,0 +1,408 @@
+#include "stepsim/gui/trace_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <unordered_map>
+
+#include "json_scanner.hpp"
+#include "summary_reader.hpp"
+
+namespace stepsim::gui {
+
+namespace {
+
+using detail::JsonScanner;
+using Token = JsonScanner::Token;
+
+constexpr std::size_t kMaxErrors = 20;
+
+// One event's fields as read; reused from event to event to avoid allocations.
+struct Event {
+  std::string ph, name, cat, op, detail, arg_name;
+  bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_bytes = false;
+  double pid = 0, tid = 0, ts = 0, dur = 0, bytes = 0;
+  double mb = -1, chunk = -1, layer = -1;
+
+  void reset() {
+    ph.clear();
+    name.clear();
+    cat.clear();
+    op.clear();
+    detail.clear();
+    arg_name.clear();
+    has_pid = has_tid = has_ts = has_dur = has_bytes = false;
+    mb = chunk = layer = -1;
+  }
+};
+
+class TraceParser {
+ public:
+  TraceParser(std::string_view text, std::string file) : scan_(text), file_(std::move(file)) {
+    model_.path = file_;
+  }
+
+  Result<TraceModel> run();
+
+ private:
+  bool parse_events();
+  bool parse_event(std::size_t index);
+  bool parse_args(std::size_t index);
+  void add_event(std::size_t index);
+  bool read_number_field(std::size_t index, std::string_view key, double& out);
+  bool read_string_field(std::size_t index, std::string_view key, std::string& out);
+  void problem(std::string key, std::string message);
+  static std::string at(std::size_t index, std::string_view key) {
+    return "traceEvents[" + std::to_string(index) + "]." + std::string(key);
+  }
+  Lane& lane_for(std::int32_t rank, std::int32_t stream);
+
+  JsonScanner scan_;
+  std::string file_;
+  TraceModel model_;
+  Errors errors_;
+  bool truncated_ = false;
+  Event ev_;
+  std::unordered_map<std::uint64_t, std::size_t> lane_index_;
+  std::unordered_map<std::int32_t, std::size_t> memory_index_;
+  std::unordered_map<std::uint64_t, std::string> thread_names_;
+  std::uint64_t last_lane_key_ = std::numeric_limits<std::uint64_t>::max();
+  std::size_t last_lane_ = 0;
+};
+
+std::uint64_t lane_key(std::int32_t rank, std::int32_t stream) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(rank)) << 32) |
+         static_cast<std::uint32_t>(stream);
+}
+
+void TraceParser::problem(std::string key, std::string message) {
+  if (errors_.size() >= kMaxErrors) {
+    truncated_ = true;
+    return;
+  }
+  errors_.push_back(Error{file_, std::move(key), std::move(message)});
+}
+
+Result<TraceModel> TraceParser::run() {
+  bool have_events = false;
+  std::string_view summary_text;
+  bool ok = true;
+  if (scan_.peek() == Token::kArray) {
+    have_events = true;
+    ok = parse_events();
+  } else if (scan_.consume('{')) {
+    if (!scan_.consume('}')) {
+      do {
+        std::string_view key;
+        if (!scan_.read_key(key)) {
+          ok = false;
+          break;
+        }
+        if (key == "traceEvents") {
+          if (scan_.peek() != Token::kArray) {
+            problem("traceEvents", " must be an array of events");
+            ok = scan_.skip_value();
+          } else {
+            have_events = true;
+            ok = parse_events();
+          }
+        } else if (key == "stepsim") {
+          const std::size_t begin = scan_.offset();
+          ok = scan_.skip_value();
+          summary_text = scan_.since(begin);
+        } else {
+          ok = scan_.skip_value();
+        }
+      } while (ok && scan_.consume(','));
+      if (ok && !scan_.consume('}')) ok = scan_.fail("expected ',' or '}' after a member");
+    }
+  } else {
+    ok = scan_.fail("expected a JSON object with traceEvents (a Chrome trace event file)");
+  }
+  if (ok && !scan_.at_end()) ok = scan_.fail("unexpected text after the end of the JSON value");
+  if (!ok) return Error{file_, "", "not valid JSON: " + scan_.error()};
+
+  if (!have_events && errors_.empty()) {
+    problem("traceEvents", " is missing: expected Chrome trace event JSON with a traceEvents "
+                           "array of slices");
+  }
+  if (!summary_text.empty()) detail::read_summary(summary_text, file_, model_.summary, errors_);
+  if (have_events && errors_.empty() && model_.slice_count() == 0) {
+    problem("traceEvents", " has no slices (no event with ph \"X\"): nothing to show");
+  }
+  if (truncated_) errors_.push_back(Error{file_, "", "further problems not listed"});
+  if (!errors_.empty()) return errors_;
+
+  for (Lane& lane : model_.lanes) {
+    auto it = thread_names_.find(lane_key(lane.rank, lane.stream));
+    lane.name = it != thread_names_.end() ? it->second : stream_name(lane.stream);
+  }
+  model_.label = model_.summary.present && !model_.summary.label.empty()
+                     ? model_.summary.label
+                     : std::filesystem::path(file_).filename().string();
+  finish_model(model_);
+  return std::move(model_);
+}
+
+bool TraceParser::parse_events() {
+  if (!scan_.consume('[')) return scan_.fail("expected '['");
+  if (scan_.consume(']')) return true;
+  std::size_t index = 0;
+  do {
+    if (!parse_event(index++)) return false;
+  } while (scan_.consume(','));
+  if (!scan_.consume(']')) return scan_.fail("expected ',' or ']' after an event");
+  return true;
+}
+
+bool TraceParser::read_number_field(std::size_t index, std::string_view key, double& out) {
+  if (scan_.peek() != Token::kNumber) {
+    problem(at(index, key), " must be a number");
+    return false;
+  }
+  return scan_.read_number(out);
+}
+
+bool TraceParser::read_string_field(std::size_t index, std::string_view key, std::string& out) {
+  if (scan_.peek() != Token::kString) {
+    problem(at(index, key), " must be a string");
+    return false;
+  }
+  std::string_view value;
+  if (!scan_.read_string(value)) return false;
+  out.assign(value);
+  return true;
+}
+
+bool TraceParser::parse_event(std::size_t index) {
+  if (scan_.peek() != Token::kObject) {
+    problem("traceEvents[" + std::to_string(index) + "]", " must be an object");
+    return scan_.skip_value();
+  }
+  scan_.consume('{');
+  ev_.reset();
+  bool valid = true;
+  if (!scan_.consume('}')) {
+    do {
+      std::string_view key;
+      if (!scan_.read_key(key)) return false;
+      bool read = true;
+      if (key == "ph") {
+        read = read_string_field(index, key, ev_.ph);
+      } else if (key == "name") {
+        read = read_string_field(index, key, ev_.name);
+      } else if (key == "cat") {
+        read = read_string_field(index, key, ev_.cat);
+      } else if (key == "pid") {
+        read = ev_.has_pid = read_number_field(index, key, ev_.pid);
+      } else if (key == "tid") {
+        read = ev_.has_tid = read_number_field(index, key, ev_.tid);
+      } else if (key == "ts") {
+        read = ev_.has_ts = read_number_field(index, key, ev_.ts);
+      } else if (key == "dur") {
+        read = ev_.has_dur = read_number_field(index, key, ev_.dur);
+      } else if (key == "args") {
+        if (scan_.peek() != Token::kObject) {
+          problem(at(index, key), " must be an object");
+          read = false;
+        } else if (!parse_args(index)) {
+          return false;
+        }
+      } else if (!scan_.skip_value()) {
+        return false;
+      }
+      if (!read) {
+        valid = false;
+        if (!scan_.error().empty() || !scan_.skip_value()) return false;
+      }
+    } while (scan_.consume(','));
+    if (!scan_.consume('}')) return scan_.fail("expected ',' or '}' in an event");
+  }
+  if (valid) add_event(index);
+  return true;
+}
+
+bool TraceParser::parse_args(std::size_t index) {
+  scan_.consume('{');
+  if (scan_.consume('}')) return true;
+  do {
+    std::string_view key;
+    if (!scan_.read_key(key)) return false;
+    bool read = true;
+    std::string full = "args." + std::string(key);
+    if (key == "mb" || key == "chunk" || key == "layer" || key == "bytes") {
+      double value = 0;
+      if (scan_.peek() == Token::kNull) {
+        value = -1;
+        read = scan_.skip_value();
+      } else {
+        read = read_number_field(index, full, value);
+      }
+      if (key == "mb") ev_.mb = value;
+      if (key == "chunk") ev_.chunk = value;
+      if (key == "layer") ev_.layer = value;
+      if (key == "bytes") {
+        ev_.bytes = value;
+        ev_.has_bytes = read;
+      }
+    } else if (key == "op") {
+      read = read_string_field(index, full, ev_.op);
+    } else if (key == "detail") {
+      read = read_string_field(index, full, ev_.detail);
+    } else if (key == "name" && scan_.peek() == Token::kString) {
+      read = read_string_field(index, full, ev_.arg_name);
+    } else if (!scan_.skip_value()) {
+      return false;
+    }
+    if (!read && (!scan_.error().empty() || !scan_.skip_value())) return false;
+  } while (scan_.consume(','));
+  if (!scan_.consume('}')) return scan_.fail("expected ',' or '}' in args");
+  return true;
+}
+
+Lane& TraceParser::lane_for(std::int32_t rank, std::int32_t stream) {
+  const std::uint64_t key = lane_key(rank, stream);
+  if (key != last_lane_key_) {
+    auto [it, inserted] = lane_index_.try_emplace(key, model_.lanes.size());
+    if (inserted) {
+      model_.lanes.emplace_back();
+      model_.lanes.back().rank = rank;
+      model_.lanes.back().stream = stream;
+    }
+    last_lane_key_ = key;
+    last_lane_ = it->second;
+  }
+  return model_.lanes[last_lane_];
+}
+
+// An id field (pid, tid, mb, chunk, layer) must be a whole number in int32's range.
+bool whole(double v, double lowest) {
+  return std::isfinite(v) && v >= lowest && v <= 2147483647.0 && std::floor(v) == v;
+}
+
+void TraceParser::add_event(std::size_t index) {
+  if (ev_.ph.empty()) {
+    problem(at(index, "ph"), " is missing: every event needs a phase (\"X\", \"C\", \"M\")");
+    return;
+  }
+  const bool slice = ev_.ph == "X";
+  const bool counter = ev_.ph == "C" && ev_.name == "memory";
+  const bool meta = ev_.ph == "M";
+  if (!slice && !counter && !meta) return;
+  bool ok = true;
+  auto require = [&](bool has, std::string_view key) {
+    if (!has) {
+      problem(at(index, key), " is missing (ph \"" + ev_.ph + "\" needs it)");
+      ok = false;
+    }
+  };
+  require(ev_.has_pid, "pid");
+  if (ok && !whole(ev_.pid, 0)) {
+    problem(at(index, "pid"), " must be a whole number >= 0 (the rank)");
+    ok = false;
+  }
+  if (meta) {
+    if (!ok) return;
+    const auto rank = static_cast<std::int32_t>(ev_.pid);
+    if (ev_.name == "process_name" && !ev_.arg_name.empty()) model_.rank_names[rank] = ev_.arg_name;
+    if (ev_.name == "thread_name" && !ev_.arg_name.empty() && ev_.has_tid && whole(ev_.tid, 0)) {
+      thread_names_[lane_key(rank, static_cast<std::int32_t>(ev_.tid))] = ev_.arg_name;
+    }
+    return;
+  }
+  require(ev_.has_ts, "ts");
+  if (ok && !std::isfinite(ev_.ts)) {
+    problem(at(index, "ts"), " must be a finite number of microseconds");
+    ok = false;
+  }
+  if (counter) {
+    require(ev_.has_bytes, "args.bytes");
+    if (!ok) return;
+    const auto rank = static_cast<std::int32_t>(ev_.pid);
+    auto [it, inserted] = memory_index_.try_emplace(rank, model_.memory.size());
+    if (inserted) model_.memory.push_back(MemorySeries{rank, {}, {}});
+    model_.memory[it->second].time_us.push_back(ev_.ts);
+    model_.memory[it->second].bytes.push_back(static_cast<std::int64_t>(ev_.bytes));
+    return;
+  }
+  require(ev_.has_tid, "tid");
+  require(ev_.has_dur, "dur");
+  if (!ok) return;
+  if (!whole(ev_.tid, 0)) {
+    problem(at(index, "tid"), " must be a whole number >= 0 (the stream)");
+    ok = false;
+  }
+  if (!(std::isfinite(ev_.dur) && ev_.dur >= 0)) {
+    problem(at(index, "dur"), " must be a number of microseconds >= 0");
+    ok = false;
+  }
+  const std::pair<double, std::string_view> ids[] = {
+      {ev_.mb, "args.mb"}, {ev_.chunk, "args.chunk"}, {ev_.layer, "args.layer"}};
+  for (const auto& [value, key] : ids) {
+    if (!whole(value, -1)) {
+      problem(at(index, key), " must be a whole number >= -1 (-1 for per-step work)");
+      ok = false;
+    }
+  }
+  if (!ok) return;
+  Lane& lane = lane_for(static_cast<std::int32_t>(ev_.pid), static_cast<std::int32_t>(ev_.tid));
+  lane.time.start_us.push_back(ev_.ts);
+  lane.time.end_us.push_back(ev_.ts + ev_.dur);
+  lane.kind.push_back(kind_from_category(ev_.cat));
+  lane.microbatch.push_back(static_cast<std::int32_t>(ev_.mb));
+  lane.chunk.push_back(static_cast<std::int32_t>(ev_.chunk));
+  lane.layer.push_back(static_cast<std::int32_t>(ev_.layer));
+  lane.op.push_back(model_.strings.intern(ev_.op));
+  lane.detail.push_back(model_.strings.intern(ev_.detail));
+  if (model_.names.size() + ev_.name.size() > std::numeric_limits<std::uint32_t>::max()) {
+    problem(at(index, "name"), " does not fit: slice names exceed 4 GiB in total");
+    return;
+  }
+  lane.name_begin.push_back(static_cast<std::uint32_t>(model_.names.size()));
+  lane.name_size.push_back(static_cast<std::uint32_t>(ev_.name.size()));
+  model_.names += ev_.name;
+}
+
+}  // namespace
+
+Result<TraceModel> parse_trace(std::string_view text, const std::string& file) {
+  return TraceParser(text, file).run();
+}
+
+Result<TraceModel> read_trace_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Error{path, "", "is a directory, expected a trace file (Chrome trace event JSON)"};
+  }
+  // Map the file instead of copying it: a trace of millions of events is hundreds of MB.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Error{path, "", std::string("cannot read: ") + std::strerror(err)};
+  }
+  const auto size = static_cast<std::size_t>(info.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return Error{path, "", "is empty, expected Chrome trace event JSON"};
+  }
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);
+  if (data == MAP_FAILED) return Error{path, "", std::string("cannot read: ") + std::strerror(map_errno)};
+  ::madvise(data, size, MADV_SEQUENTIAL);
+  Result<TraceModel> result = parse_trace(std::string_view(static_cast<const char*>(data), size), path);
+  ::munmap(data, size);
+  return result;
+}
+
+}  // namespace stepsim::gui

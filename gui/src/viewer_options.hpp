@@ -1,0 +1,32 @@
+#pragma once
+// The viewer's command line, parsed into a value (main() reads argv and hands it here).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepsim/core/result.hpp"
+
+namespace stepsim::gui {
+
+struct ViewerOptions {
+  std::vector<std::string> traces;  ///< trace files (.json), in the order given
+  std::string sweep;                ///< a sweep CSV (.csv), or empty
+  std::string screenshot;           ///< PNG to render to, then exit; empty: interactive
+  int width = 1600;                 ///< window size in pixels
+  int height = 1000;
+  bool critical_path = false;
+  std::int32_t select_mb = -1;
+  std::string tab;  ///< bottom tab to show: stages, memory or sweep
+  bool bench_load = false;
+  bool help = false;
+};
+
+/// Parses the arguments after the program name. Files ending in .csv are sweeps (at most
+/// one), all other files traces.
+Result<ViewerOptions> parse_viewer_args(const std::vector<std::string>& args);
+
+/// The --help text.
+std::string viewer_usage();
+
+}  // namespace stepsim::gui

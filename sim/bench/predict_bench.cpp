@@ -1,0 +1,65 @@
+// How fast `stepsim predict` simulates the two reference configurations at op
+// granularity: GPT-3 175B on 64 A100s (t8 p8 v3, 64 micro-batches) and the 1T model on
+// 3072 A100s (t8 p64 d6, 512 micro-batches). Each iteration runs what predict runs: load,
+// cost model, decomposition, schedule, task graph, engine, report metrics.
+//
+//   build/bin/stepsim_predict_bench [--benchmark_filter=...]
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "stepsim/core/decompose.hpp"
+#include "stepsim/core/load.hpp"
+#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/sim/simulate.hpp"
+
+namespace {
+
+using namespace stepsim;
+
+void predict_scenario(benchmark::State& state, const char* file) {
+  const LoadOptions options{STEPSIM_SCENARIOS_DIR};
+  const std::string path = std::string(STEPSIM_SCENARIOS_DIR) + "/" + file;
+  std::int64_t tasks = 0;
+  for (auto _ : state) {
+    Result<Workload> w = load_scenario_file(path, options);
+    if (!w.ok()) {
+      state.SkipWithError(format_errors(w.errors()).c_str());
+      return;
+    }
+    Result<std::unique_ptr<CostModel>> cost = make_cost_model(*w);
+    if (!cost.ok()) {
+      state.SkipWithError(format_errors(cost.errors()).c_str());
+      return;
+    }
+    const WorkloadPlan plan = decompose(*w);
+    Result<sim::SimulationResult> r = sim::simulate(*w, plan, **cost);
+    if (!r.ok()) {
+      state.SkipWithError(format_errors(r.errors()).c_str());
+      return;
+    }
+    tasks = r->prediction.simulated_tasks;
+    benchmark::DoNotOptimize(r->prediction.step_time_s);
+  }
+  state.counters["simulated_tasks"] = static_cast<double>(tasks);
+  state.counters["tasks_per_s"] = benchmark::Counter(
+      static_cast<double>(tasks) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+void BM_PredictGpt3_175B_A100x64(benchmark::State& state) {
+  predict_scenario(state, "gpt3-175b-a100-64.json");
+}
+void BM_PredictGpt_1T_A100x3072(benchmark::State& state) {
+  predict_scenario(state, "gpt-1t-a100-3072.json");
+}
+
+BENCHMARK(BM_PredictGpt3_175B_A100x64)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PredictGpt_1T_A100x3072)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

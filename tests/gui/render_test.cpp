@@ -1,0 +1,149 @@
+// Offscreen rendering: draws the two-stage fixture and checks pixel colours where known
+// slices, bubbles and highlights must be.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QImage>
+
+#include "stepsim/gui/colors.hpp"
+#include "stepsim/gui/main_window.hpp"
+#include "stepsim/gui/timeline_widget.hpp"
+#include "test_data.hpp"
+
+namespace stepsim::gui {
+namespace {
+
+QColor qcolor(Rgb c) { return QColor(c.r, c.g, c.b); }
+
+class RenderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    static int argc = 1;
+    static char name[] = "gui_render_tests";
+    static char* argv[] = {name, nullptr};
+    if (QApplication::instance() == nullptr) app_ = new QApplication(argc, argv);
+  }
+
+  void SetUp() override {
+    std::vector<TraceModel> traces;
+    traces.push_back(testing::load_fixture("two_stage_predicted.json"));
+    document_ = std::make_unique<TimelineDocument>(std::move(traces));
+    widget_ = std::make_unique<TimelineWidget>(document_.get());
+    widget_->resize(800, 400);
+    widget_->fit();
+  }
+
+  QImage render() {
+    QImage image(widget_->size(), QImage::Format_RGB32);
+    widget_->render(&image);
+    return image;
+  }
+
+  // A pixel inside the box of the slice spanning [start, end] µs in `row`, away from its
+  // border and label.
+  QColor pixel_in(const QImage& image, std::size_t row, double start_us) {
+    const int x = static_cast<int>(widget_->x_of(start_us)) + 3;
+    const int y = widget_->row_rect(row).top() + 4;
+    return image.pixelColor(x, y);
+  }
+
+  static QApplication* app_;
+  std::unique_ptr<TimelineDocument> document_;
+  std::unique_ptr<TimelineWidget> widget_;
+};
+
+QApplication* RenderTest::app_ = nullptr;
+
+TEST_F(RenderTest, BoxesHaveTheirKindsColours) {
+  const QImage image = render();
+  // Rows: 0 r0 compute, 1 r0 pp_comm, 2 r0 dp_comm, 3 r1 compute, 4 r1 tp_comm, ...
+  EXPECT_EQ(pixel_in(image, 0, 0), qcolor(kind_color(Kind::kForward)));
+  EXPECT_EQ(pixel_in(image, 0, 500), qcolor(kind_color(Kind::kBackwardInput)));
+  EXPECT_EQ(pixel_in(image, 0, 700), qcolor(kind_color(Kind::kBackwardWeight)));
+  EXPECT_EQ(pixel_in(image, 0, 1050), qcolor(kind_color(Kind::kOptimizer)));
+  EXPECT_EQ(pixel_in(image, 2, 1000), qcolor(kind_color(Kind::kDataComm)));
+  EXPECT_EQ(pixel_in(image, 4, 460), qcolor(kind_color(Kind::kTensorComm)));
+  // Nothing on r1's tp_comm lane at 100 µs: the row background, not a kind colour.
+  const QColor empty = pixel_in(image, 4, 100);
+  for (std::size_t k = 0; k < kKindCount; ++k) EXPECT_NE(empty, qcolor(kind_color(static_cast<Kind>(k))));
+}
+
+TEST_F(RenderTest, IdleTimeOnComputeLanesIsMarkedAsBubble) {
+  const QImage image = render();
+  // r0 is idle from 240 to 480 µs: pale red fill or its hatch, on the compute lane only.
+  int bubble = 0;
+  int hatch = 0;
+  const int y = widget_->row_rect(0).top() + widget_->row_height() / 2;
+  for (int x = static_cast<int>(widget_->x_of(260)); x < static_cast<int>(widget_->x_of(460)); ++x) {
+    const QColor c = image.pixelColor(x, y);
+    if (c == qcolor(kind_color(Kind::kBubble))) ++bubble;
+    if (c == QColor(214, 120, 120)) ++hatch;
+  }
+  EXPECT_GT(bubble, 50);
+  EXPECT_GT(hatch, 5);
+  EXPECT_NE(pixel_in(image, 1, 300), qcolor(kind_color(Kind::kBubble)));
+}
+
+TEST_F(RenderTest, SelectingAMicrobatchDimsTheOthers) {
+  widget_->set_selected_microbatch(1);
+  const QImage image = render();
+  EXPECT_EQ(pixel_in(image, 0, 0), qcolor(faded(kind_color(Kind::kForward), 0.78)));
+  // Micro-batch 1's forward on r0 (120..220 µs) keeps its colour, with a black outline.
+  const int y = widget_->row_rect(0).top() + 6;
+  EXPECT_EQ(image.pixelColor(static_cast<int>(widget_->x_of(120)) + 5, y),
+            qcolor(kind_color(Kind::kForward)));
+  bool outlined = false;
+  for (int dx = -1; dx <= 3; ++dx) {
+    outlined = outlined || image.pixelColor(static_cast<int>(widget_->x_of(120)) + dx, y) == QColor(0, 0, 0);
+  }
+  EXPECT_TRUE(outlined);
+}
+
+TEST_F(RenderTest, ClickSelectsAndHitTestFindsSlices) {
+  const QPoint at(static_cast<int>(widget_->x_of(150)), widget_->row_rect(3).center().y());
+  const auto hit = widget_->hit_test(at);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->row, 3u);
+  EXPECT_EQ(document_->traces()[0].slice_name(hit->slice), "F mb0 c0 L1 fwd");
+  EXPECT_FALSE(widget_->hit_test(QPoint(5, 5)).has_value());
+}
+
+TEST_F(RenderTest, CriticalPathIsOutlined) {
+  const QImage before = render();
+  widget_->set_critical_path_visible(true);
+  const QImage after = render();
+  // r1's backward of micro-batch 0 (220..460 µs) is on the path: a dark outline at its top.
+  const QRect row = widget_->row_rect(3);
+  const int x = static_cast<int>(widget_->x_of(340));
+  int dark = 0;
+  for (int y = row.top(); y < row.top() + 4; ++y) dark += after.pixelColor(x, y) == QColor(20, 20, 20);
+  EXPECT_GT(dark, 0);
+  EXPECT_NE(before, after);
+}
+
+TEST_F(RenderTest, ZoomKeepsTheTimeUnderTheCursor) {
+  const double x = widget_->x_of(550);
+  widget_->zoom_at(x, 4.0);
+  EXPECT_NEAR(widget_->x_of(550), x, 1e-6);
+  EXPECT_NEAR(widget_->view().us_per_px * 4.0, 1100.0 / (800 - TimelineWidget::kLabelWidth - TimelineWidget::kRightMargin), 1e-9);
+  widget_->pan_by(100, 0);
+  EXPECT_NEAR(widget_->x_of(550), x - 100, 1e-6);
+  widget_->fit();
+  EXPECT_NEAR(widget_->x_of(0), TimelineWidget::kLabelWidth, 1e-9);
+}
+
+TEST_F(RenderTest, MainWindowShowsComparisonHeader) {
+  std::vector<TraceModel> traces;
+  traces.push_back(testing::load_fixture("two_stage_measured.json"));
+  traces.push_back(testing::load_fixture("two_stage_predicted.json"));
+  MainWindow window(std::move(traces), std::nullopt);
+  const QString header = MainWindow::header_text(window.document());
+  EXPECT_TRUE(header.startsWith(QStringLiteral("predicted 1.1 ms | measured 1.21 ms | difference +110 us")))
+      << header.toStdString();
+  EXPECT_TRUE(header.contains(QStringLiteral("r0 +"))) << header.toStdString();
+  EXPECT_TRUE(window.show_tab(QStringLiteral("memory")));
+  EXPECT_FALSE(window.show_tab(QStringLiteral("sweep")));
+}
+
+}  // namespace
+}  // namespace stepsim::gui
