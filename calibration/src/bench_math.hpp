@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "stepsim/calibration/backend.hpp"
 #include "stepsim/core/ops.hpp"
 
 namespace stepsim::calib {
@@ -59,6 +60,15 @@ inline float expected_value(CollectiveKind kind, std::int64_t g, std::int64_t n,
 /// Byte `i` of a point-to-point message from world rank `sender` with `tag`.
 inline std::uint8_t p2p_pattern(std::int32_t sender, std::int32_t tag, std::int64_t i) {
   return static_cast<std::uint8_t>((sender * 31 + tag * 7 + i) % 251);
+}
+
+/// The distinct peers of a batch of requests, ascending.
+inline std::vector<std::int32_t> distinct_peers(const std::vector<P2PRequest>& requests) {
+  std::vector<std::int32_t> peers;
+  for (const P2PRequest& q : requests) peers.push_back(q.peer);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
 }
 
 }  // namespace stepsim::calib

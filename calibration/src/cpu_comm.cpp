@@ -104,18 +104,20 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
     }
     buffers[r].resize(static_cast<std::size_t>(q.bytes));
   }
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    if (!requests[r].send) continue;
+    auto& buf = buffers[r];
+    for (std::size_t i = 0; i < buf.size(); ++i) {
+      buf[i] = p2p_pattern(world_.rank(), requests[r].tag, static_cast<std::int64_t>(i));
+    }
+  }
+  const std::vector<std::int32_t> peers = distinct_peers(requests);
   auto exchange = [&]() -> Result<double> {
     for (std::size_t r = 0; r < requests.size(); ++r) {
-      const P2PRequest& q = requests[r];
-      auto& buf = buffers[r];
-      if (q.send) {
-        for (std::size_t i = 0; i < buf.size(); ++i) {
-          buf[i] = p2p_pattern(world_.rank(), q.tag, static_cast<std::int64_t>(i));
-        }
-      } else {
-        std::fill(buf.begin(), buf.end(), std::uint8_t{0});
-      }
+      if (!requests[r].send) std::fill(buffers[r].begin(), buffers[r].end(), std::uint8_t{0});
     }
+    auto shake = world_.handshake(peers);
+    if (!shake.ok()) return shake.errors();
     std::vector<MPI_Request> handles(requests.size(), MPI_REQUEST_NULL);
     const double t0 = steady_s();
     for (std::size_t r = 0; r < requests.size(); ++r) {

@@ -167,6 +167,19 @@ Result<std::vector<double>> MpiWorld::max_over_group(const std::vector<double>& 
   return out;
 }
 
+Result<bool> MpiWorld::handshake(const std::vector<std::int32_t>& peers) {
+  constexpr int kHandshakeTag = 32767;
+  std::vector<MPI_Request> requests(2 * peers.size(), MPI_REQUEST_NULL);
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    MPI_Isend(nullptr, 0, MPI_BYTE, peers[i], kHandshakeTag, comms_[0], &requests[2 * i]);
+    MPI_Irecv(nullptr, 0, MPI_BYTE, peers[i], kHandshakeTag, comms_[0], &requests[2 * i + 1]);
+  }
+  const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                             MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Waitall", rc);
+  return true;
+}
+
 void MpiWorld::abort_all(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::abort();

@@ -38,6 +38,10 @@ class MpiWorld {
   /// Per repeat, the largest duration over the members of `g` (a collective ends for the
   /// group when its last member is done).
   Result<std::vector<double>> max_over_group(const std::vector<double>& seconds, GroupId g);
+  /// A zero-byte exchange with every peer (world ranks), posted at once: after it, each
+  /// peer has arrived here too. Used before timing a message so that the time is the
+  /// transfer's, not the wait for a late peer. Tag 32767 (P2PRequest tags stay below).
+  Result<bool> handshake(const std::vector<std::int32_t>& peers);
   [[noreturn]] void abort_all(int code);
 
  private:

@@ -9,14 +9,17 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "stepsim/calibration/backend.hpp"
 #include "stepsim/calibration/calibrate.hpp"
 #include "stepsim/calibration/microbench.hpp"
 #include "stepsim/calibration/mpi_session.hpp"
+#include "stepsim/core/decompose.hpp"
 #include "stepsim/core/profile.hpp"
 
 namespace stepsim::cli {
@@ -53,6 +56,15 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
     err << format_errors(bad);
     return 2;
   }
+  // A bad scenario is bad input: exit 2 before MPI starts and before anything is measured.
+  std::optional<WorkloadPlan> scenario_plan;
+  std::string scenario_name;
+  if (!a.scenario.empty()) {
+    std::optional<Workload> w = load_or_report(a.scenario, env);
+    if (!w) return 2;
+    scenario_name = w->name;
+    scenario_plan = decompose(*w);
+  }
   auto session = calib::MpiSession::start(nullptr, nullptr);
   if (!session.ok()) {
     err << "stepsim calibrate: " << format_errors(session.errors());
@@ -82,6 +94,13 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
   plan_options.quick = a.quick;
   plan_options.node_ids = node_ids.value();
   std::vector<calib::BenchPoint> points = calib::make_bench_plan(plan_options);
+  std::vector<std::string> skipped;
+  std::size_t scenario_count = 0;
+  if (scenario_plan) {
+    const auto extra = calib::scenario_points(*scenario_plan, plan_options, skipped);
+    scenario_count = extra.size();
+    points = calib::merge_points(std::move(points), extra);
+  }
 
   calib::CalibrationOptions run_options;
   run_options.journal_path = a.out + ".journal";
@@ -95,6 +114,16 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
     run_options.notes.push_back(
         "one rank: GEMMs and kernels only; collectives and point-to-point need ranks "
         "(run under mpirun -np N)");
+  }
+  if (scenario_plan) {
+    run_options.notes.push_back("scenario " + scenario_name + ": its " +
+                                std::to_string(scenario_count) +
+                                " distinct GEMM shapes, kernels, collective and message sizes "
+                                "measurable on this world were measured exactly");
+    for (const std::string& line : skipped) {
+      run_options.notes.push_back("scenario " + scenario_name + ": not measured: " + line);
+      if (root) err << "stepsim calibrate: scenario " << scenario_name << ": not measured: " << line << "\n";
+    }
   }
   if (root && b.world_size() == 1) {
     err << "stepsim calibrate: one rank, so GEMMs and kernels only; collectives and "

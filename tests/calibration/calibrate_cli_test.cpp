@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <sys/wait.h>
@@ -88,6 +89,44 @@ TEST(CalibrateCli, ResumesAfterAnInterruption) {
   EXPECT_EQ(p.value().world_size, 1);
   EXPECT_EQ(p.value().gemm.size(), 27u);
   EXPECT_TRUE(p.value().collectives.empty());
+}
+
+TEST(CalibrateCli, ScenarioAddsItsExactShapes) {
+  const std::string dir = temp_dir();
+  const std::string scenario = dir + "/tiny.json";
+  {
+    std::ofstream f(scenario);
+    f << R"({"name": "tiny-gpt",
+      "model": {"num_layers": 2, "hidden_size": 96, "num_attention_heads": 4,
+                "seq_length": 48, "padded_vocab_size": 256},
+      "training": {"world_size": 2, "tensor_model_parallel_size": 2,
+                   "pipeline_model_parallel_size": 1, "micro_batch_size": 1,
+                   "global_batch_size": 2, "bf16": true},
+      "system": "systems/dgx-a100-80gb.json"})";
+  }
+  const std::string out = dir + "/scenario.json";
+  const Ran r = run(std::string(STEPSIM_BIN) +
+                    " calibrate --backend cpu --quick --repeats 1 --warmup 0 --scenario " +
+                    scenario + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // One rank: the scenario's tensor-parallel collectives cannot be measured, and it says so.
+  EXPECT_NE(r.output.find("tiny-gpt: not measured: collectives over groups of 2 ranks"),
+            std::string::npos)
+      << r.output;
+  auto p = load_profile_file(out);
+  ASSERT_TRUE(p.ok()) << format_errors(p.errors());
+  EXPECT_GT(p.value().gemm.size(), 27u);
+  // The sequence (48 tokens) is no grid value, so a GEMM with m or n = 48 comes from it.
+  bool exact = false;
+  for (const auto& g : p.value().gemm) exact = exact || g.m == 48 || g.n == 48 || g.k == 48;
+  EXPECT_TRUE(exact);
+  bool noted = false;
+  for (const auto& n : p.value().notes) noted = noted || n.find("scenario tiny-gpt") == 0;
+  EXPECT_TRUE(noted);
+
+  const Ran bad = run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --scenario " + dir +
+                      "/missing.json --out " + out);
+  EXPECT_EQ(bad.status, 2) << bad.output;
 }
 
 TEST(CalibrateCli, BadInputExitsTwoAndMissingDeviceOne) {

@@ -74,7 +74,9 @@ TEST(CpuBackendMpi, GatherAndClocks) {
   auto b = cpu();
   auto offset = b->align_clocks();
   ASSERT_TRUE(offset.ok());
-  if (b->world_rank() == 0) EXPECT_EQ(offset.value(), 0.0);
+  if (b->world_rank() == 0) {
+    EXPECT_EQ(offset.value(), 0.0);
+  }
   // All ranks run on this machine's one steady clock, so the estimated offsets are small.
   EXPECT_LT(std::abs(offset.value()), 0.05);
   auto all = b->gather_to_root(std::vector<double>(static_cast<std::size_t>(b->world_rank() + 1),

@@ -26,7 +26,7 @@ struct P2PRequest {
   bool send = true;
   std::int64_t bytes = 0;
   std::int32_t peer = 0;  ///< world rank
-  std::int32_t tag = 0;
+  std::int32_t tag = 0;  ///< 0..32766 (32767 is the backends' own handshake)
   bool operator==(const P2PRequest&) const = default;
 };
 

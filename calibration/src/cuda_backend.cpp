@@ -1,0 +1,301 @@
+#include "cuda_backend.hpp"
+
+#include <cmath>
+
+#include "bench_math.hpp"
+#include "cuda_check.hpp"
+#include "mpi_check.hpp"
+#include "stepsim/calibration/mpi_session.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+/// cuBLASLt workspace: 32 MiB, NVIDIA's recommendation for Hopper.
+constexpr std::int64_t kWorkspaceBytes = std::int64_t{32} << 20;
+
+cuda::ElemType elem_type(DType t) {
+  switch (t) {
+    case DType::kBf16: return cuda::ElemType::kBf16;
+    case DType::kFp16: return cuda::ElemType::kFp16;
+    case DType::kFp32: return cuda::ElemType::kFp32;
+  }
+  return cuda::ElemType::kBf16;
+}
+
+std::int64_t align256(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != nullptr) cudaFree(ptr_);
+}
+
+Result<void*> DeviceBuffer::reserve(std::int64_t bytes, const char* what) {
+  if (bytes <= bytes_) return ptr_;
+  if (ptr_ != nullptr) cudaFree(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+  if (const cudaError_t e = cudaMalloc(&ptr_, static_cast<std::size_t>(bytes)); e != cudaSuccess) {
+    ptr_ = nullptr;
+    return Error{"", "", std::string("cuda backend: cannot allocate ") +
+                             std::to_string(bytes >> 20) + " MiB for " + what + ": " +
+                             cudaGetErrorString(e)};
+  }
+  bytes_ = bytes;
+  return ptr_;
+}
+
+Result<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions& o) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    return Error{"", "",
+                 std::string("cuda backend: no CUDA device visible") +
+                     (e != cudaSuccess ? std::string(" (") + cudaGetErrorString(e) + ")" : "")};
+  }
+  // One process per GPU: the rank's place on its node picks the device.
+  auto local = node_local_rank();
+  if (!local.ok()) return local.errors();
+  auto backend = std::make_unique<CudaBackend>(o, local.value() % count);
+  auto ok = backend->init();
+  if (!ok.ok()) return ok.errors();
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+CudaBackend::CudaBackend(const BackendOptions& options, int device)
+    : options_(options), device_(device) {}
+
+CudaBackend::~CudaBackend() {
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (ncclComm_t c : nccl_) {
+    if (c != nullptr) ncclCommDestroy(c);
+  }
+  if (lt_ != nullptr) cublasLtDestroy(lt_);
+  if (start_ != nullptr) cudaEventDestroy(start_);
+  if (stop_ != nullptr) cudaEventDestroy(stop_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+Result<bool> CudaBackend::init() {
+  STEPSIM_CUDA_TRY(cudaSetDevice(device_));
+  cudaDeviceProp prop{};
+  STEPSIM_CUDA_TRY(cudaGetDeviceProperties(&prop, device_));
+  device_name_ = prop.name;
+  l2_bytes_ = prop.l2CacheSize;
+  STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  STEPSIM_CUDA_TRY(cudaEventCreate(&start_));
+  STEPSIM_CUDA_TRY(cudaEventCreate(&stop_));
+  STEPSIM_CUBLAS_TRY(cublasLtCreate(&lt_));
+  auto ws = workspace_.reserve(kWorkspaceBytes, "the cuBLASLt workspace");
+  if (!ws.ok()) return ws.errors();
+  // NCCL bootstrap as nccl-tests do: rank 0 makes the unique id, MPI broadcasts it.
+  ncclUniqueId id{};
+  if (world_.rank() == 0) STEPSIM_NCCL_TRY(ncclGetUniqueId(&id));
+  const int rc = MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world_.comm(GroupId{0}));
+  if (rc != MPI_SUCCESS) return mpi_error("MPI_Bcast", rc);
+  ncclComm_t world = nullptr;
+  STEPSIM_NCCL_TRY(ncclCommInitRank(&world, world_.size(), id, world_.rank()));
+  nccl_.push_back(world);
+  return true;
+}
+
+Result<std::unique_ptr<LtMatmul>> CudaBackend::plan(const MatmulShape& s, cuda::ElemType t) {
+  return LtMatmul::plan(lt_, s, t, workspace_.data(), static_cast<std::size_t>(kWorkspaceBytes));
+}
+
+Result<bool> CudaBackend::flush_l2() {
+  auto buf = flush_.reserve(2 * l2_bytes_, "the L2 flush buffer");
+  if (!buf.ok()) return buf.errors();
+  STEPSIM_CUDA_TRY(cudaMemsetAsync(buf.value(), 0, static_cast<std::size_t>(2 * l2_bytes_), stream_));
+  return true;
+}
+
+template <typename Body>
+Result<std::vector<double>> CudaBackend::time_repeats(Body&& body, bool flush) {
+  for (int i = 0; i < options_.warmup; ++i) {
+    auto r = body();
+    if (!r.ok()) return r.errors();
+  }
+  std::vector<double> times;
+  for (int i = 0; i < options_.repeats; ++i) {
+    if (flush) {
+      auto f = flush_l2();
+      if (!f.ok()) return f.errors();
+    }
+    STEPSIM_CUDA_TRY(cudaEventRecord(start_, stream_));
+    auto r = body();
+    if (!r.ok()) return r.errors();
+    STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));
+    STEPSIM_CUDA_TRY(cudaEventSynchronize(stop_));
+    float ms = 0.0F;
+    STEPSIM_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
+    times.push_back(static_cast<double>(ms) * 1e-3);
+  }
+  return times;
+}
+
+Result<double> CudaBackend::gemm(const GemmOp& op) {
+  if (op.m <= 0 || op.n <= 0 || op.k <= 0 || op.batch <= 0) {
+    return Error{"", "", "cuda backend: GEMM shape must be positive (m, n, k, batch)"};
+  }
+  const cuda::ElemType t = elem_type(op.dtype);
+  const std::int64_t e = bytes_of(op.dtype);
+  auto a = a_.reserve(op.batch * op.m * op.k * e, "GEMM operand A");
+  auto b = b_.reserve(op.batch * op.k * op.n * e, "GEMM operand B");
+  auto c = c_.reserve(op.batch * op.m * op.n * e, "GEMM result");
+  if (!a.ok()) return a.errors();
+  if (!b.ok()) return b.errors();
+  if (!c.ok()) return c.errors();
+  STEPSIM_CUDA_TRY(cuda::fill_operand(a.value(), op.batch * op.m * op.k, t, 1, stream_));
+  STEPSIM_CUDA_TRY(cuda::fill_operand(b.value(), op.batch * op.k * op.n, t, 2, stream_));
+  // Column-major D[m x n] = A[m x k] B[k x n].
+  MatmulShape s;
+  s.m = op.m;
+  s.n = op.n;
+  s.k = op.k;
+  s.a = a.value();
+  s.lda = op.m;
+  s.stride_a = op.m * op.k;
+  s.b = b.value();
+  s.ldb = op.k;
+  s.stride_b = op.k * op.n;
+  s.d = c.value();
+  s.ldd = op.m;
+  s.stride_d = op.m * op.n;
+  s.batch = op.batch;
+  auto mm = plan(s, t);
+  if (!mm.ok()) return mm.errors();
+  auto times = time_repeats([&] { return mm.value()->run(stream_); }, options_.flush_l2);
+  if (!times.ok()) return times.errors();
+  return median(times.value());
+}
+
+Result<double> CudaBackend::attention(const AttentionOp& op) {
+  if (op.batch <= 0 || op.heads <= 0 || op.kv_heads <= 0 || op.seq <= 0 || op.head_dim <= 0 ||
+      op.heads % op.kv_heads != 0) {
+    return Error{"", "",
+                 "cuda backend: attention needs positive batch, heads, kv_heads, seq, head_dim "
+                 "and kv_heads dividing heads"};
+  }
+  // Unfused attention: per key/value head, its group of G query heads stacked as G*s rows,
+  // so one strided batch of b*kv products serves grouped-query attention too.
+  const cuda::ElemType t = elem_type(op.dtype);
+  const std::int64_t e = bytes_of(op.dtype);
+  const std::int64_t s = op.seq, d = op.head_dim, gs = (op.heads / op.kv_heads) * op.seq;
+  const std::int64_t batch = op.batch * op.kv_heads;
+  const std::int64_t q = align256(batch * gs * d * e), kv = align256(batch * s * d * e);
+  const std::int64_t sc = align256(batch * gs * s * e);
+  // Q, K, V, O, S; backward adds dO, dP, dQ, dK, dV.
+  auto buf = extra_.reserve(2 * q + 2 * kv + sc + (op.backward ? 2 * q + 2 * kv + sc : 0),
+                            "attention");
+  if (!buf.ok()) return buf.errors();
+  auto* base = static_cast<char*>(buf.value());
+  std::int64_t off = 0;
+  auto take = [&](std::int64_t bytes) {
+    void* p = base + off;
+    off += bytes;
+    return p;
+  };
+  void* Q = take(q);
+  void* K = take(kv);
+  void* V = take(kv);
+  void* O = take(q);
+  void* S = take(sc);
+  void* dO = op.backward ? take(q) : nullptr;
+  void* dP = op.backward ? take(sc) : nullptr;
+  void* dQ = op.backward ? take(q) : nullptr;
+  void* dK = op.backward ? take(kv) : nullptr;
+  void* dV = op.backward ? take(kv) : nullptr;
+  STEPSIM_CUDA_TRY(cuda::fill_operand(Q, batch * gs * d, t, 3, stream_));
+  STEPSIM_CUDA_TRY(cuda::fill_operand(K, batch * s * d, t, 4, stream_));
+  STEPSIM_CUDA_TRY(cuda::fill_operand(V, batch * s * d, t, 5, stream_));
+  if (op.backward) STEPSIM_CUDA_TRY(cuda::fill_operand(dO, batch * gs * d, t, 6, stream_));
+
+  // Row-major X[r x c] is column-major X^T with ld = c. Each shape below is the transposed
+  // (column-major) form of the row-major product named beside it.
+  auto shape = [&](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                   std::int64_t lda, std::int64_t sa, const void* b, std::int64_t ldb,
+                   std::int64_t sb, void* dd, std::int64_t ldd, std::int64_t sd) {
+    MatmulShape r;
+    r.trans_a = ta; r.trans_b = tb; r.m = m; r.n = n; r.k = k;
+    r.a = a; r.lda = lda; r.stride_a = sa; r.b = b; r.ldb = ldb; r.stride_b = sb;
+    r.d = dd; r.ldd = ldd; r.stride_d = sd; r.batch = batch;
+    return r;
+  };
+  std::vector<std::unique_ptr<LtMatmul>> mms;
+  auto add = [&](const MatmulShape& ms) -> Result<bool> {
+    auto p = plan(ms, t);
+    if (!p.ok()) return p.errors();
+    mms.push_back(std::move(p).value());
+    return true;
+  };
+  const std::int64_t qs = gs * d, kvs = s * d, ss = gs * s;
+  std::vector<Result<bool>> planned;
+  planned.push_back(add(shape(true, false, s, gs, d, K, d, kvs, Q, d, qs, S, s, ss)));  // S = Q K^T
+  if (!op.backward) {
+    planned.push_back(add(shape(false, false, d, gs, s, V, d, kvs, S, s, ss, O, d, qs)));  // O = P V
+  } else {
+    planned.push_back(add(shape(false, true, d, s, gs, dO, d, qs, S, s, ss, dV, d, kvs)));  // dV = P^T dO
+    planned.push_back(add(shape(true, false, s, gs, d, V, d, kvs, dO, d, qs, dP, s, ss)));  // dP = dO V^T
+    planned.push_back(add(shape(false, false, d, gs, s, K, d, kvs, dP, s, ss, dQ, d, qs)));  // dQ = dS K
+    planned.push_back(add(shape(false, true, d, s, gs, Q, d, qs, dP, s, ss, dK, d, kvs)));  // dK = dS^T Q
+  }
+  for (const auto& p : planned) {
+    if (!p.ok()) return p.errors();
+  }
+  const float scale = 1.0F / std::sqrt(static_cast<float>(d));
+  const std::int64_t rows = batch * gs;
+  auto body = [&]() -> Result<bool> {
+    auto r = mms[0]->run(stream_);  // S (recomputed in backward, as flash attention does)
+    if (!r.ok()) return r;
+    STEPSIM_CUDA_TRY(cuda::softmax_rows(S, rows, s, scale, op.causal, t, stream_));
+    if (!op.backward) return mms[1]->run(stream_);
+    for (std::size_t i = 1; i <= 2; ++i) {  // dV, dP
+      r = mms[i]->run(stream_);
+      if (!r.ok()) return r;
+    }
+    STEPSIM_CUDA_TRY(cuda::softmax_backward_rows(S, dP, rows, s, t, stream_));
+    for (std::size_t i = 3; i <= 4; ++i) {  // dQ, dK
+      r = mms[i]->run(stream_);
+      if (!r.ok()) return r;
+    }
+    return true;
+  };
+  auto times = time_repeats(body, false);
+  if (!times.ok()) return times.errors();
+  return median(times.value());
+}
+
+Result<double> CudaBackend::memory_bound(const MemoryBoundOp& op) {
+  if (op.bytes < 8) return Error{"", "", "cuda backend: memory-bound kernel needs at least 8 bytes"};
+  // Half the bytes read, half written: dst = 2 * src over floats.
+  const std::int64_t n = op.bytes / 8;
+  auto src = a_.reserve(n * 4, "memory-bound source");
+  auto dst = b_.reserve(n * 4, "memory-bound destination");
+  if (!src.ok()) return src.errors();
+  if (!dst.ok()) return dst.errors();
+  auto* in = static_cast<float*>(src.value());
+  auto* out = static_cast<float*>(dst.value());
+  STEPSIM_CUDA_TRY(cuda::fill_operand(in, n, cuda::ElemType::kFp32, 7, stream_));
+  auto times = time_repeats(
+      [&]() -> Result<bool> {
+        STEPSIM_CUDA_TRY(cuda::scale_copy(in, out, n, stream_));
+        return true;
+      },
+      false);
+  if (!times.ok()) return times.errors();
+  float first_in = 0.0F, first_out = 0.0F;
+  STEPSIM_CUDA_TRY(cudaMemcpy(&first_in, in, sizeof(float), cudaMemcpyDeviceToHost));
+  STEPSIM_CUDA_TRY(cudaMemcpy(&first_out, out, sizeof(float), cudaMemcpyDeviceToHost));
+  if (first_out != 2.0F * first_in) {
+    return Error{"", "", "cuda backend: memory-bound kernel result wrong"};
+  }
+  return median(times.value());
+}
+
+Result<double> CudaBackend::barrier(GroupId group) {
+  STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return world_.barrier(group);
+}
+
+}  // namespace stepsim::calib

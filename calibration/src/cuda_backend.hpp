@@ -1,0 +1,95 @@
+#pragma once
+// CudaBackend: one process per GPU (device = the rank's local rank on its node). GEMMs with
+// cuBLASLt (bf16/fp16 operands, fp32 accumulation, the best heuristic algorithm, a
+// workspace), attention as cuBLASLt batched GEMMs plus softmax kernels (the unfused path,
+// not flash attention), a copy kernel for memory-bound work, and NCCL collectives and
+// point-to-point on communicators bootstrapped over MPI as nccl-tests do. Every timing is
+// the median of repeats measured with CUDA events after warm-up; every communication result
+// is checked on the device.
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_kernels.hpp"
+#include "cuda_matmul.hpp"
+#include "mpi_world.hpp"
+#include "stepsim/calibration/backend.hpp"
+
+namespace stepsim::calib {
+
+/// Device memory that grows on demand (cudaMalloc; contents are not kept when it grows).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  /// At least `bytes` bytes; errors say how much was asked.
+  Result<void*> reserve(std::int64_t bytes, const char* what);
+  void* data() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::int64_t bytes_ = 0;
+};
+
+/// Makes the CUDA backend: "cuda backend: no CUDA device visible" without a GPU.
+Result<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions& o);
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const BackendOptions& options, int device);
+  ~CudaBackend() override;
+  /// Creates the stream, events, cuBLASLt handle and the world NCCL communicator.
+  Result<bool> init();
+
+  std::string name() const override { return "cuda"; }
+  std::string device_name() const override { return device_name_; }
+  std::int32_t world_rank() const override { return world_.rank(); }
+  std::int32_t world_size() const override { return world_.size(); }
+
+  Result<GroupId> split(std::int32_t color, std::int32_t key) override;
+  std::int32_t group_size(GroupId g) const override { return world_.group_size(g); }
+
+  Result<double> gemm(const GemmOp& op) override;
+  Result<double> attention(const AttentionOp& op) override;
+  Result<double> memory_bound(const MemoryBoundOp& op) override;
+  Result<double> collective(const CollectiveOp& op, GroupId group) override;
+  Result<double> p2p(const std::vector<P2PRequest>& requests) override;
+
+  Result<double> barrier(GroupId group) override;
+  double now_s() const override { return world_.now_s(); }
+  Result<double> align_clocks() override { return world_.align_clocks(); }
+  Result<std::vector<std::vector<double>>> gather_to_root(
+      const std::vector<double>& values) override {
+    return world_.gather_to_root(values);
+  }
+  [[noreturn]] void abort_all(int code) override { world_.abort_all(code); }
+
+ private:
+  /// Plans a cuBLASLt product with this backend's handle and workspace.
+  Result<std::unique_ptr<LtMatmul>> plan(const MatmulShape& s, cuda::ElemType t);
+  /// Times `body` (enqueueing work on stream_) warmup + repeats times with events.
+  template <typename Body>
+  Result<std::vector<double>> time_repeats(Body&& body, bool flush_l2);
+  Result<bool> flush_l2();
+
+  BackendOptions options_;
+  int device_ = 0;
+  MpiWorld world_;
+  std::string device_name_;
+  std::int64_t l2_bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  std::vector<ncclComm_t> nccl_;  ///< index = GroupId::value, like world_'s communicators
+  DeviceBuffer workspace_, a_, b_, c_, extra_, send_, recv_, flush_, counter_;
+};
+
+}  // namespace stepsim::calib

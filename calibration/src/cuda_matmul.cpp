@@ -1,0 +1,91 @@
+#include "cuda_matmul.hpp"
+
+#include "cuda_check.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+cudaDataType_t data_type(cuda::ElemType t) {
+  switch (t) {
+    case cuda::ElemType::kBf16: return CUDA_R_16BF;
+    case cuda::ElemType::kFp16: return CUDA_R_16F;
+    case cuda::ElemType::kFp32: return CUDA_R_32F;
+  }
+  return CUDA_R_16BF;
+}
+
+cublasStatus_t make_layout(cublasLtMatrixLayout_t* out, cudaDataType_t type, std::int64_t rows,
+                           std::int64_t cols, std::int64_t ld, std::int64_t batch,
+                           std::int64_t stride) {
+  cublasStatus_t s = cublasLtMatrixLayoutCreate(out, type, static_cast<std::uint64_t>(rows),
+                                                static_cast<std::uint64_t>(cols), ld);
+  if (s != CUBLAS_STATUS_SUCCESS || batch <= 1) return s;
+  const auto count = static_cast<std::int32_t>(batch);
+  s = cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                       sizeof count);
+  if (s != CUBLAS_STATUS_SUCCESS) return s;
+  return cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                          &stride, sizeof stride);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const MatmulShape& s,
+                                                 cuda::ElemType t, void* workspace,
+                                                 std::size_t workspace_bytes) {
+  std::unique_ptr<LtMatmul> mm(new LtMatmul());
+  mm->handle_ = handle;
+  mm->shape_ = s;
+  mm->workspace_ = workspace;
+  mm->workspace_bytes_ = workspace_bytes;
+  const cublasComputeType_t compute =
+      t == cuda::ElemType::kFp32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  STEPSIM_CUBLAS_TRY(cublasLtMatmulDescCreate(&mm->desc_, compute, CUDA_R_32F));
+  const cublasOperation_t ta = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  STEPSIM_CUBLAS_TRY(
+      cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  STEPSIM_CUBLAS_TRY(
+      cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  const cudaDataType_t type = data_type(t);
+  STEPSIM_CUBLAS_TRY(make_layout(&mm->a_layout_, type, s.trans_a ? s.k : s.m,
+                                 s.trans_a ? s.m : s.k, s.lda, s.batch, s.stride_a));
+  STEPSIM_CUBLAS_TRY(make_layout(&mm->b_layout_, type, s.trans_b ? s.n : s.k,
+                                 s.trans_b ? s.k : s.n, s.ldb, s.batch, s.stride_b));
+  STEPSIM_CUBLAS_TRY(make_layout(&mm->d_layout_, type, s.m, s.n, s.ldd, s.batch, s.stride_d));
+  STEPSIM_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&mm->pref_));
+  const std::uint64_t ws = workspace_bytes;
+  STEPSIM_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+      mm->pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  cublasLtMatmulHeuristicResult_t best{};
+  int returned = 0;
+  STEPSIM_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(handle, mm->desc_, mm->a_layout_,
+                                                    mm->b_layout_, mm->d_layout_, mm->d_layout_,
+                                                    mm->pref_, 1, &best, &returned));
+  if (returned == 0) {
+    return Error{"", "",
+                 "cuda backend: cuBLASLt has no algorithm for a " + std::to_string(s.m) + " x " +
+                     std::to_string(s.n) + " x " + std::to_string(s.k) + " product"};
+  }
+  mm->algo_ = best.algo;
+  return mm;
+}
+
+LtMatmul::~LtMatmul() {
+  if (pref_ != nullptr) cublasLtMatmulPreferenceDestroy(pref_);
+  if (d_layout_ != nullptr) cublasLtMatrixLayoutDestroy(d_layout_);
+  if (b_layout_ != nullptr) cublasLtMatrixLayoutDestroy(b_layout_);
+  if (a_layout_ != nullptr) cublasLtMatrixLayoutDestroy(a_layout_);
+  if (desc_ != nullptr) cublasLtMatmulDescDestroy(desc_);
+}
+
+Result<bool> LtMatmul::run(cudaStream_t stream) const {
+  const float alpha = 1.0F;
+  const float beta = shape_.beta;
+  STEPSIM_CUBLAS_TRY(cublasLtMatmul(handle_, desc_, &alpha, shape_.a, a_layout_, shape_.b,
+                                    b_layout_, &beta, shape_.d, d_layout_, shape_.d, d_layout_,
+                                    &algo_, workspace_, workspace_bytes_, stream));
+  return true;
+}
+
+}  // namespace stepsim::calib

@@ -1,0 +1,56 @@
+#pragma once
+// Internal: one cuBLASLt matrix product, planned once (descriptors, layouts and the best
+// heuristic algorithm for the workspace) and then enqueued as often as needed, so that the
+// timed region holds only the kernel.
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "cuda_kernels.hpp"
+#include "stepsim/core/result.hpp"
+
+namespace stepsim::calib {
+
+/// D = op(A) op(B) (+ beta D) in cuBLASLt's column-major terms; `batch` strided products.
+struct MatmulShape {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;  ///< D is m x n; k is the inner dimension
+  const void* a = nullptr;
+  std::int64_t lda = 0, stride_a = 0;
+  const void* b = nullptr;
+  std::int64_t ldb = 0, stride_b = 0;
+  void* d = nullptr;
+  std::int64_t ldd = 0, stride_d = 0;
+  std::int64_t batch = 1;
+  float beta = 0.0F;
+};
+
+class LtMatmul {
+ public:
+  /// Operands and result of type `t`; fp32 compute (TF32 tensor cores for fp32 operands).
+  static Result<std::unique_ptr<LtMatmul>> plan(cublasLtHandle_t handle, const MatmulShape& s,
+                                                cuda::ElemType t, void* workspace,
+                                                std::size_t workspace_bytes);
+  ~LtMatmul();
+  LtMatmul(const LtMatmul&) = delete;
+  LtMatmul& operator=(const LtMatmul&) = delete;
+
+  /// Enqueues the product on `stream`.
+  Result<bool> run(cudaStream_t stream) const;
+
+ private:
+  LtMatmul() = default;
+  cublasLtHandle_t handle_ = nullptr;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_layout_ = nullptr, b_layout_ = nullptr, d_layout_ = nullptr;
+  cublasLtMatmulPreference_t pref_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  MatmulShape shape_;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+};
+
+}  // namespace stepsim::calib

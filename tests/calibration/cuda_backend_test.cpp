@@ -1,0 +1,88 @@
+// CudaBackend on a real GPU (label `gpu`); without a device only the clean failure is tested.
+
+#include "cuda_backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include "mpi_environment.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+int visible_devices() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+std::unique_ptr<Backend> cuda_or_skip() {
+  BackendOptions o;
+  o.warmup = 1;
+  o.repeats = 3;
+  auto b = make_backend("cuda", o);
+  EXPECT_TRUE(b.ok()) << format_errors(b.errors());
+  return b.ok() ? std::move(b).value() : nullptr;
+}
+
+#define STEPSIM_SKIP_WITHOUT_GPU() \
+  if (visible_devices() == 0) GTEST_SKIP() << "no CUDA device visible"
+
+TEST(CudaBackend, WithoutADeviceTheErrorSaysSo) {
+  if (visible_devices() > 0) GTEST_SKIP() << "a CUDA device is visible";
+  auto b = make_backend("cuda", BackendOptions{});
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.errors()[0].message.rfind("cuda backend: no CUDA device visible", 0), 0u)
+      << b.errors()[0].message;
+}
+
+TEST(CudaBackend, GemmInEveryDtype) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->name(), "cuda");
+  for (const DType t : {DType::kBf16, DType::kFp16, DType::kFp32}) {
+    auto small = b->gemm(GemmOp{256, 256, 256, 1, t});
+    auto big = b->gemm(GemmOp{4096, 4096, 4096, 1, t});
+    auto batched = b->gemm(GemmOp{512, 512, 64, 16, t});
+    ASSERT_TRUE(small.ok() && big.ok() && batched.ok()) << to_string(t);
+    EXPECT_GT(small.value(), 0.0);
+    EXPECT_GT(big.value(), small.value());  // 4096x more work
+    EXPECT_GT(batched.value(), 0.0);
+  }
+}
+
+TEST(CudaBackend, AttentionMemoryAndOneRankCollectives) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  AttentionOp a;
+  a.batch = 2;
+  a.heads = 8;
+  a.kv_heads = 2;
+  a.seq = 1024;
+  a.head_dim = 128;
+  auto fwd = b->attention(a);
+  a.backward = true;
+  auto bwd = b->attention(a);
+  ASSERT_TRUE(fwd.ok()) << format_errors(fwd.errors());
+  ASSERT_TRUE(bwd.ok()) << format_errors(bwd.errors());
+  EXPECT_GT(bwd.value(), fwd.value());
+  auto mem = b->memory_bound(MemoryBoundOp{std::int64_t{256} << 20});
+  ASSERT_TRUE(mem.ok()) << format_errors(mem.errors());
+  EXPECT_GT(mem.value(), 0.0);
+  auto g = b->split(0, b->world_rank());
+  ASSERT_TRUE(g.ok());
+  for (const CollectiveKind kind :
+       {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    CollectiveOp op;
+    op.kind = kind;
+    op.bytes = std::int64_t{8} << 20;
+    op.group_size = b->world_size();
+    auto t = b->collective(op, g.value());
+    ASSERT_TRUE(t.ok()) << format_errors(t.errors());
+    EXPECT_GT(t.value(), 0.0);
+  }
+  EXPECT_FALSE(b->p2p({P2PRequest{true, 64, b->world_rank(), 0}}).ok());
+}
+
+}  // namespace
+}  // namespace stepsim::calib
