@@ -96,6 +96,13 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   r.relative_error = relative_error(r.predicted_step_time_s, r.measured_step_time_s);
 
   const std::size_t median_index = median_step(measured);
+  for (const auto& rank : measured.steps[median_index]) {
+    double sum = 0;
+    for (const auto& t : rank) sum += t.op_s;
+    r.measured_backend_step_time_s = std::max(r.measured_backend_step_time_s, sum);
+  }
+  r.backend_relative_error =
+      relative_error(r.predicted_step_time_s, r.measured_backend_step_time_s);
   const sim::Timeline mt = measured_timeline(measured, median_index);
   for (std::int32_t s = 0; s < measured.layout.pp; ++s) {
     StageComparison st{s, stage_figures(predicted, s), stage_figures(mt, s), 0.0};
@@ -124,9 +131,9 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
     const auto rep = static_cast<std::size_t>(measured.layout.global_rank(s, 0, 0));
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const auto& task = tasks[i];
-      const std::vector<std::string> names =
-          task.kind == ExecTask::Kind::kComm ? task.transfer_names
-                                             : std::vector<std::string>{task.name};
+      const std::vector<std::string> names = task.kind == ExecTask::Kind::kComm
+                                                 ? task.transfer_names
+                                                 : std::vector<std::string>{task.name};
       std::vector<double> durations;
       std::vector<double> walls;
       for (const auto& step : measured.steps) {
@@ -167,9 +174,10 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
     k.mean_abs_relative_error /= static_cast<double>(k.count);
     r.ops.push_back(k);
   }
-  std::stable_sort(deviations.begin(), deviations.end(), [](const Deviation& a, const Deviation& b) {
-    return std::abs(a.predicted_s - a.measured_s) > std::abs(b.predicted_s - b.measured_s);
-  });
+  std::stable_sort(
+      deviations.begin(), deviations.end(), [](const Deviation& a, const Deviation& b) {
+        return std::abs(a.predicted_s - a.measured_s) > std::abs(b.predicted_s - b.measured_s);
+      });
   if (deviations.size() > max_deviations) deviations.resize(max_deviations);
   r.largest_deviations = std::move(deviations);
   if (r.unmatched_predicted != 0 || r.unmatched_measured != 0) {

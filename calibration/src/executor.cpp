@@ -1,5 +1,7 @@
 // Runs the simulator's program on a real Backend and times every task.
 
+#include "stepsim/calibration/executor.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,7 +13,6 @@
 #include <type_traits>
 #include <variant>
 
-#include "stepsim/calibration/executor.hpp"
 #include "watchdog.hpp"
 
 namespace stepsim::calib {
@@ -76,8 +77,13 @@ class Runner {
  public:
   Runner(const Workload& w, const sim::Schedule& schedule, Backend& b,
          const ExecutorOptions& options, Measurement& m)
-      : w_(w), schedule_(schedule), b_(b), options_(options), m_(m),
-        me_(b.world_rank()), coord_(m.layout.coord_of(me_)),
+      : w_(w),
+        schedule_(schedule),
+        b_(b),
+        options_(options),
+        m_(m),
+        me_(b.world_rank()),
+        coord_(m.layout.coord_of(me_)),
         tasks_(m.stage_tasks.at(static_cast<std::size_t>(coord_.pp))),
         virtual_stages_(m.layout.pp * static_cast<std::int32_t>(
                                           w.training.virtual_pipeline_model_parallel_size)) {}
@@ -100,7 +106,7 @@ class Runner {
   const std::vector<ExecTask>& tasks_;
   std::int32_t virtual_stages_;
   Groups groups_;
-  std::mutex mutex_;  // guards m_ against the watchdog thread
+  std::mutex mutex_;           // guards m_ against the watchdog thread
   std::int64_t executed_ = 0;  // tasks started, over all steps
   // The step in progress; the watchdog reads the first done_in_step_ entries.
   std::vector<TaskTiming> timings_;
@@ -271,8 +277,7 @@ Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan
   if (backend.world_size() != m.layout.world_size()) {
     return Error{w.source_file, "training.world_size",
                  "=" + std::to_string(m.layout.world_size()) + " but the validator runs " +
-                     std::to_string(backend.world_size()) +
-                     " ranks (start it with mpirun -np " +
+                     std::to_string(backend.world_size()) + " ranks (start it with mpirun -np " +
                      std::to_string(m.layout.world_size()) + ", one rank per device)"};
   }
   if (options.steps < 1 || options.warmup_steps < 0) {
@@ -315,21 +320,19 @@ sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
       const double start = rank[i].start_s - t0;
       const double end = rank[i].end_s - t0;
       if (task.kind == ExecTask::Kind::kOp) {
-        t.slices.push_back(sim::Slice{s, task.stream, task.slice_kind, start, end,
-                                      task.microbatch, task.chunk, task.layer, task.name,
-                                      task.op_name, task.detail});
+        t.slices.push_back(sim::Slice{s, task.stream, task.slice_kind, start, end, task.microbatch,
+                                      task.chunk, task.layer, task.name, task.op_name,
+                                      task.detail});
         continue;
       }
       // One slice per transfer, as the simulator draws them; all span the batched call.
       for (std::size_t k = 0; k < task.comm.transfers.size(); ++k) {
         const auto& tr = task.comm.transfers[k];
         const std::string& name = task.transfer_names[k];
-        t.slices.push_back(sim::Slice{s, Stream::kPipelineComm, sim::SliceKind::kPipelineComm,
-                                      start, end, tr.microbatch,
-                                      tr.producer_virtual_stage / m.layout.pp, -1, name,
-                                      name.substr(0, name.find(' ')),
-                                      task.op_name + " bytes=" +
-                                          std::to_string(task.transfer_bytes[k])});
+        t.slices.push_back(sim::Slice{
+            s, Stream::kPipelineComm, sim::SliceKind::kPipelineComm, start, end, tr.microbatch,
+            tr.producer_virtual_stage / m.layout.pp, -1, name, name.substr(0, name.find(' ')),
+            task.op_name + " bytes=" + std::to_string(task.transfer_bytes[k])});
       }
     }
   }

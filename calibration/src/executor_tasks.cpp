@@ -19,13 +19,20 @@ RankLayout layout_of(const Workload& w) {
 
 std::string_view to_string(OpCategory c) {
   switch (c) {
-    case OpCategory::kGemm: return "gemm";
-    case OpCategory::kAttention: return "attention";
-    case OpCategory::kMemoryBound: return "memory_bound";
-    case OpCategory::kAllReduce: return "all_reduce";
-    case OpCategory::kAllGather: return "all_gather";
-    case OpCategory::kReduceScatter: return "reduce_scatter";
-    case OpCategory::kP2P: return "p2p";
+    case OpCategory::kGemm:
+      return "gemm";
+    case OpCategory::kAttention:
+      return "attention";
+    case OpCategory::kMemoryBound:
+      return "memory_bound";
+    case OpCategory::kAllReduce:
+      return "all_reduce";
+    case OpCategory::kAllGather:
+      return "all_gather";
+    case OpCategory::kReduceScatter:
+      return "reduce_scatter";
+    case OpCategory::kP2P:
+      return "p2p";
   }
   return "?";
 }
@@ -52,9 +59,12 @@ OpCategory category_of(const Op& op) {
           return OpCategory::kMemoryBound;
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           switch (s.kind) {
-            case CollectiveKind::kAllReduce: return OpCategory::kAllReduce;
-            case CollectiveKind::kAllGather: return OpCategory::kAllGather;
-            case CollectiveKind::kReduceScatter: return OpCategory::kReduceScatter;
+            case CollectiveKind::kAllReduce:
+              return OpCategory::kAllReduce;
+            case CollectiveKind::kAllGather:
+              return OpCategory::kAllGather;
+            case CollectiveKind::kReduceScatter:
+              return OpCategory::kReduceScatter;
           }
           return OpCategory::kAllReduce;
         } else {
@@ -92,17 +102,26 @@ std::string detail_of(const Op& op) {
 
 sim::SliceKind slice_kind_of(const Op& op) {
   switch (op.stream) {
-    case Stream::kTensorComm: return sim::SliceKind::kTensorComm;
-    case Stream::kPipelineComm: return sim::SliceKind::kPipelineComm;
-    case Stream::kDataComm: return sim::SliceKind::kDataComm;
-    case Stream::kCompute: break;
+    case Stream::kTensorComm:
+      return sim::SliceKind::kTensorComm;
+    case Stream::kPipelineComm:
+      return sim::SliceKind::kPipelineComm;
+    case Stream::kDataComm:
+      return sim::SliceKind::kDataComm;
+    case Stream::kCompute:
+      break;
   }
   switch (op.phase) {
-    case Phase::kForward: return sim::SliceKind::kForward;
-    case Phase::kBackwardInput: return sim::SliceKind::kBackwardInput;
-    case Phase::kBackwardWeight: return sim::SliceKind::kBackwardWeight;
-    case Phase::kRecompute: return sim::SliceKind::kRecompute;
-    case Phase::kStep: return sim::SliceKind::kOptimizer;
+    case Phase::kForward:
+      return sim::SliceKind::kForward;
+    case Phase::kBackwardInput:
+      return sim::SliceKind::kBackwardInput;
+    case Phase::kBackwardWeight:
+      return sim::SliceKind::kBackwardWeight;
+    case Phase::kRecompute:
+      return sim::SliceKind::kRecompute;
+    case Phase::kStep:
+      return sim::SliceKind::kOptimizer;
   }
   return sim::SliceKind::kForward;
 }
@@ -149,9 +168,8 @@ ExecTask op_task(const Op& op, std::int32_t microbatch, std::int32_t chunk) {
 /// Bytes of a pipeline tensor: an activation is the output of its producer virtual stage;
 /// a gradient is the gradient of its producer's input, i.e. the previous stage's output.
 std::int64_t transfer_bytes(const WorkloadPlan& plan, const sim::Transfer& tr, std::int32_t p) {
-  const std::int32_t vs = tr.tensor == sim::TensorKind::kActivation
-                              ? tr.producer_virtual_stage
-                              : tr.producer_virtual_stage - 1;
+  const std::int32_t vs = tr.tensor == sim::TensorKind::kActivation ? tr.producer_virtual_stage
+                                                                    : tr.producer_virtual_stage - 1;
   STEPSIM_ASSERT(vs >= 0);
   const auto& stage = plan.stages.at(static_cast<std::size_t>(vs % p));
   return stage.chunks.at(static_cast<std::size_t>(vs / p)).p2p_bytes;

@@ -11,8 +11,8 @@ Result<Workload> apply_overrides(Workload w, const ScaleOverrides& o) {
   if (o.num_layers < 0) errors.push_back(Error{"", "--num-layers", "must be positive"});
   if (o.world_size < 0) errors.push_back(Error{"", "--world-size", "must be positive"});
   if (o.num_layers > 0) {
-    const std::int64_t per_chunk = t.pipeline_model_parallel_size *
-                                   t.virtual_pipeline_model_parallel_size;
+    const std::int64_t per_chunk =
+        t.pipeline_model_parallel_size * t.virtual_pipeline_model_parallel_size;
     if (t.interleaved() && o.num_layers % per_chunk != 0) {
       errors.push_back(Error{"", "--num-layers",
                              "=" + std::to_string(o.num_layers) +

@@ -155,8 +155,8 @@ Result<Record> load_record(const std::string& path) {
   }
   if (const auto* v = need("measured_stages", V::array)) {
     for (const auto& s : *v) {
-      r.measured_stages.push_back(StageFigures{s.value("busy_s", 0.0), s.value("comm_s", 0.0),
-                                               s.value("idle_s", 0.0)});
+      r.measured_stages.push_back(
+          StageFigures{s.value("busy_s", 0.0), s.value("comm_s", 0.0), s.value("idle_s", 0.0)});
     }
   }
   if (const auto* v = need("predicted_step_time_s", V::number_float)) {

@@ -126,8 +126,8 @@ std::string format_regress_table(const RegressRun& run) {
     s << line;
   }
   std::snprintf(line, sizeof line, "median |relative error| %.1f%%, %s\n",
-                run.median_abs_relative_error * 100.0, run.pass ? "all within tolerance"
-                                                                 : "REGRESSION");
+                run.median_abs_relative_error * 100.0,
+                run.pass ? "all within tolerance" : "REGRESSION");
   s << line;
   return s.str();
 }

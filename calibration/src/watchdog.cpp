@@ -34,9 +34,8 @@ std::int64_t Watchdog::now_ns() {
 
 void Watchdog::run() {
   // Poll often enough that a fault is reported well within a second of the timeout.
-  const auto period = std::chrono::milliseconds(
-      std::clamp(static_cast<std::int64_t>(timeout_s_ * 100.0), std::int64_t{10},
-                 std::int64_t{200}));
+  const auto period = std::chrono::milliseconds(std::clamp(
+      static_cast<std::int64_t>(timeout_s_ * 100.0), std::int64_t{10}, std::int64_t{200}));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_cv_.wait_for(lock, period, [this] { return stop_; })) {
     if (!enabled_.load()) continue;

@@ -2,7 +2,6 @@
 // measurement with the current code; exit 1 when one is off by more than its tolerance.
 
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <ostream>
 

@@ -1,10 +1,10 @@
 // `stepsim validate SCENARIO --backend cuda|cpu`: under mpirun, one rank per device, runs the
 // simulator's program for real, measures it and compares with the prediction.
 
-#include <CLI/CLI.hpp>
-
+#include <malloc.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -18,11 +18,11 @@
 #include "stepsim/calibration/mpi_session.hpp"
 #include "stepsim/calibration/regress.hpp"
 #include "stepsim/calibration/validate.hpp"
-#include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/report.hpp"
+#include "stepsim/sim/simulate.hpp"
 
 namespace stepsim::cli {
 namespace {
@@ -100,8 +100,8 @@ int write_outputs(const ValidateArgs& a, Env& env, const Workload& w,
     calib::RecordInputs in;
     in.scenario_path = a.scenario;
     in.scenarios_dir = env.scenarios_dir;
-    in.profile_path = w.cost_model.kind == CostModelSpec::Kind::kProfile ? w.cost_model.profile_path
-                                                                         : "";
+    in.profile_path =
+        w.cost_model.kind == CostModelSpec::Kind::kProfile ? w.cost_model.profile_path : "";
     in.overrides = report.overrides;
     in.machine = host_name() + " / " + report.device;
     in.date = utc_now();
@@ -137,8 +137,8 @@ int run_validate(const ValidateArgs& a, Env& env) {
   }
   auto loaded = load_scenario_file(a.scenario, LoadOptions{env.scenarios_dir});
   if (!loaded) return bad_input(loaded.errors());
-  auto scaled = apply_overrides(std::move(loaded).value(),
-                                calib::ScaleOverrides{a.num_layers, a.world_size});
+  auto scaled =
+      apply_overrides(std::move(loaded).value(), calib::ScaleOverrides{a.num_layers, a.world_size});
   if (!scaled) return bad_input(scaled.errors());
   Workload w = std::move(scaled).value();
   if (!a.profile.empty()) w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile, a.profile};
@@ -155,6 +155,12 @@ int run_validate(const ValidateArgs& a, Env& env) {
   }
   const sim::SimulationResult& predicted = *simulated;
 
+  // Keep freed buffers in the heap instead of returning them to the kernel, as a training
+  // framework's caching allocator keeps its memory: otherwise every large Backend call maps
+  // fresh pages and its timed work pays the page faults (calibration, which repeats each op
+  // in one call, never does).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
   calib::BackendOptions bo;
   bo.cpu_threads = a.threads;
   bo.warmup = 0;  // the executor runs each op once, as training does

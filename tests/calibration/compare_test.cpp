@@ -26,8 +26,8 @@ ExecTask task(const std::string& name, OpCategory category, Stream stream) {
   t.name = name;
   t.category = category;
   t.stream = stream;
-  t.slice_kind = stream == Stream::kTensorComm ? sim::SliceKind::kTensorComm
-                                                : sim::SliceKind::kForward;
+  t.slice_kind =
+      stream == Stream::kTensorComm ? sim::SliceKind::kTensorComm : sim::SliceKind::kForward;
   return t;
 }
 
@@ -80,7 +80,8 @@ TEST(Compare, MatchesSlicesByNameAndUsesMedians) {
               slice(0, sim::SliceKind::kTensorComm, 1.1, 1.35, "F ar"),
               slice(0, sim::SliceKind::kForward, 1.35, 1.65, "F only predicted")};
   const ValidationReport r = compare(p, t, m);
-  EXPECT_DOUBLE_EQ(r.measured_step_time_s, 1.5);  // median of 1.5, 1.7, 1.3
+  EXPECT_DOUBLE_EQ(r.measured_step_time_s, 1.5);            // median of 1.5, 1.7, 1.3
+  EXPECT_NEAR(r.measured_backend_step_time_s, 1.3, 1e-12);  // step 0 on the backend clock
   EXPECT_NEAR(r.relative_error, 0.1, 1e-12);
   EXPECT_EQ(r.steps, 3);
   EXPECT_EQ(r.matched_slices, 2);

@@ -90,8 +90,8 @@ TEST(ExecutorTasks, IssueOrderEqualsTheSerialisedSimulation) {
       EXPECT_EQ(executed.size(), predicted.size()) << c.name << " stage " << s;
       for (std::size_t i = 0; i < std::min(executed.size(), predicted.size()); ++i) {
         if (executed[i] == predicted[i]) continue;
-        ADD_FAILURE() << c.name << " stage " << s << ": item " << i << " executed '"
-                      << executed[i] << "', predicted '" << predicted[i] << "'";
+        ADD_FAILURE() << c.name << " stage " << s << ": item " << i << " executed '" << executed[i]
+                      << "', predicted '" << predicted[i] << "'";
         break;
       }
     }
@@ -107,8 +107,8 @@ TEST(ExecutorTasks, ComputeActionsFollowTheScheduleWithTheirChunksOps) {
       const auto tasks = build_stage_tasks(w, plan, sim.schedule, s);
       std::size_t i = 0;
       for (const auto& a : sim.schedule.ranks[static_cast<std::size_t>(s)].actions) {
-        const auto& chunk = plan.stages[static_cast<std::size_t>(s)]
-                                .chunks[static_cast<std::size_t>(a.chunk)];
+        const auto& chunk =
+            plan.stages[static_cast<std::size_t>(s)].chunks[static_cast<std::size_t>(a.chunk)];
         const auto& ops = a.type == sim::ActionType::kForward ? chunk.forward : chunk.backward;
         while (i < tasks.size() && tasks[i].kind == ExecTask::Kind::kComm) ++i;
         for (const auto& op : ops) {

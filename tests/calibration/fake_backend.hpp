@@ -38,9 +38,9 @@ class FakeBackend final : public Backend {
 
   /// 1 ns per 1000 FLOPs (1 TFLOP/s) plus 1 us.
   Result<double> gemm(const GemmOp& op) override {
-    return advance("gemm " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" +
-                       std::to_string(op.k),
-                   1e-6 + op.flops() * 1e-12);
+    return advance(
+        "gemm " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k),
+        1e-6 + op.flops() * 1e-12);
   }
   Result<double> attention(const AttentionOp& op) override {
     return advance(std::string("attention") + (op.backward ? " bwd" : " fwd"),

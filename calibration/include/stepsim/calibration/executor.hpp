@@ -67,7 +67,7 @@ std::string_view to_string(OpCategory c);
 struct ExecTask {
   enum class Kind : std::uint8_t { kOp, kComm };
   Kind kind = Kind::kOp;
-  Op op;              ///< kind == kOp
+  Op op;               ///< kind == kOp
   sim::CommCall comm;  ///< kind == kComm; `peer`s are pipeline ranks
   /// kind == kComm: bytes of each transfer, in `comm.transfers` order.
   std::vector<std::int64_t> transfer_bytes;
@@ -80,7 +80,7 @@ struct ExecTask {
   std::int32_t microbatch = -1;
   std::int32_t chunk = -1;
   std::int32_t layer = -1;
-  std::string name;    ///< "F mb3 c1 L12 qkv_gemm", as the simulator names slices
+  std::string name;     ///< "F mb3 c1 L12 qkv_gemm", as the simulator names slices
   std::string op_name;  ///< "qkv_gemm", or the CommCall's name
   std::string detail;   ///< shape or bytes
   bool operator==(const ExecTask&) const = default;

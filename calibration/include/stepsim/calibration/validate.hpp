@@ -53,10 +53,10 @@ struct StageComparison {
 /// Per op kind: how matched predicted and measured durations agree.
 struct OpKindComparison {
   OpCategory category = OpCategory::kGemm;
-  std::int64_t count = 0;           ///< matched slices
+  std::int64_t count = 0;  ///< matched slices
   double predicted_total_s = 0;
-  double measured_total_s = 0;       ///< backend clock: the work itself
-  double measured_wall_total_s = 0;  ///< wall clock around each call (setup, checks, waiting)
+  double measured_total_s = 0;         ///< backend clock: the work itself
+  double measured_wall_total_s = 0;    ///< wall clock around each call (setup, checks, waiting)
   double mean_relative_error = 0;      ///< mean of (predicted - measured) / measured
   double mean_abs_relative_error = 0;  ///< mean of |predicted - measured| / measured
   bool operator==(const OpKindComparison&) const = default;
@@ -87,8 +87,14 @@ struct ValidationReport {
   double measured_step_time_s = 0;  ///< median over the measured steps
   double relative_error = 0;        ///< (predicted - measured) / measured
   std::vector<double> measured_step_times_s;
+  /// The median step again, on the backend's clock: per rank the sum of the durations the
+  /// backend reported for its calls (the work without operand setup and result checks; P2P
+  /// waits included), the largest over ranks. Shows how much of the wall-clock step is the
+  /// backend's own overhead.
+  double measured_backend_step_time_s = 0;
+  double backend_relative_error = 0;  ///< (predicted - backend step) / backend step
   std::vector<StageComparison> stages;
-  std::vector<OpKindComparison> ops;  ///< kinds that occur, in OpCategory order
+  std::vector<OpKindComparison> ops;          ///< kinds that occur, in OpCategory order
   std::vector<Deviation> largest_deviations;  ///< by |predicted - measured|, largest first
   std::int64_t matched_slices = 0;
   std::int64_t unmatched_predicted = 0;  ///< predicted slices with no measured counterpart
