@@ -75,11 +75,8 @@ std::string join_ranks(std::vector<std::int32_t> ranks, std::int32_t me) {
 
 class Runner {
  public:
-  Runner(const Workload& w, const sim::Schedule& schedule, Backend& b,
-         const ExecutorOptions& options, Measurement& m)
-      : w_(w),
-        schedule_(schedule),
-        b_(b),
+  Runner(const Workload& w, Backend& b, const ExecutorOptions& options, Measurement& m)
+      : b_(b),
         options_(options),
         m_(m),
         me_(b.world_rank()),
@@ -96,8 +93,6 @@ class Runner {
   void fire(std::int32_t step, std::int64_t task, double idle_s);
   void maybe_fail(detail::Watchdog& dog);
 
-  const Workload& w_;
-  const sim::Schedule& schedule_;
   Backend& b_;
   const ExecutorOptions& options_;
   Measurement& m_;
@@ -286,7 +281,7 @@ Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan
   for (std::int32_t s = 0; s < m.layout.pp; ++s) {
     m.stage_tasks.push_back(build_stage_tasks(w, plan, schedule, s));
   }
-  Runner runner(w, schedule, backend, options, m);
+  Runner runner(w, backend, options, m);
   if (auto r = runner.run(); !r) return r.errors();
   return m;
 }
