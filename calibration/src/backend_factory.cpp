@@ -1,12 +1,40 @@
+#include <dlfcn.h>
+
 #include <memory>
 
 #include "cpu_backend.hpp"
+#include "cuda_plugin.hpp"
 #include "stepsim/calibration/backend.hpp"
-#ifdef STEPSIM_HAVE_CUDA
-#include "cuda_backend.hpp"
-#endif
 
 namespace stepsim::calib {
+
+namespace {
+
+#ifdef STEPSIM_HAVE_CUDA
+// The CUDA backend lives in a plugin so that commands which never touch a GPU do not load
+// the CUDA libraries. The handle stays open for the process's lifetime: backends made by it
+// must outlive no code of it.
+Result<std::unique_ptr<Backend>> load_cuda_backend(const BackendOptions& o) {
+  const std::string dir = o.plugin_dir.empty() ? STEPSIM_PLUGIN_DIR : o.plugin_dir;
+  const std::string path = dir + "/" + STEPSIM_CUDA_PLUGIN;
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return Error{"", "",
+                 "cuda backend: cannot load its plugin " + path + ": " +
+                     (why != nullptr ? why : "unknown error")};
+  }
+  auto* make = reinterpret_cast<CudaPluginFactory>(dlsym(handle, kCudaPluginSymbol));
+  if (make == nullptr) {
+    return Error{"", "", "cuda backend: plugin " + path + " has no " + kCudaPluginSymbol};
+  }
+  Result<std::unique_ptr<Backend>> backend = Error{"", "", "cuda backend: plugin made nothing"};
+  make(o, backend);
+  return backend;
+}
+#endif
+
+}  // namespace
 
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name, const BackendOptions& o) {
   if (o.warmup < 0 || o.repeats < 1 || o.cpu_threads < 1) {
@@ -15,7 +43,7 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& name, const Bac
   if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(o));
   if (name == "cuda") {
 #ifdef STEPSIM_HAVE_CUDA
-    return make_cuda_backend(o);
+    return load_cuda_backend(o);
 #else
     return Error{"", "",
                  "cuda backend: not built (this stepsim was configured without the CUDA "

@@ -22,8 +22,8 @@ inline double median(std::vector<double> v) {
 /// Elements each rank sends and receives for a collective of nccl-tests size `bytes` over
 /// `group_size` ranks with `elem_bytes`-byte elements (at least one element per rank).
 struct CollectiveCounts {
-  std::int64_t in = 0;   ///< input elements per rank
-  std::int64_t out = 0;  ///< output elements per rank
+  std::int64_t in = 0;        ///< input elements per rank
+  std::int64_t out = 0;       ///< output elements per rank
   std::int64_t per_rank = 0;  ///< the scattered/gathered slice (= in = out for all-reduce)
 };
 
@@ -32,9 +32,12 @@ inline CollectiveCounts collective_counts(CollectiveKind kind, std::int64_t byte
   const std::int64_t total = std::max<std::int64_t>(1, bytes / elem_bytes);
   const std::int64_t per = std::max<std::int64_t>(1, total / group_size);
   switch (kind) {
-    case CollectiveKind::kAllReduce: return {total, total, total};
-    case CollectiveKind::kAllGather: return {per, per * group_size, per};
-    case CollectiveKind::kReduceScatter: return {per * group_size, per, per};
+    case CollectiveKind::kAllReduce:
+      return {total, total, total};
+    case CollectiveKind::kAllGather:
+      return {per, per * group_size, per};
+    case CollectiveKind::kReduceScatter:
+      return {per * group_size, per, per};
   }
   return {total, total, total};
 }
@@ -49,8 +52,10 @@ inline float expected_value(CollectiveKind kind, std::int64_t g, std::int64_t n,
                             std::int64_t per_rank, std::int64_t j) {
   const std::int64_t ranks_sum = n * (n + 1) / 2;
   switch (kind) {
-    case CollectiveKind::kAllReduce: return static_cast<float>(ranks_sum * ((j % 13) + 1));
-    case CollectiveKind::kAllGather: return pattern_value(j / per_rank, j % per_rank);
+    case CollectiveKind::kAllReduce:
+      return static_cast<float>(ranks_sum * ((j % 13) + 1));
+    case CollectiveKind::kAllGather:
+      return pattern_value(j / per_rank, j % per_rank);
     case CollectiveKind::kReduceScatter:
       return static_cast<float>(ranks_sum * (((g * per_rank + j) % 13) + 1));
   }

@@ -15,8 +15,7 @@ namespace stepsim::calib {
 namespace {
 
 double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string host_name() {
@@ -54,13 +53,13 @@ Result<std::vector<std::uint8_t>> share_done_points(Backend& backend,
       } else if (journal.value().has_value()) {
         const JournalContents& j = *journal.value();
         if (!(j.header == header)) {
-          root_errors.push_back(Error{
-              options.journal_path, "",
-              ": was written by another calibration (backend " + j.header.backend + ", " +
-                  std::to_string(j.header.world_size) + " ranks, " + j.header.machine +
-                  "); this one is backend " + header.backend + ", " +
-                  std::to_string(header.world_size) + " ranks, " + header.machine +
-                  ". Remove the journal or choose another --out"});
+          root_errors.push_back(
+              Error{options.journal_path, "",
+                    ": was written by another calibration (backend " + j.header.backend + ", " +
+                        std::to_string(j.header.world_size) + " ranks, " + j.header.machine +
+                        "); this one is backend " + header.backend + ", " +
+                        std::to_string(header.world_size) + " ranks, " + header.machine +
+                        ". Remove the journal or choose another --out"});
         } else {
           for (const JournalEntry& e : j.entries) seconds[e.key] = e.seconds;
         }
@@ -131,8 +130,7 @@ void add_sample(Profile& profile, const BenchPoint& point, double seconds) {
 }  // namespace
 
 Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<BenchPoint>& points,
-                                       const CalibrationOptions& options,
-                                       ProgressSink* progress) {
+                                       const CalibrationOptions& options, ProgressSink* progress) {
   const double start = steady_s();
   const bool root = backend.world_rank() == 0;
   const std::string machine = host_name() + ": " + backend.device_name();

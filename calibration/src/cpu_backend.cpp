@@ -29,8 +29,7 @@ std::string cpu_model() {
 }
 
 double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 Error too_big(const std::string& what, std::int64_t bytes) {
@@ -92,17 +91,17 @@ Result<double> CpuBackend::gemm(const GemmOp& op) {
   });
   // Check corner elements against a plain dot product.
   for (std::size_t i = 0; i < batch; i += std::max<std::size_t>(1, batch - 1)) {
-    for (const auto& [r, c] : {std::pair<Eigen::Index, Eigen::Index>{0, 0},
-                               {op.m - 1, op.n - 1}}) {
+    for (const auto& [r, c] : {std::pair<Eigen::Index, Eigen::Index>{0, 0}, {op.m - 1, op.n - 1}}) {
       double want = 0.0;
       for (Eigen::Index t = 0; t < op.k; ++t) {
         want += static_cast<double>(a_[i](r, t)) * static_cast<double>(b_[i](t, c));
       }
       const double got = static_cast<double>(c_[i](r, c));
       if (std::abs(got - want) > 1e-3 * (1.0 + std::abs(want))) {
-        return Error{"", "", "cpu backend: GEMM result wrong at (" + std::to_string(r) + ", " +
-                                 std::to_string(c) + "): " + std::to_string(got) +
-                                 " instead of " + std::to_string(want)};
+        return Error{"", "",
+                     "cpu backend: GEMM result wrong at (" + std::to_string(r) + ", " +
+                         std::to_string(c) + "): " + std::to_string(got) + " instead of " +
+                         std::to_string(want)};
       }
     }
   }
@@ -189,7 +188,8 @@ Result<double> CpuBackend::attention(const AttentionOp& op) {
     }
   });
   const float probe = op.backward ? dq(0, 0) + dk[0] : o[0];
-  if (!std::isfinite(probe)) return Error{"", "", "cpu backend: attention produced non-finite values"};
+  if (!std::isfinite(probe))
+    return Error{"", "", "cpu backend: attention produced non-finite values"};
   return median(times);
 }
 

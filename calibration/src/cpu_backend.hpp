@@ -4,7 +4,6 @@
 // Every GEMM runs in fp32 whatever the op's dtype (Eigen has no fast bf16/fp16 GEMM).
 
 #include <Eigen/Core>
-
 #include <cstdint>
 #include <string>
 #include <vector>

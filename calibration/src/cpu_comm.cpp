@@ -13,8 +13,7 @@ namespace stepsim::calib {
 namespace {
 
 double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 constexpr std::int64_t kMaxMessageBytes = std::int64_t{1} << 31;
@@ -29,12 +28,14 @@ Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
   const std::int64_t g = world_.group_rank(group);
   const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
   if (std::max(counts.in, counts.out) * 4 > kMaxMessageBytes) {
-    return Error{"", "", "cpu backend: collective of " + std::to_string(op.bytes) +
-                             " bytes is larger than MPI's int counts allow"};
+    return Error{"", "",
+                 "cpu backend: collective of " + std::to_string(op.bytes) +
+                     " bytes is larger than MPI's int counts allow"};
   }
   std::vector<float> in(static_cast<std::size_t>(counts.in));
   std::vector<float> out(static_cast<std::size_t>(counts.out), -1.0F);
-  for (std::int64_t i = 0; i < counts.in; ++i) in[static_cast<std::size_t>(i)] = pattern_value(g, i);
+  for (std::int64_t i = 0; i < counts.in; ++i)
+    in[static_cast<std::size_t>(i)] = pattern_value(g, i);
   const MPI_Comm comm = world_.comm(group);
   const int per = static_cast<int>(counts.per_rank);
 
@@ -76,12 +77,13 @@ Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
   rc = MPI_Allreduce(&wrong, &wrong_total, 1, MPI_INT64_T, MPI_SUM, comm);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Allreduce", rc);
   if (wrong_total != 0) {
-    return Error{"", "",
-                 "cpu backend: " + std::string(to_string(op.kind)) + " of " +
-                     std::to_string(op.bytes) + " bytes over " + std::to_string(n) +
-                     " ranks gave " + std::to_string(wrong_total) + " wrong elements" +
-                     (first_wrong >= 0 ? " (first on this rank at " + std::to_string(first_wrong) + ")"
-                                       : std::string())};
+    return Error{
+        "", "",
+        "cpu backend: " + std::string(to_string(op.kind)) + " of " + std::to_string(op.bytes) +
+            " bytes over " + std::to_string(n) + " ranks gave " + std::to_string(wrong_total) +
+            " wrong elements" +
+            (first_wrong >= 0 ? " (first on this rank at " + std::to_string(first_wrong) + ")"
+                              : std::string())};
   }
   auto maxima = world_.max_over_group(times, group);
   if (!maxima.ok()) return maxima.errors();
@@ -94,13 +96,14 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
   for (std::size_t r = 0; r < requests.size(); ++r) {
     const P2PRequest& q = requests[r];
     if (q.peer < 0 || q.peer >= world_.size() || q.peer == world_.rank()) {
-      return Error{"", "", "cpu backend: point-to-point peer " + std::to_string(q.peer) +
-                               " is not another rank of the world of " +
-                               std::to_string(world_.size())};
+      return Error{"", "",
+                   "cpu backend: point-to-point peer " + std::to_string(q.peer) +
+                       " is not another rank of the world of " + std::to_string(world_.size())};
     }
     if (q.bytes <= 0 || q.bytes > kMaxMessageBytes) {
-      return Error{"", "", "cpu backend: point-to-point message of " + std::to_string(q.bytes) +
-                               " bytes is out of range"};
+      return Error{"", "",
+                   "cpu backend: point-to-point message of " + std::to_string(q.bytes) +
+                       " bytes is out of range"};
     }
     buffers[r].resize(static_cast<std::size_t>(q.bytes));
   }
@@ -123,14 +126,13 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
     for (std::size_t r = 0; r < requests.size(); ++r) {
       const P2PRequest& q = requests[r];
       const int count = static_cast<int>(q.bytes);
-      const int rc = q.send ? MPI_Isend(buffers[r].data(), count, MPI_BYTE, q.peer, q.tag, world,
-                                        &handles[r])
-                            : MPI_Irecv(buffers[r].data(), count, MPI_BYTE, q.peer, q.tag, world,
-                                        &handles[r]);
+      const int rc =
+          q.send ? MPI_Isend(buffers[r].data(), count, MPI_BYTE, q.peer, q.tag, world, &handles[r])
+                 : MPI_Irecv(buffers[r].data(), count, MPI_BYTE, q.peer, q.tag, world, &handles[r]);
       if (rc != MPI_SUCCESS) return mpi_error(q.send ? "MPI_Isend" : "MPI_Irecv", rc);
     }
-    const int rc = MPI_Waitall(static_cast<int>(handles.size()), handles.data(),
-                               MPI_STATUSES_IGNORE);
+    const int rc =
+        MPI_Waitall(static_cast<int>(handles.size()), handles.data(), MPI_STATUSES_IGNORE);
     const double dt = steady_s() - t0;
     if (rc != MPI_SUCCESS) return mpi_error("MPI_Waitall", rc);
     return dt;
@@ -147,9 +149,9 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
     if (q.send) continue;
     for (std::size_t i = 0; i < buffers[r].size(); ++i) {
       if (buffers[r][i] != p2p_pattern(q.peer, q.tag, static_cast<std::int64_t>(i))) {
-        return Error{"", "", "cpu backend: message from rank " + std::to_string(q.peer) +
-                                 " (tag " + std::to_string(q.tag) + ") wrong at byte " +
-                                 std::to_string(i)};
+        return Error{"", "",
+                     "cpu backend: message from rank " + std::to_string(q.peer) + " (tag " +
+                         std::to_string(q.tag) + ") wrong at byte " + std::to_string(i)};
       }
     }
   }

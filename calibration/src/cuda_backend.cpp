@@ -15,9 +15,12 @@ constexpr std::int64_t kWorkspaceBytes = std::int64_t{32} << 20;
 
 cuda::ElemType elem_type(DType t) {
   switch (t) {
-    case DType::kBf16: return cuda::ElemType::kBf16;
-    case DType::kFp16: return cuda::ElemType::kFp16;
-    case DType::kFp32: return cuda::ElemType::kFp32;
+    case DType::kBf16:
+      return cuda::ElemType::kBf16;
+    case DType::kFp16:
+      return cuda::ElemType::kFp16;
+    case DType::kFp32:
+      return cuda::ElemType::kFp32;
   }
   return cuda::ElemType::kBf16;
 }
@@ -37,9 +40,9 @@ Result<void*> DeviceBuffer::reserve(std::int64_t bytes, const char* what) {
   bytes_ = 0;
   if (const cudaError_t e = cudaMalloc(&ptr_, static_cast<std::size_t>(bytes)); e != cudaSuccess) {
     ptr_ = nullptr;
-    return Error{"", "", std::string("cuda backend: cannot allocate ") +
-                             std::to_string(bytes >> 20) + " MiB for " + what + ": " +
-                             cudaGetErrorString(e)};
+    return Error{"", "",
+                 std::string("cuda backend: cannot allocate ") + std::to_string(bytes >> 20) +
+                     " MiB for " + what + ": " + cudaGetErrorString(e)};
   }
   bytes_ = bytes;
   return ptr_;
@@ -106,7 +109,8 @@ Result<std::unique_ptr<LtMatmul>> CudaBackend::plan(const MatmulShape& s, cuda::
 Result<bool> CudaBackend::flush_l2() {
   auto buf = flush_.reserve(2 * l2_bytes_, "the L2 flush buffer");
   if (!buf.ok()) return buf.errors();
-  STEPSIM_CUDA_TRY(cudaMemsetAsync(buf.value(), 0, static_cast<std::size_t>(2 * l2_bytes_), stream_));
+  STEPSIM_CUDA_TRY(
+      cudaMemsetAsync(buf.value(), 0, static_cast<std::size_t>(2 * l2_bytes_), stream_));
   return true;
 }
 
@@ -186,8 +190,8 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
   const std::int64_t q = align256(batch * gs * d * e), kv = align256(batch * s * d * e);
   const std::int64_t sc = align256(batch * gs * s * e);
   // Q, K, V, O, S; backward adds dO, dP, dQ, dK, dV.
-  auto buf = extra_.reserve(2 * q + 2 * kv + sc + (op.backward ? 2 * q + 2 * kv + sc : 0),
-                            "attention");
+  auto buf =
+      extra_.reserve(2 * q + 2 * kv + sc + (op.backward ? 2 * q + 2 * kv + sc : 0), "attention");
   if (!buf.ok()) return buf.errors();
   auto* base = static_cast<char*>(buf.value());
   std::int64_t off = 0;
@@ -217,9 +221,21 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
                    std::int64_t lda, std::int64_t sa, const void* b, std::int64_t ldb,
                    std::int64_t sb, void* dd, std::int64_t ldd, std::int64_t sd) {
     MatmulShape r;
-    r.trans_a = ta; r.trans_b = tb; r.m = m; r.n = n; r.k = k;
-    r.a = a; r.lda = lda; r.stride_a = sa; r.b = b; r.ldb = ldb; r.stride_b = sb;
-    r.d = dd; r.ldd = ldd; r.stride_d = sd; r.batch = batch;
+    r.trans_a = ta;
+    r.trans_b = tb;
+    r.m = m;
+    r.n = n;
+    r.k = k;
+    r.a = a;
+    r.lda = lda;
+    r.stride_a = sa;
+    r.b = b;
+    r.ldb = ldb;
+    r.stride_b = sb;
+    r.d = dd;
+    r.ldd = ldd;
+    r.stride_d = sd;
+    r.batch = batch;
     return r;
   };
   std::vector<std::unique_ptr<LtMatmul>> mms;
@@ -233,12 +249,17 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
   std::vector<Result<bool>> planned;
   planned.push_back(add(shape(true, false, s, gs, d, K, d, kvs, Q, d, qs, S, s, ss)));  // S = Q K^T
   if (!op.backward) {
-    planned.push_back(add(shape(false, false, d, gs, s, V, d, kvs, S, s, ss, O, d, qs)));  // O = P V
+    planned.push_back(
+        add(shape(false, false, d, gs, s, V, d, kvs, S, s, ss, O, d, qs)));  // O = P V
   } else {
-    planned.push_back(add(shape(false, true, d, s, gs, dO, d, qs, S, s, ss, dV, d, kvs)));  // dV = P^T dO
-    planned.push_back(add(shape(true, false, s, gs, d, V, d, kvs, dO, d, qs, dP, s, ss)));  // dP = dO V^T
-    planned.push_back(add(shape(false, false, d, gs, s, K, d, kvs, dP, s, ss, dQ, d, qs)));  // dQ = dS K
-    planned.push_back(add(shape(false, true, d, s, gs, Q, d, qs, dP, s, ss, dK, d, kvs)));  // dK = dS^T Q
+    planned.push_back(
+        add(shape(false, true, d, s, gs, dO, d, qs, S, s, ss, dV, d, kvs)));  // dV = P^T dO
+    planned.push_back(
+        add(shape(true, false, s, gs, d, V, d, kvs, dO, d, qs, dP, s, ss)));  // dP = dO V^T
+    planned.push_back(
+        add(shape(false, false, d, gs, s, K, d, kvs, dP, s, ss, dQ, d, qs)));  // dQ = dS K
+    planned.push_back(
+        add(shape(false, true, d, s, gs, Q, d, qs, dP, s, ss, dK, d, kvs)));  // dK = dS^T Q
   }
   for (const auto& p : planned) {
     if (!p.ok()) return p.errors();
@@ -267,7 +288,8 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
 }
 
 Result<double> CudaBackend::memory_bound(const MemoryBoundOp& op) {
-  if (op.bytes < 8) return Error{"", "", "cuda backend: memory-bound kernel needs at least 8 bytes"};
+  if (op.bytes < 8)
+    return Error{"", "", "cuda backend: memory-bound kernel needs at least 8 bytes"};
   // Half the bytes read, half written: dst = 2 * src over floats.
   const std::int64_t n = op.bytes / 8;
   auto src = a_.reserve(n * 4, "memory-bound source");

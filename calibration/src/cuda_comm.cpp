@@ -70,8 +70,8 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
   STEPSIM_CUDA_TRY(cuda::count_collective_errors(recv, counts.out, static_cast<int>(op.kind), g, n,
                                                  counts.per_rank, wrong, stream_));
   unsigned long long wrong_here = 0;
-  STEPSIM_CUDA_TRY(cudaMemcpyAsync(&wrong_here, wrong, sizeof wrong_here, cudaMemcpyDeviceToHost,
-                                   stream_));
+  STEPSIM_CUDA_TRY(
+      cudaMemcpyAsync(&wrong_here, wrong, sizeof wrong_here, cudaMemcpyDeviceToHost, stream_));
   STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
   unsigned long long wrong_total = 0;
   const int rc = MPI_Allreduce(&wrong_here, &wrong_total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
@@ -80,8 +80,8 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
   if (wrong_total != 0) {
     return Error{"", "",
                  "cuda backend: " + std::string(to_string(op.kind)) + " of " +
-                     std::to_string(op.bytes) + " bytes over " + std::to_string(n) +
-                     " GPUs gave " + std::to_string(wrong_total) + " wrong elements"};
+                     std::to_string(op.bytes) + " bytes over " + std::to_string(n) + " GPUs gave " +
+                     std::to_string(wrong_total) + " wrong elements"};
   }
   auto maxima = world_.max_over_group(times, group);
   if (!maxima.ok()) return maxima.errors();
@@ -93,9 +93,9 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
   std::vector<std::int64_t> offsets;
   for (const P2PRequest& q : requests) {
     if (q.peer < 0 || q.peer >= world_.size() || q.peer == world_.rank()) {
-      return Error{"", "", "cuda backend: point-to-point peer " + std::to_string(q.peer) +
-                               " is not another rank of the world of " +
-                               std::to_string(world_.size())};
+      return Error{"", "",
+                   "cuda backend: point-to-point peer " + std::to_string(q.peer) +
+                       " is not another rank of the world of " + std::to_string(world_.size())};
     }
     if (q.bytes <= 0) return Error{"", "", "cuda backend: point-to-point message needs bytes > 0"};
     offsets.push_back(total);
@@ -145,12 +145,13 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
                                                 requests[r].peer, requests[r].tag, wrong, stream_));
   }
   unsigned long long wrong_here = 0;
-  STEPSIM_CUDA_TRY(cudaMemcpyAsync(&wrong_here, wrong, sizeof wrong_here, cudaMemcpyDeviceToHost,
-                                   stream_));
+  STEPSIM_CUDA_TRY(
+      cudaMemcpyAsync(&wrong_here, wrong, sizeof wrong_here, cudaMemcpyDeviceToHost, stream_));
   STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
   if (wrong_here != 0) {
-    return Error{"", "", "cuda backend: received messages have " + std::to_string(wrong_here) +
-                             " wrong bytes"};
+    return Error{
+        "", "",
+        "cuda backend: received messages have " + std::to_string(wrong_here) + " wrong bytes"};
   }
   return median(times);
 }

@@ -19,10 +19,20 @@ int blocks_for(std::int64_t n) {
 __device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ float to_float(__half v) { return __half2float(v); }
 __device__ float to_float(float v) { return v; }
-template <typename T> __device__ T from_float(float v);
-template <> __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
-template <> __device__ __half from_float<__half>(float v) { return __float2half(v); }
-template <> __device__ float from_float<float>(float v) { return v; }
+template <typename T>
+__device__ T from_float(float v);
+template <>
+__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
+template <>
+__device__ __half from_float<__half>(float v) {
+  return __float2half(v);
+}
+template <>
+__device__ float from_float<float>(float v) {
+  return v;
+}
 
 template <typename T>
 __global__ void fill_operand_kernel(T* buf, std::int64_t n, std::uint32_t seed) {
@@ -49,8 +59,8 @@ __global__ void check_collective_kernel(const float* out, std::int64_t count, in
                                         unsigned long long* wrong) {
   const std::int64_t ranks_sum = n * (n + 1) / 2;
   unsigned long long local = 0;
-  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       j < count; j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     float want = 0.0f;
     if (kind == 0) want = static_cast<float>(ranks_sum * ((j % 13) + 1));
     if (kind == 1) want = pattern_value(j / per, j % per);
@@ -108,7 +118,8 @@ __global__ void softmax_kernel(T* scores, std::int64_t cols, float scale, bool c
   T* s = scores + row * cols;
   const std::int64_t last = causal ? (row % cols) + 1 : cols;
   float mx = -INFINITY;
-  for (std::int64_t c = threadIdx.x; c < last; c += blockDim.x) mx = fmaxf(mx, to_float(s[c]) * scale);
+  for (std::int64_t c = threadIdx.x; c < last; c += blockDim.x)
+    mx = fmaxf(mx, to_float(s[c]) * scale);
   reduce[threadIdx.x] = mx;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
@@ -118,7 +129,8 @@ __global__ void softmax_kernel(T* scores, std::int64_t cols, float scale, bool c
   mx = reduce[0];
   __syncthreads();
   float sum = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < last; c += blockDim.x) sum += __expf(to_float(s[c]) * scale - mx);
+  for (std::int64_t c = threadIdx.x; c < last; c += blockDim.x)
+    sum += __expf(to_float(s[c]) * scale - mx);
   reduce[threadIdx.x] = sum;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
@@ -138,7 +150,8 @@ __global__ void softmax_backward_kernel(const T* probs, T* grad, std::int64_t co
   const T* p = probs + row * cols;
   T* g = grad + row * cols;
   float dot = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) dot += to_float(p[c]) * to_float(g[c]);
+  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    dot += to_float(p[c]) * to_float(g[c]);
   reduce[threadIdx.x] = dot;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
@@ -157,13 +170,16 @@ cudaError_t fill_operand(void* buf, std::int64_t n, ElemType t, std::uint32_t se
                          cudaStream_t stream) {
   switch (t) {
     case ElemType::kBf16:
-      fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(buf), n, seed);
+      fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(buf),
+                                                                  n, seed);
       break;
     case ElemType::kFp16:
-      fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__half*>(buf), n, seed);
+      fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__half*>(buf), n,
+                                                                  seed);
       break;
     case ElemType::kFp32:
-      fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<float*>(buf), n, seed);
+      fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<float*>(buf), n,
+                                                                  seed);
       break;
   }
   return cudaGetLastError();
@@ -200,8 +216,8 @@ cudaError_t scale_copy(const float* src, float* dst, std::int64_t n, cudaStream_
   // cudaMalloc'd buffers are 256-byte aligned, so the float4 body is aligned.
   const std::int64_t n4 = n / 4;
   if (n4 > 0) {
-    scale_copy_kernel<<<blocks_for(n4), kThreads, 0, stream>>>(
-        reinterpret_cast<const float4*>(src), reinterpret_cast<float4*>(dst), n4);
+    scale_copy_kernel<<<blocks_for(n4), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(src),
+                                                               reinterpret_cast<float4*>(dst), n4);
   }
   if (n4 * 4 < n) scale_copy_tail_kernel<<<1, kThreads, 0, stream>>>(src, dst, n4 * 4, n);
   return cudaGetLastError();
@@ -212,13 +228,16 @@ cudaError_t softmax_rows(void* scores, std::int64_t rows, std::int64_t cols, flo
   const auto grid = static_cast<unsigned>(rows);
   switch (t) {
     case ElemType::kBf16:
-      softmax_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(scores), cols, scale, causal);
+      softmax_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(scores), cols,
+                                                    scale, causal);
       break;
     case ElemType::kFp16:
-      softmax_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(scores), cols, scale, causal);
+      softmax_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(scores), cols, scale,
+                                                    causal);
       break;
     case ElemType::kFp32:
-      softmax_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float*>(scores), cols, scale, causal);
+      softmax_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float*>(scores), cols, scale,
+                                                    causal);
       break;
   }
   return cudaGetLastError();
@@ -233,12 +252,12 @@ cudaError_t softmax_backward_rows(const void* probs, void* grad, std::int64_t ro
           static_cast<const __nv_bfloat16*>(probs), static_cast<__nv_bfloat16*>(grad), cols);
       break;
     case ElemType::kFp16:
-      softmax_backward_kernel<<<grid, kThreads, 0, stream>>>(
-          static_cast<const __half*>(probs), static_cast<__half*>(grad), cols);
+      softmax_backward_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const __half*>(probs),
+                                                             static_cast<__half*>(grad), cols);
       break;
     case ElemType::kFp32:
-      softmax_backward_kernel<<<grid, kThreads, 0, stream>>>(
-          static_cast<const float*>(probs), static_cast<float*>(grad), cols);
+      softmax_backward_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const float*>(probs),
+                                                             static_cast<float*>(grad), cols);
       break;
   }
   return cudaGetLastError();

@@ -7,9 +7,12 @@ namespace {
 
 cudaDataType_t data_type(cuda::ElemType t) {
   switch (t) {
-    case cuda::ElemType::kBf16: return CUDA_R_16BF;
-    case cuda::ElemType::kFp16: return CUDA_R_16F;
-    case cuda::ElemType::kFp32: return CUDA_R_32F;
+    case cuda::ElemType::kBf16:
+      return CUDA_R_16BF;
+    case cuda::ElemType::kFp16:
+      return CUDA_R_16F;
+    case cuda::ElemType::kFp32:
+      return CUDA_R_32F;
   }
   return CUDA_R_16BF;
 }
@@ -48,10 +51,10 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
   STEPSIM_CUBLAS_TRY(
       cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   const cudaDataType_t type = data_type(t);
-  STEPSIM_CUBLAS_TRY(make_layout(&mm->a_layout_, type, s.trans_a ? s.k : s.m,
-                                 s.trans_a ? s.m : s.k, s.lda, s.batch, s.stride_a));
-  STEPSIM_CUBLAS_TRY(make_layout(&mm->b_layout_, type, s.trans_b ? s.n : s.k,
-                                 s.trans_b ? s.k : s.n, s.ldb, s.batch, s.stride_b));
+  STEPSIM_CUBLAS_TRY(make_layout(&mm->a_layout_, type, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k,
+                                 s.lda, s.batch, s.stride_a));
+  STEPSIM_CUBLAS_TRY(make_layout(&mm->b_layout_, type, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n,
+                                 s.ldb, s.batch, s.stride_b));
   STEPSIM_CUBLAS_TRY(make_layout(&mm->d_layout_, type, s.m, s.n, s.ldd, s.batch, s.stride_d));
   STEPSIM_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&mm->pref_));
   const std::uint64_t ws = workspace_bytes;
@@ -59,9 +62,9 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
       mm->pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   cublasLtMatmulHeuristicResult_t best{};
   int returned = 0;
-  STEPSIM_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(handle, mm->desc_, mm->a_layout_,
-                                                    mm->b_layout_, mm->d_layout_, mm->d_layout_,
-                                                    mm->pref_, 1, &best, &returned));
+  STEPSIM_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(handle, mm->desc_, mm->a_layout_, mm->b_layout_,
+                                                    mm->d_layout_, mm->d_layout_, mm->pref_, 1,
+                                                    &best, &returned));
   if (returned == 0) {
     return Error{"", "",
                  "cuda backend: cuBLASLt has no algorithm for a " + std::to_string(s.m) + " x " +

@@ -1,8 +1,7 @@
 #include "stepsim/calibration/journal.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace stepsim::calib {
@@ -66,8 +65,8 @@ Result<std::optional<JournalContents>> read_journal(const std::string& path) {
                     j["world_size"].get<std::int64_t>()};
       continue;
     }
-    if (!j.is_object() || !j.contains("key") || !j["key"].is_string() ||
-        !j.contains("seconds") || !j["seconds"].is_number() || j["seconds"].get<double>() < 0) {
+    if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || !j.contains("seconds") ||
+        !j["seconds"].is_number() || j["seconds"].get<double>() < 0) {
       return journal_error(path, line_no,
                            "is not a journal entry (expected {\"key\": text, \"seconds\": "
                            "a number >= 0})");
@@ -82,7 +81,8 @@ Result<std::optional<JournalContents>> read_journal(const std::string& path) {
 
 Result<JournalWriter> JournalWriter::open(const std::string& path, const JournalHeader& header) {
   std::error_code ec;
-  const bool fresh = !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
+  const bool fresh =
+      !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
   JournalWriter w(path);
   if (fresh) {
     w.out_.open(path, std::ios::binary | std::ios::trunc);

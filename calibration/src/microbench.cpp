@@ -41,8 +41,8 @@ void add_collectives(std::vector<BenchPoint>& out, const std::vector<std::int32_
                      std::int32_t g, const std::vector<std::int64_t>& sizes) {
   for (const GroupLayout layout : layouts_for(node_ids, g)) {
     const std::int64_t spanned = nodes_spanned(node_ids, g, layout);
-    for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
-                                      CollectiveKind::kReduceScatter}) {
+    for (const CollectiveKind kind :
+         {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
       for (const std::int64_t bytes : sizes) {
         out.emplace_back(CollectivePoint{kind, g, layout, spanned, round_up(bytes, 4 * g)});
       }
@@ -75,8 +75,7 @@ void add_p2p(std::vector<BenchPoint>& out, const std::vector<std::int32_t>& node
 
 std::int32_t group_color(std::int32_t rank, std::int32_t world_size, std::int32_t group_size,
                          GroupLayout layout) {
-  return layout == GroupLayout::kContiguous ? rank / group_size
-                                            : rank % (world_size / group_size);
+  return layout == GroupLayout::kContiguous ? rank / group_size : rank % (world_size / group_size);
 }
 
 std::int64_t nodes_spanned(const std::vector<std::int32_t>& node_ids, std::int32_t group_size,
@@ -154,7 +153,8 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
   // Memory-bound kernels: bytes read + written.
   const std::vector<std::int64_t> mem =
       o.gpu ? log_range(std::int64_t{1} << 20, std::int64_t{4} << 30, o.quick ? 16 : 4)
-            : log_range(std::int64_t{64} << 10, o.quick ? std::int64_t{64} << 20 : std::int64_t{256} << 20, 4);
+            : log_range(std::int64_t{64} << 10,
+                        o.quick ? std::int64_t{64} << 20 : std::int64_t{256} << 20, 4);
   for (const std::int64_t bytes : mem) out.emplace_back(MemoryBoundOp{bytes});
 
   // Communication: nccl-tests sizes, from bytes to 1 GiB on GPUs, to a few MiB on CPUs.
@@ -216,7 +216,8 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
   }
   if (!unmeasurable_groups.empty()) {
     std::string groups;
-    for (const std::int64_t g : unmeasurable_groups) groups += (groups.empty() ? "" : ", ") + std::to_string(g);
+    for (const std::int64_t g : unmeasurable_groups)
+      groups += (groups.empty() ? "" : ", ") + std::to_string(g);
     skipped.push_back("collectives over groups of " + groups + " ranks: the world has " +
                       std::to_string(world) + " ranks (a group size must divide it)");
   }

@@ -14,7 +14,8 @@ inline Error mpi_error(const std::string& what, int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(code, text, &len);
-  return Error{"", "", "MPI: " + what + " failed: " + std::string(text, static_cast<std::size_t>(len))};
+  return Error{"", "",
+               "MPI: " + what + " failed: " + std::string(text, static_cast<std::size_t>(len))};
 }
 
 }  // namespace stepsim::calib

@@ -34,8 +34,8 @@ Result<std::vector<std::int32_t>> world_node_ids() {
   MPI_Comm node = MPI_COMM_NULL;
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL,
-                               &node);
+  int rc =
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_split_type", rc);
   // The node's lowest world rank names the node: rank 0 of the node communicator (keys are
   // world ranks) broadcasts its world rank.
@@ -76,8 +76,8 @@ Result<std::int32_t> node_local_rank() {
   MPI_Comm node = MPI_COMM_NULL;
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  const int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank,
-                                     MPI_INFO_NULL, &node);
+  const int rc =
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_split_type", rc);
   int local = 0;
   MPI_Comm_rank(node, &local);

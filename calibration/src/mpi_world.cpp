@@ -14,8 +14,7 @@ constexpr int kClockTag = 7001;
 constexpr int kClockRounds = 20;
 
 double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -174,8 +173,8 @@ Result<bool> MpiWorld::handshake(const std::vector<std::int32_t>& peers) {
     MPI_Isend(nullptr, 0, MPI_BYTE, peers[i], kHandshakeTag, comms_[0], &requests[2 * i]);
     MPI_Irecv(nullptr, 0, MPI_BYTE, peers[i], kHandshakeTag, comms_[0], &requests[2 * i + 1]);
   }
-  const int rc = MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                             MPI_STATUSES_IGNORE);
+  const int rc =
+      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Waitall", rc);
   return true;
 }

@@ -47,7 +47,7 @@ class MpiWorld {
  private:
   std::int32_t rank_ = 0;
   std::int32_t size_ = 1;
-  double offset_s_ = 0.0;  ///< add to the local steady clock to get rank 0's
+  double offset_s_ = 0.0;        ///< add to the local steady clock to get rank 0's
   std::vector<MPI_Comm> comms_;  ///< index = GroupId::value
 };
 

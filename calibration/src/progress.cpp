@@ -9,8 +9,7 @@ namespace stepsim::calib {
 namespace {
 
 double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string clock_text(double seconds) {
@@ -37,8 +36,7 @@ void StreamProgress::update(std::int64_t done, std::int64_t total, const std::st
   if (new_done > 0) {
     eta = clock_text(elapsed / static_cast<double>(new_done) * static_cast<double>(total - done));
   }
-  const double fraction =
-      total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+  const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
   const std::string counts = std::to_string(done) + "/" + std::to_string(total) + " (" +
                              std::to_string(std::lround(100.0 * fraction)) + "%) elapsed " +
                              clock_text(elapsed) + " ETA " + eta;
@@ -52,8 +50,7 @@ void StreamProgress::update(std::int64_t done, std::int64_t total, const std::st
   }
   if (now - last_line_s_ < line_every_s_ && done != total && done != first_done_) return;
   last_line_s_ = now;
-  out_ << "calibrate: " << counts << (last.empty() ? "" : ", last: " + last) << '\n'
-       << std::flush;
+  out_ << "calibrate: " << counts << (last.empty() ? "" : ", last: " + last) << '\n' << std::flush;
 }
 
 void StreamProgress::finish() {

@@ -40,16 +40,16 @@ void write_summary(std::ostream& out, const Profile& p) {
   out << "Calibration of " << p.machine << " (" << p.backend << ", " << p.world_size
       << (p.world_size == 1 ? " rank" : " ranks") << ", " << p.date << ")\n";
   if (!p.gemm.empty()) {
-    const auto best = std::max_element(p.gemm.begin(), p.gemm.end(), [](const auto& a, const auto& b) {
-      return GemmOp{a.m, a.n, a.k, a.batch, a.dtype}.flops() / a.seconds <
-             GemmOp{b.m, b.n, b.k, b.batch, b.dtype}.flops() / b.seconds;
-    });
-    const double tflops = GemmOp{best->m, best->n, best->k, best->batch, best->dtype}.flops() /
-                          best->seconds / 1e12;
-    out << "GEMM: " << p.gemm.size() << " shapes, peak " << fmt("%.3f", tflops)
-        << " TFLOP/s at " << to_string(best->dtype) << " m=" << best->m << " n=" << best->n
-        << " k=" << best->k << (best->batch > 1 ? " batch=" + std::to_string(best->batch) : "")
-        << "\n";
+    const auto best =
+        std::max_element(p.gemm.begin(), p.gemm.end(), [](const auto& a, const auto& b) {
+          return GemmOp{a.m, a.n, a.k, a.batch, a.dtype}.flops() / a.seconds <
+                 GemmOp{b.m, b.n, b.k, b.batch, b.dtype}.flops() / b.seconds;
+        });
+    const double tflops =
+        GemmOp{best->m, best->n, best->k, best->batch, best->dtype}.flops() / best->seconds / 1e12;
+    out << "GEMM: " << p.gemm.size() << " shapes, peak " << fmt("%.3f", tflops) << " TFLOP/s at "
+        << to_string(best->dtype) << " m=" << best->m << " n=" << best->n << " k=" << best->k
+        << (best->batch > 1 ? " batch=" + std::to_string(best->batch) : "") << "\n";
   }
   if (!p.attention.empty()) {
     double best = 0.0;
@@ -61,8 +61,8 @@ void write_summary(std::ostream& out, const Profile& p) {
     double best = 0.0;
     for (const auto& m : p.memory) best = std::max(best, static_cast<double>(m.bytes) / m.seconds);
     out << "Memory-bound: " << p.memory.size() << " sizes, peak " << fmt("%.2f", best / 1e9)
-        << " GB/s; fit " << fmt("%.2f", p.memory_fit.bandwidth_bytes_per_s / 1e9)
-        << " GB/s + " << fmt("%.1f", p.memory_fit.latency_s * 1e6) << " us\n";
+        << " GB/s; fit " << fmt("%.2f", p.memory_fit.bandwidth_bytes_per_s / 1e9) << " GB/s + "
+        << fmt("%.1f", p.memory_fit.latency_s * 1e6) << " us\n";
   }
   if (p.collectives.empty()) {
     out << "Collectives: none measured (collectives need ranks: run under mpirun -np N)\n";
@@ -72,7 +72,9 @@ void write_summary(std::ostream& out, const Profile& p) {
     std::map<Key, const CollectiveSample*> best;
     for (const auto& c : p.collectives) {
       const Key k{c.kind, c.group_size, c.nodes_spanned};
-      const auto bw = [](const CollectiveSample& s) { return static_cast<double>(s.bytes) / s.seconds; };
+      const auto bw = [](const CollectiveSample& s) {
+        return static_cast<double>(s.bytes) / s.seconds;
+      };
       if (best.count(k) == 0 || bw(c) > bw(*best[k])) best[k] = &c;
     }
     out << "Collectives (best size; nccl-tests algbw/busbw; fit from all sizes):\n  "

@@ -217,6 +217,24 @@ std::optional<double> ObjectReader::number(std::string_view key, bool required, 
   return d;
 }
 
+std::optional<double> ObjectReader::positive_number(std::string_view key) {
+  auto v = number(key, true, 0, 1e30);
+  if (v && *v <= 0) {
+    error(key, "=0 must be positive");
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> ObjectReader::fraction(std::string_view key) {
+  auto v = number(key, true, 0, 1);
+  if (v && *v <= 0) {
+    error(key, "=0 must be a fraction in (0, 1]");
+    return std::nullopt;
+  }
+  return v;
+}
+
 const json* ObjectReader::object(std::string_view key, bool required) {
   const json* v = find(key, required);
   if (v == nullptr) return nullptr;

@@ -38,6 +38,10 @@ class ObjectReader {
                                     std::initializer_list<std::string_view> choices);
   /// A finite number in [min, max] (integers accepted).
   std::optional<double> number(std::string_view key, bool required, double min, double max);
+  /// A required positive finite number (integers accepted), at most 1e30.
+  std::optional<double> positive_number(std::string_view key);
+  /// A required fraction in (0, 1].
+  std::optional<double> fraction(std::string_view key);
   /// A nested object; reports a wrong type. nullptr when absent or not an object.
   const nlohmann::json* object(std::string_view key, bool required);
   /// The raw value, for keys that take several shapes. nullptr when absent or null.

@@ -234,13 +234,12 @@ Result<Workload> load_scenario_text(std::string_view text, const std::string& fi
   if (const auto* model = top.object("model", true)) {
     ObjectReader r(*model, file_label, "model", errors);
     parse_model(r, errors, w.model);
-  } else {
-    w.model.num_layers = w.model.hidden_size = w.model.num_attention_heads = 0;
   }
   if (const auto* training = top.object("training", true)) {
     ObjectReader r(*training, file_label, "training", errors);
     parse_training(r, errors, w.model, w.training);
   } else {
+    // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
     w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;
   }
   parse_system_entry(top, errors, base_dir, options, w.system);

@@ -38,61 +38,39 @@ constexpr std::array<std::string_view, 16> kCitedKeys = {"peak_flops_fp32",
                                                          "efficiency.kernel_launch_s",
                                                          "efficiency.link_max"};
 
-std::string join(const std::string& prefix, std::string_view key) {
-  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
-}
-
-LinkSpec parse_link(ObjectReader& parent, std::string_view key, const std::string& prefix,
-                    Errors& errors) {
+LinkSpec parse_link(ObjectReader& parent, std::string_view key, Errors& errors) {
   LinkSpec link;
   const json* object = parent.object(key, true);
   if (object == nullptr) return link;
-  ObjectReader r(*object, parent.file(), join(prefix, key), errors);
-  if (auto v = r.number("bandwidth_Bps", true, 0, kHuge)) {
-    if (*v > 0) {
-      link.bandwidth_bytes_per_s = *v;
-    } else {
-      r.error("bandwidth_Bps", "=0 must be positive");
-    }
-  }
+  ObjectReader r(*object, parent.file(), parent.path(key), errors);
+  if (auto v = r.positive_number("bandwidth_Bps")) link.bandwidth_bytes_per_s = *v;
   if (auto v = r.number("latency_s", true, 0, 1)) link.latency_s = *v;
   r.reject_unknown_keys();
   return link;
 }
 
-// A fraction in (0, 1].
-std::optional<double> fraction(ObjectReader& r, std::string_view key) {
-  auto v = r.number(key, true, 0, 1);
-  if (v && *v <= 0) {
-    r.error(key, "=0 must be a fraction in (0, 1]");
-    return std::nullopt;
-  }
-  return v;
-}
-
-RooflineEfficiency parse_efficiency(ObjectReader& parent, const std::string& prefix,
-                                    Errors& errors) {
+RooflineEfficiency parse_efficiency(ObjectReader& parent, Errors& errors) {
   RooflineEfficiency e;
   const json* object = parent.object("efficiency", true);
   if (object == nullptr) return e;
-  ObjectReader r(*object, parent.file(), join(prefix, "efficiency"), errors);
-  if (auto v = fraction(r, "gemm_max")) e.gemm_max = *v;
+  ObjectReader r(*object, parent.file(), parent.path("efficiency"), errors);
+  if (auto v = r.fraction("gemm_max")) e.gemm_max = *v;
   if (auto v = r.number("gemm_half_flops", true, 0, kHuge)) e.gemm_half_flops = *v;
-  if (auto v = fraction(r, "memory_max")) e.memory_max = *v;
+  if (auto v = r.fraction("memory_max")) e.memory_max = *v;
   if (auto v = r.number("kernel_launch_s", true, 0, 1)) e.kernel_launch_s = *v;
-  if (auto v = fraction(r, "link_max")) e.link_max = *v;
+  if (auto v = r.fraction("link_max")) e.link_max = *v;
   r.reject_unknown_keys();
   return e;
 }
 
-void check_sources(ObjectReader& parent, const std::string& prefix, Errors& errors) {
+void check_sources(ObjectReader& parent, Errors& errors) {
   const json* object = parent.object("sources", true);
   if (object == nullptr) return;
-  ObjectReader r(*object, parent.file(), join(prefix, "sources"), errors);
+  ObjectReader r(*object, parent.file(), parent.path("sources"), errors);
   for (const std::string_view key : kCitedKeys) {
     const json* cited = r.raw(key);
     if (cited == nullptr) {
-      r.error(key, " must cite where the figure " + join(prefix, key) + " comes from");
+      r.error(key, " must cite where the figure " + parent.path(key) + " comes from");
     } else if (!cited->is_string() || cited->get<std::string>().empty()) {
       r.error(key, std::string("=") + describe(*cited) + " must be a non-empty citation string");
     }
@@ -109,27 +87,23 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   if (auto v = r.string("name", true)) s.name = *v;
   r.string("description", false);
   if (auto v = r.string("gpu_name", true)) s.gpu_name = *v;
-  if (auto v = r.number("peak_flops_fp32", true, 0, kHuge)) s.peak_flops_fp32 = *v;
-  if (auto v = r.number("peak_flops_fp16", true, 0, kHuge)) s.peak_flops_fp16 = *v;
-  if (auto v = r.number("peak_flops_bf16", true, 0, kHuge)) s.peak_flops_bf16 = *v;
-  if (r.raw("peak_flops_fp32") != nullptr && s.peak_flops_fp32 <= 0 && s.peak_flops_fp16 <= 0 &&
-      s.peak_flops_bf16 <= 0) {
+  const auto fp32 = r.number("peak_flops_fp32", true, 0, kHuge);
+  const auto fp16 = r.number("peak_flops_fp16", true, 0, kHuge);
+  const auto bf16 = r.number("peak_flops_bf16", true, 0, kHuge);
+  s.peak_flops_fp32 = fp32.value_or(0);
+  s.peak_flops_fp16 = fp16.value_or(0);
+  s.peak_flops_bf16 = bf16.value_or(0);
+  if (fp32 && fp16 && bf16 && *fp32 <= 0 && *fp16 <= 0 && *bf16 <= 0) {
     r.error("peak_flops_bf16", "=0: at least one of peak_flops_fp32/fp16/bf16 must be positive");
   }
   if (auto v = r.positive_int("memory_bytes", true)) s.memory_bytes = *v;
-  if (auto v = r.number("hbm_bandwidth_Bps", true, 0, kHuge)) {
-    if (*v > 0) {
-      s.hbm_bandwidth_bytes_per_s = *v;
-    } else {
-      r.error("hbm_bandwidth_Bps", "=0 must be positive");
-    }
-  }
+  if (auto v = r.positive_number("hbm_bandwidth_Bps")) s.hbm_bandwidth_bytes_per_s = *v;
   if (auto v = r.positive_int("gpus_per_node", true)) s.gpus_per_node = *v;
   if (auto v = r.positive_int("nics_per_node", true)) s.nics_per_node = *v;
-  s.intra_node = parse_link(r, "intra_node", prefix, errors);
-  s.inter_node = parse_link(r, "inter_node", prefix, errors);
-  s.efficiency = parse_efficiency(r, prefix, errors);
-  check_sources(r, prefix, errors);
+  s.intra_node = parse_link(r, "intra_node", errors);
+  s.inter_node = parse_link(r, "inter_node", errors);
+  s.efficiency = parse_efficiency(r, errors);
+  check_sources(r, errors);
   r.reject_unknown_keys();
   return s;
 }

@@ -83,7 +83,7 @@ void check_pipeline(const Workload& w, Checker& check) {
                      "pipeline_model_parallel_size=" +
                      str(per_stage) + ")");
     } else if (t.num_layers_per_virtual_pipeline_stage > 0 &&
-               t.num_layers_per_virtual_pipeline_stage * v != per_stage) {
+               t.num_layers_per_virtual_pipeline_stage != per_stage / v) {
       check.fail("training.num_layers_per_virtual_pipeline_stage",
                  std::string("=") + str(t.num_layers_per_virtual_pipeline_stage) +
                      " times virtual_pipeline_model_parallel_size=" + str(v) +
@@ -191,6 +191,15 @@ void check_training(const Workload& w, Checker& check) {
   if (t.sequence_parallel && t.tensor_model_parallel_size == 1) {
     check.fail("training.sequence_parallel", "=true needs tensor_model_parallel_size > 1");
   }
+  // mappings.py _split_along_first_dim: "First dimension of the tensor should be divisible by
+  // tensor parallel size" (sequence parallelism splits the sequence).
+  const std::int64_t seq = w.model.seq_length;
+  if (t.sequence_parallel && t.tensor_model_parallel_size > 1 && seq > 0 &&
+      seq % t.tensor_model_parallel_size != 0) {
+    check.fail("model.seq_length",
+               std::string("=") + str(seq) + " is not divisible by tensor_model_parallel_size=" +
+                   str(t.tensor_model_parallel_size) + ", which sequence_parallel splits it by");
+  }
   if (t.overlap_param_gather && !t.use_distributed_optimizer) {
     check.fail("training.overlap_param_gather", "=true needs use_distributed_optimizer");
   }
@@ -263,8 +272,14 @@ void apply_model_defaults(Workload& w, Checker& check) {
   std::int64_t padded = 0;
   if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.make_vocab_size_divisible_by > 0 && t > 0 &&
       !__builtin_mul_overflow(m.make_vocab_size_divisible_by, t, &multiple) &&
-      !__builtin_mul_overflow((m.vocab_size + multiple - 1) / multiple, multiple, &padded)) {
+      !__builtin_mul_overflow(m.vocab_size / multiple + (m.vocab_size % multiple != 0 ? 1 : 0),
+                              multiple, &padded)) {
     m.padded_vocab_size = padded;
+  }
+  if (m.padded_vocab_size == 0 && m.vocab_size > 0 && m.make_vocab_size_divisible_by > 0 && t > 0) {
+    check.fail("model.vocab_size", std::string("=") + str(m.vocab_size) +
+                                       " padded to a multiple of make_vocab_size_divisible_by*"
+                                       "tensor_model_parallel_size overflows a 64-bit integer");
   }
 }
 

@@ -5,8 +5,8 @@
 
 namespace stepsim::gui {
 
-void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind,
-               const ViewWindow& view, double min_box_px, LaneDraw& out) {
+void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind, const ViewWindow& view,
+               double min_box_px, LaneDraw& out) {
   out.boxes.clear();
   const auto width = static_cast<std::size_t>(std::max(0, view.width_px));
   out.columns.assign(width, ColumnCell{});
@@ -62,9 +62,9 @@ std::int64_t interval_at(const Intervals& time, double t_us, double tolerance_us
     if (t_us > time.end_us[i]) distance = t_us - time.end_us[i];
     const double length = time.end_us[i] - time.start_us[i];
     // Nearest wins; among equally near ones (e.g. nested) the shortest.
-    const bool better = best < 0 ? distance <= tolerance_us
-                                 : distance < best_distance ||
-                                       (distance == best_distance && length < best_length);
+    const bool better =
+        best < 0 ? distance <= tolerance_us
+                 : distance < best_distance || (distance == best_distance && length < best_length);
     if (better) {
       best = static_cast<std::int64_t>(i);
       best_distance = distance;
@@ -92,7 +92,8 @@ std::vector<XY> memory_polyline(const MemorySeries& series, std::size_t max_buck
   std::size_t i = 0;
   points.reserve(2 * max_buckets + 2);
   for (std::size_t b = 0; b < max_buckets && i < n; ++b) {
-    const double bucket_end = t0 + span * static_cast<double>(b + 1) / static_cast<double>(max_buckets);
+    const double bucket_end =
+        t0 + span * static_cast<double>(b + 1) / static_cast<double>(max_buckets);
     std::size_t lo = i;
     std::size_t hi = i;
     std::size_t last = i;

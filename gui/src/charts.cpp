@@ -7,7 +7,6 @@
 #include <QScatterSeries>
 #include <QStackedBarSeries>
 #include <QValueAxis>
-
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -54,9 +53,9 @@ QString short_label(const std::string& label) {
 }  // namespace
 
 QColor series_color(std::size_t index) {
-  static constexpr std::array<QRgb, 10> kTableau = {
-      0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
-      0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
+  static constexpr std::array<QRgb, 10> kTableau = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728,
+                                                    0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f,
+                                                    0xbcbd22, 0x17becf};
   return QColor(kTableau[index % kTableau.size()]);
 }
 
@@ -105,7 +104,7 @@ QChartView* make_stage_chart(const TimelineDocument& document, QWidget* parent) 
   auto* y = new QValueAxis;
   y->setRange(0, std::max(highest * 1.05, 1e-3));
   y->setTitleText(QStringLiteral("ms"));
-  y->setLabelFormat(QStringLiteral("%.3g"));
+  y->setLabelFormat(highest >= 100 ? QStringLiteral("%.0f") : QStringLiteral("%.3g"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   series->attachAxis(x);
@@ -118,15 +117,16 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
   auto* x = new QValueAxis;
   auto* y = new QValueAxis;
   x->setTitleText(QStringLiteral("ms from step start"));
-  x->setLabelFormat(QStringLiteral("%.4g"));
-  y->setLabelFormat(QStringLiteral("%.4g"));
+  x->setLabelFormat(QStringLiteral("%.0f"));
+  y->setLabelFormat(QStringLiteral("%.3g"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   const bool several = document.traces().size() > 1;
   double most = 0;
   for (const TraceModel& trace : document.traces()) {
     most = std::max(most, static_cast<double>(trace.summary.memory_capacity_bytes));
-    for (const MemorySeries& series : trace.memory) most = std::max(most, static_cast<double>(memory_peak(series).bytes));
+    for (const MemorySeries& series : trace.memory)
+      most = std::max(most, static_cast<double>(memory_peak(series).bytes));
   }
   const auto [unit, unit_name] = byte_unit(most);
   y->setTitleText(unit_name + QStringLiteral(" in use"));
@@ -152,7 +152,8 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
       line->setPen(pen);
       const bool reference = &trace == &document.traces().front();
       QList<QPointF> points;
-      for (const XY& p : memory_polyline(series, kMemoryBuckets)) points.append(QPointF(p.x * 1e-3, p.y / unit));
+      for (const XY& p : memory_polyline(series, kMemoryBuckets))
+        points.append(QPointF(p.x * 1e-3, p.y / unit));
       if (!points.isEmpty()) points.append(QPointF(end_ms, points.back().y()));
       line->replace(points);
       chart->addSeries(line);
@@ -180,7 +181,8 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
     label->setColor(QColor(214, 45, 59));
     label->append(highest.time_us * 1e-3, static_cast<double>(highest.bytes) / unit);
     label->setPointLabelsVisible(true);
-    label->setPointLabelsFormat(QString::fromStdString(highest_where) + QStringLiteral(" peak @yPoint ") + unit_name);
+    label->setPointLabelsFormat(QString::fromStdString(highest_where) +
+                                QStringLiteral(" peak @yPoint ") + unit_name);
     label->setPointLabelsClipping(false);
     chart->addSeries(label);
     label->attachAxis(x);
@@ -199,13 +201,14 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
     top = std::max(top, gib);
   }
   x->setRange(0, end_ms);
+  if (end_ms < 100) x->setLabelFormat(QStringLiteral("%.3g"));
   y->setRange(0, std::max(top * 1.08, 1e-3));
   chart->setTitle(document.traces().empty() || index == 0
                       ? QStringLiteral("Memory: the traces have no memory counters")
-                      : several ? QStringLiteral("Memory in use per rank (solid: %1, dashed: %2)")
-                                      .arg(QString::fromStdString(document.traces()[0].label),
-                                           QString::fromStdString(document.traces()[1].label))
-                                : QStringLiteral("Memory in use per rank"));
+                  : several ? QStringLiteral("Memory in use per rank (solid: %1, dashed: %2)")
+                                  .arg(QString::fromStdString(document.traces()[0].label),
+                                       QString::fromStdString(document.traces()[1].label))
+                            : QStringLiteral("Memory in use per rank"));
   return make_view(chart, parent);
 }
 

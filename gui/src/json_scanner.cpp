@@ -1,8 +1,8 @@
 #include "json_scanner.hpp"
 
 #include <charconv>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 
 namespace stepsim::gui::detail {
 
@@ -15,6 +15,37 @@ int hex_value(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// Clinger's fast path: a decimal without exponent whose digits form an integer m < 2^53 with
+// k <= 22 fraction digits is exactly m / 10^k, and one IEEE division of two exact values is
+// correctly rounded, so this equals what std::from_chars returns, only much faster.
+bool fast_decimal(std::string_view s, double& out) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  std::size_t i = 0;
+  const bool negative = !s.empty() && s[0] == '-';
+  if (negative) ++i;
+  std::uint64_t mantissa = 0;
+  std::size_t digits = 0;
+  std::size_t fraction = 0;
+  bool in_fraction = false;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '.') {
+      in_fraction = true;
+      continue;
+    }
+    if (!is_digit(c)) return false;  // an exponent: leave it to from_chars
+    mantissa = mantissa * 10 + static_cast<std::uint64_t>(c - '0');
+    if (mantissa != 0) ++digits;
+    if (in_fraction) ++fraction;
+    if (digits > 15 || fraction > 22) return false;
+  }
+  const double value = static_cast<double>(mantissa) / kPow10[fraction];
+  out = negative ? -value : value;
+  return true;
 }
 
 void append_utf8(std::string& out, std::uint32_t cp) {
@@ -99,44 +130,23 @@ bool JsonScanner::read_string(std::string_view& out) {
   skip_ws();
   if (pos_ >= text_.size() || text_[pos_] != '"') return fail("expected a string");
   const std::size_t begin = ++pos_;
-  bool escaped = false;
-  // memchr finds the closing quote fast; a backslash before it means escapes to decode
-  // (and possibly an escaped quote, after which the search goes on).
-  while (true) {
-    const void* hit = std::memchr(text_.data() + pos_, '"', text_.size() - pos_);
-    if (hit == nullptr) {
-      pos_ = text_.size();
-      return fail("unterminated string");
-    }
-    const auto quote = static_cast<std::size_t>(static_cast<const char*>(hit) - text_.data());
-    if (std::memchr(text_.data() + pos_, '\\', quote - pos_) == nullptr) {
-      pos_ = quote;
-      break;
-    }
-    escaped = true;
-    // Walk the escapes up to this quote: an odd run of backslashes escapes it.
-    std::size_t i = pos_;
-    bool quote_escaped = false;
-    while (i < quote) {
-      if (text_[i] == '\\') {
-        if (i + 1 == quote) quote_escaped = true;
-        i += 2;
-      } else {
-        ++i;
-      }
-    }
-    if (!quote_escaped && i == quote) {
-      pos_ = quote;
-      break;
-    }
-    pos_ = quote + 1;
-  }
-  const std::size_t end = pos_++;
-  if (!escaped) {
-    out = text_.substr(begin, end - begin);
+  const char* data = text_.data();
+  const std::size_t size = text_.size();
+  // A plain byte loop: trace strings are short, where it beats memchr's call overhead.
+  std::size_t i = begin;
+  while (i < size && data[i] != '"' && data[i] != '\\') ++i;
+  if (i < size && data[i] == '"') {
+    out = text_.substr(begin, i - begin);
+    pos_ = i + 1;
     return true;
   }
-  if (!decode_escapes(begin, end)) return false;
+  while (i < size && data[i] != '"') i += data[i] == '\\' ? 2 : 1;
+  if (i >= size) {
+    pos_ = size;
+    return fail("unterminated string");
+  }
+  pos_ = i + 1;
+  if (!decode_escapes(begin, i)) return false;
   out = scratch_;
   return true;
 }
@@ -150,14 +160,30 @@ bool JsonScanner::decode_escapes(std::size_t begin, std::size_t end) {
     }
     const char e = text_[++i];
     switch (e) {
-      case '"': scratch_ += '"'; break;
-      case '\\': scratch_ += '\\'; break;
-      case '/': scratch_ += '/'; break;
-      case 'b': scratch_ += '\b'; break;
-      case 'f': scratch_ += '\f'; break;
-      case 'n': scratch_ += '\n'; break;
-      case 'r': scratch_ += '\r'; break;
-      case 't': scratch_ += '\t'; break;
+      case '"':
+        scratch_ += '"';
+        break;
+      case '\\':
+        scratch_ += '\\';
+        break;
+      case '/':
+        scratch_ += '/';
+        break;
+      case 'b':
+        scratch_ += '\b';
+        break;
+      case 'f':
+        scratch_ += '\f';
+        break;
+      case 'n':
+        scratch_ += '\n';
+        break;
+      case 'r':
+        scratch_ += '\r';
+        break;
+      case 't':
+        scratch_ += '\t';
+        break;
       case 'u': {
         auto read_hex4 = [&](std::size_t at, std::uint32_t& cp) {
           if (at + 4 > end) return false;
@@ -212,9 +238,10 @@ bool JsonScanner::read_number(double& out) {
     while (i < text_.size() && is_digit(text_[i])) ++i;
     if (i == exp) return fail("expected digits in an exponent");
   }
+  pos_ = i;
+  if (fast_decimal(text_.substr(begin, i - begin), out)) return true;
   const auto result = std::from_chars(text_.data() + begin, text_.data() + i, out);
   if (result.ec != std::errc()) return fail("number out of range");
-  pos_ = i;
   return true;
 }
 

@@ -8,11 +8,10 @@
 #include <QImage>
 #include <QPainter>
 #include <QPixmap>
-
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,7 +61,8 @@ int main(int argc, char** argv) {
   }
   const bool headless = !options.screenshot.empty() || options.bench_load;
   // Render without a display when asked for a file, unless the user chose a platform.
-  if (headless && std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  if (headless && std::getenv("QT_QPA_PLATFORM") == nullptr)
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
 
   const auto load_start = Clock::now();
   const double load_cpu_start = cpu_seconds();
@@ -92,13 +92,16 @@ int main(int argc, char** argv) {
   const double load_s = seconds_since(load_start);
   const double load_cpu_s = cpu_seconds() - load_cpu_start;
   if (headless && traces.empty() && !sweep) {
-    std::fputs("stepsim-viewer: nothing to render: give a trace (.json) or sweep (.csv) file\n", stderr);
+    std::fputs("stepsim-viewer: nothing to render: give a trace (.json) or sweep (.csv) file\n",
+               stderr);
     return 2;
   }
   if (!headless && std::getenv("QT_QPA_PLATFORM") == nullptr && std::getenv("DISPLAY") == nullptr &&
       std::getenv("WAYLAND_DISPLAY") == nullptr) {
-    std::fputs("stepsim-viewer: no display (DISPLAY is not set); use --screenshot FILE.png to "
-               "render without one\n", stderr);
+    std::fputs(
+        "stepsim-viewer: no display (DISPLAY is not set); use --screenshot FILE.png to "
+        "render without one\n",
+        stderr);
     return 1;
   }
 
@@ -111,7 +114,8 @@ int main(int argc, char** argv) {
   if (options.critical_path) window.set_critical_path_visible(true);
   if (options.select_mb >= 0) window.timeline()->set_selected_microbatch(options.select_mb);
   if (!options.tab.empty() && !window.show_tab(QString::fromStdString(options.tab))) {
-    std::fprintf(stderr, "stepsim-viewer: --tab %s: no such tab (stages, memory, sweep with a CSV)\n",
+    std::fprintf(stderr,
+                 "stepsim-viewer: --tab %s: no such tab (stages, memory, sweep with a CSV)\n",
                  options.tab.c_str());
     return 2;
   }
@@ -125,10 +129,11 @@ int main(int argc, char** argv) {
     timeline->render(&image);
     const double paint_s = seconds_since(paint_start);
     const double paint_cpu_s = cpu_seconds() - paint_cpu_start;
-    std::printf("loaded %zu slices in %.3f s (cpu %.3f s); first paint of the timeline (%dx%d) "
-                "%.3f s (cpu %.3f s); load + first paint %.3f s (cpu %.3f s)\n",
-                slices, load_s, load_cpu_s, timeline->width(), timeline->height(), paint_s,
-                paint_cpu_s, load_s + paint_s, load_cpu_s + paint_cpu_s);
+    std::printf(
+        "loaded %zu slices in %.3f s (cpu %.3f s); first paint of the timeline (%dx%d) "
+        "%.3f s (cpu %.3f s); load + first paint %.3f s (cpu %.3f s)\n",
+        slices, load_s, load_cpu_s, timeline->width(), timeline->height(), paint_s, paint_cpu_s,
+        load_s + paint_s, load_cpu_s + paint_cpu_s);
     return 0;
   }
   window.show();

@@ -27,7 +27,8 @@ MainWindow::MainWindow(std::vector<TraceModel> traces, std::optional<SweepTable>
   toolbar->addAction(QStringLiteral("Fit (F)"), this, [this] { timeline_->fit(); });
   critical_action_ = toolbar->addAction(QStringLiteral("Critical path (C)"));
   critical_action_->setCheckable(true);
-  connect(critical_action_, &QAction::toggled, this, [this](bool on) { set_critical_path_visible(on); });
+  connect(critical_action_, &QAction::toggled, this,
+          [this](bool on) { set_critical_path_visible(on); });
   toolbar->addAction(QStringLiteral("Clear selection (Esc)"), this,
                      [this] { timeline_->set_selected_microbatch(-1); });
 
@@ -47,7 +48,8 @@ MainWindow::MainWindow(std::vector<TraceModel> traces, std::optional<SweepTable>
   if (sweep) {
     auto* chart = new SweepChart(std::move(*sweep));
     connect(chart, &SweepChart::open_trace, this, &MainWindow::open_trace_path);
-    connect(chart, &SweepChart::message, this, [this](const QString& m) { statusBar()->showMessage(m, 8000); });
+    connect(chart, &SweepChart::message, this,
+            [this](const QString& m) { statusBar()->showMessage(m, 8000); });
     sweep_view_ = chart;
   }
   auto* splitter = new QSplitter(Qt::Vertical);
@@ -59,6 +61,7 @@ MainWindow::MainWindow(std::vector<TraceModel> traces, std::optional<SweepTable>
   setCentralWidget(splitter);
   rebuild_charts();
   update_header();
+  if (document_->traces().empty() && sweep_view_ != nullptr) show_tab(QStringLiteral("sweep"));
 }
 
 MainWindow::~MainWindow() = default;
@@ -110,7 +113,9 @@ QString MainWindow::header_text(const TimelineDocument& document) {
     for (std::int32_t rank : traces[0].ranks()) {
       if (traces[1].rank_position(rank) < 0) continue;
       const double diff = traces[1].rank_end_us(rank) - traces[0].rank_end_us(rank);
-      ranks += QStringLiteral(" r%1 %2%3").arg(rank).arg(diff >= 0 ? QStringLiteral("+") : QString())
+      ranks += QStringLiteral(" r%1 %2%3")
+                   .arg(rank)
+                   .arg(diff >= 0 ? QStringLiteral("+") : QString())
                    .arg(QString::fromStdString(format_duration_us(diff)));
     }
     text += QStringLiteral("\n") + ranks;
@@ -139,8 +144,9 @@ QString MainWindow::header_text(const TimelineDocument& document) {
 void MainWindow::update_header() { header_->setText(header_text(*document_)); }
 
 void MainWindow::open_files() {
-  const QStringList files = QFileDialog::getOpenFileNames(
-      this, QStringLiteral("Open traces"), QString(), QStringLiteral("Traces (*.json);;All files (*)"));
+  const QStringList files =
+      QFileDialog::getOpenFileNames(this, QStringLiteral("Open traces"), QString(),
+                                    QStringLiteral("Traces (*.json);;All files (*)"));
   if (files.isEmpty()) return;
   std::vector<TraceModel> traces;
   for (const QString& f : files) {

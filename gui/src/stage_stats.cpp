@@ -33,7 +33,8 @@ std::vector<StageStats> derive_stage_stats(const TraceModel& model) {
     StageStats s;
     s.stage = ranks[r];
     const std::int64_t compute = model.find_lane(ranks[r], kStreamCompute);
-    const double busy = compute >= 0 ? union_length_us(model.lanes[static_cast<std::size_t>(compute)].time) : 0;
+    const double busy =
+        compute >= 0 ? union_length_us(model.lanes[static_cast<std::size_t>(compute)].time) : 0;
     double idle = 0;
     const Intervals& gaps = model.idle[r];
     for (std::size_t i = 0; i < gaps.size(); ++i) idle += gaps.end_us[i] - gaps.start_us[i];

@@ -47,15 +47,17 @@ class SummaryReader {
     }
     number(root, "stepsim", "step_time_s", out.step_time_s, false);
     double value = 0;
-    if (number(root, "stepsim", "ranks", value, false)) out.ranks = static_cast<std::int32_t>(value);
+    if (number(root, "stepsim", "ranks", value, false))
+      out.ranks = static_cast<std::int32_t>(value);
     if (number(root, "stepsim", "memory_capacity_bytes", value, false)) {
       out.memory_capacity_bytes = static_cast<std::int64_t>(value);
     }
     auto stages = root.find("stages");
     if (stages == root.end()) return;
     if (!stages->is_array()) {
-      problem("stepsim.stages", " must be an array of {stage, busy_s, bubble_s, "
-                                "exposed_comm_s, peak_memory_bytes}");
+      problem("stepsim.stages",
+              " must be an array of {stage, busy_s, bubble_s, "
+              "exposed_comm_s, peak_memory_bytes}");
       return;
     }
     for (std::size_t i = 0; i < stages->size(); ++i) {

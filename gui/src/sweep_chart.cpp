@@ -5,7 +5,6 @@
 #include <QScatterSeries>
 #include <QToolTip>
 #include <QValueAxis>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,10 +23,14 @@ SweepChart::SweepChart(SweepTable table, QWidget* parent)
   all->setName(QStringLiteral("configurations"));
   all->setMarkerSize(8);
   all->setColor(QColor(59, 111, 212, 170));
+  auto* rejected = new QScatterSeries;
+  rejected->setName(QStringLiteral("not feasible"));
+  rejected->setMarkerSize(7);
+  rejected->setColor(QColor(150, 150, 150, 150));
   double max_x = 0;
   double max_y = 0;
   for (const SweepPoint& p : table_.points) {
-    all->append(p.peak_memory_bytes / kGiB, p.tokens_per_s);
+    (p.feasible ? all : rejected)->append(p.peak_memory_bytes / kGiB, p.tokens_per_s);
     max_x = std::max(max_x, p.peak_memory_bytes / kGiB);
     max_y = std::max(max_y, p.tokens_per_s);
   }
@@ -44,6 +47,11 @@ SweepChart::SweepChart(SweepTable table, QWidget* parent)
     front->append(p.peak_memory_bytes / kGiB, p.tokens_per_s);
   }
   chart->addSeries(front_line);
+  if (rejected->count() > 0) {
+    chart->addSeries(rejected);
+  } else {
+    delete rejected;
+  }
   chart->addSeries(all);
   chart->addSeries(front);
   auto* x = new QValueAxis;
@@ -61,14 +69,17 @@ SweepChart::SweepChart(SweepTable table, QWidget* parent)
     s->attachAxis(y);
   }
   QString title = QStringLiteral("Sweep: %1 configurations").arg(table_.points.size());
-  if (table_.skipped_rows > 0) title += QStringLiteral(" (%1 rows without metrics)").arg(table_.skipped_rows);
+  if (table_.skipped_rows > 0)
+    title += QStringLiteral(", %1 skipped without metrics").arg(table_.skipped_rows);
   title += table_.has_trace_column ? QStringLiteral("; click a point to open its trace")
                                    : QStringLiteral("; no trace column");
   chart->setTitle(title);
   chart->legend()->setAlignment(Qt::AlignRight);
   setChart(chart);
   setRenderHint(QPainter::Antialiasing);
-  for (QScatterSeries* s : {all, front}) {
+  for (QAbstractSeries* series : chart->series()) {
+    auto* s = qobject_cast<QScatterSeries*>(series);
+    if (s == nullptr) continue;
     connect(s, &QScatterSeries::clicked, this, &SweepChart::on_clicked);
     connect(s, &QScatterSeries::hovered, this, &SweepChart::on_hovered);
   }
@@ -101,7 +112,8 @@ void SweepChart::on_clicked(const QPointF& value) {
   if (i < 0) return;
   const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
   if (p.trace_path.empty()) {
-    emit message(QStringLiteral("%1: no trace for this configuration").arg(QString::fromStdString(p.label)));
+    emit message(
+        QStringLiteral("%1: no trace for this configuration").arg(QString::fromStdString(p.label)));
     return;
   }
   emit open_trace(QString::fromStdString(p.trace_path));
@@ -115,11 +127,15 @@ void SweepChart::on_hovered(const QPointF& value, bool state) {
   const std::int64_t i = nearest_point(value);
   if (i < 0) return;
   const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
-  QToolTip::showText(QCursor::pos(), QStringLiteral("%1\n%2 tokens/s, %3 GiB peak%4")
-                                         .arg(QString::fromStdString(p.label))
-                                         .arg(p.tokens_per_s, 0, 'f', 0)
-                                         .arg(p.peak_memory_bytes / kGiB, 0, 'f', 2)
-                                         .arg(p.trace_path.empty() ? QString() : QStringLiteral("\nclick to open the trace")));
+  QString label = QString::fromStdString(p.label);
+  if (!p.status.empty()) label += QStringLiteral(" (%1)").arg(QString::fromStdString(p.status));
+  QToolTip::showText(
+      QCursor::pos(),
+      QStringLiteral("%1\n%2 tokens/s, %3 GiB peak%4")
+          .arg(label)
+          .arg(p.tokens_per_s, 0, 'f', 0)
+          .arg(p.peak_memory_bytes / kGiB, 0, 'f', 2)
+          .arg(p.trace_path.empty() ? QString() : QStringLiteral("\nclick to open the trace")));
 }
 
 }  // namespace stepsim::gui

@@ -98,9 +98,13 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
   const std::int64_t tput = column_of(table.header, columns.throughput);
   const std::int64_t mem = column_of(table.header, columns.memory);
   const std::int64_t trace = column_of(table.header, columns.trace);
+  const std::int64_t status = column_of(table.header, columns.status);
   Errors errors;
-  if (tput < 0) errors.push_back(Error{file, columns.throughput, ": required column is missing from the header"});
-  if (mem < 0) errors.push_back(Error{file, columns.memory, ": required column is missing from the header"});
+  if (tput < 0)
+    errors.push_back(
+        Error{file, columns.throughput, ": required column is missing from the header"});
+  if (mem < 0)
+    errors.push_back(Error{file, columns.memory, ": required column is missing from the header"});
   if (!errors.empty()) return errors;
   table.has_trace_column = trace >= 0;
   const std::filesystem::path folder = std::filesystem::path(file).parent_path();
@@ -108,9 +112,10 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
     const auto& row = records[r];
     const std::string where = " on line " + std::to_string(lines[r]);
     if (row.size() != table.header.size()) {
-      errors.push_back(Error{file, "", "line " + std::to_string(lines[r]) + " has " +
-                                           std::to_string(row.size()) + " cells, the header has " +
-                                           std::to_string(table.header.size())});
+      errors.push_back(Error{file, "",
+                             "line " + std::to_string(lines[r]) + " has " +
+                                 std::to_string(row.size()) + " cells, the header has " +
+                                 std::to_string(table.header.size())});
       continue;
     }
     const std::string& tput_cell = row[static_cast<std::size_t>(tput)];
@@ -123,11 +128,13 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
     p.line = lines[r];
     bool ok = true;
     if (!parse_double(tput_cell, p.tokens_per_s)) {
-      errors.push_back(Error{file, columns.throughput, where + " must be a number, got '" + tput_cell + "'"});
+      errors.push_back(
+          Error{file, columns.throughput, where + " must be a number, got '" + tput_cell + "'"});
       ok = false;
     }
     if (!parse_double(mem_cell, p.peak_memory_bytes)) {
-      errors.push_back(Error{file, columns.memory, where + " must be a number, got '" + mem_cell + "'"});
+      errors.push_back(
+          Error{file, columns.memory, where + " must be a number, got '" + mem_cell + "'"});
       ok = false;
     }
     if (!ok) continue;
@@ -136,10 +143,14 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
     } else {
       for (std::size_t c = 0; c < row.size(); ++c) {
         const auto col = static_cast<std::int64_t>(c);
-        if (col == tput || col == mem || col == trace) continue;
+        if (col == tput || col == mem || col == trace || col == status) continue;
         if (!p.label.empty()) p.label += ' ';
         p.label += table.header[c] + "=" + row[c];
       }
+    }
+    if (status >= 0) {
+      p.status = row[static_cast<std::size_t>(status)];
+      p.feasible = p.status == columns.feasible;
     }
     if (trace >= 0 && !row[static_cast<std::size_t>(trace)].empty()) {
       std::filesystem::path tp(row[static_cast<std::size_t>(trace)]);
@@ -171,7 +182,7 @@ std::vector<std::size_t> pareto_front(const std::vector<SweepPoint>& points) {
   std::vector<std::size_t> front;
   double best = -1;
   for (std::size_t i : order) {
-    if (points[i].tokens_per_s > best) {
+    if (points[i].feasible && points[i].tokens_per_s > best) {
       front.push_back(i);
       best = points[i].tokens_per_s;
     }

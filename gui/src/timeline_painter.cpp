@@ -2,7 +2,6 @@
 
 #include <QFontMetrics>
 #include <QPainterPath>
-
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -36,7 +35,7 @@ class RowPainter {
     }
     const QRect band = rect.adjusted(0, 2, 0, -2);
     if (row.stream == kStreamCompute) paint_bubbles(trace, row.rank, band);
-    paint_slices(lane, band);
+    paint_slices(lane, band, trace.has_chunks);
     paint_title(row, rect);
   }
 
@@ -52,8 +51,9 @@ class RowPainter {
     const QFontMetrics metrics(font);
     p_.setPen(QColor(40, 40, 40));
     const QRect label(6, rect.top(), g_.label_width - 10, rect.height());
-    p_.drawText(label, Qt::AlignVCenter | Qt::AlignLeft,
-                metrics.elidedText(QString::fromStdString(row.title), Qt::ElideRight, label.width()));
+    p_.drawText(
+        label, Qt::AlignVCenter | Qt::AlignLeft,
+        metrics.elidedText(QString::fromStdString(row.title), Qt::ElideRight, label.width()));
     p_.restore();
   }
 
@@ -78,13 +78,14 @@ class RowPainter {
       if (cell.coverage <= 0) continue;
       Rgb color = kind_color(cell.kind);
       if (dim) color = faded(color, kDimAmount);
-      const int alpha = static_cast<int>(std::lround(80.0 + 175.0 * static_cast<double>(cell.coverage)));
+      const int alpha =
+          static_cast<int>(std::lround(80.0 + 175.0 * static_cast<double>(cell.coverage)));
       p_.fillRect(QRect(g_.label_width + static_cast<int>(c), band.top(), 1, band.height()),
                   to_qcolor(color, alpha));
     }
   }
 
-  void paint_slices(const Lane& lane, const QRect& band) {
+  void paint_slices(const Lane& lane, const QRect& band, bool chunks) {
     aggregate(lane.time, lane.kind.data(), Kind::kOther, g_.view, g_.min_box_px, scratch_);
     const std::int32_t selected = doc_.selected_microbatch();
     paint_columns(band, selected >= 0);
@@ -103,14 +104,14 @@ class RowPainter {
         p_.setPen(QPen(QColor(0, 0, 0), 2));
         p_.drawRect(r.adjusted(1, 1, -1, -1));
       }
-      paint_label(lane, i, r, color);
+      paint_label(lane, i, r, color, chunks);
     }
   }
 
-  void paint_label(const Lane& lane, std::size_t i, const QRectF& r, Rgb color) {
+  void paint_label(const Lane& lane, std::size_t i, const QRectF& r, Rgb color, bool chunks) {
     if (lane.microbatch[i] < 0 || r.width() < 24 || r.height() < metrics_.height() - 2) return;
     QString text = QStringLiteral("mb%1").arg(lane.microbatch[i]);
-    if (lane.chunk[i] > 0) text += QStringLiteral(" c%1").arg(lane.chunk[i]);
+    if (chunks && lane.chunk[i] >= 0) text += QStringLiteral(" c%1").arg(lane.chunk[i]);
     if (metrics_.horizontalAdvance(text) + 4 > r.width()) {
       text = QString::number(lane.microbatch[i]);
       if (metrics_.horizontalAdvance(text) + 4 > r.width()) return;
@@ -200,7 +201,8 @@ void paint_legend(QPainter& p, const TimelineDocument& doc, const TimelineGeomet
     item(QString::fromUtf8(kind_label(kind).data(), static_cast<int>(kind_label(kind).size())),
          [&](const QRect& r) {
            p.fillRect(r, to_qcolor(kind_color(kind)));
-           if (kind == Kind::kBubble) p.fillRect(r, QBrush(QColor(214, 120, 120), Qt::BDiagPattern));
+           if (kind == Kind::kBubble)
+             p.fillRect(r, QBrush(QColor(214, 120, 120), Qt::BDiagPattern));
          });
   }
   if (doc.show_critical_path()) {
@@ -228,9 +230,17 @@ void paint_timeline(QPainter& painter, const TimelineDocument& document,
                     const TimelineGeometry& geometry, LaneDraw& scratch) {
   painter.fillRect(QRect(0, 0, geometry.width, geometry.height), QColor(255, 255, 255));
   const auto& rows = document.layout().rows;
+  if (rows.empty()) {
+    painter.setPen(QColor(90, 90, 90));
+    painter.drawText(QRect(0, 0, geometry.width, geometry.rows_bottom), Qt::AlignCenter,
+                     QStringLiteral("No trace open: Open\u2026 a trace, or click a sweep point "
+                                    "that has one"));
+    paint_legend(painter, document, geometry);
+    return;
+  }
   painter.save();
-  painter.setClipRect(QRect(0, geometry.rows_top, geometry.width,
-                            geometry.rows_bottom - geometry.rows_top));
+  painter.setClipRect(
+      QRect(0, geometry.rows_top, geometry.width, geometry.rows_bottom - geometry.rows_top));
   RowPainter row_painter(painter, document, geometry, scratch);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const QRect rect = geometry.row_rect(r);

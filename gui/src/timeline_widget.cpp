@@ -6,7 +6,6 @@
 #include <QPainter>
 #include <QToolTip>
 #include <QWheelEvent>
-
 #include <algorithm>
 #include <cmath>
 
@@ -182,17 +181,36 @@ void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* /*event*/) { fit(); }
 void TimelineWidget::keyPressEvent(QKeyEvent* event) {
   const double centre = kLabelWidth + plot_width() / 2.0;
   switch (event->key()) {
-    case Qt::Key_F: fit(); break;
+    case Qt::Key_F:
+      fit();
+      break;
     case Qt::Key_Plus:
-    case Qt::Key_Equal: zoom_at(centre, 1.5); break;
-    case Qt::Key_Minus: zoom_at(centre, 1 / 1.5); break;
-    case Qt::Key_Left: pan_by(-plot_width() / 8.0, 0); break;
-    case Qt::Key_Right: pan_by(plot_width() / 8.0, 0); break;
-    case Qt::Key_Up: pan_by(0, -row_height()); break;
-    case Qt::Key_Down: pan_by(0, row_height()); break;
-    case Qt::Key_C: set_critical_path_visible(!document_->show_critical_path()); break;
-    case Qt::Key_Escape: set_selected_microbatch(-1); break;
-    default: QWidget::keyPressEvent(event);
+    case Qt::Key_Equal:
+      zoom_at(centre, 1.5);
+      break;
+    case Qt::Key_Minus:
+      zoom_at(centre, 1 / 1.5);
+      break;
+    case Qt::Key_Left:
+      pan_by(-plot_width() / 8.0, 0);
+      break;
+    case Qt::Key_Right:
+      pan_by(plot_width() / 8.0, 0);
+      break;
+    case Qt::Key_Up:
+      pan_by(0, -row_height());
+      break;
+    case Qt::Key_Down:
+      pan_by(0, row_height());
+      break;
+    case Qt::Key_C:
+      set_critical_path_visible(!document_->show_critical_path());
+      break;
+    case Qt::Key_Escape:
+      set_selected_microbatch(-1);
+      break;
+    default:
+      QWidget::keyPressEvent(event);
   }
 }
 
@@ -202,7 +220,8 @@ bool TimelineWidget::event(QEvent* event) {
   if (const auto hit = hit_test(help->pos())) {
     const TraceModel& trace = document_->traces()[hit->trace];
     QString text = QString::fromStdString(describe_slice(trace, hit->slice));
-    if (document_->traces().size() > 1) text += QStringLiteral("\ntrace: ") + QString::fromStdString(trace.label);
+    if (document_->traces().size() > 1)
+      text += QStringLiteral("\ntrace: ") + QString::fromStdString(trace.label);
     QToolTip::showText(help->globalPos(), text, this);
   } else {
     QToolTip::hideText();

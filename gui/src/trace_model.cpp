@@ -91,7 +91,9 @@ Intervals idle_of_rank(const TraceModel& model, std::int32_t rank) {
 
 }  // namespace
 
-std::string_view kind_category(Kind kind) { return kKinds[static_cast<std::size_t>(kind)].category; }
+std::string_view kind_category(Kind kind) {
+  return kKinds[static_cast<std::size_t>(kind)].category;
+}
 
 std::string_view kind_label(Kind kind) { return kKinds[static_cast<std::size_t>(kind)].label; }
 
@@ -108,11 +110,16 @@ bool is_comm(Kind kind) {
 
 std::string stream_name(std::int32_t stream) {
   switch (stream) {
-    case kStreamCompute: return "compute";
-    case kStreamTensorComm: return "tp_comm";
-    case kStreamPipelineComm: return "pp_comm";
-    case kStreamDataComm: return "dp_comm";
-    default: return "stream " + std::to_string(stream);
+    case kStreamCompute:
+      return "compute";
+    case kStreamTensorComm:
+      return "tp_comm";
+    case kStreamPipelineComm:
+      return "pp_comm";
+    case kStreamDataComm:
+      return "dp_comm";
+    default:
+      return "stream " + std::to_string(stream);
   }
 }
 
@@ -198,7 +205,9 @@ void finish_model(TraceModel& model) {
     return a.rank != b.rank ? a.rank < b.rank : a.stream < b.stream;
   });
   model.end_us = 0;
+  model.has_chunks = false;
   for (Lane& lane : model.lanes) {
+    for (std::int32_t c : lane.chunk) model.has_chunks = model.has_chunks || c > 0;
     for (double& s : lane.time.start_us) s -= origin;
     for (double& e : lane.time.end_us) e -= origin;
     sort_lane(lane);

@@ -1,13 +1,6 @@
 #include "stepsim/gui/trace_reader.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <unordered_map>
@@ -24,20 +17,25 @@ using Token = JsonScanner::Token;
 
 constexpr std::size_t kMaxErrors = 20;
 
-// One event's fields as read; reused from event to event to avoid allocations.
+// One event's fields as read; reused from event to event. Strings go straight where they
+// are kept (the name into the model's name arena, op and detail into its string table), so
+// reading an event copies no string.
 struct Event {
-  std::string ph, name, cat, op, detail, arg_name;
+  std::string ph, arg_name;
+  Kind kind = Kind::kOther;
+  std::size_t name_begin = 0, name_size = 0;
+  std::uint32_t op = 0, detail = 0;
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_bytes = false;
   double pid = 0, tid = 0, ts = 0, dur = 0, bytes = 0;
   double mb = -1, chunk = -1, layer = -1;
 
-  void reset() {
+  void reset(std::size_t names_end) {
     ph.clear();
-    name.clear();
-    cat.clear();
-    op.clear();
-    detail.clear();
     arg_name.clear();
+    kind = Kind::kOther;
+    name_begin = names_end;
+    name_size = 0;
+    op = detail = 0;
     has_pid = has_tid = has_ts = has_dur = has_bytes = false;
     mb = chunk = layer = -1;
   }
@@ -58,6 +56,10 @@ class TraceParser {
   void add_event(std::size_t index);
   bool read_number_field(std::size_t index, std::string_view key, double& out);
   bool read_string_field(std::size_t index, std::string_view key, std::string& out);
+  bool read_string_view(std::size_t index, std::string_view key, std::string_view& out);
+  std::string_view event_name() const {
+    return std::string_view(model_.names).substr(ev_.name_begin, ev_.name_size);
+  }
   void problem(std::string key, std::string message);
   static std::string at(std::size_t index, std::string_view key) {
     return "traceEvents[" + std::to_string(index) + "]." + std::string(key);
@@ -130,8 +132,9 @@ Result<TraceModel> TraceParser::run() {
   if (!ok) return Error{file_, "", "not valid JSON: " + scan_.error()};
 
   if (!have_events && errors_.empty()) {
-    problem("traceEvents", " is missing: expected Chrome trace event JSON with a traceEvents "
-                           "array of slices");
+    problem("traceEvents",
+            " is missing: expected Chrome trace event JSON with a traceEvents "
+            "array of slices");
   }
   if (!summary_text.empty()) detail::read_summary(summary_text, file_, model_.summary, errors_);
   if (have_events && errors_.empty() && model_.slice_count() == 0) {
@@ -170,13 +173,17 @@ bool TraceParser::read_number_field(std::size_t index, std::string_view key, dou
   return scan_.read_number(out);
 }
 
-bool TraceParser::read_string_field(std::size_t index, std::string_view key, std::string& out) {
+bool TraceParser::read_string_view(std::size_t index, std::string_view key, std::string_view& out) {
   if (scan_.peek() != Token::kString) {
     problem(at(index, key), " must be a string");
     return false;
   }
+  return scan_.read_string(out);
+}
+
+bool TraceParser::read_string_field(std::size_t index, std::string_view key, std::string& out) {
   std::string_view value;
-  if (!scan_.read_string(value)) return false;
+  if (!read_string_view(index, key, value)) return false;
   out.assign(value);
   return true;
 }
@@ -187,7 +194,7 @@ bool TraceParser::parse_event(std::size_t index) {
     return scan_.skip_value();
   }
   scan_.consume('{');
-  ev_.reset();
+  ev_.reset(model_.names.size());
   bool valid = true;
   if (!scan_.consume('}')) {
     do {
@@ -197,9 +204,17 @@ bool TraceParser::parse_event(std::size_t index) {
       if (key == "ph") {
         read = read_string_field(index, key, ev_.ph);
       } else if (key == "name") {
-        read = read_string_field(index, key, ev_.name);
+        std::string_view value;
+        read = read_string_view(index, key, value);
+        if (read) {
+          model_.names.resize(ev_.name_begin);  // a repeated key replaces the name
+          model_.names += value;
+          ev_.name_size = value.size();
+        }
       } else if (key == "cat") {
-        read = read_string_field(index, key, ev_.cat);
+        std::string_view value;
+        read = read_string_view(index, key, value);
+        if (read) ev_.kind = kind_from_category(value);
       } else if (key == "pid") {
         read = ev_.has_pid = read_number_field(index, key, ev_.pid);
       } else if (key == "tid") {
@@ -252,10 +267,11 @@ bool TraceParser::parse_args(std::size_t index) {
         ev_.bytes = value;
         ev_.has_bytes = read;
       }
-    } else if (key == "op") {
-      read = read_string_field(index, full, ev_.op);
-    } else if (key == "detail") {
-      read = read_string_field(index, full, ev_.detail);
+    } else if (key == "op" || key == "detail") {
+      const bool is_op = key == "op";
+      std::string_view value;
+      read = read_string_view(index, full, value);
+      if (read) (is_op ? ev_.op : ev_.detail) = model_.strings.intern(value);
     } else if (key == "name" && scan_.peek() == Token::kString) {
       read = read_string_field(index, full, ev_.arg_name);
     } else if (!scan_.skip_value()) {
@@ -288,12 +304,23 @@ bool whole(double v, double lowest) {
 }
 
 void TraceParser::add_event(std::size_t index) {
+  // Only slices keep their name in the arena.
+  const std::string name(ev_.ph == "X" ? std::string_view() : event_name());
+  bool kept = false;
+  struct Rollback {
+    TraceModel& m;
+    std::size_t begin;
+    bool& kept;
+    ~Rollback() {
+      if (!kept) m.names.resize(begin);
+    }
+  } rollback{model_, ev_.name_begin, kept};
   if (ev_.ph.empty()) {
     problem(at(index, "ph"), " is missing: every event needs a phase (\"X\", \"C\", \"M\")");
     return;
   }
   const bool slice = ev_.ph == "X";
-  const bool counter = ev_.ph == "C" && ev_.name == "memory";
+  const bool counter = ev_.ph == "C" && name == "memory";
   const bool meta = ev_.ph == "M";
   if (!slice && !counter && !meta) return;
   bool ok = true;
@@ -311,8 +338,8 @@ void TraceParser::add_event(std::size_t index) {
   if (meta) {
     if (!ok) return;
     const auto rank = static_cast<std::int32_t>(ev_.pid);
-    if (ev_.name == "process_name" && !ev_.arg_name.empty()) model_.rank_names[rank] = ev_.arg_name;
-    if (ev_.name == "thread_name" && !ev_.arg_name.empty() && ev_.has_tid && whole(ev_.tid, 0)) {
+    if (name == "process_name" && !ev_.arg_name.empty()) model_.rank_names[rank] = ev_.arg_name;
+    if (name == "thread_name" && !ev_.arg_name.empty() && ev_.has_tid && whole(ev_.tid, 0)) {
       thread_names_[lane_key(rank, static_cast<std::int32_t>(ev_.tid))] = ev_.arg_name;
     }
     return;
@@ -351,58 +378,29 @@ void TraceParser::add_event(std::size_t index) {
       ok = false;
     }
   }
+  if (model_.names.size() > std::numeric_limits<std::uint32_t>::max()) {
+    problem(at(index, "name"), " does not fit: slice names exceed 4 GiB in total");
+    ok = false;
+  }
   if (!ok) return;
   Lane& lane = lane_for(static_cast<std::int32_t>(ev_.pid), static_cast<std::int32_t>(ev_.tid));
   lane.time.start_us.push_back(ev_.ts);
   lane.time.end_us.push_back(ev_.ts + ev_.dur);
-  lane.kind.push_back(kind_from_category(ev_.cat));
+  lane.kind.push_back(ev_.kind);
   lane.microbatch.push_back(static_cast<std::int32_t>(ev_.mb));
   lane.chunk.push_back(static_cast<std::int32_t>(ev_.chunk));
   lane.layer.push_back(static_cast<std::int32_t>(ev_.layer));
-  lane.op.push_back(model_.strings.intern(ev_.op));
-  lane.detail.push_back(model_.strings.intern(ev_.detail));
-  if (model_.names.size() + ev_.name.size() > std::numeric_limits<std::uint32_t>::max()) {
-    problem(at(index, "name"), " does not fit: slice names exceed 4 GiB in total");
-    return;
-  }
-  lane.name_begin.push_back(static_cast<std::uint32_t>(model_.names.size()));
-  lane.name_size.push_back(static_cast<std::uint32_t>(ev_.name.size()));
-  model_.names += ev_.name;
+  lane.op.push_back(ev_.op);
+  lane.detail.push_back(ev_.detail);
+  lane.name_begin.push_back(static_cast<std::uint32_t>(ev_.name_begin));
+  lane.name_size.push_back(static_cast<std::uint32_t>(ev_.name_size));
+  kept = true;
 }
 
 }  // namespace
 
 Result<TraceModel> parse_trace(std::string_view text, const std::string& file) {
   return TraceParser(text, file).run();
-}
-
-Result<TraceModel> read_trace_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Error{path, "", "is a directory, expected a trace file (Chrome trace event JSON)"};
-  }
-  // Map the file instead of copying it: a trace of millions of events is hundreds of MB.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Error{path, "", std::string("cannot read: ") + std::strerror(err)};
-  }
-  const auto size = static_cast<std::size_t>(info.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return Error{path, "", "is empty, expected Chrome trace event JSON"};
-  }
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);
-  if (data == MAP_FAILED) return Error{path, "", std::string("cannot read: ") + std::strerror(map_errno)};
-  ::madvise(data, size, MADV_SEQUENTIAL);
-  Result<TraceModel> result = parse_trace(std::string_view(static_cast<const char*>(data), size), path);
-  ::munmap(data, size);
-  return result;
 }
 
 }  // namespace stepsim::gui

@@ -12,7 +12,8 @@ bool parse_int(const std::string& s, int& out) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -37,7 +38,9 @@ std::string viewer_usage() {
 Result<ViewerOptions> parse_viewer_args(const std::vector<std::string>& args) {
   ViewerOptions o;
   Errors errors;
-  auto bad = [&](const std::string& what) { errors.push_back(Error{"", "", "stepsim-viewer: " + what}); };
+  auto bad = [&](const std::string& what) {
+    errors.push_back(Error{"", "", "stepsim-viewer: " + what});
+  };
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string& out) {
@@ -66,7 +69,8 @@ Result<ViewerOptions> parse_viewer_args(const std::vector<std::string>& args) {
     } else if (a == "--select-mb") {
       int mb = 0;
       if (!value(v)) continue;
-      if (!parse_int(v, mb) || mb < 0) bad("--select-mb " + v + ": expected a micro-batch number >= 0");
+      if (!parse_int(v, mb) || mb < 0)
+        bad("--select-mb " + v + ": expected a micro-batch number >= 0");
       o.select_mb = mb;
     } else if (a == "--tab") {
       value(o.tab);

@@ -10,8 +10,8 @@ namespace stepsim::gui::synth {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kForwardOps = {
-    "qkv_gemm", "attention", "proj_gemm", "fc1_gemm", "fc2_gemm", "layernorm"};
+constexpr std::array<std::string_view, 6> kForwardOps = {"qkv_gemm", "attention", "proj_gemm",
+                                                         "fc1_gemm", "fc2_gemm",  "layernorm"};
 constexpr std::array<std::string_view, 3> kWeightOps = {"wgrad_qkv", "wgrad_fc1", "wgrad_fc2"};
 
 class Writer {
@@ -53,8 +53,8 @@ class Writer {
 };
 
 void Writer::slice(std::string_view cat, std::int32_t rank, std::int32_t tid, double start,
-                   double dur, char phase, std::int32_t mb, std::int32_t layer,
-                   std::string_view op, std::string_view detail) {
+                   double dur, char phase, std::int32_t mb, std::int32_t layer, std::string_view op,
+                   std::string_view detail) {
   char text[512];
   const int n = std::snprintf(
       text, sizeof text,
@@ -87,7 +87,8 @@ double Writer::pass(std::int32_t rank, std::int32_t mb, bool forward, double t) 
   auto tp = [&](std::int32_t layer, std::string_view op) {
     if (!spec_.tp_comm) return;
     const double d = jittered(spec_.tp_us);
-    slice("tp_comm", rank, 1, t, d, forward ? 'F' : 'B', mb, layer, op, "all-reduce 25165824 B tp=8");
+    slice("tp_comm", rank, 1, t, d, forward ? 'F' : 'B', mb, layer, op,
+          "all-reduce 25165824 B tp=8");
     t += d;
   };
   auto compute = [&](std::string_view cat, char phase, std::int32_t layer, std::string_view op,
@@ -101,22 +102,28 @@ double Writer::pass(std::int32_t rank, std::int32_t mb, bool forward, double t) 
     const std::int32_t layer = forward ? first_layer + l : first_layer + spec_.layers - 1 - l;
     if (forward) {
       for (std::int32_t k = 0; k < spec_.forward_ops; ++k) {
-        compute("forward", 'F', layer, kForwardOps[static_cast<std::size_t>(k) % kForwardOps.size()], spec_.op_us);
-        if (k == 0 || k + 1 == spec_.forward_ops) tp(layer, k == 0 ? "attn_allreduce" : "mlp_allreduce");
+        compute("forward", 'F', layer,
+                kForwardOps[static_cast<std::size_t>(k) % kForwardOps.size()], spec_.op_us);
+        if (k == 0 || k + 1 == spec_.forward_ops)
+          tp(layer, k == 0 ? "attn_allreduce" : "mlp_allreduce");
       }
       continue;
     }
     if (spec_.recompute) {
       for (std::int32_t k = 0; k < spec_.forward_ops; ++k) {
-        compute("recompute", 'R', layer, kForwardOps[static_cast<std::size_t>(k) % kForwardOps.size()], spec_.op_us);
+        compute("recompute", 'R', layer,
+                kForwardOps[static_cast<std::size_t>(k) % kForwardOps.size()], spec_.op_us);
       }
     }
     for (std::int32_t k = 0; k < spec_.forward_ops; ++k) {
-      compute("backward_input", 'B', layer, kForwardOps[static_cast<std::size_t>(k) % kForwardOps.size()], spec_.op_us * 1.1);
-      if (k == 0 || k + 1 == spec_.forward_ops) tp(layer, k == 0 ? "mlp_allreduce" : "attn_allreduce");
+      compute("backward_input", 'B', layer,
+              kForwardOps[static_cast<std::size_t>(k) % kForwardOps.size()], spec_.op_us * 1.1);
+      if (k == 0 || k + 1 == spec_.forward_ops)
+        tp(layer, k == 0 ? "mlp_allreduce" : "attn_allreduce");
     }
     for (std::int32_t k = 0; k < spec_.weight_ops; ++k) {
-      compute("backward_weight", 'W', layer, kWeightOps[static_cast<std::size_t>(k) % kWeightOps.size()], spec_.op_us * 0.9);
+      compute("backward_weight", 'W', layer,
+              kWeightOps[static_cast<std::size_t>(k) % kWeightOps.size()], spec_.op_us * 0.9);
     }
   }
   return t;
@@ -128,9 +135,10 @@ SyntheticTraceInfo Writer::run() {
   raw("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
   for (std::int32_t r = 0; r < p; ++r) {
     char text[200];
-    const int n = std::snprintf(text, sizeof text,
-                                "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"stage %d\"}}",
-                                r == 0 ? "" : ",", r, r);
+    const int n = std::snprintf(
+        text, sizeof text,
+        "%s\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"stage %d\"}}",
+        r == 0 ? "" : ",", r, r);
     raw(std::string_view(text, static_cast<std::size_t>(n)));
   }
   first_event_ = false;
@@ -150,7 +158,8 @@ SyntheticTraceInfo Writer::run() {
   }
   const double unknown = -1;
   // arrival[r][mb]: when the input of F (or the gradient of B) reaches rank r.
-  std::vector<std::vector<double>> arrive_f(static_cast<std::size_t>(p), std::vector<double>(static_cast<std::size_t>(m), unknown));
+  std::vector<std::vector<double>> arrive_f(
+      static_cast<std::size_t>(p), std::vector<double>(static_cast<std::size_t>(m), unknown));
   std::vector<std::vector<double>> arrive_b = arrive_f;
   std::vector<double> free_at(static_cast<std::size_t>(p), 0);
   std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
@@ -195,7 +204,8 @@ SyntheticTraceInfo Writer::run() {
     const auto ru = static_cast<std::size_t>(r);
     double t = free_at[ru];
     const double dp = jittered(spec_.dp_us);
-    slice("dp_comm", r, 3, t, dp, 'D', -1, -1, "grad_reduce_scatter", "reduce-scatter 1.2e9 B dp=8");
+    slice("dp_comm", r, 3, t, dp, 'D', -1, -1, "grad_reduce_scatter",
+          "reduce-scatter 1.2e9 B dp=8");
     t += dp;
     slice("optimizer", r, 0, t, jittered(spec_.optimizer_us), 'O', -1, -1, "adam_step", "");
   }
@@ -223,8 +233,8 @@ SyntheticTraceInfo write_synthetic_trace(const SyntheticTraceSpec& spec, std::os
 std::size_t synthetic_slice_count(const SyntheticTraceSpec& s) {
   const auto count = [](std::int32_t v) { return static_cast<std::size_t>(std::max(v, 0)); };
   const std::size_t tp = s.tp_comm ? 2 : 0;
-  const std::size_t per_layer =
-      2 * count(s.forward_ops) + 2 * tp + count(s.weight_ops) + (s.recompute ? count(s.forward_ops) : 0);
+  const std::size_t per_layer = 2 * count(s.forward_ops) + 2 * tp + count(s.weight_ops) +
+                                (s.recompute ? count(s.forward_ops) : 0);
   const std::size_t p = count(s.ranks);
   const std::size_t m = count(s.microbatches);
   return p * m * count(s.layers) * per_layer + (p > 0 ? 4 * m * (p - 1) : 0) + 2 * p;

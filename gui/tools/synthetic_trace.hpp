@@ -13,23 +13,23 @@
 namespace stepsim::gui::synth {
 
 struct SyntheticTraceSpec {
-  std::int32_t ranks = 4;          ///< pipeline stages
+  std::int32_t ranks = 4;  ///< pipeline stages
   std::int32_t microbatches = 8;
-  std::int32_t layers = 2;         ///< transformer layers per stage
-  std::int32_t forward_ops = 3;    ///< compute slices per layer in a forward
-  std::int32_t weight_ops = 2;     ///< weight-gradient slices per layer in a backward
-  bool tp_comm = true;             ///< two blocking TP all-reduces per layer and pass
-  bool recompute = false;          ///< recompute the forward before each backward
-  double op_us = 50;               ///< duration of a forward compute slice
+  std::int32_t layers = 2;       ///< transformer layers per stage
+  std::int32_t forward_ops = 3;  ///< compute slices per layer in a forward
+  std::int32_t weight_ops = 2;   ///< weight-gradient slices per layer in a backward
+  bool tp_comm = true;           ///< two blocking TP all-reduces per layer and pass
+  bool recompute = false;        ///< recompute the forward before each backward
+  double op_us = 50;             ///< duration of a forward compute slice
   double tp_us = 10;
   double p2p_us = 20;
   double dp_us = 400;
   double optimizer_us = 150;
-  double jitter = 0;               ///< each duration times (1 + jitter * u), u in [0, 1)
+  double jitter = 0;  ///< each duration times (1 + jitter * u), u in [0, 1)
   std::uint64_t seed = 1;
-  double origin_us = 1000;         ///< `ts` of the first slice
+  double origin_us = 1000;  ///< `ts` of the first slice
   std::string label = "predicted";
-  bool summary = true;             ///< write the `stepsim` summary object
+  bool summary = true;  ///< write the `stepsim` summary object
   std::int64_t capacity_bytes = 80LL << 30;
 };
 

@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
     ++i;
   }
   stepsim::gui::synth::SyntheticTraceSpec spec;
-  if (slices > 0) spec = stepsim::gui::synth::spec_with_slices(static_cast<std::size_t>(slices), static_cast<std::int32_t>(ranks));
+  if (slices > 0)
+    spec = stepsim::gui::synth::spec_with_slices(static_cast<std::size_t>(slices),
+                                                 static_cast<std::int32_t>(ranks));
   spec.ranks = static_cast<std::int32_t>(ranks);
   if (microbatches > 0) spec.microbatches = static_cast<std::int32_t>(microbatches);
   if (layers > 0) spec.layers = static_cast<std::int32_t>(layers);

@@ -2,9 +2,9 @@
 // point-to-point messages on this machine and writes a calibration profile.
 // Run as `mpirun -np N stepsim calibrate ...`: one rank per device.
 
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -44,7 +44,8 @@ Errors check_args(const CalibrateArgs& a) {
   const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : ".";
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    errors.push_back(Error{"", "--out", "=" + a.out + ": folder " + dir.string() + " does not exist"});
+    errors.push_back(
+        Error{"", "--out", "=" + a.out + ": folder " + dir.string() + " does not exist"});
   }
   return errors;
 }
@@ -122,7 +123,9 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
                                 "measurable on this world were measured exactly");
     for (const std::string& line : skipped) {
       run_options.notes.push_back("scenario " + scenario_name + ": not measured: " + line);
-      if (root) err << "stepsim calibrate: scenario " << scenario_name << ": not measured: " << line << "\n";
+      if (root)
+        err << "stepsim calibrate: scenario " << scenario_name << ": not measured: " << line
+            << "\n";
     }
   }
   if (root && b.world_size() == 1) {
@@ -138,8 +141,8 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
   const calib::CalibrationRun& r = run.value();
   if (!r.complete) {
     out << "stopped after " << r.measured << " new measurements (--stop-after); the journal "
-        << run_options.journal_path << " holds " << (r.resumed + r.measured) << " of "
-        << r.total << " points: run the same command again to resume\n";
+        << run_options.journal_path << " holds " << (r.resumed + r.measured) << " of " << r.total
+        << " points: run the same command again to resume\n";
     return 0;
   }
   {
@@ -172,8 +175,9 @@ void add_calibrate_command(CLI::App& app, Env& env) {
   cmd->add_option("--backend", args->backend, "cuda (cuBLASLt + NCCL) or cpu (Eigen + MPI)")
       ->required()
       ->check(CLI::IsMember({"cuda", "cpu"}));
-  cmd->add_option("--out", args->out, "profile to write (a journal <out>.journal is kept "
-                                      "while measuring; a rerun resumes from it)")
+  cmd->add_option("--out", args->out,
+                  "profile to write (a journal <out>.journal is kept "
+                  "while measuring; a rerun resumes from it)")
       ->required();
   cmd->add_option("--scenario", args->scenario,
                   "also measure the exact GEMM shapes and collective sizes of this scenario");

@@ -1,5 +1,5 @@
-// stepsim check SCENARIO: load and validate only. Prints one summary line, or one line per
-// problem (exit status 2).
+// stepsim check SCENARIO: load and validate only (the scenario, its system file and its
+// calibration profile). Prints one summary line, or one line per problem (exit status 2).
 
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -7,17 +7,9 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "stepsim/core/make_cost_model.hpp"
 
 namespace stepsim::cli {
-
-namespace {
-
-std::string describe_cost_model(const CostModelSpec& spec) {
-  return spec.kind == CostModelSpec::Kind::kProfile ? "profile " + spec.profile_path
-                                                    : std::string("roofline");
-}
-
-}  // namespace
 
 void add_check_command(CLI::App& app, Env& env) {
   auto path = std::make_shared<std::string>();
@@ -29,6 +21,14 @@ void add_check_command(CLI::App& app, Env& env) {
   cmd->callback([path, &env] {
     const auto w = load_or_report(*path, env);
     if (!w) return;
+    // Building the cost model reads and checks the calibration profile, if the scenario
+    // names one, so that check reports everything predict would reject.
+    const auto cost = make_cost_model(*w);
+    if (!cost.ok()) {
+      *env.err << format_errors(cost.errors());
+      env.exit_code = 2;
+      return;
+    }
     const TrainingConfig& t = w->training;
     *env.out << "ok: " << *path << ": " << w->name << ": t=" << t.tensor_model_parallel_size
              << " p=" << t.pipeline_model_parallel_size
@@ -36,7 +36,7 @@ void add_check_command(CLI::App& app, Env& env) {
              << " m=" << t.num_microbatches << " (world_size=" << t.world_size
              << ", micro_batch_size=" << t.micro_batch_size
              << ", global_batch_size=" << t.global_batch_size << ") system=" << w->system.name
-             << " cost_model=" << describe_cost_model(w->cost_model) << "\n";
+             << " cost_model=" << (*cost)->describe() << "\n";
     env.exit_code = 0;
   });
 }

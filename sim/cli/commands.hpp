@@ -22,6 +22,8 @@ struct Env {
 // One registration function per subcommand (cmd_<name>.cpp):
 void add_schedule_command(CLI::App& app, Env& env);
 void add_check_command(CLI::App& app, Env& env);
+void add_sweep_command(CLI::App& app, Env& env);
+void add_import_hf_command(CLI::App& app, Env& env);
 void add_predict_command(CLI::App& app, Env& env);
 void add_memory_command(CLI::App& app, Env& env);
 

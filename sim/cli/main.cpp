@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   stepsim::cli::add_validate_command(app, env);
   stepsim::cli::add_regress_command(app, env);
   stepsim::cli::add_check_command(app, env);
+  stepsim::cli::add_sweep_command(app, env);
+  stepsim::cli::add_import_hf_command(app, env);
   stepsim::cli::add_predict_command(app, env);
   stepsim::cli::add_memory_command(app, env);
 

@@ -2,15 +2,14 @@
 // interruption, and its errors. STEPSIM_BIN and STEPSIM_MPIRUN come from CMake.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "stepsim/core/profile.hpp"
 
@@ -73,10 +72,12 @@ TEST(CalibrateCli, TwoRanksQuickCpuCalibrationWritesAProfile) {
 TEST(CalibrateCli, ResumesAfterAnInterruption) {
   const std::string out = temp_dir() + "/resume.json";
   std::filesystem::remove(out + ".journal");
-  const std::string cmd = std::string(STEPSIM_BIN) + " calibrate --backend cpu --quick --repeats 1 --warmup 0 --out " + out;
+  const std::string cmd = std::string(STEPSIM_BIN) +
+                          " calibrate --backend cpu --quick --repeats 1 --warmup 0 --out " + out;
   const Ran first = run(cmd + " --stop-after 5");
   ASSERT_EQ(first.status, 0) << first.output;
-  EXPECT_NE(first.output.find("stopped after 5 new measurements"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("stopped after 5 new measurements"), std::string::npos)
+      << first.output;
   EXPECT_TRUE(std::filesystem::exists(out + ".journal"));
   EXPECT_FALSE(std::filesystem::exists(out));
   const Ran second = run(cmd);
@@ -136,16 +137,17 @@ TEST(CalibrateCli, BadInputExitsTwoAndMissingDeviceOne) {
   const Ran bad_dir =
       run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --out /nonexistent/dir/p.json");
   EXPECT_EQ(bad_dir.status, 2) << bad_dir.output;
-  EXPECT_NE(bad_dir.output.find("--out=/nonexistent/dir/p.json: folder /nonexistent/dir does not exist"),
-            std::string::npos)
+  EXPECT_NE(
+      bad_dir.output.find("--out=/nonexistent/dir/p.json: folder /nonexistent/dir does not exist"),
+      std::string::npos)
       << bad_dir.output;
   const Ran bad_repeats =
       run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --out p.json --repeats 0");
   EXPECT_EQ(bad_repeats.status, 2) << bad_repeats.output;
 #ifdef STEPSIM_HAVE_CUDA
   // Without a GPU (as on the build machines) the CUDA backend must fail cleanly.
-  const Ran cuda =
-      run(std::string(STEPSIM_BIN) + " calibrate --backend cuda --quick --out " + temp_dir() + "/c.json");
+  const Ran cuda = run(std::string(STEPSIM_BIN) + " calibrate --backend cuda --quick --out " +
+                       temp_dir() + "/c.json");
   if (cuda.status != 0) {
     EXPECT_EQ(cuda.status, 1) << cuda.output;
     EXPECT_NE(cuda.output.find("cuda backend: no CUDA device visible"), std::string::npos)

@@ -3,12 +3,11 @@
 #include "stepsim/calibration/calibrate.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "mpi_environment.hpp"
 #include "stepsim/calibration/journal.hpp"
@@ -17,9 +16,12 @@ namespace stepsim::calib {
 namespace {
 
 std::vector<BenchPoint> small_plan() {
-  return {GemmOp{32, 32, 32, 1, DType::kFp32}, GemmOp{64, 32, 16, 1, DType::kFp32},
-          GemmOp{16, 64, 64, 2, DType::kFp32}, MemoryBoundOp{1 << 16},
-          MemoryBoundOp{1 << 18}, MemoryBoundOp{1 << 20}};
+  return {GemmOp{32, 32, 32, 1, DType::kFp32},
+          GemmOp{64, 32, 16, 1, DType::kFp32},
+          GemmOp{16, 64, 64, 2, DType::kFp32},
+          MemoryBoundOp{1 << 16},
+          MemoryBoundOp{1 << 18},
+          MemoryBoundOp{1 << 20}};
 }
 
 std::unique_ptr<Backend> cpu() {
@@ -32,8 +34,8 @@ std::unique_ptr<Backend> cpu() {
 }
 
 std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("stepsim_calib_test_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("stepsim_calib_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

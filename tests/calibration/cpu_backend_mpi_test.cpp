@@ -1,10 +1,9 @@
 // CpuBackend and the runner across ranks: run under mpirun with 2 (or more) ranks.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
-
-#include <unistd.h>
 
 #include "mpi_environment.hpp"
 #include "stepsim/calibration/backend.hpp"
@@ -37,8 +36,8 @@ TEST(CpuBackendMpi, CollectivesAreCorrectOnSplitGroups) {
   EXPECT_EQ(b->group_size(pairs.value()), std::min(2, n - b->world_rank() / 2 * 2));
   EXPECT_EQ(b->group_size(alone.value()), 1);
   for (const GroupId g : {GroupId{0}, pairs.value(), alone.value()}) {
-    for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
-                                      CollectiveKind::kReduceScatter}) {
+    for (const CollectiveKind kind :
+         {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
       for (const std::int64_t bytes : {std::int64_t{64}, std::int64_t{1} << 20}) {
         CollectiveOp op;
         op.kind = kind;
@@ -46,7 +45,7 @@ TEST(CpuBackendMpi, CollectivesAreCorrectOnSplitGroups) {
         op.group_size = b->group_size(g);
         auto t = b->collective(op, g);
         ASSERT_TRUE(t.ok()) << to_string(kind) << " " << bytes << ": " << format_errors(t.errors());
-        EXPECT_GT(t.value(), 0.0);
+        EXPECT_GE(t.value(), 0.0);
       }
     }
   }
@@ -97,9 +96,12 @@ TEST(RunCalibrationMpi, MeasuresCollectivesAndMessages) {
   BenchPlanOptions o;
   o.node_ids = std::vector<std::int32_t>(static_cast<std::size_t>(b->world_size()), 0);
   std::vector<BenchPoint> points{GemmOp{64, 64, 64, 1, DType::kFp32}};
-  for (const std::int64_t bytes : {std::int64_t{1} << 10, std::int64_t{1} << 16, std::int64_t{1} << 20}) {
-    points.emplace_back(CollectivePoint{CollectiveKind::kAllReduce, 2, GroupLayout::kContiguous, 1, bytes});
-    points.emplace_back(CollectivePoint{CollectiveKind::kAllGather, 2, GroupLayout::kContiguous, 1, bytes});
+  for (const std::int64_t bytes :
+       {std::int64_t{1} << 10, std::int64_t{1} << 16, std::int64_t{1} << 20}) {
+    points.emplace_back(
+        CollectivePoint{CollectiveKind::kAllReduce, 2, GroupLayout::kContiguous, 1, bytes});
+    points.emplace_back(
+        CollectivePoint{CollectiveKind::kAllGather, 2, GroupLayout::kContiguous, 1, bytes});
     points.emplace_back(P2PPoint{0, 1, false, bytes});
   }
   CalibrationOptions opts;  // no journal

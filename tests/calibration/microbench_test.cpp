@@ -107,19 +107,45 @@ TEST(ScenarioPoints, TakesTheExactShapesOfAPlan) {
   WorkloadPlan plan;
   StagePlan stage;
   ChunkPlan chunk;
-  chunk.forward.push_back(Op{"qkv", 0, Phase::kForward, Stream::kCompute,
-                             GemmOp{2048, 4608, 12288, 1, DType::kBf16}, {}, 0});
-  chunk.forward.push_back(Op{"ln", 0, Phase::kForward, Stream::kCompute, MemoryBoundOp{12345}, {}, 0});
-  chunk.forward.push_back(Op{"tp_ar", 0, Phase::kForward, Stream::kTensorComm,
-                             CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 1000, 2, 1},
-                             {}, 0});
-  chunk.backward.push_back(Op{"qkv_dgrad", 0, Phase::kBackwardInput, Stream::kCompute,
-                              GemmOp{2048, 12288, 4608, 1, DType::kBf16}, {}, 0});
-  chunk.backward.push_back(Op{"qkv_dgrad_again", 0, Phase::kBackwardInput, Stream::kCompute,
-                              GemmOp{2048, 12288, 4608, 1, DType::kBf16}, {}, 0});
-  chunk.grad_sync.push_back(Op{"dp", -1, Phase::kStep, Stream::kDataComm,
-                               CollectiveOp{CollectiveKind::kReduceScatter, CommGroup::kData, 1 << 20, 8, 2},
-                               {}, 0});
+  chunk.forward.push_back(Op{"qkv",
+                             0,
+                             Phase::kForward,
+                             Stream::kCompute,
+                             GemmOp{2048, 4608, 12288, 1, DType::kBf16},
+                             {},
+                             0});
+  chunk.forward.push_back(
+      Op{"ln", 0, Phase::kForward, Stream::kCompute, MemoryBoundOp{12345}, {}, 0});
+  chunk.forward.push_back(
+      Op{"tp_ar",
+         0,
+         Phase::kForward,
+         Stream::kTensorComm,
+         CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 1000, 2, 1},
+         {},
+         0});
+  chunk.backward.push_back(Op{"qkv_dgrad",
+                              0,
+                              Phase::kBackwardInput,
+                              Stream::kCompute,
+                              GemmOp{2048, 12288, 4608, 1, DType::kBf16},
+                              {},
+                              0});
+  chunk.backward.push_back(Op{"qkv_dgrad_again",
+                              0,
+                              Phase::kBackwardInput,
+                              Stream::kCompute,
+                              GemmOp{2048, 12288, 4608, 1, DType::kBf16},
+                              {},
+                              0});
+  chunk.grad_sync.push_back(
+      Op{"dp",
+         -1,
+         Phase::kStep,
+         Stream::kDataComm,
+         CollectiveOp{CollectiveKind::kReduceScatter, CommGroup::kData, 1 << 20, 8, 2},
+         {},
+         0});
   chunk.p2p_bytes = 4096;
   stage.chunks.push_back(chunk);
   plan.stages.push_back(stage);

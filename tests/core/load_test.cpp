@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/core/make_cost_model.hpp"
+
 namespace stepsim {
 namespace {
 
@@ -132,10 +134,9 @@ TEST(LoadScenario, DefaultScenarioIsGpt3On64A100) {
   EXPECT_EQ(t.params_dtype, DType::kBf16);
   EXPECT_EQ(w->system.name, "dgx-a100-80gb");
   EXPECT_DOUBLE_EQ(w->system.peak_flops_bf16, 312e12);
-  // The shipped A100 scenarios use the public reference profile (resolved to a real file).
+  // The A100 public reference profile, resolved under scenarios/.
   EXPECT_EQ(w->cost_model.kind, CostModelSpec::Kind::kProfile);
-  EXPECT_NE(w->cost_model.profile_path.find("profiles/a100-sxm4-80gb-public.json"),
-            std::string::npos);
+  EXPECT_EQ(w->cost_model.profile_path, kScenarios + "/profiles/a100-sxm4-80gb-public.json");
 }
 
 TEST(LoadScenario, OmittedKeysTakeMegatronDefaults) {
@@ -165,6 +166,41 @@ TEST(LoadScenario, OmittedKeysTakeMegatronDefaults) {
   EXPECT_EQ(swiglu.model.ffn_hidden_size, 1344);  // int((4 * 512 * 2 / 3) / 64) * 64
   EXPECT_EQ(swiglu.model.num_query_groups, 2);
   EXPECT_EQ(swiglu.model.kv_channels, 64);
+}
+
+TEST(LoadScenario, ContractExampleFromArchitectureLoads) {
+  // The scenario example of ARCHITECTURE.md ("Scenario file (contract, v1)"), verbatim.
+  const Workload w = load_ok(R"({
+  "name": "gpt3-175b",
+  "model": {
+    "num_layers": 96, "hidden_size": 12288, "num_attention_heads": 96,
+    "num_query_groups": 96, "ffn_hidden_size": 49152, "seq_length": 2048,
+    "padded_vocab_size": 51200, "swiglu": false,
+    "untie_embeddings_and_output_weights": false, "use_flash_attn": false
+  },
+  "training": {
+    "world_size": 64,
+    "tensor_model_parallel_size": 8, "pipeline_model_parallel_size": 8,
+    "num_layers_per_virtual_pipeline_stage": 4,
+    "sequence_parallel": true, "micro_batch_size": 1, "global_batch_size": 64,
+    "recompute_granularity": "selective", "recompute_method": null,
+    "recompute_num_layers": null, "distribute_saved_activations": false,
+    "use_distributed_optimizer": false, "overlap_grad_reduce": false,
+    "overlap_p2p_comm": false, "microbatch_group_size_per_vp_stage": null,
+    "bf16": true
+  },
+  "system": "systems/dgx-a100-80gb.json",
+  "cost_model": "roofline"
+})");
+  EXPECT_EQ(w.training.virtual_pipeline_model_parallel_size, 3);
+  EXPECT_EQ(w.training.num_microbatches, 64);
+  EXPECT_EQ(w.model.padded_vocab_size, 51200);
+}
+
+TEST(LoadErrors, HugeVocabularyIsAnErrorNotOverflow) {
+  auto w = load_text(tiny({{"vocab_size", "9223372036854775807"}}));
+  ASSERT_FALSE(w.ok());
+  EXPECT_TRUE(names(w.errors(), "model.vocab_size", "overflows a 64-bit integer"));
 }
 
 TEST(LoadScenario, PublishedLayoutsOfLargeRuns) {
@@ -296,16 +332,22 @@ TEST(InvalidCorpus, EveryFileNamesItsKey) {
     const std::string file = line.substr(0, tab1);
     const std::string key = line.substr(tab1 + 1, tab2 - tab1 - 1);
     const std::string phrase = line.substr(tab2 + 1);
+    // As `stepsim check`: the scenario, then the cost model it names (its profile).
     auto w = load_scenario_file(kInvalid + "/" + file, options());
-    ASSERT_FALSE(w.ok()) << file << " loaded but should not";
+    Errors errors = w.ok() ? Errors{} : w.errors();
+    if (w.ok()) {
+      auto cost = make_cost_model(*w);
+      ASSERT_FALSE(cost.ok()) << file << " loaded but should not";
+      errors = cost.errors();
+    }
     const bool is_key = key.find(' ') == std::string::npos;
-    const bool found = std::any_of(w.errors().begin(), w.errors().end(), [&](const Error& e) {
+    const bool found = std::any_of(errors.begin(), errors.end(), [&](const Error& e) {
       const std::string text = e.to_string();
       return (is_key ? e.key == key : text.find(key) != std::string::npos) &&
              text.find(phrase) != std::string::npos;
     });
     EXPECT_TRUE(found) << file << ": expected " << key << " / " << phrase << ", got\n"
-                       << format_errors(w.errors());
+                       << format_errors(errors);
     ++rows;
   }
   EXPECT_GE(rows, 60);

@@ -26,11 +26,11 @@ TEST(CriticalPath, WalksBackThroughRanksViaMatchingTransfers) {
   const TraceModel m = testing::load_fixture("two_stage_predicted.json");
   const CriticalPath path = critical_path(m);
   const std::vector<std::string> expected = {
-      "r0 F mb0 c0 L0 fwd",        "r0 send_forward mb0",  "r1 recv_forward mb0",
-      "r1 F mb0 c0 L1 fwd",        "r1 B mb0 c0 L1 dgrad", "r1 B mb0 c0 L1 tp all-reduce",
-      "r1 send_backward mb0",      "r1 F mb1 c0 L1 fwd",   "r1 B mb1 c0 L1 dgrad",
-      "r1 send_backward mb1",      "r0 recv_backward mb1", "r0 B mb1 c0 L0 dgrad",
-      "r0 grad reduce-scatter",    "r0 optimizer"};
+      "r0 F mb0 c0 L0 fwd",     "r0 send_forward mb0",  "r1 recv_forward mb0",
+      "r1 F mb0 c0 L1 fwd",     "r1 B mb0 c0 L1 dgrad", "r1 B mb0 c0 L1 tp all-reduce",
+      "r1 send_backward mb0",   "r1 F mb1 c0 L1 fwd",   "r1 B mb1 c0 L1 dgrad",
+      "r1 send_backward mb1",   "r0 recv_backward mb1", "r0 B mb1 c0 L0 dgrad",
+      "r0 grad reduce-scatter", "r0 optimizer"};
   EXPECT_EQ(names(m, path), expected);
   // 100+20+20+100+240+20+20+100+180+20+20+200+50+50 µs.
   EXPECT_DOUBLE_EQ(path.busy_us, 1140);
@@ -48,9 +48,7 @@ TEST(CriticalPath, SingleRankIsItsChainOfSlices) {
   EXPECT_EQ(names(*r, path), (std::vector<std::string>{"r0 a", "r0 c", "r0 b"}));
 }
 
-TEST(CriticalPath, EmptyModelHasNoPath) {
-  EXPECT_TRUE(critical_path(TraceModel{}).slices.empty());
-}
+TEST(CriticalPath, EmptyModelHasNoPath) { EXPECT_TRUE(critical_path(TraceModel{}).slices.empty()); }
 
 }  // namespace
 }  // namespace stepsim::gui

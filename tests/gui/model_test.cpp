@@ -55,7 +55,8 @@ TEST(Lanes, TwoTracesArePairedPredictedAboveMeasured) {
   EXPECT_DOUBLE_EQ(c.step_a_s, 0.0011);
   EXPECT_DOUBLE_EQ(c.step_b_s, 0.00121);
   EXPECT_NEAR(c.relative, 0.1, 1e-12);
-  EXPECT_EQ(comparison_text(c), "predicted 1.1 ms | measured 1.21 ms | difference +110 us (+10.0%)");
+  EXPECT_EQ(comparison_text(c),
+            "predicted 1.1 ms | measured 1.21 ms | difference +110 us (+10.0%)");
 }
 
 TEST(Colors, EveryKindHasItsOwnColourAndCategoriesRoundTrip) {

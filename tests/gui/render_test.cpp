@@ -4,10 +4,16 @@
 
 #include <QApplication>
 #include <QImage>
+#include <QMouseEvent>
+#include <QScatterSeries>
+#include <QWheelEvent>
+#include <sstream>
 
 #include "stepsim/gui/colors.hpp"
 #include "stepsim/gui/main_window.hpp"
+#include "stepsim/gui/sweep_chart.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
+#include "synthetic_trace.hpp"
 #include "test_data.hpp"
 
 namespace stepsim::gui {
@@ -65,7 +71,8 @@ TEST_F(RenderTest, BoxesHaveTheirKindsColours) {
   EXPECT_EQ(pixel_in(image, 4, 460), qcolor(kind_color(Kind::kTensorComm)));
   // Nothing on r1's tp_comm lane at 100 µs: the row background, not a kind colour.
   const QColor empty = pixel_in(image, 4, 100);
-  for (std::size_t k = 0; k < kKindCount; ++k) EXPECT_NE(empty, qcolor(kind_color(static_cast<Kind>(k))));
+  for (std::size_t k = 0; k < kKindCount; ++k)
+    EXPECT_NE(empty, qcolor(kind_color(static_cast<Kind>(k))));
 }
 
 TEST_F(RenderTest, IdleTimeOnComputeLanesIsMarkedAsBubble) {
@@ -74,7 +81,8 @@ TEST_F(RenderTest, IdleTimeOnComputeLanesIsMarkedAsBubble) {
   int bubble = 0;
   int hatch = 0;
   const int y = widget_->row_rect(0).top() + widget_->row_height() / 2;
-  for (int x = static_cast<int>(widget_->x_of(260)); x < static_cast<int>(widget_->x_of(460)); ++x) {
+  for (int x = static_cast<int>(widget_->x_of(260)); x < static_cast<int>(widget_->x_of(460));
+       ++x) {
     const QColor c = image.pixelColor(x, y);
     if (c == qcolor(kind_color(Kind::kBubble))) ++bubble;
     if (c == QColor(214, 120, 120)) ++hatch;
@@ -94,7 +102,8 @@ TEST_F(RenderTest, SelectingAMicrobatchDimsTheOthers) {
             qcolor(kind_color(Kind::kForward)));
   bool outlined = false;
   for (int dx = -1; dx <= 3; ++dx) {
-    outlined = outlined || image.pixelColor(static_cast<int>(widget_->x_of(120)) + dx, y) == QColor(0, 0, 0);
+    outlined = outlined ||
+               image.pixelColor(static_cast<int>(widget_->x_of(120)) + dx, y) == QColor(0, 0, 0);
   }
   EXPECT_TRUE(outlined);
 }
@@ -108,6 +117,44 @@ TEST_F(RenderTest, ClickSelectsAndHitTestFindsSlices) {
   EXPECT_FALSE(widget_->hit_test(QPoint(5, 5)).has_value());
 }
 
+TEST_F(RenderTest, MouseClickSelectsWheelZoomsDragPans) {
+  const QPointF at(widget_->x_of(150), widget_->row_rect(3).center().y());
+  int signalled = -2;
+  QObject::connect(widget_.get(), &TimelineWidget::selection_changed,
+                   [&](int mb) { signalled = mb; });
+  QMouseEvent press(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton,
+                    Qt::NoModifier);
+  QMouseEvent release(QEvent::MouseButtonRelease, at, at, Qt::LeftButton, Qt::NoButton,
+                      Qt::NoModifier);
+  QApplication::sendEvent(widget_.get(), &press);
+  QApplication::sendEvent(widget_.get(), &release);
+  EXPECT_EQ(document_->selected_microbatch(), 0);  // r1's forward of micro-batch 0
+  EXPECT_EQ(signalled, 0);
+  // Clicking the same micro-batch again clears the selection.
+  QApplication::sendEvent(widget_.get(), &press);
+  QApplication::sendEvent(widget_.get(), &release);
+  EXPECT_EQ(document_->selected_microbatch(), -1);
+
+  const double before = widget_->view().us_per_px;
+  QWheelEvent wheel(at, at, QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(widget_.get(), &wheel);
+  EXPECT_NEAR(widget_->view().us_per_px, before / 1.25, 1e-12);
+  EXPECT_NEAR(widget_->x_of(150), at.x(), 1e-6);  // zoomed around the cursor
+
+  const QPointF to = at - QPointF(40, 0);
+  QMouseEvent press2(QEvent::MouseButtonPress, at, at, Qt::LeftButton, Qt::LeftButton,
+                     Qt::NoModifier);
+  QMouseEvent move(QEvent::MouseMove, to, to, Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+  QMouseEvent release2(QEvent::MouseButtonRelease, to, to, Qt::LeftButton, Qt::NoButton,
+                       Qt::NoModifier);
+  QApplication::sendEvent(widget_.get(), &press2);
+  QApplication::sendEvent(widget_.get(), &move);
+  QApplication::sendEvent(widget_.get(), &release2);
+  EXPECT_NEAR(widget_->x_of(150), at.x() - 40, 1e-6);  // the content follows the drag
+  EXPECT_EQ(document_->selected_microbatch(), -1);     // a drag is not a click
+}
+
 TEST_F(RenderTest, CriticalPathIsOutlined) {
   const QImage before = render();
   widget_->set_critical_path_visible(true);
@@ -116,7 +163,8 @@ TEST_F(RenderTest, CriticalPathIsOutlined) {
   const QRect row = widget_->row_rect(3);
   const int x = static_cast<int>(widget_->x_of(340));
   int dark = 0;
-  for (int y = row.top(); y < row.top() + 4; ++y) dark += after.pixelColor(x, y) == QColor(20, 20, 20);
+  for (int y = row.top(); y < row.top() + 4; ++y)
+    dark += after.pixelColor(x, y) == QColor(20, 20, 20);
   EXPECT_GT(dark, 0);
   EXPECT_NE(before, after);
 }
@@ -125,7 +173,8 @@ TEST_F(RenderTest, ZoomKeepsTheTimeUnderTheCursor) {
   const double x = widget_->x_of(550);
   widget_->zoom_at(x, 4.0);
   EXPECT_NEAR(widget_->x_of(550), x, 1e-6);
-  EXPECT_NEAR(widget_->view().us_per_px * 4.0, 1100.0 / (800 - TimelineWidget::kLabelWidth - TimelineWidget::kRightMargin), 1e-9);
+  EXPECT_NEAR(widget_->view().us_per_px * 4.0,
+              1100.0 / (800 - TimelineWidget::kLabelWidth - TimelineWidget::kRightMargin), 1e-9);
   widget_->pan_by(100, 0);
   EXPECT_NEAR(widget_->x_of(550), x - 100, 1e-6);
   widget_->fit();
@@ -138,11 +187,69 @@ TEST_F(RenderTest, MainWindowShowsComparisonHeader) {
   traces.push_back(testing::load_fixture("two_stage_predicted.json"));
   MainWindow window(std::move(traces), std::nullopt);
   const QString header = MainWindow::header_text(window.document());
-  EXPECT_TRUE(header.startsWith(QStringLiteral("predicted 1.1 ms | measured 1.21 ms | difference +110 us")))
+  EXPECT_TRUE(
+      header.startsWith(QStringLiteral("predicted 1.1 ms | measured 1.21 ms | difference +110 us")))
       << header.toStdString();
   EXPECT_TRUE(header.contains(QStringLiteral("r0 +"))) << header.toStdString();
   EXPECT_TRUE(window.show_tab(QStringLiteral("memory")));
   EXPECT_FALSE(window.show_tab(QStringLiteral("sweep")));
+}
+
+// A large trace at the fitted zoom: thousands of slices per pixel column on each compute
+// lane, so everything is drawn through the per-column aggregation. The columns must show
+// slice colours (not background) where the rank is busy, and hover still finds slices.
+TEST_F(RenderTest, LargeTraceIsDrawnPerPixelColumn) {
+  synth::SyntheticTraceSpec spec = synth::spec_with_slices(200000, 4);
+  std::ostringstream json;
+  synth::write_synthetic_trace(spec, json);
+  auto model = parse_trace(json.str(), "large.json");
+  ASSERT_TRUE(model.ok());
+  std::vector<TraceModel> traces;
+  traces.push_back(std::move(model).value());
+  TimelineDocument document(std::move(traces));
+  TimelineWidget widget(&document);
+  widget.resize(900, 500);
+  widget.fit();
+  QImage image(widget.size(), QImage::Format_RGB32);
+  widget.render(&image);
+  const int y = widget.row_rect(0).top() + widget.row_height() / 2;
+  const QColor background = image.pixelColor(5, widget.row_rect(0).top() + 1);
+  int painted = 0;
+  int columns = 0;
+  // The steady 1F1B phase of rank 0, from 30% to 70% of the step.
+  for (int x = static_cast<int>(widget.x_of(0.3 * document.end_us()));
+       x < static_cast<int>(widget.x_of(0.7 * document.end_us())); ++x, ++columns) {
+    painted +=
+        image.pixelColor(x, y) != background && image.pixelColor(x, y) != QColor(255, 255, 255);
+  }
+  EXPECT_GT(columns, 200);
+  EXPECT_GT(painted, columns * 9 / 10);
+  const auto hit =
+      widget.hit_test(QPoint(static_cast<int>(widget.x_of(0.5 * document.end_us())), y));
+  EXPECT_TRUE(hit.has_value());
+}
+
+TEST_F(RenderTest, ClickingASweepPointOpensItsTrace) {
+  auto table = read_sweep_csv(testing::data_path("sweep.csv"));
+  ASSERT_TRUE(table.ok());
+  SweepChart chart(std::move(table).value());
+  QStringList opened;
+  QStringList messages;
+  QObject::connect(&chart, &SweepChart::open_trace, [&](const QString& p) { opened << p; });
+  QObject::connect(&chart, &SweepChart::message, [&](const QString& m) { messages << m; });
+  QScatterSeries* points = nullptr;
+  for (QAbstractSeries* s : chart.chart()->series()) {
+    if (s->name() == QStringLiteral("configurations")) points = qobject_cast<QScatterSeries*>(s);
+  }
+  ASSERT_NE(points, nullptr);
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  emit points->clicked(QPointF(6e10 / kGiB, 1000));  // tp8-pp8, which has a trace
+  ASSERT_EQ(opened.size(), 1);
+  EXPECT_EQ(opened[0].toStdString(), testing::data_path("two_stage_predicted.json"));
+  emit points->clicked(QPointF(4e10 / kGiB, 905));  // near tp4-pp16, which has none
+  EXPECT_EQ(opened.size(), 1);
+  ASSERT_EQ(messages.size(), 1);
+  EXPECT_TRUE(messages[0].startsWith(QStringLiteral("tp4-pp16")));
 }
 
 }  // namespace

@@ -41,6 +41,28 @@ TEST(SweepCsv, ConfigurableColumnsAndLabelsFromConfigColumns) {
   EXPECT_FALSE(r->has_trace_column);
 }
 
+// The layout `stepsim sweep --out` writes: index, scenario, knobs, status, metrics; rows
+// that were not simulated have empty metrics, infeasible ones stay off the Pareto front.
+TEST(SweepCsv, ReadsStepsimSweepOutputWithStatus) {
+  const std::string text =
+      "index,scenario,tensor_model_parallel_size,status,reason_key,reason,simulated,"
+      "step_time_s,tokens_per_s,peak_memory_bytes\n"
+      "0,t8 p8,8,feasible,,,true,10,900,40\n"
+      "1,t4 p16,4,out_of_memory,memory,\"simulated peak 90 GiB, above 76\",true,8,2000,90\n"
+      "2,t2 p32,2,invalid,training.x,rule,false,,,\n"
+      "3,t8 p4,8,feasible,,,true,9,1000,60\n";
+  auto r = parse_sweep_csv(text, "sweep.csv");
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  ASSERT_EQ(r->points.size(), 3u);
+  EXPECT_EQ(r->skipped_rows, 1u);
+  EXPECT_EQ(r->points[0].label, "t8 p8");
+  EXPECT_TRUE(r->points[0].feasible);
+  EXPECT_FALSE(r->points[1].feasible);
+  EXPECT_EQ(r->points[1].status, "out_of_memory");
+  // The out-of-memory row has the most throughput but is not on the front.
+  EXPECT_EQ(pareto_front(r->points), (std::vector<std::size_t>{0, 2}));
+}
+
 TEST(SweepCsv, BadFilesAreReportedWithFileAndColumn) {
   auto missing = parse_sweep_csv("scenario,tokens_per_s\na,1\n", "s.csv");
   ASSERT_FALSE(missing.ok());
@@ -49,7 +71,8 @@ TEST(SweepCsv, BadFilesAreReportedWithFileAndColumn) {
   auto bad = parse_sweep_csv("tokens_per_s,peak_memory_bytes\nfast,1\n1,2,3\n", "s.csv");
   ASSERT_FALSE(bad.ok());
   ASSERT_EQ(bad.errors().size(), 2u);
-  EXPECT_EQ(bad.errors()[0].to_string(), "s.csv: tokens_per_s on line 2 must be a number, got 'fast'");
+  EXPECT_EQ(bad.errors()[0].to_string(),
+            "s.csv: tokens_per_s on line 2 must be a number, got 'fast'");
   EXPECT_EQ(bad.errors()[1].to_string(), "s.csv: line 3 has 3 cells, the header has 2");
   EXPECT_FALSE(parse_sweep_csv("a,\"b\n", "q.csv").ok());
 }

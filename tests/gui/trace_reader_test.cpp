@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <charconv>
 #include <sstream>
 
 #include "synthetic_trace.hpp"
@@ -47,6 +49,7 @@ TEST(TraceReader, ReadsLanesSortedAndRelativeToOrigin) {
   EXPECT_EQ(m.slice_name(SliceRef{0, 0}), "F mb0 c0 L0 fwd");
   EXPECT_TRUE(std::is_sorted(r0.time.start_us.begin(), r0.time.start_us.end()));
   EXPECT_EQ(m.rank_names.at(0), "stage 0");
+  EXPECT_FALSE(m.has_chunks);
 }
 
 TEST(TraceReader, ReadsSummaryAndMemoryCounters) {
@@ -83,10 +86,68 @@ TEST(TraceReader, SortsUnorderedEventsAndDecodesEscapes) {
   EXPECT_FALSE(m.summary.present);
 }
 
+TEST(TraceReader, HandlesEscapedQuotesBackslashesAndSurrogatePairs) {
+  const std::string text = R"({"traceEvents":[
+    {"ph":"X","name":"ends in backslash \\","pid":0,"tid":0,"ts":0,"dur":1},
+    {"ph":"X","name":"say \"hi\" \ud83d\ude00 \t","pid":0,"tid":0,"ts":1,"dur":1,
+     "args":{"detail":"a/b \/ c"}}]})";
+  auto r = parse_trace(text, "esc.json");
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  EXPECT_EQ(r->slice_name({0, 0}), "ends in backslash \\");
+  EXPECT_EQ(r->slice_name({0, 1}), "say \"hi\" \xf0\x9f\x98\x80 \t");
+  EXPECT_EQ(r->strings.get(r->lanes[0].detail[1]), "a/b / c");
+  auto bad = parse_trace(R"({"traceEvents":[{"ph":"X","name":"\q"}]})", "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(mentions(bad.errors(), "bad escape in a string"));
+}
+
+// Timestamps are read exactly: the reader's fast path for plain decimals must give the
+// same double as std::from_chars, for every shape of number a trace writer prints.
+TEST(TraceReader, NumbersAreReadExactly) {
+  std::vector<std::string> numbers = {"0",   "1e3",   "1.5E-3",           "123456789012345.6",
+                                      "0.1", "2.675", "9007199254740993", "1234.5678901234567"};
+  std::uint64_t state = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const auto whole_part = static_cast<unsigned long long>(state >> 40);
+    const auto frac = static_cast<unsigned long long>((state >> 8) % 1000000000ULL);
+    numbers.push_back(std::to_string(whole_part) + "." + std::to_string(frac));
+  }
+  std::string text = R"({"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":0,"dur":0})";
+  for (const std::string& n : numbers) {
+    text += R"(,{"ph":"X","pid":0,"tid":0,"ts":)";
+    text += n;
+    text += R"(,"dur":)";
+    text += n;
+    text += "}";
+  }
+  text += "]}";
+  auto r = parse_trace(text, "numbers.json");
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Lane& lane = r->lanes[0];
+  ASSERT_EQ(lane.size(), numbers.size());
+  std::vector<double> expected;
+  for (const std::string& n : numbers) {
+    double v = 0;
+    std::from_chars(n.data(), n.data() + n.size(), v);
+    expected.push_back(v);
+  }
+  std::vector<double> got = lane.time.start_us;
+  std::sort(expected.begin(), expected.end());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], expected[i]) << i;
+  }
+  // dur went through the same reader: end = ts + dur = 2 * ts exactly.
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(lane.time.end_us[i], 2 * got[i]) << i;
+}
+
 TEST(TraceReader, AcceptsBareEventArray) {
-  auto r = parse_trace(R"([{"ph":"X","pid":0,"tid":1,"ts":0,"dur":2,"cat":"tp_comm"}])", "a.json");
+  auto r = parse_trace(
+      R"([{"ph":"X","pid":0,"tid":1,"ts":0,"dur":2,"cat":"tp_comm","args":{"chunk":1}}])",
+      "a.json");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->lanes[0].kind[0], Kind::kTensorComm);
+  EXPECT_TRUE(r->has_chunks);
 }
 
 TEST(TraceReader, SyntaxErrorNamesFileLineAndColumn) {

@@ -1,10 +1,8 @@
 // End-to-end: runs the stepsim-viewer binary as a user would, without a display.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <QImage>
-
 #include <cstdio>
 #include <filesystem>
 #include <initializer_list>
@@ -60,8 +58,8 @@ std::string temp_png(const std::string& name) {
 
 TEST(ViewerCli, ScreenshotRendersWithoutADisplay) {
   const std::string png = temp_png("one.png");
-  const ViewerRun run = run_viewer({q(data_path("two_stage_predicted.json")), "--screenshot", q(png),
-                                   "--size 900x600 --critical-path --select-mb 1"});
+  const ViewerRun run = run_viewer({q(data_path("two_stage_predicted.json")), "--screenshot",
+                                    q(png), "--size 900x600 --critical-path --select-mb 1"});
   ASSERT_EQ(run.status, 0) << run.output;
   QImage image(QString::fromStdString(png));
   ASSERT_FALSE(image.isNull());
@@ -70,15 +68,17 @@ TEST(ViewerCli, ScreenshotRendersWithoutADisplay) {
   // The forward colour of the palette appears somewhere (the timeline was drawn).
   bool forward = false;
   for (int y = 0; y < image.height() && !forward; y += 2) {
-    for (int x = 0; x < image.width() && !forward; x += 2) forward = image.pixelColor(x, y) == QColor(0x3b, 0x6f, 0xd4);
+    for (int x = 0; x < image.width() && !forward; x += 2)
+      forward = image.pixelColor(x, y) == QColor(0x3b, 0x6f, 0xd4);
   }
   EXPECT_TRUE(forward);
 }
 
 TEST(ViewerCli, ComparesTwoTracesAndOpensASweep) {
   const std::string png = temp_png("two.png");
-  const ViewerRun run = run_viewer({q(data_path("two_stage_measured.json")), q(data_path("two_stage_predicted.json")),
-                                   q(data_path("sweep.csv")), "--tab sweep --screenshot", q(png)});
+  const ViewerRun run =
+      run_viewer({q(data_path("two_stage_measured.json")), q(data_path("two_stage_predicted.json")),
+                  q(data_path("sweep.csv")), "--tab sweep --screenshot", q(png)});
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_FALSE(QImage(QString::fromStdString(png)).isNull());
   EXPECT_EQ(QImage(QString::fromStdString(png)).width(), 1600);
@@ -99,12 +99,10 @@ TEST(ViewerCli, MalformedTracesExitTwoWithOneLinePerProblem) {
   EXPECT_EQ(run.status, 2);
   std::string expected = syntax;
   expected += ": not valid JSON: line 3 column 3: expected ',' or ']'";
-  EXPECT_NE(run.output.find(expected), std::string::npos)
-      << run.output;
+  EXPECT_NE(run.output.find(expected), std::string::npos) << run.output;
   expected = fields;
   expected += ": traceEvents[0].dur must be a number of microseconds >= 0";
-  EXPECT_NE(run.output.find(expected), std::string::npos)
-      << run.output;
+  EXPECT_NE(run.output.find(expected), std::string::npos) << run.output;
   expected = fields;
   expected += ": traceEvents[2].tid is missing";
   EXPECT_NE(run.output.find(expected), std::string::npos);
@@ -114,12 +112,20 @@ TEST(ViewerCli, MalformedTracesExitTwoWithOneLinePerProblem) {
 TEST(ViewerCli, BadOptionsExitTwo) {
   EXPECT_EQ(run_viewer({"--size 12 x.json"}).status, 2);
   EXPECT_EQ(run_viewer({"--frobnicate"}).status, 2);
-  const ViewerRun tab = run_viewer({q(data_path("two_stage_predicted.json")), "--tab sweep --screenshot /tmp/never.png"});
+  const ViewerRun tab = run_viewer(
+      {q(data_path("two_stage_predicted.json")), "--tab sweep --screenshot /tmp/never.png"});
   EXPECT_EQ(tab.status, 2);
   EXPECT_NE(tab.output.find("no such tab"), std::string::npos);
   const ViewerRun help = run_viewer({"--help"});
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.output.find("--screenshot FILE.png"), std::string::npos);
+}
+
+TEST(ViewerCli, BenchLoadReportsWhatItLoaded) {
+  const ViewerRun run = run_viewer({q(data_path("two_stage_predicted.json")), "--bench-load"});
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("loaded 22 slices in "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("load + first paint"), std::string::npos);
 }
 
 TEST(ViewerCli, NoDisplayWithoutScreenshotIsARuntimeError) {

@@ -26,7 +26,7 @@ struct P2PRequest {
   bool send = true;
   std::int64_t bytes = 0;
   std::int32_t peer = 0;  ///< world rank
-  std::int32_t tag = 0;  ///< 0..32766 (32767 is the backends' own handshake)
+  std::int32_t tag = 0;   ///< 0..32766 (32767 is the backends' own handshake)
   bool operator==(const P2PRequest&) const = default;
 };
 
@@ -66,14 +66,17 @@ class Backend {
 };
 
 struct BackendOptions {
-  int cpu_threads = 1;      ///< Eigen threads per rank (cpu)
-  bool flush_l2 = false;    ///< flush the L2 cache before each timed GEMM (cuda)
-  int warmup = 2;           ///< untimed repeats before measuring
-  int repeats = 5;          ///< timed repeats; the median is returned
+  int cpu_threads = 1;    ///< Eigen threads per rank (cpu)
+  bool flush_l2 = false;  ///< flush the L2 cache before each timed GEMM (cuda)
+  int warmup = 2;         ///< untimed repeats before measuring
+  int repeats = 5;        ///< timed repeats; the median is returned
+  /// Folder holding the CUDA backend plugin (libstepsim_cuda_backend.so); empty: the build's
+  /// bin/ folder, where the plugin is built beside the stepsim executable.
+  std::string plugin_dir;
 };
 
 /// Makes the backend called `name` ("cpu" or "cuda"); MPI must already be initialised.
-/// Errors: unknown name, CUDA backend not built, no device.
+/// Errors: unknown name, CUDA backend not built or its plugin not loadable, no device.
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name, const BackendOptions& o);
 
 }  // namespace stepsim::calib

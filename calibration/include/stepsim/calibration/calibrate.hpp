@@ -42,14 +42,14 @@ class StreamProgress final : public ProgressSink {
 };
 
 struct CalibrationOptions {
-  std::string journal_path;  ///< JSON lines, rank 0 appends; empty: no journal
+  std::string journal_path;        ///< JSON lines, rank 0 appends; empty: no journal
   std::vector<std::string> notes;  ///< copied into the profile
   /// Testing aid: stop (as if interrupted) after measuring this many new points; -1: never.
   std::int64_t stop_after = -1;
 };
 
 struct CalibrationRun {
-  Profile profile;           ///< complete only on rank 0 and when `complete`
+  Profile profile;            ///< complete only on rank 0 and when `complete`
   std::int64_t total = 0;     ///< points in the plan
   std::int64_t resumed = 0;   ///< taken from the journal
   std::int64_t measured = 0;  ///< measured in this run

@@ -44,8 +44,8 @@ struct LaneDraw {
 
 /// Fills `out` for the intervals visible in `view`. `kinds` gives each interval's kind, or is
 /// null, when all are `uniform_kind`. Intervals at least `min_box_px` wide become boxes.
-void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind,
-               const ViewWindow& view, double min_box_px, LaneDraw& out);
+void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind, const ViewWindow& view,
+               double min_box_px, LaneDraw& out);
 
 /// Index of the interval containing `t_us`, else of the one nearest to it within
 /// `tolerance_us`, else -1 (for hover and click at any zoom).

@@ -4,7 +4,6 @@
 // when a sweep CSV is open, the throughput/memory scatter.
 
 #include <QMainWindow>
-
 #include <memory>
 #include <optional>
 #include <vector>

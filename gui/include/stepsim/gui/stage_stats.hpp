@@ -10,7 +10,7 @@
 namespace stepsim::gui {
 
 struct StageStats {
-  std::int32_t stage = 0;  ///< the rank (pipeline stage in representative mode)
+  std::int32_t stage = 0;     ///< the rank (pipeline stage in representative mode)
   double busy_s = 0;          ///< compute stream busy (union of its slices)
   double bubble_s = 0;        ///< nothing running on the rank
   double exposed_comm_s = 0;  ///< communication running while compute is idle

@@ -13,10 +13,14 @@
 namespace stepsim::gui {
 
 /// Header names the viewer looks for (exact, case-sensitive).
-inline constexpr std::string_view kSweepNameColumn = "scenario";  ///< optional row label
-inline constexpr std::string_view kSweepThroughputColumn = "tokens_per_s";  ///< required
+inline constexpr std::string_view kSweepNameColumn = "scenario";             ///< optional row label
+inline constexpr std::string_view kSweepThroughputColumn = "tokens_per_s";   ///< required
 inline constexpr std::string_view kSweepMemoryColumn = "peak_memory_bytes";  ///< required
 inline constexpr std::string_view kSweepTraceColumn = "trace";  ///< optional trace path
+/// Optional status column; rows whose status is not kSweepFeasibleStatus are drawn apart and
+/// left out of the Pareto front (`stepsim sweep` writes feasible, out_of_memory, ...).
+inline constexpr std::string_view kSweepStatusColumn = "status";
+inline constexpr std::string_view kSweepFeasibleStatus = "feasible";
 
 /// Which columns to read; defaults are the constants above.
 struct SweepColumns {
@@ -24,6 +28,8 @@ struct SweepColumns {
   std::string throughput{kSweepThroughputColumn};
   std::string memory{kSweepMemoryColumn};
   std::string trace{kSweepTraceColumn};
+  std::string status{kSweepStatusColumn};
+  std::string feasible{kSweepFeasibleStatus};
 };
 
 struct SweepPoint {
@@ -31,6 +37,8 @@ struct SweepPoint {
   double tokens_per_s = 0;
   double peak_memory_bytes = 0;
   std::string trace_path;  ///< resolved against the CSV's folder; empty when none
+  std::string status;      ///< the status cell; empty without a status column
+  bool feasible = true;    ///< no status column, or status == SweepColumns::feasible
   std::size_t line = 0;    ///< line in the file (1-based; header is line 1)
 };
 
@@ -51,8 +59,8 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
 /// Reads and parses the CSV file at `path`.
 Result<SweepTable> read_sweep_csv(const std::string& path, const SweepColumns& columns = {});
 
-/// Indices of the Pareto-optimal points (no other point has at least as much throughput with
-/// at most as much memory and is better in one), ordered by memory ascending.
+/// Indices of the Pareto-optimal feasible points (no other feasible point has at least as
+/// much throughput with at most as much memory and is better in one), by memory ascending.
 std::vector<std::size_t> pareto_front(const std::vector<SweepPoint>& points);
 
 }  // namespace stepsim::gui

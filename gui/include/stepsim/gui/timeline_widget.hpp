@@ -4,7 +4,6 @@
 // into view changes. It only draws and navigates: what to draw comes from the model layer.
 
 #include <QWidget>
-
 #include <cstdint>
 #include <optional>
 #include <vector>

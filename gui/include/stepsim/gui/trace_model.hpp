@@ -87,11 +87,11 @@ struct Lane {
   std::string name;  ///< from thread_name metadata, else stream_name(stream)
   Intervals time;    ///< relative to the trace's origin
   std::vector<Kind> kind;
-  std::vector<std::int32_t> microbatch;  ///< -1 for per-step work
-  std::vector<std::int32_t> chunk;       ///< -1 for per-step work
-  std::vector<std::int32_t> layer;       ///< -1 for per-step work
-  std::vector<std::uint32_t> op;         ///< StringTable id
-  std::vector<std::uint32_t> detail;     ///< StringTable id
+  std::vector<std::int32_t> microbatch;   ///< -1 for per-step work
+  std::vector<std::int32_t> chunk;        ///< -1 for per-step work
+  std::vector<std::int32_t> layer;        ///< -1 for per-step work
+  std::vector<std::uint32_t> op;          ///< StringTable id
+  std::vector<std::uint32_t> detail;      ///< StringTable id
   std::vector<std::uint32_t> name_begin;  ///< offset of the slice's name in TraceModel::names
   std::vector<std::uint32_t> name_size;
 
@@ -137,15 +137,16 @@ struct TraceModel {
   std::string path;   ///< as given on the command line
   std::string label;  ///< summary label, else the file's name
   TraceSummary summary;
-  double origin_us = 0;  ///< absolute `ts` of the earliest event
-  double end_us = 0;     ///< latest slice end, relative
-  std::vector<Lane> lanes;  ///< sorted by (rank, stream)
+  double origin_us = 0;              ///< absolute `ts` of the earliest event
+  double end_us = 0;                 ///< latest slice end, relative
+  std::vector<Lane> lanes;           ///< sorted by (rank, stream)
   std::vector<MemorySeries> memory;  ///< sorted by rank
   /// Idle time per rank (gaps in the union of all its lanes within [0, end_us]), indexed
   /// like ranks().
   std::vector<Intervals> idle;
   std::vector<std::int32_t> rank_ids;  ///< ranks with slices or memory counters, ascending
   std::unordered_map<std::int32_t, std::string> rank_names;  ///< process_name metadata
+  bool has_chunks = false;  ///< some slice has chunk > 0 (interleaved 1F1B): label chunks
   StringTable strings;
   std::string names;  ///< all slice names back to back (see Lane::name_begin)
 

@@ -1,0 +1,59 @@
+#pragma once
+// Importers: a scenario from a real Megatron-LM launch line, a model section from a Hugging
+// Face config.json, and the inverse of the first (the Megatron flags of a Workload). They
+// produce scenario JSON text that load_scenario_text() then validates like any file.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepsim/core/result.hpp"
+#include "stepsim/core/scenario.hpp"
+
+namespace stepsim {
+
+/// What a launch line does not say.
+struct MegatronImportOptions {
+  /// GPUs of the run; 0: taken from the launcher in the line (torchrun/torch.distributed.launch
+  /// --nnodes x --nproc_per_node), an error if it has none.
+  std::int64_t world_size = 0;
+  /// The scenario's "system": a system file path (relative to scenarios/ or absolute).
+  std::string system;
+  /// The scenario's "name".
+  std::string name = "megatron-args";
+};
+
+/// A scenario built from a launch line.
+struct ImportedScenario {
+  std::string scenario_json;               ///< a scenario file's text (contract v1)
+  std::vector<std::string> ignored_flags;  ///< flags of the line stepsim does not model
+  std::vector<std::string> notes;          ///< assumptions made (e.g. vocabulary of GPT-2's BPE)
+};
+
+/// Parses a Megatron-LM launch line ("torchrun ... pretrain_gpt.py --num-layers 96 ...",
+/// shell quoting and backslash-newlines allowed). Errors name "--megatron-args" and the flag.
+Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
+                                                     const MegatronImportOptions& options);
+
+/// The Megatron-LM flags that describe `w`'s model and training configuration (the model
+/// shape, sizes and parallel settings; no data, optimizer hyper-parameters or paths).
+/// scenario_from_megatron_args() of the result loads back to the same model and training.
+std::string megatron_args_of(const Workload& w);
+
+/// A model section built from a Hugging Face config.
+struct ImportedModel {
+  std::string model_json;          ///< {"model": {...}} with Megatron's key names
+  std::string architecture;        ///< e.g. "LlamaForCausalLM"
+  std::vector<std::string> notes;  ///< assumptions made and fields stepsim does not model
+};
+
+/// Maps a config.json of LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel or
+/// GPTNeoXForCausalLM to the scenario's model section. `seq_length` is the training sequence
+/// length (0: the model's full context, max_position_embeddings). Errors name `file_label`
+/// and the key.
+Result<ImportedModel> model_from_hf_config(std::string_view config_json,
+                                           const std::string& file_label,
+                                           std::int64_t seq_length = 0);
+
+}  // namespace stepsim

@@ -1,0 +1,167 @@
+// A scenario's model section from a Hugging Face config.json. Each supported architecture
+// names its fields differently; all map onto Megatron's argument names. Fields that change
+// the cost but that stepsim does not model are reported as notes, never silently dropped.
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/core/import.hpp"
+
+namespace stepsim {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// Field names of one architecture family.
+struct HfNames {
+  const char* hidden;
+  const char* layers;
+  const char* heads;
+  const char* ffn;  // nullptr: 4h (GPT-2's n_inner = null)
+  const char* positions;
+  bool swiglu;  // gated SiLU MLP (LLaMA family)
+  bool rms_norm;
+  bool rope;
+  bool tied_default;  // tie_word_embeddings when absent
+  bool bias_default;  // linear layers have biases
+};
+
+constexpr HfNames kLlama{"hidden_size",
+                         "num_hidden_layers",
+                         "num_attention_heads",
+                         "intermediate_size",
+                         "max_position_embeddings",
+                         true,
+                         true,
+                         true,
+                         false,
+                         false};
+constexpr HfNames kGpt2{"n_embd", "n_layer", "n_head", "n_inner", "n_positions",
+                        false,    false,     false,    true,      true};
+constexpr HfNames kNeoX{"hidden_size",
+                        "num_hidden_layers",
+                        "num_attention_heads",
+                        "intermediate_size",
+                        "max_position_embeddings",
+                        false,
+                        false,
+                        true,
+                        false,
+                        true};
+
+}  // namespace
+
+Result<ImportedModel> model_from_hf_config(std::string_view config_json,
+                                           const std::string& file_label, std::int64_t seq_length) {
+  const json doc = json::parse(config_json, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Error{file_label, "", "is not a JSON object (a Hugging Face config.json)"};
+  }
+  ImportedModel out;
+  if (doc.contains("architectures") && doc["architectures"].is_array() &&
+      !doc["architectures"].empty() && doc["architectures"][0].is_string()) {
+    out.architecture = doc["architectures"][0].get<std::string>();
+  }
+  const std::string model_type = doc.contains("model_type") && doc["model_type"].is_string()
+                                     ? doc["model_type"].get<std::string>()
+                                     : "";
+  const HfNames* names = nullptr;
+  if (out.architecture == "LlamaForCausalLM" || out.architecture == "MistralForCausalLM" ||
+      (out.architecture.empty() && (model_type == "llama" || model_type == "mistral"))) {
+    names = &kLlama;
+  } else if (out.architecture == "GPT2LMHeadModel" ||
+             (out.architecture.empty() && model_type == "gpt2")) {
+    names = &kGpt2;
+  } else if (out.architecture == "GPTNeoXForCausalLM" ||
+             (out.architecture.empty() && model_type == "gpt_neox")) {
+    names = &kNeoX;
+  } else {
+    return Error{file_label, "architectures",
+                 std::string("=") + (out.architecture.empty() ? model_type : out.architecture) +
+                     " is not supported (LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel, "
+                     "GPTNeoXForCausalLM)"};
+  }
+  if (out.architecture.empty()) out.architecture = model_type;
+
+  Errors errors;
+  const auto integer = [&](const char* key, bool required, std::int64_t fallback) -> std::int64_t {
+    if (key == nullptr || !doc.contains(key) || doc[key].is_null()) {
+      if (required) errors.push_back(Error{file_label, key == nullptr ? "" : key, " is missing"});
+      return fallback;
+    }
+    if (!doc[key].is_number_integer() || doc[key].get<std::int64_t>() <= 0) {
+      errors.push_back(Error{file_label, key,
+                             std::string("=") + doc[key].dump() + " must be a positive integer"});
+      return fallback;
+    }
+    return doc[key].get<std::int64_t>();
+  };
+  const auto boolean = [&](const char* key, bool fallback) {
+    return doc.contains(key) && doc[key].is_boolean() ? doc[key].get<bool>() : fallback;
+  };
+
+  json model = json::object();
+  const std::int64_t h = integer(names->hidden, true, 0);
+  const std::int64_t heads = integer(names->heads, true, 0);
+  model["num_layers"] = integer(names->layers, true, 0);
+  model["hidden_size"] = h;
+  model["num_attention_heads"] = heads;
+  model["num_query_groups"] = integer("num_key_value_heads", false, heads);
+  if (doc.contains("head_dim") && !doc["head_dim"].is_null()) {
+    model["kv_channels"] = integer("head_dim", false, heads > 0 ? h / heads : 0);
+  }
+  model["ffn_hidden_size"] = integer(names->ffn, names == &kLlama || names == &kNeoX, 4 * h);
+  const std::int64_t positions = integer(names->positions, true, 0);
+  // HF configs carry no training sequence length: the full context unless one is given.
+  model["seq_length"] = seq_length > 0 ? seq_length : positions;
+  model["max_position_embeddings"] = positions;
+  if (seq_length <= 0) {
+    out.notes.push_back("seq_length=" + std::to_string(positions) +
+                        " (the model's full context; --seq-length sets the training length)");
+  }
+  model["vocab_size"] = integer("vocab_size", true, 0);
+  model["swiglu"] = names->swiglu;
+  model["untie_embeddings_and_output_weights"] =
+      !boolean("tie_word_embeddings", names->tied_default);
+  model["add_bias_linear"] = names == &kLlama
+                                 ? boolean("attention_bias", false) || boolean("mlp_bias", false)
+                                 : names->bias_default;
+  model["position_embedding_type"] = names->rope ? "rope" : "learned_absolute";
+  model["normalization"] =
+      names->rms_norm || doc.contains("rms_norm_eps") ? "RMSNorm" : "LayerNorm";
+
+  if (names == &kLlama && boolean("attention_bias", false) != boolean("mlp_bias", false)) {
+    out.notes.push_back("attention_bias and mlp_bias differ; add_bias_linear covers both");
+  }
+  const std::string act =
+      doc.contains("hidden_act") && doc["hidden_act"].is_string()
+          ? doc["hidden_act"].get<std::string>()
+      : doc.contains("activation_function") && doc["activation_function"].is_string()
+          ? doc["activation_function"].get<std::string>()
+          : "";
+  if (names == &kLlama && !act.empty() && act != "silu") {
+    out.notes.push_back("hidden_act=" + act + " is costed as SwiGLU's SiLU");
+  }
+  if (doc.contains("sliding_window") && !doc["sliding_window"].is_null()) {
+    out.notes.push_back(
+        "sliding_window is not modelled: attention is costed over the full "
+        "sequence");
+  }
+  if (doc.contains("rotary_pct") && doc["rotary_pct"].is_number() &&
+      doc["rotary_pct"].get<double>() != 1.0) {
+    out.notes.push_back("rotary_pct=" + doc["rotary_pct"].dump() +
+                        " (partial rotary) is costed as full rotary embeddings");
+  }
+  if (boolean("use_parallel_residual", false)) {
+    out.notes.push_back("use_parallel_residual is not modelled: layers are costed sequentially");
+  }
+  if (doc.contains("rope_scaling") && !doc["rope_scaling"].is_null()) {
+    out.notes.push_back("rope_scaling does not change the cost and is ignored");
+  }
+  if (!errors.empty()) return errors;
+  json wrapped = json::object();
+  wrapped["model"] = std::move(model);
+  out.model_json = wrapped.dump(2) + "\n";
+  return out;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,346 @@
+// A scenario from a Megatron-LM launch line: the flags stepsim models map one to one onto
+// scenario keys (the flags' `dest`); the others are listed back as ignored. The launcher's
+// --nnodes x --nproc_per_node gives the world size when the line has one.
+
+#include <algorithm>
+#include <charconv>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "stepsim/core/import.hpp"
+
+namespace stepsim {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr const char* kLabel = "--megatron-args";
+
+enum class FlagKind : std::uint8_t { kInt, kTrue, kFalse, kString };
+
+struct FlagSpec {
+  std::string_view flag;
+  FlagKind kind;
+  std::string_view section;  // "model" or "training"
+  std::string_view key;
+};
+
+constexpr FlagSpec kFlags[] = {
+    {"--num-layers", FlagKind::kInt, "model", "num_layers"},
+    {"--hidden-size", FlagKind::kInt, "model", "hidden_size"},
+    {"--num-attention-heads", FlagKind::kInt, "model", "num_attention_heads"},
+    {"--kv-channels", FlagKind::kInt, "model", "kv_channels"},
+    {"--ffn-hidden-size", FlagKind::kInt, "model", "ffn_hidden_size"},
+    {"--seq-length", FlagKind::kInt, "model", "seq_length"},
+    {"--max-position-embeddings", FlagKind::kInt, "model", "max_position_embeddings"},
+    {"--vocab-size", FlagKind::kInt, "model", "vocab_size"},
+    {"--make-vocab-size-divisible-by", FlagKind::kInt, "model", "make_vocab_size_divisible_by"},
+    {"--swiglu", FlagKind::kTrue, "model", "swiglu"},
+    {"--untie-embeddings-and-output-weights", FlagKind::kTrue, "model",
+     "untie_embeddings_and_output_weights"},
+    {"--use-flash-attn", FlagKind::kTrue, "model", "use_flash_attn"},
+    {"--disable-bias-linear", FlagKind::kFalse, "model", "add_bias_linear"},
+    {"--add-bias-linear", FlagKind::kTrue, "model", "add_bias_linear"},
+    {"--normalization", FlagKind::kString, "model", "normalization"},
+    {"--position-embedding-type", FlagKind::kString, "model", "position_embedding_type"},
+    {"--micro-batch-size", FlagKind::kInt, "training", "micro_batch_size"},
+    {"--global-batch-size", FlagKind::kInt, "training", "global_batch_size"},
+    {"--tensor-model-parallel-size", FlagKind::kInt, "training", "tensor_model_parallel_size"},
+    {"--pipeline-model-parallel-size", FlagKind::kInt, "training", "pipeline_model_parallel_size"},
+    {"--num-layers-per-virtual-pipeline-stage", FlagKind::kInt, "training",
+     "num_layers_per_virtual_pipeline_stage"},
+    {"--num-virtual-stages-per-pipeline-rank", FlagKind::kInt, "training",
+     "virtual_pipeline_model_parallel_size"},
+    {"--virtual-pipeline-model-parallel-size", FlagKind::kInt, "training",
+     "virtual_pipeline_model_parallel_size"},
+    {"--microbatch-group-size-per-virtual-pipeline-stage", FlagKind::kInt, "training",
+     "microbatch_group_size_per_vp_stage"},
+    {"--sequence-parallel", FlagKind::kTrue, "training", "sequence_parallel"},
+    {"--recompute-granularity", FlagKind::kString, "training", "recompute_granularity"},
+    {"--recompute-method", FlagKind::kString, "training", "recompute_method"},
+    {"--recompute-num-layers", FlagKind::kInt, "training", "recompute_num_layers"},
+    {"--distribute-saved-activations", FlagKind::kTrue, "training", "distribute_saved_activations"},
+    {"--use-distributed-optimizer", FlagKind::kTrue, "training", "use_distributed_optimizer"},
+    {"--overlap-grad-reduce", FlagKind::kTrue, "training", "overlap_grad_reduce"},
+    {"--overlap-param-gather", FlagKind::kTrue, "training", "overlap_param_gather"},
+    {"--overlap-p2p-communication", FlagKind::kTrue, "training", "overlap_p2p_comm"},
+    {"--no-overlap-p2p-communication", FlagKind::kFalse, "training", "overlap_p2p_comm"},
+    {"--bf16", FlagKind::kTrue, "training", "bf16"},
+    {"--fp16", FlagKind::kTrue, "training", "fp16"},
+    {"--recompute-activations", FlagKind::kString, "training", "recompute_granularity"},
+};
+
+/// Shell-like split: quotes, backslash escapes, backslash-newline continuations.
+std::vector<std::string> split_words(std::string_view line) {
+  std::vector<std::string> out;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < line.size()) {
+        word += line[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      if (line[i + 1] != '\n') {
+        word += line[i + 1];
+        in_word = true;
+      }
+      ++i;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (in_word) out.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.push_back(std::move(word));
+  return out;
+}
+
+bool parse_int(const std::string& s, std::int64_t& out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
+                                                     const MegatronImportOptions& options) {
+  std::vector<std::string> words = split_words(launch_line);
+  // Flags given as --flag=value become two words.
+  std::vector<std::string> args;
+  for (std::string& w : words) {
+    const std::size_t eq = w.find('=');
+    if (w.starts_with("--") && eq != std::string::npos) {
+      args.push_back(w.substr(0, eq));
+      args.push_back(w.substr(eq + 1));
+    } else {
+      args.push_back(std::move(w));
+    }
+  }
+  // The launcher's part ends at the training script.
+  const auto script = std::find_if(args.begin(), args.end(),
+                                   [](const std::string& a) { return a.ends_with(".py"); });
+  const std::size_t first_flag =
+      script == args.end() ? 0 : static_cast<std::size_t>(script - args.begin()) + 1;
+
+  Errors errors;
+  ImportedScenario out;
+  json model = json::object();
+  json training = json::object();
+  std::int64_t nnodes = 0, nproc = 0;
+  std::int64_t query_groups = 0;
+  bool gqa = false;
+  std::string tokenizer;
+  bool vocab_file = false;
+  const auto value_of = [&](std::size_t& i) -> const std::string* {
+    if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
+      errors.push_back(Error{kLabel, args[i], " needs a value"});
+      return nullptr;
+    }
+    return &args[++i];
+  };
+  const auto int_of = [&](std::size_t& i, std::int64_t& v) {
+    const std::string flag = args[i];
+    const std::string* s = value_of(i);
+    if (s == nullptr) return false;
+    if (!parse_int(*s, v)) {
+      errors.push_back(Error{kLabel, flag, std::string("=") + *s + " must be an integer"});
+      return false;
+    }
+    return true;
+  };
+
+  for (std::size_t i = 0; i < first_flag; ++i) {
+    const std::string& a = args[i];
+    std::int64_t v = 0;
+    if (a == "--nnodes" || a == "--nproc_per_node" || a == "--nproc-per-node") {
+      if (int_of(i, v)) (a == "--nnodes" ? nnodes : nproc) = v;
+    }
+  }
+  for (std::size_t i = first_flag; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!a.starts_with("--")) continue;  // a value of an ignored flag, or a stray word
+    const std::string flag = a;
+    if (flag == "--group-query-attention") {
+      gqa = true;
+      continue;
+    }
+    if (flag == "--num-query-groups") {
+      int_of(i, query_groups);
+      continue;
+    }
+    if (flag == "--tokenizer-type") {
+      if (const std::string* s = value_of(i)) tokenizer = *s;
+      continue;
+    }
+    if (flag == "--vocab-file") {
+      vocab_file = true;
+      value_of(i);
+      continue;
+    }
+    if (flag == "--use-rotary-position-embeddings") {
+      model["position_embedding_type"] = "rope";
+      continue;
+    }
+    const auto spec = std::find_if(std::begin(kFlags), std::end(kFlags),
+                                   [&](const FlagSpec& f) { return f.flag == flag; });
+    if (spec == std::end(kFlags)) {
+      out.ignored_flags.push_back(flag);
+      if (i + 1 < args.size() && !args[i + 1].starts_with("--")) ++i;  // skip its value
+      continue;
+    }
+    json& section = spec->section == "model" ? model : training;
+    const std::string key(spec->key);
+    std::int64_t v = 0;
+    switch (spec->kind) {
+      case FlagKind::kInt:
+        if (int_of(i, v)) section[key] = v;
+        break;
+      case FlagKind::kTrue:
+        section[key] = true;
+        break;
+      case FlagKind::kFalse:
+        section[key] = false;
+        break;
+      case FlagKind::kString:
+        if (flag == "--recompute-activations") {
+          section[key] = "selective";
+        } else if (const std::string* s = value_of(i)) {
+          section[key] = *s;
+        }
+        break;
+    }
+  }
+  if (gqa) {
+    if (query_groups > 0) {
+      model["num_query_groups"] = query_groups;
+    } else {
+      errors.push_back(
+          Error{kLabel, "--num-query-groups", " is needed with --group-query-attention"});
+    }
+  } else if (query_groups > 0) {
+    out.notes.push_back(
+        "--num-query-groups is ignored without --group-query-attention "
+        "(as Megatron-LM does)");
+  }
+  if (!model.contains("vocab_size")) {
+    if (tokenizer == "GPT2BPETokenizer" || (tokenizer.empty() && vocab_file)) {
+      model["vocab_size"] = 50257;
+      out.notes.push_back("vocab_size=50257 assumed: GPT-2's BPE vocabulary (--vocab-file)");
+    } else {
+      errors.push_back(Error{kLabel, "--vocab-size",
+                             " is needed: stepsim cannot read the tokenizer" +
+                                 (tokenizer.empty() ? std::string() : " " + tokenizer)});
+    }
+  }
+  std::int64_t world = options.world_size;
+  if (world == 0 && nnodes > 0 && nproc > 0) world = nnodes * nproc;
+  if (world <= 0) {
+    errors.push_back(Error{kLabel, "--world-size",
+                           " is needed: the line has no launcher with --nnodes and "
+                           "--nproc_per_node"});
+  }
+  if (options.system.empty()) {
+    errors.push_back(Error{kLabel, "--system",
+                           " is needed: a system file (e.g. "
+                           "systems/dgx-a100-80gb.json)"});
+  }
+  if (!errors.empty()) return errors;
+  training["world_size"] = world;
+  json doc = json::object();
+  doc["name"] = options.name;
+  doc["model"] = std::move(model);
+  doc["training"] = std::move(training);
+  doc["system"] = options.system;
+  doc["cost_model"] = "roofline";
+  out.scenario_json = doc.dump(2) + "\n";
+  return out;
+}
+
+std::string megatron_args_of(const Workload& w) {
+  const ModelConfig& m = w.model;
+  const TrainingConfig& t = w.training;
+  std::string out;
+  const auto flag = [&](std::string_view name) {
+    if (!out.empty()) out += ' ';
+    out += name;
+  };
+  const auto num = [&](std::string_view name, std::int64_t v) {
+    flag(name);
+    out += ' ' + std::to_string(v);
+  };
+  num("--num-layers", m.num_layers);
+  num("--hidden-size", m.hidden_size);
+  num("--num-attention-heads", m.num_attention_heads);
+  if (m.num_query_groups != m.num_attention_heads) {
+    flag("--group-query-attention");
+    num("--num-query-groups", m.num_query_groups);
+  }
+  if (m.num_attention_heads > 0 && m.kv_channels != m.hidden_size / m.num_attention_heads) {
+    num("--kv-channels", m.kv_channels);
+  }
+  num("--ffn-hidden-size", m.ffn_hidden_size);
+  num("--seq-length", m.seq_length);
+  num("--max-position-embeddings", m.max_position_embeddings);
+  if (m.vocab_size > 0) {
+    num("--vocab-size", m.vocab_size);
+    num("--make-vocab-size-divisible-by", m.make_vocab_size_divisible_by);
+  } else {
+    // Only the padded size is known: pad by 1 so Megatron keeps it (a multiple of t).
+    num("--vocab-size", m.padded_vocab_size);
+    num("--make-vocab-size-divisible-by", 1);
+  }
+  if (m.swiglu) flag("--swiglu");
+  if (m.untie_embeddings_and_output_weights) flag("--untie-embeddings-and-output-weights");
+  if (m.use_flash_attn) flag("--use-flash-attn");
+  if (!m.add_bias_linear) flag("--disable-bias-linear");
+  flag("--normalization");
+  out += m.normalization == Normalization::kRmsNorm ? " RMSNorm" : " LayerNorm";
+  flag("--position-embedding-type");
+  out += m.position_embedding_type == PositionEmbedding::kRope   ? " rope"
+         : m.position_embedding_type == PositionEmbedding::kNone ? " none"
+                                                                 : " learned_absolute";
+  num("--micro-batch-size", t.micro_batch_size);
+  num("--global-batch-size", t.global_batch_size);
+  num("--tensor-model-parallel-size", t.tensor_model_parallel_size);
+  num("--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
+  if (t.virtual_pipeline_model_parallel_size > 1) {
+    num("--num-layers-per-virtual-pipeline-stage", t.num_layers_per_virtual_pipeline_stage);
+    if (t.microbatch_group_size_per_vp_stage != t.pipeline_model_parallel_size) {
+      num("--microbatch-group-size-per-virtual-pipeline-stage",
+          t.microbatch_group_size_per_vp_stage);
+    }
+    if (!t.overlap_p2p_comm) flag("--no-overlap-p2p-communication");
+  }
+  if (t.sequence_parallel) flag("--sequence-parallel");
+  if (t.recompute_granularity != RecomputeGranularity::kNone) {
+    flag("--recompute-granularity");
+    out += t.recompute_granularity == RecomputeGranularity::kFull ? " full" : " selective";
+  }
+  if (t.recompute_granularity == RecomputeGranularity::kFull) {
+    flag("--recompute-method");
+    out += t.recompute_method == RecomputeMethod::kBlock ? " block" : " uniform";
+    num("--recompute-num-layers", t.recompute_num_layers);
+  }
+  if (t.distribute_saved_activations) flag("--distribute-saved-activations");
+  if (t.use_distributed_optimizer) flag("--use-distributed-optimizer");
+  if (t.overlap_grad_reduce) flag("--overlap-grad-reduce");
+  if (t.overlap_param_gather) flag("--overlap-param-gather");
+  if (t.params_dtype == DType::kBf16) flag("--bf16");
+  if (t.params_dtype == DType::kFp16) flag("--fp16");
+  return out;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,115 @@
+// How fast `stepsim sweep` plans: the full Megatron space of Turing-530B on 2520 A100s
+// (scenarios/sweeps/turing-530b-2520.json: t, p, v, SP, micro-batch, recompute and the
+// distributed optimizer on "auto"), end to end (enumerate, validate, prune, simulate the
+// survivors) on 1 and 2 threads; and the planner's own overhead per configuration, on the
+// same space with every configuration cut by memory before simulation.
+//
+//   build/bin/stepsim_sweep_bench [--benchmark_filter=...]
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/core/sweep_spec.hpp"
+#include "stepsim/sim/sweep.hpp"
+
+namespace {
+
+using namespace stepsim;
+
+class CountSink final : public sim::SweepSink {
+ public:
+  void add(const sim::SweepRow& row, const Workload& /*w*/) override {
+    ++rows;
+    simulated += row.simulated ? 1 : 0;
+    feasible += row.status == sim::SweepStatus::kFeasible ? 1 : 0;
+  }
+  std::int64_t rows = 0, simulated = 0, feasible = 0;
+};
+
+void run(benchmark::State& state, SweepSpec spec) {
+  std::shared_ptr<const Profile> profile;
+  if (spec.base.cost_model.kind == CostModelSpec::Kind::kProfile) {
+    auto p = load_shared_profile(spec.base.cost_model.profile_path);
+    if (!p.ok()) {
+      state.SkipWithError(format_errors(p.errors()).c_str());
+      return;
+    }
+    profile = *p;
+  }
+  std::vector<std::unique_ptr<CostModel>> models;
+  std::vector<const CostModel*> ptrs;
+  for (const SystemConfig& s : sim::system_variants(spec)) {
+    Workload w = spec.base;
+    w.system = s;
+    auto m = make_cost_model(w, profile);
+    if (!m.ok()) {
+      state.SkipWithError(format_errors(m.errors()).c_str());
+      return;
+    }
+    ptrs.push_back(m->get());
+    models.push_back(std::move(m).value());
+  }
+  const sim::SweepEvaluator evaluator(spec, ptrs);
+  CountSink sink;
+  for (auto _ : state) {
+    sink = CountSink{};
+    sim::SweepRunOptions options;
+    options.jobs = static_cast<int>(state.range(0));
+    auto stats = sim::run_sweep(spec, evaluator, options, {&sink});
+    if (!stats.ok()) {
+      state.SkipWithError("run_sweep failed");
+      return;
+    }
+  }
+  state.counters["configurations"] = static_cast<double>(sink.rows);
+  state.counters["simulated"] = static_cast<double>(sink.simulated);
+  state.counters["feasible"] = static_cast<double>(sink.feasible);
+  state.counters["configurations_per_s"] =
+      benchmark::Counter(static_cast<double>(sink.rows) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+
+Result<SweepSpec> turing(std::string_view extra_search = {}) {
+  const LoadOptions options{STEPSIM_SCENARIOS_DIR};
+  auto spec = load_sweep_file(std::string(STEPSIM_SCENARIOS_DIR) + "/sweeps/turing-530b-2520.json",
+                              options);
+  if (!spec.ok() || extra_search.empty()) return spec;
+  // Same space with 1 MB GPUs: every configuration is cut by the analytic memory model.
+  SweepAxis axis;
+  axis.knob = find_knob(extra_search);
+  axis.values.push_back(KnobValue{1 << 20, 0.0, -1});
+  spec.value().axes.insert(spec.value().axes.begin(), axis);
+  return spec;
+}
+
+void BM_SweepTuring530B_A100x2520(benchmark::State& state) {
+  auto spec = turing();
+  if (!spec.ok()) {
+    state.SkipWithError(format_errors(spec.errors()).c_str());
+    return;
+  }
+  run(state, std::move(spec).value());
+}
+
+void BM_SweepTuring530B_PlannerOverheadOnly(benchmark::State& state) {
+  auto spec = turing("system.memory_bytes");
+  if (!spec.ok()) {
+    state.SkipWithError(format_errors(spec.errors()).c_str());
+    return;
+  }
+  run(state, std::move(spec).value());
+}
+
+BENCHMARK(BM_SweepTuring530B_A100x2520)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_SweepTuring530B_PlannerOverheadOnly)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

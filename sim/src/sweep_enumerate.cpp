@@ -1,0 +1,316 @@
+// Enumeration of a sweep's configurations: an odometer over the axes in knob-table order,
+// where an "auto" axis gets the values that are valid given the knobs before it. The fields
+// the base left to Megatron's defaults are reset so that finalize_workload (the loader's own
+// derivation) re-derives them for each configuration: no JSON in the loop.
+
+#include <algorithm>
+
+#include "stepsim/core/assert.hpp"
+#include "stepsim/sim/sweep.hpp"
+
+namespace stepsim::sim {
+namespace {
+
+KnobId knob(std::string_view key) {
+  const KnobId id = find_knob(key);
+  STEPSIM_ASSERT(id >= 0);
+  return id;
+}
+
+bool swept(const SweepSpec& spec, KnobId id) {
+  return std::any_of(spec.axes.begin(), spec.axes.end(),
+                     [&](const SweepAxis& a) { return a.knob == id; });
+}
+
+bool is_system_knob(KnobId id) {
+  return knob_table()[static_cast<std::size_t>(id)].key.starts_with("system");
+}
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    out.push_back(d);
+    if (d != n / d) out.push_back(n / d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+KnobValue integer(std::int64_t v) { return KnobValue{v, 0.0, -1}; }
+
+std::vector<KnobValue> integers(const std::vector<std::int64_t>& v) {
+  std::vector<KnobValue> out;
+  out.reserve(v.size());
+  for (std::int64_t x : v) out.push_back(integer(x));
+  return out;
+}
+
+std::vector<KnobValue> booleans(bool allow_true) {
+  if (!allow_true) return {integer(0)};
+  return {integer(0), integer(1)};
+}
+
+std::int64_t data_parallel_of(const TrainingConfig& t) {
+  const std::int64_t tp = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
+  return tp > 0 && t.world_size % tp == 0 ? t.world_size / tp : 0;
+}
+
+std::int64_t virtual_size_of(const TrainingConfig& t, const ModelConfig& m, bool from_layers) {
+  if (!from_layers) return t.virtual_pipeline_model_parallel_size;
+  const std::int64_t n = t.num_layers_per_virtual_pipeline_stage;
+  if (n <= 0) return 1;
+  const std::int64_t per_rank = t.pipeline_model_parallel_size * n;
+  return per_rank > 0 && m.num_layers % per_rank == 0 ? m.num_layers / per_rank : 0;
+}
+
+bool virtual_from_layers(const SweepSpec& spec) {
+  if (swept(spec, knob("training.num_layers_per_virtual_pipeline_stage"))) return true;
+  if (swept(spec, knob("training.virtual_pipeline_model_parallel_size"))) return false;
+  return spec.defaulted.virtual_from_layers_per_stage;
+}
+
+}  // namespace
+
+void reset_derived_fields(Workload& w, const SweepSpec& spec) {
+  const DefaultedKeys& d = spec.defaulted;
+  const auto dflt = [&](bool defaulted, std::string_view key) {
+    return defaulted && !swept(spec, knob(key));
+  };
+  ModelConfig& m = w.model;
+  TrainingConfig& t = w.training;
+  // finalize_workload fills every optional field left at 0 with Megatron's default.
+  if (dflt(d.num_query_groups, "model.num_query_groups")) m.num_query_groups = 0;
+  if (dflt(d.kv_channels, "model.kv_channels")) m.kv_channels = 0;
+  if (dflt(d.ffn_hidden_size, "model.ffn_hidden_size")) m.ffn_hidden_size = 0;
+  if (dflt(d.max_position_embeddings, "model.max_position_embeddings")) {
+    m.max_position_embeddings = 0;
+  }
+  if (dflt(d.padded_vocab_size, "model.padded_vocab_size") && m.vocab_size > 0) {
+    m.padded_vocab_size = 0;  // re-padded to make_vocab_size_divisible_by * t
+  }
+  if (dflt(d.microbatch_group_size_per_vp_stage, "training.microbatch_group_size_per_vp_stage")) {
+    t.microbatch_group_size_per_vp_stage = 0;
+  }
+  if (dflt(d.recompute_num_layers, "training.recompute_num_layers")) t.recompute_num_layers = 0;
+  // The virtual stages follow the form the base (or the sweep) gives: one is set, the other
+  // re-derived from it and the pipeline size.
+  if (virtual_from_layers(spec)) {
+    t.virtual_pipeline_model_parallel_size = 1;
+  } else {
+    t.num_layers_per_virtual_pipeline_stage = 0;
+  }
+  if (dflt(d.overlap_p2p_comm, "training.overlap_p2p_comm")) {
+    // Megatron's default is on; it is switched off without interleaving.
+    t.overlap_p2p_comm = virtual_size_of(t, m, virtual_from_layers(spec)) > 1;
+  }
+}
+
+std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec& spec) {
+  const std::string_view key = knob_table()[static_cast<std::size_t>(id)].key;
+  const ModelConfig& m = w.model;
+  const TrainingConfig& t = w.training;
+  const std::int64_t tp = t.tensor_model_parallel_size;
+  const std::int64_t pp = t.pipeline_model_parallel_size;
+  const std::int64_t dp = data_parallel_of(t);
+  const bool full = t.recompute_granularity == RecomputeGranularity::kFull;
+  const std::int64_t v = virtual_size_of(t, m, virtual_from_layers(spec));
+  const std::int64_t groups =
+      spec.defaulted.num_query_groups && !swept(spec, knob("model.num_query_groups"))
+          ? m.num_attention_heads
+          : m.num_query_groups;
+  if (key == "training.tensor_model_parallel_size") {
+    std::vector<std::int64_t> out;
+    if (t.world_size <= 0) return {};
+    for (std::int64_t d : divisors(t.world_size)) {
+      if (m.num_attention_heads % d == 0 && groups % d == 0) out.push_back(d);
+    }
+    return integers(out);
+  }
+  if (key == "training.pipeline_model_parallel_size") {
+    std::vector<std::int64_t> out;
+    if (tp <= 0 || t.world_size % tp != 0) return {};
+    for (std::int64_t d : divisors(t.world_size / tp)) {
+      if (m.num_layers % d == 0) out.push_back(d);
+    }
+    return integers(out);
+  }
+  const bool layers_ok = pp > 0 && m.num_layers % pp == 0;
+  if (key == "training.virtual_pipeline_model_parallel_size" ||
+      key == "training.num_layers_per_virtual_pipeline_stage") {
+    const bool as_size = key == "training.virtual_pipeline_model_parallel_size";
+    if (!layers_ok) return {};
+    if (pp == 1) return {integer(as_size ? 1 : 0)};
+    std::vector<std::int64_t> out;
+    for (std::int64_t d : divisors(m.num_layers / pp)) {
+      out.push_back(as_size ? d : (d == 1 ? 0 : m.num_layers / (pp * d)));
+    }
+    if (!as_size) std::sort(out.begin(), out.end());
+    return integers(out);
+  }
+  if (key == "training.sequence_parallel") return booleans(tp > 1);
+  if (key == "training.micro_batch_size") {
+    if (dp <= 0 || t.global_batch_size % dp != 0) return {};
+    return integers(divisors(t.global_batch_size / dp));
+  }
+  if (key == "training.recompute_granularity") return integers({0, 1, 2});
+  if (key == "training.recompute_method") {
+    if (!full) return {integer(static_cast<std::int64_t>(RecomputeMethod::kNone))};
+    return {integer(static_cast<std::int64_t>(RecomputeMethod::kUniform)),
+            integer(static_cast<std::int64_t>(RecomputeMethod::kBlock))};
+  }
+  if (key == "training.recompute_num_layers") {
+    if (!full) return {integer(0)};
+    const std::int64_t per_chunk =
+        layers_ok && v > 0 && (m.num_layers / pp) % v == 0 ? m.num_layers / pp / v : 0;
+    if (per_chunk <= 0) return {};
+    if (t.recompute_method == RecomputeMethod::kUniform) return integers(divisors(per_chunk));
+    std::vector<std::int64_t> out;
+    for (std::int64_t n = 1; n <= per_chunk; ++n) out.push_back(n);
+    return integers(out);
+  }
+  if (key == "training.distribute_saved_activations") {
+    return booleans(full && tp > 1 && !t.sequence_parallel);
+  }
+  if (key == "training.use_distributed_optimizer") return booleans(dp > 1);
+  if (key == "training.overlap_grad_reduce") return booleans(dp > 1);
+  if (key == "training.overlap_param_gather") {
+    return booleans(t.use_distributed_optimizer && t.overlap_grad_reduce);
+  }
+  if (key == "training.overlap_p2p_comm") return booleans(v > 1);
+  if (key == "training.microbatch_group_size_per_vp_stage") {
+    const std::int64_t per_step = t.micro_batch_size * dp;
+    const std::int64_t mb =
+        per_step > 0 && t.global_batch_size % per_step == 0 ? t.global_batch_size / per_step : 0;
+    if (v <= 1) return {integer(pp)};
+    std::vector<std::int64_t> out;
+    for (std::int64_t n = pp; n <= mb; ++n) {
+      if (mb % n == 0 || mb % n >= pp) out.push_back(n);
+    }
+    return integers(out);
+  }
+  if (key == "model.use_flash_attn") return booleans(true);
+  STEPSIM_ASSERT(!"auto_values: knob is not autoable");
+  return {};
+}
+
+SweepEnumerator::SweepEnumerator(const SweepSpec& spec)
+    : spec_(spec),
+      values_(spec.axes.size()),
+      pos_(spec.axes.size(), 0),
+      partial_(spec.axes.size() + 1, spec.base) {}
+
+void SweepEnumerator::enter(std::size_t level) {
+  const SweepAxis& axis = spec_.axes[level];
+  values_[level] = axis.automatic ? auto_values(axis.knob, partial_[level], spec_) : axis.values;
+  if (values_[level].empty()) {
+    // No value of this knob is valid with the knobs before it: keep the current one so the
+    // configuration is still counted, with the rule it breaks.
+    values_[level].push_back(
+        knob_table()[static_cast<std::size_t>(axis.knob)].get(partial_[level]));
+  }
+  pos_[level] = 0;
+}
+
+namespace {
+
+void apply(const SweepSpec& spec, const SweepAxis& axis, const KnobValue& value, Workload& w) {
+  const KnobInfo& info = knob_table()[static_cast<std::size_t>(axis.knob)];
+  if (info.kind == KnobKind::kSystem) {
+    w.system = spec.systems[static_cast<std::size_t>(value.system)];
+    return;
+  }
+  info.set(w, value);
+  if (info.key == "training.recompute_granularity") {
+    // Sweeping the granularity alone: give full recompute a method (Megatron requires one)
+    // and take it away from the others (Megatron rejects a method without full).
+    const bool full = w.training.recompute_granularity == RecomputeGranularity::kFull;
+    if (!swept(spec, knob("training.recompute_method"))) {
+      const RecomputeMethod base = spec.base.training.recompute_method;
+      w.training.recompute_method =
+          !full ? RecomputeMethod::kNone
+                : (base != RecomputeMethod::kNone ? base : RecomputeMethod::kUniform);
+    }
+    if (!swept(spec, knob("training.recompute_num_layers"))) {
+      const std::int64_t base = spec.base.training.recompute_num_layers;
+      w.training.recompute_num_layers = !full ? 0 : (base > 0 ? base : 1);
+    }
+    if (!full && !swept(spec, knob("training.distribute_saved_activations"))) {
+      w.training.distribute_saved_activations = false;
+    }
+  }
+}
+
+}  // namespace
+
+bool SweepEnumerator::next(SweepConfig& out) {
+  if (done_) return false;
+  const std::size_t levels = spec_.axes.size();
+  if (!started_) {
+    started_ = true;
+    for (std::size_t k = 0; k < levels; ++k) {
+      enter(k);
+      partial_[k + 1] = partial_[k];
+      apply(spec_, spec_.axes[k], values_[k][0], partial_[k + 1]);
+    }
+  } else {
+    std::size_t k = levels;
+    while (k > 0) {
+      --k;
+      if (++pos_[k] < values_[k].size()) break;
+      if (k == 0) {
+        done_ = true;
+        return false;
+      }
+    }
+    if (levels == 0) {
+      done_ = true;
+      return false;
+    }
+    partial_[k + 1] = partial_[k];
+    apply(spec_, spec_.axes[k], values_[k][pos_[k]], partial_[k + 1]);
+    for (std::size_t j = k + 1; j < levels; ++j) {
+      enter(j);
+      partial_[j + 1] = partial_[j];
+      apply(spec_, spec_.axes[j], values_[j][0], partial_[j + 1]);
+    }
+  }
+  out.index = index_++;
+  out.workload = partial_[levels];
+  reset_derived_fields(out.workload, spec_);
+  std::int32_t variant = 0;
+  for (std::size_t k = 0; k < levels && is_system_knob(spec_.axes[k].knob); ++k) {
+    variant =
+        variant * static_cast<std::int32_t>(values_[k].size()) + static_cast<std::int32_t>(pos_[k]);
+  }
+  out.system_variant = variant;
+  return true;
+}
+
+std::int64_t count_configurations(const SweepSpec& spec) {
+  SweepEnumerator e(spec);
+  SweepConfig c;
+  std::int64_t n = 0;
+  while (e.next(c)) ++n;
+  return n;
+}
+
+std::vector<SystemConfig> system_variants(const SweepSpec& spec) {
+  std::vector<SystemConfig> out{spec.base.system};
+  for (const SweepAxis& axis : spec.axes) {
+    if (!is_system_knob(axis.knob)) break;
+    std::vector<SystemConfig> next;
+    for (const SystemConfig& s : out) {
+      for (const KnobValue& v : axis.values) {
+        Workload w;
+        w.system = s;
+        apply(spec, axis, v, w);
+        next.push_back(w.system);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace stepsim::sim

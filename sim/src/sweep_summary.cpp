@@ -1,0 +1,161 @@
+// The sweep's summary: counts by outcome and reason, the best configurations by the spec's
+// objective and the Pareto front of throughput against peak memory, plus its text report.
+// Built from rows in enumeration order, so it is the same for any number of jobs.
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+
+#include "stepsim/core/import.hpp"
+#include "stepsim/sim/sweep.hpp"
+
+namespace stepsim::sim {
+
+SweepSummary::SweepSummary(const SweepSpec& spec, std::vector<std::string> columns)
+    : spec_(spec), columns_(std::move(columns)) {}
+
+bool SweepSummary::better(const SweepRow& a, const SweepRow& b) const {
+  const SweepMetrics& x = a.metrics;
+  const SweepMetrics& y = b.metrics;
+  switch (spec_.objective) {
+    case SweepObjective::kMaxTokensPerS:
+      if (x.tokens_per_s != y.tokens_per_s) return x.tokens_per_s > y.tokens_per_s;
+      break;
+    case SweepObjective::kMinStepTime:
+      if (x.step_time_s != y.step_time_s) return x.step_time_s < y.step_time_s;
+      break;
+    case SweepObjective::kMinGpus: {
+      // The world size is the first knob column that names it; compare it, then throughput.
+      const auto world = std::find(columns_.begin(), columns_.end(), "training.world_size");
+      const auto i = static_cast<std::size_t>(world - columns_.begin());
+      const std::int64_t wa = std::stoll(a.knobs[i]);
+      const std::int64_t wb = std::stoll(b.knobs[i]);
+      if (wa != wb) return wa < wb;
+      if (x.tokens_per_s != y.tokens_per_s) return x.tokens_per_s > y.tokens_per_s;
+      break;
+    }
+  }
+  return a.index < b.index;
+}
+
+void SweepSummary::add(const SweepRow& row, const Workload& workload) {
+  ++evaluated_;
+  if (row.simulated) ++simulated_;
+  if (row.status != SweepStatus::kFeasible) {
+    ++cut_[row.reason_key];
+    return;
+  }
+  ++feasible_;
+  const auto top = static_cast<std::size_t>(spec_.top);
+  if (top_.size() < top || better(row, top_.back().row)) {
+    const auto at = std::find_if(top_.begin(), top_.end(),
+                                 [&](const RankedConfig& r) { return better(row, r.row); });
+    top_.insert(at, RankedConfig{row, workload});
+    if (top_.size() > top) top_.pop_back();
+  }
+  const SweepMetrics& m = row.metrics;
+  for (const RankedConfig& q : pareto_) {
+    if (q.row.metrics.tokens_per_s >= m.tokens_per_s &&
+        q.row.metrics.peak_memory_bytes <= m.peak_memory_bytes) {
+      return;  // dominated (or equal to an earlier configuration)
+    }
+  }
+  std::erase_if(pareto_, [&](const RankedConfig& q) {
+    return m.tokens_per_s >= q.row.metrics.tokens_per_s &&
+           m.peak_memory_bytes <= q.row.metrics.peak_memory_bytes;
+  });
+  const auto at = std::find_if(pareto_.begin(), pareto_.end(), [&](const RankedConfig& q) {
+    return q.row.metrics.peak_memory_bytes > m.peak_memory_bytes;
+  });
+  pareto_.insert(at, RankedConfig{row, workload});
+}
+
+namespace {
+
+std::string fmt(const char* format, double v) {
+  std::array<char, 64> buf{};
+  std::snprintf(buf.data(), buf.size(), format, v);
+  return buf.data();
+}
+
+std::string_view recompute_label(const TrainingConfig& t) {
+  switch (t.recompute_granularity) {
+    case RecomputeGranularity::kNone:
+      return "none";
+    case RecomputeGranularity::kSelective:
+      return "selective";
+    case RecomputeGranularity::kFull:
+      return t.recompute_method == RecomputeMethod::kBlock ? "full/block" : "full/uniform";
+  }
+  return "?";
+}
+
+std::string layout(const Workload& w) {
+  const TrainingConfig& t = w.training;
+  std::array<char, 160> buf{};
+  std::snprintf(
+      buf.data(), buf.size(), "%5lld %3lld %3lld %3lld %4lld %4lld %5lld %-3s %-12s %-4s",
+      static_cast<long long>(t.world_size), static_cast<long long>(t.tensor_model_parallel_size),
+      static_cast<long long>(t.pipeline_model_parallel_size),
+      static_cast<long long>(t.virtual_pipeline_model_parallel_size),
+      static_cast<long long>(t.data_parallel_size), static_cast<long long>(t.micro_batch_size),
+      static_cast<long long>(t.num_microbatches), t.sequence_parallel ? "on" : "off",
+      std::string(recompute_label(t)).c_str(), t.use_distributed_optimizer ? "on" : "off");
+  return buf.data();
+}
+
+constexpr const char* kLayoutHeader = " gpus   t   p   v   dp  mbs     m sp  recompute    dopt";
+
+}  // namespace
+
+void write_sweep_text(std::ostream& out, const SweepSummary& s) {
+  const SweepSpec& spec = s.spec();
+  out << "sweep " << spec.file << ": " << s.evaluated() << " configurations, " << s.feasible()
+      << " feasible, " << s.simulated() << " simulated (objective " << to_string(spec.objective)
+      << ")\n";
+  const auto after = [](const std::string& key) {
+    return key == "memory.simulated" || key == "constraints.step_time_budget_s";
+  };
+  for (const bool simulated : {false, true}) {
+    bool first = true;
+    for (const auto& [key, n] : s.cut_by_reason()) {
+      if (after(key) != simulated) continue;
+      if (first)
+        out << (simulated ? "infeasible after simulating:\n" : "cut without simulating:\n");
+      first = false;
+      out << "  " << key << std::string(key.size() < 44 ? 44 - key.size() : 1, ' ') << n << '\n';
+    }
+  }
+  if (s.top().empty()) {
+    out << "no feasible configuration\n";
+    return;
+  }
+  out << "top " << s.top().size() << " by " << to_string(spec.objective) << ":\n";
+  out << "  rank  index" << kLayoutHeader
+      << "   step_s   tokens/s    MFU  headroom | critical path s: compute tp_comm p2p dp_comm "
+         "optimizer bubble\n";
+  std::int64_t rank = 1;
+  for (const RankedConfig& r : s.top()) {
+    const SweepMetrics& m = r.row.metrics;
+    std::array<char, 256> buf{};
+    std::snprintf(buf.data(), buf.size(),
+                  "  %4lld %6lld %s %8.3f %10.1f %5.1f%% %8.1f%% | %.3f %.3f %.3f %.3f %.3f %.3f",
+                  static_cast<long long>(rank++), static_cast<long long>(r.row.index),
+                  layout(r.workload).c_str(), m.step_time_s, m.tokens_per_s, 100.0 * m.mfu,
+                  100.0 * m.memory_headroom, m.cp_compute_s, m.cp_tp_comm_s, m.cp_p2p_s,
+                  m.cp_dp_comm_s, m.cp_optimizer_s, m.cp_bubble_s);
+    out << buf.data() << '\n';
+  }
+  out << "best as Megatron-LM flags:\n  " << megatron_args_of(s.top().front().workload) << '\n';
+  out << "Pareto front (tokens/s vs peak memory), " << s.pareto().size() << " configurations:\n";
+  out << "   index" << kLayoutHeader << "   tokens/s  peak_GiB   step_s\n";
+  for (const RankedConfig& r : s.pareto()) {
+    const SweepMetrics& m = r.row.metrics;
+    out << "  " << fmt("%6.0f", static_cast<double>(r.row.index)) << layout(r.workload) << ' '
+        << fmt("%10.1f", m.tokens_per_s) << ' '
+        << fmt("%9.2f", static_cast<double>(m.peak_memory_bytes) / (1024.0 * 1024.0 * 1024.0))
+        << ' ' << fmt("%8.3f", m.step_time_s) << '\n';
+  }
+}
+
+}  // namespace stepsim::sim

@@ -1,0 +1,214 @@
+// Importers: Megatron-LM launch lines (and their round trip through megatron_args_of) and
+// Hugging Face configs, each loaded by the real scenario loader.
+
+#include "stepsim/core/import.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "stepsim/core/load.hpp"
+
+namespace stepsim {
+namespace {
+
+LoadOptions options() {
+  LoadOptions o;
+  o.scenarios_dir = STEPSIM_SCENARIOS_DIR;
+  return o;
+}
+
+Workload load(const std::string& json) {
+  auto w = load_scenario_text(json, "imported.json", ".", options());
+  if (!w.ok()) ADD_FAILURE() << format_errors(w.errors()) << json;
+  return w.ok() ? w.value() : Workload{};
+}
+
+const char* kGpt3Line = R"(NCCL_DEBUG=WARN torchrun --nnodes 16 --nproc_per_node=8 \
+  pretrain_gpt.py --num-layers 96 --hidden-size 12288 --num-attention-heads 96 \
+  --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 \
+  --global-batch-size 1536 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 \
+  --num-layers-per-virtual-pipeline-stage 4 --sequence-parallel --recompute-activations \
+  --use-distributed-optimizer --overlap-grad-reduce --bf16 --use-flash-attn \
+  --vocab-file "/data/gpt2 vocab.json" --merge-file gpt2-merges.txt --lr=6.0e-5 \
+  --train-iters 500000 --no-masked-softmax-fusion --data-path 1.0 /data/web)";
+
+TEST(MegatronArgs, LaunchLineToScenario) {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-a100-80gb.json";
+  auto r = scenario_from_megatron_args(kGpt3Line, o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_EQ(w.training.world_size, 128);  // 16 nodes x 8 from torchrun
+  EXPECT_EQ(w.model.num_layers, 96);
+  EXPECT_EQ(w.model.vocab_size, 50257);  // GPT-2 BPE from --vocab-file
+  EXPECT_EQ(w.model.padded_vocab_size, 51200);
+  EXPECT_EQ(w.training.tensor_model_parallel_size, 8);
+  EXPECT_EQ(w.training.virtual_pipeline_model_parallel_size, 3);
+  EXPECT_TRUE(w.training.sequence_parallel);
+  EXPECT_EQ(w.training.recompute_granularity, RecomputeGranularity::kSelective);
+  EXPECT_TRUE(w.training.use_distributed_optimizer);
+  EXPECT_TRUE(w.training.overlap_grad_reduce);
+  EXPECT_TRUE(w.model.use_flash_attn);
+  EXPECT_EQ(w.training.params_dtype, DType::kBf16);
+  const std::vector<std::string> ignored{"--merge-file", "--lr", "--train-iters",
+                                         "--no-masked-softmax-fusion", "--data-path"};
+  EXPECT_EQ(r->ignored_flags, ignored);
+  EXPECT_FALSE(r->notes.empty());
+}
+
+TEST(MegatronArgs, GroupedQueryAttentionAndOptions) {
+  MegatronImportOptions o;
+  o.world_size = 8;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --group-query-attention "
+      "--num-query-groups 8 --ffn-hidden-size 14336 --swiglu --normalization RMSNorm "
+      "--position-embedding-type rope --disable-bias-linear --untie-embeddings-and-output-weights "
+      "--seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --vocab-size 128256 "
+      "--tensor-model-parallel-size 2 --recompute-granularity full --recompute-method block "
+      "--recompute-num-layers 4",
+      o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  EXPECT_TRUE(r->ignored_flags.empty());
+  const Workload w = load(r->scenario_json);
+  EXPECT_EQ(w.model.num_query_groups, 8);
+  EXPECT_TRUE(w.model.swiglu);
+  EXPECT_FALSE(w.model.add_bias_linear);
+  EXPECT_EQ(w.model.normalization, Normalization::kRmsNorm);
+  EXPECT_EQ(w.model.position_embedding_type, PositionEmbedding::kRope);
+  EXPECT_EQ(w.training.recompute_method, RecomputeMethod::kBlock);
+  EXPECT_EQ(w.training.recompute_num_layers, 4);
+  EXPECT_EQ(w.training.params_dtype, DType::kFp32);
+}
+
+TEST(MegatronArgs, MissingFactsAreErrorsNamingTheFlag) {
+  auto r = scenario_from_megatron_args("--num-layers x --tokenizer-type Llama2Tokenizer", {});
+  ASSERT_FALSE(r.ok());
+  std::vector<std::string> keys;
+  for (const Error& e : r.errors()) {
+    EXPECT_EQ(e.file, "--megatron-args");
+    keys.push_back(e.key);
+  }
+  const std::vector<std::string> expected{"--num-layers", "--vocab-size", "--world-size",
+                                          "--system"};
+  EXPECT_EQ(keys, expected);
+  EXPECT_FALSE(
+      scenario_from_megatron_args("--group-query-attention --vocab-size 10", {8, "s.json", "x"})
+          .ok());
+}
+
+TEST(MegatronArgs, EveryShippedScenarioRoundTrips) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(STEPSIM_SCENARIOS_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    auto original = load_scenario_file(entry.path().string(), options());
+    ASSERT_TRUE(original.ok()) << entry.path();
+    std::ifstream in(entry.path());
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    MegatronImportOptions o;
+    o.world_size = original->training.world_size;
+    o.system = doc["system"].get<std::string>();
+    const std::string line = megatron_args_of(*original);
+    auto imported = scenario_from_megatron_args(line, o);
+    ASSERT_TRUE(imported.ok()) << line;
+    EXPECT_TRUE(imported->ignored_flags.empty()) << line;
+    Workload back = load(imported->scenario_json);
+    Workload want = *original;
+    if (want.model.vocab_size == 0) {
+      // Only the padded size was given: it comes back as an unpadded size padded by 1.
+      back.model.vocab_size = 0;
+      back.model.make_vocab_size_divisible_by = want.model.make_vocab_size_divisible_by;
+    }
+    EXPECT_EQ(back.model, want.model) << entry.path() << "\n" << line;
+    EXPECT_EQ(back.training, want.training) << entry.path() << "\n" << line;
+    EXPECT_EQ(back.system, want.system);
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+}
+
+std::string with_training(const std::string& model_json) {
+  nlohmann::json doc = nlohmann::json::parse(model_json);
+  doc["name"] = "hf";
+  doc["training"] = {{"world_size", 8}, {"micro_batch_size", 1}, {"global_batch_size", 8}};
+  doc["system"] = "systems/dgx-h100-80gb.json";
+  return doc.dump();
+}
+
+TEST(ImportHf, Llama) {
+  auto r = model_from_hf_config(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
+      "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": false,
+      "hidden_act": "silu", "rope_scaling": null})",
+                                "config.json", 4096);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(with_training(r->model_json));
+  EXPECT_EQ(w.model.num_layers, 32);
+  EXPECT_EQ(w.model.num_query_groups, 8);
+  EXPECT_EQ(w.model.ffn_hidden_size, 14336);
+  EXPECT_EQ(w.model.seq_length, 4096);
+  EXPECT_EQ(w.model.max_position_embeddings, 8192);
+  EXPECT_EQ(w.model.vocab_size, 128256);
+  EXPECT_TRUE(w.model.swiglu);
+  EXPECT_TRUE(w.model.untie_embeddings_and_output_weights);
+  EXPECT_FALSE(w.model.add_bias_linear);
+  EXPECT_EQ(w.model.normalization, Normalization::kRmsNorm);
+  EXPECT_EQ(w.model.position_embedding_type, PositionEmbedding::kRope);
+}
+
+TEST(ImportHf, MistralNotesSlidingWindow) {
+  auto r = model_from_hf_config(R"({"architectures": ["MistralForCausalLM"], "hidden_size": 4096,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768,
+      "rms_norm_eps": 1e-05, "sliding_window": 4096, "head_dim": 128})",
+                                "config.json");
+  ASSERT_TRUE(r.ok());
+  const Workload w = load(with_training(r->model_json));
+  EXPECT_EQ(w.model.kv_channels, 128);
+  bool noted = false;
+  for (const std::string& n : r->notes) noted = noted || n.starts_with("sliding_window");
+  EXPECT_TRUE(noted);
+}
+
+TEST(ImportHf, Gpt2AndNeoX) {
+  auto gpt2 = model_from_hf_config(R"({"architectures": ["GPT2LMHeadModel"], "n_embd": 768,
+      "n_layer": 12, "n_head": 12, "n_inner": null, "n_positions": 1024, "vocab_size": 50257,
+      "layer_norm_epsilon": 1e-05, "activation_function": "gelu_new"})",
+                                   "gpt2.json");
+  ASSERT_TRUE(gpt2.ok());
+  const Workload g = load(with_training(gpt2->model_json));
+  EXPECT_EQ(g.model.ffn_hidden_size, 4 * 768);
+  EXPECT_FALSE(g.model.untie_embeddings_and_output_weights);
+  EXPECT_TRUE(g.model.add_bias_linear);
+  EXPECT_EQ(g.model.position_embedding_type, PositionEmbedding::kLearnedAbsolute);
+  EXPECT_EQ(g.model.normalization, Normalization::kLayerNorm);
+  auto neox = model_from_hf_config(R"({"architectures": ["GPTNeoXForCausalLM"],
+      "hidden_size": 6144, "num_hidden_layers": 44, "num_attention_heads": 64,
+      "intermediate_size": 24576, "vocab_size": 50432, "max_position_embeddings": 2048,
+      "rotary_pct": 0.25, "use_parallel_residual": true, "layer_norm_eps": 1e-05})",
+                                   "neox.json");
+  ASSERT_TRUE(neox.ok());
+  const Workload n = load(with_training(neox->model_json));
+  EXPECT_EQ(n.model.position_embedding_type, PositionEmbedding::kRope);
+  EXPECT_TRUE(n.model.untie_embeddings_and_output_weights);
+  EXPECT_EQ(neox->notes.size(), 3u);  // seq_length, rotary_pct, use_parallel_residual
+}
+
+TEST(ImportHf, ErrorsNameTheKey) {
+  auto unsupported = model_from_hf_config(R"({"architectures": ["MixtralForCausalLM"]})", "c.json");
+  ASSERT_FALSE(unsupported.ok());
+  EXPECT_EQ(unsupported.errors().front().key, "architectures");
+  auto missing = model_from_hf_config(R"({"model_type": "llama", "hidden_size": -1})", "c.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.errors().front().key, "hidden_size");
+  EXPECT_GE(missing.errors().size(), 4u);
+  EXPECT_FALSE(model_from_hf_config("not json", "c.json").ok());
+}
+
+}  // namespace
+}  // namespace stepsim

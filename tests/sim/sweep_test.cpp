@@ -1,0 +1,292 @@
+// The sweep planner: enumeration counts worked out by hand, the cut reasons, agreement with
+// the scenario loader, determinism across job counts, resume and the rank split.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/core/load.hpp"
+#include "stepsim/core/validate.hpp"
+#include "sweep_test_util.hpp"
+
+namespace stepsim {
+namespace {
+
+using test::run_csv;
+using test::small_sweep;
+
+SweepSpec must(Result<SweepSpec> r) {
+  if (!r.ok()) ADD_FAILURE() << format_errors(r.errors());
+  return std::move(r).value();
+}
+
+std::vector<sim::SweepConfig> all_configs(const SweepSpec& spec) {
+  std::vector<sim::SweepConfig> out;
+  sim::SweepEnumerator e(spec);
+  sim::SweepConfig c;
+  while (e.next(c)) out.push_back(c);
+  return out;
+}
+
+TEST(SweepEnumerate, ListedValuesAndAutoTensorParallel) {
+  // t auto: divisors of world_size that divide the 8 heads: {1,2,4,8} for 8 and for 16.
+  const SweepSpec spec = must(small_sweep(R"({"training.world_size": [8, 16],
+      "training.tensor_model_parallel_size": "auto",
+      "training.pipeline_model_parallel_size": [1, 2], "training.micro_batch_size": [1, 2]})"));
+  EXPECT_EQ(sim::count_configurations(spec), 2 * 4 * 2 * 2);
+  const auto configs = all_configs(spec);
+  // Outermost knob first (table order), last knob fastest; indices in order.
+  EXPECT_EQ(configs[0].workload.training.world_size, 8);
+  EXPECT_EQ(configs[1].workload.training.micro_batch_size, 2);
+  EXPECT_EQ(configs[2].workload.training.pipeline_model_parallel_size, 2);
+  EXPECT_EQ(configs[4].workload.training.tensor_model_parallel_size, 2);
+  EXPECT_EQ(configs[16].workload.training.world_size, 16);
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    EXPECT_EQ(configs[i].index, static_cast<std::int64_t>(i));
+}
+
+TEST(SweepEnumerate, AutoChainCountedByHand) {
+  // world 8, 4 layers, batch 16. (t, p): t|8 and 8 heads; p | 8/t and p | 4. v | 4/p (1 when
+  // p = 1); micro-batch | 16/dp. Per (t,p): mbs choices x v choices:
+  // (1,1) 2x1 (1,2) 3x2 (1,4) 4x1 (2,1) 3x1 (2,2) 4x2 (2,4) 5x1 (4,1) 4x1 (4,2) 5x2 (8,1) 5x1
+  const SweepSpec spec = must(small_sweep(R"({"training.tensor_model_parallel_size": "auto",
+      "training.pipeline_model_parallel_size": "auto",
+      "training.virtual_pipeline_model_parallel_size": "auto",
+      "training.micro_batch_size": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(spec), 2 + 6 + 4 + 3 + 8 + 5 + 4 + 10 + 5);
+}
+
+TEST(SweepEnumerate, AutoRecomputeAndSequenceParallel) {
+  // SP only with t > 1; recompute {none, selective, full}; full gets method uniform (1 layer).
+  const SweepSpec spec = must(small_sweep(R"({"training.tensor_model_parallel_size": [1, 2],
+      "training.sequence_parallel": "auto", "training.recompute_granularity": "auto"})"));
+  const auto configs = all_configs(spec);
+  ASSERT_EQ(configs.size(), 3u + 2u * 3u);
+  EXPECT_EQ(configs[2].workload.training.recompute_granularity, RecomputeGranularity::kFull);
+  EXPECT_EQ(configs[2].workload.training.recompute_method, RecomputeMethod::kUniform);
+  EXPECT_EQ(configs[1].workload.training.recompute_method, RecomputeMethod::kNone);
+  EXPECT_TRUE(configs[8].workload.training.sequence_parallel);
+}
+
+// Writes the value of `knob` in `w` into a scenario JSON object, as a user would.
+void set_json(nlohmann::json& doc, KnobId knob, const Workload& w) {
+  const KnobInfo& info = knob_table()[static_cast<std::size_t>(knob)];
+  const std::string key(info.key);
+  const std::string section = key.substr(0, key.find('.'));
+  const std::string field = key.substr(key.find('.') + 1);
+  const KnobValue v = info.get(w);
+  if (info.kind == KnobKind::kBool) {
+    doc[section][field] = v.integer != 0;
+  } else if (info.kind == KnobKind::kChoice) {
+    const std::string_view choice = info.choices[static_cast<std::size_t>(v.integer)];
+    if (choice == "none") {
+      doc[section].erase(field);
+    } else {
+      doc[section][field] = std::string(choice);
+    }
+  } else {
+    doc[section][field] = v.integer;
+  }
+}
+
+TEST(SweepEnumerate, SameWorkloadAsTheLoaderForEveryConfiguration) {
+  const SweepSpec spec = must(small_sweep(R"({"training.tensor_model_parallel_size": "auto",
+      "training.pipeline_model_parallel_size": "auto",
+      "training.virtual_pipeline_model_parallel_size": "auto",
+      "training.sequence_parallel": "auto", "training.micro_batch_size": [1, 4],
+      "training.recompute_granularity": "auto"})"));
+  const nlohmann::json base = nlohmann::json::parse(test::small_base());
+  int valid = 0;
+  for (sim::SweepConfig c : all_configs(spec)) {
+    nlohmann::json doc = base;
+    for (const SweepAxis& a : spec.axes) set_json(doc, a.knob, c.workload);
+    for (const char* k : {"training.recompute_method", "training.recompute_num_layers"}) {
+      set_json(doc, find_knob(k), c.workload);
+    }
+    if (c.workload.training.recompute_num_layers == 0)
+      doc["training"].erase("recompute_num_layers");
+    const Result<Workload> loaded =
+        load_scenario_text(doc.dump(), "test-sweep.json", ".", test::load_options());
+    const Errors errors = finalize_workload(c.workload, "test-sweep.json");
+    ASSERT_EQ(loaded.ok(), errors.empty()) << doc.dump();
+    if (!loaded.ok()) {
+      EXPECT_EQ(loaded.errors().front().key, errors.front().key);
+      continue;
+    }
+    ++valid;
+    Workload expected = loaded.value();
+    expected.source_file = c.workload.source_file;
+    EXPECT_EQ(expected, c.workload) << doc.dump();
+  }
+  EXPECT_GT(valid, 20);
+}
+
+TEST(SweepEnumerate, PaddedVocabularyFollowsTensorParallel) {
+  const SweepSpec spec = must(small_sweep(R"({"training.tensor_model_parallel_size": [1, 8]})"));
+  auto configs = all_configs(spec);
+  ASSERT_EQ(configs.size(), 2u);
+  ASSERT_TRUE(finalize_workload(configs[0].workload, "x").empty());
+  ASSERT_TRUE(finalize_workload(configs[1].workload, "x").empty());
+  EXPECT_EQ(configs[0].workload.model.padded_vocab_size, 50304);  // multiple of 128
+  EXPECT_EQ(configs[1].workload.model.padded_vocab_size, 51200);  // multiple of 1024
+}
+
+TEST(SweepEvaluate, CutReasonsAreCountedByKey) {
+  const SweepSpec spec = must(small_sweep(
+      R"({"training.world_size": [8, 16], "training.tensor_model_parallel_size": [1, 3]})",
+      R"("constraints": {"max_gpus": 8})"));
+  sim::SweepSummary summary(spec, sim::sweep_columns(spec));
+  sim::SweepRunOptions o;
+  run_csv(spec, o, &summary);
+  EXPECT_EQ(summary.evaluated(), 4);
+  EXPECT_EQ(summary.cut_by_reason().at("constraints.max_gpus"), 2);
+  EXPECT_EQ(summary.cut_by_reason().at("training.tensor_model_parallel_size"), 1);
+  EXPECT_EQ(summary.feasible(), 1);
+  EXPECT_EQ(summary.simulated(), 1);
+  ASSERT_EQ(summary.top().size(), 1u);
+  EXPECT_EQ(summary.top()[0].workload.training.tensor_model_parallel_size, 1);
+  EXPECT_GT(summary.top()[0].row.metrics.step_time_s, 0.0);
+}
+
+TEST(SweepEvaluate, OutOfMemoryIsCutBeforeSimulating) {
+  const SweepSpec spec = must(small_sweep(R"({"system.memory_bytes": [1000000, 80000000000]})"));
+  sim::SweepSummary summary(spec, sim::sweep_columns(spec));
+  run_csv(spec, {}, &summary);
+  EXPECT_EQ(summary.cut_by_reason().at("memory.analytic"), 1);
+  EXPECT_EQ(summary.simulated(), 1);
+  EXPECT_EQ(summary.feasible(), 1);
+}
+
+TEST(SweepEvaluate, StepTimeBudget) {
+  const SweepSpec spec = must(small_sweep(R"({"training.micro_batch_size": [1]})",
+                                          R"("constraints": {"step_time_budget_s": 1e-9})"));
+  sim::SweepSummary summary(spec, sim::sweep_columns(spec));
+  run_csv(spec, {}, &summary);
+  EXPECT_EQ(summary.cut_by_reason().at("constraints.step_time_budget_s"), 1);
+  EXPECT_EQ(summary.simulated(), 1);
+}
+
+const char* kMidSpace = R"({"training.tensor_model_parallel_size": "auto",
+    "training.pipeline_model_parallel_size": "auto", "training.micro_batch_size": "auto",
+    "training.recompute_granularity": ["none", "full"]})";
+
+TEST(SweepRun, SameOutputForAnyNumberOfJobs) {
+  const SweepSpec spec = must(small_sweep(kMidSpace));
+  sim::SweepRunOptions one;
+  const std::string a = run_csv(spec, one);
+  sim::SweepRunOptions two;
+  two.jobs = 2;
+  sim::SweepRunOptions five;
+  five.jobs = 5;
+  EXPECT_EQ(a, run_csv(spec, two));
+  EXPECT_EQ(a, run_csv(spec, five));
+  EXPECT_GT(std::count(a.begin(), a.end(), '\n'), 40);
+}
+
+TEST(SweepRun, ResumeAfterInterruptionGivesTheSameFile) {
+  const SweepSpec spec = must(small_sweep(kMidSpace));
+  sim::SweepRunOptions full_options;
+  full_options.jobs = 2;
+  const std::string full = run_csv(spec, full_options);
+  for (const std::size_t torn : {std::size_t{0}, std::size_t{7}}) {
+    std::atomic<bool> cancel{false};
+    sim::SweepRunOptions first;
+    first.jobs = 2;
+    first.cancel = &cancel;
+    first.progress = [&](std::int64_t fed) {
+      if (fed >= 10) cancel = true;
+    };
+    std::string partial = run_csv(spec, first);
+    ASSERT_LT(partial.size(), full.size());
+    EXPECT_EQ(full.substr(0, partial.size()), partial);  // a clean prefix
+    partial.resize(partial.size() - torn);               // a kill in the middle of a line
+    auto parsed = sim::parse_sweep_csv(partial, sim::sweep_columns(spec), "partial.csv");
+    ASSERT_TRUE(parsed.ok());
+    ASSERT_GE(parsed->rows.size(), 9u);
+    sim::SweepRunOptions resume;
+    resume.jobs = 2;
+    resume.known = parsed->rows;
+    const std::int64_t next = parsed->rows.back().index + 1;
+    const std::string rest = run_csv(spec, resume, nullptr, false, next);
+    EXPECT_EQ(partial.substr(0, parsed->complete_bytes) + rest, full);
+  }
+}
+
+TEST(SweepRun, RowsOfAnotherSweepAreRejected) {
+  const SweepSpec a = must(small_sweep(R"({"training.micro_batch_size": [1, 2]})"));
+  const SweepSpec b = must(small_sweep(R"({"training.micro_batch_size": [2, 1]})"));
+  const auto parsed = sim::parse_sweep_csv(run_csv(a, {}), sim::sweep_columns(a), "a.csv");
+  ASSERT_TRUE(parsed.ok());
+  sim::SweepRunOptions o;
+  o.known = parsed->rows;
+  const test::Models m = test::models_for(b);
+  const sim::SweepEvaluator evaluator(b, m.ptrs);
+  EXPECT_FALSE(sim::run_sweep(b, evaluator, o, {}).ok());
+}
+
+TEST(SweepRun, RanksSplitTheSpaceAndMergeBack) {
+  const SweepSpec spec = must(small_sweep(kMidSpace));
+  const std::string full = run_csv(spec, {});
+  std::vector<sim::SweepRow> rows;
+  for (std::int64_t rank = 0; rank < 3; ++rank) {
+    sim::SweepRunOptions o;
+    o.rank = rank;
+    o.ranks = 3;
+    auto part = sim::parse_sweep_csv(run_csv(spec, o), sim::sweep_columns(spec), "rank");
+    ASSERT_TRUE(part.ok());
+    for (const sim::SweepRow& r : part->rows) EXPECT_EQ(r.index % 3, rank);
+    rows.insert(rows.end(), part->rows.begin(), part->rows.end());
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const sim::SweepRow& x, const sim::SweepRow& y) { return x.index < y.index; });
+  sim::SweepRunOptions merge;
+  merge.known = rows;
+  EXPECT_EQ(run_csv(spec, merge), full);
+}
+
+TEST(SweepCsv, RowsReadBackEqual) {
+  sim::SweepRow row;
+  row.index = 42;
+  row.label = "t8 p2";
+  row.knobs = {"8", "true", "a \"quoted\", comma"};
+  row.status = sim::SweepStatus::kOutOfMemory;
+  row.reason_key = "memory.simulated";
+  row.reason = "line\nbreak, \"and quotes\"";
+  row.simulated = true;
+  row.metrics.step_time_s = 0.1 + 0.2;
+  row.metrics.mfu = 1.0 / 3.0;
+  row.metrics.peak_memory_bytes = 123456789012;
+  row.metrics.cp_bubble_s = 1e-300;
+  const std::vector<std::string> columns{"a", "b", "c"};
+  const std::string text = sim::csv_header(columns) + "\n" + sim::csv_line(row) + "\n";
+  const auto parsed = sim::parse_sweep_csv(text, columns, "x.csv");
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_EQ(parsed->rows.size(), 1u);
+  EXPECT_EQ(parsed->rows[0], row);
+  EXPECT_EQ(parsed->complete_bytes, text.size());
+  EXPECT_FALSE(sim::parse_sweep_csv("index,other\n", columns, "x.csv").ok());
+}
+
+TEST(SweepSummary, TopIsOrderedAndParetoIsNotDominated) {
+  const SweepSpec spec = must(small_sweep(kMidSpace, R"("top": 5)"));
+  sim::SweepSummary summary(spec, sim::sweep_columns(spec));
+  run_csv(spec, {}, &summary);
+  ASSERT_EQ(summary.top().size(), 5u);
+  for (std::size_t i = 1; i < summary.top().size(); ++i) {
+    EXPECT_GE(summary.top()[i - 1].row.metrics.tokens_per_s,
+              summary.top()[i].row.metrics.tokens_per_s);
+  }
+  ASSERT_FALSE(summary.pareto().empty());
+  EXPECT_EQ(summary.pareto().back().row.metrics.tokens_per_s,
+            summary.top().front().row.metrics.tokens_per_s);
+  for (const auto& p : summary.pareto()) {
+    for (const auto& q : summary.pareto()) {
+      if (&p == &q) continue;
+      EXPECT_FALSE(q.row.metrics.tokens_per_s >= p.row.metrics.tokens_per_s &&
+                   q.row.metrics.peak_memory_bytes <= p.row.metrics.peak_memory_bytes);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stepsim
