@@ -24,7 +24,8 @@ for scenario in pp2-1f1b pp2-interleaved tp2-sp dp2; do
   file="$scenarios/validation/$scenario.json"
   profile="$work/profile-$scenario.json"
   echo "=== $scenario: calibrate"
-  "${mpirun[@]}" -np 2 "$bin" calibrate --backend cpu --quick --scenario "$file" \
+  "${mpirun[@]}" -np 2 "$bin" calibrate --backend cpu --quick --repeats "${STEPSIM_CI_REPEATS:-5}" \
+    --scenario "$file" \
     --out "$profile" > "$work/calibrate-$scenario.log" 2>&1 ||
     { cat "$work/calibrate-$scenario.log"; exit 1; }
   tail -n 1 "$work/calibrate-$scenario.log"
