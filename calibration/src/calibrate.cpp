@@ -187,8 +187,10 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
     ++run.measured;
     ++finished;
     if (!root) continue;
-    // Messages take as long as their slower end; everything else is rank 0's measurement.
-    const double s = std::holds_alternative<P2PPoint>(points[i]) ? agreed.value()[1] : t.value();
+    // Every rank ran the point at the same time; the slowest one is what a synchronous job
+    // (tensor- and data-parallel peers wait for each other) advances at, as nccl-tests
+    // report the slowest rank. Messages take as long as their slower end likewise.
+    const double s = agreed.value()[1];
     seconds[key] = s;
     if (journal) {
       auto ok = journal->append({key, s});

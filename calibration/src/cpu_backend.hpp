@@ -4,7 +4,11 @@
 // Every GEMM runs in fp32 whatever the op's dtype (Eigen has no fast bf16/fp16 GEMM).
 
 #include <Eigen/Core>
+#include <array>
+#include <chrono>
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -53,6 +57,39 @@ class CpuBackend final : public Backend {
   MpiWorld world_;
   std::string device_name_;
   std::vector<Matrix> a_, b_, c_;  ///< GEMM operands, one triple per batch entry
+
+  /// Without options_.verify, operands and buffers are made once per shape and reused.
+  struct GemmOperands {
+    std::vector<Matrix> a, b, c;
+  };
+  std::map<std::array<std::int64_t, 4>, GemmOperands> gemm_cache_;
+  std::map<std::int64_t, std::pair<Eigen::ArrayXf, Eigen::ArrayXf>> stream_cache_;
+  std::map<std::int64_t, std::vector<float>> float_cache_;          ///< collectives, by count
+  std::map<std::int64_t, std::vector<std::uint8_t>> byte_cache_;    ///< messages, by bytes
+
+  Result<double> gemm_reusing(const GemmOp& op);
+  /// Evicts this core's L2 by streaming twice its size through a buffer of our own.
+  void flush_l2() const;
+  mutable std::vector<float> flush_buffer_;
+  std::vector<float>& floats(std::int64_t count, int slot);
+  Result<double> collective_unverified(const CollectiveOp& op, GroupId group);
+  Result<double> p2p_unverified(const std::vector<P2PRequest>& requests);
 };
+
+template <typename Body>
+std::vector<double> CpuBackend::time_repeats(Body&& body) const {
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < options_.warmup; ++i) body();
+  std::vector<double> times;
+  const int repeats = options_.repeats > 0 ? options_.repeats : 1;
+  times.reserve(static_cast<std::size_t>(repeats));
+  for (int i = 0; i < repeats; ++i) {
+    if (options_.flush_l2) flush_l2();
+    const Clock::time_point t0 = Clock::now();
+    body();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return times;
+}
 
 }  // namespace stepsim::calib

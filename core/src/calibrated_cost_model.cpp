@@ -116,6 +116,30 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
   for (const P2PFit& f : profile_->p2p_fits) {
     if (f.fit.samples > 0) p2p_fits_.emplace(f.inter_node, f.fit);
   }
+
+  std::map<std::int64_t, std::vector<double>> memory_seconds;
+  for (const MemorySample& m : profile_->memory) memory_seconds[m.bytes].push_back(m.seconds);
+  memory_curve_ = medians(memory_seconds);
+  std::map<CollectiveKey, std::map<std::int64_t, std::vector<double>>> collective_seconds;
+  for (const CollectiveSample& c : profile_->collectives) {
+    collective_seconds[CollectiveKey{c.kind, c.group_size, c.nodes_spanned}][c.bytes].push_back(
+        c.seconds);
+  }
+  for (const auto& [key, by_size] : collective_seconds) collective_curves_[key] = medians(by_size);
+  std::map<bool, std::map<std::int64_t, std::vector<double>>> p2p_seconds;
+  for (const P2PSample& m : profile_->p2p) p2p_seconds[m.inter_node][m.bytes].push_back(m.seconds);
+  for (const auto& [inter, by_size] : p2p_seconds) p2p_curves_[inter] = medians(by_size);
+}
+
+std::optional<double> CalibratedCostModel::on_curve(const SizeCurve& curve, std::int64_t bytes) {
+  const auto hi = curve.lower_bound(bytes);
+  if (hi == curve.end()) return std::nullopt;
+  if (hi->first == bytes) return hi->second;
+  if (hi == curve.begin()) return std::nullopt;
+  const auto lo = std::prev(hi);
+  // Time is affine in size between two measured sizes (latency + bytes / bandwidth).
+  const double f = static_cast<double>(bytes - lo->first) / static_cast<double>(hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
 }
 
 double CalibratedCostModel::interpolate(const Table& t, std::array<double, 3> x, bool& clamped) {
@@ -240,6 +264,7 @@ double CalibratedCostModel::memory_bound_s(const MemoryBoundOp& op) const {
         "memory-bound kernels");
     return fallback_.memory_bound_s(op);
   }
+  if (const auto measured = on_curve(memory_curve_, op.bytes)) return *measured;
   return linear_s(profile_->memory_fit, op.bytes, "memory-bound kernel");
 }
 
@@ -253,7 +278,13 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   const std::string what = group_text(op.kind, op.group_size, op.nodes_spanned);
   const auto exact = collective_fits_.find(CollectiveKey{op.kind, op.group_size, op.nodes_spanned});
-  if (exact != collective_fits_.end()) return linear_s(exact->second, op.bytes, what);
+  if (exact != collective_fits_.end()) {
+    const auto curve = collective_curves_.find(exact->first);
+    if (curve != collective_curves_.end()) {
+      if (const auto measured = on_curve(curve->second, op.bytes)) return *measured;
+    }
+    return linear_s(exact->second, op.bytes, what);
+  }
 
   const double per_node =
       static_cast<double>(op.group_size) / static_cast<double>(op.nodes_spanned);
@@ -302,6 +333,10 @@ double CalibratedCostModel::p2p_s(const P2POp& op) const {
              " used",
          what);
     return fallback_.p2p_s(op);
+  }
+  const auto curve = p2p_curves_.find(op.inter_node);
+  if (curve != p2p_curves_.end()) {
+    if (const auto measured = on_curve(curve->second, op.bytes)) return *measured;
   }
   return linear_s(fit->second, op.bytes, what);
 }

@@ -188,7 +188,7 @@ void add_calibrate_command(CLI::App& app, Env& env) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "untimed repeats before measuring")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--flush-l2", args->flush_l2, "flush the L2 cache before each timed GEMM (cuda)");
+  cmd->add_flag("--flush-l2", args->flush_l2, "flush the L2 cache before each timed repeat of a GEMM (cuda), or of every compute op (cpu)");
   cmd->add_option("--stop-after", args->stop_after,
                   "testing: stop after this many new measurements, keeping the journal")
       ->check(CLI::NonNegativeNumber)

@@ -29,5 +29,9 @@ void add_memory_command(CLI::App& app, Env& env);
 
 /// stepsim calibrate: microbenchmarks -> calibration profile (initialises MPI).
 void add_calibrate_command(CLI::App& app, Env& env);
+/// stepsim validate: run the schedule for real under mpirun, compare with the prediction.
+void add_validate_command(CLI::App& app, Env& env);
+/// stepsim regress: re-predict stored measurements (CI gate).
+void add_regress_command(CLI::App& app, Env& env);
 
 }  // namespace stepsim::cli

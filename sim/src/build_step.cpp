@@ -31,6 +31,7 @@ class Builder {
     out_.chunks_per_rank = v_;
     const auto keys = static_cast<std::size_t>(2 * p_ * v_ * m_);
     transfer_of_key_.assign(keys, kNoTask);
+    posts_.assign(static_cast<std::size_t>(p_), 0);
   }
 
   Result<BuiltStep> build() {
@@ -139,7 +140,9 @@ class Builder {
       if (call.transfers.empty()) continue;
       posted_.clear();
       for (const Transfer& tr : call.transfers) posted_.push_back(post_transfer(r, tr, cursor));
-      if (call.blocking) cursor.assign(posted_.begin(), posted_.end());
+      // With serialised streams a non-blocking call completes where it is issued, as on the
+      // validator's single host thread (calibration/executor.hpp).
+      if (call.blocking || options_.serialize_streams) cursor.assign(posted_.begin(), posted_.end());
     }
     const TaskId end = add(Task{r, Stream::kCompute, TaskKind::kJoin, 0.0, -1, -1});
     add_edges(cursor, end);
@@ -177,6 +180,9 @@ class Builder {
               .value);
     }
     add_edges(cursor, TaskId{static_cast<std::uint32_t>(task)});
+    TransferRef& ref = out_.transfers[static_cast<std::size_t>(out_.graph.task(TaskId{
+        static_cast<std::uint32_t>(task)}).payload)];
+    (tr.send ? ref.sender_post : ref.receiver_post) = posts_[static_cast<std::size_t>(r)]++;
     return task;
   }
 
@@ -277,7 +283,8 @@ class Builder {
   std::int32_t p_ = 1, v_ = 1, m_ = 1;
   BuiltStep out_;
   std::vector<std::int32_t> transfer_of_key_;
-  std::vector<std::int32_t> posted_;  // scratch: the transfers of the call being added  // one task per (tensor, microbatch, producer)
+  std::vector<std::int32_t> posted_;  // scratch: the transfers of the call being added
+  std::vector<std::int64_t> posts_;   // per rank: transfers posted so far  // one task per (tensor, microbatch, producer)
   std::vector<std::pair<TaskId, std::size_t>> data_deps_;
   std::vector<TaskId> embedding_tasks_;
 };

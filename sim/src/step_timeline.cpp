@@ -79,6 +79,9 @@ std::string describe_shape(const OpShape& shape) {
 void expand_slices(const BuiltStep& step, const EngineResult& run, const WorkloadPlan& plan,
                    Timeline& out) {
   const auto& tasks = step.graph.tasks();
+  // Slices starting together on one lane keep the order their rank issued them in: the
+  // transfers of one batched call by the rank's post order, everything else by task order.
+  std::vector<std::int64_t> issue;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& task = tasks[i];
     const TaskTiming& when = run.timings[i];
@@ -104,6 +107,7 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
         s.op = op.name;
         s.detail = describe_shape(op.shape);
         out.slices.push_back(std::move(s));
+        issue.push_back(static_cast<std::int64_t>(i));
       }
     } else if (task.kind == TaskKind::kTransfer) {
       // One simulated transfer, drawn on both ranks' P2P lanes.
@@ -125,6 +129,7 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
                  "stage " + std::to_string(send ? ref.receiver : ref.sender);
         s.detail = describe_shape(P2POp{ref.bytes, ref.inter_node});
         out.slices.push_back(std::move(s));
+        issue.push_back(send ? ref.sender_post : ref.receiver_post);
       }
     } else if (task.kind == TaskKind::kCollective || task.kind == TaskKind::kStepOp) {
       const StepOpRef& ref = step.step_ops[static_cast<std::size_t>(task.payload)];
@@ -140,13 +145,23 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
       s.name = (ref.chunk >= 0 ? "c" + std::to_string(ref.chunk) + " " : std::string()) + ref.op->name;
       s.detail = describe_shape(ref.op->shape);
       out.slices.push_back(std::move(s));
+      issue.push_back(static_cast<std::int64_t>(i));
     }
   }
-  std::stable_sort(out.slices.begin(), out.slices.end(), [](const Slice& a, const Slice& b) {
+  std::vector<std::size_t> order(out.slices.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t ia, std::size_t ib) {
+    const Slice& a = out.slices[ia];
+    const Slice& b = out.slices[ib];
     if (a.start_s != b.start_s) return a.start_s < b.start_s;
     if (a.rank != b.rank) return a.rank < b.rank;
-    return a.stream < b.stream;
+    if (a.stream != b.stream) return a.stream < b.stream;
+    return issue[ia] < issue[ib];
   });
+  std::vector<Slice> sorted;
+  sorted.reserve(order.size());
+  for (const std::size_t i : order) sorted.push_back(std::move(out.slices[i]));
+  out.slices = std::move(sorted);
 }
 
 }  // namespace stepsim::sim

@@ -263,3 +263,40 @@ TEST(MakeCostModel, MissingProfileIsAnErrorNamingIt) {
 
 }  // namespace
 }  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// Memory-bound kernels, collectives and messages of a measured size take their measured time;
+// between two measured sizes, the line between them; beyond them, the fit.
+TEST(CalibratedCostModelSizes, ExactAtMeasuredSizesAndLinearBetween) {
+  auto p = std::make_shared<Profile>();
+  p->memory = {{1000, 2e-6, ""}, {3000, 5e-6, ""}, {100000, 40e-6, ""}};
+  p->collectives = {{CollectiveKind::kAllGather, 2, 1, 4096, 10e-6, ""},
+                    {CollectiveKind::kAllGather, 2, 1, 8192, 30e-6, ""},
+                    {CollectiveKind::kAllGather, 2, 1, 65536, 50e-6, ""}};
+  p->p2p = {{false, 1024, 3e-6, ""}, {false, 4096, 9e-6, ""}, {false, 1 << 20, 100e-6, ""}};
+  fit_profile(*p);
+  SystemConfig fallback;
+  fallback.name = "fallback";
+  fallback.hbm_bandwidth_bytes_per_s = 1e12;
+  fallback.efficiency.memory_max = 1.0;
+  const CalibratedCostModel m(p, "sizes", fallback);
+  EXPECT_DOUBLE_EQ(m.memory_bound_s({3000}), 5e-6);
+  EXPECT_DOUBLE_EQ(m.memory_bound_s({2000}), 3.5e-6);
+  const CollectiveOp ag{CollectiveKind::kAllGather, CommGroup::kTensor, 8192, 2, 1};
+  EXPECT_DOUBLE_EQ(m.collective_s(ag), 30e-6);
+  CollectiveOp between = ag;
+  between.bytes = 6144;
+  EXPECT_DOUBLE_EQ(m.collective_s(between), 20e-6);
+  EXPECT_DOUBLE_EQ(m.p2p_s({4096, false}), 9e-6);
+  EXPECT_DOUBLE_EQ(m.p2p_s({2560, false}), 6e-6);
+  // Beyond the measured sizes: the latency/bandwidth fit, with a warning.
+  const LinearFit& fit = p->memory_fit;
+  EXPECT_DOUBLE_EQ(m.memory_bound_s({1 << 24}),
+                   fit.latency_s + static_cast<double>(1 << 24) / fit.bandwidth_bytes_per_s);
+  EXPECT_FALSE(m.warnings().empty());
+}
+
+}  // namespace
+}  // namespace stepsim

@@ -67,9 +67,17 @@ class Backend {
 
 struct BackendOptions {
   int cpu_threads = 1;    ///< Eigen threads per rank (cpu)
-  bool flush_l2 = false;  ///< flush the L2 cache before each timed GEMM (cuda)
+  /// Flush the L2 cache before each timed GEMM (cuda) or each timed compute op (cpu), so
+  /// that operands come from memory as they do in a step where other kernels ran between.
+  bool flush_l2 = false;
   int warmup = 2;         ///< untimed repeats before measuring
   int repeats = 5;        ///< timed repeats; the median is returned
+  /// Calibration (true): fresh operands for every call, members synchronised before a timed
+  /// collective or message, and every result checked, as nccl-tests do. The validator
+  /// (false) runs ops as training does: operands made once per shape and reused, no
+  /// synchronisation beyond the op itself (a late peer's wait is part of the step), no
+  /// checks: what it times is the work the simulator predicts, not the harness.
+  bool verify = true;
   /// Folder holding the CUDA backend plugin (libstepsim_cuda_backend.so); empty: the build's
   /// bin/ folder, where the plugin is built beside the stepsim executable.
   std::string plugin_dir;

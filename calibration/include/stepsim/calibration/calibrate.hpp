@@ -10,6 +10,7 @@
 
 #include "stepsim/calibration/backend.hpp"
 #include "stepsim/calibration/microbench.hpp"
+#include "stepsim/core/plan.hpp"
 #include "stepsim/core/profile.hpp"
 #include "stepsim/core/result.hpp"
 
@@ -62,6 +63,16 @@ struct CalibrationRun {
 /// an unreadable or foreign journal.
 Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<BenchPoint>& points,
                                        const CalibrationOptions& options, ProgressSink* progress);
+
+/// Calibrates for one decomposed scenario inside the calling process: its exact op shapes,
+/// plus the quick generic grid so that every fit has several sizes, measured with calibration
+/// settings (fresh operands, checked results, median of repeats, L2 flushed before each
+/// compute op) on a backend of its own. `validate --calibrate` runs it right before the
+/// measured steps, so that profile and measurement see the machine in the same state (on a
+/// shared machine its speed drifts over seconds). Collective over the world; every rank
+/// returns the same fitted profile.
+Result<Profile> calibrate_for_plan(const std::string& backend_name, const WorkloadPlan& plan,
+                                   int cpu_threads);
 
 /// The summary table: peak GEMM TFLOP/s reached, memory bandwidth, bus bandwidth per
 /// collective, group size and span (largest message), point-to-point bandwidth.

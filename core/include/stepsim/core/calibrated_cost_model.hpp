@@ -30,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -99,6 +100,13 @@ class CalibratedCostModel final : public CostModel {
   using CollectiveKey = std::tuple<CollectiveKind, std::int64_t, std::int64_t>;
   std::map<CollectiveKey, LinearFit> collective_fits_;
   std::map<bool, LinearFit> p2p_fits_;
+  /// Measured sizes (median seconds per size, ascending): exact at a measured size, linear
+  /// between two, the fit beyond them.
+  using SizeCurve = std::map<std::int64_t, double>;
+  static std::optional<double> on_curve(const SizeCurve& curve, std::int64_t bytes);
+  SizeCurve memory_curve_;
+  std::map<CollectiveKey, SizeCurve> collective_curves_;
+  std::map<bool, SizeCurve> p2p_curves_;
 
   mutable std::mutex mutex_;
   /// category -> details; rendered by warnings().

@@ -1,0 +1,157 @@
+#pragma once
+// The validator's schedule executor: every rank runs, on a real Backend, exactly the program
+// the simulator predicts (sim::make_schedule's RankProgram items, each compute action
+// expanded into its chunk's forward/backward ops from decompose(), then gradient reduction
+// and the step ops), and times every task with the backend's aligned clock.
+//
+// Execution model: one host thread per rank issues every task in program order and each
+// Backend call blocks until its work is done, so the streams of a rank are serialised (no
+// compute/communication overlap). This holds for the CPU backend (Eigen + MPI on one thread)
+// and for the CUDA backend as the Backend interface exposes it. Predictions compared with a
+// measurement must model the same execution: sim::SimulateOptions::serialize_streams.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepsim/calibration/backend.hpp"
+#include "stepsim/core/plan.hpp"
+#include "stepsim/core/result.hpp"
+#include "stepsim/core/scenario.hpp"
+#include "stepsim/sim/schedule.hpp"
+#include "stepsim/sim/timeline.hpp"
+
+namespace stepsim::calib {
+
+/// Megatron's rank layout: tensor-parallel fastest, then data-parallel, then pipeline:
+/// global rank = pp * (t * dp) + dp_idx * t + tp_idx.
+struct RankLayout {
+  std::int32_t tp = 1;
+  std::int32_t pp = 1;
+  std::int32_t dp = 1;
+
+  struct Coord {
+    std::int32_t pp = 0, dp = 0, tp = 0;
+    bool operator==(const Coord&) const = default;
+  };
+
+  std::int32_t world_size() const { return tp * pp * dp; }
+  std::int32_t global_rank(std::int32_t pp_idx, std::int32_t dp_idx, std::int32_t tp_idx) const {
+    return pp_idx * (tp * dp) + dp_idx * tp + tp_idx;
+  }
+  Coord coord_of(std::int32_t global) const {
+    return Coord{global / (tp * dp), (global / tp) % dp, global % tp};
+  }
+  bool operator==(const RankLayout&) const = default;
+};
+
+RankLayout layout_of(const Workload& w);
+
+/// What an executed op is, for per-kind comparison.
+enum class OpCategory : std::uint8_t {
+  kGemm,
+  kAttention,
+  kMemoryBound,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kP2P,
+};
+inline constexpr int kOpCategories = 7;
+std::string_view to_string(OpCategory c);
+
+/// One task of a rank's step: a plan op (compute or collective) or one CommCall (one
+/// batched point-to-point exchange).
+struct ExecTask {
+  enum class Kind : std::uint8_t { kOp, kComm };
+  Kind kind = Kind::kOp;
+  Op op;               ///< kind == kOp
+  sim::CommCall comm;  ///< kind == kComm; `peer`s are pipeline ranks
+  /// kind == kComm: bytes of each transfer, in `comm.transfers` order.
+  std::vector<std::int64_t> transfer_bytes;
+  /// kind == kComm: the simulator's slice name of each transfer ("send_act mb3 to stage 1").
+  std::vector<std::string> transfer_names;
+
+  OpCategory category = OpCategory::kGemm;
+  Stream stream = Stream::kCompute;
+  sim::SliceKind slice_kind = sim::SliceKind::kForward;
+  std::int32_t microbatch = -1;
+  std::int32_t chunk = -1;
+  std::int32_t layer = -1;
+  std::string name;     ///< "F mb3 c1 L12 qkv_gemm", as the simulator names slices
+  std::string op_name;  ///< "qkv_gemm", or the CommCall's name
+  std::string detail;   ///< shape or bytes
+  bool operator==(const ExecTask&) const = default;
+};
+
+/// The tasks of one step of pipeline rank `stage`, in issue order: the schedule's items
+/// (compute actions expanded into the chunk's ops; one task per CommCall that carries
+/// transfers, non-blocking ones included: they complete where they are issued, and the
+/// program's "wait" calls have nothing left to do), then the gradient reduction of each chunk
+/// in the order of their last backward, then the step ops. `plan` must be decompose(w),
+/// `schedule` the one simulate() used for w.
+std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& plan,
+                                        const sim::Schedule& schedule, std::int32_t stage);
+
+/// Point-to-point tag of a transfer, equal on sender and receiver:
+/// derived from (tensor kind, microbatch, producer virtual stage).
+std::int32_t p2p_tag(const sim::Transfer& t, std::int32_t virtual_stages);
+
+/// Start and end of one task of one step on the aligned clock, and the duration the backend
+/// reported for the work itself (its own clock: without operand setup, result checks or
+/// waiting for peers), seconds.
+struct TaskTiming {
+  double start_s = 0;
+  double end_s = 0;
+  double op_s = 0;
+  bool operator==(const TaskTiming&) const = default;
+};
+
+/// What was measured, as held by rank 0 after the run (other ranks get only their own rank's
+/// timings). `steps[k][global_rank][task]`: timings of measured step k.
+struct Measurement {
+  RankLayout layout;
+  std::vector<std::vector<ExecTask>> stage_tasks;  ///< per pipeline rank
+  std::vector<std::vector<std::vector<TaskTiming>>> steps;
+  std::vector<double> step_times_s;  ///< per measured step: last end - first start, all ranks
+  /// The reporting rank's own tasks of an unfinished step (partial results after a fault).
+  std::vector<TaskTiming> unfinished_step;
+  bool complete = false;
+  std::string failure;  ///< why the run stopped early; empty when complete
+  bool operator==(const Measurement&) const = default;
+};
+
+enum class FailMode : std::uint8_t { kHang, kExit };
+
+struct ExecutorOptions {
+  std::int32_t warmup_steps = 1;  ///< untimed steps before measuring
+  std::int32_t steps = 3;         ///< measured steps
+  /// A rank that makes no progress for this long stops every rank (watchdog, abort_all).
+  double timeout_s = 60;
+  /// Fault injection for tests: world rank `fail_rank` hangs (or exits) when it reaches its
+  /// task number `fail_at_task` (counted over all steps, warm-up included, from 0).
+  std::int32_t fail_rank = -1;
+  std::int64_t fail_at_task = -1;
+  FailMode fail_mode = FailMode::kHang;
+  /// Called on the rank whose watchdog fired, with a message naming the rank and the task,
+  /// and what was measured so far (complete steps at rank 0), just before abort_all(1).
+  std::function<void(const std::string& message, const Measurement& partial)> on_timeout;
+};
+
+/// Runs warm-up and measured steps of `w` on this rank of `backend` (one process per device,
+/// world size = w.training.world_size). Every rank must call it. Errors: world size mismatch,
+/// a failing backend call.
+Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan,
+                                     const sim::Schedule& schedule, Backend& backend,
+                                     const ExecutorOptions& options);
+
+/// Index of the measured step whose time is the median (lower median).
+std::size_t median_step(const Measurement& m);
+
+/// The measured step `step` as a timeline in the simulator's representative mode: one rank
+/// per pipeline stage (data- and tensor-parallel rank 0), times relative to the step's start.
+sim::Timeline measured_timeline(const Measurement& m, std::size_t step);
+
+}  // namespace stepsim::calib

@@ -1,0 +1,191 @@
+// Predicted vs measured timelines: step time, per-stage figures, per-op-kind errors.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "stepsim/calibration/validate.hpp"
+
+namespace stepsim::calib {
+
+sim::SimulateOptions validation_simulate_options() {
+  sim::SimulateOptions o;
+  o.keep_timeline = true;
+  o.serialize_streams = true;
+  return o;
+}
+
+double relative_error(double predicted, double measured) {
+  if (measured == 0) return predicted == 0 ? 0.0 : 1.0;
+  return (predicted - measured) / measured;
+}
+
+namespace {
+
+using Interval = std::pair<double, double>;
+
+/// Total length of the union of `v` (sorted in place).
+double union_length(std::vector<Interval>& v) {
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  double cur_start = 0;
+  double cur_end = -1;
+  bool open = false;
+  for (const auto& [s, e] : v) {
+    if (!open || s > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Stage and name: the simulator puts serialised per-step work on the compute stream, so the
+// stream is not part of a slice's identity.
+using SliceKey = std::pair<std::int32_t, std::string>;
+
+}  // namespace
+
+StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage) {
+  std::vector<Interval> compute;
+  std::vector<Interval> all;
+  for (const auto& s : t.slices) {
+    if (s.rank != stage) continue;
+    all.emplace_back(s.start_s, s.end_s);
+    const bool comm = s.kind == sim::SliceKind::kTensorComm ||
+                      s.kind == sim::SliceKind::kPipelineComm ||
+                      s.kind == sim::SliceKind::kDataComm;
+    if (!comm) compute.emplace_back(s.start_s, s.end_s);
+  }
+  StageFigures f;
+  f.busy_s = union_length(compute);
+  const double any = union_length(all);
+  f.comm_s = any - f.busy_s;
+  f.idle_s = std::max(0.0, t.step_time_s - any);
+  return f;
+}
+
+ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline& predicted,
+                         const Measurement& measured, std::size_t max_deviations) {
+  ValidationReport r;
+  r.world_size = measured.layout.world_size();
+  r.steps = static_cast<std::int32_t>(measured.step_times_s.size());
+  r.measured_step_times_s = measured.step_times_s;
+  r.predicted_step_time_s = prediction.step_time_s;
+  r.complete = measured.complete;
+  r.failure = measured.failure;
+  if (measured.step_times_s.empty()) {
+    r.notes.push_back("no measured step completed");
+    return r;
+  }
+  r.measured_step_time_s = median(measured.step_times_s);
+  r.relative_error = relative_error(r.predicted_step_time_s, r.measured_step_time_s);
+
+  const std::size_t median_index = median_step(measured);
+  for (const auto& rank : measured.steps[median_index]) {
+    double sum = 0;
+    for (const auto& t : rank) sum += t.op_s;
+    r.measured_backend_step_time_s = std::max(r.measured_backend_step_time_s, sum);
+  }
+  r.backend_relative_error =
+      relative_error(r.predicted_step_time_s, r.measured_backend_step_time_s);
+  const sim::Timeline mt = measured_timeline(measured, median_index);
+  for (std::int32_t s = 0; s < measured.layout.pp; ++s) {
+    StageComparison st{s, stage_figures(predicted, s), stage_figures(mt, s), 0.0};
+    const auto& tasks = measured.stage_tasks[static_cast<std::size_t>(s)];
+    const auto& timings = measured.steps[median_index].at(
+        static_cast<std::size_t>(measured.layout.global_rank(s, 0, 0)));
+    for (std::size_t i = 0; i < tasks.size() && i < timings.size(); ++i) {
+      if (tasks[i].stream != Stream::kCompute || tasks[i].kind != ExecTask::Kind::kOp) continue;
+      st.measured_backend_overhead_s +=
+          std::max(0.0, timings[i].end_s - timings[i].start_s - timings[i].op_s);
+    }
+    r.stages.push_back(st);
+  }
+
+  // Predicted slices per key, in start order (the timeline is sorted by start).
+  std::map<SliceKey, std::vector<const sim::Slice*>> predicted_by_key;
+  for (const auto& s : predicted.slices) {
+    predicted_by_key[SliceKey{s.rank, s.name}].push_back(&s);
+  }
+  std::map<SliceKey, std::size_t> used;
+  std::array<OpKindComparison, kOpCategories> kinds{};
+  std::vector<Deviation> deviations;
+  std::int64_t measured_total = 0;
+  for (std::int32_t s = 0; s < measured.layout.pp; ++s) {
+    const auto& tasks = measured.stage_tasks[static_cast<std::size_t>(s)];
+    const auto rep = static_cast<std::size_t>(measured.layout.global_rank(s, 0, 0));
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const auto& task = tasks[i];
+      const std::vector<std::string> names = task.kind == ExecTask::Kind::kComm
+                                                 ? task.transfer_names
+                                                 : std::vector<std::string>{task.name};
+      std::vector<double> durations;
+      std::vector<double> walls;
+      for (const auto& step : measured.steps) {
+        const auto& rank = step.at(rep);
+        if (i >= rank.size()) continue;
+        durations.push_back(rank[i].op_s);
+        walls.push_back(rank[i].end_s - rank[i].start_s);
+      }
+      const double meas = median(durations);
+      const double wall = median(walls);
+      for (const auto& name : names) {
+        ++measured_total;
+        const SliceKey key{s, name};
+        auto it = predicted_by_key.find(key);
+        std::size_t& n = used[key];
+        if (it == predicted_by_key.end() || n >= it->second.size()) continue;
+        const sim::Slice& ps = *it->second[n++];
+        const double pred = ps.end_s - ps.start_s;
+        const double rel = relative_error(pred, meas);
+        auto& k = kinds[static_cast<std::size_t>(task.category)];
+        k.category = task.category;
+        ++k.count;
+        k.predicted_total_s += pred;
+        k.measured_total_s += meas;
+        k.measured_wall_total_s += wall;
+        k.mean_relative_error += rel;
+        k.mean_abs_relative_error += std::abs(rel);
+        deviations.push_back(Deviation{s, name, task.detail, task.category, pred, meas, rel});
+        ++r.matched_slices;
+      }
+    }
+  }
+  r.unmatched_measured = measured_total - r.matched_slices;
+  r.unmatched_predicted = static_cast<std::int64_t>(predicted.slices.size()) - r.matched_slices;
+  for (auto& k : kinds) {
+    if (k.count == 0) continue;
+    k.mean_relative_error /= static_cast<double>(k.count);
+    k.mean_abs_relative_error /= static_cast<double>(k.count);
+    r.ops.push_back(k);
+  }
+  std::stable_sort(
+      deviations.begin(), deviations.end(), [](const Deviation& a, const Deviation& b) {
+        return std::abs(a.predicted_s - a.measured_s) > std::abs(b.predicted_s - b.measured_s);
+      });
+  if (deviations.size() > max_deviations) deviations.resize(max_deviations);
+  r.largest_deviations = std::move(deviations);
+  if (r.unmatched_predicted != 0 || r.unmatched_measured != 0) {
+    r.notes.push_back(std::to_string(r.unmatched_predicted) + " predicted and " +
+                      std::to_string(r.unmatched_measured) +
+                      " measured slices have no counterpart (matched by stage and name)");
+  }
+  return r;
+}
+
+}  // namespace stepsim::calib

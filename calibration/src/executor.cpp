@@ -1,0 +1,342 @@
+// Runs the simulator's program on a real Backend and times every task.
+
+#include "stepsim/calibration/executor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <type_traits>
+#include <variant>
+
+#include "watchdog.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+struct Groups {
+  GroupId tp, dp, embedding;
+};
+
+Error runtime_error(const std::string& message) { return Error{"", "", message}; }
+
+/// Megatron's process groups, made with Backend::split (a collective over the world: every
+/// rank makes the same calls in the same order).
+Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me) {
+  const auto c = layout.coord_of(me);
+  const std::int32_t world = layout.world_size();
+  auto tp = b.split(c.pp * layout.dp + c.dp, c.tp);
+  if (!tp) return tp.errors();
+  auto dp = b.split(c.pp * layout.tp + c.tp, c.dp);
+  if (!dp) return dp.errors();
+  // Embedding group: the first and last pipeline stage of the same (dp, tp) position. Ranks
+  // outside it get a group of their own, which they never use.
+  const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
+  auto emb = b.split(member ? c.dp * layout.tp + c.tp : world + me, c.pp);
+  if (!emb) return emb.errors();
+  return Groups{*tp, *dp, *emb};
+}
+
+/// World ranks of the group `g` of rank `me`, for fault messages.
+std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std::int32_t me) {
+  const auto c = layout.coord_of(me);
+  std::vector<std::int32_t> out;
+  switch (g) {
+    case CommGroup::kTensor:
+      for (std::int32_t t = 0; t < layout.tp; ++t) out.push_back(layout.global_rank(c.pp, c.dp, t));
+      break;
+    case CommGroup::kData:
+      for (std::int32_t d = 0; d < layout.dp; ++d) out.push_back(layout.global_rank(c.pp, d, c.tp));
+      break;
+    case CommGroup::kEmbedding:
+      out.push_back(layout.global_rank(0, c.dp, c.tp));
+      out.push_back(layout.global_rank(layout.pp - 1, c.dp, c.tp));
+      break;
+  }
+  return out;
+}
+
+std::string join_ranks(std::vector<std::int32_t> ranks, std::int32_t me) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::ostringstream s;
+  bool first = true;
+  for (const auto r : ranks) {
+    if (r == me) continue;
+    s << (first ? "" : ", ") << r;
+    first = false;
+  }
+  return s.str();
+}
+
+class Runner {
+ public:
+  Runner(const Workload& w, Backend& b, const ExecutorOptions& options, Measurement& m)
+      : b_(b),
+        options_(options),
+        m_(m),
+        me_(b.world_rank()),
+        coord_(m.layout.coord_of(me_)),
+        tasks_(m.stage_tasks.at(static_cast<std::size_t>(coord_.pp))),
+        virtual_stages_(m.layout.pp * static_cast<std::int32_t>(
+                                          w.training.virtual_pipeline_model_parallel_size)) {}
+
+  Result<bool> run();
+
+ private:
+  Result<double> run_task(const ExecTask& t);
+  std::string describe(std::int32_t step, std::int64_t task, double idle_s) const;
+  void fire(std::int32_t step, std::int64_t task, double idle_s);
+  void maybe_fail(detail::Watchdog& dog);
+
+  Backend& b_;
+  const ExecutorOptions& options_;
+  Measurement& m_;
+  std::int32_t me_;
+  RankLayout::Coord coord_;
+  const std::vector<ExecTask>& tasks_;
+  std::int32_t virtual_stages_;
+  Groups groups_;
+  std::mutex mutex_;           // guards m_ against the watchdog thread
+  std::int64_t executed_ = 0;  // tasks started, over all steps
+  // The step in progress; the watchdog reads the first done_in_step_ entries.
+  std::vector<TaskTiming> timings_;
+  std::atomic<std::size_t> done_in_step_{0};
+  std::atomic<bool> measuring_{false};
+};
+
+Result<double> Runner::run_task(const ExecTask& t) {
+  if (t.kind == ExecTask::Kind::kComm) {
+    std::vector<P2PRequest> requests;
+    for (std::size_t i = 0; i < t.comm.transfers.size(); ++i) {
+      const auto& tr = t.comm.transfers[i];
+      requests.push_back(P2PRequest{tr.send, t.transfer_bytes[i],
+                                    m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp),
+                                    p2p_tag(tr, virtual_stages_)});
+    }
+    if (requests.empty()) return 0.0;
+    return b_.p2p(requests);
+  }
+  return std::visit(
+      [this, &t](const auto& s) -> Result<double> {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<T, GemmOp>) {
+          return b_.gemm(s);
+        } else if constexpr (std::is_same_v<T, AttentionOp>) {
+          return b_.attention(s);
+        } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
+          return b_.memory_bound(s);
+        } else if constexpr (std::is_same_v<T, CollectiveOp>) {
+          const GroupId g = s.group == CommGroup::kTensor ? groups_.tp
+                            : s.group == CommGroup::kData ? groups_.dp
+                                                          : groups_.embedding;
+          if (b_.group_size(g) != s.group_size) {
+            return runtime_error(t.name + ": " + std::string(to_string(s.group)) +
+                                 " group of rank " + std::to_string(me_) + " has " +
+                                 std::to_string(b_.group_size(g)) + " ranks, the plan expects " +
+                                 std::to_string(s.group_size));
+          }
+          return b_.collective(s, g);
+        } else {
+          return runtime_error(t.name +
+                               ": a P2P op inside a chunk's op list cannot be executed; pipeline "
+                               "transfers come from the schedule's CommCalls");
+        }
+      },
+      t.op.shape);
+}
+
+std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s) const {
+  std::ostringstream s;
+  s << "rank " << me_ << " (pipeline stage " << coord_.pp << ", data-parallel rank " << coord_.dp
+    << ", tensor-parallel rank " << coord_.tp << ") made no progress for " << idle_s
+    << " s (--timeout " << options_.timeout_s << ") in step " << step << ", ";
+  if (task == -1) return s.str() + "waiting in the barrier that starts the step";
+  if (task == -2) return s.str() + "gathering the step's timings at rank 0";
+  if (task == -3) return s.str() + "setting up process groups and clocks";
+  const auto& t = tasks_.at(static_cast<std::size_t>(task));
+  s << "task " << task << " '" << t.name << "' (" << t.detail << ")";
+  if (t.kind == ExecTask::Kind::kComm) {
+    std::vector<std::int32_t> peers;
+    for (const auto& tr : t.comm.transfers) {
+      peers.push_back(m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp));
+    }
+    s << ", waiting for rank(s) " << join_ranks(peers, me_);
+  } else if (const auto* c = std::get_if<CollectiveOp>(&t.op.shape)) {
+    s << ", waiting for rank(s) " << join_ranks(members_of(c->group, m_.layout, me_), me_);
+  }
+  return s.str();
+}
+
+void Runner::fire(std::int32_t step, std::int64_t task, double idle_s) {
+  const std::string message = describe(step, task, idle_s);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    m_.complete = false;
+    m_.failure = message;
+    if (measuring_.load()) {
+      const std::size_t done = done_in_step_.load(std::memory_order_acquire);
+      m_.unfinished_step.assign(timings_.begin(),
+                                timings_.begin() + static_cast<std::ptrdiff_t>(done));
+    }
+    if (options_.on_timeout) options_.on_timeout(message, m_);
+  }
+  b_.abort_all(1);
+}
+
+void Runner::maybe_fail(detail::Watchdog& dog) {
+  if (me_ != options_.fail_rank || executed_ != options_.fail_at_task) return;
+  if (options_.fail_mode == FailMode::kExit) std::_Exit(3);
+  // A hung rank: it stops making progress and leaves the report to the ranks waiting on it.
+  dog.disable();
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+Result<bool> Runner::run() {
+  detail::Watchdog dog(options_.timeout_s, [this](std::int32_t step, std::int64_t task,
+                                                  double idle_s) { fire(step, task, idle_s); });
+  dog.enter(0, -3);
+  auto groups = make_groups(b_, m_.layout, me_);
+  if (!groups) return groups.errors();
+  groups_ = *groups;
+  if (auto a = b_.align_clocks(); !a) return a.errors();
+
+  const std::int32_t total = options_.warmup_steps + options_.steps;
+  timings_.assign(tasks_.size(), TaskTiming{});
+  for (std::int32_t step = 0; step < total; ++step) {
+    const bool measured = step >= options_.warmup_steps;
+    measuring_.store(measured);
+    done_in_step_.store(0);
+    dog.enter(step, -1);
+    if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
+    for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      dog.enter(step, static_cast<std::int64_t>(i));
+      maybe_fail(dog);
+      ++executed_;
+      const double start = b_.now_s();
+      auto r = run_task(tasks_[i]);
+      const double end = b_.now_s();
+      if (!r) return r.errors();
+      timings_[i] = TaskTiming{start, end, *r};
+      done_in_step_.store(i + 1, std::memory_order_release);
+    }
+    if (!measured) continue;
+    dog.enter(step, -2);
+    std::vector<double> flat;
+    flat.reserve(3 * timings_.size());
+    for (const auto& t : timings_) {
+      flat.push_back(t.start_s);
+      flat.push_back(t.end_s);
+      flat.push_back(t.op_s);
+    }
+    auto gathered = b_.gather_to_root(flat);
+    if (!gathered) return gathered.errors();
+    if (me_ != 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      m_.steps.push_back({timings_});
+      continue;
+    }
+    std::vector<std::vector<TaskTiming>> per_rank;
+    double first = std::numeric_limits<double>::max();
+    double last = std::numeric_limits<double>::lowest();
+    for (const auto& values : *gathered) {
+      std::vector<TaskTiming> rank_timings;
+      for (std::size_t i = 0; i + 2 < values.size(); i += 3) {
+        rank_timings.push_back(TaskTiming{values[i], values[i + 1], values[i + 2]});
+        first = std::min(first, values[i]);
+        last = std::max(last, values[i + 1]);
+      }
+      per_rank.push_back(std::move(rank_timings));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    m_.steps.push_back(std::move(per_rank));
+    m_.step_times_s.push_back(last > first ? last - first : 0.0);
+  }
+  measuring_.store(false);
+  std::lock_guard<std::mutex> lock(mutex_);
+  m_.complete = true;
+  return true;
+}
+
+}  // namespace
+
+Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan,
+                                     const sim::Schedule& schedule, Backend& backend,
+                                     const ExecutorOptions& options) {
+  Measurement m;
+  m.layout = layout_of(w);
+  if (backend.world_size() != m.layout.world_size()) {
+    return Error{w.source_file, "training.world_size",
+                 "=" + std::to_string(m.layout.world_size()) + " but the validator runs " +
+                     std::to_string(backend.world_size()) + " ranks (start it with mpirun -np " +
+                     std::to_string(m.layout.world_size()) + ", one rank per device)"};
+  }
+  if (options.steps < 1 || options.warmup_steps < 0) {
+    return Error{"", "--steps", "must be at least 1 (and --warmup at least 0)"};
+  }
+  for (std::int32_t s = 0; s < m.layout.pp; ++s) {
+    m.stage_tasks.push_back(build_stage_tasks(w, plan, schedule, s));
+  }
+  Runner runner(w, backend, options, m);
+  if (auto r = runner.run(); !r) return r.errors();
+  return m;
+}
+
+std::size_t median_step(const Measurement& m) {
+  STEPSIM_ASSERT(!m.step_times_s.empty());
+  std::vector<std::size_t> order(m.step_times_s.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&m](std::size_t a, std::size_t b) {
+    return m.step_times_s[a] < m.step_times_s[b];
+  });
+  return order[(order.size() - 1) / 2];
+}
+
+sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
+  sim::Timeline t;
+  t.label = "measured";
+  t.ranks = m.layout.pp;
+  t.memory.resize(static_cast<std::size_t>(m.layout.pp));
+  const auto& timings = m.steps.at(step);
+  double t0 = std::numeric_limits<double>::max();
+  for (const auto& rank : timings) {
+    for (const auto& x : rank) t0 = std::min(t0, x.start_s);
+  }
+  t.step_time_s = m.step_times_s.at(step);
+  for (std::int32_t s = 0; s < m.layout.pp; ++s) {
+    const auto& tasks = m.stage_tasks[static_cast<std::size_t>(s)];
+    const auto& rank = timings.at(static_cast<std::size_t>(m.layout.global_rank(s, 0, 0)));
+    for (std::size_t i = 0; i < tasks.size() && i < rank.size(); ++i) {
+      const auto& task = tasks[i];
+      const double start = rank[i].start_s - t0;
+      const double end = rank[i].end_s - t0;
+      if (task.kind == ExecTask::Kind::kOp) {
+        t.slices.push_back(sim::Slice{s, task.stream, task.slice_kind, start, end, task.microbatch,
+                                      task.chunk, task.layer, task.name, task.op_name,
+                                      task.detail});
+        continue;
+      }
+      // One slice per transfer, as the simulator draws them; all span the batched call.
+      for (std::size_t k = 0; k < task.comm.transfers.size(); ++k) {
+        const auto& tr = task.comm.transfers[k];
+        const std::string& name = task.transfer_names[k];
+        t.slices.push_back(sim::Slice{
+            s, Stream::kPipelineComm, sim::SliceKind::kPipelineComm, start, end, tr.microbatch,
+            tr.producer_virtual_stage / m.layout.pp, -1, name, name.substr(0, name.find(' ')),
+            task.op_name + " bytes=" + std::to_string(task.transfer_bytes[k])});
+      }
+    }
+  }
+  std::stable_sort(t.slices.begin(), t.slices.end(), [](const sim::Slice& a, const sim::Slice& b) {
+    if (a.start_s != b.start_s) return a.start_s < b.start_s;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.stream < b.stream;
+  });
+  return t;
+}
+
+}  // namespace stepsim::calib

@@ -1,0 +1,158 @@
+// Predicted vs measured: relative errors, per-stage figures, slice matching, the JSON report.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "stepsim/calibration/validate.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+sim::Slice slice(std::int32_t rank, sim::SliceKind kind, double start, double end,
+                 const std::string& name) {
+  sim::Slice s;
+  s.rank = rank;
+  s.kind = kind;
+  s.stream = kind == sim::SliceKind::kTensorComm ? Stream::kTensorComm : Stream::kCompute;
+  s.start_s = start;
+  s.end_s = end;
+  s.name = name;
+  return s;
+}
+
+ExecTask task(const std::string& name, OpCategory category, Stream stream) {
+  ExecTask t;
+  t.name = name;
+  t.category = category;
+  t.stream = stream;
+  t.slice_kind =
+      stream == Stream::kTensorComm ? sim::SliceKind::kTensorComm : sim::SliceKind::kForward;
+  return t;
+}
+
+/// One stage, one rank; tasks "F gemm" then "F ar" (an all-reduce), each measured in three
+/// steps.
+Measurement two_task_measurement() {
+  Measurement m;
+  m.layout = RankLayout{1, 1, 1};
+  m.stage_tasks = {{task("F gemm", OpCategory::kGemm, Stream::kCompute),
+                    task("F ar", OpCategory::kAllReduce, Stream::kTensorComm)}};
+  // gemm durations 1.0, 1.2, 0.8 (median 1.0); all-reduce 0.5, 0.5, 0.5.
+  // The backend's own clock reports the work without the call's overhead (0.1 s here).
+  m.steps = {{{{10.0, 11.0, 0.9}, {11.0, 11.5, 0.4}}},
+             {{{20.0, 21.2, 1.1}, {21.2, 21.7, 0.4}}},
+             {{{30.0, 30.8, 0.7}, {30.8, 31.3, 0.4}}}};
+  m.step_times_s = {1.5, 1.7, 1.3};
+  m.complete = true;
+  return m;
+}
+
+TEST(Compare, RelativeErrorIsAgainstTheMeasurement) {
+  EXPECT_NEAR(relative_error(1.1, 1.0), 0.1, 1e-15);
+  EXPECT_NEAR(relative_error(0.9, 1.0), -0.1, 1e-15);
+  EXPECT_DOUBLE_EQ(relative_error(0.0, 0.0), 0.0);
+  EXPECT_DOUBLE_EQ(relative_error(1.0, 0.0), 1.0);
+}
+
+TEST(Compare, StageFiguresSplitComputeCommunicationAndIdle) {
+  sim::Timeline t;
+  t.step_time_s = 4.0;
+  t.slices = {slice(0, sim::SliceKind::kForward, 0.0, 1.0, "a"),
+              slice(0, sim::SliceKind::kBackwardInput, 0.5, 2.0, "b"),
+              slice(0, sim::SliceKind::kTensorComm, 1.5, 3.0, "c"),
+              slice(1, sim::SliceKind::kForward, 0.0, 4.0, "other stage")};
+  const StageFigures f = stage_figures(t, 0);
+  EXPECT_DOUBLE_EQ(f.busy_s, 2.0);  // union of [0,1] and [0.5,2]
+  EXPECT_DOUBLE_EQ(f.comm_s, 1.0);  // [1.5,3] outside compute
+  EXPECT_DOUBLE_EQ(f.idle_s, 1.0);
+  EXPECT_DOUBLE_EQ(stage_figures(t, 1).busy_s, 4.0);
+}
+
+TEST(Compare, MatchesSlicesByNameAndUsesMedians) {
+  const Measurement m = two_task_measurement();
+  sim::Prediction p;
+  p.step_time_s = 1.65;
+  sim::Timeline t;
+  t.label = "predicted";
+  t.step_time_s = 1.65;
+  t.slices = {slice(0, sim::SliceKind::kForward, 0.0, 1.1, "F gemm"),
+              slice(0, sim::SliceKind::kTensorComm, 1.1, 1.35, "F ar"),
+              slice(0, sim::SliceKind::kForward, 1.35, 1.65, "F only predicted")};
+  const ValidationReport r = compare(p, t, m);
+  EXPECT_DOUBLE_EQ(r.measured_step_time_s, 1.5);            // median of 1.5, 1.7, 1.3
+  EXPECT_NEAR(r.measured_backend_step_time_s, 1.3, 1e-12);  // step 0 on the backend clock
+  EXPECT_NEAR(r.relative_error, 0.1, 1e-12);
+  EXPECT_EQ(r.steps, 3);
+  EXPECT_EQ(r.matched_slices, 2);
+  EXPECT_EQ(r.unmatched_predicted, 1);
+  EXPECT_EQ(r.unmatched_measured, 0);
+  ASSERT_EQ(r.ops.size(), 2U);
+  EXPECT_EQ(r.ops[0].category, OpCategory::kGemm);
+  EXPECT_NEAR(r.ops[0].measured_total_s, 0.9, 1e-12);  // backend clock, median
+  EXPECT_NEAR(r.ops[0].measured_wall_total_s, 1.0, 1e-12);
+  EXPECT_NEAR(r.ops[0].mean_relative_error, 0.2 / 0.9, 1e-12);
+  EXPECT_EQ(r.ops[1].category, OpCategory::kAllReduce);
+  EXPECT_NEAR(r.ops[1].mean_relative_error, -0.375, 1e-12);
+  EXPECT_NEAR(r.ops[1].mean_abs_relative_error, 0.375, 1e-12);
+  // Largest absolute deviation first: the GEMM is off by 0.2 s, the all-reduce by 0.15 s.
+  ASSERT_EQ(r.largest_deviations.size(), 2U);
+  EXPECT_EQ(r.largest_deviations[0].name, "F gemm");
+  EXPECT_EQ(r.largest_deviations[1].name, "F ar");
+  ASSERT_EQ(r.stages.size(), 1U);
+  EXPECT_NEAR(r.stages[0].predicted.busy_s, 1.4, 1e-12);
+  EXPECT_NEAR(r.stages[0].measured.busy_s, 1.0, 1e-12);  // the median step: gemm 1.0 s
+  EXPECT_NEAR(r.stages[0].measured.comm_s, 0.5, 1e-12);
+  EXPECT_NEAR(r.stages[0].measured_backend_overhead_s, 0.1, 1e-12);  // the GEMM's call
+}
+
+TEST(Compare, RepeatedNamesPairInOccurrenceOrder) {
+  Measurement m;
+  m.layout = RankLayout{1, 1, 1};
+  m.stage_tasks = {{task("x", OpCategory::kGemm, Stream::kCompute),
+                    task("x", OpCategory::kGemm, Stream::kCompute)}};
+  m.steps = {{{{0.0, 1.0, 1.0}, {1.0, 4.0, 3.0}}}};
+  m.step_times_s = {4.0};
+  sim::Timeline t;
+  t.slices = {slice(0, sim::SliceKind::kForward, 0.0, 1.0, "x"),
+              slice(0, sim::SliceKind::kForward, 1.0, 4.0, "x")};
+  const ValidationReport r = compare(sim::Prediction{}, t, m);
+  ASSERT_EQ(r.ops.size(), 1U);
+  EXPECT_NEAR(r.ops[0].mean_abs_relative_error, 0.0, 1e-12);
+}
+
+TEST(Compare, NoMeasuredStepGivesAnIncompleteReport) {
+  Measurement m;
+  m.layout = RankLayout{1, 2, 1};
+  m.failure = "rank 1 hung";
+  const ValidationReport r = compare(sim::Prediction{}, sim::Timeline{}, m);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.failure, "rank 1 hung");
+  EXPECT_EQ(r.steps, 0);
+  EXPECT_FALSE(r.notes.empty());
+}
+
+TEST(Compare, JsonReportHasTheContractKeys) {
+  sim::Prediction p;
+  p.step_time_s = 1.65;
+  sim::Timeline t;
+  t.slices = {slice(0, sim::SliceKind::kForward, 0.0, 1.1, "F gemm")};
+  ValidationReport r = compare(p, t, two_task_measurement());
+  r.scenario = "tiny";
+  const auto j = nlohmann::json::parse(report_to_json(r));
+  EXPECT_DOUBLE_EQ(j.at("predicted_step_time_s").get<double>(), 1.65);
+  EXPECT_DOUBLE_EQ(j.at("measured_step_time_s").get<double>(), 1.5);
+  EXPECT_NEAR(j.at("relative_error").get<double>(), 0.1, 1e-12);
+  EXPECT_EQ(j.at("stages").size(), 1U);
+  EXPECT_EQ(j.at("ops").at(0).at("kind"), "gemm");
+  EXPECT_EQ(j.at("largest_deviations").at(0).at("name"), "F gemm");
+  EXPECT_EQ(j.at("scenario"), "tiny");
+  EXPECT_TRUE(j.at("complete").get<bool>());
+  const std::string text = format_report_text(r);
+  EXPECT_NE(text.find("predicted 1650.000 ms, measured 1500.000 ms, error +10.0%"),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace stepsim::calib

@@ -1,0 +1,209 @@
+// The validator's executor, single process with a FakeBackend: it walks exactly the program
+// the simulator predicts, its point-to-point requests pair up between peers, and its
+// measurement is well formed.
+
+#include "stepsim/calibration/executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+
+#include "fake_backend.hpp"
+#include "stepsim/calibration/validate.hpp"
+#include "stepsim/core/decompose.hpp"
+#include "stepsim/sim/simulate.hpp"
+#include "validation_workloads.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+using testing::FakeBackend;
+using testing::FixedCost;
+using testing::Shape;
+using testing::tiny_workload;
+
+struct Case {
+  const char* name;
+  Shape shape;
+};
+
+// The shapes of the shipped validation scenarios, and everything at once.
+const Case kCases[] = {
+    {"pp2_1f1b", Shape{1, 2, 1, 1, 4}},
+    {"pp2_interleaved_v2", Shape{1, 2, 1, 2, 4}},
+    {"tp2_sequence_parallel", Shape{2, 1, 1, 1, 2, true}},
+    {"dp2_all_reduce", Shape{1, 1, 2, 1, 2}},
+    {"tp2_pp2_dp2_distributed_optimizer", Shape{2, 2, 2, 1, 4, true, true}},
+};
+
+sim::SimulationResult simulate_serialised(const Workload& w, const WorkloadPlan& plan) {
+  const FixedCost cost(1e-3);
+  auto r = sim::simulate(w, plan, cost, validation_simulate_options());
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
+  return std::move(r).value();
+}
+
+/// Slice names the executor produces for a stage, in issue order.
+std::vector<std::string> executed_names(const std::vector<ExecTask>& tasks) {
+  std::vector<std::string> names;
+  for (const auto& t : tasks) {
+    if (t.kind == ExecTask::Kind::kOp) {
+      names.push_back(t.name);
+      continue;
+    }
+    names.insert(names.end(), t.transfer_names.begin(), t.transfer_names.end());
+  }
+  return names;
+}
+
+std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t rank) {
+  const auto c = l.coord_of(rank);
+  const bool embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
+  return {l.tp, l.dp, embedding ? 2 : 1};
+}
+
+TEST(RankLayout, FollowsMegatronTensorThenDataThenPipeline) {
+  const RankLayout l{2, 2, 2};  // t, p, dp
+  EXPECT_EQ(l.world_size(), 8);
+  EXPECT_EQ(l.global_rank(0, 0, 1), 1);  // TP peers are adjacent
+  EXPECT_EQ(l.global_rank(0, 1, 0), 2);  // then DP replicas
+  EXPECT_EQ(l.global_rank(1, 0, 0), 4);  // then pipeline stages
+  EXPECT_EQ(l.global_rank(1, 1, 1), 7);
+  for (std::int32_t g = 0; g < l.world_size(); ++g) {
+    const auto c = l.coord_of(g);
+    EXPECT_EQ(l.global_rank(c.pp, c.dp, c.tp), g);
+  }
+}
+
+TEST(ExecutorTasks, IssueOrderEqualsTheSerialisedSimulation) {
+  for (const auto& c : kCases) {
+    const Workload w = tiny_workload(c.shape);
+    const WorkloadPlan plan = decompose(w);
+    const auto sim = simulate_serialised(w, plan);
+    for (std::int32_t s = 0; s < static_cast<std::int32_t>(c.shape.p); ++s) {
+      std::vector<std::string> predicted;
+      for (const auto& slice : sim.timeline.slices) {
+        if (slice.rank == s) predicted.push_back(slice.name);
+      }
+      const auto executed = executed_names(build_stage_tasks(w, plan, *sim.schedule, s));
+      EXPECT_EQ(executed.size(), predicted.size()) << c.name << " stage " << s;
+      for (std::size_t i = 0; i < std::min(executed.size(), predicted.size()); ++i) {
+        if (executed[i] == predicted[i]) continue;
+        ADD_FAILURE() << c.name << " stage " << s << ": item " << i << " executed '" << executed[i]
+                      << "', predicted '" << predicted[i] << "'";
+        break;
+      }
+    }
+  }
+}
+
+TEST(ExecutorTasks, ComputeActionsFollowTheScheduleWithTheirChunksOps) {
+  for (const auto& c : kCases) {
+    const Workload w = tiny_workload(c.shape);
+    const WorkloadPlan plan = decompose(w);
+    const auto sim = simulate_serialised(w, plan);
+    for (std::int32_t s = 0; s < static_cast<std::int32_t>(c.shape.p); ++s) {
+      const auto tasks = build_stage_tasks(w, plan, *sim.schedule, s);
+      std::size_t i = 0;
+      for (const auto& a : sim.schedule->ranks[static_cast<std::size_t>(s)].actions) {
+        const auto& chunk =
+            plan.stages[static_cast<std::size_t>(s)].chunks[static_cast<std::size_t>(a.chunk)];
+        const auto& ops = a.type == sim::ActionType::kForward ? chunk.forward : chunk.backward;
+        while (i < tasks.size() && tasks[i].kind == ExecTask::Kind::kComm) ++i;
+        for (const auto& op : ops) {
+          ASSERT_LT(i, tasks.size()) << c.name;
+          EXPECT_EQ(tasks[i].op, op) << c.name << " stage " << s;
+          EXPECT_EQ(tasks[i].microbatch, a.microbatch);
+          EXPECT_EQ(tasks[i].chunk, a.chunk);
+          ++i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Executor, PointToPointRequestsPairUpBetweenPeers) {
+  for (const auto& c : kCases) {
+    const Workload w = tiny_workload(c.shape);
+    const WorkloadPlan plan = decompose(w);
+    const auto sim = simulate_serialised(w, plan);
+    const RankLayout l = layout_of(w);
+    // (sender, receiver, tag) -> bytes, from the senders' and from the receivers' side.
+    std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int64_t> sent, received;
+    for (std::int32_t g = 0; g < l.world_size(); ++g) {
+      FakeBackend b(g, l.world_size(), split_sizes(l, g));
+      ExecutorOptions o;
+      o.warmup_steps = 0;
+      o.steps = 1;
+      auto m = execute_schedule(w, plan, *sim.schedule, b, o);
+      ASSERT_TRUE(m.ok()) << c.name << ": " << format_errors(m.errors());
+      for (const auto& call : b.p2p_calls()) {
+        for (const auto& r : call) {
+          EXPECT_EQ(l.coord_of(r.peer).tp, l.coord_of(g).tp) << c.name;
+          EXPECT_EQ(l.coord_of(r.peer).dp, l.coord_of(g).dp) << c.name;
+          auto& side = r.send ? sent : received;
+          const auto key = r.send ? std::tuple{g, r.peer, r.tag} : std::tuple{r.peer, g, r.tag};
+          EXPECT_EQ(side.count(key), 0U) << c.name << ": tag " << r.tag << " used twice";
+          side[key] = r.bytes;
+        }
+      }
+    }
+    EXPECT_EQ(sent, received) << c.name;
+    EXPECT_EQ(sent.empty(), c.shape.p == 1) << c.name;
+  }
+}
+
+TEST(Executor, IssuesEveryTaskEveryStepAndTimesThem) {
+  const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  FakeBackend b(0, 2, {2, 1, 1});
+  ExecutorOptions o;
+  o.warmup_steps = 2;
+  o.steps = 3;
+  auto m = execute_schedule(w, plan, *sim.schedule, b, o);
+  ASSERT_TRUE(m.ok()) << format_errors(m.errors());
+  const auto& tasks = m->stage_tasks.at(0);
+  const std::size_t splits = 3;
+  EXPECT_EQ(b.log().size(), splits + 5 * tasks.size());
+  EXPECT_TRUE(m->complete);
+  ASSERT_EQ(m->steps.size(), 3U);
+  ASSERT_EQ(m->step_times_s.size(), 3U);
+  // The fake's clock is deterministic: every step takes the same time, and tasks follow
+  // each other without overlap.
+  EXPECT_GT(m->step_times_s[0], 0.0);
+  EXPECT_NEAR(m->step_times_s[0], m->step_times_s[2], 1e-12);
+  const sim::Timeline t = measured_timeline(*m, median_step(*m));
+  EXPECT_EQ(t.label, "measured");
+  ASSERT_EQ(t.slices.size(), tasks.size());
+  EXPECT_NEAR(t.slices.front().start_s, 0.0, 1e-12);
+  EXPECT_NEAR(t.slices.back().end_s, t.step_time_s, 1e-9);
+  for (std::size_t i = 1; i < t.slices.size(); ++i) {
+    EXPECT_GE(t.slices[i].start_s, t.slices[i - 1].end_s - 1e-12);
+  }
+}
+
+TEST(Executor, RefusesAWorldOfTheWrongSize) {
+  const Workload w = tiny_workload(Shape{1, 2, 1, 1, 4});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  FakeBackend b(0, 3, {});
+  auto m = execute_schedule(w, plan, *sim.schedule, b, ExecutorOptions{});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.errors().front().key, "training.world_size");
+}
+
+TEST(Executor, TagsAreEqualOnBothSidesOfATransfer) {
+  const sim::Transfer send{sim::TensorKind::kGradient, true, 3, 2, 1};
+  sim::Transfer recv = send;
+  recv.send = false;
+  recv.peer = 0;
+  EXPECT_EQ(p2p_tag(send, 4), p2p_tag(recv, 4));
+  sim::Transfer act = send;
+  act.tensor = sim::TensorKind::kActivation;
+  EXPECT_NE(p2p_tag(send, 4), p2p_tag(act, 4));
+}
+
+}  // namespace
+}  // namespace stepsim::calib

@@ -1,0 +1,100 @@
+#pragma once
+// FakeBackend: a calib::Backend test double for one process that plays world rank `rank` of
+// `world`. Nothing is computed or sent: every call advances a virtual clock by a
+// deterministic duration (from the op's size) and is logged, so tests can check what the
+// executor issued and in which order. Collectives and P2P complete at once (no peers).
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stepsim/calibration/backend.hpp"
+
+namespace stepsim::calib::testing {
+
+class FakeBackend final : public Backend {
+ public:
+  /// `split_sizes[i]`: size of the group returned by the i-th split() call (the executor
+  /// splits tensor, data, then embedding groups); missing entries give size 1.
+  FakeBackend(std::int32_t rank, std::int32_t world, std::vector<std::int32_t> split_sizes)
+      : rank_(rank), world_(world), split_sizes_(std::move(split_sizes)) {}
+
+  std::string name() const override { return "fake"; }
+  std::string device_name() const override { return "fake device"; }
+  std::int32_t world_rank() const override { return rank_; }
+  std::int32_t world_size() const override { return world_; }
+
+  Result<GroupId> split(std::int32_t color, std::int32_t key) override {
+    const std::size_t i = sizes_.size();
+    sizes_.push_back(i < split_sizes_.size() ? split_sizes_[i] : 1);
+    log_.push_back("split color=" + std::to_string(color) + " key=" + std::to_string(key));
+    return GroupId{static_cast<std::int32_t>(i + 1)};
+  }
+  std::int32_t group_size(GroupId g) const override {
+    if (g.value == 0) return world_;
+    return sizes_.at(static_cast<std::size_t>(g.value - 1));
+  }
+
+  /// 1 ns per 1000 FLOPs (1 TFLOP/s) plus 1 us.
+  Result<double> gemm(const GemmOp& op) override {
+    return advance(
+        "gemm " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" + std::to_string(op.k),
+        1e-6 + op.flops() * 1e-12);
+  }
+  Result<double> attention(const AttentionOp& op) override {
+    return advance(std::string("attention") + (op.backward ? " bwd" : " fwd"),
+                   1e-6 + op.flops() * 1e-12);
+  }
+  Result<double> memory_bound(const MemoryBoundOp& op) override {
+    return advance("memory " + std::to_string(op.bytes),
+                   1e-6 + static_cast<double>(op.bytes) * 1e-10);
+  }
+  Result<double> collective(const CollectiveOp& op, GroupId group) override {
+    return advance("collective " + std::string(to_string(op.kind)) + " group=" +
+                       std::to_string(group.value) + " bytes=" + std::to_string(op.bytes),
+                   1e-5 + static_cast<double>(op.bytes) * 1e-9);
+  }
+  Result<double> p2p(const std::vector<P2PRequest>& requests) override {
+    std::ostringstream s;
+    s << "p2p";
+    std::int64_t bytes = 0;
+    for (const auto& r : requests) {
+      s << (r.send ? " send>" : " recv<") << r.peer << " tag=" << r.tag << " bytes=" << r.bytes;
+      bytes += r.bytes;
+    }
+    p2p_calls_.push_back(requests);
+    return advance(s.str(), 1e-5 + static_cast<double>(bytes) * 1e-9);
+  }
+  Result<double> barrier(GroupId) override { return 0.0; }
+  double now_s() const override { return clock_s_; }
+  Result<double> align_clocks() override { return 0.0; }
+  Result<std::vector<std::vector<double>>> gather_to_root(
+      const std::vector<double>& values) override {
+    // Rank 0 sees every rank report what it measured itself.
+    if (rank_ != 0) return std::vector<std::vector<double>>{};
+    return std::vector<std::vector<double>>(static_cast<std::size_t>(world_), values);
+  }
+  [[noreturn]] void abort_all(int) override { std::abort(); }
+
+  /// Every compute/communication call, in order ("gemm 128x768x256", "p2p send>1 ...").
+  const std::vector<std::string>& log() const { return log_; }
+  const std::vector<std::vector<P2PRequest>>& p2p_calls() const { return p2p_calls_; }
+
+ private:
+  Result<double> advance(std::string entry, double seconds) {
+    log_.push_back(std::move(entry));
+    clock_s_ += seconds;
+    return seconds;
+  }
+
+  std::int32_t rank_;
+  std::int32_t world_;
+  std::vector<std::int32_t> split_sizes_;
+  std::vector<std::int32_t> sizes_;
+  std::vector<std::string> log_;
+  std::vector<std::vector<P2PRequest>> p2p_calls_;
+  double clock_s_ = 0;
+};
+
+}  // namespace stepsim::calib::testing

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fault handling of `stepsim validate` under mpirun -np 2 (ctest label `mpi`): world rank 1 is
+# told to hang in the first measured step; rank 0's watchdog must stop the job with a message
+# naming rank 1 and the task it waited in, and keep what was measured (partial report).
+# Then rank 1 is told to exit: the job must stop with a failure status.
+#
+# Usage: fault_test.sh STEPSIM_BIN SCENARIOS_DIR WORK_DIR MPIRUN [MPIRUN FLAGS...]
+set -uo pipefail
+
+bin=$1
+scenarios=$2
+work=$3
+shift 3
+mpirun=("$@")
+scenario="$scenarios/validation/pp2-1f1b.json"
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Each step of this scenario has a few hundred tasks per rank: task 600 is in a measured step
+# (warm-up 1, then 3 measured), after at least one complete measured step.
+"${mpirun[@]}" -np 2 "$bin" validate "$scenario" --backend cpu --warmup 1 --steps 3 \
+  --timeout 3 --fail-rank 1 --fail-at-task 800 --out "$work/partial.json" \
+  > "$work/hang.out" 2> "$work/hang.err"
+status=$?
+cat "$work/hang.err"
+[ "$status" -ne 0 ] || fail "a hung rank must make validate fail (status $status)"
+grep -q "rank 0 (pipeline stage 0" "$work/hang.err" || fail "the message must name the rank that stopped"
+grep -q "waiting for rank(s) 1" "$work/hang.err" || fail "the message must name the hung rank 1"
+grep -q "in step [0-9]*, task [0-9]* '" "$work/hang.err" || fail "the message must name the task"
+[ -s "$work/partial.json" ] || fail "rank 0 must write the partial report"
+grep -q '"complete": false' "$work/partial.json" || fail "the partial report must say complete=false"
+grep -q '"measured_step_time_s": 0\.[0-9]*[1-9]' "$work/partial.json" ||
+  grep -q '"measured_step_time_s": [1-9]' "$work/partial.json" ||
+  fail "the partial report must keep the measured step(s)"
+
+"${mpirun[@]}" -np 2 "$bin" validate "$scenario" --backend cpu --warmup 1 --steps 3 \
+  --timeout 3 --fail-rank 1 --fail-at-task 10 --fail-mode exit \
+  > "$work/exit.out" 2> "$work/exit.err"
+status=$?
+[ "$status" -ne 0 ] || fail "a rank that exits must make the job fail (status $status)"
+echo "fault handling ok"
