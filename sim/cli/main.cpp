@@ -32,15 +32,17 @@ int main(int argc, char** argv) {
       env.scenarios_dir + " (override with STEPSIM_SCENARIOS_DIR).\n"};
   app.require_subcommand(1);
   app.fallthrough(false);
-  stepsim::cli::add_calibrate_command(app, env);
-  stepsim::cli::add_schedule_command(app, env);
-  stepsim::cli::add_validate_command(app, env);
-  stepsim::cli::add_regress_command(app, env);
+  // In the order a newcomer meets them: check and predict a scenario, then plan, then
+  // calibrate and validate on hardware.
   stepsim::cli::add_check_command(app, env);
-  stepsim::cli::add_sweep_command(app, env);
-  stepsim::cli::add_import_hf_command(app, env);
   stepsim::cli::add_predict_command(app, env);
   stepsim::cli::add_memory_command(app, env);
+  stepsim::cli::add_schedule_command(app, env);
+  stepsim::cli::add_sweep_command(app, env);
+  stepsim::cli::add_import_hf_command(app, env);
+  stepsim::cli::add_calibrate_command(app, env);
+  stepsim::cli::add_validate_command(app, env);
+  stepsim::cli::add_regress_command(app, env);
 
 
   try {
