@@ -20,6 +20,23 @@ constexpr std::int64_t kMaxMessageBytes = std::int64_t{1} << 31;
 
 }  // namespace
 
+namespace {
+
+/// One MPI collective of `per` floats per rank (the per-rank share of nccl-tests' size).
+int run_collective(CollectiveKind kind, const float* in, float* out, int per, MPI_Comm comm) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return MPI_Allreduce(in, out, per, MPI_FLOAT, MPI_SUM, comm);
+    case CollectiveKind::kAllGather:
+      return MPI_Allgather(in, per, MPI_FLOAT, out, per, MPI_FLOAT, comm);
+    case CollectiveKind::kReduceScatter:
+      return MPI_Reduce_scatter_block(in, out, per, MPI_FLOAT, MPI_SUM, comm);
+  }
+  return MPI_ERR_OP;
+}
+
+}  // namespace
+
 Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
   if (!world_.valid(group)) {
     return Error{"", "", "cpu backend: unknown process group " + std::to_string(group.value)};
@@ -41,19 +58,7 @@ Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
   const int per = static_cast<int>(counts.per_rank);
 
   int rc = MPI_SUCCESS;
-  auto run = [&] {
-    switch (op.kind) {
-      case CollectiveKind::kAllReduce:
-        rc = MPI_Allreduce(in.data(), out.data(), per, MPI_FLOAT, MPI_SUM, comm);
-        break;
-      case CollectiveKind::kAllGather:
-        rc = MPI_Allgather(in.data(), per, MPI_FLOAT, out.data(), per, MPI_FLOAT, comm);
-        break;
-      case CollectiveKind::kReduceScatter:
-        rc = MPI_Reduce_scatter_block(in.data(), out.data(), per, MPI_FLOAT, MPI_SUM, comm);
-        break;
-    }
-  };
+  auto run = [&] { rc = run_collective(op.kind, in.data(), out.data(), per, comm); };
   const int repeats = options_.repeats > 0 ? options_.repeats : 1;
   std::vector<double> times;
   for (int i = 0; i < options_.warmup + repeats; ++i) {
@@ -108,19 +113,8 @@ Result<double> CpuBackend::collective_unverified(const CollectiveOp& op, GroupId
   const MPI_Comm comm = world_.comm(group);
   const int per = static_cast<int>(counts.per_rank);
   int rc = MPI_SUCCESS;
-  const auto times = time_repeats([&] {
-    switch (op.kind) {
-      case CollectiveKind::kAllReduce:
-        rc = MPI_Allreduce(in.data(), out.data(), per, MPI_FLOAT, MPI_SUM, comm);
-        break;
-      case CollectiveKind::kAllGather:
-        rc = MPI_Allgather(in.data(), per, MPI_FLOAT, out.data(), per, MPI_FLOAT, comm);
-        break;
-      case CollectiveKind::kReduceScatter:
-        rc = MPI_Reduce_scatter_block(in.data(), out.data(), per, MPI_FLOAT, MPI_SUM, comm);
-        break;
-    }
-  });
+  const auto times =
+      time_repeats([&] { rc = run_collective(op.kind, in.data(), out.data(), per, comm); });
   if (rc != MPI_SUCCESS) return mpi_error(std::string(to_string(op.kind)), rc);
   return median(times);
 }

@@ -96,6 +96,20 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   for (const std::string& warning : p.warnings) out << "  warning: " << warning << "\n";
 }
 
+void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages) {
+  j.key("stages").begin_array();
+  for (const StageSummary& s : stages) {
+    j.begin_object();
+    j.field("stage", s.stage);
+    j.field("busy_s", s.busy_s);
+    j.field("bubble_s", s.bubble_s);
+    j.field("exposed_comm_s", s.exposed_comm_s);
+    j.field("peak_memory_bytes", s.peak_memory_bytes);
+    j.end_object();
+  }
+  j.end_array();
+}
+
 void write_prediction_json(const Workload& w, const SimulationResult& result,
                            const std::string& cost_model, std::ostream& out) {
   const Prediction& p = result.prediction;
@@ -119,17 +133,7 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   j.field("virtual_pipeline_model_parallel_size", sp.virtual_size);
   j.field("num_microbatches", sp.microbatches);
   j.end_object();
-  j.key("stages").begin_array();
-  for (const StageSummary& s : p.stages) {
-    j.begin_object();
-    j.field("stage", s.stage);
-    j.field("busy_s", s.busy_s);
-    j.field("bubble_s", s.bubble_s);
-    j.field("exposed_comm_s", s.exposed_comm_s);
-    j.field("peak_memory_bytes", s.peak_memory_bytes);
-    j.end_object();
-  }
-  j.end_array();
+  write_stages_json(j, p.stages);
   const CriticalPath& cp = p.critical_path;
   j.key("critical_path").begin_object();
   j.field("stage", cp.rank);

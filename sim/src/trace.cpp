@@ -70,17 +70,7 @@ void write_chrome_trace(const Timeline& timeline, const std::vector<StageSummary
   j.field("step_time_s", timeline.step_time_s);
   j.field("ranks", timeline.ranks);
   j.field("memory_capacity_bytes", timeline.memory_capacity_bytes);
-  j.key("stages").begin_array();
-  for (const StageSummary& s : stages) {
-    j.begin_object();
-    j.field("stage", s.stage);
-    j.field("busy_s", s.busy_s);
-    j.field("bubble_s", s.bubble_s);
-    j.field("exposed_comm_s", s.exposed_comm_s);
-    j.field("peak_memory_bytes", s.peak_memory_bytes);
-    j.end_object();
-  }
-  j.end_array();
+  write_stages_json(j, stages);
   j.end_object();
   out << "}\n";
 }
