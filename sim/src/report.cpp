@@ -15,8 +15,11 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
+// GiB for GPU-sized figures; MiB below 1 GiB, where validation models on CPUs live.
 std::string gib(std::int64_t bytes) {
-  return fmt("%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  const double b = static_cast<double>(bytes);
+  if (b < 1024.0 * 1024.0 * 1024.0) return fmt("%.1f MiB", b / (1024.0 * 1024.0));
+  return fmt("%.1f GiB", b / (1024.0 * 1024.0 * 1024.0));
 }
 
 std::string_view recompute_name(const TrainingConfig& t) {
@@ -69,7 +72,8 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
 
   out << "  step time        " << fmt("%.4f s", p.step_time_s) << "\n";
   out << "  throughput       " << fmt("%.0f tokens/s", p.tokens_per_s) << ", "
-      << fmt("%.1f TFLOP/s per GPU", p.tflops_per_gpu) << "\n";
+      << fmt(p.tflops_per_gpu >= 1.0 ? "%.1f TFLOP/s per GPU" : "%.3g TFLOP/s per GPU",
+                  p.tflops_per_gpu) << "\n";
   out << "  utilisation      MFU " << fmt("%.1f%%", 100.0 * p.mfu) << ", HFU "
       << fmt("%.1f%%", 100.0 * p.hfu) << "\n";
   out << "  pipeline bubble  " << fmt("%.1f%%", 100.0 * p.bubble_fraction) << " of compute\n";
