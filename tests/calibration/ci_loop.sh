@@ -2,6 +2,7 @@
 # The validation CI loop, for real on this machine's CPU (ctest label `mpi`):
 #   for each scenario of scenarios/validation/:
 #     mpirun -np 2 stepsim validate S --backend cpu --calibrate PROFILE --record RECORDS
+#       (measured once more when outside the tolerance: see below)
 #       (a quick calibration of S's own op shapes in the same process, right before the
 #        measured steps: on a shared 2-core machine the CPU's speed drifts by 20-40% over
 #        seconds, so a profile taken by a separate earlier run would describe another machine)
@@ -25,11 +26,20 @@ mkdir -p "$work/records"
 
 for scenario in pp2-1f1b pp2-interleaved tp2-sp dp2; do
   file="$scenarios/validation/$scenario.json"
-  echo "=== $scenario: calibrate in-process, then validate"
-  "${mpirun[@]}" -np 2 "$bin" validate "$file" --backend cpu \
-    --calibrate "$work/profile-$scenario.json" \
-    --warmup 2 --steps 7 --timeout 120 --record "$work/records" \
-    --out "$work/$scenario.report.json" --trace "$work/$scenario.trace.json"
+  # A shared VM's speed comes in bursts that only ever slow it down, and either the
+  # calibration or the steps can fall into one. A scenario outside the tolerance is measured
+  # once more; a real regression is outside both times, the machine's weather rarely is.
+  for attempt in 1 2; do
+    echo "=== $scenario (attempt $attempt): calibrate in-process, then validate"
+    rm -rf "$work/attempt"
+    "${mpirun[@]}" -np 2 "$bin" validate "$file" --backend cpu \
+      --calibrate "$work/profile-$scenario.json" \
+      --warmup 2 --steps 7 --timeout 120 --record "$work/attempt" \
+      --out "$work/$scenario.report.json" --trace "$work/$scenario.trace.json"
+    if "$bin" regress "$work/attempt" --tolerance "$tolerance" > /dev/null; then break; fi
+    echo "$scenario: outside the tolerance on attempt $attempt"
+  done
+  mv "$work/attempt/"*.json "$work/records/"  # the record and its copy of the profile
 done
 
 echo "=== regress (tolerance $tolerance)"
