@@ -8,9 +8,16 @@ void merge_intervals(std::vector<Interval>& spans) {
   const auto earlier = [](const Interval& a, const Interval& b) {
     return a.start_s != b.start_s ? a.start_s < b.start_s : a.end_s < b.end_s;
   };
-  // Spans of one stream arrive in issue order, which is time order: skip the sort then.
-  if (!std::is_sorted(spans.begin(), spans.end(), earlier)) {
-    std::sort(spans.begin(), spans.end(), earlier);
+  // Spans of one stream arrive in issue order, which is time order; a rank's transfers arrive
+  // as two such runs (those with the stage before it, then the stage after). Merge runs in
+  // linear time; sort only what is less ordered than that.
+  const auto first_descent = std::is_sorted_until(spans.begin(), spans.end(), earlier);
+  if (first_descent != spans.end()) {
+    if (std::is_sorted(first_descent, spans.end(), earlier)) {
+      std::inplace_merge(spans.begin(), first_descent, spans.end(), earlier);
+    } else {
+      std::sort(spans.begin(), spans.end(), earlier);
+    }
   }
   std::size_t out = 0;
   for (const Interval& s : spans) {

@@ -27,20 +27,21 @@ StepMemory simulate_memory(const BuiltStep& step, const EngineResult& run,
     const ChunkPlan& chunk = plan.stages[static_cast<std::size_t>(ref.rank)]
                                  .chunks[static_cast<std::size_t>(ref.action.chunk)];
     const TaskTiming& when = run.timings[i];
+    // Pushed in time order (a rank's actions run one after another): start, workspaces, end.
     auto& ev = events[static_cast<std::size_t>(ref.rank)];
-    if (ref.action.type == ActionType::kForward) {
-      ev.push_back({when.end_s, chunk.stored_activation_bytes, seq++});
-    } else {
-      ev.push_back({when.start_s, chunk.recompute_activation_bytes, seq++});
-      ev.push_back({when.end_s, -(chunk.stored_activation_bytes + chunk.recompute_activation_bytes),
-                    seq++});
-    }
+    const bool forward = ref.action.type == ActionType::kForward;
+    if (!forward) ev.push_back({when.start_s, chunk.recompute_activation_bytes, seq++});
     const ChunkTemplate& tmpl = step.templates[static_cast<std::size_t>(ref.template_index)];
     for (const auto& [op, bytes] : tmpl.workspace_ops) {
       const OpTiming& at = tmpl.ops[static_cast<std::size_t>(op)];
       ev.push_back({when.start_s + at.start_s, bytes, seq++});
       ev.push_back({when.start_s + at.end_s, -bytes, seq++});
     }
+    ev.push_back(forward ? MemoryEvent{when.end_s, chunk.stored_activation_bytes, seq++}
+                         : MemoryEvent{when.end_s,
+                                       -(chunk.stored_activation_bytes +
+                                         chunk.recompute_activation_bytes),
+                                       seq++});
   }
   StepMemory out;
   out.peak_bytes.resize(ranks);
@@ -49,11 +50,12 @@ StepMemory simulate_memory(const BuiltStep& step, const EngineResult& run,
     auto& ev = events[r];
     // At equal times, frees come first: a buffer released as the next one is allocated is
     // not held twice.
-    std::sort(ev.begin(), ev.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
+    const auto before = [](const MemoryEvent& a, const MemoryEvent& b) {
       if (a.time_s != b.time_s) return a.time_s < b.time_s;
       if ((a.delta < 0) != (b.delta < 0)) return a.delta < 0;
       return a.seq < b.seq;
-    });
+    };
+    if (!std::is_sorted(ev.begin(), ev.end(), before)) std::sort(ev.begin(), ev.end(), before);
     std::int64_t in_use = plan.stages[r].static_bytes;
     std::int64_t peak = in_use;
     if (keep_curves) out.curves[r].push_back({0.0, in_use});

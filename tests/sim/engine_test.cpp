@@ -77,6 +77,18 @@ TEST(Engine, CrossedRendezvousIsReportedAsDeadlock) {
   EXPECT_NE(r.errors().front().message.find("deadlock"), std::string::npos);
 }
 
+TEST(Intervals, MergesTwoSortedRunsAndUnorderedSpans) {
+  std::vector<Interval> runs{{0, 1}, {4, 5}, {8, 9}, {2, 3}, {4.5, 6}};
+  merge_intervals(runs);
+  ASSERT_EQ(runs.size(), 4u);  // [0,1) [2,3) [4,6) [8,9)
+  EXPECT_DOUBLE_EQ(runs[2].start_s, 4.0);
+  EXPECT_DOUBLE_EQ(runs[2].end_s, 6.0);
+  std::vector<Interval> shuffled{{8, 9}, {0, 1}, {4.5, 6}, {2, 3}, {4, 5}};
+  merge_intervals(shuffled);
+  ASSERT_EQ(shuffled.size(), 4u);
+  EXPECT_DOUBLE_EQ(measure(shuffled), measure(runs));
+}
+
 TEST(Intervals, MergeAndMeasureMinus) {
   std::vector<Interval> a{{0, 2}, {1, 3}, {5, 6}, {6, 7}};
   merge_intervals(a);
