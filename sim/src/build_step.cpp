@@ -40,6 +40,7 @@ class Builder {
                                " stages but the schedule " + std::to_string(p_)};
     }
     build_templates();
+    cost_boundaries();
     reserve_for_schedule();
     std::vector<std::int32_t> end_of_program(static_cast<std::size_t>(p_), kNoTask);
     std::vector<std::vector<std::int32_t>> last_backward(static_cast<std::size_t>(p_));
@@ -85,6 +86,37 @@ class Builder {
     out_.transfers.reserve(transfers);
     data_deps_.reserve(actions);
     out_.graph.reserve(actions + transfers + 4 * static_cast<std::size_t>(p_), 3 * items);
+  }
+
+  /// What every transfer across one pipeline boundary shares, costed once per boundary
+  /// rather than once per micro-batch.
+  struct Boundary {
+    std::int64_t bytes = 0;
+    bool inter_node = false;
+    double duration_s = 0;
+  };
+
+  void cost_boundaries() {
+    const std::int32_t stages = p_ * v_;
+    boundaries_.assign(static_cast<std::size_t>(2 * stages), Boundary{});
+    for (std::int32_t vs = 0; vs < stages; ++vs) {
+      for (const TensorKind tensor : {TensorKind::kActivation, TensorKind::kGradient}) {
+        // Activations go to the next virtual stage; a gradient travels back to the stage
+        // before its producer and has the shape of that stage's activation.
+        const bool act = tensor == TensorKind::kActivation;
+        const std::int32_t peer_vs = act ? vs + 1 : vs - 1;
+        if (peer_vs < 0 || peer_vs >= stages) continue;
+        Boundary& b = boundaries_[static_cast<std::size_t>(2 * vs + (act ? 0 : 1))];
+        b.bytes = chunk_at(act ? vs : vs - 1).p2p_bytes;
+        b.inter_node = node_of_stage(w_, vs % p_) != node_of_stage(w_, peer_vs % p_);
+        b.duration_s = cost_.p2p_s(P2POp{b.bytes, b.inter_node});
+      }
+    }
+  }
+
+  const Boundary& boundary(TensorKind tensor, std::int32_t producer) const {
+    return boundaries_[static_cast<std::size_t>(2 * producer +
+                                                (tensor == TensorKind::kActivation ? 0 : 1))];
   }
 
   std::size_t key_of(TensorKind tensor, std::int32_t microbatch, std::int32_t producer) const {
@@ -160,19 +192,19 @@ class Builder {
     const std::size_t key = key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage);
     std::int32_t& task = transfer_of_key_[key];
     if (task == kNoTask) {
-      // A gradient travels back to the stage before its producer: same shape as that
-      // stage's activation.
-      const std::int32_t shape_stage = tr.tensor == TensorKind::kActivation
-                                           ? tr.producer_virtual_stage
-                                           : tr.producer_virtual_stage - 1;
       const std::int32_t sender = tr.send ? r : tr.peer;
       const std::int32_t receiver = tr.send ? tr.peer : r;
       Transfer seen_by_sender = tr;
       seen_by_sender.send = true;
       seen_by_sender.peer = receiver;
-      TransferRef ref{sender, receiver, seen_by_sender, chunk_at(shape_stage).p2p_bytes,
-                      node_of_stage(w_, sender) != node_of_stage(w_, receiver)};
-      const double duration = cost_.p2p_s(P2POp{ref.bytes, ref.inter_node});
+      const Boundary& b = boundary(tr.tensor, tr.producer_virtual_stage);
+      TransferRef ref;
+      ref.sender = sender;
+      ref.receiver = receiver;
+      ref.transfer = seen_by_sender;
+      ref.bytes = b.bytes;
+      ref.inter_node = b.inter_node;
+      const double duration = b.duration_s;
       const auto payload = static_cast<std::int32_t>(out_.transfers.size());
       out_.transfers.push_back(ref);
       task = static_cast<std::int32_t>(
@@ -284,7 +316,8 @@ class Builder {
   BuiltStep out_;
   std::vector<std::int32_t> transfer_of_key_;
   std::vector<std::int32_t> posted_;  // scratch: the transfers of the call being added
-  std::vector<std::int64_t> posts_;   // per rank: transfers posted so far  // one task per (tensor, microbatch, producer)
+  std::vector<std::int64_t> posts_;   // per rank: transfers posted so far
+  std::vector<Boundary> boundaries_;  // [2 * producer virtual stage + (0 act, 1 grad)]  // one task per (tensor, microbatch, producer)
   std::vector<std::pair<TaskId, std::size_t>> data_deps_;
   std::vector<TaskId> embedding_tasks_;
 };

@@ -30,10 +30,10 @@ struct TransferRef {
   std::int32_t sender = 0;
   std::int32_t receiver = 0;
   Transfer transfer;  ///< as the sender posts it (send = true, peer = receiver)
-  std::int64_t sender_post = 0;    ///< order in which the sender posted it among its transfers
-  std::int64_t receiver_post = 0;  ///< likewise for the receiver
   std::int64_t bytes = 0;
   bool inter_node = false;
+  std::int64_t sender_post = 0;    ///< order in which the sender posted it among its transfers
+  std::int64_t receiver_post = 0;  ///< likewise for the receiver
 };
 
 struct StepOpRef {

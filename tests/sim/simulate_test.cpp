@@ -24,7 +24,10 @@ class UnitCost final : public CostModel {
   double collective_s(const CollectiveOp& op) const override {
     return static_cast<double>(op.bytes) * 1e-9;
   }
-  double p2p_s(const P2POp&) const override { return p2p_s_; }
+  /// Constant per transfer, or (with a negative constant) priced by its bytes at 1 ns each.
+  double p2p_s(const P2POp& op) const override {
+    return p2p_s_ >= 0 ? p2p_s_ : static_cast<double>(op.bytes) * 1e-9;
+  }
   std::string describe() const override { return "unit"; }
 
  private:
@@ -124,6 +127,21 @@ TEST(Simulate, HandCheckedTwoStageStepWithTransfers) {
   const Workload w = uniform_workload(2, 1, 2);
   const SimulationResult r = run(w, uniform_plan(2, 1, 1.0, 2.0), cost);
   EXPECT_NEAR(r.prediction.step_time_s, 10.5, 1e-12);
+  // The same step with transfers priced by their size (the chunks' p2p_bytes reach the cost
+  // model): 5e8 bytes at 1 ns each is again 0.5 s per transfer.
+  WorkloadPlan sized = uniform_plan(2, 1, 1.0, 2.0);
+  for (StagePlan& stage : sized.stages) stage.chunks[0].p2p_bytes = 500'000'000;
+  SimulateOptions keep;
+  keep.keep_timeline = true;
+  const SimulationResult r2 = run(w, sized, UnitCost(-1.0), keep);
+  EXPECT_NEAR(r2.prediction.step_time_s, 10.5, 1e-9);
+  std::size_t transfers = 0;
+  for (const Slice& s : r2.timeline.slices) {
+    if (s.stream != Stream::kPipelineComm) continue;
+    ++transfers;
+    EXPECT_EQ(s.detail, "476.8 MiB intra-node") << s.name;  // the trace shows the real size
+  }
+  EXPECT_EQ(transfers, 2u * 2u * 2u);
   EXPECT_NEAR(r.prediction.stages[0].busy_s, 6.0, 1e-12);
   EXPECT_NEAR(r.prediction.stages[1].busy_s, 6.0, 1e-12);
 }
