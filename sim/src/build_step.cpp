@@ -152,10 +152,10 @@ class Builder {
         add_edges(cursor, id);
         const std::int32_t vs = a.chunk * p_ + r;
         if (a.type == ActionType::kForward && vs > 0) {
-          data_deps_.push_back({id, key_of(TensorKind::kActivation, a.microbatch, vs - 1)});
+          add_data_dependency(id, key_of(TensorKind::kActivation, a.microbatch, vs - 1), cursor);
         }
         if (a.type == ActionType::kBackward && vs < p_ * v_ - 1) {
-          data_deps_.push_back({id, key_of(TensorKind::kGradient, a.microbatch, vs + 1)});
+          add_data_dependency(id, key_of(TensorKind::kGradient, a.microbatch, vs + 1), cursor);
         }
         cursor.assign(1, static_cast<std::int32_t>(id.value));
         if (a.type == ActionType::kBackward) last_b[static_cast<std::size_t>(a.chunk)] = cursor[0];
@@ -216,6 +216,14 @@ class Builder {
         static_cast<std::uint32_t>(task)}).payload)];
     (tr.send ? ref.sender_post : ref.receiver_post) = posts_[static_cast<std::size_t>(r)]++;
     return task;
+  }
+
+  // A compute waits for the transfer that brings its input. After a blocking receive that
+  // transfer is already in the cursor, and a second edge would only cost the engine time.
+  void add_data_dependency(TaskId compute, std::size_t key, const std::vector<std::int32_t>& cursor) {
+    const std::int32_t t = transfer_of_key_[key];
+    if (t != kNoTask && std::find(cursor.begin(), cursor.end(), t) != cursor.end()) return;
+    data_deps_.push_back({compute, key});
   }
 
   Result<bool> add_data_dependencies() {
