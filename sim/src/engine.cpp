@@ -7,8 +7,7 @@ namespace stepsim::sim {
 namespace {
 
 struct Event {
-  double time_s;      // when the task ends
-  std::uint64_t seq;  // order in which tasks started
+  double time_s;  // when the task ends
   std::uint32_t task;
 };
 
@@ -93,7 +92,7 @@ class Engine {
     t.end_s = at_s + graph_.tasks()[u].duration_s;
     t.critical_pred = crit;
     started_[u] = true;
-    events_.push_back(Event{t.end_s, seq_++, u});
+    events_.push_back(Event{t.end_s, u});
   }
 
   void make_ready(std::uint32_t u) {
@@ -124,7 +123,6 @@ class Engine {
   std::vector<std::uint32_t> group_members_;
   std::vector<bool> started_;
   std::vector<Event> events_;  // completions, in the order tasks started
-  std::uint64_t seq_ = 0;
   EngineResult result_;
 };
 

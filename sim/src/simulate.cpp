@@ -19,7 +19,6 @@ struct RankTime {
   double optimizer_s = 0;     // per-step compute ops
   double p2p_exposed_s = 0;   // transfers while not computing
   double dp_exposed_s = 0;    // other collectives while neither computing nor transferring
-  double end_s = 0;
 };
 
 std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& run,
@@ -32,7 +31,6 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
     const TaskTiming& when = run.timings[i];
     const auto r = static_cast<std::size_t>(task.rank);
     RankTime& rt = out[r];
-    rt.end_s = std::max(rt.end_s, when.end_s);
     const Interval span{when.start_s, when.end_s};
     switch (task.kind) {
       case TaskKind::kCompute: {
@@ -53,7 +51,6 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
         const auto receiver = static_cast<std::size_t>(ref.receiver);
         transfer[r].push_back(span);
         transfer[receiver].push_back(span);
-        out[receiver].end_s = std::max(out[receiver].end_s, when.end_s);
         break;
       }
       case TaskKind::kCollective: coll[r].push_back(span); break;
