@@ -116,7 +116,19 @@ std::string SweepEvaluator::label(const Workload& w) const {
   return out;
 }
 
+std::vector<CostMemo> SweepEvaluator::cost_memos() const {
+  std::vector<CostMemo> memos;
+  memos.reserve(cost_models_.size());
+  for (const CostModel* model : cost_models_) memos.emplace_back(*model);
+  return memos;
+}
+
 SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
+  return evaluate(config, cost_memos());
+}
+
+SweepRow SweepEvaluator::evaluate(SweepConfig& config, const std::vector<CostMemo>& memos) const {
+  STEPSIM_ASSERT(memos.size() == cost_models_.size());
   Workload& w = config.workload;
   const Errors errors = finalize_workload(w, spec_.file);
   SweepRow row;
@@ -150,7 +162,7 @@ SweepRow SweepEvaluator::evaluate(SweepConfig& config) const {
                  gib(usable) + " (memory_headroom " + shortest(c.memory_headroom) + ")";
     return row;
   }
-  const CostModel& cost = *cost_models_.at(static_cast<std::size_t>(config.system_variant));
+  const CostModel& cost = memos.at(static_cast<std::size_t>(config.system_variant));
   SimulateOptions options;
   if (Result<std::shared_ptr<const Schedule>> shared = schedules_->get(schedule_params_of(w));
       shared.ok()) {

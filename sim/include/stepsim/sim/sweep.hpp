@@ -17,6 +17,7 @@
 #include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
 #include "stepsim/core/sweep_spec.hpp"
+#include "stepsim/sim/cost_memo.hpp"
 #include "stepsim/sim/schedule_cache.hpp"
 
 namespace stepsim::sim {
@@ -119,6 +120,11 @@ class SweepEvaluator {
   /// Finalizes `config.workload` (finalize_workload: Megatron's derivations and rules) and
   /// evaluates it.
   SweepRow evaluate(SweepConfig& config) const;
+  /// The same with a worker's own memos of the cost models (from cost_memos(); one set per
+  /// thread): what the thread pool uses.
+  SweepRow evaluate(SweepConfig& config, const std::vector<CostMemo>& memos) const;
+  /// One CostMemo per cost model, for one worker thread.
+  std::vector<CostMemo> cost_memos() const;
   /// Printed knob values of a finalized `w` (the row's `knobs`).
   std::vector<std::string> knob_values(const Workload& w) const;
   /// The row's short label for a finalized `w`.
