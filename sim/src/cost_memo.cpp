@@ -37,16 +37,16 @@ double CostMemo::remembered(const Key& key, Query&& query) const {
 }
 
 double CostMemo::gemm_s(const GemmOp& op) const {
-  const Key key{{tag(Kind::kGemm, static_cast<std::int64_t>(op.dtype)), op.m, op.n, op.k,
-                 op.batch, 0}};
+  const Key key{
+      {tag(Kind::kGemm, static_cast<std::int64_t>(op.dtype)), op.m, op.n, op.k, op.batch, 0}};
   return remembered(key, [&] { return model_->gemm_s(op); });
 }
 
 double CostMemo::attention_s(const AttentionOp& op) const {
   const std::int64_t flags = static_cast<std::int64_t>(op.dtype) << 2 |
                              std::int64_t{op.causal} << 1 | std::int64_t{op.backward};
-  const Key key{{tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq,
-                 op.head_dim}};
+  const Key key{
+      {tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq, op.head_dim}};
   return remembered(key, [&] { return model_->attention_s(op); });
 }
 

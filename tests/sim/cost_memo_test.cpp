@@ -24,9 +24,9 @@ class CountingModel final : public CostModel {
     return count("memory") + 1e-12 * static_cast<double>(op.bytes);
   }
   double collective_s(const CollectiveOp& op) const override {
-    return count("collective") + static_cast<double>(op.kind) + 10.0 * static_cast<double>(op.group) +
-           1e-12 * static_cast<double>(op.bytes) + 1e-3 * static_cast<double>(op.group_size) +
-           1e-4 * static_cast<double>(op.nodes_spanned);
+    return count("collective") + static_cast<double>(op.kind) +
+           10.0 * static_cast<double>(op.group) + 1e-12 * static_cast<double>(op.bytes) +
+           1e-3 * static_cast<double>(op.group_size) + 1e-4 * static_cast<double>(op.nodes_spanned);
   }
   double p2p_s(const P2POp& op) const override {
     return count("p2p") + 1e-12 * static_cast<double>(op.bytes) + (op.inter_node ? 1.0 : 0.0);
