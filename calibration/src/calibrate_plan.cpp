@@ -13,7 +13,7 @@ Result<Profile> calibrate_for_plan(const std::string& backend_name, const Worklo
                                    int cpu_threads) {
   BackendOptions options;
   options.cpu_threads = cpu_threads;
-  options.flush_l2 = true;  // in a step, other kernels run between two uses of an operand
+  options.flush_cache = true;  // in a step, other kernels run between two uses of an operand
   auto backend = make_backend(backend_name, options);
   if (!backend.ok()) return backend.errors();
   auto node_ids = world_node_ids();

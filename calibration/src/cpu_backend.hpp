@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mpi_world.hpp"
@@ -51,7 +51,7 @@ class CpuBackend final : public Backend {
   using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
   /// Runs `body` warmup + repeats times and returns the median duration of the timed runs.
   template <typename Body>
-  std::vector<double> time_repeats(Body&& body) const;
+  std::vector<double> time_repeats(Body&& body);
 
   BackendOptions options_;
   MpiWorld world_;
@@ -64,12 +64,12 @@ class CpuBackend final : public Backend {
   };
   std::map<std::array<std::int64_t, 4>, GemmOperands> gemm_cache_;
   std::map<std::int64_t, std::pair<Eigen::ArrayXf, Eigen::ArrayXf>> stream_cache_;
-  std::map<std::int64_t, std::vector<float>> float_cache_;          ///< collectives, by count
-  std::map<std::int64_t, std::vector<std::uint8_t>> byte_cache_;    ///< messages, by bytes
+  std::map<std::int64_t, std::vector<float>> float_cache_;        ///< collectives, by count
+  std::map<std::int64_t, std::vector<std::uint8_t>> byte_cache_;  ///< messages, by bytes
 
   Result<double> gemm_reusing(const GemmOp& op);
-  /// Evicts this core's L2 by streaming twice its size through a buffer of our own.
-  void flush_l2() const;
+  /// Evicts the last-level cache by streaming twice its size through a buffer of our own.
+  void flush_cache() const;
   mutable std::vector<float> flush_buffer_;
   std::vector<float>& floats(std::int64_t count, int slot);
   Result<double> collective_unverified(const CollectiveOp& op, GroupId group);
@@ -77,14 +77,21 @@ class CpuBackend final : public Backend {
 };
 
 template <typename Body>
-std::vector<double> CpuBackend::time_repeats(Body&& body) const {
+std::vector<double> CpuBackend::time_repeats(Body&& body) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < options_.warmup; ++i) body();
   std::vector<double> times;
   const int repeats = options_.repeats > 0 ? options_.repeats : 1;
   times.reserve(static_cast<std::size_t>(repeats));
   for (int i = 0; i < repeats; ++i) {
-    if (options_.flush_l2) flush_l2();
+    if (options_.flush_cache) flush_cache();
+    if (options_.verify && world_.size() > 1) {
+      // Calibration: every rank measures the point at once; start each repeat together, so
+      // that it runs beside the other ranks' same op (as tensor-parallel peers run theirs in
+      // a step), not beside their cache flush. A failed barrier means a lost peer, which
+      // the calibration's agreement on the point's result reports.
+      static_cast<void>(world_.barrier(GroupId{0}));
+    }
     const Clock::time_point t0 = Clock::now();
     body();
     times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());

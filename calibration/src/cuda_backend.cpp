@@ -169,7 +169,7 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
   s.batch = op.batch;
   auto mm = plan(s, t);
   if (!mm.ok()) return mm.errors();
-  auto times = time_repeats([&] { return mm.value()->run(stream_); }, options_.flush_l2);
+  auto times = time_repeats([&] { return mm.value()->run(stream_); }, options_.flush_cache);
   if (!times.ok()) return times.errors();
   return median(times.value());
 }

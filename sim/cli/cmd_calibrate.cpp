@@ -30,7 +30,7 @@ struct CalibrateArgs {
   std::string out;
   std::string scenario;
   bool quick = false;
-  bool flush_l2 = false;
+  bool flush_cache = false;
   int threads = 1;
   int repeats = 5;
   int warmup = 2;
@@ -83,7 +83,7 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
   options.cpu_threads = a.threads;
   options.repeats = a.repeats;
   options.warmup = a.warmup;
-  options.flush_l2 = a.flush_l2;
+  options.flush_cache = a.flush_cache;
   auto backend = calib::make_backend(a.backend, options);
   if (!backend.ok()) return report(backend.errors());
   calib::Backend& b = *backend.value();
@@ -188,7 +188,9 @@ void add_calibrate_command(CLI::App& app, Env& env) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "untimed repeats before measuring")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--flush-l2", args->flush_l2, "flush the L2 cache before each timed repeat of a GEMM (cuda), or of every compute op (cpu)");
+  cmd->add_flag("--flush-cache,--flush-l2", args->flush_cache,
+                "flush the last-level cache (GPU: L2, CPU: L3) before each timed repeat of a GEMM "
+                "(cuda), or of every compute op (cpu), as `validate --calibrate` does");
   cmd->add_option("--stop-after", args->stop_after,
                   "testing: stop after this many new measurements, keeping the journal")
       ->check(CLI::NonNegativeNumber)

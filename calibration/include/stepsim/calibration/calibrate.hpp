@@ -66,11 +66,11 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
 
 /// Calibrates for one decomposed scenario inside the calling process: its exact op shapes,
 /// plus the quick generic grid so that every fit has several sizes, measured with calibration
-/// settings (fresh operands, checked results, median of repeats, L2 flushed before each
-/// compute op) on a backend of its own. `validate --calibrate` runs it right before the
-/// measured steps, so that profile and measurement see the machine in the same state (on a
-/// shared machine its speed drifts over seconds). Collective over the world; every rank
-/// returns the same fitted profile.
+/// settings (fresh operands, checked results, median of repeats, the last-level cache
+/// flushed before each compute op and the ranks starting each repeat together) on a backend of its
+/// own. `validate --calibrate` runs it right before the measured steps, so that profile and
+/// measurement see the machine in the same state (on a shared machine its speed drifts over
+/// seconds). Collective over the world; every rank returns the same fitted profile.
 Result<Profile> calibrate_for_plan(const std::string& backend_name, const WorkloadPlan& plan,
                                    int cpu_threads);
 
