@@ -51,7 +51,11 @@ class CpuBackend final : public Backend {
   using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
   /// Runs `body` warmup + repeats times and returns the median duration of the timed runs.
   template <typename Body>
-  std::vector<double> time_repeats(Body&& body);
+  /// Median-ready times of `options_.repeats` runs of `body` after `options_.warmup`
+  /// untimed ones; `flush`: with options_.flush_cache, evict the cache before each (GEMM and
+  /// attention operands were last used many kernels ago; an element-wise kernel's input
+  /// is what the kernel before it just wrote).
+  std::vector<double> time_repeats(Body&& body, bool flush = true);
 
   BackendOptions options_;
   MpiWorld world_;
@@ -77,14 +81,14 @@ class CpuBackend final : public Backend {
 };
 
 template <typename Body>
-std::vector<double> CpuBackend::time_repeats(Body&& body) {
+std::vector<double> CpuBackend::time_repeats(Body&& body, bool flush) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < options_.warmup; ++i) body();
   std::vector<double> times;
   const int repeats = options_.repeats > 0 ? options_.repeats : 1;
   times.reserve(static_cast<std::size_t>(repeats));
   for (int i = 0; i < repeats; ++i) {
-    if (options_.flush_cache) flush_cache();
+    if (flush && options_.flush_cache) flush_cache();
     if (options_.verify && world_.size() > 1) {
       // Calibration: every rank measures the point at once; start each repeat together, so
       // that it runs beside the other ranks' same op (as tensor-parallel peers run theirs in

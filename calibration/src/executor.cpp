@@ -154,7 +154,7 @@ std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s
   std::ostringstream s;
   s << "rank " << me_ << " (pipeline stage " << coord_.pp << ", data-parallel rank " << coord_.dp
     << ", tensor-parallel rank " << coord_.tp << ") made no progress for " << idle_s
-    << " s (--timeout " << options_.timeout_s << ") in step " << step << ", ";
+    << " s (--timeout " << options_.timeout_s << ") in step " << step + options_.first_step << ", ";
   if (task == -1) return s.str() + "waiting in the barrier that starts the step";
   if (task == -2) return s.str() + "gathering the step's timings at rank 0";
   if (task == -3) return s.str() + "setting up process groups and clocks";
@@ -284,6 +284,19 @@ Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan
   Runner runner(w, backend, options, m);
   if (auto r = runner.run(); !r) return r.errors();
   return m;
+}
+
+void append_steps(Measurement& m, Measurement later) {
+  if (m.stage_tasks.empty()) {
+    m = std::move(later);
+    return;
+  }
+  STEPSIM_ASSERT(m.layout == later.layout && m.stage_tasks.size() == later.stage_tasks.size());
+  for (auto& step : later.steps) m.steps.push_back(std::move(step));
+  m.step_times_s.insert(m.step_times_s.end(), later.step_times_s.begin(), later.step_times_s.end());
+  m.unfinished_step = std::move(later.unfinished_step);
+  m.complete = later.complete;
+  m.failure = std::move(later.failure);
 }
 
 std::size_t median_step(const Measurement& m) {

@@ -126,7 +126,7 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
   const std::vector<std::int64_t> dims =
       o.gpu ? (o.quick ? log_range(256, 16384, 4) : log_range(256, 16384, 2))
             : (o.quick ? log_range(64, 1024, 4) : log_range(64, 1024, 2));
-  for (const std::int64_t m : dims) {
+  for (const std::int64_t m : o.compute_grids ? dims : std::vector<std::int64_t>{}) {
     for (const std::int64_t n : dims) {
       for (const std::int64_t k : dims) out.emplace_back(GemmOp{m, n, k, 1, dtype});
     }
@@ -138,7 +138,7 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
             : (o.quick ? std::vector<std::int64_t>{128, 512}
                        : std::vector<std::int64_t>{128, 256, 512, 1024});
   for (const bool backward : {false, true}) {
-    for (const std::int64_t seq : seqs) {
+    for (const std::int64_t seq : o.compute_grids ? seqs : std::vector<std::int64_t>{}) {
       AttentionOp a;
       a.batch = 1;
       a.heads = o.gpu ? 16 : 4;

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "commands.hpp"
@@ -40,6 +42,7 @@ struct ValidateArgs {
   std::int64_t world_size = 0;
   std::string profile;
   std::string calibrate;  ///< --calibrate: write the in-process profile here and predict with it
+  int rounds = 0;         ///< --rounds; 0: --steps with --calibrate, else 1
   double timeout_s = 60;
   int threads = 1;
   std::int32_t fail_rank = -1;
@@ -150,35 +153,60 @@ int run_validate(const ValidateArgs& a, Env& env) {
     // Checked by every rank alike, so none is left waiting for a rank 0 that gave up.
     const std::filesystem::path dir = std::filesystem::path(a.calibrate).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir)) {
-      return bad_input({Error{"", "--calibrate", "=" + a.calibrate + ": folder " + dir.string() +
-                                                     " does not exist"}});
+      return bad_input({Error{"", "--calibrate",
+                              "=" + a.calibrate + ": folder " + dir.string() + " does not exist"}});
     }
   }
+  if (a.rounds < 0) return bad_input({Error{"", "--rounds", "must be at least 1"}});
+  // By default one calibration round per measured step: the finest interleaving.
+  const int rounds = a.rounds > 0 ? a.rounds : (a.calibrate.empty() ? 1 : std::max(1, a.steps));
+  if (a.rounds > 1 && a.calibrate.empty()) {
+    return bad_input({Error{"", "--rounds",
+                            "=" + std::to_string(a.rounds) +
+                                ": rounds interleave calibration and steps, so "
+                                "they need --calibrate"}});
+  }
+  if (a.steps < rounds) {
+    return bad_input({Error{"", "--steps",
+                            "=" + std::to_string(a.steps) + " must be at least --rounds=" +
+                                std::to_string(rounds) + " (every round measures steps)"}});
+  }
   if (!a.profile.empty()) w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile, a.profile};
-  const WorkloadPlan plan = decompose(w);
-  std::shared_ptr<const Profile> calibrated;
   if (!a.calibrate.empty()) {
-    auto profile = calib::calibrate_for_plan(a.backend, plan, a.threads);
-    if (!profile) {
-      if (root) err << "stepsim validate: --calibrate: " << format_errors(profile.errors());
-      return 1;
-    }
-    if (root && !write_file(a.calibrate, profile_to_json(*profile), err)) return 1;
-    calibrated = std::make_shared<const Profile>(std::move(profile).value());
     w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile,
                                  std::filesystem::absolute(a.calibrate).string()};
   }
-  auto cost = make_cost_model(w, calibrated);
-  if (!cost) return bad_input(cost.errors());
-
-  // Every rank predicts (deterministic, cheap at validation sizes) so that every rank walks
-  // the very schedule the prediction used.
-  auto simulated = sim::simulate(w, plan, **cost, calib::validation_simulate_options());
-  if (!simulated) {
-    if (root) err << "stepsim validate: " << format_errors(simulated.errors());
+  const WorkloadPlan plan = decompose(w);
+  // The order of every rank's work does not depend on costs: the executor walks it while
+  // calibration rounds are still to come, and every prediction uses it.
+  auto built = sim::make_schedule(sim::schedule_params_of(w));
+  if (!built) {
+    if (root) err << "stepsim validate: " << format_errors(built.errors());
     return 1;
   }
-  const sim::SimulationResult& predicted = *simulated;
+  const auto schedule = std::make_shared<const sim::Schedule>(std::move(built).value());
+
+  // Every rank predicts (deterministic, cheap at validation sizes) with the same profile.
+  std::unique_ptr<CostModel> cost;
+  std::optional<sim::SimulationResult> predicted;
+  auto predict = [&](std::shared_ptr<const Profile> profile) -> Result<bool> {
+    auto model = make_cost_model(w, std::move(profile));
+    if (!model) return model.errors();
+    sim::SimulateOptions options = calib::validation_simulate_options();
+    options.schedule = schedule;
+    auto simulated = sim::simulate(w, plan, **model, options);
+    if (!simulated) return simulated.errors();
+    cost = std::move(model).value();
+    predicted = std::move(simulated).value();
+    return true;
+  };
+  if (a.calibrate.empty()) {
+    if (auto model = make_cost_model(w, nullptr); !model) return bad_input(model.errors());
+    if (auto p = predict(nullptr); !p) {
+      if (root) err << "stepsim validate: " << format_errors(p.errors());
+      return 1;
+    }
+  }
 
   // Keep freed buffers in the heap instead of returning them to the kernel, as a training
   // framework's caching allocator keeps its memory: otherwise every large Backend call maps
@@ -202,44 +230,85 @@ int run_validate(const ValidateArgs& a, Env& env) {
   base.scenario = w.name;
   base.backend = b.name();
   base.device = b.device_name();
-  base.cost_model = (*cost)->describe();
   base.overrides = calib::ScaleOverrides{a.num_layers, a.world_size};
   base.warmup_steps = a.warmup;
   auto make_report = [&](const calib::Measurement& m) {
-    calib::ValidationReport r = calib::compare(predicted.prediction, predicted.timeline, m);
+    calib::ValidationReport r = calib::compare(predicted->prediction, predicted->timeline, m);
     r.scenario = base.scenario;
     r.backend = base.backend;
     r.device = base.device;
-    r.cost_model = base.cost_model;
+    r.cost_model = cost->describe();
     r.overrides = base.overrides;
     r.warmup_steps = base.warmup_steps;
-    for (const auto& warning : predicted.prediction.warnings) r.notes.push_back(warning);
+    for (const auto& warning : predicted->prediction.warnings) r.notes.push_back(warning);
     return r;
   };
 
+  calib::Measurement measured;  // every round's steps
   calib::ExecutorOptions eo;
-  eo.warmup_steps = a.warmup;
-  eo.steps = a.steps;
   eo.timeout_s = a.timeout_s;
   eo.fail_rank = a.fail_rank;
-  eo.fail_at_task = a.fail_at_task;
   eo.fail_mode = a.fail_mode == "exit" ? calib::FailMode::kExit : calib::FailMode::kHang;
   eo.on_timeout = [&](const std::string& message, const calib::Measurement& partial) {
     err << "stepsim validate: " << message << "; stopping every rank\n";
     if (b.world_rank() != 0 || a.out.empty()) return;
     // Keep what was measured so far: rank 0 holds every completed step.
-    write_file(a.out, calib::report_to_json(make_report(partial)), err);
+    calib::Measurement so_far = measured;
+    calib::append_steps(so_far, partial);
+    write_file(a.out, calib::report_to_json(make_report(so_far)), err);
     err << "stepsim validate: partial results in " << a.out << "\n";
   };
-  auto measured = calib::execute_schedule(w, plan, *predicted.schedule, b, eo);
-  if (!measured) {
-    const bool input = !measured.errors().front().key.empty();
-    err << "stepsim validate: rank " << b.world_rank() << ": " << format_errors(measured.errors());
+  bool steps_failed = false;
+  std::int64_t tasks_run = 0;  // this rank's, over every round: --fail-at-task counts them all
+  std::int32_t steps_run = 0;  // warm-up included, over every round
+  // Round r: --warmup untimed steps first (later rounds: at most 1, to refill the caches the
+  // calibration round flushed), then its share of --steps.
+  auto run_steps = [&](int round) -> Result<bool> {
+    calib::ExecutorOptions o = eo;
+    o.warmup_steps = round == 0 ? a.warmup : std::min<std::int32_t>(a.warmup, 1);
+    o.steps = a.steps / rounds + (round < a.steps % rounds ? 1 : 0);
+    o.fail_at_task = a.fail_at_task >= tasks_run ? a.fail_at_task - tasks_run : -1;
+    o.first_step = steps_run;
+    auto m = calib::execute_schedule(w, plan, *schedule, b, o);
+    if (!m) {
+      steps_failed = true;
+      return m.errors();
+    }
+    const auto stage = static_cast<std::size_t>(m->layout.coord_of(b.world_rank()).pp);
+    steps_run += o.warmup_steps + o.steps;
+    tasks_run +=
+        static_cast<std::int64_t>(m->stage_tasks.at(stage).size()) * (o.warmup_steps + o.steps);
+    calib::append_steps(measured, std::move(m).value());
+    return true;
+  };
+  auto step_failure = [&](const Errors& errors) -> int {
+    const bool input = !errors.front().key.empty();
+    err << "stepsim validate: rank " << b.world_rank() << ": " << format_errors(errors);
     if (input) return 2;
     b.abort_all(1);  // the other ranks may be waiting on this one
+    return 1;        // not reached: abort_all ends the process
+  };
+
+  if (a.calibrate.empty()) {
+    if (auto r = run_steps(0); !r) return step_failure(r.errors());
+  } else {
+    calib::PlanCalibrationOptions co;
+    co.cpu_threads = a.threads;
+    co.rounds = rounds;
+    co.after_round = [&](int round, const Profile& so_far) -> Result<bool> {
+      if (auto p = predict(std::make_shared<const Profile>(so_far)); !p) return p.errors();
+      return run_steps(round);
+    };
+    auto profile = calib::calibrate_for_plan(a.backend, plan, co);
+    if (!profile) {
+      if (steps_failed) return step_failure(profile.errors());
+      if (root) err << "stepsim validate: --calibrate: " << format_errors(profile.errors());
+      return 1;
+    }
+    if (root && !write_file(a.calibrate, profile_to_json(*profile), err)) return 1;
   }
   if (!root) return 0;
-  return write_outputs(a, env, w, predicted, *measured, make_report(*measured));
+  return write_outputs(a, env, w, *predicted, measured, make_report(measured));
 }
 
 }  // namespace
@@ -264,9 +333,14 @@ void add_validate_command(CLI::App& app, Env& env) {
   cmd->add_option("--world-size", args->world_size, "Scale down: fewer data-parallel replicas");
   cmd->add_option("--profile", args->profile, "Profile for the prediction (overrides cost_model)");
   cmd->add_option("--calibrate", args->calibrate,
-                  "Calibrate the scenario's own op shapes in this process right before the "
-                  "measured steps, write that profile to FILE and predict with it (on a shared "
+                  "Calibrate the scenario's own op shapes in this process, between the measured "
+                  "steps (--rounds), write that profile to FILE and predict with it (on a shared "
                   "machine, whose speed drifts over seconds, profile and steps then agree)");
+  cmd->add_option("--rounds", args->rounds,
+                  "With --calibrate: calibration rounds, each followed by its share of the "
+                  "warm-up and measured steps; the profile takes each point's median over the "
+                  "rounds, so that profile and steps sample the same stretch of the machine's "
+                  "time [default: --steps, one round per measured step]");
   cmd->add_option("--timeout", args->timeout_s,
                   "Seconds without progress after which every rank is stopped")
       ->capture_default_str();

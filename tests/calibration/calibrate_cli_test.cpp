@@ -156,5 +156,25 @@ TEST(CalibrateCli, BadInputExitsTwoAndMissingDeviceOne) {
 #endif
 }
 
+TEST(ValidateCli, RoundsNeedCalibrateAndAStepEach) {
+  const std::string validate = std::string(STEPSIM_BIN) + " validate " +
+                               std::string(STEPSIM_SCENARIOS_DIR) +
+                               "/validation/pp2-1f1b.json --backend cpu ";
+  const Ran no_calibrate = run(validate + "--rounds 2");
+  EXPECT_EQ(no_calibrate.status, 2) << no_calibrate.output;
+  EXPECT_NE(no_calibrate.output.find("--rounds=2: rounds interleave calibration and steps, so "
+                                     "they need --calibrate"),
+            std::string::npos)
+      << no_calibrate.output;
+  const Ran few_steps =
+      run(validate + "--calibrate " + temp_dir() + "/p.json --steps 2 --rounds 3");
+  EXPECT_EQ(few_steps.status, 2) << few_steps.output;
+  EXPECT_NE(few_steps.output.find("--steps=2 must be at least --rounds=3"), std::string::npos)
+      << few_steps.output;
+  const Ran negative = run(validate + "--calibrate " + temp_dir() + "/p.json --rounds -1");
+  EXPECT_EQ(negative.status, 2) << negative.output;
+  EXPECT_NE(negative.output.find("--rounds"), std::string::npos) << negative.output;
+}
+
 }  // namespace
 }  // namespace stepsim

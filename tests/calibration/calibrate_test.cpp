@@ -71,6 +71,38 @@ TEST(RunCalibration, MeasuresEveryPointAndBuildsTheProfile) {
   EXPECT_EQ(j.value()->header.backend, "cpu");
 }
 
+TEST(MedianProfile, TakesEachSamplesMedianOverTheRoundsAndRefits) {
+  // Three rounds of the same points; round 1 caught a slow burst, round 2 a fast one.
+  auto round = [](double gemm_s, double scale) {
+    Profile p;
+    p.machine = "m";
+    p.gemm = {GemmSample{64, 64, 64, 1, DType::kFp32, gemm_s, ""}};
+    for (const std::int64_t bytes : {1 << 16, 1 << 20, 1 << 24}) {
+      // 1 us + bytes / (10 GB/s), scaled.
+      p.memory.push_back(
+          MemorySample{bytes, scale * (1e-6 + static_cast<double>(bytes) / 1e10), ""});
+    }
+    p.collectives = {CollectiveSample{CollectiveKind::kAllReduce, 2, 1, 1 << 20, scale * 2e-4, ""}};
+    p.p2p = {P2PSample{false, 1 << 20, scale * 1e-4, ""}};
+    return p;
+  };
+  const Profile median =
+      median_profile({round(1.0e-3, 1.0), round(9.0e-3, 3.0), round(0.5e-3, 0.5)});
+  EXPECT_EQ(median.machine, "m");
+  ASSERT_EQ(median.gemm.size(), 1u);
+  EXPECT_DOUBLE_EQ(median.gemm[0].seconds, 1.0e-3);
+  ASSERT_EQ(median.memory.size(), 3u);
+  EXPECT_DOUBLE_EQ(median.memory[2].seconds, 1e-6 + static_cast<double>(1 << 24) / 1e10);
+  EXPECT_DOUBLE_EQ(median.collectives[0].seconds, 2e-4);
+  EXPECT_DOUBLE_EQ(median.p2p[0].seconds, 1e-4);
+  // The fit is redone from the medians: the unscaled round's 10 GB/s.
+  EXPECT_NEAR(median.memory_fit.bandwidth_bytes_per_s, 1e10, 1e7);
+  EXPECT_EQ(median.memory_fit.samples, 3);
+  // An even count: the mean of the middle two.
+  const Profile two = median_profile({round(1.0e-3, 1.0), round(3.0e-3, 1.0)});
+  EXPECT_DOUBLE_EQ(two.gemm[0].seconds, 2.0e-3);
+}
+
 TEST(RunCalibration, ResumesFromAnInterruptedJournal) {
   auto b = cpu();
   CalibrationOptions o;

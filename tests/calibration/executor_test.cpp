@@ -184,6 +184,38 @@ TEST(Executor, IssuesEveryTaskEveryStepAndTimesThem) {
   }
 }
 
+TEST(Executor, AppendsTheStepsOfALaterRound) {
+  const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  FakeBackend b(0, 2, {2, 1, 1});
+  FakeBackend b2(0, 2, {2, 1, 1});
+  ExecutorOptions o;
+  o.warmup_steps = 1;
+  o.steps = 2;
+  auto first = execute_schedule(w, plan, *sim.schedule, b, o);
+  ASSERT_TRUE(first.ok()) << format_errors(first.errors());
+  o.steps = 1;
+  auto second = execute_schedule(w, plan, *sim.schedule, b2, o);
+  ASSERT_TRUE(second.ok()) << format_errors(second.errors());
+  Measurement all;
+  append_steps(all, *first);
+  EXPECT_EQ(all, *first);
+  Measurement later = *second;
+  later.complete = false;
+  later.failure = "stopped";
+  later.unfinished_step = {TaskTiming{1.0, 2.0, 0.5}};
+  append_steps(all, later);
+  ASSERT_EQ(all.steps.size(), 3u);
+  ASSERT_EQ(all.step_times_s.size(), 3u);
+  EXPECT_EQ(all.steps[2], second->steps[0]);
+  EXPECT_EQ(all.step_times_s[2], second->step_times_s[0]);
+  EXPECT_EQ(all.stage_tasks, first->stage_tasks);
+  EXPECT_FALSE(all.complete);
+  EXPECT_EQ(all.failure, "stopped");
+  EXPECT_EQ(all.unfinished_step.size(), 1u);
+}
+
 TEST(Executor, RefusesAWorldOfTheWrongSize) {
   const Workload w = tiny_workload(Shape{1, 2, 1, 1, 4});
   const WorkloadPlan plan = decompose(w);

@@ -39,4 +39,20 @@ grep -q '"measured_step_time_s": 0\.[0-9]*[1-9]' "$work/partial.json" ||
   > "$work/exit.out" 2> "$work/exit.err"
 status=$?
 [ "$status" -ne 0 ] || fail "a rank that exits must make the job fail (status $status)"
+# Interleaved calibration (--calibrate: 3 rounds of calibration, each followed by 1 warm-up
+# and 1 measured step): rank 1 (stage 1, ~330 tasks a step) hangs at its task 900, in the
+# second round's steps (tasks 660-1320). The partial report keeps the first round's step.
+"${mpirun[@]}" -np 2 "$bin" validate "$scenario" --backend cpu --warmup 1 --steps 3 \
+  --calibrate "$work/profile.json" --timeout 3 --fail-rank 1 --fail-at-task 900 \
+  --out "$work/partial-rounds.json" > "$work/rounds.out" 2> "$work/rounds.err"
+status=$?
+cat "$work/rounds.err"
+[ "$status" -ne 0 ] || fail "a rank hung between calibration rounds must make validate fail"
+grep -q "waiting for rank(s) 1" "$work/rounds.err" || fail "the message must name the hung rank 1"
+[ -s "$work/partial-rounds.json" ] || fail "rank 0 must write the partial report (rounds)"
+grep -q '"complete": false' "$work/partial-rounds.json" ||
+  fail "the partial report must say complete=false (rounds)"
+grep -q '"measured_step_times_s": \[$' "$work/partial-rounds.json" &&
+  grep -A1 '"measured_step_times_s": \[$' "$work/partial-rounds.json" | grep -q '[0-9]' ||
+  fail "the partial report must keep the first round's measured step"
 echo "fault handling ok"

@@ -66,14 +66,14 @@ class Backend {
 };
 
 struct BackendOptions {
-  int cpu_threads = 1;    ///< Eigen threads per rank (cpu)
+  int cpu_threads = 1;  ///< Eigen threads per rank (cpu)
   /// Flush the last-level cache (a GPU's L2, a CPU's L3) before each timed GEMM (cuda) or
   /// each timed compute op (cpu), so that operands come from memory as they do in a step,
   /// where the rest of the step's working set (and, on a CPU, the other ranks' on the same
   /// socket) streamed through that cache since an operand was last used.
   bool flush_cache = false;
-  int warmup = 2;         ///< untimed repeats before measuring
-  int repeats = 5;        ///< timed repeats; the median is returned
+  int warmup = 2;   ///< untimed repeats before measuring
+  int repeats = 5;  ///< timed repeats; the median is returned
   /// Calibration (true): fresh operands for every call, members synchronised before a timed
   /// collective or message, and every result checked, as nccl-tests do. The validator
   /// (false) runs ops as training does: operands made once per shape and reused, no

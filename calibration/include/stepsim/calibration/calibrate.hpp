@@ -4,6 +4,7 @@
 // existing journal, and at the end builds the Profile (samples + fits).
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -64,15 +65,33 @@ struct CalibrationRun {
 Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<BenchPoint>& points,
                                        const CalibrationOptions& options, ProgressSink* progress);
 
+/// Rounds of one calibration (the same points in the same order) combined: each sample's
+/// median over the rounds (the mean of the middle two for an even count), fits redone; the
+/// rest is the first round's.
+Profile median_profile(const std::vector<Profile>& rounds);
+
+struct PlanCalibrationOptions {
+  int cpu_threads = 1;  ///< Eigen threads per rank (cpu)
+  /// Passes over the points; each sample of the profile is the point's median over them.
+  int rounds = 1;
+  /// Called on every rank after each round with its number (from 0) and the profile of the
+  /// rounds so far: where `validate` predicts and runs a share of its measured steps, so that
+  /// calibration and measurement sample the machine over the same stretch of time. May be
+  /// empty.
+  std::function<Result<bool>(int round, const Profile& so_far)> after_round;
+};
+
 /// Calibrates for one decomposed scenario inside the calling process: its exact op shapes,
 /// plus the quick generic grid so that every fit has several sizes, measured with calibration
 /// settings (fresh operands, checked results, median of repeats, the last-level cache
-/// flushed before each compute op and the ranks starting each repeat together) on a backend of its
-/// own. `validate --calibrate` runs it right before the measured steps, so that profile and
-/// measurement see the machine in the same state (on a shared machine its speed drifts over
-/// seconds). Collective over the world; every rank returns the same fitted profile.
+/// flushed before each compute op and the ranks starting each repeat together) on a backend
+/// of its own. `validate --calibrate` runs it interleaved with the measured steps, so that
+/// profile and measurement see the machine in the same state (on a shared machine its speed
+/// drifts over seconds). Collective over the world; every rank returns the same fitted
+/// profile (the last one `after_round` saw). Errors: a failed measurement, or the first
+/// error `after_round` returns.
 Result<Profile> calibrate_for_plan(const std::string& backend_name, const WorkloadPlan& plan,
-                                   int cpu_threads);
+                                   const PlanCalibrationOptions& options);
 
 /// The summary table: peak GEMM TFLOP/s reached, memory bandwidth, bus bandwidth per
 /// collective, group size and span (largest message), point-to-point bandwidth.

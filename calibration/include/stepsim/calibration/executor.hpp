@@ -128,6 +128,9 @@ enum class FailMode : std::uint8_t { kHang, kExit };
 struct ExecutorOptions {
   std::int32_t warmup_steps = 1;  ///< untimed steps before measuring
   std::int32_t steps = 3;         ///< measured steps
+  /// Number that messages give the first (warm-up) step: the steps of earlier runs of the
+  /// same validation (`validate --rounds`), so that a step is named once in the whole run.
+  std::int32_t first_step = 0;
   /// A rank that makes no progress for this long stops every rank (watchdog, abort_all).
   double timeout_s = 60;
   /// Fault injection for tests: world rank `fail_rank` hangs (or exits) when it reaches its
@@ -149,6 +152,11 @@ Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan
 
 /// Index of the measured step whose time is the median (lower median).
 std::size_t median_step(const Measurement& m);
+
+/// Appends the measured steps of `later` (a later run of the same schedule on the same
+/// ranks: `validate --rounds`) to `m`; `m` takes `later`'s unfinished step, completion and
+/// failure. An empty `m` (no layout yet) becomes `later`.
+void append_steps(Measurement& m, Measurement later);
 
 /// The measured step `step` as a timeline in the simulator's representative mode: one rank
 /// per pipeline stage (data- and tensor-parallel rank 0), times relative to the step's start.

@@ -47,6 +47,9 @@ std::string point_key(const BenchPoint& p);
 struct BenchPlanOptions {
   bool gpu = false;    ///< GPU-sized grids (cuda) or CPU-sized ones (cpu)
   bool quick = false;  ///< coarser grids: a CPU run of 2 ranks in well under 2 minutes
+  /// The GEMM and attention grids too; without them, only the memory and communication
+  /// grids that the size fits need (a scenario's own shapes are measured exactly).
+  bool compute_grids = true;
   /// Node id of every world rank (equal ids share a node); its size is the world size.
   std::vector<std::int32_t> node_ids{0};
 };
