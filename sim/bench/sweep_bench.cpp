@@ -7,6 +7,7 @@
 //   build/bin/stepsim_sweep_bench [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <memory>
 #include <string>
@@ -112,4 +113,16 @@ BENCHMARK(BM_SweepTuring530B_PlannerOverheadOnly)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+  // As `stepsim` itself does (sim/cli/main.cpp): keep freed heap blocks instead of giving
+  // them back to the kernel, or every simulation page-faults its buffers in again.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
