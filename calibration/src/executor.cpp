@@ -264,17 +264,21 @@ Result<bool> Runner::run() {
 
 }  // namespace
 
+Result<bool> check_world_size(const Workload& w, const Backend& backend) {
+  const std::int32_t want = layout_of(w).world_size();
+  if (backend.world_size() == want) return true;
+  return Error{w.source_file, "training.world_size",
+               "=" + std::to_string(want) + " but the validator runs " +
+                   std::to_string(backend.world_size()) + " ranks (start it with mpirun -np " +
+                   std::to_string(want) + ", one rank per device)"};
+}
+
 Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan,
                                      const sim::Schedule& schedule, Backend& backend,
                                      const ExecutorOptions& options) {
   Measurement m;
   m.layout = layout_of(w);
-  if (backend.world_size() != m.layout.world_size()) {
-    return Error{w.source_file, "training.world_size",
-                 "=" + std::to_string(m.layout.world_size()) + " but the validator runs " +
-                     std::to_string(backend.world_size()) + " ranks (start it with mpirun -np " +
-                     std::to_string(m.layout.world_size()) + ", one rank per device)"};
-  }
+  if (auto fits = check_world_size(w, backend); !fits) return fits.errors();
   if (options.steps < 1 || options.warmup_steps < 0) {
     return Error{"", "--steps", "must be at least 1 (and --warmup at least 0)"};
   }

@@ -225,6 +225,7 @@ int run_validate(const ValidateArgs& a, Env& env) {
     return 1;
   }
   calib::Backend& b = **backend;
+  if (auto fits = calib::check_world_size(w, b); !fits) return bad_input(fits.errors());
 
   calib::ValidationReport base;
   base.scenario = w.name;
@@ -240,6 +241,13 @@ int run_validate(const ValidateArgs& a, Env& env) {
     r.cost_model = cost->describe();
     r.overrides = base.overrides;
     r.warmup_steps = base.warmup_steps;
+    if (!a.calibrate.empty()) {
+      r.notes.push_back("profile calibrated in this run in " + std::to_string(rounds) +
+                        " round(s), each followed by its share of the steps (warm-up: " +
+                        std::to_string(a.warmup) + " before the first, " +
+                        std::to_string(std::min<std::int32_t>(a.warmup, 1)) +
+                        " before each later one); each sample is its median over the rounds");
+    }
     for (const auto& warning : predicted->prediction.warnings) r.notes.push_back(warning);
     return r;
   };

@@ -143,6 +143,9 @@ struct ExecutorOptions {
   std::function<void(const std::string& message, const Measurement& partial)> on_timeout;
 };
 
+/// Error (key training.world_size) unless `backend` runs as many ranks as `w` needs.
+Result<bool> check_world_size(const Workload& w, const Backend& backend);
+
 /// Runs warm-up and measured steps of `w` on this rank of `backend` (one process per device,
 /// world size = w.training.world_size). Every rank must call it. Errors: world size mismatch,
 /// a failing backend call.
