@@ -189,20 +189,19 @@ int run_validate(const ValidateArgs& a, Env& env) {
   // Every rank predicts (deterministic, cheap at validation sizes) with the same profile.
   std::unique_ptr<CostModel> cost;
   std::optional<sim::SimulationResult> predicted;
-  auto predict = [&](std::shared_ptr<const Profile> profile) -> Result<bool> {
-    auto model = make_cost_model(w, std::move(profile));
-    if (!model) return model.errors();
+  auto predict = [&](std::unique_ptr<CostModel> model) -> Result<bool> {
     sim::SimulateOptions options = calib::validation_simulate_options();
     options.schedule = schedule;
-    auto simulated = sim::simulate(w, plan, **model, options);
+    auto simulated = sim::simulate(w, plan, *model, options);
     if (!simulated) return simulated.errors();
-    cost = std::move(model).value();
+    cost = std::move(model);
     predicted = std::move(simulated).value();
     return true;
   };
   if (a.calibrate.empty()) {
-    if (auto model = make_cost_model(w, nullptr); !model) return bad_input(model.errors());
-    if (auto p = predict(nullptr); !p) {
+    auto model = make_cost_model(w, nullptr);
+    if (!model) return bad_input(model.errors());
+    if (auto p = predict(std::move(model).value()); !p) {
       if (root) err << "stepsim validate: " << format_errors(p.errors());
       return 1;
     }
@@ -304,7 +303,9 @@ int run_validate(const ValidateArgs& a, Env& env) {
     co.cpu_threads = a.threads;
     co.rounds = rounds;
     co.after_round = [&](int round, const Profile& so_far) -> Result<bool> {
-      if (auto p = predict(std::make_shared<const Profile>(so_far)); !p) return p.errors();
+      auto model = make_cost_model(w, std::make_shared<const Profile>(so_far));
+      if (!model) return model.errors();
+      if (auto p = predict(std::move(model).value()); !p) return p.errors();
       return run_steps(round);
     };
     auto profile = calib::calibrate_for_plan(a.backend, plan, co);
