@@ -1,6 +1,5 @@
 // calibrate_for_plan(): an in-process calibration of one scenario's op shapes, in rounds.
 
-#include <algorithm>
 #include <string>
 #include <vector>
 

@@ -49,12 +49,12 @@ class CpuBackend final : public Backend {
 
  private:
   using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
-  /// Runs `body` warmup + repeats times and returns the median duration of the timed runs.
+  /// Durations of `options_.repeats` timed runs of `body` after `options_.warmup` untimed
+  /// ones. `flush`: with options_.flush_cache, evict the cache before each timed run (GEMM
+  /// and attention operands were last used many kernels ago; an element-wise kernel's input
+  /// is what the kernel before it just wrote). In calibration (options_.verify) the ranks
+  /// start each timed run together.
   template <typename Body>
-  /// Median-ready times of `options_.repeats` runs of `body` after `options_.warmup`
-  /// untimed ones; `flush`: with options_.flush_cache, evict the cache before each (GEMM and
-  /// attention operands were last used many kernels ago; an element-wise kernel's input
-  /// is what the kernel before it just wrote).
   std::vector<double> time_repeats(Body&& body, bool flush = true);
 
   BackendOptions options_;
