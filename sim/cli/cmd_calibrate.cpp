@@ -190,7 +190,7 @@ void add_calibrate_command(CLI::App& app, Env& env) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--flush-cache,--flush-l2", args->flush_cache,
                 "flush the last-level cache (GPU: L2, CPU: L3) before each timed repeat of a GEMM "
-                "(cuda), or of every compute op (cpu), as `validate --calibrate` does");
+                "(cuda), or of a GEMM or attention kernel (cpu), as `validate --calibrate` does");
   cmd->add_option("--stop-after", args->stop_after,
                   "testing: stop after this many new measurements, keeping the journal")
       ->check(CLI::NonNegativeNumber)

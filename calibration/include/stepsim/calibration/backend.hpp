@@ -68,9 +68,10 @@ class Backend {
 struct BackendOptions {
   int cpu_threads = 1;  ///< Eigen threads per rank (cpu)
   /// Flush the last-level cache (a GPU's L2, a CPU's L3) before each timed GEMM (cuda) or
-  /// each timed compute op (cpu), so that operands come from memory as they do in a step,
-  /// where the rest of the step's working set (and, on a CPU, the other ranks' on the same
-  /// socket) streamed through that cache since an operand was last used.
+  /// each timed GEMM and attention kernel (cpu), so that operands come from memory as they
+  /// do in a step, where the rest of the step's working set (and, on a CPU, the other
+  /// ranks' on the same socket) streamed through that cache since an operand was last used.
+  /// Element-wise kernels are timed warm: their input is what the kernel before just wrote.
   bool flush_cache = false;
   int warmup = 2;   ///< untimed repeats before measuring
   int repeats = 5;  ///< timed repeats; the median is returned
