@@ -231,7 +231,8 @@ int run_validate(const ValidateArgs& a, Env& env) {
   base.backend = b.name();
   base.device = b.device_name();
   base.overrides = calib::ScaleOverrides{a.num_layers, a.world_size};
-  base.warmup_steps = a.warmup;
+  // Every round after the first warms up again (at most 1 step): the report counts them all.
+  base.warmup_steps = a.warmup + (rounds - 1) * std::min<std::int32_t>(a.warmup, 1);
   auto make_report = [&](const calib::Measurement& m) {
     calib::ValidationReport r = calib::compare(predicted->prediction, predicted->timeline, m);
     r.scenario = base.scenario;
