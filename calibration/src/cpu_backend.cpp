@@ -30,10 +30,10 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-/// Size of the last-level cache this core uses, from sysfs (one instance: a VM's guest sees
-/// the 32 MiB L3 of its core complex there, where sysconf(_SC_LEVEL3_CACHE_SIZE) reports
-/// the 384 MiB of the host's whole socket); sysconf's largest level when sysfs has none; 0
-/// when unknown.
+/// Size of one instance of the last-level cache, from cpu0's sysfs entries (a VM's guest
+/// sees the 32 MiB L3 of its core complex there, where sysconf(_SC_LEVEL3_CACHE_SIZE)
+/// reports the 384 MiB of the host's whole socket); else sysconf's L3, else its L2; 0 when
+/// unknown.
 std::int64_t last_level_cache_bytes() {
   int best_level = 0;
   std::int64_t best_bytes = 0;
@@ -134,8 +134,8 @@ void CpuBackend::flush_cache() const {
     // Twice the last-level cache, so that nothing of the op's operands survives there: in a
     // step, the other ops' working sets (and the other ranks' on a shared L3) stream through
     // it between two uses of an operand. Flushing only the L2 left operands in the L3, and
-    // GEMMs and memory-bound kernels of the validation scenarios ran 5-15% and 1.5-2x slower
-    // in the step than calibrated (scenarios/validation/README.md). 64 MiB when unknown.
+    // the validation scenarios' GEMMs ran 5-15% slower in the step than calibrated
+    // (scenarios/validation/README.md). 64 MiB when unknown.
     const std::int64_t llc = last_level_cache_bytes();
     const auto bytes = static_cast<std::size_t>(2 * (llc > 0 ? llc : std::int64_t{32} << 20));
     flush_buffer_.assign(bytes / sizeof(float), 1.0F);
