@@ -261,7 +261,7 @@ Result<double> CpuBackend::memory_bound(const MemoryBoundOp& op) {
       src = Eigen::ArrayXf::Constant(n, 1.0F);
       dst = Eigen::ArrayXf::Zero(n);
     }
-    return median(time_repeats([&] { dst = src * 2.0F; }));
+    return median(time_repeats([&] { dst = src * 2.0F; }, /*flush=*/false));
   }
   Eigen::ArrayXf src = Eigen::ArrayXf::LinSpaced(n, 0.0F, 1.0F);
   Eigen::ArrayXf dst(n);

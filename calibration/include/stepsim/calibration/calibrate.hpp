@@ -82,9 +82,10 @@ struct PlanCalibrationOptions {
 };
 
 /// Calibrates for one decomposed scenario inside the calling process: its exact op shapes,
-/// plus the quick generic grid so that every fit has several sizes, measured with calibration
-/// settings (fresh operands, checked results, median of repeats, the last-level cache
-/// flushed before each compute op and the ranks starting each repeat together) on a backend
+/// plus the quick generic memory and communication grids so that every fit has several sizes
+/// (not the generic GEMM and attention grids), measured with calibration settings (fresh
+/// operands, checked results, median of repeats, the last-level cache flushed before each
+/// GEMM and attention repeat and the ranks starting each repeat together) on a backend
 /// of its own. `validate --calibrate` runs it interleaved with the measured steps, so that
 /// profile and measurement see the machine in the same state (on a shared machine its speed
 /// drifts over seconds). Collective over the world; every rank returns the same fitted
