@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "ddp_buckets.hpp"
 #include "stepsim/core/assert.hpp"
 
 namespace stepsim::sim {
@@ -11,6 +12,7 @@ namespace stepsim::sim {
 namespace {
 
 constexpr std::int32_t kNoTask = -1;
+constexpr std::size_t kNoKey = static_cast<std::size_t>(-1);
 
 std::int64_t node_of_stage(const Workload& w, std::int32_t stage) {
   // Megatron's layout: TP fastest, then DP, then PP. The representative rank of a stage is
@@ -32,6 +34,10 @@ class Builder {
     const auto keys = static_cast<std::size_t>(2 * p_ * v_ * m_);
     transfer_of_key_.assign(keys, kNoTask);
     posts_.assign(static_cast<std::size_t>(p_), 0);
+    backward_tasks_.resize(static_cast<std::size_t>(p_));
+    last_backward_preds_.resize(static_cast<std::size_t>(p_ * v_));
+    last_backward_key_.assign(static_cast<std::size_t>(p_ * v_), kNoKey);
+    dp_stream_last_.assign(static_cast<std::size_t>(p_), kNoTask);
   }
 
   Result<BuiltStep> build() {
@@ -40,17 +46,15 @@ class Builder {
                                " stages but the schedule " + std::to_string(p_)};
     }
     build_templates();
+    if (Result<bool> ok = make_buckets(); !ok.ok()) return ok.errors();
     cost_boundaries();
     reserve_for_schedule();
     std::vector<std::int32_t> end_of_program(static_cast<std::size_t>(p_), kNoTask);
-    std::vector<std::vector<std::int32_t>> last_backward(static_cast<std::size_t>(p_));
-    for (const RankProgram& program : schedule_.ranks) {
-      add_program(program, end_of_program, last_backward);
-    }
+    for (const RankProgram& program : schedule_.ranks) add_program(program, end_of_program);
     if (Result<bool> ok = add_data_dependencies(); !ok.ok()) return ok.errors();
     for (std::int32_t r = 0; r < p_; ++r) {
-      const auto ri = static_cast<std::size_t>(r);
-      add_step_work(r, end_of_program[ri], last_backward[ri]);
+      Result<bool> ok = add_step_work(r, end_of_program[static_cast<std::size_t>(r)]);
+      if (!ok.ok()) return ok.errors();
     }
     if (Result<bool> ok = match_embedding_group(); !ok.ok()) return ok.errors();
     out_.graph.finalize();
@@ -131,34 +135,62 @@ class Builder {
 
   TaskId add(const Task& task) { return out_.graph.add_task(task); }
 
-  void add_program(const RankProgram& program, std::vector<std::int32_t>& end_of_program,
-                   std::vector<std::vector<std::int32_t>>& last_backward) {
+  void add_program(const RankProgram& program, std::vector<std::int32_t>& end_of_program) {
     const std::int32_t r = program.rank;
+    const auto ri = static_cast<std::size_t>(r);
+    // The first rank without interleaving dispatches its buckets inside its last backward,
+    // which needs that backward's predecessors (bucket_ready).
+    const bool record_preds = w_.training.overlap_grad_reduce && !options_.serialize_streams &&
+                              v_ == 1 && r == 0;
+    ParamGather gather = plan_param_gather(program);
     // The tasks the rank's next item waits for: the last compute, or every transfer of the
     // last blocking call, plus the transfers of Megatron's handle.wait() calls.
     std::vector<std::int32_t> cursor;
     cursor.reserve(8);
-    std::vector<std::int32_t>& last_b = last_backward[static_cast<std::size_t>(r)];
-    last_b.assign(static_cast<std::size_t>(v_), kNoTask);
+    std::vector<std::int32_t>& backward = backward_tasks_[ri];
+    if (gather.on && v_ > 1) {
+      // align_param_gather: chunks 0 and 1 are gathered when the step's schedule starts.
+      for (const std::int32_t c : {0, 1}) dispatch_param_gather(r, c, cursor, gather);
+    }
+    std::int32_t forward_index = 0;
     for (const ProgramItem& item : program.items) {
       if (item.kind == ProgramItem::Kind::kCompute) {
         const Action& a = item.action;
         const std::int32_t ti = template_index(r, a.chunk, a.type, v_);
+        std::int32_t wait_gather = kNoTask;
+        if (gather.on && a.type == ActionType::kForward) {
+          const auto k = static_cast<std::size_t>(forward_index++);
+          if (gather.dispatch_at[k] >= 0) dispatch_param_gather(r, gather.dispatch_at[k], cursor, gather);
+          if (gather.first_forward[static_cast<std::size_t>(a.chunk)] == k) {
+            // Megatron's forward pre-hook: dispatch the gather if nobody has yet, then wait.
+            wait_gather = dispatch_param_gather(r, a.chunk, cursor, gather);
+          }
+        }
         const auto payload = static_cast<std::int32_t>(out_.actions.size());
         out_.actions.push_back(ActionRef{r, a, ti});
         const TaskId id = add(Task{r, Stream::kCompute, TaskKind::kCompute,
                                    out_.templates[static_cast<std::size_t>(ti)].duration_s, -1,
                                    payload});
         add_edges(cursor, id);
+        if (wait_gather != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(wait_gather)}, id);
         const std::int32_t vs = a.chunk * p_ + r;
         if (a.type == ActionType::kForward && vs > 0) {
           add_data_dependency(id, key_of(TensorKind::kActivation, a.microbatch, vs - 1), cursor);
         }
-        if (a.type == ActionType::kBackward && vs < p_ * v_ - 1) {
-          add_data_dependency(id, key_of(TensorKind::kGradient, a.microbatch, vs + 1), cursor);
+        if (a.type == ActionType::kBackward) {
+          std::size_t key = kNoKey;
+          if (vs < p_ * v_ - 1) {
+            key = key_of(TensorKind::kGradient, a.microbatch, vs + 1);
+            add_data_dependency(id, key, cursor);
+          }
+          backward.push_back(static_cast<std::int32_t>(id.value));
+          if (record_preds) {
+            const auto slot = static_cast<std::size_t>(r * v_ + a.chunk);
+            last_backward_preds_[slot] = cursor;
+            last_backward_key_[slot] = key;
+          }
         }
         cursor.assign(1, static_cast<std::int32_t>(id.value));
-        if (a.type == ActionType::kBackward) last_b[static_cast<std::size_t>(a.chunk)] = cursor[0];
         continue;
       }
       const CommCall& call = item.comm;
@@ -179,6 +211,119 @@ class Builder {
     const TaskId end = add(Task{r, Stream::kCompute, TaskKind::kJoin, 0.0, -1, -1});
     add_edges(cursor, end);
     end_of_program[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(end.value);
+  }
+
+  /// Where one rank gathers its parameters with overlap_param_gather (Megatron's
+  /// distributed optimizer; the gather of this step's parameters happens in the next step's
+  /// forward, so a simulated steady-state step starts with it).
+  struct ParamGather {
+    bool on = false;
+    const Op* op = nullptr;  ///< the stage's dp_param_all_gather step op (all its chunks)
+    /// Per forward action of the rank (in program order): the chunk whose gather Megatron
+    /// dispatches before it (align_param_gather, interleaved), or -1.
+    std::vector<std::int32_t> dispatch_at;
+    std::vector<std::size_t> first_forward;  ///< per chunk: index of its first forward
+    std::vector<std::int32_t> done;          ///< per chunk: the task the forward waits for
+  };
+
+  const Op* param_gather_op(std::int32_t r) const {
+    for (const Op& op : plan_.stages[static_cast<std::size_t>(r)].step_ops) {
+      const auto* coll = std::get_if<CollectiveOp>(&op.shape);
+      if (coll != nullptr && coll->kind == CollectiveKind::kAllGather &&
+          coll->group == CommGroup::kData) {
+        return &op;
+      }
+    }
+    return nullptr;
+  }
+
+  bool param_gather_overlapped(std::int32_t r) const {
+    const TrainingConfig& t = w_.training;
+    return t.overlap_param_gather && t.use_distributed_optimizer && !options_.serialize_streams &&
+           param_gather_op(r) != nullptr;
+  }
+
+  ParamGather plan_param_gather(const RankProgram& program) {
+    ParamGather g;
+    const std::int32_t r = program.rank;
+    if (!param_gather_overlapped(r)) return g;
+    g.on = true;
+    g.op = param_gather_op(r);
+    std::vector<std::int32_t> chunk_of_forward;
+    for (const Action& a : program.actions) {
+      if (a.type == ActionType::kForward) chunk_of_forward.push_back(a.chunk);
+    }
+    const std::size_t n = chunk_of_forward.size();
+    g.first_forward.assign(static_cast<std::size_t>(v_), n);
+    for (std::size_t k = n; k-- > 0;) g.first_forward[static_cast<std::size_t>(chunk_of_forward[k])] = k;
+    g.dispatch_at.assign(n, -1);
+    g.done.assign(static_cast<std::size_t>(v_), kNoTask);
+    if (v_ > 1) {
+      // schedules.py, forward_step_helper_preprocess: before forward virtual micro-batch k,
+      // if k + rank is the first micro-batch of chunk c, gather chunk c + 1 (when 1 < c + 1 < v).
+      for (std::size_t k = 0; k + static_cast<std::size_t>(r) < n; ++k) {
+        const std::size_t id = k + static_cast<std::size_t>(r);
+        const std::int32_t c = chunk_of_forward[id];
+        if (g.first_forward[static_cast<std::size_t>(c)] != id) continue;
+        if (1 < c + 1 && c + 1 < v_) g.dispatch_at[k] = c + 1;
+      }
+    }
+    return g;
+  }
+
+  // Dispatches chunk `c`'s parameter all-gathers (once) after `cursor`, one per DDP bucket
+  // on the rank's DP stream, and returns the task that chunk's first forward waits for.
+  // Interleaved (align_param_gather): every bucket is dispatched at once in bucket order
+  // (the one nearest the output first), so the first module waits for all of them: the
+  // last. Without interleaving (align_param_gather is off): the forward pre-hook of the
+  // first module dispatches the bucket it needs and waits; each wait dispatches the next
+  // bucket in forward order, so the gathers run back to back while the forward computes;
+  // each module waits for its own bucket. The forward then starts `max_j(end_j - use_j)`
+  // after the dispatch, with end_j the j-th gather's end and use_j the offset into the
+  // forward of the first op using bucket j (a delay task, exact with fixed durations).
+  std::int32_t dispatch_param_gather(std::int32_t r, std::int32_t c,
+                                     const std::vector<std::int32_t>& cursor, ParamGather& g) {
+    std::int32_t& done = g.done[static_cast<std::size_t>(c)];
+    if (done != kNoTask) return done;
+    const auto ri = static_cast<std::size_t>(r);
+    const StagePlan& stage = plan_.stages[ri];
+    const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
+    // The chunk's share of the stage's gather, then cut into its buckets.
+    Op& chunk_op = out_.bucket_ops.emplace_back(*g.op);
+    auto& coll = std::get<CollectiveOp>(chunk_op.shape);
+    coll.bytes = stage.parameters > 0 ? coll.bytes * chunk.parameters / stage.parameters : 0;
+    const std::vector<DdpBucket>& buckets = buckets_of(r, c);
+    std::vector<std::size_t> order(buckets.size());
+    for (std::size_t b = 0; b < order.size(); ++b) order[b] = b;
+    if (v_ == 1) std::reverse(order.begin(), order.end());
+    const ChunkTemplate& tmpl =
+        out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kForward, v_))];
+    double end = 0, start_after = 0;
+    std::int32_t last = kNoTask;
+    for (const std::size_t b : order) {
+      const Op& op = buckets.size() > 1 ? bucket_op(chunk_op, chunk.parameters, buckets, b) : chunk_op;
+      const TaskId id = add_op_task(r, c, op, buckets.size() > 1 ? static_cast<std::int32_t>(b) : -1);
+      add_edges(cursor, id);
+      std::int32_t& prev = dp_stream_last_[ri];
+      if (prev != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(prev)}, id);
+      prev = last = static_cast<std::int32_t>(id.value);
+      end += out_.graph.task(id).duration_s;
+      const auto use = static_cast<std::size_t>(std::max(0, buckets[b].first_use_op));
+      STEPSIM_ASSERT(use < tmpl.ops.size());
+      start_after = std::max(start_after, end - tmpl.ops[use].start_s);
+    }
+    done = last;
+    if (v_ == 1 && buckets.size() > 1) {
+      const TaskId delay = add(Task{r, Stream::kCompute, TaskKind::kDelay, start_after, -1, -1});
+      add_edges(cursor, delay);
+      done = static_cast<std::int32_t>(delay.value);
+    }
+    return done;
+  }
+
+  const std::vector<DdpBucket>& buckets_of(std::int32_t r, std::int32_t c) {
+    const auto slot = static_cast<std::size_t>(r * v_ + c);
+    return buckets_[slot];
   }
 
   void add_edges(const std::vector<std::int32_t>& from, TaskId to) {
@@ -239,42 +384,93 @@ class Builder {
     return true;
   }
 
-  TaskId add_op_task(std::int32_t r, std::int32_t chunk, const Op& op) {
+  TaskId add_op_task(std::int32_t r, std::int32_t chunk, const Op& op, std::int32_t bucket) {
     const auto payload = static_cast<std::int32_t>(out_.step_ops.size());
-    out_.step_ops.push_back(StepOpRef{r, chunk, &op});
+    out_.step_ops.push_back(StepOpRef{.rank = r, .chunk = chunk, .bucket = bucket, .op = &op});
     const bool comm = std::holds_alternative<CollectiveOp>(op.shape);
     const Stream stream = options_.serialize_streams ? Stream::kCompute : op.stream;
     return add(Task{r, stream, comm ? TaskKind::kCollective : TaskKind::kStepOp, cost_.op_s(op),
                     -1, payload});
   }
 
-  void add_step_work(std::int32_t r, std::int32_t end_of_program,
-                     const std::vector<std::int32_t>& last_backward) {
-    const StagePlan& stage = plan_.stages[static_cast<std::size_t>(r)];
-    // Gradient reduction: chunk by chunk in the order their last backward ends. With
-    // overlap_grad_reduce each starts as soon as its chunk's gradients are final; else all
-    // start after the rank's last backward.
-    std::vector<std::int32_t> order(static_cast<std::size_t>(v_));
-    for (std::int32_t c = 0; c < v_; ++c) order[static_cast<std::size_t>(c)] = c;
-    std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
-      return last_backward[static_cast<std::size_t>(a)] < last_backward[static_cast<std::size_t>(b)];
-    });
-    const bool overlap = w_.training.overlap_grad_reduce && !options_.serialize_streams;
-    std::int32_t stream_prev = end_of_program;
-    std::int32_t last_grad_task = kNoTask;
-    for (const std::int32_t c : order) {
-      const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
-      for (const Op& op : chunk.grad_sync) {
-        const TaskId id = add_op_task(r, c, op);
-        const std::int32_t gate = overlap ? last_backward[static_cast<std::size_t>(c)] : end_of_program;
-        if (gate != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(gate)}, id);
-        if (stream_prev != kNoTask && stream_prev != gate) {
-          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(stream_prev)}, id);
-        }
-        stream_prev = static_cast<std::int32_t>(id.value);
-        last_grad_task = stream_prev;
+  // Megatron's gradient reduction (the DDP of each model chunk, bucketed as in
+  // ddp_buckets.hpp), dispatched where Megatron dispatches it:
+  // - without overlap_grad_reduce: every bucket synchronously in finalize_model_grads, chunk
+  //   by chunk, after the rank's whole program;
+  // - with it, interleaved (align_grad_reduce, Megatron's default): a chunk's buckets all at
+  //   once after the backward whose virtual micro-batch id is the chunk's last one plus the
+  //   pipeline rank (schedules.py, backward_step_helper_postprocess), so that every pipeline
+  //   rank launches together; chunks never reached that way after the program;
+  // - with it, without interleaving: the first pipeline rank's buckets each as soon as the
+  //   last backward has made its gradients final (the backward hooks, grad sync enabled for
+  //   the last micro-batch); later ranks after their program ("launch any remaining grad
+  //   reductions"), since align_grad_reduce keeps their hooks from dispatching.
+  // The reductions share the rank's DP stream in dispatch order.
+  Result<bool> make_buckets() {
+    buckets_.resize(static_cast<std::size_t>(p_ * v_));
+    for (std::int32_t r = 0; r < p_; ++r) {
+      for (std::int32_t c = 0; c < v_; ++c) {
+        const ChunkPlan& chunk =
+            plan_.stages[static_cast<std::size_t>(r)].chunks[static_cast<std::size_t>(c)];
+        Result<std::vector<DdpBucket>> made =
+            ddp_buckets(w_, chunk, ddp_bucket_size(w_.training, r, c));
+        if (!made.ok()) return made.errors();
+        buckets_[static_cast<std::size_t>(r * v_ + c)] = std::move(made).value();
       }
     }
+    return true;
+  }
+
+  Result<bool> add_step_work(std::int32_t r, std::int32_t end_of_program) {
+    const auto ri = static_cast<std::size_t>(r);
+    const StagePlan& stage = plan_.stages[ri];
+    const bool overlap = w_.training.overlap_grad_reduce && !options_.serialize_streams;
+    std::vector<std::pair<std::int32_t, std::int32_t>> launches;  // (gate task, chunk)
+    bool per_bucket = false;
+    if (!overlap) {
+      for (std::int32_t c = 0; c < v_; ++c) launches.emplace_back(end_of_program, c);
+    } else if (v_ > 1) {
+      const std::vector<std::int32_t>& bw = backward_tasks_[ri];
+      std::vector<std::size_t> last(static_cast<std::size_t>(v_), 0);
+      for (std::size_t j = 0; j < bw.size(); ++j) last[static_cast<std::size_t>(chunk_of(bw[j]))] = j;
+      std::vector<bool> launched(static_cast<std::size_t>(v_), false);
+      for (std::size_t k = ri; k < bw.size(); ++k) {
+        const std::size_t j = k - ri;  // grad_sync_virtual_microbatch_id
+        const std::int32_t c = chunk_of(bw[j]);
+        if (last[static_cast<std::size_t>(c)] != j) continue;
+        launches.emplace_back(bw[k], c);
+        launched[static_cast<std::size_t>(c)] = true;
+      }
+      for (std::int32_t c = 0; c < v_; ++c) {
+        if (!launched[static_cast<std::size_t>(c)]) launches.emplace_back(end_of_program, c);
+      }
+    } else if (r == 0) {
+      per_bucket = true;
+      launches.emplace_back(kNoTask, 0);
+    } else {
+      launches.emplace_back(end_of_program, 0);
+    }
+
+    std::int32_t stream_prev = dp_stream_last_[ri];  // after the parameter gathers
+    for (const auto& [launch_gate, c] : launches) {
+      const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
+      if (chunk.grad_sync.empty()) continue;
+      const std::vector<DdpBucket>& buckets = buckets_of(r, c);
+      for (std::size_t b = 0; b < buckets.size(); ++b) {
+        const std::int32_t gate = per_bucket ? bucket_ready(r, c, buckets[b]) : launch_gate;
+        for (const Op& op : chunk.grad_sync) {
+          const Op* what = &op;
+          if (buckets.size() > 1) what = &bucket_op(op, chunk.parameters, buckets, b);
+          const TaskId id = add_op_task(r, c, *what, buckets.size() > 1 ? static_cast<std::int32_t>(b) : -1);
+          if (gate != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(gate)}, id);
+          if (stream_prev != kNoTask && stream_prev != gate) {
+            out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(stream_prev)}, id);
+          }
+          stream_prev = static_cast<std::int32_t>(id.value);
+        }
+      }
+    }
+    const std::int32_t last_grad_task = stream_prev;
     // Step ops wait for the end of the program and every gradient reduction.
     const TaskId gate = add(Task{r, Stream::kCompute, TaskKind::kJoin, 0.0, -1, -1});
     if (end_of_program != kNoTask) {
@@ -286,8 +482,10 @@ class Builder {
     std::array<std::int32_t, 4> last_on_stream;
     last_on_stream.fill(static_cast<std::int32_t>(gate.value));
     std::vector<TaskId> ids;
+    const Op* gathered_in_forward = param_gather_overlapped(r) ? param_gather_op(r) : nullptr;
     for (const Op& op : stage.step_ops) {
-      const TaskId id = add_op_task(r, -1, op);
+      if (&op == gathered_in_forward) continue;  // in the next step's forward (add_program)
+      const TaskId id = add_op_task(r, -1, op, -1);
       const Task& t = out_.graph.task(id);
       auto& prev = last_on_stream[static_cast<std::size_t>(t.stream)];
       out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(prev)}, id);
@@ -300,6 +498,53 @@ class Builder {
       const auto* coll = std::get_if<CollectiveOp>(&op.shape);
       if (coll != nullptr && coll->group == CommGroup::kEmbedding) embedding_tasks_.push_back(id);
     }
+    return true;
+  }
+
+  std::int32_t chunk_of(std::int32_t compute_task) const {
+    const Task& t = out_.graph.task(TaskId{static_cast<std::uint32_t>(compute_task)});
+    return out_.actions[static_cast<std::size_t>(t.payload)].action.chunk;
+  }
+
+  // The moment a bucket's gradients become final inside chunk `c`'s last backward: a delay
+  // task that starts with that backward (same predecessors) and lasts until the end of the
+  // bucket's ready op in the backward's template.
+  std::int32_t bucket_ready(std::int32_t r, std::int32_t c, const DdpBucket& bucket) {
+    const auto slot = static_cast<std::size_t>(r * v_ + c);
+    const ChunkTemplate& tmpl =
+        out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kBackward, v_))];
+    STEPSIM_ASSERT(bucket.ready_op >= 0 &&
+                   static_cast<std::size_t>(bucket.ready_op) < tmpl.ops.size());
+    const double offset = tmpl.ops[static_cast<std::size_t>(bucket.ready_op)].end_s;
+    const TaskId id = add(Task{r, Stream::kCompute, TaskKind::kDelay, offset, -1, -1});
+    for (const std::int32_t p : last_backward_preds_[slot]) {
+      out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(p)}, id);
+    }
+    const std::size_t key = last_backward_key_[slot];
+    if (key != kNoKey) {
+      const std::int32_t t = transfer_of_key_[key];
+      STEPSIM_ASSERT(t != kNoTask);
+      const auto& preds = last_backward_preds_[slot];
+      if (std::find(preds.begin(), preds.end(), t) == preds.end()) {
+        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(t)}, id);
+      }
+    }
+    return static_cast<std::int32_t>(id.value);
+  }
+
+  // `op` (a gradient collective over the whole chunk) for bucket `b` alone: its bytes in
+  // proportion to the bucket's parameters; the last bucket takes the rounding remainder.
+  const Op& bucket_op(const Op& op, std::int64_t parameters, const std::vector<DdpBucket>& buckets,
+                      std::size_t b) {
+    Op& out = out_.bucket_ops.emplace_back(op);
+    auto* coll = std::get_if<CollectiveOp>(&out.shape);
+    STEPSIM_ASSERT(coll != nullptr && parameters > 0);
+    const std::int64_t total = coll->bytes;
+    std::int64_t before = 0;
+    for (std::size_t i = 0; i < b; ++i) before += total * buckets[i].parameters / parameters;
+    coll->bytes = b + 1 == buckets.size() ? total - before
+                                          : total * buckets[b].parameters / parameters;
+    return out;
   }
 
   // The tied-embedding gradient all-reduce is one collective over the first and last stage:
@@ -328,6 +573,13 @@ class Builder {
   std::vector<Boundary> boundaries_;  // [2 * producer virtual stage + (0 act, 1 grad)]  // one task per (tensor, microbatch, producer)
   std::vector<std::pair<TaskId, std::size_t>> data_deps_;
   std::vector<TaskId> embedding_tasks_;
+  std::vector<std::vector<std::int32_t>> backward_tasks_;  // per rank, in program order
+  // [rank * v + chunk]: the predecessors of the chunk's latest backward (recorded only where
+  // bucket_ready needs them) and the gradient it receives (kNoKey: none).
+  std::vector<std::vector<std::int32_t>> last_backward_preds_;
+  std::vector<std::size_t> last_backward_key_;
+  std::vector<std::vector<DdpBucket>> buckets_;  // [rank * v + chunk]
+  std::vector<std::int32_t> dp_stream_last_;     // per rank: the last task on its DP stream
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // schedule (per-rank programs with Megatron's P2P calls) and the cost model.
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "chunk_template.hpp"
@@ -38,8 +39,9 @@ struct TransferRef {
 
 struct StepOpRef {
   std::int32_t rank = 0;
-  std::int32_t chunk = -1;  ///< gradient sync of a chunk; -1 for step ops
-  const Op* op = nullptr;   ///< points into the WorkloadPlan
+  std::int32_t chunk = -1;   ///< gradient sync of a chunk; -1 for step ops
+  std::int32_t bucket = -1;  ///< DDP bucket of a chunk reduced in several; -1 otherwise
+  const Op* op = nullptr;    ///< points into the WorkloadPlan or BuiltStep::bucket_ops
 };
 
 struct BuiltStep {
@@ -47,6 +49,9 @@ struct BuiltStep {
   std::vector<ActionRef> actions;
   std::vector<TransferRef> transfers;
   std::vector<StepOpRef> step_ops;
+  /// The gradient collectives of single DDP buckets (a chunk's grad_sync op cut to a
+  /// bucket's bytes); a deque, so that StepOpRef::op stays valid as it grows.
+  std::deque<Op> bucket_ops;
   /// Index: ((stage * v) + chunk) * 2 + (0 forward, 1 backward).
   std::vector<ChunkTemplate> templates;
   std::int32_t chunks_per_rank = 1;

@@ -54,7 +54,8 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
         break;
       }
       case TaskKind::kCollective: coll[r].push_back(span); break;
-      case TaskKind::kJoin: break;
+      case TaskKind::kJoin:
+      case TaskKind::kDelay: break;
     }
   }
   for (std::size_t r = 0; r < out.size(); ++r) {

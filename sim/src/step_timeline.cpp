@@ -142,7 +142,9 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
       s.end_s = when.end_s;
       s.chunk = ref.chunk;
       s.op = ref.op->name;
-      s.name = (ref.chunk >= 0 ? "c" + std::to_string(ref.chunk) + " " : std::string()) + ref.op->name;
+      s.name = (ref.chunk >= 0 ? "c" + std::to_string(ref.chunk) + " " : std::string()) +
+               (ref.bucket >= 0 ? "b" + std::to_string(ref.bucket) + " " : std::string()) +
+               ref.op->name;
       s.detail = describe_shape(ref.op->shape);
       out.slices.push_back(std::move(s));
       issue.push_back(static_cast<std::int64_t>(i));

@@ -28,6 +28,8 @@ enum class TaskKind : std::uint8_t {
   kJoin,        ///< zero-time join (a blocking call's completion)
   kCollective,  ///< a per-step collective (gradient reduction, embedding sync)
   kStepOp,      ///< a per-step compute op (optimizer)
+  kDelay,       ///< a fixed wait holding nothing: marks a point inside another task (the
+                ///< moment a DDP bucket's gradients become final inside a backward)
 };
 
 struct Task {

@@ -1,0 +1,48 @@
+#pragma once
+// Megatron's data-parallel gradient buckets (megatron/core/distributed/
+// distributed_data_parallel.py and param_and_grad_buffer.py): which parameters of a model
+// chunk are reduced together, and where in the chunk's backward each bucket's gradients
+// become final. The graph builder dispatches one collective per bucket.
+
+#include <cstdint>
+#include <vector>
+
+#include "stepsim/core/plan.hpp"
+#include "stepsim/core/result.hpp"
+#include "stepsim/core/scenario.hpp"
+
+namespace stepsim::sim {
+
+/// One bucket of a model chunk's gradient buffer.
+struct DdpBucket {
+  std::int64_t parameters = 0;
+  /// Index into ChunkPlan::backward of the op whose end makes the bucket's last gradient
+  /// final: Megatron's backward hook registers that gradient ready there.
+  std::int32_t ready_op = -1;
+  /// Index into ChunkPlan::forward of the first op that uses one of its parameters: the
+  /// forward pre-hook waits there for the bucket's parameter all-gather
+  /// (overlap_param_gather).
+  std::int32_t first_use_op = -1;
+};
+
+/// The bucket size, in parameters, of the DDP instance that wraps `chunk` of pipeline rank
+/// `stage`; 0 means one bucket for the whole chunk. Megatron: `--ddp-bucket-size`, default
+/// max(40M, 1M * dp) (DistributedDataParallel.__init__); no bucketing without
+/// overlap_grad_reduce, on pipeline ranks after the first, or for model chunks after the
+/// first (megatron/training: disable_bucketing = model_chunk_idx > 0).
+std::int64_t ddp_bucket_size(const TrainingConfig& t, std::int32_t stage, std::int32_t chunk);
+
+/// The buckets of `chunk`, in the order Megatron creates them (and dispatches their
+/// reductions): backward order, the one nearest the output first. Parameters are walked in
+/// the order their gradients become final in `chunk.backward`, a module (a linear's weight
+/// and bias, a norm, an embedding) at a time, and a bucket closes once it holds at least
+/// `bucket_size` parameters (_compute_default_per_buffer_param_layout). Megatron walks
+/// single parameters in reverse registration order; the two differ by where a module's
+/// bias falls (at most one bias vector) and by the order of a layer's two attention
+/// linears, neither of which moves a bucket's ready point by more than one op.
+/// Fails (a plan bug) when the modules found in the backward ops do not add up to
+/// `chunk.parameters`, or one of them has no op in the forward.
+Result<std::vector<DdpBucket>> ddp_buckets(const Workload& w, const ChunkPlan& chunk,
+                                           std::int64_t bucket_size);
+
+}  // namespace stepsim::sim

@@ -1,0 +1,289 @@
+// Megatron's data-parallel overlaps (sim/src/build_step.cpp, ddp_buckets.hpp) on synthetic
+// steps whose times are computed by hand, and on a shipped scenario.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "stepsim/core/decompose.hpp"
+#include "stepsim/core/load.hpp"
+#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/sim/simulate.hpp"
+
+namespace stepsim::sim {
+namespace {
+
+/// A GEMM costs its `k` in seconds; memory-bound ops and collectives 1 ns per byte; P2P free.
+class HandCost final : public CostModel {
+ public:
+  double gemm_s(const GemmOp& op) const override { return static_cast<double>(op.k); }
+  double attention_s(const AttentionOp&) const override { return 0.0; }
+  double memory_bound_s(const MemoryBoundOp& op) const override {
+    return static_cast<double>(op.bytes) * 1e-9;
+  }
+  double collective_s(const CollectiveOp& op) const override {
+    return static_cast<double>(op.bytes) * 1e-9;
+  }
+  double p2p_s(const P2POp&) const override { return 0.0; }
+  std::string describe() const override { return "hand"; }
+};
+
+constexpr std::int64_t kModule = 40'000'000;  // parameters per weight: Megatron's bucket size
+
+/// A 1 s GEMM over a 40M-parameter weight.
+Op gemm(const char* name, Phase phase) {
+  Op op;
+  op.name = name;
+  op.phase = phase;
+  op.shape = GemmOp{.m = 1, .n = kModule, .k = 1};
+  return op;
+}
+
+Op collective(const char* name, CollectiveKind kind, std::int64_t bytes) {
+  Op op;
+  op.name = name;
+  op.phase = Phase::kStep;
+  op.stream = Stream::kDataComm;
+  op.shape = CollectiveOp{kind, CommGroup::kData, bytes, 2, 1};
+  return op;
+}
+
+/// p stages, v chunks, m micro-batches, dp 2, no biases. Every chunk has three modules of
+/// 40M parameters (QKV, FC1, FC2): forward 3 s (one 1 s GEMM each), backward 3 s (their
+/// weight gradients, FC2's first), a gradient reduction over DP of `grad_bytes` per
+/// parameter (4: 0.48 s per chunk at 1 ns per byte). With `param_bytes` > 0, the
+/// distributed optimizer: a 0.5 s optimizer step and a parameter all-gather of
+/// `param_bytes` per parameter.
+struct Step {
+  Workload w;
+  WorkloadPlan plan;
+};
+
+struct StepOptions {
+  bool overlap_grad_reduce = false;
+  std::int64_t grad_bytes = 4;
+  std::int64_t param_bytes = 0;  ///< > 0: distributed optimizer
+  bool overlap_param_gather = false;
+};
+
+Step make_step(std::int32_t p, std::int32_t v, std::int32_t m, const StepOptions& o) {
+  Step s;
+  Workload& w = s.w;
+  w.name = "ddp";
+  w.model.num_layers = p * v;
+  w.model.seq_length = 1;
+  w.model.hidden_size = 8;
+  w.model.add_bias_linear = false;
+  TrainingConfig& t = w.training;
+  t.world_size = 2 * p;
+  t.pipeline_model_parallel_size = p;
+  t.virtual_pipeline_model_parallel_size = v;
+  t.data_parallel_size = 2;
+  t.micro_batch_size = 1;
+  t.global_batch_size = 2 * m;
+  t.num_microbatches = m;
+  t.microbatch_group_size_per_vp_stage = v > 1 ? p : 0;
+  t.overlap_p2p_comm = v > 1;
+  t.overlap_grad_reduce = o.overlap_grad_reduce;
+  t.use_distributed_optimizer = o.param_bytes > 0;
+  t.overlap_param_gather = o.overlap_param_gather;
+  w.system.gpus_per_node = 8;
+  w.system.memory_bytes = 1LL << 40;
+  w.system.peak_flops_fp32 = 1;
+  for (std::int32_t r = 0; r < p; ++r) {
+    StagePlan stage;
+    stage.stage = r;
+    for (std::int32_t c = 0; c < v; ++c) {
+      ChunkPlan chunk;
+      chunk.stage = r;
+      chunk.chunk = c;
+      chunk.forward = {gemm("qkv_gemm", Phase::kForward), gemm("fc1_gemm", Phase::kForward),
+                       gemm("fc2_gemm", Phase::kForward)};
+      chunk.backward = {gemm("fc2_wgrad", Phase::kBackwardWeight),
+                        gemm("fc1_wgrad", Phase::kBackwardWeight),
+                        gemm("qkv_wgrad", Phase::kBackwardWeight)};
+      chunk.parameters = 3 * kModule;
+      chunk.p2p_bytes = 1;
+      chunk.grad_sync.push_back(collective("dp_grad_all_reduce", CollectiveKind::kAllReduce,
+                                           chunk.parameters * o.grad_bytes));
+      stage.parameters += chunk.parameters;
+      stage.chunks.push_back(chunk);
+    }
+    if (o.param_bytes > 0) {
+      Op step;
+      step.name = "optimizer_step";
+      step.phase = Phase::kStep;
+      step.shape = MemoryBoundOp{500'000'000};  // 0.5 s
+      stage.step_ops.push_back(step);
+      Op& gather = stage.step_ops.emplace_back(collective(
+          "dp_param_all_gather", CollectiveKind::kAllGather, stage.parameters * o.param_bytes));
+      gather.deps.push_back(0);
+    }
+    s.plan.stages.push_back(stage);
+  }
+  return s;
+}
+
+SimulationResult run(const Step& s) {
+  SimulateOptions options;
+  options.keep_timeline = true;
+  Result<SimulationResult> r = simulate(s.w, s.plan, HandCost(), options);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
+  return std::move(r).value();
+}
+
+std::vector<Slice> dp_slices(const SimulationResult& r, std::int32_t rank) {
+  std::vector<Slice> out;
+  for (const Slice& s : r.timeline.slices) {
+    if (s.rank == rank && s.stream == Stream::kDataComm) out.push_back(s);
+  }
+  return out;
+}
+
+StepOptions grad_overlap(bool on, std::int64_t grad_bytes = 4) {
+  return StepOptions{.overlap_grad_reduce = on, .grad_bytes = grad_bytes};
+}
+
+TEST(DdpOverlap, BucketsOfTheFirstStageReduceDuringTheLastBackward) {
+  // p 1, m 2: F0 [0,3] B0 [3,6] F1 [6,9] B1 [9,12]. Without overlap the 0.48 s all-reduce
+  // runs after B1: 12.48 s. With overlap_grad_reduce the chunk's 120M parameters form three
+  // 40M buckets (max(40M, 1M * dp)) that become final at 10, 11 and 12 inside B1 (the last
+  // micro-batch only) and reduce for 0.16 s each: 12.16 s, 0.32 s less.
+  const SimulationResult off = run(make_step(1, 1, 2, grad_overlap(false)));
+  const SimulationResult on = run(make_step(1, 1, 2, grad_overlap(true)));
+  EXPECT_NEAR(off.prediction.step_time_s, 12.48, 1e-9);
+  EXPECT_NEAR(on.prediction.step_time_s, 12.16, 1e-9);
+  const std::vector<Slice> buckets = dp_slices(on, 0);
+  ASSERT_EQ(buckets.size(), 3u);
+  for (std::size_t b = 0; b < 3; ++b) {
+    EXPECT_NEAR(buckets[b].start_s, 10.0 + static_cast<double>(b), 1e-9);
+    EXPECT_NEAR(buckets[b].end_s, 10.16 + static_cast<double>(b), 1e-9);
+    EXPECT_EQ(buckets[b].name, "c0 b" + std::to_string(b) + " dp_grad_all_reduce");
+  }
+  ASSERT_EQ(dp_slices(off, 0).size(), 1u);
+  EXPECT_EQ(dp_slices(off, 0)[0].name, "c0 dp_grad_all_reduce");
+}
+
+TEST(DdpOverlap, BucketReductionsQueueOnTheDataParallelStream) {
+  // 40 bytes per parameter: each bucket reduces for 1.6 s, longer than the 1 s between
+  // ready points, so they queue: [10, 11.6], [11.6, 13.2], [13.2, 14.8]. Without overlap:
+  // one 4.8 s all-reduce after B1, 16.8 s.
+  EXPECT_NEAR(run(make_step(1, 1, 2, grad_overlap(true, 40))).prediction.step_time_s, 14.8, 1e-9);
+  EXPECT_NEAR(run(make_step(1, 1, 2, grad_overlap(false, 40))).prediction.step_time_s, 16.8, 1e-9);
+}
+
+TEST(DdpOverlap, LaterPipelineStagesReduceOneBucketAfterTheirProgram) {
+  // p 2, m 1, free transfers: stage 0 F [0,3], stage 1 F [3,6] B [6,9], stage 0 B [9,12].
+  // Stage 1 is not bucketed (pp rank > 0): one 0.48 s all-reduce after its program,
+  // [9, 9.48]. Stage 0's buckets become final at 10, 11, 12: 12.16 s (12.48 s without).
+  const SimulationResult on = run(make_step(2, 1, 1, grad_overlap(true)));
+  EXPECT_NEAR(on.prediction.step_time_s, 12.16, 1e-9);
+  EXPECT_NEAR(run(make_step(2, 1, 1, grad_overlap(false))).prediction.step_time_s, 12.48, 1e-9);
+  const std::vector<Slice> later = dp_slices(on, 1);
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_NEAR(later[0].start_s, 9.0, 1e-9);
+  EXPECT_NEAR(later[0].end_s, 9.48, 1e-9);
+  EXPECT_EQ(dp_slices(on, 0).size(), 3u);
+}
+
+TEST(DdpOverlap, InterleavedChunksLaunchTogetherAcrossThePipeline) {
+  // Interleaved, align_grad_reduce (Megatron's default): a chunk's reduction starts when the
+  // rank ends the backward whose virtual micro-batch id is the chunk's last plus the rank,
+  // else after the program; buckets only on the first chunk of the first rank, and there
+  // dispatched together. With 0.48 s reductions nothing queues.
+  const std::int32_t p = 2, v = 2, m = 4;
+  const SimulationResult on = run(make_step(p, v, m, grad_overlap(true)));
+  const SimulationResult off = run(make_step(p, v, m, grad_overlap(false)));
+  for (std::int32_t r = 0; r < p; ++r) {
+    std::vector<Slice> backward;
+    double program_end = 0;
+    for (const Slice& s : on.timeline.slices) {
+      if (s.rank != r || s.stream == Stream::kDataComm) continue;
+      program_end = std::max(program_end, s.end_s);
+      if (s.op == "qkv_wgrad") backward.push_back(s);  // a backward's last op
+    }
+    ASSERT_EQ(backward.size(), static_cast<std::size_t>(v * m));
+    std::map<std::int32_t, std::size_t> last;  // chunk -> index of its last backward
+    for (std::size_t j = 0; j < backward.size(); ++j) last[backward[j].chunk] = j;
+    std::map<std::int32_t, double> start;  // chunk -> when its first reduction starts
+    for (const Slice& red : dp_slices(on, r)) {
+      if (start.count(red.chunk) == 0) start[red.chunk] = red.start_s;
+    }
+    ASSERT_EQ(start.size(), static_cast<std::size_t>(v));
+    for (const auto& [chunk, at] : start) {
+      const std::size_t k = last.at(chunk) + static_cast<std::size_t>(r);
+      const double expected = k < backward.size() ? backward[k].end_s : program_end;
+      EXPECT_NEAR(at, expected, 1e-9) << "rank " << r << " chunk " << chunk;
+    }
+  }
+  // Rank 0 ends last. Its chunk 1 reduction hides under its last backward (chunk 0's), which
+  // ends the program; then chunk 0's three buckets reduce for 0.16 s each: 0.48 s after the
+  // program instead of 2 x 0.48 s.
+  EXPECT_NEAR(off.prediction.step_time_s - on.prediction.step_time_s, 0.48, 1e-9);
+}
+
+TEST(DdpOverlap, ParamGatherOverlapsTheFirstForward) {
+  // p 1, m 2, distributed optimizer, overlap_grad_reduce: the step of
+  // BucketsOfTheFirstStageReduceDuringTheLastBackward (12.16 s), then a 0.5 s optimizer
+  // step. Without overlap_param_gather the 0.24 s all-gather (2 bytes per parameter) follows
+  // it: 12.9 s. With it, the three buckets' 0.08 s all-gathers run back to back from the
+  // step's start in forward order (QKV's bucket first: Megatron's forward pre-hook waits
+  // for it, then dispatches the next), ending at 0.08, 0.16, 0.24; the forward needs them at
+  // 0, 1 and 2 s into F0, so F0 starts at 0.08 and the step ends at 12.74 s.
+  StepOptions o{.overlap_grad_reduce = true, .param_bytes = 2};
+  const SimulationResult off = run(make_step(1, 1, 2, o));
+  o.overlap_param_gather = true;
+  const SimulationResult on = run(make_step(1, 1, 2, o));
+  EXPECT_NEAR(off.prediction.step_time_s, 12.9, 1e-9);
+  EXPECT_NEAR(on.prediction.step_time_s, 12.74, 1e-9);
+  // 40 bytes per parameter: all-gathers of 1.6 s end at 1.6, 3.2 and 4.8; FC2's GEMM (2 s
+  // into F0) waits for the last, so F0 starts at 2.8 and the step ends at 15.46 s.
+  o.param_bytes = 40;
+  EXPECT_NEAR(run(make_step(1, 1, 2, o)).prediction.step_time_s, 15.46, 1e-9);
+}
+
+TEST(DdpOverlap, InterleavedParamGatherWaitsForTheWholeChunk) {
+  // Interleaved with align_param_gather (Megatron's default): chunks 0 and 1 are gathered
+  // at the start, every bucket of a chunk at once; a chunk's first forward waits for all of
+  // them. Each chunk's gather takes 0.24 s (120M parameters x 2 bytes): rank 0 starts its
+  // first forward at 0.24 instead of 0 (chunk 1's gather, [0.24, 0.48], is done long before
+  // its first forward), every later rank waits for rank 0's activations anyway, so the
+  // step shifts by 0.24 s, and loses the 2 x 0.24 s all-gather after the optimizer: 0.24 s
+  // less.
+  const std::int32_t p = 2, v = 2, m = 4;
+  StepOptions o{.overlap_grad_reduce = true, .param_bytes = 2};
+  const SimulationResult off = run(make_step(p, v, m, o));
+  o.overlap_param_gather = true;
+  const SimulationResult on = run(make_step(p, v, m, o));
+  double first_forward = 1e9;
+  for (const Slice& s : on.timeline.slices) {
+    if (s.rank == 0 && s.stream == Stream::kCompute) first_forward = std::min(first_forward, s.start_s);
+  }
+  EXPECT_NEAR(first_forward, 0.24, 1e-9);
+  EXPECT_NEAR(off.prediction.step_time_s - on.prediction.step_time_s, 0.24, 1e-9);
+}
+
+TEST(DdpOverlap, ShippedLlama2PredictsLessWithOverlapGradReduce) {
+  LoadOptions options;
+  options.scenarios_dir = STEPSIM_SCENARIOS_DIR;
+  Result<Workload> loaded =
+      load_scenario_file(std::string(STEPSIM_SCENARIOS_DIR) + "/llama2-70b-h100-64.json", options);
+  ASSERT_TRUE(loaded.ok()) << format_errors(loaded.errors());
+  double step[2] = {0, 0};
+  for (const bool overlap : {false, true}) {
+    Workload w = *loaded;
+    w.training.overlap_grad_reduce = overlap;
+    w.training.overlap_param_gather = false;
+    Result<std::unique_ptr<CostModel>> cost = make_cost_model(w);
+    ASSERT_TRUE(cost.ok()) << format_errors(cost.errors());
+    Result<SimulationResult> r = simulate(w, decompose(w), **cost);
+    ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+    step[overlap ? 1 : 0] = r->prediction.step_time_s;
+  }
+  EXPECT_LT(step[1], step[0]);
+}
+
+}  // namespace
+}  // namespace stepsim::sim
