@@ -89,6 +89,20 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   out << "    optimizer  " << share(cp.optimizer_s, p.step_time_s) << "\n";
   out << "    bubble     " << share(cp.bubble_s, p.step_time_s) << "\n\n";
 
+  const CriticalChain& ch = p.critical_chain;
+  out << "  critical chain (" << ch.tasks << " engine tasks, through dependencies):\n";
+  out << "    compute    " << share(ch.compute_s, p.step_time_s) << "\n";
+  out << "    TP comm    " << share(ch.tp_comm_s, p.step_time_s) << "\n";
+  out << "    P2P        " << share(ch.p2p_s, p.step_time_s) << "\n";
+  out << "    DP comm    " << share(ch.dp_comm_s, p.step_time_s) << "\n";
+  out << "    optimizer  " << share(ch.optimizer_s, p.step_time_s) << "\n";
+  out << "    waits      " << share(ch.wait_s, p.step_time_s) << "\n";
+  for (const ChainSegment& seg : ch.longest) {
+    out << "    longest: stage " << seg.rank << " " << seg.kind << " " << seg.what << " "
+        << fmt("[%.4f, ", seg.start_s) << fmt("%.4f] s", seg.end_s) << "\n";
+  }
+  out << "\n";
+
   out << "  stage     busy s   bubble s   exposed comm s   peak memory\n";
   for (const StageSummary& s : p.stages) {
     char line[160];
@@ -96,7 +110,8 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
                   s.bubble_s, s.exposed_comm_s, gib(s.peak_memory_bytes).c_str());
     out << line;
   }
-  out << "\n  simulated " << p.simulated_tasks << " tasks\n";
+  out << "\n  engine: " << p.engine_tasks << " tasks scheduled; timeline: " << p.simulated_tasks
+      << " ops stamped\n";
   for (const std::string& warning : p.warnings) out << "  warning: " << warning << "\n";
 }
 
@@ -148,7 +163,31 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   j.field("optimizer_s", cp.optimizer_s);
   j.field("bubble_s", cp.bubble_s);
   j.end_object();
+  const CriticalChain& ch = p.critical_chain;
+  j.key("critical_chain").begin_object();
+  j.field("tasks", ch.tasks);
+  j.field("compute_s", ch.compute_s);
+  j.field("tp_comm_s", ch.tp_comm_s);
+  j.field("p2p_s", ch.p2p_s);
+  j.field("dp_comm_s", ch.dp_comm_s);
+  j.field("optimizer_s", ch.optimizer_s);
+  j.field("wait_s", ch.wait_s);
+  j.key("longest").begin_array();
+  for (const ChainSegment& seg : ch.longest) {
+    j.begin_object();
+    j.field("stage", seg.rank);
+    j.field("kind", std::string_view(seg.kind));
+    j.field("what", std::string_view(seg.what));
+    j.field("tasks", seg.tasks);
+    j.field("start_s", seg.start_s);
+    j.field("end_s", seg.end_s);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
   j.field("simulated_tasks", p.simulated_tasks);
+  j.field("engine_tasks", p.engine_tasks);
+  j.field("stamped_ops", p.simulated_tasks);
   j.key("warnings").begin_array();
   for (const std::string& warning : p.warnings) j.value(std::string_view(warning));
   j.end_array();

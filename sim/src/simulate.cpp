@@ -68,6 +68,108 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
   return out;
 }
 
+std::string action_label(const Action& a) {
+  return std::string(a.type == ActionType::kForward ? "F" : "B") + " mb" +
+         std::to_string(a.microbatch) + " c" + std::to_string(a.chunk);
+}
+
+const char* chain_kind(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::kCompute: return "compute";
+    case TaskKind::kTransfer: return "p2p";
+    case TaskKind::kCollective: return "dp_comm";
+    case TaskKind::kStepOp: return "optimizer";
+    case TaskKind::kDelay: return "wait";
+    case TaskKind::kJoin: break;
+  }
+  return "";
+}
+
+std::string chain_label(const BuiltStep& step, const Task& task) {
+  switch (task.kind) {
+    case TaskKind::kCompute:
+      return action_label(step.actions[static_cast<std::size_t>(task.payload)].action);
+    case TaskKind::kTransfer: {
+      const TransferRef& ref = step.transfers[static_cast<std::size_t>(task.payload)];
+      return std::string(ref.transfer.tensor == TensorKind::kActivation ? "act" : "grad") +
+             " mb" + std::to_string(ref.transfer.microbatch) + " stage " +
+             std::to_string(ref.sender) + ">" + std::to_string(ref.receiver);
+    }
+    case TaskKind::kCollective:
+    case TaskKind::kStepOp: {
+      const StepOpRef& ref = step.step_ops[static_cast<std::size_t>(task.payload)];
+      return (ref.chunk >= 0 ? "c" + std::to_string(ref.chunk) + " " : std::string()) +
+             (ref.bucket >= 0 ? "b" + std::to_string(ref.bucket) + " " : std::string()) +
+             ref.op->name;
+    }
+    case TaskKind::kDelay: return "delay";
+    case TaskKind::kJoin: break;
+  }
+  return "";
+}
+
+CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run) {
+  CriticalChain out;
+  std::vector<std::uint32_t> chain;
+  for (std::uint32_t u = run.last_task; u != TaskTiming::kNone; u = run.timings[u].critical_pred) {
+    chain.push_back(u);
+  }
+  std::reverse(chain.begin(), chain.end());
+  out.tasks = static_cast<std::int64_t>(chain.size());
+  struct Span {
+    std::uint32_t first, last;
+    std::int64_t tasks;
+  };
+  std::vector<Span> spans;  // consecutive chain tasks of one kind on one rank
+  const auto& tasks = step.graph.tasks();
+  for (const std::uint32_t u : chain) {
+    const Task& task = tasks[u];
+    const double d = run.timings[u].end_s - run.timings[u].start_s;
+    switch (task.kind) {
+      case TaskKind::kCompute: {
+        const ActionRef& ref = step.actions[static_cast<std::size_t>(task.payload)];
+        const ChunkTemplate& t = step.templates[static_cast<std::size_t>(ref.template_index)];
+        out.compute_s += t.compute_busy_s;
+        out.tp_comm_s += std::max(0.0, d - t.compute_busy_s);
+        break;
+      }
+      case TaskKind::kTransfer: out.p2p_s += d; break;
+      case TaskKind::kCollective: out.dp_comm_s += d; break;
+      case TaskKind::kStepOp: out.optimizer_s += d; break;
+      case TaskKind::kDelay: out.wait_s += d; break;
+      case TaskKind::kJoin: continue;
+    }
+    if (!spans.empty()) {
+      const Task& prev = tasks[spans.back().last];
+      if (prev.rank == task.rank && prev.kind == task.kind) {
+        spans.back().last = u;
+        ++spans.back().tasks;
+        continue;
+      }
+    }
+    spans.push_back(Span{u, u, 1});
+  }
+  const auto length = [&](const Span& s) {
+    return run.timings[s.last].end_s - run.timings[s.first].start_s;
+  };
+  // Longest first; ties in chain order (stable), so the output is deterministic.
+  std::stable_sort(spans.begin(), spans.end(),
+                   [&](const Span& a, const Span& b) { return length(a) > length(b); });
+  if (spans.size() > 5) spans.resize(5);
+  for (const Span& span : spans) {
+    const Task& first = tasks[span.first];
+    std::string what = chain_label(step, first);
+    if (span.last != span.first) what += " .. " + chain_label(step, tasks[span.last]);
+    out.longest.push_back(ChainSegment{.rank = first.rank,
+                                       .kind = chain_kind(first.kind),
+                                       .what = std::move(what),
+                                       .tasks = span.tasks,
+                                       .start_s = run.timings[span.first].start_s,
+                                       .end_s = run.timings[span.last].end_s});
+  }
+  return out;
+}
+
 }  // namespace
 
 ScheduleParams schedule_params_of(const Workload& w) {
@@ -159,6 +261,8 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   }
   tasks += static_cast<std::int64_t>(step.transfers.size() + step.step_ops.size());
   pred.simulated_tasks = tasks;
+  pred.engine_tasks = static_cast<std::int64_t>(step.graph.size());
+  pred.critical_chain = walk_critical_chain(step, run);
   const double replicas = static_cast<double>(w.training.tensor_model_parallel_size *
                                               w.training.data_parallel_size);
   model_flops *= replicas;

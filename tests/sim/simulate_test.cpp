@@ -144,6 +144,32 @@ TEST(Simulate, HandCheckedTwoStageStepWithTransfers) {
   EXPECT_EQ(transfers, 2u * 2u * 2u);
   EXPECT_NEAR(r.prediction.stages[0].busy_s, 6.0, 1e-12);
   EXPECT_NEAR(r.prediction.stages[1].busy_s, 6.0, 1e-12);
+  // The engine's critical chain: rank 0 F0 [0,1], act0 [1,1.5], rank 1 F0 [1.5,2.5] and
+  // B0 [2.5,4.5], act1 [4.5,5] (released by rank 1's post after B0), rank 1 F1 [5,6] and
+  // B1 [6,8], grad1 [8,8.5], rank 0 B1 [8.5,10.5]: 9 s of compute and 1.5 s of P2P.
+  const CriticalChain& chain = r.prediction.critical_chain;
+  EXPECT_NEAR(chain.compute_s, 9.0, 1e-12);
+  EXPECT_NEAR(chain.p2p_s, 1.5, 1e-12);
+  EXPECT_NEAR(chain.tp_comm_s + chain.dp_comm_s + chain.optimizer_s + chain.wait_s, 0.0, 1e-12);
+  ASSERT_FALSE(chain.longest.empty());
+  // Rank 1's F1 and B1 follow each other on the chain: one 3 s segment, the longest.
+  EXPECT_EQ(chain.longest[0].rank, 1);
+  EXPECT_EQ(chain.longest[0].kind, "compute");
+  EXPECT_EQ(chain.longest[0].what, "F mb0 c0 .. B mb0 c0");
+  EXPECT_NEAR(chain.longest[0].end_s - chain.longest[0].start_s, 3.0, 1e-12);
+}
+
+TEST(Simulate, CriticalChainPartsAddUpToTheStepTime) {
+  for (const std::int32_t v : {1, 2}) {
+    const Workload w = uniform_workload(4, v, 8);
+    const SimulationResult r = run(w, uniform_plan(4, v, 1.0, 2.0), UnitCost(0.25));
+    const CriticalChain& c = r.prediction.critical_chain;
+    EXPECT_NEAR(c.compute_s + c.tp_comm_s + c.p2p_s + c.dp_comm_s + c.optimizer_s + c.wait_s,
+                r.prediction.step_time_s, 1e-9)
+        << "v=" << v;
+    EXPECT_GT(c.tasks, 0);
+    EXPECT_LT(c.tasks, r.prediction.engine_tasks);
+  }
 }
 
 TEST(Simulate, ActivationsInFlightFollowTheSchedule) {
@@ -196,6 +222,10 @@ TEST(Simulate, TimelineHasOneSlicePerOpAndTransfer) {
   EXPECT_EQ(transfers, 2u * 2u * 3u);      // act + grad per micro-batch, on both ranks
   // A transfer is one simulated task drawn on both ranks' lanes.
   EXPECT_EQ(r.prediction.simulated_tasks, static_cast<std::int64_t>(compute + transfers / 2));
+  // The engine schedules one task per action and per transfer, plus per rank the end of its
+  // program and the gate of its step work (zero-time joins).
+  EXPECT_EQ(r.prediction.engine_tasks,
+            static_cast<std::int64_t>(compute + transfers / 2 + 2 * 2));
 }
 
 }  // namespace

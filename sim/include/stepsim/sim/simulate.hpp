@@ -38,6 +38,35 @@ struct CriticalPath {
   bool operator==(const CriticalPath&) const = default;
 };
 
+/// A stretch of the critical chain: consecutive chain tasks of one kind on one rank.
+struct ChainSegment {
+  std::int32_t rank = 0;
+  std::string kind;  ///< "compute", "p2p", "dp_comm", "optimizer" or "wait"
+  std::string what;  ///< its first (and last) task, e.g. "F mb3 c1 .. B mb0 c1"
+  std::int64_t tasks = 0;
+  double start_s = 0;
+  double end_s = 0;
+  bool operator==(const ChainSegment&) const = default;
+};
+
+/// The engine's critical path: the chain of tasks that determined the step time, walked
+/// back from the task that ended last through, at every task, the predecessor (or
+/// rendezvous partner's predecessor) whose end released it. Its tasks follow each other
+/// without gaps from 0 to the step time, so the parts add up to the step time.
+struct CriticalChain {
+  std::int64_t tasks = 0;  ///< engine tasks on the chain (zero-time joins included)
+  double compute_s = 0;    ///< compute-stream kernels inside the chain's actions
+  double tp_comm_s = 0;    ///< inside those actions, compute waiting for TP collectives
+  double p2p_s = 0;        ///< pipeline transfers
+  double dp_comm_s = 0;    ///< data-parallel and embedding collectives
+  double optimizer_s = 0;  ///< per-step compute (optimizer)
+  /// Delays: a point inside another task (a DDP bucket's gradients becoming final inside a
+  /// backward, the parameter gathers a forward waits for partway through).
+  double wait_s = 0;
+  std::vector<ChainSegment> longest;  ///< the longest segments, longest first (at most 5)
+  bool operator==(const CriticalChain&) const = default;
+};
+
 struct Prediction {
   double step_time_s = 0;
   /// Pipeline bubble over compute, summed over stages: sum(bubble_s) / sum(busy_s). With
@@ -51,7 +80,11 @@ struct Prediction {
   bool fits_in_memory = true;
   std::vector<StageSummary> stages;
   CriticalPath critical_path;
-  std::int64_t simulated_tasks = 0;  ///< ops simulated (stamped) in the step
+  CriticalChain critical_chain;
+  /// Ops on the timeline: every op of every stamped chunk template, transfers, step ops.
+  /// (The contract's historical name; it counts stamped ops, not what the engine schedules.)
+  std::int64_t simulated_tasks = 0;
+  std::int64_t engine_tasks = 0;  ///< tasks the engine scheduled (one per action, transfer, ...)
   std::vector<std::string> warnings;
   bool operator==(const Prediction&) const = default;
 };
