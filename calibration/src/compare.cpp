@@ -54,9 +54,9 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Stage and name: the simulator puts serialised per-step work on the compute stream, so the
-// stream is not part of a slice's identity.
-using SliceKey = std::pair<std::int32_t, std::string>;
+// The simulator puts serialised per-step work on the compute stream, so the stream is not
+// part of a slice's identity (sim::SliceIdentity); names are for people, never matched.
+using SliceKey = sim::SliceIdentity;
 
 }  // namespace
 
@@ -120,7 +120,7 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   // Predicted slices per key, in start order (the timeline is sorted by start).
   std::map<SliceKey, std::vector<const sim::Slice*>> predicted_by_key;
   for (const auto& s : predicted.slices) {
-    predicted_by_key[SliceKey{s.rank, s.name}].push_back(&s);
+    predicted_by_key[sim::identity_of(s)].push_back(&s);
   }
   std::map<SliceKey, std::size_t> used;
   std::array<OpKindComparison, kOpCategories> kinds{};
@@ -131,9 +131,22 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
     const auto rep = static_cast<std::size_t>(measured.layout.global_rank(s, 0, 0));
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const auto& task = tasks[i];
-      const std::vector<std::string> names = task.kind == ExecTask::Kind::kComm
-                                                 ? task.transfer_names
-                                                 : std::vector<std::string>{task.name};
+      // The identity of each slice this task draws: itself, or each of its transfers.
+      std::vector<std::pair<SliceKey, std::string>> keys;
+      if (task.kind == ExecTask::Kind::kComm) {
+        for (std::size_t k = 0; k < task.comm.transfers.size(); ++k) {
+          keys.emplace_back(sim::transfer_identity(s, task.comm.transfers[k], measured.layout.pp),
+                            task.transfer_names[k]);
+        }
+      } else {
+        keys.emplace_back(SliceKey{.rank = s,
+                                   .phase = task.op.phase,
+                                   .microbatch = task.microbatch,
+                                   .chunk = task.chunk,
+                                   .layer = task.layer,
+                                   .op = task.op_name},
+                          task.name);
+      }
       std::vector<double> durations;
       std::vector<double> walls;
       for (const auto& step : measured.steps) {
@@ -144,9 +157,8 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
       }
       const double meas = median(durations);
       const double wall = median(walls);
-      for (const auto& name : names) {
+      for (const auto& [key, name] : keys) {
         ++measured_total;
-        const SliceKey key{s, name};
         auto it = predicted_by_key.find(key);
         std::size_t& n = used[key];
         if (it == predicted_by_key.end() || n >= it->second.size()) continue;
@@ -183,7 +195,8 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   if (r.unmatched_predicted != 0 || r.unmatched_measured != 0) {
     r.notes.push_back(std::to_string(r.unmatched_predicted) + " predicted and " +
                       std::to_string(r.unmatched_measured) +
-                      " measured slices have no counterpart (matched by stage and name)");
+                      " measured slices have no counterpart (matched by stage, phase, micro-batch, "
+                          "chunk, layer and op)");
   }
   return r;
 }

@@ -332,19 +332,37 @@ sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
       const double start = rank[i].start_s - t0;
       const double end = rank[i].end_s - t0;
       if (task.kind == ExecTask::Kind::kOp) {
-        t.slices.push_back(sim::Slice{s, task.stream, task.slice_kind, start, end, task.microbatch,
-                                      task.chunk, task.layer, task.name, task.op_name,
-                                      task.detail});
+        t.slices.push_back(sim::Slice{.rank = s,
+                                      .stream = task.stream,
+                                      .kind = task.slice_kind,
+                                      .start_s = start,
+                                      .end_s = end,
+                                      .microbatch = task.microbatch,
+                                      .chunk = task.chunk,
+                                      .layer = task.layer,
+                                      .name = task.name,
+                                      .op = task.op_name,
+                                      .detail = task.detail,
+                                      .phase = task.op.phase});
         continue;
       }
       // One slice per transfer, as the simulator draws them; all span the batched call.
       for (std::size_t k = 0; k < task.comm.transfers.size(); ++k) {
-        const auto& tr = task.comm.transfers[k];
-        const std::string& name = task.transfer_names[k];
+        const sim::SliceIdentity id =
+            sim::transfer_identity(s, task.comm.transfers[k], m.layout.pp);
         t.slices.push_back(sim::Slice{
-            s, Stream::kPipelineComm, sim::SliceKind::kPipelineComm, start, end, tr.microbatch,
-            tr.producer_virtual_stage / m.layout.pp, -1, name, name.substr(0, name.find(' ')),
-            task.op_name + " bytes=" + std::to_string(task.transfer_bytes[k])});
+            .rank = s,
+            .stream = Stream::kPipelineComm,
+            .kind = sim::SliceKind::kPipelineComm,
+            .start_s = start,
+            .end_s = end,
+            .microbatch = id.microbatch,
+            .chunk = id.chunk,
+            .layer = id.layer,
+            .name = task.transfer_names[k],
+            .op = id.op,
+            .detail = task.op_name + " bytes=" + std::to_string(task.transfer_bytes[k]),
+            .phase = id.phase});
       }
     }
   }

@@ -213,7 +213,6 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
   const auto& stage_plan = plan.stages.at(static_cast<std::size_t>(stage));
 
   std::vector<ExecTask> tasks;
-  std::map<std::int32_t, std::size_t> last_backward;  // chunk -> item index
   for (std::size_t i = 0; i < program.items.size(); ++i) {
     const auto& item = program.items[i];
     if (item.kind == sim::ProgramItem::Kind::kComm) {
@@ -226,21 +225,11 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
     const auto& chunk = stage_plan.chunks.at(static_cast<std::size_t>(a.chunk));
     const auto& ops = a.type == sim::ActionType::kForward ? chunk.forward : chunk.backward;
     for (const auto& op : ops) tasks.push_back(op_task(op, a.microbatch, a.chunk));
-    if (a.type == sim::ActionType::kBackward) last_backward[a.chunk] = i;
   }
-  // Gradient reduction after the program, chunk by chunk in the order their last backward
-  // ran, as the simulator orders it with serialised streams (with one host thread there is
-  // nothing for overlap_grad_reduce to overlap with).
-  std::vector<std::int32_t> order;
-  for (std::int32_t c = 0; c < static_cast<std::int32_t>(stage_plan.chunks.size()); ++c) {
-    order.push_back(c);
-  }
-  std::stable_sort(order.begin(), order.end(), [&last_backward](std::int32_t x, std::int32_t y) {
-    return last_backward[x] < last_backward[y];
-  });
-  for (const std::int32_t c : order) {
-    append_grad_sync(stage_plan.chunks[static_cast<std::size_t>(c)], tasks);
-  }
+  // Gradient reduction after the program, chunk by chunk in model-chunk order, as Megatron's
+  // finalize_model_grads and the simulator with serialised streams order it (with one host
+  // thread there is nothing for overlap_grad_reduce to overlap with).
+  for (const auto& chunk : stage_plan.chunks) append_grad_sync(chunk, tasks);
   for (const auto& op : stage_plan.step_ops) tasks.push_back(op_task(op, -1, -1));
   return tasks;
 }

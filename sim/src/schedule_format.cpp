@@ -1,11 +1,27 @@
 // Text forms of a rank's program: the compute order ("F0c0 F1c0 B0c0 ...") and the whole
 // program with Megatron's p2p calls, used by `stepsim schedule` and the golden tests.
 
+#include <algorithm>
 #include <string>
 
 #include "stepsim/sim/schedule.hpp"
 
 namespace stepsim::sim {
+
+std::string transfer_op_name(const Transfer& tr) {
+  return std::string(tr.send ? "send_" : "recv_") +
+         (tr.tensor == TensorKind::kActivation ? "act" : "grad");
+}
+
+SliceIdentity transfer_identity(std::int32_t rank, const Transfer& tr, std::int32_t pipeline_size) {
+  return SliceIdentity{
+      .rank = rank,
+      .phase = tr.tensor == TensorKind::kActivation ? Phase::kForward : Phase::kBackwardInput,
+      .microbatch = tr.microbatch,
+      .chunk = tr.producer_virtual_stage / std::max(1, pipeline_size),
+      .layer = -1,
+      .op = transfer_op_name(tr)};
+}
 namespace {
 
 void append_action(std::string& out, const Action& a) {

@@ -106,6 +106,7 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
         s.name = prefix + (op.layer >= 0 ? " L" + std::to_string(op.layer) : "") + " " + op.name;
         s.op = op.name;
         s.detail = describe_shape(op.shape);
+        s.phase = op.phase;
         out.slices.push_back(std::move(s));
         issue.push_back(static_cast<std::int64_t>(i));
       }
@@ -113,18 +114,22 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
       // One simulated transfer, drawn on both ranks' P2P lanes.
       const TransferRef& ref = step.transfers[static_cast<std::size_t>(task.payload)];
       const Transfer& tr = ref.transfer;
-      const char* what = tr.tensor == TensorKind::kActivation ? "act" : "grad";
-      const std::int32_t ranks = std::max(1, static_cast<int>(plan.stages.size()));
+      const auto ranks = static_cast<std::int32_t>(plan.stages.size());
       for (const bool send : {true, false}) {
+        Transfer seen = tr;  // as the sender posts it; the receiver's side below
+        seen.send = send;
+        seen.peer = send ? ref.receiver : ref.sender;
+        const SliceIdentity id = transfer_identity(send ? ref.sender : ref.receiver, seen, ranks);
         Slice s;
-        s.rank = send ? ref.sender : ref.receiver;
+        s.rank = id.rank;
         s.stream = Stream::kPipelineComm;
         s.kind = SliceKind::kPipelineComm;
         s.start_s = when.start_s;
         s.end_s = when.end_s;
-        s.microbatch = tr.microbatch;
-        s.chunk = tr.producer_virtual_stage / ranks;
-        s.op = std::string(send ? "send_" : "recv_") + what;
+        s.microbatch = id.microbatch;
+        s.chunk = id.chunk;
+        s.phase = id.phase;
+        s.op = id.op;
         s.name = s.op + " mb" + std::to_string(tr.microbatch) + (send ? " to " : " from ") +
                  "stage " + std::to_string(send ? ref.receiver : ref.sender);
         s.detail = describe_shape(P2POp{ref.bytes, ref.inter_node});
@@ -142,6 +147,7 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
       s.end_s = when.end_s;
       s.chunk = ref.chunk;
       s.op = ref.op->name;
+      s.phase = ref.op->phase;
       s.name = (ref.chunk >= 0 ? "c" + std::to_string(ref.chunk) + " " : std::string()) +
                (ref.bucket >= 0 ? "b" + std::to_string(ref.bucket) + " " : std::string()) +
                ref.op->name;

@@ -9,10 +9,13 @@
 namespace stepsim::calib {
 namespace {
 
+/// A predicted slice whose identity is (rank, forward, op = `op`, or `name` when empty).
 sim::Slice slice(std::int32_t rank, sim::SliceKind kind, double start, double end,
-                 const std::string& name) {
+                 const std::string& name, const std::string& op = "") {
   sim::Slice s;
   s.rank = rank;
+  s.phase = Phase::kForward;
+  s.op = op.empty() ? name : op;
   s.kind = kind;
   s.stream = kind == sim::SliceKind::kTensorComm ? Stream::kTensorComm : Stream::kCompute;
   s.start_s = start;
@@ -21,9 +24,11 @@ sim::Slice slice(std::int32_t rank, sim::SliceKind kind, double start, double en
   return s;
 }
 
+/// A measured forward op whose op name is its `name`.
 ExecTask task(const std::string& name, OpCategory category, Stream stream) {
   ExecTask t;
   t.name = name;
+  t.op_name = name;
   t.category = category;
   t.stream = stream;
   t.slice_kind =
@@ -69,7 +74,7 @@ TEST(Compare, StageFiguresSplitComputeCommunicationAndIdle) {
   EXPECT_DOUBLE_EQ(stage_figures(t, 1).busy_s, 4.0);
 }
 
-TEST(Compare, MatchesSlicesByNameAndUsesMedians) {
+TEST(Compare, MatchesSlicesByIdentityAndUsesMedians) {
   const Measurement m = two_task_measurement();
   sim::Prediction p;
   p.step_time_s = 1.65;
@@ -106,7 +111,22 @@ TEST(Compare, MatchesSlicesByNameAndUsesMedians) {
   EXPECT_NEAR(r.stages[0].measured_backend_overhead_s, 0.1, 1e-12);  // the GEMM's call
 }
 
-TEST(Compare, RepeatedNamesPairInOccurrenceOrder) {
+TEST(Compare, MatchesByIdentityNeverByName) {
+  // The predicted "F gemm" slice is named like the measured task but is another op; the
+  // slice named "renamed" is the measured "F ar" op under another name.
+  const Measurement m = two_task_measurement();
+  sim::Timeline t;
+  t.slices = {slice(0, sim::SliceKind::kForward, 0.0, 1.1, "F gemm", "some_other_op"),
+              slice(0, sim::SliceKind::kTensorComm, 1.1, 1.35, "renamed", "F ar")};
+  const ValidationReport r = compare(sim::Prediction{}, t, m);
+  EXPECT_EQ(r.matched_slices, 1);
+  EXPECT_EQ(r.unmatched_predicted, 1);
+  EXPECT_EQ(r.unmatched_measured, 1);
+  ASSERT_EQ(r.ops.size(), 1U);
+  EXPECT_EQ(r.ops[0].category, OpCategory::kAllReduce);
+}
+
+TEST(Compare, RepeatedIdentitiesPairInOccurrenceOrder) {
   Measurement m;
   m.layout = RankLayout{1, 1, 1};
   m.stage_tasks = {{task("x", OpCategory::kGemm, Stream::kCompute),

@@ -90,7 +90,7 @@ struct ExecTask {
 /// (compute actions expanded into the chunk's ops; one task per CommCall that carries
 /// transfers, non-blocking ones included: they complete where they are issued, and the
 /// program's "wait" calls have nothing left to do), then the gradient reduction of each chunk
-/// in the order of their last backward, then the step ops. `plan` must be decompose(w),
+/// in chunk order (Megatron's finalize_model_grads), then the step ops. `plan` must be decompose(w),
 /// `schedule` the one simulate() used for w.
 std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& plan,
                                         const sim::Schedule& schedule, std::int32_t stage);

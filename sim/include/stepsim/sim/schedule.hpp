@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stepsim/core/result.hpp"
+#include "stepsim/sim/timeline.hpp"
 
 namespace stepsim::sim {
 
@@ -113,6 +114,13 @@ std::string format_actions(const RankProgram& program);
 /// A transfer reads `sA3.1>2`: s(end)/r(ecv), A(ctivation)/G(radient), micro-batch 3,
 /// producer virtual stage 1, `>` to / `<` from peer rank 2.
 std::string format_program(const RankProgram& program);
+
+/// The op name of transfer `tr` as seen by the rank that posts it: "send_act", "recv_grad", ...
+std::string transfer_op_name(const Transfer& tr);
+
+/// The identity of transfer `tr` on the timeline of `rank` (pipeline rank), in a pipeline of
+/// `pipeline_size` ranks: the same for the simulator's slice and the validator's measurement.
+SliceIdentity transfer_identity(std::int32_t rank, const Transfer& tr, std::int32_t pipeline_size);
 
 /// "1f1b", "interleaved" or "gpipe".
 std::string_view to_string(ScheduleKind kind);

@@ -36,8 +36,29 @@ struct Slice {
   std::string name;  ///< "F mb3 c1 L12 qkv_gemm"
   std::string op;    ///< "qkv_gemm"
   std::string detail;  ///< shape or bytes, e.g. "m=2048 n=4608 k=12288 bf16"
+  /// The phase of the op (forward, recompute, ... step); a transfer of activations is
+  /// kForward, of gradients kBackwardInput.
+  Phase phase = Phase::kStep;
   bool operator==(const Slice&) const = default;
 };
+
+/// What a slice is, independent of how it is named or drawn. Predicted and measured
+/// timelines are matched by it (and, for repeats, by occurrence in start order), never by
+/// the formatted `name`.
+struct SliceIdentity {
+  std::int32_t rank = 0;
+  Phase phase = Phase::kStep;
+  std::int32_t microbatch = -1;
+  std::int32_t chunk = -1;
+  std::int32_t layer = -1;
+  std::string op;  ///< the stable op name: "qkv_gemm", "send_act", "dp_grad_all_reduce"
+  auto operator<=>(const SliceIdentity&) const = default;
+};
+
+inline SliceIdentity identity_of(const Slice& s) {
+  return SliceIdentity{.rank = s.rank, .phase = s.phase, .microbatch = s.microbatch,
+                       .chunk = s.chunk, .layer = s.layer, .op = s.op};
+}
 
 /// Memory in use on a rank after an event at `time_s`.
 struct MemoryPoint {
