@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -79,6 +80,20 @@ StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage) {
   return f;
 }
 
+std::string busy_machine_note(const std::vector<double>& step_times_s) {
+  if (step_times_s.size() < 2) return "";
+  const auto [lo, hi] = std::minmax_element(step_times_s.begin(), step_times_s.end());
+  const double mid = median(step_times_s);
+  if (mid <= 0 || (*hi - *lo) / mid <= kBusySpread) return "";
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "the measured steps spread from %.3f to %.3f ms, %.0f%% of their median "
+                "(more than %.0f%%): the machine was busy with other work, so the measurement "
+                "(and its comparison) is unreliable; measure again on an idle machine",
+                1e3 * *lo, 1e3 * *hi, 100.0 * (*hi - *lo) / mid, 100.0 * kBusySpread);
+  return text;
+}
+
 ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline& predicted,
                          const Measurement& measured, std::size_t max_deviations) {
   ValidationReport r;
@@ -94,6 +109,9 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   }
   r.measured_step_time_s = median(measured.step_times_s);
   r.relative_error = relative_error(r.predicted_step_time_s, r.measured_step_time_s);
+  if (const std::string busy = busy_machine_note(measured.step_times_s); !busy.empty()) {
+    r.notes.push_back(busy);
+  }
 
   const std::size_t median_index = median_step(measured);
   for (const auto& rank : measured.steps[median_index]) {

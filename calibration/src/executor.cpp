@@ -224,6 +224,7 @@ Result<bool> Runner::run() {
       timings_[i] = TaskTiming{start, end, *r};
       done_in_step_.store(i + 1, std::memory_order_release);
     }
+    if (options_.on_step_done) options_.on_step_done(step);
     if (!measured) continue;
     dog.enter(step, -2);
     std::vector<double> flat;

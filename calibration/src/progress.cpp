@@ -2,6 +2,7 @@
 #include <cmath>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "stepsim/calibration/calibrate.hpp"
 
@@ -20,10 +21,12 @@ std::string clock_text(double seconds) {
 
 }  // namespace
 
-StreamProgress::StreamProgress(std::ostream& out, bool terminal, double line_every_s)
+StreamProgress::StreamProgress(std::ostream& out, bool terminal, double line_every_s,
+                               std::string label)
     : out_(out),
       terminal_(terminal),
       line_every_s_(line_every_s),
+      label_(std::move(label)),
       start_s_(steady_s()),
       last_line_s_(start_s_) {}
 
@@ -50,7 +53,7 @@ void StreamProgress::update(std::int64_t done, std::int64_t total, const std::st
   }
   if (now - last_line_s_ < line_every_s_ && done != total && done != first_done_) return;
   last_line_s_ = now;
-  out_ << "calibrate: " << counts << (last.empty() ? "" : ", last: " + last) << '\n' << std::flush;
+  out_ << label_ << ": " << counts << (last.empty() ? "" : ", last: " + last) << '\n' << std::flush;
 }
 
 void StreamProgress::finish() {

@@ -266,6 +266,21 @@ int run_validate(const ValidateArgs& a, Env& env) {
     write_file(a.out, calib::report_to_json(make_report(so_far)), err);
     err << "stepsim validate: partial results in " << a.out << "\n";
   };
+  // Progress on rank 0: step i of N over every round (warm-up included), with an ETA.
+  std::unique_ptr<calib::StreamProgress> progress;
+  const std::int64_t total_steps =
+      a.warmup + static_cast<std::int64_t>(rounds - 1) * std::min<std::int32_t>(a.warmup, 1) +
+      a.steps;
+  std::int64_t steps_done = 0;
+  if (root) {
+    progress = std::make_unique<calib::StreamProgress>(err, isatty(STDERR_FILENO) != 0, 10.0,
+                                                       "validate");
+    eo.on_step_done = [&](std::int32_t) {
+      ++steps_done;
+      progress->update(steps_done, total_steps, "step " + std::to_string(steps_done));
+      if (steps_done == total_steps) progress->finish();
+    };
+  }
   bool steps_failed = false;
   std::int64_t tasks_run = 0;  // this rank's, over every round: --fail-at-task counts them all
   std::int32_t steps_run = 0;  // warm-up included, over every round

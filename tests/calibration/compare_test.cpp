@@ -141,6 +141,17 @@ TEST(Compare, RepeatedIdentitiesPairInOccurrenceOrder) {
   EXPECT_NEAR(r.ops[0].mean_abs_relative_error, 0.0, 1e-12);
 }
 
+TEST(Compare, WidelySpreadStepsWarnThatTheMachineWasBusy) {
+  // 1.3 to 1.7 s around a median of 1.5: 27% > 25%.
+  const ValidationReport r = compare(sim::Prediction{}, sim::Timeline{}, two_task_measurement());
+  bool warned = false;
+  for (const std::string& note : r.notes) warned |= note.find("machine was busy") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_EQ(busy_machine_note({1.0, 1.1, 1.2}), "");  // 20% of 1.1
+  EXPECT_NE(busy_machine_note({1.0, 1.3, 1.1}), "");  // 27% of 1.1
+  EXPECT_EQ(busy_machine_note({1.0}), "");
+}
+
 TEST(Compare, NoMeasuredStepGivesAnIncompleteReport) {
   Measurement m;
   m.layout = RankLayout{1, 2, 1};

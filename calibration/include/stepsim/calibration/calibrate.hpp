@@ -30,7 +30,9 @@ class ProgressSink {
 /// terminal, one line every `line_every_s` seconds.
 class StreamProgress final : public ProgressSink {
  public:
-  StreamProgress(std::ostream& out, bool terminal, double line_every_s = 10.0);
+  /// Lines start with `label` ("calibrate: 3/40 (8%) elapsed 0:12 ETA 2:28").
+  StreamProgress(std::ostream& out, bool terminal, double line_every_s = 10.0,
+                 std::string label = "calibrate");
   void update(std::int64_t done, std::int64_t total, const std::string& last) override;
   void finish() override;
 
@@ -38,6 +40,7 @@ class StreamProgress final : public ProgressSink {
   std::ostream& out_;
   bool terminal_;
   double line_every_s_;
+  std::string label_;
   double start_s_;
   double last_line_s_;
   std::int64_t first_done_ = -1;  ///< points already done at the first update (resumed)

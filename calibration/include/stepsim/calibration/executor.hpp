@@ -141,6 +141,9 @@ struct ExecutorOptions {
   /// Called on the rank whose watchdog fired, with a message naming the rank and the task,
   /// and what was measured so far (complete steps at rank 0), just before abort_all(1).
   std::function<void(const std::string& message, const Measurement& partial)> on_timeout;
+  /// Called on every rank when it has run all its tasks of a step (warm-up steps included),
+  /// with the step's index in this run; for progress reports.
+  std::function<void(std::int32_t step)> on_step_done;
 };
 
 /// Error (key training.world_size) unless `backend` runs as many ranks as `w` needs.

@@ -114,6 +114,14 @@ StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage);
 /// stage by name and occurrence order; measured op durations are the backend's own timings
 /// (what a cost model predicts), medians over the measured steps; the step time is wall
 /// clock. `max_deviations` bounds largest_deviations.
+/// Measured steps whose times spread by more than this fraction of their median, (max -
+/// min) / median, were taken on a busy machine (other work took the cores for part of them).
+inline constexpr double kBusySpread = 0.25;
+
+/// A warning (for ValidationReport::notes) when `step_times_s` spread by more than
+/// kBusySpread; empty otherwise.
+std::string busy_machine_note(const std::vector<double>& step_times_s);
+
 ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline& predicted,
                          const Measurement& measured, std::size_t max_deviations = 10);
 
