@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "stepsim/core/nccl_model.hpp"
+
 namespace stepsim {
 
 namespace {
@@ -79,7 +81,10 @@ double ring_steps(CollectiveKind kind, std::int64_t group_size) {
 
 CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile, std::string label,
                                          SystemConfig fallback)
-    : profile_(std::move(profile)), label_(std::move(label)), fallback_(std::move(fallback)) {
+    : profile_(std::move(profile)),
+      label_(std::move(label)),
+      fallback_system_(fallback),
+      fallback_(std::move(fallback)) {
   STEPSIM_ASSERT(profile_ != nullptr);
   std::map<GemmKey, std::vector<double>> gemm_seconds;
   for (const GemmSample& s : profile_->gemm) {
@@ -284,6 +289,15 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
       if (const auto measured = on_curve(curve->second, op.bytes)) return *measured;
     }
     return linear_s(exact->second, op.bytes, what);
+  }
+  // A group the profile did not measure, on a platform NCCL runs on: NCCL's own model of the
+  // algorithm and protocol it would pick there (nccl_model.hpp), not a rescaled neighbour.
+  if (const auto comm = nccl_comm(fallback_system_, op.group_size, op.nodes_spanned)) {
+    const NcclChoice choice = NcclModel(*comm).choose(op.kind, op.bytes);
+    warn("collective group not measured in the profile: NCCL's own tuning model used",
+         what + " (" + std::string(to_string(choice.algo)) + "/" +
+             std::string(to_string(choice.proto)) + ")");
+    return choice.seconds;
   }
 
   const double per_node =

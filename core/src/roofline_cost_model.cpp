@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stepsim/core/nccl_model.hpp"
+
 namespace stepsim {
 
 namespace {
@@ -70,6 +72,11 @@ double RooflineCostModel::bus_bandwidth_bytes_per_s(std::int64_t group_size,
 
 double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
+  // On NVIDIA NVSwitch platforms a collective costs what NCCL's own model says of the
+  // algorithm and protocol NCCL picks (nccl_model.hpp); its latencies include the launch.
+  if (const auto comm = nccl_comm(system_, op.group_size, op.nodes_spanned)) {
+    return NcclModel(*comm).choose(op.kind, op.bytes).seconds;
+  }
   const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);
   const double bw_time = static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / busbw;
   // Ring latency: 2(n-1) steps for all-reduce, n-1 for the others.
@@ -82,6 +89,17 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
 
 double RooflineCostModel::p2p_s(const P2POp& op) const {
   const LinkSpec& link = op.inter_node ? system_.inter_node : system_.intra_node;
+  if (op.inter_node) {
+    // Across nodes a message rides one NIC. Its rate is NCCL's for the NIC and the GPU's PCIe
+    // link (nccl_model.hpp: 24 GB/s for HDR, 48 for NDR), which matches the measured
+    // 24 GB/s busbw of one HDR NIC (github.com/NVIDIA/nccl/issues/1048) and 46-48 GB/s of one
+    // NDR NIC (github.com/NVIDIA/nccl-tests/issues/290): link_max, an NVLink figure, is not
+    // applied to InfiniBand.
+    if (const auto platform = nccl_platform(system_)) {
+      const double bw = std::min(link.bandwidth_bytes_per_s, platform->pci_bw * 1e9);
+      return link.latency_s + static_cast<double>(op.bytes) / bw;
+    }
+  }
   return link.latency_s +
          static_cast<double>(op.bytes) / (link.bandwidth_bytes_per_s * system_.efficiency.link_max);
 }

@@ -14,10 +14,11 @@
 //   without such samples, the attention's matmuls as batched GEMMs plus the HBM traffic of its
 //   inputs and outputs through the memory fit (a warning says so).
 // - Memory-bound: the memory fit.
-// - Collectives: the fit of the same (kind, group size, nodes spanned); else the nearest
-//   measured group of the same link class (see collective_s) with nccl-tests' bus-bandwidth
-//   factor rescaled, and a warning. Sizes outside the fit's measured range are extrapolated with a
-//   warning.
+// - Collectives: the fit of the same (kind, group size, nodes spanned); else, on a platform
+//   NCCL runs on, NCCL's own model of the group (nccl_model.hpp), with a note; else the
+//   nearest measured group of the same link class (see collective_s) with nccl-tests'
+//   bus-bandwidth factor rescaled, and a warning. Sizes outside the fit's measured range are
+//   extrapolated with a warning.
 // - P2P: the fit of the link class (intra- or inter-node).
 // Whatever the profile has no data for at all (a dtype without GEMMs, a profile without
 // inter-node collectives) is costed by the roofline model of the workload's system, with a
@@ -87,6 +88,7 @@ class CalibratedCostModel final : public CostModel {
 
   std::shared_ptr<const Profile> profile_;
   std::string label_;
+  SystemConfig fallback_system_;
   RooflineCostModel fallback_;
 
   using GemmKey = std::tuple<DType, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;

@@ -1,0 +1,460 @@
+#include "stepsim/core/nccl_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace stepsim {
+
+namespace {
+
+// Every constant below is NCCL's, from github.com/NVIDIA/nccl at commit
+// 5067397c2676d5aed50042fc39e5c8ee96eb0027; the file is named at each.
+
+constexpr int kTree = 0, kRing = 1, kNvls = 2, kNvlsTree = 3, kPat = 4;
+constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+constexpr int kAllReduce = 0, kAllGather = 1, kReduceScatter = 2;
+constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
+
+int coll_index(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce:
+      return kAllReduce;
+    case CollectiveKind::kAllGather:
+      return kAllGather;
+    case CollectiveKind::kReduceScatter:
+      return kReduceScatter;
+  }
+  return kAllReduce;
+}
+
+// src/graph/tuning.cc, ncclTunerConstantsDefaults. Rows are NCCL's algorithms in the order
+// Tree, Ring, NVLS, NVLS tree, PAT (CollNet direct/chain are left out: not modelled).
+constexpr double kBaseLat[kNcclAlgos][kNcclProtos] = {
+    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {8.0, 8.0, 8.0}};
+constexpr double kHwLat[3][kNcclAlgos][kNcclProtos] = {
+    /* NVLINK */ {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},
+    /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
+    /* NET */ {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}}};
+// [index1][index2]: index1 is the GPU generation in one node and the CPU vendor across nodes
+// (0 Intel, 1 AMD); index2 is 1, 2 or more nodes.
+constexpr double kLlMaxBws[4][3] = {
+    {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
+constexpr double kPerChMaxRingLL128Bws[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+constexpr double kPerChMaxTreeLL128Bws[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kPerChMaxTreeBws[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+constexpr double kPerChMaxNvlsTreeBws[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
+// ncclTopoGetAlgoTime: tree correction per protocol, powers of two of size/64 B.
+constexpr double kTreeCorrection[kNcclProtos][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+
+// src/graph/search.cc: the per-channel speeds the search tries, highest first.
+const std::vector<double>& speeds(NcclArch arch, bool inter) {
+  static const std::vector<double> intra = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0,
+                                            9.0,  7.0,  6.0,  5.0,  4.0,  3.0};
+  static const std::vector<double> inter_ = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0,
+                                             12.0, 10.0, 9.0,  7.0,  6.0,  5.0,  4.0,
+                                             3.0,  2.4,  1.2,  0.24, 0.12};
+  static const std::vector<double> sm90_intra = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
+                                                 15.0, 12.0, 11.0, 6.0,  3.0};
+  static const std::vector<double> sm90_inter = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0,
+                                                 22.0, 20.0, 17.5, 15.0, 12.0, 6.0,
+                                                 3.0,  2.4,  1.2,  0.24, 0.12};
+  static const std::vector<double> sm100_intra = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0,
+                                                  40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+  static const std::vector<double> sm100_inter = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0,
+                                                  30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0,
+                                                  6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+  if (arch == NcclArch::kBlackwell) return inter ? sm100_inter : sm100_intra;
+  if (arch == NcclArch::kHopper) return inter ? sm90_inter : sm90_intra;
+  return inter ? inter_ : intra;
+}
+
+int log2i(std::int64_t n) {  // src/include/bitops.h log2Down: -1 for 0
+  int r = -1;
+  while (n > 0) {
+    n >>= 1;
+    ++r;
+  }
+  return r;
+}
+
+constexpr int kMaxRingChannels = 32;  // init.cc: ringGraph->maxChannels = MAXCHANNELS / 2
+constexpr int kMaxNvlsArity = 32;     // device.h NCCL_MAX_NVLS_ARITY
+
+// What one channel of a graph may use: `nics` NICs each carrying `nic_cap` GB/s (the lower of
+// the NIC and the GPU's PCIe link), and `nvlink` GB/s of NVLink per GPU.
+struct Fabric {
+  bool inter = false;
+  int nics = 0;
+  double nic_cap = 0;
+  double nvlink = 0;
+  int local_gpus = 1;  ///< GPUs of the communicator in one node
+};
+
+// Channels a graph can place at per-channel speed `s`. In one node a channel crosses every
+// GPU's NVSwitch link once. Across nodes a channel enters the node through one NIC and
+// leaves through one, and inside the node it takes local_gpus - 1 NVLink hops, spread over
+// the GPUs: each GPU's NVLink carries (local_gpus - 1) / local_gpus of the channels.
+int channels_at(const Fabric& f, double s, int max_channels) {
+  if (!f.inter)
+    return std::clamp(static_cast<int>(std::floor(f.nvlink / s + 1e-9)), 0, max_channels);
+  int ch = f.nics * static_cast<int>(std::floor(f.nic_cap / s + 1e-9));
+  if (f.local_gpus > 1) {
+    const double share = static_cast<double>(f.local_gpus - 1) / f.local_gpus;
+    ch = std::min(ch, static_cast<int>(std::floor(f.nvlink / (s * share) + 1e-9)));
+  }
+  return std::clamp(ch, 0, max_channels);
+}
+
+// ncclTopoDupChannels (search.cc).
+void dup_channels(NcclGraph& g, NcclArch arch) {
+  if (g.channels == 0 || g.bw_intra < 25.0) return;
+  if (arch > NcclArch::kAmpere && g.bw_intra < 50.0 && g.channels > 4) return;
+  const int dup = std::min(g.channels * 2, kMaxRingChannels);
+  const int div = (dup + g.channels - 1) / g.channels;
+  g.bw_intra /= div;
+  g.bw_inter /= div;
+  g.channels = dup;
+}
+
+// The ring graph ncclTopoCompute reaches on an NVSwitch node: start at the highest speed the
+// GPU's paths allow, keep the placement with the most bandwidth while lowering the speed (the
+// search stops once the next speed is below 0.49 of the best or the GPU's bandwidth is used
+// up), duplicate channels, then raise the speed while the channels still fit (pass 2).
+NcclGraph ring_graph(NcclArch arch, const Fabric& f) {
+  const std::vector<double>& sp = speeds(arch, f.inter);
+  const double max_bw = f.inter ? f.nic_cap : f.nvlink;
+  std::size_t i = 0;
+  while (i + 1 < sp.size() && sp[i] > max_bw) ++i;
+  NcclGraph best;
+  for (; i < sp.size(); ++i) {
+    if (best.channels > 0 && sp[i] / best.bw_inter <= .49) break;
+    const int ch = channels_at(f, sp[i], kMaxRingChannels);
+    if (ch > 0 && ch * sp[i] > best.channels * best.bw_inter)
+      best = NcclGraph{.channels = ch, .bw_intra = sp[i], .bw_inter = sp[i]};
+    if (best.channels * best.bw_inter >= f.nvlink) break;
+  }
+  if (best.channels == 0) return best;
+  dup_channels(best, arch);
+  // Pass 2: a higher speed with the same channels.
+  std::size_t j = 0;
+  while (j < sp.size() && sp[j] > best.bw_inter) ++j;
+  while (j > 0 && sp[j - 1] <= max_bw &&
+         channels_at(f, sp[j - 1], kMaxRingChannels) >= best.channels) {
+    --j;
+    best.bw_intra = best.bw_inter = sp[j];
+  }
+  return best;
+}
+
+// The tree graph: exactly the ring's channel count (init.cc), at the highest speed that fits;
+// across nodes pass 2 then raises the intra-node speed up to twice the inter-node one.
+NcclGraph tree_graph(NcclArch arch, const Fabric& f, int channels, bool single_gpu) {
+  const std::vector<double>& sp = speeds(arch, f.inter);
+  const double max_bw = f.inter ? f.nic_cap : f.nvlink;
+  NcclGraph g;
+  g.tree_pattern = single_gpu;  // search.cc: one GPU -> NCCL_TOPO_PATTERN_TREE
+  std::size_t i = 0;
+  for (; i < sp.size(); ++i) {
+    if (sp[i] <= max_bw && channels_at(f, sp[i], channels) >= channels) break;
+  }
+  if (i == sp.size()) return g;
+  g.channels = channels;
+  g.bw_intra = g.bw_inter = sp[i];
+  dup_channels(g, arch);
+  if (!f.inter) return g;
+  std::size_t j = 0;
+  while (j < sp.size() && sp[j] > g.bw_intra) ++j;
+  while (j > 0 && g.bw_intra < 2 * g.bw_inter &&
+         (single_gpu ||
+          channels_at(Fabric{.nvlink = f.nvlink}, sp[j - 1], g.channels) >= g.channels)) {
+    g.bw_intra = sp[--j];
+  }
+  return g;
+}
+
+// The NVLS graph: one channel per local GPU (NVLS heads), all of them in one node
+// (minChannels = maxChannels); pass 2 raises bwInter up to twice bwIntra where the fabric
+// allows (in one node nothing limits it).
+NcclGraph nvls_graph(NcclArch arch, const Fabric& f, int local_gpus) {
+  const std::vector<double>& sp = speeds(arch, f.inter);
+  NcclGraph g;
+  const int heads = std::min(kMaxNvlsArity, local_gpus);
+  const int want = f.inter ? std::min(heads, f.nics) : heads;
+  const double max_bw = f.inter ? f.nic_cap : f.nvlink;
+  std::size_t i = 0;
+  for (; i < sp.size(); ++i) {
+    if (sp[i] <= max_bw && (f.inter ? f.nics * std::floor(f.nic_cap / sp[i] + 1e-9) >= want
+                                    : sp[i] * want <= f.nvlink + 1e-9)) {
+      break;
+    }
+  }
+  if (i == sp.size()) return g;
+  g.channels = want;
+  g.bw_intra = g.bw_inter = sp[i];
+  while (i > 0 && g.bw_inter < 2 * g.bw_intra && (!f.inter || sp[i - 1] <= f.nic_cap)) {
+    g.bw_inter = sp[--i];
+  }
+  return g;
+}
+
+}  // namespace
+
+std::string_view to_string(NcclAlgo a) {
+  switch (a) {
+    case NcclAlgo::kTree:
+      return "tree";
+    case NcclAlgo::kRing:
+      return "ring";
+    case NcclAlgo::kNvls:
+      return "nvls";
+    case NcclAlgo::kNvlsTree:
+      return "nvls_tree";
+    case NcclAlgo::kPat:
+      return "pat";
+  }
+  return "?";
+}
+
+std::string_view to_string(NcclProto p) {
+  switch (p) {
+    case NcclProto::kLL:
+      return "LL";
+    case NcclProto::kLL128:
+      return "LL128";
+    case NcclProto::kSimple:
+      return "Simple";
+  }
+  return "?";
+}
+
+std::optional<NcclPlatform> nccl_platform(const SystemConfig& system) {
+  const std::string& gpu = system.gpu_name;
+  const auto has = [&](const char* s) { return gpu.find(s) != std::string::npos; };
+  if (!has("NVIDIA") || !has("SXM")) return std::nullopt;
+  NcclPlatform p;
+  if (has("A100") || has("A800")) {
+    // topo.h SM80_NVLINK_BW 20.0; PCIe Gen4 x16 = 24 GB/s in NCCL's topology (printed as
+    // "PCI[24.0]" in the DGX A100 topology dump of github.com/NVIDIA/nccl-tests/issues/100);
+    // DGX A100 hosts 2x AMD EPYC 7742 (DGX A100 User Guide, Hardware Overview).
+    p = NcclPlatform{.arch = NcclArch::kAmpere,
+                     .nvlink_bw_per_link = 20.0,
+                     .pci_bw = 24.0,
+                     .host_cpu_amd = true,
+                     .source =
+                         "NCCL topo.h SM80_NVLINK_BW; PCIe Gen4 x16 24 GB/s (nccl-tests "
+                         "issue 100 topology dump); AMD EPYC 7742 host (DGX A100 User Guide)"};
+  } else if (has("H100") || has("H200") || has("H800")) {
+    // topo.h SM90_NVLINK_BW 20.6; PCIe Gen5 x16 = 48 GB/s in NCCL's topology ("PCI[48.0]" on
+    // the Hopper HGX dump of github.com/NVIDIA/nccl/issues/1189); DGX H100/H200 host 2x Intel
+    // Xeon Platinum 8480C (DGX H100/H200 User Guide, Hardware Overview).
+    p = NcclPlatform{.arch = NcclArch::kHopper,
+                     .nvlink_bw_per_link = 20.6,
+                     .pci_bw = 48.0,
+                     .host_cpu_amd = false,
+                     .source =
+                         "NCCL topo.h SM90_NVLINK_BW; PCIe Gen5 x16 48 GB/s (nccl issue 1189 "
+                         "topology dump); Intel Xeon 8480C host (DGX H100/H200 User Guide)"};
+  } else {
+    return std::nullopt;
+  }
+  // NVLink 3 and 4 both carry 25 GB/s per link and direction (A100 datasheet: 12 links,
+  // 600 GB/s both ways; H100 SXM datasheet: 18 links, 900 GB/s): the link count follows from
+  // the system file's per-direction NVLink bandwidth.
+  p.nvlinks = static_cast<int>(std::lround(system.intra_node.bandwidth_bytes_per_s / 25e9));
+  if (p.nvlinks < 1) return std::nullopt;
+  return p;
+}
+
+std::optional<NcclComm> nccl_comm(const SystemConfig& system, std::int64_t group_size,
+                                  std::int64_t nodes_spanned) {
+  const auto platform = nccl_platform(system);
+  if (!platform || group_size < 2 || nodes_spanned < 1) return std::nullopt;
+  NcclComm c;
+  c.arch = platform->arch;
+  c.ranks = static_cast<int>(group_size);
+  c.nodes = static_cast<int>(nodes_spanned);
+  c.host_cpu_amd = platform->host_cpu_amd;
+  const int per_node = static_cast<int>(std::max<std::int64_t>(1, group_size / nodes_spanned));
+  Fabric f;
+  f.inter = nodes_spanned > 1;
+  f.nvlink = platform->nvlink_bw_per_link * platform->nvlinks;
+  // ncclIbGetSpeed: the port's rate in GB/s (HDR 200 Gb/s -> 25, NDR 400 Gb/s -> 50).
+  f.nic_cap = std::min(system.inter_node.bandwidth_bytes_per_s / 1e9, platform->pci_bw);
+  // The NICs next to the communicator's GPUs (one per GPU on DGX systems).
+  const std::int64_t gpus = std::max<std::int64_t>(1, system.gpus_per_node);
+  f.nics = static_cast<int>(std::max<std::int64_t>(1, per_node * system.nics_per_node / gpus));
+  f.local_gpus = per_node;
+  c.ring = ring_graph(c.arch, f);
+  c.tree = tree_graph(c.arch, f, c.ring.channels, per_node == 1);
+  // nvls.cc: multicast needs Hopper or newer on NVSwitch and 2 GPUs of the communicator.
+  if (c.arch >= NcclArch::kHopper && per_node >= 2) {
+    c.nvls = nvls_graph(c.arch, f, per_node);
+    c.nvls_support = c.nvls.channels >= 2;
+  }
+  return c;
+}
+
+NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
+  const int n_ranks = comm.ranks;
+  const int n_nodes = comm.nodes;
+  const int arch = static_cast<int>(comm.arch);
+  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
+  const int index1 = n_nodes == 1 ? arch : (comm.host_cpu_amd ? 1 : 0);
+  const double ll_max_bw = kLlMaxBws[index1][index2];
+  const double per_ch_max_tree_bw = kPerChMaxTreeBws[arch][index2];
+  const double per_ch_max_ring_ll128_bw = kPerChMaxRingLL128Bws[arch][index2];
+  const double per_ch_max_tree_ll128_bw = kPerChMaxTreeLL128Bws[arch][index2];
+  const double per_ch_max_nvls_tree_bw = kPerChMaxNvlsTreeBws[arch][index2];
+  const double ppn = static_cast<double>(n_ranks) / n_nodes;
+  const bool single_gpu_nodes = n_ranks == n_nodes;
+  const NcclGraph* graphs[kNcclAlgos] = {&comm.tree, &comm.ring, &comm.nvls, &comm.nvls,
+                                         &comm.tree};
+  // typeIntra is NVLink unless a node holds a single GPU of the communicator (PATH_LOC, which
+  // tuning.cc's test against LINK_NVL counts as PCI).
+  const int intra_hw = single_gpu_nodes ? kHwPci : kHwNvlink;
+  // getNetOverhead: Intel 1 us, AMD 2 us.
+  const double net_overhead_base = comm.host_cpu_amd ? 2.0 : 1.0;
+
+  for (int coll = 0; coll < 3; ++coll) {
+    const int nsteps = coll == kAllReduce ? 2 * (n_ranks - 1) : n_ranks - 1;
+    for (int a = 0; a < kNcclAlgos; ++a) {
+      if ((coll == kReduceScatter || coll == kAllGather) && a != kPat && a != kRing && a != kNvls)
+        continue;
+      if (coll == kAllReduce && a == kPat) continue;
+      const NcclGraph& g = *graphs[a];
+      for (int p = 0; p < kNcclProtos; ++p) {
+        if ((a == kNvls || a == kNvlsTree) && p != kSimple) continue;
+        // ncclPatEnable: PAT only with one GPU per node (and SM60+, host network).
+        if (a == kPat && (p != kSimple || !single_gpu_nodes)) continue;
+        double bw = n_nodes <= 2 ? g.bw_intra : g.bw_inter;
+        if (a == kNvls || a == kNvlsTree) {
+          if (g.channels < 2) continue;
+          double intra_bw = g.bw_intra * kNvlsEfficiency[arch] * (g.channels - 1) / g.channels;
+          intra_bw *= coll == kAllReduce ? 2.0 : (ppn - 1) / ppn;
+          const double inter_bw = g.bw_inter * ((n_nodes <= 2 && a == kNvlsTree) ? 2 : 1);
+          bw = std::min(
+              {intra_bw, inter_bw,
+               a == kNvlsTree ? per_ch_max_nvls_tree_bw : std::numeric_limits<double>::max()});
+        }
+        double bus_bw = g.channels * bw;
+        if (a == kRing && p == kLL) bus_bw = std::min(ll_max_bw, bus_bw * .5);
+        if (a == kRing && p == kLL128)
+          bus_bw = std::min(bus_bw * 0.92, g.channels * per_ch_max_ring_ll128_bw);
+        if (a == kTree && coll == kAllReduce)
+          bus_bw = std::min(bus_bw * .92, g.channels * per_ch_max_tree_bw);
+        if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, ll_max_bw);
+        if (a == kTree && p == kLL128) {
+          bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                            g.channels * per_ch_max_tree_ll128_bw);
+        }
+        if (a == kTree && g.tree_pattern) bus_bw *= .85;
+        if (a == kPat) bus_bw *= .75;
+        // NVLS reduce-scatter / all-gather across nodes needs CollNet (not modelled: off).
+        if (a == kNvls && coll != kAllReduce && n_nodes > 1) bus_bw = 0;
+        if (!(a != kRing && (coll == kAllGather || coll == kReduceScatter))) {
+          const double ratio = (a == kRing || a == kNvls || a == kNvlsTree)
+                                   ? static_cast<double>(n_ranks) / nsteps
+                                   : .5;
+          bus_bw *= ratio;
+        }
+        double lat = kBaseLat[a][p];
+        double intra_lat = kHwLat[intra_hw][a][p];
+        const double inter_lat = ppn == 1 ? kHwLat[kHwNet][kTree][p] : kHwLat[kHwNet][a][p];
+        // (graph latencyInter is 0 for InfiniBand: net_ib props->latency "Not set".)
+        if (a == kRing) {
+          double net_overhead = 0;
+          if (n_nodes > 1) net_overhead = net_overhead_base * (p == kSimple ? 3 : 1);
+          intra_lat = std::max(intra_lat, net_overhead);
+          const int inter_steps = n_nodes == 1         ? 0
+                                  : coll == kAllReduce ? 2 * (n_nodes - 1)
+                                                       : n_nodes - 1;
+          lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+        } else if (a == kTree) {
+          if (coll == kAllReduce)
+            lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(n_nodes) * inter_lat);
+        } else if (a == kNvls) {
+          lat = intra_lat;
+          if (n_nodes > 1) lat += inter_lat;
+        } else if (a == kNvlsTree) {
+          lat += intra_lat + 2 * log2i(n_nodes) * inter_lat;
+        } else if (a == kPat) {
+          lat += log2i(n_nodes) * (inter_lat / 3.5) + n_ranks * 2.8;
+        }
+        bw_[coll][a][p] = bus_bw;
+        lat_[coll][a][p] = lat;
+      }
+    }
+  }
+  // Enabling (tuning.cc): NVLS tree off in one node; NVLS off across nodes without CollNet;
+  // NVLS off without multicast. LL128 is on by default for NVLink inside the node and, across
+  // nodes, NICs on the GPU's PCIe switch (DGX layout); Hopper allows up to PXN.
+  for (int coll = 0; coll < 3; ++coll) {
+    for (int p = 0; p < kNcclProtos; ++p) {
+      if (n_nodes == 1) bw_[coll][kNvlsTree][p] = 0;
+      if (n_nodes > 1) bw_[coll][kNvls][p] = 0;
+      if (!comm.nvls_support) bw_[coll][kNvls][p] = bw_[coll][kNvlsTree][p] = 0;
+    }
+  }
+}
+
+double NcclModel::latency_us(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const {
+  return lat_[coll_index(kind)][static_cast<int>(algo)][static_cast<int>(proto)];
+}
+
+double NcclModel::bandwidth_gbps(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const {
+  return bw_[coll_index(kind)][static_cast<int>(algo)][static_cast<int>(proto)];
+}
+
+std::optional<double> NcclModel::time_s(CollectiveKind kind, NcclAlgo algo, NcclProto proto,
+                                        std::int64_t bytes) const {
+  const int coll = coll_index(kind);
+  const int a = static_cast<int>(algo);
+  const int p = static_cast<int>(proto);
+  double bw = bw_[coll][a][p];
+  double lat = lat_[coll][a][p];
+  if (bw <= 0) return std::nullopt;
+  const int log_size = log2i(bytes >> 6);
+  if (a == kTree && coll == kAllReduce && log_size >= 0 && log_size < 23)
+    bw *= kTreeCorrection[p][log_size];
+  // NVLS tree correction applies to Blackwell on x86 hosts.
+  if (a == kNvlsTree && coll == kAllReduce && log_size >= 0 && log_size < 24 &&
+      comm_.arch >= NcclArch::kBlackwell) {
+    bw *= kTreeCorrection[p][log_size];
+  }
+  const int channels = std::min(comm_.tree.channels, comm_.ring.channels);
+  if (a == kRing && p == kSimple && comm_.nodes > 1 && coll == kAllReduce && channels > 0 &&
+      bytes / (static_cast<std::int64_t>(channels) * comm_.ranks) >= 64) {
+    lat *= comm_.arch < NcclArch::kAmpere ? 1.9 : 1.4;  // plateau effect of ring
+  }
+  return (lat + static_cast<double>(bytes) / (1000.0 * bw)) * 1e-6;
+}
+
+NcclChoice NcclModel::choose(CollectiveKind kind, std::int64_t bytes) const {
+  NcclChoice best;
+  best.seconds = std::numeric_limits<double>::infinity();
+  for (int a = 0; a < kNcclAlgos; ++a) {
+    for (int p = 0; p < kNcclProtos; ++p) {
+      const auto t = time_s(kind, static_cast<NcclAlgo>(a), static_cast<NcclProto>(p), bytes);
+      if (t && *t < best.seconds) {
+        best = NcclChoice{
+            .algo = static_cast<NcclAlgo>(a), .proto = static_cast<NcclProto>(p), .seconds = *t};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace stepsim
