@@ -5,11 +5,12 @@ h100-sxm5-80gb-public.json from the cited microbenchmark figures below.
 Every figure is a microbenchmark result somebody published (nccl-tests, cuBLAS matmul
 sweeps, a BabelStream-style copy kernel, p2pBandwidthLatencyTest) and carries its source in
 the sample's `citation`. Nothing here is fitted or tuned to end-to-end training step times
-or throughputs. Where a figure is converted (bus bandwidth to seconds, a figure spread over
-the group sizes a scenario needs), the conversion is nccl-tests' own (doc/PERFORMANCE.md):
+or throughputs, and no sample is made by spreading a figure over sizes or groups it was not
+measured at: collectives that were not measured are priced by NCCL's own tuning model in
+stepsim (core/src/nccl_model.cpp). Where a figure is converted (bus bandwidth to seconds),
+the conversion is nccl-tests' own (doc/PERFORMANCE.md):
 
-    seconds = bytes * bus_factor(kind, n) / busbw + latency
-    bus_factor = 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter
+    seconds = bytes * bus_factor(kind, n) / busbw,  bus_factor = 2(n-1)/n for all-reduce
 
 and the citation says so. The profiles leave out the fits: stepsim fits the samples when it
 loads a profile (the same least squares `stepsim calibrate` uses).
@@ -39,10 +40,6 @@ NCCL_1048 = "https://github.com/NVIDIA/nccl/issues/1048"
 NCCL_TESTS_290 = "https://github.com/NVIDIA/nccl-tests/issues/290"
 
 
-def ring_steps(kind, n):
-    return 2 * (n - 1) if kind == "all_reduce" else n - 1
-
-
 def bus_factor(kind, n):
     return 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
 
@@ -60,48 +57,6 @@ def sizes(lo, hi, step=2):
     return out
 
 
-def ring_collectives(kinds, nodes_list, per_node, busbw, step_latency_s, lo, hi, step,
-                     citation):
-    """Samples for ring collectives over groups of `per_node` members on each of n nodes,
-    from one bus bandwidth (bytes/s) and a latency per ring step."""
-    out = []
-    for kind in kinds:
-        for nodes in nodes_list:
-            n = nodes * per_node
-            for b in sizes(lo, hi, step):
-                out.append({"kind": kind, "group_size": n, "nodes_spanned": nodes, "bytes": b,
-                            "seconds": step_latency_s * ring_steps(kind, n)
-                            + b * bus_factor(kind, n) / busbw,
-                            "citation": citation})
-    return out
-
-
-def inter_node(busbw_per_nic, step_latency_s, lo, citation):
-    """Groups with k members on each node drive k NICs (one per GPU, as in DGX): k times
-    the per-NIC bus bandwidth."""
-    out = []
-    for per_node in MEMBERS_PER_NODE:
-        out += ring_collectives(KINDS, NODES, per_node, per_node * busbw_per_nic,
-                                step_latency_s, lo, 32 * GiB, 4,
-                                f"{citation}; {per_node} NIC(s) per group (notes)")
-    return out
-
-
-def intra_node_small_groups(curve, cap, citation):
-    """Groups of 2 and 4 GPUs in a node: NVSwitch gives every GPU its full NVLink bandwidth
-    whatever the group, so they take the 8-GPU bus bandwidth at the same size (capped at the
-    ring ceiling where NVLink SHARP lifts the all-reduce curve)."""
-    out = []
-    for n in (2, 4):
-        for kind in KINDS:
-            for size, busbw in curve:
-                out.append({"kind": kind, "group_size": n, "nodes_spanned": 1, "bytes": size,
-                            "seconds": size * bus_factor(kind, n) / min(busbw, cap),
-                            "citation": f"{citation}: size {size} B, 8-GPU busbw "
-                                        f"{busbw / 1e9:.2f} GB/s (notes)"})
-    return out
-
-
 def p2p(inter_node, bandwidth, latency_s, lo, hi, citation):
     return [{"inter_node": inter_node, "bytes": b, "seconds": latency_s + b / bandwidth,
              "citation": citation} for b in sizes(lo, hi)]
@@ -115,11 +70,9 @@ def write(name, profile):
     print("wrote", path)
 
 
-# Groups across nodes: data-parallel groups (one member per node when TP fills the node, two
-# or four with TP 4 or 2), the embedding group (first and last stage, one per node).
-NODES = [2, 4, 8, 16, 32, 64, 128]
-MEMBERS_PER_NODE = [1, 2, 4]
-KINDS = ["all_reduce", "all_gather", "reduce_scatter"]
+# The world size the profiles are meant for: the largest shipped scenario's data-parallel
+# groups (128 nodes x 4 members per node).
+WORLD_SIZE = 512
 
 
 def a100():
@@ -134,21 +87,9 @@ def a100():
     ar8_cite = (MLE_NET + "#real-network-throughput: nccl-tests all_reduce_perf -g 8 on one "
                 "8x A100 (NVLink 3) node")
     curve = [(size, size * bus_factor("all_reduce", 8) / (us * 1e-6)) for size, us in ar8]
-    collectives = []
-    for (size, us), (_, busbw) in zip(ar8, curve):
-        collectives.append({"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1,
-                            "bytes": size, "seconds": us * 1e-6,
-                            "citation": f"{ar8_cite}: size {size} B, time {us} us"})
-        for kind in ("all_gather", "reduce_scatter"):
-            collectives.append({
-                "kind": kind, "group_size": 8, "nodes_spanned": 1, "bytes": size,
-                "seconds": size * bus_factor(kind, 8) / busbw,
-                "citation": f"{ar8_cite}: size {size} B, time {us} us = busbw "
-                            f"{busbw / 1e9:.2f} GB/s (notes: same ring bus bandwidth)"})
-    collectives += intra_node_small_groups(curve, float("inf"), ar8_cite)
-    collectives += inter_node(24e9, 19.0e-6 / 2, 32 * KiB,
-                              f"{NCCL_1048}: one HDR NIC reaches 24 GB/s busbw; {NCCL_TESTS_150}: "
-                              "~19 us for a 2-node, 1-GPU-per-node all-reduce of 8-64 B")
+    collectives = [{"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1, "bytes": size,
+                    "seconds": us * 1e-6, "citation": f"{ar8_cite}: size {size} B, time {us} us"}
+                   for size, us in ar8]
     mul = [(1 << 16, 9.516), (1 << 20, 10.127), (1 << 24, 31.874), (1 << 28, 362.559)]
     memory = [{"bytes": 2 * n, "seconds": us * 1e-6,
                "citation": f"{CCCL_A100}: cub babelstream 'mul' on NVIDIA A100-SXM4-80GB, int8, "
@@ -172,22 +113,17 @@ def a100():
             "takes its efficiency (86.9% of 312 TFLOPS) with a 'beyond the measured range' "
             "warning, optimistic for small GEMMs: run `stepsim calibrate` for the shape "
             "dependence.",
-            "Collectives in a node: the nccl-tests all-reduce sweep over 8 GPUs. All-gather and "
-            "reduce-scatter take its bus bandwidth at each size (A100 has no NVLink SHARP: NCCL "
-            "rings all three over the same links). Groups of 2 and 4 GPUs take the 8-GPU bus "
-            "bandwidth at the same size (NVSwitch gives each GPU its full NVLink bandwidth "
-            "whatever the group).",
-            "Across nodes: one HDR NIC per GPU (DGX A100). A group with k members per node "
-            "drives k NICs: k x 24 GB/s bus bandwidth (24 GB/s: one HDR NIC in NVIDIA/nccl#1048). "
-            "Latency 9.5 us per ring step: nccl-tests#150 measures ~19 us for a tiny all-reduce "
-            "between two nodes (2 ring steps). Scaling the latency by ring steps is pessimistic "
-            "for small messages in large groups (NCCL switches to trees).",
+            "Collectives: the nccl-tests all-reduce sweep over the 8 GPUs of one node is the only "
+            "measured collective. Every other group (all-gather, reduce-scatter, groups of 2 and "
+            "4, groups across nodes) is priced by NCCL's own tuning model of the algorithm and "
+            "protocol NCCL picks (core/src/nccl_model.cpp, from NVIDIA/nccl src/graph/tuning.cc), "
+            "not made from this sweep or from per-NIC figures.",
             "P2P in a node: p2pBandwidthLatencyTest's ~274 GB/s; latency 3.13 us = the 32 KiB "
             "nccl-tests all-reduce (43.83 us) over its 14 ring steps. Across nodes: one HDR NIC, "
             "9.5 us.",
             "Memory-bound kernels: a BabelStream-style kernel (cub 'mul', int8) at 4 sizes.",
         ],
-        "world_size": max(NODES) * max(MEMBERS_PER_NODE),
+        "world_size": WORLD_SIZE,
         "gemm": [gemm(1024, 10240, 5120, 271.2,
                       MAMF + ": NVIDIA A100 SXM, BF16, 271.2 TFLOPS mean at best shape "
                       "MxNxK 1024x10240x5120 (torch 2.6.0+cu126)")],
@@ -208,24 +144,10 @@ def h100():
            (2 * GiB, 468.31), (4 * GiB, 473.10), (8 * GiB, 475.16), (16 * GiB, 480.70)]
     ar8_cite = (MLE_NET_BENCH + ": nccl-tests all_reduce_perf on one 8x H200 node (NVLink 4 + "
                 "NVSwitch gen 3 as in DGX H100; notes)")
-    ring_ceiling = 367.61e9  # 8x H200, 16 GiB, NCCL_NVLS_ENABLE=0
-    curve = [(size, gbps * 1e9) for size, gbps in ar8]
-    collectives = []
-    for size, busbw in curve:
-        collectives.append({"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1,
-                            "bytes": size,
-                            "seconds": size * bus_factor("all_reduce", 8) / busbw,
-                            "citation": f"{ar8_cite}: size {size} B, busbw {busbw / 1e9} GB/s"})
-        for kind in ("all_gather", "reduce_scatter"):
-            collectives.append({
-                "kind": kind, "group_size": 8, "nodes_spanned": 1, "bytes": size,
-                "seconds": size * bus_factor(kind, 8) / min(busbw, ring_ceiling),
-                "citation": f"{ar8_cite}: size {size} B, busbw {busbw / 1e9} GB/s, capped at the "
-                            f"ring's 367.61 GB/s ({MLE_NET}#real-network-throughput; notes)"})
-    collectives += intra_node_small_groups(curve, ring_ceiling, ar8_cite)
-    collectives += inter_node(47e9, 0.0, 1 * MiB,
-                              f"{NCCL_TESTS_290}: NVIDIA: 'For NDR @ 400Gbps you should see "
-                              "46-48GB/s per NIC' (47 GB/s; no latency figure)")
+    collectives = [{"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1, "bytes": size,
+                    "seconds": size * bus_factor("all_reduce", 8) / (gbps * 1e9),
+                    "citation": f"{ar8_cite}: size {size} B, busbw {gbps} GB/s"}
+                   for size, gbps in ar8]
     squares = [(1024, 176.62), (2048, 676.59), (4096, 788.72), (8192, 797.51),
                (10240, 719.72)]
     gemms = [gemm(n, n, n, tf, f"{TORCH_PERF_H100}: NVIDIA H100 80GB HBM3 (SXM), torch "
@@ -251,26 +173,21 @@ def h100():
             "GEMM: BF16 torch.matmul (cuBLAS) on square shapes 1024..10240 and the MAMF best "
             "shape (fp16 GEMMs borrow them, same 989 TFLOPS peak). Shapes outside that box are "
             "clamped to its edge, with a warning.",
-            "Collectives in a node: nccl-tests all-reduce over 8 GPUs of an H200 node, whose "
-            "NVLink 4 / NVSwitch gen 3 fabric is DGX H100's (ml-engineering's NVLink table lists "
-            "H100 and H200 on NVLink 4). Cross-checks on H100 itself: ml-engineering's SHARP "
-            "section reports 480 GBps for a 4 GiB all-reduce on an H100 node, and NVIDIA in "
-            "nccl-tests#290 calls 476 GB/s 'in the expected range for H100'. NCCL uses NVLink "
-            "SHARP for the all-reduce from 2 MiB; all-gather and reduce-scatter are rings: the "
-            "same curve capped at the ring ceiling, 367.61 GB/s at 16 GiB with "
-            "NCCL_NVLS_ENABLE=0 (ml-engineering, 8x H200). Groups of 2 and 4 GPUs take the "
-            "capped 8-GPU curve at the same size.",
-            "Across nodes: one NDR NIC per GPU (DGX H100); a group with k members per node "
-            "drives k NICs: k x 47 GB/s (NVIDIA: 46-48 GB/s per NDR NIC, nccl-tests#290). No "
-            "public small-message latency figure for NDR was found: samples start at 1 MiB, the "
-            "fits' latency is 0 and smaller messages are flagged as outside the measured range.",
+            "Collectives: nccl-tests all-reduce over the 8 GPUs of an H200 node, whose NVLink 4 / "
+            "NVSwitch gen 3 fabric is DGX H100's (ml-engineering's NVLink table lists H100 and "
+            "H200 on NVLink 4). Cross-checks on H100 itself: ml-engineering's SHARP section "
+            "reports 480 GBps for a 4 GiB all-reduce on an H100 node, and NVIDIA in "
+            "nccl-tests#290 calls 476 GB/s 'in the expected range for H100'. Every other group "
+            "(all-gather, reduce-scatter, groups of 2 and 4, groups across nodes) is priced by "
+            "NCCL's own tuning model (core/src/nccl_model.cpp, from NVIDIA/nccl "
+            "src/graph/tuning.cc), not made from this sweep or from per-NIC figures.",
             "P2P in a node: p2pBandwidthLatencyTest's ~376 GB/s; latency = the 32 KiB nccl-tests "
             "all-reduce time (3.20 GB/s busbw) over its 14 ring steps. Across nodes: one NDR "
             "NIC, 47 GB/s, no latency figure.",
             "Memory-bound kernels: no public HBM copy figure for H100 SXM5 was found; they fall "
             "back to the system file's roofline, with a warning.",
         ],
-        "world_size": max(NODES) * max(MEMBERS_PER_NODE),
+        "world_size": WORLD_SIZE,
         "gemm": gemms,
         "attention": [],
         "memory": [],
@@ -284,9 +201,8 @@ COMMON_NOTES = [
     "(nccl-tests, cuBLAS matmul sweeps, a BabelStream-style kernel, p2pBandwidthLatencyTest); "
     "every sample cites its figure. Never fitted or tuned to end-to-end training step times "
     "or throughputs.",
-    "Conversions are nccl-tests' (doc/PERFORMANCE.md): seconds = bytes * bus_factor / busbw "
-    "+ latency, bus_factor = 2(n-1)/n for all-reduce and (n-1)/n for all-gather and "
-    "reduce-scatter; a latency per ring step is multiplied by 2(n-1) or n-1 steps.",
+    "Conversions are nccl-tests' (doc/PERFORMANCE.md): seconds = bytes * bus_factor / busbw, "
+    "bus_factor = 2(n-1)/n for all-reduce; P2P samples add a latency to bytes / bandwidth.",
     "No public per-shape flash-attention figures were used: attention is costed as its "
     "matmuls plus its HBM traffic, with a warning.",
 ]
