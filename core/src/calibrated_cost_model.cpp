@@ -143,7 +143,8 @@ std::optional<double> CalibratedCostModel::on_curve(const SizeCurve& curve, std:
   if (hi == curve.begin()) return std::nullopt;
   const auto lo = std::prev(hi);
   // Time is affine in size between two measured sizes (latency + bytes / bandwidth).
-  const double f = static_cast<double>(bytes - lo->first) / static_cast<double>(hi->first - lo->first);
+  const double f =
+      static_cast<double>(bytes - lo->first) / static_cast<double>(hi->first - lo->first);
   return lo->second + f * (hi->second - lo->second);
 }
 
@@ -181,7 +182,9 @@ double CalibratedCostModel::interpolate(const Table& t, std::array<double, 3> x,
   return std::exp(sum_wv / sum_w);
 }
 
-double CalibratedCostModel::gemm_s(const GemmOp& op) const {
+double CalibratedCostModel::gemm_s(const GemmOp& op) const { return gemm_with_floor_s(op, true); }
+
+double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floor) const {
   if (op.flops() <= 0) return 0.0;
   const auto measured = gemm_measured_.find(GemmKey{op.dtype, op.m, op.n, op.k, op.batch});
   if (measured != gemm_measured_.end()) return measured->second;
@@ -202,7 +205,22 @@ double CalibratedCostModel::gemm_s(const GemmOp& op) const {
          std::string(to_string(op.dtype)));
     return fallback_.gemm_s(op);
   }
-  return interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM", gemm_text(op));
+  const double compute =
+      interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM", gemm_text(op));
+  return memory_floor ? std::max(compute, gemm_memory_floor_s(op)) : compute;
+}
+
+// A GEMM reads A and B and writes C at least once: a skinny shape (small n or k) whose
+// interpolated efficiency comes from large, compute-bound samples cannot beat that traffic
+// at the profile's measured memory bandwidth (the system's roofline when it has none).
+double CalibratedCostModel::gemm_memory_floor_s(const GemmOp& op) const {
+  const double bytes = static_cast<double>(bytes_of(op.dtype) * op.batch) *
+                       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n);
+  const double bandwidth =
+      profile_->memory_fit.samples > 0
+          ? profile_->memory_fit.bandwidth_bytes_per_s
+          : fallback_system_.hbm_bandwidth_bytes_per_s * fallback_system_.efficiency.memory_max;
+  return bandwidth > 0 ? bytes / bandwidth : 0.0;
 }
 
 double CalibratedCostModel::attention_s(const AttentionOp& op) const {
@@ -239,10 +257,13 @@ double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const 
   // dP = dO V^T (scores shape), dV = P^T dO, dQ = dS K, dK = dS^T Q (values shape), and a
   // fused kernel recomputes S = Q K^T first: five matmuls, though AttentionOp::flops counts
   // the four Megatron counts.
+  // The matmuls run inside the fused kernel's tiles: no memory floor for the s x s scores,
+  // which never reach HBM; the kernel's own traffic is added below.
+  const auto tile_s = [this](const GemmOp& g) { return gemm_with_floor_s(g, false); };
   const GemmOp scores{op.seq, op.seq, op.head_dim, bh, op.dtype};
   const GemmOp values{op.seq, op.head_dim, op.seq, bh, op.dtype};
   const double seconds =
-      op.backward ? 2.0 * gemm_s(scores) + 3.0 * gemm_s(values) : gemm_s(scores) + gemm_s(values);
+      op.backward ? 2.0 * tile_s(scores) + 3.0 * tile_s(values) : tile_s(scores) + tile_s(values);
   // A fused kernel keeps the s x s scores on chip: HBM sees Q, K, V and O (forward), and
   // Q, K, V, O, dO, dQ, dK, dV (backward).
   const std::int64_t q_bytes = bytes_of(op.dtype) * op.batch * op.heads * op.seq * op.head_dim;

@@ -96,6 +96,22 @@ TEST(CalibratedCostModel, ExtrapolationClampsEfficiencyAndWarns) {
   EXPECT_NE(w[0].find("m=16384"), std::string::npos) << w[0];
 }
 
+// Memory-roofline floor, worked by hand: the test profile's memory fit is 1.6e12 B/s. A bf16
+// GEMM m=1048576 n=8 k=1024 moves 2 B x (1048576 x 1024 + 1024 x 8 + 1048576 x 8) =
+// 2,164,277,248 B: at least 1.3527 ms, while its 17.2 GFLOP at the samples' 50..80 TFLOP/s
+// would take 0.21..0.34 ms. A square shape inside the box is compute-bound and untouched.
+TEST(CalibratedCostModel, SkinnyGemmIsHeldAtTheMemoryFloor) {
+  const CalibratedCostModel m = model();
+  const GemmOp skinny{.m = 1048576, .n = 8, .k = 1024, .batch = 1, .dtype = DType::kBf16};
+  const double bytes = 2.0 * (1048576.0 * 1024 + 1024.0 * 8 + 1048576.0 * 8);
+  EXPECT_NEAR(m.gemm_s(skinny), bytes / m.profile().memory_fit.bandwidth_bytes_per_s, 1e-12);
+  EXPECT_NEAR(m.gemm_s(skinny), 1.3527e-3, 0.001e-3);
+  const GemmOp square{.m = 4096, .n = 4096, .k = 4096, .batch = 1, .dtype = DType::kBf16};
+  const double achieved = square.flops() / m.gemm_s(square);
+  EXPECT_GT(achieved, 50e12);
+  EXPECT_LT(achieved, 80e12);
+}
+
 TEST(CalibratedCostModel, WarningsAreDeduplicatedAndIndependentOfQueryOrder) {
   const CalibratedCostModel a = model();
   const CalibratedCostModel b = model();

@@ -7,7 +7,9 @@
 //   FLOP/s interpolated over the samples of its dtype: inverse-distance weighting (power 2)
 //   of log(FLOP/s) over the 8 nearest samples in (log2 m*batch, log2 n, log2 k). A shape
 //   outside the measured box is clamped into it first (its efficiency is the one at the
-//   edge) and a warning is recorded. fp16 and bf16 (same tensor-core rate) stand in for each
+//   edge) and a warning is recorded. An interpolated GEMM never takes less than moving its
+//   operands and result once at the profile's memory bandwidth (the memory-roofline floor
+//   of skinny shapes). fp16 and bf16 (same tensor-core rate) stand in for each
 //   other when a profile has samples of only one, with a warning.
 // - Attention: measured shape -> measured seconds; else interpolated over attention samples
 //   of the same dtype, direction and masking in (log2 batch*heads, log2 seq, log2 head_dim);
@@ -84,6 +86,10 @@ class CalibratedCostModel final : public CostModel {
   /// The fit at `bytes`, warning when `bytes` is outside the fit's measured range.
   double linear_s(const LinearFit& f, std::int64_t bytes, const std::string& what) const;
   double attention_from_gemms_s(const AttentionOp& op) const;
+  /// gemm_s, with or without the memory floor (fused attention's tiles have none).
+  double gemm_with_floor_s(const GemmOp& op, bool memory_floor) const;
+  /// Seconds to move a GEMM's operands and result once at the measured memory bandwidth.
+  double gemm_memory_floor_s(const GemmOp& op) const;
   void warn(const std::string& category, const std::string& detail) const;
 
   std::shared_ptr<const Profile> profile_;
