@@ -26,6 +26,8 @@ void add_sweep_command(CLI::App& app, Env& env);
 void add_import_hf_command(CLI::App& app, Env& env);
 void add_predict_command(CLI::App& app, Env& env);
 void add_memory_command(CLI::App& app, Env& env);
+/// stepsim accuracy: predicted against measured for the published runs.
+void add_accuracy_command(CLI::App& app, Env& env);
 
 /// stepsim calibrate: microbenchmarks -> calibration profile (initialises MPI).
 void add_calibrate_command(CLI::App& app, Env& env);

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   stepsim::cli::add_calibrate_command(app, env);
   stepsim::cli::add_validate_command(app, env);
   stepsim::cli::add_regress_command(app, env);
+  stepsim::cli::add_accuracy_command(app, env);
 
 
   try {

@@ -1,0 +1,89 @@
+// The accuracy report's inputs and bookkeeping (scenarios/published/). The predictions
+// themselves are a report, not a gate: see the accuracy_report test.
+
+#include "stepsim/sim/accuracy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "stepsim/core/load.hpp"
+#include "stepsim/core/published_runs.hpp"
+
+namespace stepsim {
+namespace {
+
+const std::string kScenarios = STEPSIM_SCENARIOS_DIR;
+
+TEST(PublishedRuns, ShippedRunsLoadAndCiteTheirSource) {
+  Result<std::vector<PublishedRun>> runs = load_published_runs(kScenarios + "/published/runs.json");
+  ASSERT_TRUE(runs.ok()) << format_errors(runs.errors());
+  ASSERT_EQ(runs->size(), 10u);  // Narayanan et al. 2021, Table 1: 1.7B .. 1T
+  for (const PublishedRun& r : *runs) {
+    EXPECT_NE(r.source.find("arXiv:2104.04473"), std::string::npos) << r.scenario;
+    EXPECT_TRUE(load_scenario_file(r.scenario, LoadOptions{kScenarios}).ok()) << r.scenario;
+  }
+}
+
+TEST(PublishedRuns, BadFilesNameTheKey) {
+  const std::string path = ::testing::TempDir() + "/runs_bad.json";
+  std::ofstream(path) << R"({"format_version": 1, "runs": [{"scenario": "x.json",
+      "measured_tflops_per_gpu": -3, "source": "s", "colour": 1}]})";
+  Result<std::vector<PublishedRun>> runs = load_published_runs(path);
+  ASSERT_FALSE(runs.ok());
+  const std::string text = format_errors(runs.errors());
+  EXPECT_NE(text.find("runs[0].measured_tflops_per_gpu"), std::string::npos) << text;
+  EXPECT_NE(text.find("runs[0].colour"), std::string::npos) << text;
+  EXPECT_NE(text.find("runs[0].flops_formula"), std::string::npos) << text;
+  std::remove(path.c_str());
+}
+
+// Eq. 3 worked by hand for the 1T row (B 3072, s 2048, l 128, h 25600, V 51200):
+// 96 B s l h^2 = 5.0665e19; the bracket 1 + 2048/153600 + 51200/52428800 = 1.0143099;
+// F = 5.1391e19 FLOPs. At the measured 163 TFLOP/s on 3072 GPUs that is 102.6 s an iteration.
+TEST(Accuracy, Narayanan2021Eq3) {
+  Result<Workload> w = load_scenario_file(kScenarios + "/published/sc21-table1-gpt-1t.json",
+                                          LoadOptions{kScenarios});
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  const double f = sim::published_flops_per_iteration(*w, FlopsFormula::kNarayanan2021Eq3);
+  const double expected = 96.0 * 3072 * 2048 * 128 * 25600.0 * 25600.0 *
+                          (1 + 2048.0 / 153600 + 51200.0 / (16.0 * 128 * 25600));
+  EXPECT_DOUBLE_EQ(f, expected);
+  EXPECT_NEAR(f, 5.1391e19, 0.0001e19);
+  EXPECT_NEAR(f / (163e12 * 3072), 102.6, 0.1);
+}
+
+TEST(Accuracy, TableShowsEveryRunAndTheMeanError) {
+  sim::AccuracyReport report;
+  report.rows.push_back({.name = "a",
+                         .gpus = 8,
+                         .measured_tflops_per_gpu = 100,
+                         .predicted_tflops_per_gpu = 110,
+                         .measured_step_s = 1250,
+                         .predicted_step_s = 1136.4,
+                         .error = -0.0909,
+                         .source = "src"});
+  report.rows.push_back({.name = "b",
+                         .gpus = 16,
+                         .measured_tflops_per_gpu = 100,
+                         .predicted_tflops_per_gpu = 90,
+                         .measured_step_s = 625,
+                         .predicted_step_s = 694.4,
+                         .error = 0.111,
+                         .source = "src"});
+  report.mean_absolute_error = 0.101;
+  std::ostringstream out;
+  sim::write_accuracy_table(report, out);
+  EXPECT_NE(out.str().find("| a | 8 | 100.0 | 110.0 | 1250.00 | 1136.40 | -9.1% |"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("mean absolute error of the step time: 10.1% over 2 runs"),
+            std::string::npos)
+      << out.str();
+}
+
+}  // namespace
+}  // namespace stepsim
