@@ -228,7 +228,20 @@ double CalibratedCostModel::attention_s(const AttentionOp& op) const {
   const auto measured = attention_measured_.find(AttentionKey{
       op.dtype, op.backward, op.causal, op.batch, op.heads, op.kv_heads, op.seq, op.head_dim});
   if (measured != attention_measured_.end()) return measured->second;
-  const auto table = attention_tables_.find(AttentionClass{op.dtype, op.backward, op.causal});
+  auto table = attention_tables_.find(AttentionClass{op.dtype, op.backward, op.causal});
+  if (table == attention_tables_.end() && op.dtype != DType::kFp32) {
+    // fp16 and bf16 attention kernels run on the same tensor cores at the same peak, as the
+    // GEMMs above: one stands in for the other.
+    const DType twin = op.dtype == DType::kFp16 ? DType::kBf16 : DType::kFp16;
+    table = attention_tables_.find(AttentionClass{twin, op.backward, op.causal});
+    if (table != attention_tables_.end()) {
+      warn(
+          "no attention samples for this dtype in the profile: the samples of its 16-bit twin "
+          "used",
+          std::string(to_string(op.dtype)) + " from " + std::string(to_string(twin)) +
+              (op.backward ? " backward" : " forward") + (op.causal ? " causal" : ""));
+    }
+  }
   if (table == attention_tables_.end()) return attention_from_gemms_s(op);
   return interpolated_s(table->second, attention_coords(op), op.flops(), "attention",
                         attention_text(op));

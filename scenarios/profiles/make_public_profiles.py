@@ -38,6 +38,10 @@ CCCL_A100 = "https://github.com/NVIDIA/cccl/pull/7019"
 NCCL_TESTS_150 = "https://github.com/NVIDIA/nccl-tests/issues/150"
 NCCL_1048 = "https://github.com/NVIDIA/nccl/issues/1048"
 NCCL_TESTS_290 = "https://github.com/NVIDIA/nccl-tests/issues/290"
+FA_REPO = ("https://github.com/Dao-AILab/flash-attention/blob/"
+           "0251105a2fb19d2957484b7f023cd8c115286ced/")
+FA3_FWD = FA_REPO + "assets/flash3_fp16_fwd.png"
+FA_BENCH = FA_REPO + "benchmarks/benchmark_flash_attention.py"
 
 
 def bus_factor(kind, n):
@@ -54,6 +58,25 @@ def sizes(lo, hi, step=2):
     while b <= hi:
         out.append(b)
         b *= step
+    return out
+
+
+def fa_benchmark_attention(head_dim, causal, tflops_by_seq, kernel, figure):
+    """Forward attention samples from flash-attention's benchmark setup (FA_BENCH): hidden
+    2048 (heads = 2048 / head_dim), batch x seqlen = 16k tokens, FP16. The benchmark counts
+    4 * batch * seqlen^2 * heads * head_dim FLOPs, halved with the causal mask (what the
+    kernel computes); seconds = those FLOPs / the published TFLOP/s."""
+    out = []
+    for seq, tflops in tflops_by_seq:
+        batch, heads = 16384 // seq, 2048 // head_dim
+        flops = 4 * batch * seq * seq * heads * head_dim // (2 if causal else 1)
+        out.append({"batch": batch, "heads": heads, "kv_heads": heads, "seq": seq,
+                    "head_dim": head_dim, "causal": causal, "backward": False,
+                    "dtype": "fp16", "seconds": flops / (tflops * 1e12),
+                    "citation": f"{figure}: {kernel} forward, head dim {head_dim}, "
+                                f"{'causal' if causal else 'no causal mask'}, seqlen {seq}, "
+                                f"batch {batch}, {heads} heads: {tflops} TFLOPs/s ({FA_BENCH} "
+                                "setup and FLOP count, causal halved)"})
     return out
 
 
@@ -156,6 +179,16 @@ def h100():
     gemms.append(gemm(2048, 2048, 13312, 794.5,
                       MAMF + ": NVIDIA H100 SXM, BF16, 794.5 TFLOPS mean at best shape MxNxK "
                       "2048x2048x13312 (torch 2.7.0+cu126)"))
+    # cuDNN fused attention (what Transformer Engine runs on Hopper), forward, head dim 128,
+    # read off the bars of flash-attention's FlashAttention-3 benchmark figure (H100 80GB
+    # SXM5, FP16), panels (c) and (d).
+    fa3_fig = FA3_FWD + " (FlashAttention-3, arXiv:2407.08608, H100 80GB SXM5, FP16)"
+    attention = fa_benchmark_attention(
+        128, False, [(512, 497), (1024, 574), (2048, 617), (4096, 609), (8192, 600),
+                     (16384, 595)], "cuDNN", fa3_fig)
+    attention += fa_benchmark_attention(
+        128, True, [(512, 315), (1024, 410), (2048, 484), (4096, 518), (8192, 529),
+                    (16384, 539)], "cuDNN", fa3_fig)
     step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
     p2p_samples = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
                       MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x H100, "
@@ -186,10 +219,15 @@ def h100():
             "NIC, 47 GB/s, no latency figure.",
             "Memory-bound kernels: no public HBM copy figure for H100 SXM5 was found; they fall "
             "back to the system file's roofline, with a warning.",
+            "Attention: cuDNN fused attention forward (Transformer Engine's kernel on Hopper) at "
+            "head dim 128, causal and not, sequence 512..16k, from flash-attention's "
+            "FlashAttention-3 benchmark figure (FP16; bf16 borrows it, same tensor-core rate, "
+            "with a warning). No public per-shape backward figure for H100 was found: the "
+            "backward pass is costed as its matmuls plus its HBM traffic, with a warning.",
         ],
         "world_size": WORLD_SIZE,
         "gemm": gemms,
-        "attention": [],
+        "attention": attention,
         "memory": [],
         "collectives": collectives,
         "p2p": p2p_samples,
@@ -203,8 +241,9 @@ COMMON_NOTES = [
     "or throughputs.",
     "Conversions are nccl-tests' (doc/PERFORMANCE.md): seconds = bytes * bus_factor / busbw, "
     "bus_factor = 2(n-1)/n for all-reduce; P2P samples add a latency to bytes / bandwidth.",
-    "No public per-shape flash-attention figures were used: attention is costed as its "
-    "matmuls plus its HBM traffic, with a warning.",
+    "Attention without samples (A100: flash-attention publishes FlashAttention-2 on A100 only "
+    "as forward+backward together, which does not split into the per-direction samples a "
+    "profile holds) is costed as its matmuls plus its HBM traffic, with a warning.",
 ]
 
 

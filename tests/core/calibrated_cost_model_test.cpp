@@ -251,6 +251,38 @@ TEST(CalibratedCostModel, MeasuredAttentionTakesItsMeasuredTime) {
   EXPECT_TRUE(m.warnings().empty());
 }
 
+// fp16 samples answer a bf16 query (same tensor-core rate) with a warning; a direction the
+// profile lacks (backward) is still costed from the matmuls.
+TEST(CalibratedCostModel, Bf16AttentionBorrowsTheFp16Samples) {
+  auto p = std::make_shared<Profile>(*test_profile());
+  AttentionSample s;
+  s.op = {.batch = 1,
+          .heads = 16,
+          .kv_heads = 16,
+          .seq = 16384,
+          .head_dim = 128,
+          .causal = true,
+          .backward = false,
+          .dtype = DType::kFp16};
+  s.seconds = 2e-3;
+  p->attention.push_back(s);
+  const CalibratedCostModel m(p, "attn.json", test_system());
+  AttentionOp q = s.op;
+  q.dtype = DType::kBf16;
+  EXPECT_NEAR(m.attention_s(q), 2e-3, 1e-12);
+  auto w = m.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("16-bit twin"), std::string::npos) << w[0];
+  q.backward = true;
+  EXPECT_GT(m.attention_s(q), 0.0);
+  w = m.warnings();
+  bool from_matmuls = false;  // (its batched GEMMs may add clamping warnings of their own)
+  for (const std::string& line : w) {
+    from_matmuls = from_matmuls || line.find("no attention samples in the profile") == 0;
+  }
+  EXPECT_TRUE(from_matmuls) << w[0];
+}
+
 TEST(MakeCostModel, RooflineOrProfile) {
   Workload w;
   w.system = test_system();

@@ -12,7 +12,8 @@
 //   of skinny shapes). fp16 and bf16 (same tensor-core rate) stand in for each
 //   other when a profile has samples of only one, with a warning.
 // - Attention: measured shape -> measured seconds; else interpolated over attention samples
-//   of the same dtype, direction and masking in (log2 batch*heads, log2 seq, log2 head_dim);
+//   of the same dtype (or its 16-bit twin, with a warning), direction and masking in
+//   (log2 batch*heads, log2 seq, log2 head_dim);
 //   without such samples, the attention's matmuls as batched GEMMs plus the HBM traffic of its
 //   inputs and outputs through the memory fit (a warning says so).
 // - Memory-bound: the memory fit.
