@@ -38,6 +38,45 @@ CCCL_A100 = "https://github.com/NVIDIA/cccl/pull/7019"
 NCCL_TESTS_150 = "https://github.com/NVIDIA/nccl-tests/issues/150"
 NCCL_1048 = "https://github.com/NVIDIA/nccl/issues/1048"
 NCCL_TESTS_290 = "https://github.com/NVIDIA/nccl-tests/issues/290"
+XLA_SM90 = ("https://github.com/tensorflow/tensorflow/blob/372d578bb861cc5804e56d37d93aec931a59762c/"
+            "third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h")
+# XLA's GPU cost model ships measured matmul throughput per shape for sm_90 (H100):
+# (m, n, k, TFLOP/s) of its "bf16xbf16->bf16" entries with b = 1, every m, n, k in
+# 256..4096 (powers of two), rounded to 0.1 TFLOP/s.
+XLA_SM90_BF16 = [
+    (256, 256, 256, 6.5), (256, 256, 512, 11.5), (256, 256, 1024, 19.5), (256, 256, 2048, 31.1),
+    (256, 256, 4096, 84.3), (256, 512, 256, 11.5), (256, 512, 512, 22.0), (256, 512, 1024, 39.1),
+    (256, 512, 2048, 62.4), (256, 512, 4096, 91.7), (256, 1024, 256, 22.7), (256, 1024, 512, 41.8),
+    (256, 1024, 1024, 72.5), (256, 1024, 2048, 119.0), (256, 1024, 4096, 172.3), (256, 2048, 256, 41.8),
+    (256, 2048, 512, 78.2), (256, 2048, 1024, 138.1), (256, 2048, 2048, 215.8), (256, 2048, 4096, 285.9),
+    (256, 4096, 256, 78.0), (256, 4096, 512, 138.1), (256, 4096, 1024, 225.2), (256, 4096, 2048, 324.6),
+    (256, 4096, 4096, 412.0), (512, 256, 256, 11.5), (512, 256, 512, 21.8), (512, 256, 1024, 39.3),
+    (512, 256, 2048, 60.1), (512, 256, 4096, 91.1), (512, 512, 256, 21.6), (512, 512, 512, 40.7),
+    (512, 512, 1024, 71.2), (512, 512, 2048, 114.7), (512, 512, 4096, 174.5), (512, 1024, 256, 43.5),
+    (512, 1024, 512, 80.5), (512, 1024, 1024, 138.7), (512, 1024, 2048, 216.5), (512, 1024, 4096, 309.6),
+    (512, 2048, 256, 79.3), (512, 2048, 512, 143.4), (512, 2048, 1024, 232.6), (512, 2048, 2048, 342.4),
+    (512, 2048, 4096, 430.5), (512, 4096, 256, 134.2), (512, 4096, 512, 236.3), (512, 4096, 1024, 373.3),
+    (512, 4096, 2048, 522.2), (512, 4096, 4096, 644.1), (1024, 256, 256, 22.0), (1024, 256, 512, 40.9),
+    (1024, 256, 1024, 68.3), (1024, 256, 2048, 113.2), (1024, 256, 4096, 169.7), (1024, 512, 256, 42.9),
+    (1024, 512, 512, 82.2), (1024, 512, 1024, 141.3), (1024, 512, 2048, 220.0), (1024, 512, 4096, 298.9),
+    (1024, 1024, 256, 82.0), (1024, 1024, 512, 145.6), (1024, 1024, 1024, 236.3), (1024, 1024, 2048, 350.0),
+    (1024, 1024, 4096, 470.1), (1024, 2048, 256, 139.5), (1024, 2048, 512, 237.6), (1024, 2048, 1024, 373.3),
+    (1024, 2048, 2048, 524.3), (1024, 2048, 4096, 653.5), (1024, 4096, 256, 209.7), (1024, 4096, 512, 338.9),
+    (1024, 4096, 1024, 490.3), (1024, 4096, 2048, 634.2), (1024, 4096, 4096, 738.5), (2048, 256, 256, 43.6),
+    (2048, 256, 512, 77.3), (2048, 256, 1024, 135.8), (2048, 256, 2048, 216.1), (2048, 256, 4096, 307.5),
+    (2048, 512, 256, 83.9), (2048, 512, 512, 142.8), (2048, 512, 1024, 235.9), (2048, 512, 2048, 347.7),
+    (2048, 512, 4096, 451.2), (2048, 1024, 256, 141.6), (2048, 1024, 512, 238.4), (2048, 1024, 1024, 373.3),
+    (2048, 1024, 2048, 523.3), (2048, 1024, 4096, 653.1), (2048, 2048, 256, 213.0), (2048, 2048, 512, 345.5),
+    (2048, 2048, 1024, 493.9), (2048, 2048, 2048, 632.0), (2048, 2048, 4096, 738.0), (2048, 4096, 256, 299.3),
+    (2048, 4096, 512, 450.4), (2048, 4096, 1024, 594.2), (2048, 4096, 2048, 715.4), (2048, 4096, 4096, 753.6),
+    (4096, 256, 256, 82.2), (4096, 256, 512, 137.2), (4096, 256, 1024, 217.2), (4096, 256, 2048, 304.7),
+    (4096, 256, 4096, 376.2), (4096, 512, 256, 142.5), (4096, 512, 512, 238.8), (4096, 512, 1024, 370.8),
+    (4096, 512, 2048, 521.7), (4096, 512, 4096, 650.0), (4096, 1024, 256, 216.5), (4096, 1024, 512, 343.7),
+    (4096, 1024, 1024, 488.1), (4096, 1024, 2048, 632.0), (4096, 1024, 4096, 738.5), (4096, 2048, 256, 304.0),
+    (4096, 2048, 512, 447.0), (4096, 2048, 1024, 593.2), (4096, 2048, 2048, 716.1), (4096, 2048, 4096, 758.4),
+    (4096, 4096, 256, 392.2), (4096, 4096, 512, 543.1), (4096, 4096, 1024, 677.4), (4096, 4096, 2048, 738.7),
+    (4096, 4096, 4096, 783.3),
+]
 FA_REPO = ("https://github.com/Dao-AILab/flash-attention/blob/"
            "0251105a2fb19d2957484b7f023cd8c115286ced/")
 FA3_FWD = FA_REPO + "assets/flash3_fp16_fwd.png"
@@ -176,6 +215,11 @@ def h100():
     gemms = [gemm(n, n, n, tf, f"{TORCH_PERF_H100}: NVIDIA H100 80GB HBM3 (SXM), torch "
                                f"2.7.0+cu128, BF16 torch.matmul {n}x{n}x{n}: {tf} TFLOPS (CUDA "
                                "events, 10 warm-up, 30 timed)") for n, tf in squares]
+    gemms += [gemm(m, n, k, tf, f"{XLA_SM90}: kDefaultMatmulPTable, sm_90, b 1, m {m}, n {n}, "
+                                f"k {k}, bf16xbf16->bf16: {tf} TFLOP/s (XLA's measured GEMM "
+                                "table for H100)")
+              for m, n, k, tf in XLA_SM90_BF16
+              if (m, n, k) not in {(s, s, s) for s, _ in squares}]
     gemms.append(gemm(2048, 2048, 13312, 794.5,
                       MAMF + ": NVIDIA H100 SXM, BF16, 794.5 TFLOPS mean at best shape MxNxK "
                       "2048x2048x13312 (torch 2.7.0+cu126)"))
@@ -203,9 +247,12 @@ def h100():
         "date": DATE,
         "source": SOURCE,
         "notes": COMMON_NOTES + [
-            "GEMM: BF16 torch.matmul (cuBLAS) on square shapes 1024..10240 and the MAMF best "
-            "shape (fp16 GEMMs borrow them, same 989 TFLOPS peak). Shapes outside that box are "
-            "clamped to its edge, with a warning.",
+            "GEMM: BF16 torch.matmul (cuBLAS) on square shapes 1024..10240, the MAMF best shape, "
+            "and XLA's measured sm_90 matmul table (every m, n, k in 256..4096, batch 1; where it "
+            "has a square shape also measured with torch.matmul, the torch figure is kept). fp16 "
+            "GEMMs borrow them (same 989 TFLOPS peak). The operand layout (NN fprop, NT dgrad, "
+            "TN wgrad) is not in any of these tables: every layout takes the same figure. Shapes "
+            "outside the measured box are clamped to its edge, with a warning.",
             "Collectives: nccl-tests all-reduce over the 8 GPUs of an H200 node, whose NVLink 4 / "
             "NVSwitch gen 3 fabric is DGX H100's (ml-engineering's NVLink table lists H100 and "
             "H200 on NVLink 4). Cross-checks on H100 itself: ml-engineering's SHARP section "
