@@ -15,11 +15,12 @@ the conversion is nccl-tests' own (doc/PERFORMANCE.md):
 and the citation says so. The profiles leave out the fits: stepsim fits the samples when it
 loads a profile (the same least squares `stepsim calibrate` uses).
 
-Run from anywhere: python3 scenarios/profiles/make_public_profiles.py
+Run from anywhere: python3 scenarios/profiles/make_public_profiles.py [--out DIR]
 """
 
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = "public data, not measured here"
@@ -124,8 +125,8 @@ def p2p(inter_node, bandwidth, latency_s, lo, hi, citation):
              "citation": citation} for b in sizes(lo, hi)]
 
 
-def write(name, profile):
-    path = os.path.join(HERE, name)
+def write(name, profile, out_dir=HERE):
+    path = os.path.join(out_dir, name)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(profile, f, indent=2, ensure_ascii=False)
         f.write("\n")
@@ -295,5 +296,10 @@ COMMON_NOTES = [
 
 
 if __name__ == "__main__":
-    write("a100-sxm4-80gb-public.json", a100())
-    write("h100-sxm5-80gb-public.json", h100())
+    # --out DIR writes there instead of beside this script (the golden test compares the two).
+    out = sys.argv[2] if len(sys.argv) == 3 and sys.argv[1] == "--out" else HERE
+    if len(sys.argv) not in (1, 3) or (len(sys.argv) == 3 and sys.argv[1] != "--out"):
+        sys.exit("usage: make_public_profiles.py [--out DIR]")
+    os.makedirs(out, exist_ok=True)
+    write("a100-sxm4-80gb-public.json", a100(), out)
+    write("h100-sxm5-80gb-public.json", h100(), out)
