@@ -1,13 +1,16 @@
 // A scenario from a Megatron-LM launch line: the flags stepsim models map one to one onto
-// scenario keys (the flags' `dest`); the others are listed back as ignored. The launcher's
+// scenario keys (the flags' `dest`), as the schema table (schema.cpp) lists them; the others
+// are listed back as ignored. The launcher's
 // --nnodes x --nproc_per_node gives the world size when the line has one.
 
 #include <algorithm>
 #include <charconv>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "stepsim/core/import.hpp"
+#include "stepsim/core/schema.hpp"
 
 namespace stepsim {
 namespace {
@@ -16,59 +19,36 @@ using json = nlohmann::ordered_json;
 
 constexpr const char* kLabel = "--megatron-args";
 
-enum class FlagKind : std::uint8_t { kInt, kTrue, kFalse, kString };
-
+// One Megatron-LM flag of a schema row: "--num-layers" takes a value, "--swiglu=true" or
+// "--use-rotary-position-embeddings=rope" sets `constant` without one.
 struct FlagSpec {
   std::string_view flag;
-  FlagKind kind;
-  std::string_view section;  // "model" or "training"
-  std::string_view key;
+  const KeyInfo* row = nullptr;
+  std::string_view constant;  // empty: the flag takes a value
 };
 
-constexpr FlagSpec kFlags[] = {
-    {"--num-layers", FlagKind::kInt, "model", "num_layers"},
-    {"--hidden-size", FlagKind::kInt, "model", "hidden_size"},
-    {"--num-attention-heads", FlagKind::kInt, "model", "num_attention_heads"},
-    {"--kv-channels", FlagKind::kInt, "model", "kv_channels"},
-    {"--ffn-hidden-size", FlagKind::kInt, "model", "ffn_hidden_size"},
-    {"--seq-length", FlagKind::kInt, "model", "seq_length"},
-    {"--max-position-embeddings", FlagKind::kInt, "model", "max_position_embeddings"},
-    {"--vocab-size", FlagKind::kInt, "model", "vocab_size"},
-    {"--make-vocab-size-divisible-by", FlagKind::kInt, "model", "make_vocab_size_divisible_by"},
-    {"--swiglu", FlagKind::kTrue, "model", "swiglu"},
-    {"--untie-embeddings-and-output-weights", FlagKind::kTrue, "model",
-     "untie_embeddings_and_output_weights"},
-    {"--use-flash-attn", FlagKind::kTrue, "model", "use_flash_attn"},
-    {"--disable-bias-linear", FlagKind::kFalse, "model", "add_bias_linear"},
-    {"--add-bias-linear", FlagKind::kTrue, "model", "add_bias_linear"},
-    {"--normalization", FlagKind::kString, "model", "normalization"},
-    {"--position-embedding-type", FlagKind::kString, "model", "position_embedding_type"},
-    {"--micro-batch-size", FlagKind::kInt, "training", "micro_batch_size"},
-    {"--global-batch-size", FlagKind::kInt, "training", "global_batch_size"},
-    {"--tensor-model-parallel-size", FlagKind::kInt, "training", "tensor_model_parallel_size"},
-    {"--pipeline-model-parallel-size", FlagKind::kInt, "training", "pipeline_model_parallel_size"},
-    {"--num-layers-per-virtual-pipeline-stage", FlagKind::kInt, "training",
-     "num_layers_per_virtual_pipeline_stage"},
-    {"--num-virtual-stages-per-pipeline-rank", FlagKind::kInt, "training",
-     "virtual_pipeline_model_parallel_size"},
-    {"--virtual-pipeline-model-parallel-size", FlagKind::kInt, "training",
-     "virtual_pipeline_model_parallel_size"},
-    {"--microbatch-group-size-per-virtual-pipeline-stage", FlagKind::kInt, "training",
-     "microbatch_group_size_per_vp_stage"},
-    {"--sequence-parallel", FlagKind::kTrue, "training", "sequence_parallel"},
-    {"--recompute-granularity", FlagKind::kString, "training", "recompute_granularity"},
-    {"--recompute-method", FlagKind::kString, "training", "recompute_method"},
-    {"--recompute-num-layers", FlagKind::kInt, "training", "recompute_num_layers"},
-    {"--distribute-saved-activations", FlagKind::kTrue, "training", "distribute_saved_activations"},
-    {"--use-distributed-optimizer", FlagKind::kTrue, "training", "use_distributed_optimizer"},
-    {"--overlap-grad-reduce", FlagKind::kTrue, "training", "overlap_grad_reduce"},
-    {"--overlap-param-gather", FlagKind::kTrue, "training", "overlap_param_gather"},
-    {"--overlap-p2p-communication", FlagKind::kTrue, "training", "overlap_p2p_comm"},
-    {"--no-overlap-p2p-communication", FlagKind::kFalse, "training", "overlap_p2p_comm"},
-    {"--bf16", FlagKind::kTrue, "training", "bf16"},
-    {"--fp16", FlagKind::kTrue, "training", "fp16"},
-    {"--recompute-activations", FlagKind::kString, "training", "recompute_granularity"},
-};
+// Every flag of the schema's model and training rows.
+const std::vector<FlagSpec>& flag_table() {
+  static const std::vector<FlagSpec> table = [] {
+    std::vector<FlagSpec> out;
+    for (const KeyInfo& k : scenario_schema()) {
+      if (!k.key.starts_with("model.") && !k.key.starts_with("training.")) continue;
+      std::string_view rest = k.flags;
+      while (!rest.empty()) {
+        const auto space = rest.find(' ');
+        const std::string_view word = rest.substr(0, space);
+        const auto eq = word.find('=');
+        out.push_back(FlagSpec{
+            .flag = word.substr(0, eq),
+            .row = &k,
+            .constant = eq == std::string_view::npos ? std::string_view() : word.substr(eq + 1)});
+        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+      }
+    }
+    return out;
+  }();
+  return table;
+}
 
 /// Shell-like split: quotes, backslash escapes, backslash-newline continuations.
 std::vector<std::string> split_words(std::string_view line) {
@@ -190,37 +170,31 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       value_of(i);
       continue;
     }
-    if (flag == "--use-rotary-position-embeddings") {
-      model["position_embedding_type"] = "rope";
-      continue;
-    }
-    const auto spec = std::find_if(std::begin(kFlags), std::end(kFlags),
-                                   [&](const FlagSpec& f) { return f.flag == flag; });
-    if (spec == std::end(kFlags)) {
+    const auto& flags = flag_table();
+    const auto spec =
+        std::find_if(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; });
+    if (spec == flags.end()) {
       out.ignored_flags.push_back(flag);
       if (i + 1 < args.size() && !args[i + 1].starts_with("--")) ++i;  // skip its value
       continue;
     }
-    json& section = spec->section == "model" ? model : training;
-    const std::string key(spec->key);
+    const std::string_view dotted = spec->row->key;
+    const auto dot = dotted.find('.');
+    json& section = dotted.substr(0, dot) == "model" ? model : training;
+    const std::string key(dotted.substr(dot + 1));
+    if (!spec->constant.empty()) {
+      if (spec->row->kind == KnobKind::kBool) {
+        section[key] = spec->constant == "true";
+      } else {
+        section[key] = std::string(spec->constant);
+      }
+      continue;
+    }
     std::int64_t v = 0;
-    switch (spec->kind) {
-      case FlagKind::kInt:
-        if (int_of(i, v)) section[key] = v;
-        break;
-      case FlagKind::kTrue:
-        section[key] = true;
-        break;
-      case FlagKind::kFalse:
-        section[key] = false;
-        break;
-      case FlagKind::kString:
-        if (flag == "--recompute-activations") {
-          section[key] = "selective";
-        } else if (const std::string* s = value_of(i)) {
-          section[key] = *s;
-        }
-        break;
+    if (spec->row->kind == KnobKind::kInt) {
+      if (int_of(i, v)) section[key] = v;
+    } else if (const std::string* s = value_of(i)) {
+      section[key] = *s;
     }
   }
   if (gqa) {

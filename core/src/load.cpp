@@ -1,13 +1,19 @@
-// Scenario files (contract v1 in ARCHITECTURE.md): keys are Megatron-LM argument dests.
-// Reading here covers types, presence and paths; Megatron's defaults and rules live in
-// validate.cpp (finalize_workload), so code that builds Workloads gets the same checks.
+// Scenario files (contract v1 in ARCHITECTURE.md): keys are Megatron-LM argument dests, read
+// row by row from the schema table (schema.cpp). Reading here covers types, presence and paths;
+// Megatron's defaults and rules live in validate.cpp (finalize_workload), so code that builds
+// Workloads gets the same checks.
 
 #include "stepsim/core/load.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <vector>
 
 #include "json_fields.hpp"
 #include "load_internal.hpp"
+#include "stepsim/core/assert.hpp"
+#include "stepsim/core/schema.hpp"
 #include "stepsim/core/validate.hpp"
 
 namespace stepsim {
@@ -17,54 +23,99 @@ namespace {
 using detail::ObjectReader;
 using nlohmann::json;
 
-// Reads a positive integer into `field`. A present but invalid value sets the field to 0 so
-// that validation skips the rules involving it instead of reporting follow-on errors.
-void read_int(ObjectReader& r, Errors& errors, std::string_view key, std::int64_t& field,
-              bool required) {
-  const std::size_t before = errors.size();
-  if (auto v = r.positive_int(key, required)) {
-    field = *v;
-  } else if (errors.size() != before) {
-    field = 0;
+// The schema rows of one section ("model." or "training."), in table order.
+std::vector<const KeyInfo*> section_rows(std::string_view prefix) {
+  std::vector<const KeyInfo*> rows;
+  for (const KeyInfo& k : scenario_schema()) {
+    if (k.key.starts_with(prefix)) rows.push_back(&k);
   }
+  return rows;
 }
 
-void read_bool(ObjectReader& r, std::string_view key, bool& field) {
-  if (auto v = r.boolean(key)) field = *v;
+// The values a section gave, by schema row (absent: nullopt).
+struct SectionValues {
+  std::vector<const KeyInfo*> rows;
+  std::vector<std::optional<KnobValue>> values;
+
+  std::optional<KnobValue> of(std::string_view key) const {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (leaf_of(rows[i]->key) == key) return values[i];
+    }
+    return std::nullopt;
+  }
+  static std::string_view leaf_of(std::string_view dotted) {
+    return dotted.substr(dotted.find('.') + 1);
+  }
+};
+
+// Reads every schema row of a section by its kind and writes the given values into `w`.
+// A present but invalid integer writes 0 so that validation skips the rules involving it
+// instead of reporting follow-on errors. Keys the schema does not know are reported with
+// the schema's message (not modelled yet, or did you mean).
+SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::string_view section,
+                           Errors& errors, Workload& w) {
+  SectionValues out;
+  out.rows = section_rows(std::string(section) + ".");
+  out.values.resize(out.rows.size());
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    const KeyInfo& k = *out.rows[i];
+    const std::string_view key = SectionValues::leaf_of(k.key);
+    std::optional<KnobValue> value;
+    switch (k.kind) {
+      case KnobKind::kInt: {
+        const std::size_t before = errors.size();
+        if (auto v = r.positive_int(key, k.required)) {
+          value = KnobValue{.integer = *v};
+        } else if (errors.size() != before && k.set != nullptr) {
+          k.set(w, KnobValue{.integer = 0});
+        }
+        break;
+      }
+      case KnobKind::kBool:
+        if (auto v = r.boolean(key)) value = KnobValue{.integer = *v ? 1 : 0};
+        break;
+      case KnobKind::kChoice: {
+        const json* given = r.raw(key);
+        if (given == nullptr) break;
+        std::string listed;
+        for (std::size_t c = k.null_choice ? 1 : 0; c < k.choices.size(); ++c) {
+          if (given->is_string() && given->get<std::string>() == k.choices[c]) {
+            value = KnobValue{.integer = static_cast<std::int64_t>(c)};
+          }
+          if (!listed.empty()) listed += ", ";
+          listed += "\"" + std::string(k.choices[c]) + "\"";
+        }
+        if (!value)
+          r.error(key, "=" + detail::describe(*given) + " must be one of " + listed + " or null");
+        break;
+      }
+      case KnobKind::kReal:
+      case KnobKind::kSystem:
+      case KnobKind::kString:
+        STEPSIM_ASSERT(!"read_section: no such key kind in model or training");
+        break;
+    }
+    if (value && k.set != nullptr) k.set(w, *value);
+    out.values[i] = value;
+  }
+  for (const auto& [key, unused] : object.items()) {
+    const bool known = std::any_of(out.rows.begin(), out.rows.end(), [&](const KeyInfo* k) {
+      return SectionValues::leaf_of(k->key) == key;
+    });
+    if (!known) r.error(key, unknown_key_message(section, key));
+  }
+  return out;
 }
 
-void parse_model(ObjectReader& r, Errors& errors, ModelConfig& m) {
-  read_int(r, errors, "num_layers", m.num_layers, true);
-  read_int(r, errors, "hidden_size", m.hidden_size, true);
-  read_int(r, errors, "num_attention_heads", m.num_attention_heads, true);
-  read_int(r, errors, "num_query_groups", m.num_query_groups, false);
-  read_int(r, errors, "kv_channels", m.kv_channels, false);
-  read_int(r, errors, "ffn_hidden_size", m.ffn_hidden_size, false);
-  read_int(r, errors, "seq_length", m.seq_length, true);
-  read_int(r, errors, "max_position_embeddings", m.max_position_embeddings, false);
-  read_int(r, errors, "vocab_size", m.vocab_size, false);
-  read_int(r, errors, "padded_vocab_size", m.padded_vocab_size, false);
-  read_int(r, errors, "make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, false);
+void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
+  read_section(r, object, "model", errors, w);
   if (r.raw("vocab_size") == nullptr && r.raw("padded_vocab_size") == nullptr) {
     r.error("vocab_size", " (or padded_vocab_size) must be given");
   }
-  read_bool(r, "swiglu", m.swiglu);
-  read_bool(r, "untie_embeddings_and_output_weights", m.untie_embeddings_and_output_weights);
-  read_bool(r, "use_flash_attn", m.use_flash_attn);
-  read_bool(r, "add_bias_linear", m.add_bias_linear);
-  if (auto v = r.choice("position_embedding_type", {"learned_absolute", "rope", "none"})) {
-    m.position_embedding_type = *v == "rope"   ? PositionEmbedding::kRope
-                                : *v == "none" ? PositionEmbedding::kNone
-                                               : PositionEmbedding::kLearnedAbsolute;
-  }
-  if (auto v = r.choice("normalization", {"LayerNorm", "RMSNorm"})) {
-    m.normalization = *v == "RMSNorm" ? Normalization::kRmsNorm : Normalization::kLayerNorm;
-  }
-  r.reject_unknown_keys();
 }
 
-void parse_virtual_stages(ObjectReader& r, Errors& errors, TrainingConfig& t) {
-  // Megatron: "No more than one of ... can be set at the same time".
+// Megatron: "No more than one of ... can be set at the same time".
+void check_virtual_stage_forms(ObjectReader& r) {
   constexpr std::string_view kForms[] = {"num_layers_per_virtual_pipeline_stage",
                                          "virtual_pipeline_model_parallel_size",
                                          "num_virtual_stages_per_pipeline_rank"};
@@ -75,33 +126,6 @@ void parse_virtual_stages(ObjectReader& r, Errors& errors, TrainingConfig& t) {
   if (given.size() > 1) {
     r.error(given[1], std::string(" and ") + std::string(given[0]) +
                           " are both given: give no more than one of them");
-  }
-  read_int(r, errors, "num_layers_per_virtual_pipeline_stage",
-           t.num_layers_per_virtual_pipeline_stage, false);
-  read_int(r, errors, "virtual_pipeline_model_parallel_size",
-           t.virtual_pipeline_model_parallel_size, false);
-  read_int(r, errors, "num_virtual_stages_per_pipeline_rank",
-           t.virtual_pipeline_model_parallel_size, false);
-}
-
-void parse_recompute(ObjectReader& r, TrainingConfig& t) {
-  const auto granularity = r.choice("recompute_granularity", {"selective", "full"});
-  if (granularity) {
-    t.recompute_granularity =
-        *granularity == "full" ? RecomputeGranularity::kFull : RecomputeGranularity::kSelective;
-  }
-  if (auto v = r.boolean("recompute_activations"); v && *v) {
-    // Megatron: --recompute-activations sets recompute_granularity = 'selective'.
-    if (granularity && *granularity == "full") {
-      r.error("recompute_activations",
-              "=true means recompute_granularity \"selective\" but recompute_granularity is "
-              "\"full\": give one of them");
-    } else {
-      t.recompute_granularity = RecomputeGranularity::kSelective;
-    }
-  }
-  if (auto v = r.choice("recompute_method", {"uniform", "block"})) {
-    t.recompute_method = *v == "block" ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;
   }
 }
 
@@ -115,30 +139,26 @@ bool interleaving_requested(const ModelConfig& m, const TrainingConfig& t) {
   return per_stage % per_chunk == 0 && per_stage / per_chunk > 1;
 }
 
-void parse_training(ObjectReader& r, Errors& errors, const ModelConfig& m, TrainingConfig& t) {
-  read_int(r, errors, "world_size", t.world_size, true);
-  read_int(r, errors, "tensor_model_parallel_size", t.tensor_model_parallel_size, false);
-  read_int(r, errors, "pipeline_model_parallel_size", t.pipeline_model_parallel_size, false);
-  parse_virtual_stages(r, errors, t);
-  read_bool(r, "sequence_parallel", t.sequence_parallel);
-  read_int(r, errors, "micro_batch_size", t.micro_batch_size, true);
-  read_int(r, errors, "global_batch_size", t.global_batch_size, true);
-  parse_recompute(r, t);
-  read_int(r, errors, "recompute_num_layers", t.recompute_num_layers, false);
-  read_bool(r, "distribute_saved_activations", t.distribute_saved_activations);
-  read_bool(r, "use_distributed_optimizer", t.use_distributed_optimizer);
-  read_bool(r, "overlap_grad_reduce", t.overlap_grad_reduce);
-  read_bool(r, "overlap_param_gather", t.overlap_param_gather);
-  read_int(r, errors, "microbatch_group_size_per_vp_stage", t.microbatch_group_size_per_vp_stage,
-           false);
-  t.overlap_p2p_comm = r.boolean("overlap_p2p_comm").value_or(interleaving_requested(m, t));
-  const bool fp16 = r.boolean("fp16").value_or(false);
-  const bool bf16 = r.boolean("bf16").value_or(false);
-  if (fp16 && bf16) {
+void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
+  check_virtual_stage_forms(r);
+  TrainingConfig& t = w.training;
+  const SectionValues given = read_section(r, object, "training", errors, w);
+  // Megatron: --recompute-activations sets recompute_granularity = 'selective'.
+  if (const auto v = given.of("recompute_activations"); v && v->integer != 0) {
+    if (t.recompute_granularity == RecomputeGranularity::kFull) {
+      r.error("recompute_activations",
+              "=true means recompute_granularity \"selective\" but recompute_granularity is "
+              "\"full\": give one of them");
+    } else {
+      t.recompute_granularity = RecomputeGranularity::kSelective;
+    }
+  }
+  if (!given.of("overlap_p2p_comm")) t.overlap_p2p_comm = interleaving_requested(w.model, t);
+  const auto fp16 = given.of("fp16");
+  const auto bf16 = given.of("bf16");
+  if (fp16 && bf16 && fp16->integer != 0 && bf16->integer != 0) {
     r.error("bf16", "=true and fp16=true: Megatron-LM takes one or the other, not both");
   }
-  t.params_dtype = bf16 ? DType::kBf16 : fp16 ? DType::kFp16 : DType::kFp32;
-  r.reject_unknown_keys();
 }
 
 std::string not_found(const std::string& relative, const std::string& base_dir,
@@ -233,11 +253,11 @@ Result<Workload> load_scenario_text(std::string_view text, const std::string& fi
   top.string("description", false);
   if (const auto* model = top.object("model", true)) {
     ObjectReader r(*model, file_label, "model", errors);
-    parse_model(r, errors, w.model);
+    parse_model(r, *model, errors, w);
   }
   if (const auto* training = top.object("training", true)) {
     ObjectReader r(*training, file_label, "training", errors);
-    parse_training(r, errors, w.model, w.training);
+    parse_training(r, *training, errors, w);
   } else {
     // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
     w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;

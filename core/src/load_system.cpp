@@ -5,10 +5,12 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <vector>
 
 #include "json_fields.hpp"
 #include "load_internal.hpp"
 #include "stepsim/core/load.hpp"
+#include "stepsim/core/schema.hpp"
 
 namespace stepsim {
 
@@ -20,23 +22,17 @@ using nlohmann::json;
 
 constexpr double kHuge = 1e30;  // upper bound for rates: anything above is a typo
 
-// Every figure a system file holds, as the dotted key its citation goes under in `sources`.
-constexpr std::array<std::string_view, 16> kCitedKeys = {"peak_flops_fp32",
-                                                         "peak_flops_fp16",
-                                                         "peak_flops_bf16",
-                                                         "memory_bytes",
-                                                         "hbm_bandwidth_Bps",
-                                                         "gpus_per_node",
-                                                         "nics_per_node",
-                                                         "intra_node.bandwidth_Bps",
-                                                         "intra_node.latency_s",
-                                                         "inter_node.bandwidth_Bps",
-                                                         "inter_node.latency_s",
-                                                         "efficiency.gemm_max",
-                                                         "efficiency.gemm_half_flops",
-                                                         "efficiency.memory_max",
-                                                         "efficiency.kernel_launch_s",
-                                                         "efficiency.link_max"};
+// Every figure a system file holds, as the dotted key its citation goes under in `sources`:
+// the schema's numeric "system." rows.
+std::vector<std::string_view> cited_keys() {
+  std::vector<std::string_view> keys;
+  for (const KeyInfo& k : scenario_schema()) {
+    if (k.key.starts_with("system.") && (k.kind == KnobKind::kInt || k.kind == KnobKind::kReal)) {
+      keys.push_back(k.key.substr(std::string_view("system.").size()));
+    }
+  }
+  return keys;
+}
 
 LinkSpec parse_link(ObjectReader& parent, std::string_view key, Errors& errors) {
   LinkSpec link;
@@ -67,7 +63,7 @@ void check_sources(ObjectReader& parent, Errors& errors) {
   const json* object = parent.object("sources", true);
   if (object == nullptr) return;
   ObjectReader r(*object, parent.file(), parent.path("sources"), errors);
-  for (const std::string_view key : kCitedKeys) {
+  for (const std::string_view key : cited_keys()) {
     const json* cited = r.raw(key);
     if (cited == nullptr) {
       r.error(key, " must cite where the figure " + parent.path(key) + " comes from");

@@ -162,6 +162,8 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
       spec.systems.push_back(std::move(sys).value());
       return true;
     }
+    case KnobKind::kString:
+      return false;  // never a knob
   }
   return false;
 }

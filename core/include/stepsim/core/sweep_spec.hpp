@@ -17,43 +17,18 @@
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
+#include "stepsim/core/schema.hpp"
 
 namespace stepsim {
 
-/// How a knob's values are written and stored.
-enum class KnobKind : std::uint8_t {
-  kInt,     ///< JSON integer
-  kBool,    ///< JSON true/false
-  kReal,    ///< JSON number
-  kChoice,  ///< JSON string from a fixed list (or null for the first choice, "none")
-  kSystem,  ///< a system file path (relative to the sweep file or scenarios/)
-};
-
-/// One value of a knob. Which member is meaningful depends on the knob's kind.
-struct KnobValue {
-  std::int64_t integer = 0;  ///< kInt; kBool as 0/1; kChoice as the choice's ordinal
-  double real = 0;           ///< kReal
-  std::int32_t system = -1;  ///< kSystem: index into SweepSpec::systems
-  bool operator==(const KnobValue&) const = default;
-};
+/// What the sweep knows about one scenario key: its schema row (see schema.hpp).
+using KnobInfo = KeyInfo;
 
 /// Stable index of a knob in knob_table().
 using KnobId = std::int32_t;
 
-/// What the sweep knows about one scenario key.
-struct KnobInfo {
-  std::string_view key;  ///< dotted scenario key, e.g. "training.micro_batch_size"
-  KnobKind kind = KnobKind::kInt;
-  /// kChoice: accepted strings; index = ordinal. "none" stands for JSON null.
-  std::span<const std::string_view> choices;
-  bool autoable = false;  ///< accepts "auto" (the full valid range of a parallel knob)
-  /// Sets the knob on a workload (no derivation: see derive_sweep_fields in sim).
-  void (*set)(Workload& w, const KnobValue& v) = nullptr;
-  /// Reads the knob's current value from a workload.
-  KnobValue (*get)(const Workload& w) = nullptr;
-};
-
-/// Every sweepable knob, in enumeration order (outermost first).
+/// Every sweepable knob: the schema rows with sweep != Sweep::kNo, in schema order, which is
+/// the enumeration order (outermost first).
 std::span<const KnobInfo> knob_table();
 
 /// The knob with this dotted key, or -1.
