@@ -11,6 +11,7 @@
 #include "recompute_layout.hpp"
 #include "stepsim/core/flops.hpp"
 #include "stepsim/core/memory_model.hpp"
+#include "stepsim/core/rank_layout.hpp"
 #include "workload_dims.hpp"
 
 namespace stepsim {
@@ -24,30 +25,19 @@ using detail::OpList;
 /// weight and two moments and writes the last three (28 bytes); the grad-norm clip reads
 /// the grads once more (4); mixed precision then copies the fp32 master weights into the
 /// 16-bit model weights (4 + 2).
-std::int64_t optimizer_bytes_per_param(DType params) {
-  return params == DType::kFp32 ? 32 : 38;
-}
+std::int64_t optimizer_bytes_per_param(DType params) { return params == DType::kFp32 ? 32 : 38; }
 
-/// Nodes holding the members of a group whose global ranks are first + k*stride, k < size.
-/// Global rank layout (Megatron's default order): TP fastest, then DP, then PP.
-std::int64_t nodes_spanned(std::int64_t first, std::int64_t stride, std::int64_t size,
-                           std::int64_t gpus_per_node) {
-  std::int64_t nodes = 0;
-  std::int64_t last_node = -1;
-  for (std::int64_t k = 0; k < size; ++k) {
-    const std::int64_t node = (first + k * stride) / gpus_per_node;
-    if (node != last_node) ++nodes;
-    last_node = node;
-  }
-  return nodes;
-}
-
+/// Where the ranks of the job sit: Megatron's RankGenerator (order tp-cp-ep-dp-pp) and the
+/// node size. The representative rank of a stage is its first rank (TP rank 0 of DP replica 0).
 struct Layout {
+  RankGenerator ranks;
   std::int64_t gpus_per_node = 1;
-  std::int64_t t = 1, dp = 1, p = 1;
-  std::int64_t first_rank(std::int64_t stage) const { return stage * t * dp; }
+  std::int64_t p = 1;
+  std::int64_t first_rank(std::int64_t stage) const {
+    return ranks.rank(ParallelCoords{.pp = stage});
+  }
   std::int64_t dp_nodes(std::int64_t stage) const {
-    return nodes_spanned(first_rank(stage), t, dp, gpus_per_node);
+    return ranks.nodes_spanned("dp", first_rank(stage), gpus_per_node);
   }
   std::int64_t embedding_nodes() const {
     return first_rank(0) / gpus_per_node == first_rank(p - 1) / gpus_per_node ? 1 : 2;
@@ -171,11 +161,9 @@ LayerRange layers_of(const TrainingConfig& t, const ModelConfig& m, std::int32_t
 
 WorkloadPlan decompose(const Workload& w) {
   const Dims x = detail::dims_of(w);
-  Layout layout;
-  layout.gpus_per_node = std::max<std::int64_t>(1, w.system.gpus_per_node);
-  layout.t = x.t;
-  layout.dp = x.dp;
-  layout.p = x.p;
+  const Layout layout{.ranks = RankGenerator(ParallelSizes{.tp = x.t, .dp = x.dp, .pp = x.p}),
+                      .gpus_per_node = std::max<std::int64_t>(1, w.system.gpus_per_node),
+                      .p = x.p};
 
   WorkloadPlan plan;
   plan.stages.resize(static_cast<std::size_t>(x.p));

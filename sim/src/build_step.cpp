@@ -6,6 +6,7 @@
 
 #include "ddp_buckets.hpp"
 #include "stepsim/core/assert.hpp"
+#include "stepsim/core/rank_layout.hpp"
 
 namespace stepsim::sim {
 
@@ -15,11 +16,14 @@ constexpr std::int32_t kNoTask = -1;
 constexpr std::size_t kNoKey = static_cast<std::size_t>(-1);
 
 std::int64_t node_of_stage(const Workload& w, std::int32_t stage) {
-  // Megatron's layout: TP fastest, then DP, then PP. The representative rank of a stage is
-  // its TP rank 0 of DP replica 0.
+  // Megatron's rank layout (RankGenerator, order tp-cp-ep-dp-pp). The representative rank of
+  // a stage is its TP rank 0 of DP replica 0.
   const TrainingConfig& t = w.training;
-  const std::int64_t global = stage * t.tensor_model_parallel_size * t.data_parallel_size;
-  return global / std::max<std::int64_t>(1, w.system.gpus_per_node);
+  const RankGenerator ranks(ParallelSizes{.tp = t.tensor_model_parallel_size,
+                                           .dp = std::max<std::int64_t>(1, t.data_parallel_size),
+                                           .pp = t.pipeline_model_parallel_size});
+  return ranks.rank(ParallelCoords{.pp = stage}) /
+         std::max<std::int64_t>(1, w.system.gpus_per_node);
 }
 
 class Builder {

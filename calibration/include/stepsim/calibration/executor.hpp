@@ -18,6 +18,7 @@
 
 #include "stepsim/calibration/backend.hpp"
 #include "stepsim/core/plan.hpp"
+#include "stepsim/core/rank_layout.hpp"
 #include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
 #include "stepsim/sim/schedule.hpp"
@@ -25,8 +26,8 @@
 
 namespace stepsim::calib {
 
-/// Megatron's rank layout: tensor-parallel fastest, then data-parallel, then pipeline:
-/// global rank = pp * (t * dp) + dp_idx * t + tp_idx.
+/// Megatron's rank layout (core's RankGenerator, order tp-cp-ep-dp-pp) for the sizes the
+/// executor runs: tensor-parallel fastest, then data-parallel, then pipeline.
 struct RankLayout {
   std::int32_t tp = 1;
   std::int32_t pp = 1;
@@ -37,12 +38,18 @@ struct RankLayout {
     bool operator==(const Coord&) const = default;
   };
 
+  RankGenerator generator() const {
+    return RankGenerator(ParallelSizes{.tp = tp, .dp = dp, .pp = pp});
+  }
   std::int32_t world_size() const { return tp * pp * dp; }
   std::int32_t global_rank(std::int32_t pp_idx, std::int32_t dp_idx, std::int32_t tp_idx) const {
-    return pp_idx * (tp * dp) + dp_idx * tp + tp_idx;
+    return static_cast<std::int32_t>(
+        generator().rank(ParallelCoords{.tp = tp_idx, .dp = dp_idx, .pp = pp_idx}));
   }
   Coord coord_of(std::int32_t global) const {
-    return Coord{global / (tp * dp), (global / tp) % dp, global % tp};
+    const ParallelCoords c = generator().coords(global);
+    return Coord{static_cast<std::int32_t>(c.pp), static_cast<std::int32_t>(c.dp),
+                 static_cast<std::int32_t>(c.tp)};
   }
   bool operator==(const RankLayout&) const = default;
 };
