@@ -298,6 +298,8 @@ std::optional<NcclComm> nccl_comm(const SystemConfig& system, std::int64_t group
   f.nics = static_cast<int>(std::max<std::int64_t>(1, per_node * system.nics_per_node / gpus));
   f.local_gpus = per_node;
   c.ring = ring_graph(c.arch, f);
+  // No speed of the search fits (a link slower than NCCL's slowest speed): no model.
+  if (c.ring.channels == 0) return std::nullopt;
   c.tree = tree_graph(c.arch, f, c.ring.channels, per_node == 1);
   // nvls.cc: multicast needs Hopper or newer on NVSwitch and 2 GPUs of the communicator.
   if (c.arch >= NcclArch::kHopper && per_node >= 2) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "stepsim/core/roofline_cost_model.hpp"
@@ -49,6 +50,16 @@ TEST(NcclPlatform, OnlyNvidiaNvswitchSystems) {
   EXPECT_EQ(nccl_platform(dgx_h100())->nvlinks, 18);
   EXPECT_FALSE(nccl_platform(dgx("Huawei Ascend 910 (32 GB HBM2)", 90e9, 12.5e9)).has_value());
   EXPECT_FALSE(nccl_comm(dgx_a100(), 1, 1).has_value());
+  // A NIC slower than the search's slowest speed (0.12 GB/s): no ring, no model (the roofline
+  // keeps its own formula), never an infinite time.
+  EXPECT_FALSE(nccl_comm(dgx("NVIDIA A100-SXM4-80GB", 300e9, 0.1e9), 16, 2).has_value());
+  const RooflineCostModel slow(dgx("NVIDIA A100-SXM4-80GB", 300e9, 0.1e9));
+  const CollectiveOp op{.kind = CollectiveKind::kAllReduce,
+                        .group = CommGroup::kData,
+                        .bytes = 1 << 20,
+                        .group_size = 16,
+                        .nodes_spanned = 2};
+  EXPECT_TRUE(std::isfinite(slow.collective_s(op)));
 }
 
 TEST(NcclGraphs, DgxA100OneNode) {

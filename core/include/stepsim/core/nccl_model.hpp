@@ -76,7 +76,8 @@ std::optional<NcclPlatform> nccl_platform(const SystemConfig& system);
 
 /// The communicator of `group_size` ranks spread evenly over `nodes_spanned` nodes of
 /// `system` (Megatron's groups: the same number of ranks on each node), with the graphs
-/// NCCL's search reaches on that platform. nullopt when nccl_platform() is.
+/// NCCL's search reaches on that platform. nullopt when nccl_platform() is, or when the
+/// links are too slow for any speed of NCCL's search (then no ring can be placed).
 std::optional<NcclComm> nccl_comm(const SystemConfig& system, std::int64_t group_size,
                                   std::int64_t nodes_spanned);
 
