@@ -1,9 +1,14 @@
-// stepsim predict [SCENARIO] [--format text|json] [--trace FILE]
+// stepsim predict [SCENARIO] [--format text|json] [--trace FILE [--trace-level op|microbatch]
+//                 [--trace-ranks LIST]]
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -20,13 +25,62 @@ struct PredictArgs {
   std::string scenario;
   std::string format = "text";
   std::string trace;
+  std::string trace_level = "op";
+  std::string trace_ranks;  ///< "0,3" or "0-3,7"; empty: every rank
   bool gpipe = false;
   MegatronArgs megatron;
 };
 
+/// Parses --trace-ranks ("0,3", "0-3,7") against `ranks` pipeline ranks; nullopt (with the
+/// message on `err`) when it is not such a list.
+std::optional<std::vector<std::int32_t>> parse_trace_ranks(const std::string& text,
+                                                           std::int32_t ranks, std::ostream& err) {
+  std::vector<std::int32_t> out;
+  std::size_t at = 0;
+  const auto bad = [&](const std::string& why) {
+    err << "stepsim predict: --trace-ranks '" << text << "': " << why
+        << " (a list of pipeline ranks such as 0,3 or 0-3,7)\n";
+    return std::nullopt;
+  };
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const std::size_t dash = item.find('-');
+    const std::string lo_text = item.substr(0, dash);
+    const std::string hi_text = dash == std::string::npos ? lo_text : item.substr(dash + 1);
+    const auto number = [](const std::string& s) -> std::int64_t {
+      if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) {
+        return -1;
+      }
+      return std::stoll(s);
+    };
+    const std::int64_t lo = number(lo_text), hi = number(hi_text);
+    if (lo < 0 || hi < 0 || hi < lo) return bad("'" + item + "' is not a rank or a range a-b");
+    if (hi >= ranks) {
+      return bad("rank " + std::to_string(hi) + " does not exist: pipeline_model_parallel_size is " +
+                 std::to_string(ranks));
+    }
+    for (std::int64_t r = lo; r <= hi; ++r) out.push_back(static_cast<std::int32_t>(r));
+    at = comma + 1;
+  }
+  return out;
+}
+
 int run_predict(const PredictArgs& args, Env& env) {
+  if (args.trace.empty() && (args.trace_level != "op" || !args.trace_ranks.empty())) {
+    *env.err << "stepsim predict: --trace-level and --trace-ranks shape the trace: give --trace "
+                "FILE too\n";
+    return 2;
+  }
   std::optional<Workload> w = load_scenario_or_args(args.scenario, args.megatron, env);
   if (!w) return 2;
+  std::optional<std::vector<std::int32_t>> trace_ranks;
+  if (!args.trace_ranks.empty()) {
+    trace_ranks = parse_trace_ranks(
+        args.trace_ranks, static_cast<std::int32_t>(w->training.pipeline_model_parallel_size),
+        *env.err);
+    if (!trace_ranks) return 2;
+  }
   Result<std::unique_ptr<CostModel>> cost = make_cost_model(*w);
   if (!cost.ok()) {
     *env.err << format_errors(cost.errors());
@@ -53,14 +107,18 @@ int run_predict(const PredictArgs& args, Env& env) {
       *env.err << "stepsim predict: cannot write trace file '" << args.trace << "'\n";
       return 1;
     }
-    sim::write_chrome_trace(result->timeline, result->prediction.stages, trace);
+    sim::Timeline timeline = args.trace_level == "microbatch"
+                                 ? sim::microbatch_level(result->timeline)
+                                 : result->timeline;
+    if (trace_ranks) sim::keep_ranks(timeline, *trace_ranks);
+    sim::write_chrome_trace(timeline, result->prediction.stages, trace);
     if (!trace.flush()) {
       *env.err << "stepsim predict: writing trace file '" << args.trace << "' failed\n";
       return 1;
     }
     if (args.format != "json") {
       *env.out << "  trace written to " << args.trace << " ("
-               << result->timeline.slices.size() << " slices; open in ui.perfetto.dev or "
+               << timeline.slices.size() << " slices; open in ui.perfetto.dev or "
                << "stepsim-viewer)\n";
     }
   }
@@ -82,6 +140,12 @@ void add_predict_command(CLI::App& app, Env& env) {
       ->capture_default_str();
   cmd->add_option("--trace", args->trace,
                   "write the simulated timeline as a Chrome trace (Perfetto, stepsim-viewer)");
+  cmd->add_option("--trace-level", args->trace_level,
+                  "op: one slice per op; microbatch: one per forward/backward action and stream")
+      ->check(CLI::IsMember({"op", "microbatch"}))
+      ->capture_default_str();
+  cmd->add_option("--trace-ranks", args->trace_ranks,
+                  "only these pipeline ranks in the trace, e.g. 0,3 or 0-3,7");
   cmd->add_flag("--gpipe", args->gpipe,
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
   cmd->add_option("--megatron-args", args->megatron.line,

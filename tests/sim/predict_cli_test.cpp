@@ -81,6 +81,59 @@ TEST(PredictCli, TraceHasOneProcessPerStageAndIsDeterministic) {
   std::remove(b.c_str());
 }
 
+TEST(PredictCli, TraceLevelAndRanksShapeTheTrace) {
+  // llama2-70b-h100-64: p 4, v 5, 32 micro-batches, so 4 x 5 x 32 forward and as many
+  // backward actions; at micro-batch level each is one compute slice spanning its ops.
+  const std::string scenario = kScenarios + "/llama2-70b-h100-64.json";
+  const std::string op = ::testing::TempDir() + "/stepsim_trace_op.json";
+  const std::string mb = ::testing::TempDir() + "/stepsim_trace_mb.json";
+  ASSERT_EQ(run_stepsim("predict " + scenario + " --format json --trace " + op).status, 0);
+  ASSERT_EQ(run_stepsim("predict " + scenario + " --format json --trace " + mb +
+                        " --trace-level microbatch --trace-ranks 0,2-3")
+                .status,
+            0);
+  const auto slices_of = [](const std::string& path, int pid, const std::string& prefix) {
+    std::vector<std::pair<double, double>> out;
+    const auto j = nlohmann::json::parse(read_file(path));
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != pid || e["tid"] != 0) continue;
+      if (e["name"].get<std::string>().rfind(prefix, 0) != 0) continue;
+      out.emplace_back(e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
+    }
+    return out;
+  };
+  std::size_t actions = 0;
+  std::set<int> pids;
+  const auto trace = nlohmann::json::parse(read_file(mb));
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    pids.insert(e["pid"].get<int>());
+    const std::string name = e["name"];
+    if (e["tid"] == 0 && (name.rfind("F mb", 0) == 0 || name.rfind("B mb", 0) == 0)) ++actions;
+  }
+  EXPECT_EQ(pids, (std::set<int>{0, 2, 3}));
+  EXPECT_EQ(actions, 3u * 2u * 5u * 32u);
+  // Stage 2's forward of micro-batch 7, chunk 1 spans exactly its ops.
+  const auto ops = slices_of(op, 2, "F mb7 c1 ");
+  const auto merged = slices_of(mb, 2, "F mb7 c1");
+  ASSERT_FALSE(ops.empty());
+  ASSERT_EQ(merged.size(), 1u);
+  double lo = ops[0].first, hi = ops[0].second;
+  for (const auto& [a, b] : ops) {
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
+  }
+  EXPECT_NEAR(merged[0].first, lo, 1e-6);
+  EXPECT_NEAR(merged[0].second, hi, 1e-6);
+  EXPECT_EQ(run_stepsim("predict " + scenario + " --trace " + mb + " --trace-ranks 4").status, 2);
+  EXPECT_EQ(run_stepsim("predict " + scenario + " --trace " + mb + " --trace-ranks 1-x").status, 2);
+  EXPECT_EQ(run_stepsim("predict " + scenario + " --trace " + mb + " --trace-level layer").status,
+            2);
+  EXPECT_EQ(run_stepsim("predict " + scenario + " --trace-level microbatch").status, 2);
+  std::remove(op.c_str());
+  std::remove(mb.c_str());
+}
+
 TEST(PredictCli, BadInputExitsTwoNamingTheFile) {
   const std::string bad = ::testing::TempDir() + "/stepsim_bad.json";
   {

@@ -77,4 +77,13 @@ struct Timeline {
   bool operator==(const Timeline&) const = default;
 };
 
+/// The same timeline with one slice per forward or backward action and stream (spanning its
+/// ops: "F mb3 c1", detail "57 ops") instead of one per op; transfers and per-step work stay
+/// as they are. For traces of large runs (`predict --trace-level microbatch`).
+Timeline microbatch_level(const Timeline& timeline);
+
+/// Keeps only the slices and memory counters of `ranks` (`predict --trace-ranks`); the
+/// others' memory curves become empty. Ranks out of range are ignored.
+void keep_ranks(Timeline& timeline, const std::vector<std::int32_t>& ranks);
+
 }  // namespace stepsim::sim
