@@ -27,6 +27,7 @@ struct PredictArgs {
   std::string trace;
   std::string trace_level = "op";
   std::string trace_ranks;  ///< "0,3" or "0-3,7"; empty: every rank
+  std::vector<std::string> stragglers;  ///< "RANK=FACTOR"
   bool gpipe = false;
   MegatronArgs megatron;
 };
@@ -90,10 +91,33 @@ int run_predict(const PredictArgs& args, Env& env) {
   sim::SimulateOptions options;
   options.keep_timeline = !args.trace.empty();
   options.gpipe = args.gpipe;
+  for (const std::string& s : args.stragglers) {
+    const std::size_t eq = s.find('=');
+    sim::Straggler g;
+    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < s.size() &&
+              s.find_first_not_of("0123456789") == eq;
+    if (ok) {
+      try {
+        std::size_t used = 0;
+        g.rank = static_cast<std::int32_t>(std::stol(s.substr(0, eq)));
+        g.factor = std::stod(s.substr(eq + 1), &used);
+        ok = used == s.size() - eq - 1;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      *env.err << "stepsim predict: --straggler '" << s
+               << "': expected RANK=FACTOR (a global rank and how many times as long its "
+                  "kernels take, e.g. 5=1.2)\n";
+      return 2;
+    }
+    options.stragglers.push_back(g);
+  }
   Result<sim::SimulationResult> result = sim::simulate(*w, plan, **cost, options);
   if (!result.ok()) {
     *env.err << "stepsim predict: " << format_errors(result.errors());
-    return 1;
+    return result.errors().front().key == "--straggler" ? 2 : 1;
   }
   const std::string cost_name = (*cost)->describe();
   if (args.format == "json") {
@@ -146,6 +170,9 @@ void add_predict_command(CLI::App& app, Env& env) {
       ->capture_default_str();
   cmd->add_option("--trace-ranks", args->trace_ranks,
                   "only these pipeline ranks in the trace, e.g. 0,3 or 0-3,7");
+  cmd->add_option("--straggler", args->stragglers,
+                  "RANK=FACTOR: global rank RANK's kernels take FACTOR times as long (repeat the "
+                  "flag for several; all in one data-parallel replica)");
   cmd->add_flag("--gpipe", args->gpipe,
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
   cmd->add_option("--megatron-args", args->megatron.line,

@@ -26,6 +26,25 @@ std::int64_t node_of_stage(const Workload& w, std::int32_t stage) {
          std::max<std::int64_t>(1, w.system.gpus_per_node);
 }
 
+/// The cost model with compute kernels (GEMMs, attention, memory-bound) `factor` times as
+/// long; collectives and transfers as they are.
+class ScaledCompute final : public CostModel {
+ public:
+  ScaledCompute(const CostModel& base, double factor) : base_(base), factor_(factor) {}
+  double gemm_s(const GemmOp& op) const override { return factor_ * base_.gemm_s(op); }
+  double attention_s(const AttentionOp& op) const override { return factor_ * base_.attention_s(op); }
+  double memory_bound_s(const MemoryBoundOp& op) const override {
+    return factor_ * base_.memory_bound_s(op);
+  }
+  double collective_s(const CollectiveOp& op) const override { return base_.collective_s(op); }
+  double p2p_s(const P2POp& op) const override { return base_.p2p_s(op); }
+  std::string describe() const override { return base_.describe(); }
+
+ private:
+  const CostModel& base_;
+  double factor_;
+};
+
 class Builder {
  public:
   Builder(const Workload& w, const WorkloadPlan& plan, const Schedule& schedule,
@@ -71,12 +90,14 @@ class Builder {
     for (std::int32_t r = 0; r < p_; ++r) {
       const StagePlan& stage = plan_.stages[static_cast<std::size_t>(r)];
       STEPSIM_ASSERT(static_cast<std::int32_t>(stage.chunks.size()) == v_);
+      const ScaledCompute scaled(cost_, scale_of(r));
+      const CostModel& cost = scale_of(r) == 1.0 ? cost_ : scaled;
       for (std::int32_t c = 0; c < v_; ++c) {
         const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
         out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kForward, v_))] =
-            time_ops(chunk.forward, cost_, options_.serialize_streams);
+            time_ops(chunk.forward, cost, options_.serialize_streams);
         out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kBackward, v_))] =
-            time_ops(chunk.backward, cost_, options_.serialize_streams);
+            time_ops(chunk.backward, cost, options_.serialize_streams);
       }
     }
   }
@@ -138,6 +159,11 @@ class Builder {
   }
 
   TaskId add(const Task& task) { return out_.graph.add_task(task); }
+
+  double scale_of(std::int32_t r) const {
+    const auto ri = static_cast<std::size_t>(r);
+    return ri < options_.compute_scale.size() ? options_.compute_scale[ri] : 1.0;
+  }
 
   void add_program(const RankProgram& program, std::vector<std::int32_t>& end_of_program) {
     const std::int32_t r = program.rank;
@@ -393,8 +419,9 @@ class Builder {
     out_.step_ops.push_back(StepOpRef{.rank = r, .chunk = chunk, .bucket = bucket, .op = &op});
     const bool comm = std::holds_alternative<CollectiveOp>(op.shape);
     const Stream stream = options_.serialize_streams ? Stream::kCompute : op.stream;
-    return add(Task{r, stream, comm ? TaskKind::kCollective : TaskKind::kStepOp, cost_.op_s(op),
-                    -1, payload});
+    const double seconds = comm ? cost_.op_s(op) : scale_of(r) * cost_.op_s(op);
+    return add(Task{r, stream, comm ? TaskKind::kCollective : TaskKind::kStepOp, seconds, -1,
+                    payload});
   }
 
   // Megatron's gradient reduction (the DDP of each model chunk, bucketed as in

@@ -17,6 +17,9 @@ namespace stepsim::sim {
 
 struct BuildOptions {
   bool serialize_streams = false;  ///< one stream per rank (single-threaded executors)
+  /// Per pipeline stage: compute kernels take this many times as long (stragglers); empty
+  /// or 1: as the cost model says.
+  std::vector<double> compute_scale;
 };
 
 /// What a task's payload index refers to, per TaskKind.

@@ -1,6 +1,8 @@
 #include "stepsim/sim/simulate.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "build_step.hpp"
 #include "intervals.hpp"
@@ -170,6 +172,40 @@ CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run
   return out;
 }
 
+/// Per pipeline stage, how much longer its compute takes with `stragglers` (see
+/// SimulateOptions::stragglers); errors name --straggler.
+Result<std::vector<double>> straggler_scale(const Workload& w,
+                                            const std::vector<Straggler>& stragglers) {
+  const TrainingConfig& t = w.training;
+  const std::int64_t world = t.world_size;
+  const std::int64_t per_stage = world / std::max<std::int64_t>(1, t.pipeline_model_parallel_size);
+  const std::int64_t tp = std::max<std::int64_t>(1, t.tensor_model_parallel_size);
+  std::vector<double> scale(static_cast<std::size_t>(t.pipeline_model_parallel_size), 1.0);
+  std::int64_t replica = -1;
+  for (const Straggler& s : stragglers) {
+    const std::string what = std::to_string(s.rank) + "=" + std::to_string(s.factor);
+    if (s.rank < 0 || s.rank >= world) {
+      return Error{"", "--straggler",
+                   what + ": rank " + std::to_string(s.rank) + " is not in the world of " +
+                       std::to_string(world) + " GPUs"};
+    }
+    if (!(s.factor > 0) || !std::isfinite(s.factor)) {
+      return Error{"", "--straggler", what + ": the factor must be a positive number"};
+    }
+    const std::int64_t dp_index = (s.rank % per_stage) / tp;
+    if (replica >= 0 && dp_index != replica) {
+      return Error{"", "--straggler",
+                   what + ": stragglers in different data-parallel replicas (" +
+                       std::to_string(replica) + " and " + std::to_string(dp_index) +
+                       ") need every GPU simulated (--full-rank), which is not implemented yet"};
+    }
+    replica = dp_index;
+    double& f = scale[static_cast<std::size_t>(s.rank / per_stage)];
+    f = std::max(f, s.factor);
+  }
+  return scale;
+}
+
 }  // namespace
 
 ScheduleParams schedule_params_of(const Workload& w) {
@@ -205,8 +241,13 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                  schedule->params.virtual_size == params.virtual_size &&
                  schedule->params.microbatches == params.microbatches &&
                  schedule->params.kind == params.kind);
-  Result<BuiltStep> built =
-      build_step(w, plan, *schedule, cost, BuildOptions{options.serialize_streams});
+  BuildOptions build_options{.serialize_streams = options.serialize_streams, .compute_scale = {}};
+  if (!options.stragglers.empty()) {
+    Result<std::vector<double>> scale = straggler_scale(w, options.stragglers);
+    if (!scale.ok()) return scale.errors();
+    build_options.compute_scale = std::move(scale).value();
+  }
+  Result<BuiltStep> built = build_step(w, plan, *schedule, cost, build_options);
   if (!built.ok()) return built.errors();
   const BuiltStep& step = *built;
   Result<EngineResult> ran = run_engine(step.graph);

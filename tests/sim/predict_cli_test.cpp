@@ -134,6 +134,21 @@ TEST(PredictCli, TraceLevelAndRanksShapeTheTrace) {
   std::remove(mb.c_str());
 }
 
+TEST(PredictCli, StragglerSlowsTheStepAndBadOnesExitTwo) {
+  const std::string scenario = kScenarios + "/llama2-70b-h100-64.json --format json";
+  const auto base = run_stepsim("predict " + scenario, false);
+  const auto slow = run_stepsim("predict " + scenario + " --straggler 20=1.2", false);
+  ASSERT_EQ(base.status, 0);
+  ASSERT_EQ(slow.status, 0) << slow.out;
+  EXPECT_GT(nlohmann::json::parse(slow.out)["step_time_s"].get<double>(),
+            nlohmann::json::parse(base.out)["step_time_s"].get<double>());
+  for (const char* bad : {"64=1.2", "5", "x=2", "5=fast", "5=0", "5=1.2,6=1.3"}) {
+    const auto r = run_stepsim("predict " + scenario + " --straggler " + bad);
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("--straggler"), std::string::npos) << bad << ": " << r.out;
+  }
+}
+
 TEST(PredictCli, BadInputExitsTwoNamingTheFile) {
   const std::string bad = ::testing::TempDir() + "/stepsim_bad.json";
   {

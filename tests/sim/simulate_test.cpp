@@ -159,6 +159,40 @@ TEST(Simulate, HandCheckedTwoStageStepWithTransfers) {
   EXPECT_NEAR(chain.longest[0].end_s - chain.longest[0].start_s, 3.0, 1e-12);
 }
 
+TEST(Simulate, AStragglerSlowsItsWholeStage) {
+  // p 2, m 2, forward 1 s, backward 2 s, free transfers; global rank 1 (stage 1) runs its
+  // kernels twice as long: stage 0 F0 [0,1] F1 [1,2]; stage 1 F0 [1,3] B0 [3,7]; stage 0 B0
+  // [7,9]; stage 1 F1 [7,9] B1 [9,13]; stage 0 B1 [13,15]. Without the straggler: 9 s.
+  const Workload w = uniform_workload(2, 1, 2);
+  const WorkloadPlan plan = uniform_plan(2, 1, 1.0, 2.0);
+  SimulateOptions slow;
+  slow.stragglers = {Straggler{.rank = 1, .factor = 2.0}};
+  EXPECT_NEAR(run(w, plan, UnitCost(0.0)).prediction.step_time_s, 9.0, 1e-12);
+  EXPECT_NEAR(run(w, plan, UnitCost(0.0), slow).prediction.step_time_s, 15.0, 1e-12);
+  // A faster GPU changes nothing: its stage's other GPUs and replicas hold it back.
+  slow.stragglers = {Straggler{.rank = 1, .factor = 0.5}};
+  EXPECT_NEAR(run(w, plan, UnitCost(0.0), slow).prediction.step_time_s, 9.0, 1e-12);
+}
+
+TEST(Simulate, StragglersMustBeInOneReplicaAndExist) {
+  Workload w = uniform_workload(2, 1, 2);
+  w.training.world_size = 4;  // dp 2: ranks 0, 1 on stage 0 (replicas 0, 1), 2, 3 on stage 1
+  w.training.data_parallel_size = 2;
+  const WorkloadPlan plan = uniform_plan(2, 1, 1.0, 2.0);
+  SimulateOptions o;
+  o.stragglers = {Straggler{.rank = 0, .factor = 1.5}, Straggler{.rank = 3, .factor = 1.5}};
+  Result<SimulationResult> two = simulate(w, plan, UnitCost(0.0), o);
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.errors().front().key, "--straggler");
+  EXPECT_NE(two.errors().front().message.find("--full-rank"), std::string::npos);
+  o.stragglers = {Straggler{.rank = 0, .factor = 1.5}, Straggler{.rank = 2, .factor = 1.5}};
+  EXPECT_TRUE(simulate(w, plan, UnitCost(0.0), o).ok());  // both in replica 0
+  o.stragglers = {Straggler{.rank = 4, .factor = 1.5}};
+  EXPECT_FALSE(simulate(w, plan, UnitCost(0.0), o).ok());
+  o.stragglers = {Straggler{.rank = 1, .factor = 0.0}};
+  EXPECT_FALSE(simulate(w, plan, UnitCost(0.0), o).ok());
+}
+
 TEST(Simulate, CriticalChainPartsAddUpToTheStepTime) {
   for (const std::int32_t v : {1, 2}) {
     const Workload w = uniform_workload(4, v, 8);

@@ -89,6 +89,15 @@ struct Prediction {
   bool operator==(const Prediction&) const = default;
 };
 
+/// A GPU whose kernels run `factor` times as long as the cost model says (a straggler:
+/// thermal throttling, a slower part). `rank` is the global rank in Megatron's layout (TP
+/// fastest, then DP, then PP).
+struct Straggler {
+  std::int32_t rank = 0;
+  double factor = 1;
+  bool operator==(const Straggler&) const = default;
+};
+
 struct SimulateOptions {
   bool keep_timeline = false;  ///< fill SimulationResult::timeline (op-level slices, memory)
   bool gpipe = false;          ///< GPipe instead of Megatron's 1F1B (needs v = 1)
@@ -98,6 +107,12 @@ struct SimulateOptions {
   /// A schedule already built for schedule_params_of(w) (with `gpipe` applied), to reuse
   /// across configurations that share it (sweeps); nullptr: build it.
   std::shared_ptr<const Schedule> schedule;
+  /// Slower GPUs. In the representative-rank mode the simulated replica is the one holding
+  /// them, so they must all lie in one data-parallel replica; a straggler slows every compute
+  /// kernel of its pipeline stage (its tensor-parallel peers wait for it at every TP
+  /// collective) and the replicas without one wait for it at the gradient reduction.
+  /// Communication is not slowed.
+  std::vector<Straggler> stragglers;
 };
 
 struct SimulationResult {
