@@ -1,4 +1,8 @@
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <array>
+#include <filesystem>
 
 #include <memory>
 
@@ -14,8 +18,23 @@ namespace {
 // The CUDA backend lives in a plugin so that commands which never touch a GPU do not load
 // the CUDA libraries. The handle stays open for the process's lifetime: backends made by it
 // must outlive no code of it.
+// The folder of the running executable: an installed or copied stepsim finds the plugin
+// beside itself; the build folder compiled in is the fallback.
+std::string default_plugin_dir() {
+  std::array<char, 4096> buf{};
+  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n > 0) {
+    const std::filesystem::path exe(std::string(buf.data(), static_cast<std::size_t>(n)));
+    std::error_code ec;
+    if (std::filesystem::exists(exe.parent_path() / STEPSIM_CUDA_PLUGIN, ec)) {
+      return exe.parent_path().string();
+    }
+  }
+  return STEPSIM_PLUGIN_DIR;
+}
+
 Result<std::unique_ptr<Backend>> load_cuda_backend(const BackendOptions& o) {
-  const std::string dir = o.plugin_dir.empty() ? STEPSIM_PLUGIN_DIR : o.plugin_dir;
+  const std::string dir = o.plugin_dir.empty() ? default_plugin_dir() : o.plugin_dir;
   const std::string path = dir + "/" + STEPSIM_CUDA_PLUGIN;
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {

@@ -69,6 +69,7 @@ Result<Profile> calibrate_for_plan(const std::string& backend_name, const Worklo
   for (int round = 0; round < options.rounds; ++round) {
     auto run = run_calibration(**backend, points, run_options, nullptr);
     if (!run.ok()) return run.errors();
+    (*backend)->release_buffers();  // the measured steps after this round need the memory
     rounds.push_back(std::move(run->profile));  // complete at rank 0 only
     // Rank 0 holds the profile; every rank predicts with it, so send it round.
     std::vector<std::uint8_t> bytes;

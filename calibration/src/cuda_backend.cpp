@@ -1,6 +1,10 @@
 #include "cuda_backend.hpp"
 
 #include <cmath>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "bench_math.hpp"
 #include "cuda_check.hpp"
@@ -21,6 +25,8 @@ cuda::ElemType elem_type(DType t) {
       return cuda::ElemType::kFp16;
     case DType::kFp32:
       return cuda::ElemType::kFp32;
+    case DType::kFp8:
+      return cuda::ElemType::kFp8E4M3;
   }
   return cuda::ElemType::kBf16;
 }
@@ -31,6 +37,17 @@ std::int64_t align256(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_ != nullptr) cudaFree(ptr_);
+}
+
+void DeviceBuffer::release() {
+  if (ptr_ != nullptr) cudaFree(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+}
+
+void CudaBackend::release_buffers() {
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (DeviceBuffer* b : {&a_, &b_, &c_, &extra_, &send_, &recv_, &flush_}) b->release();
 }
 
 Result<void*> DeviceBuffer::reserve(std::int64_t bytes, const char* what) {
@@ -65,6 +82,46 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions& o) {
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
+namespace {
+
+/// "13.0" from CUDA's 13000.
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+}  // namespace
+
+std::string CudaBackend::versions() const {
+  std::string out;
+  // The kernel module's version line, "NVRM version: NVIDIA UNIX Open Kernel Module for
+  // x86_64  580.159.04  Release Build ...": the first word after "Module" that starts with a
+  // digit.
+  std::ifstream proc("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(proc, line)) {
+    const auto at = line.find("Module");
+    std::istringstream words(at == std::string::npos ? "" : line.substr(at));
+    for (std::string w; words >> w;) {
+      if (std::isdigit(static_cast<unsigned char>(w.front())) != 0) {
+        out += "driver " + w + ", ";
+        break;
+      }
+    }
+  }
+  int driver_cuda = 0, runtime = 0, nccl = 0;
+  cudaDriverGetVersion(&driver_cuda);
+  cudaRuntimeGetVersion(&runtime);
+  ncclGetVersion(&nccl);
+  const std::size_t lt = cublasLtGetVersion();
+  out += "CUDA driver API " + cuda_version_text(driver_cuda) + ", runtime " +
+         cuda_version_text(runtime) + ", cuBLASLt " + std::to_string(lt / 10000) + "." +
+         std::to_string((lt / 100) % 100) + "." + std::to_string(lt % 100) + ", NCCL " +
+         std::to_string(nccl / 10000) + "." + std::to_string((nccl / 100) % 100) + "." +
+         std::to_string(nccl % 100) + ", compute capability " + std::to_string(cc_major_) + "." +
+         std::to_string(cc_minor_);
+  return out;
+}
+
 CudaBackend::CudaBackend(const BackendOptions& options, int device)
     : options_(options), device_(device) {}
 
@@ -84,6 +141,8 @@ Result<bool> CudaBackend::init() {
   cudaDeviceProp prop{};
   STEPSIM_CUDA_TRY(cudaGetDeviceProperties(&prop, device_));
   device_name_ = prop.name;
+  cc_major_ = prop.major;
+  cc_minor_ = prop.minor;
   l2_bytes_ = prop.l2CacheSize;
   STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   STEPSIM_CUDA_TRY(cudaEventCreate(&start_));
@@ -142,23 +201,30 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
   if (op.m <= 0 || op.n <= 0 || op.k <= 0 || op.batch <= 0) {
     return Error{"", "", "cuda backend: GEMM shape must be positive (m, n, k, batch)"};
   }
+  if (op.dtype == DType::kFp8 && (op.m % 16 != 0 || op.n % 16 != 0 || op.k % 16 != 0)) {
+    return Error{"", "", "cuda backend: an FP8 GEMM needs m, n and k divisible by 16 (cuBLASLt)"};
+  }
   const cuda::ElemType t = elem_type(op.dtype);
+  const bool fp8 = op.dtype == DType::kFp8;
   const std::int64_t e = bytes_of(op.dtype);
+  const std::int64_t e_out = fp8 ? bytes_of(DType::kBf16) : e;  // FP8 products write bf16
   auto a = a_.reserve(op.batch * op.m * op.k * e, "GEMM operand A");
   auto b = b_.reserve(op.batch * op.k * op.n * e, "GEMM operand B");
-  auto c = c_.reserve(op.batch * op.m * op.n * e, "GEMM result");
+  auto c = c_.reserve(op.batch * op.m * op.n * e_out, "GEMM result");
   if (!a.ok()) return a.errors();
   if (!b.ok()) return b.errors();
   if (!c.ok()) return c.errors();
   STEPSIM_CUDA_TRY(cuda::fill_operand(a.value(), op.batch * op.m * op.k, t, 1, stream_));
   STEPSIM_CUDA_TRY(cuda::fill_operand(b.value(), op.batch * op.k * op.n, t, 2, stream_));
-  // Column-major D[m x n] = A[m x k] B[k x n].
+  // Column-major D[m x n] = A[m x k] B[k x n]; FP8 as cuBLASLt runs it (and TE calls it):
+  // D = A^T B with A stored k x m.
   MatmulShape s;
+  s.trans_a = fp8;
   s.m = op.m;
   s.n = op.n;
   s.k = op.k;
   s.a = a.value();
-  s.lda = op.m;
+  s.lda = fp8 ? op.k : op.m;
   s.stride_a = op.m * op.k;
   s.b = b.value();
   s.ldb = op.k;
@@ -180,6 +246,9 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
     return Error{"", "",
                  "cuda backend: attention needs positive batch, heads, kv_heads, seq, head_dim "
                  "and kv_heads dividing heads"};
+  }
+  if (op.dtype == DType::kFp8) {
+    return Error{"", "", "cuda backend: attention runs in bf16, fp16 or fp32, not fp8"};
   }
   // Unfused attention: per key/value head, its group of G query heads stacked as G*s rows,
   // so one strided batch of b*kv products serves grouped-query attention too.

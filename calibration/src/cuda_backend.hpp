@@ -33,6 +33,8 @@ class DeviceBuffer {
   /// At least `bytes` bytes; errors say how much was asked.
   Result<void*> reserve(std::int64_t bytes, const char* what);
   void* data() const { return ptr_; }
+  /// Gives the memory back (the next reserve allocates again).
+  void release();
 
  private:
   void* ptr_ = nullptr;
@@ -51,6 +53,8 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   std::string device_name() const override { return device_name_; }
+  std::string versions() const override;
+  void release_buffers() override;
   std::int32_t world_rank() const override { return world_.rank(); }
   std::int32_t world_size() const override { return world_.size(); }
 
@@ -84,6 +88,7 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   MpiWorld world_;
   std::string device_name_;
+  int cc_major_ = 0, cc_minor_ = 0;
   std::int64_t l2_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

@@ -3,6 +3,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "cuda_kernels.hpp"
 
@@ -32,6 +33,10 @@ __device__ __half from_float<__half>(float v) {
 template <>
 __device__ float from_float<float>(float v) {
   return v;
+}
+template <>
+__device__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float v) {
+  return __nv_fp8_e4m3(v);
 }
 
 template <typename T>
@@ -181,6 +186,10 @@ cudaError_t fill_operand(void* buf, std::int64_t n, ElemType t, std::uint32_t se
       fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<float*>(buf), n,
                                                                   seed);
       break;
+    case ElemType::kFp8E4M3:
+      fill_operand_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(buf),
+                                                                  n, seed);
+      break;
   }
   return cudaGetLastError();
 }
@@ -239,6 +248,8 @@ cudaError_t softmax_rows(void* scores, std::int64_t rows, std::int64_t cols, flo
       softmax_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float*>(scores), cols, scale,
                                                     causal);
       break;
+    case ElemType::kFp8E4M3:
+      return cudaErrorInvalidValue;  // attention scores are never FP8
   }
   return cudaGetLastError();
 }
@@ -259,6 +270,8 @@ cudaError_t softmax_backward_rows(const void* probs, void* grad, std::int64_t ro
       softmax_backward_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const float*>(probs),
                                                              static_cast<float*>(grad), cols);
       break;
+    case ElemType::kFp8E4M3:
+      return cudaErrorInvalidValue;  // attention scores are never FP8
   }
   return cudaGetLastError();
 }

@@ -8,7 +8,8 @@
 
 namespace stepsim::calib::cuda {
 
-enum class ElemType : std::uint8_t { kBf16, kFp16, kFp32 };
+/// kFp8E4M3: FP8 GEMM operands (fill_operand only; attention kernels take 16/32-bit types).
+enum class ElemType : std::uint8_t { kBf16, kFp16, kFp32, kFp8E4M3 };
 
 /// buf[i] = small deterministic values in [-0.5, 0.5] (GEMM and attention operands).
 cudaError_t fill_operand(void* buf, std::int64_t n, ElemType t, std::uint32_t seed,

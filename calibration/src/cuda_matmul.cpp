@@ -13,6 +13,8 @@ cudaDataType_t data_type(cuda::ElemType t) {
       return CUDA_R_16F;
     case cuda::ElemType::kFp32:
       return CUDA_R_32F;
+    case cuda::ElemType::kFp8E4M3:
+      return CUDA_R_8F_E4M3;
   }
   return CUDA_R_16BF;
 }
@@ -51,11 +53,18 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
   STEPSIM_CUBLAS_TRY(
       cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   const cudaDataType_t type = data_type(t);
+  // FP8 products write bf16, as Transformer Engine's GEMMs do; cuBLASLt runs FP8 only with
+  // A transposed and B not (the "TN" layout), which the caller must have chosen.
+  const bool fp8 = t == cuda::ElemType::kFp8E4M3;
+  if (fp8 && (!s.trans_a || s.trans_b)) {
+    return Error{"", "", "cuda backend: an FP8 product needs op(A) = A^T and op(B) = B (TN)"};
+  }
+  const cudaDataType_t d_type = fp8 ? CUDA_R_16BF : type;
   STEPSIM_CUBLAS_TRY(make_layout(&mm->a_layout_, type, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k,
                                  s.lda, s.batch, s.stride_a));
   STEPSIM_CUBLAS_TRY(make_layout(&mm->b_layout_, type, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n,
                                  s.ldb, s.batch, s.stride_b));
-  STEPSIM_CUBLAS_TRY(make_layout(&mm->d_layout_, type, s.m, s.n, s.ldd, s.batch, s.stride_d));
+  STEPSIM_CUBLAS_TRY(make_layout(&mm->d_layout_, d_type, s.m, s.n, s.ldd, s.batch, s.stride_d));
   STEPSIM_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&mm->pref_));
   const std::uint64_t ws = workspace_bytes;
   STEPSIM_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(

@@ -30,7 +30,8 @@ struct MatmulShape {
 
 class LtMatmul {
  public:
-  /// Operands and result of type `t`; fp32 compute (TF32 tensor cores for fp32 operands).
+  /// Operands and result of type `t` (FP8 operands: bf16 result, TN layout only); fp32
+  /// compute (TF32 tensor cores for fp32 operands).
   static Result<std::unique_ptr<LtMatmul>> plan(cublasLtHandle_t handle, const MatmulShape& s,
                                                 cuda::ElemType t, void* workspace,
                                                 std::size_t workspace_bytes);

@@ -128,7 +128,10 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
             : (o.quick ? log_range(64, 1024, 4) : log_range(64, 1024, 2));
   for (const std::int64_t m : o.compute_grids ? dims : std::vector<std::int64_t>{}) {
     for (const std::int64_t n : dims) {
-      for (const std::int64_t k : dims) out.emplace_back(GemmOp{m, n, k, 1, dtype});
+      for (const std::int64_t k : dims) {
+        out.emplace_back(GemmOp{m, n, k, 1, dtype});
+        if (o.fp8) out.emplace_back(GemmOp{m, n, k, 1, DType::kFp8});
+      }
     }
   }
   // Attention: one head geometry, a few sequence lengths, forward and backward.
@@ -174,6 +177,11 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
   std::vector<BenchPoint> comm;
   std::set<std::int64_t> p2p_sizes;
   std::set<std::int64_t> unmeasurable_groups;
+  // A GPU streams a kernel larger than its memory grid's top (4 GiB) at the bandwidth the
+  // grid's latency + size/bandwidth fit gives; an optimizer pass over a whole stage's
+  // parameters (100+ GiB for a 70B model) could not even be allocated.
+  const std::int64_t max_memory_bytes = std::int64_t{4} << 30;
+  std::set<std::int64_t> too_large_memory;
   const auto world = static_cast<std::int32_t>(o.node_ids.size());
   auto visit_op = [&](const Op& op) {
     std::visit(
@@ -181,12 +189,26 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
           using T = std::decay_t<decltype(s)>;
           if constexpr (std::is_same_v<T, GemmOp> || std::is_same_v<T, AttentionOp> ||
                         std::is_same_v<T, MemoryBoundOp>) {
+            if constexpr (std::is_same_v<T, MemoryBoundOp>) {
+              if (o.gpu && s.bytes > max_memory_bytes) {
+                too_large_memory.insert(s.bytes);
+                return;
+              }
+            }
             auto shape = s;
             // The CPU backend computes in fp32 whatever the op's dtype; record what ran.
             if constexpr (!std::is_same_v<T, MemoryBoundOp>) {
               if (!o.gpu) shape.dtype = DType::kFp32;
             }
             compute.emplace_back(shape);
+            if constexpr (std::is_same_v<T, GemmOp>) {
+              // FP8 twins of the scenario's GEMMs, where cuBLASLt can run them.
+              if (o.fp8 && s.m % 16 == 0 && s.n % 16 == 0 && s.k % 16 == 0) {
+                auto twin = s;
+                twin.dtype = DType::kFp8;
+                compute.emplace_back(twin);
+              }
+            }
           } else if constexpr (std::is_same_v<T, CollectiveOp>) {
             const auto g = static_cast<std::int32_t>(s.group_size);
             if (g < 2) return;
@@ -220,6 +242,11 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
       groups += (groups.empty() ? "" : ", ") + std::to_string(g);
     skipped.push_back("collectives over groups of " + groups + " ranks: the world has " +
                       std::to_string(world) + " ranks (a group size must divide it)");
+  }
+  if (!too_large_memory.empty()) {
+    skipped.push_back(std::to_string(too_large_memory.size()) +
+                      " memory-bound kernel sizes over 4 GiB: priced by the memory grid's "
+                      "latency + size/bandwidth fit");
   }
   if (world < 2 && !p2p_sizes.empty()) {
     skipped.push_back("pipeline messages: need at least 2 ranks");

@@ -189,7 +189,7 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
   const auto measured = gemm_measured_.find(GemmKey{op.dtype, op.m, op.n, op.k, op.batch});
   if (measured != gemm_measured_.end()) return measured->second;
   auto table = gemm_tables_.find(op.dtype);
-  if (table == gemm_tables_.end() && op.dtype != DType::kFp32) {
+  if (table == gemm_tables_.end() && (op.dtype == DType::kFp16 || op.dtype == DType::kBf16)) {
     // fp16 and bf16 run on the same tensor-core path at the same peak (A100: 312 TFLOPS
     // each, H100 SXM: 989 each, in NVIDIA's data sheets): one stands in for the other.
     const DType twin = op.dtype == DType::kFp16 ? DType::kBf16 : DType::kFp16;

@@ -130,7 +130,7 @@ class ObjectReader {
     if (!has(name) || !at(name).is_string()) return;
     const auto t = parse_dtype(s);
     if (!t) {
-      error(path(name), cat("=\"", s, "\" is not a dtype (fp32, fp16 or bf16)"));
+      error(path(name), cat("=\"", s, "\" is not a dtype (fp32, fp16, bf16 or fp8)"));
       return;
     }
     out = *t;

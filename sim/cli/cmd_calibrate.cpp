@@ -28,8 +28,9 @@ namespace {
 struct CalibrateArgs {
   std::string backend;
   std::string out;
-  std::string scenario;
+  std::vector<std::string> scenarios;
   bool quick = false;
+  bool fp8 = false;
   bool flush_cache = false;
   int threads = 1;
   int repeats = 5;
@@ -47,6 +48,11 @@ Errors check_args(const CalibrateArgs& a) {
     errors.push_back(
         Error{"", "--out", "=" + a.out + ": folder " + dir.string() + " does not exist"});
   }
+  if (a.fp8 && a.backend != "cuda") {
+    errors.push_back(Error{"", "--fp8",
+                           ": FP8 GEMMs are measured by the cuda backend only (Hopper or Ada "
+                           "GPUs); the cpu backend computes in fp32"});
+  }
   return errors;
 }
 
@@ -58,14 +64,15 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
     return 2;
   }
   // A bad scenario is bad input: exit 2 before MPI starts and before anything is measured.
-  std::optional<WorkloadPlan> scenario_plan;
-  std::string scenario_name;
-  if (!a.scenario.empty()) {
-    std::optional<Workload> w = load_or_report(a.scenario, env);
+  std::vector<WorkloadPlan> scenario_plans;
+  std::vector<std::string> scenario_names;
+  for (const std::string& path : a.scenarios) {
+    std::optional<Workload> w = load_or_report(path, env);
     if (!w) return 2;
-    scenario_name = w->name;
-    scenario_plan = decompose(*w);
+    scenario_names.push_back(w->name);
+    scenario_plans.push_back(decompose(*w));
   }
+  prepare_mpi_launch();
   auto session = calib::MpiSession::start(nullptr, nullptr);
   if (!session.ok()) {
     err << "stepsim calibrate: " << format_errors(session.errors());
@@ -94,12 +101,13 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
   plan_options.gpu = a.backend == "cuda";
   plan_options.quick = a.quick;
   plan_options.node_ids = node_ids.value();
+  plan_options.fp8 = a.fp8;
   std::vector<calib::BenchPoint> points = calib::make_bench_plan(plan_options);
-  std::vector<std::string> skipped;
-  std::size_t scenario_count = 0;
-  if (scenario_plan) {
-    const auto extra = calib::scenario_points(*scenario_plan, plan_options, skipped);
-    scenario_count = extra.size();
+  std::vector<std::vector<std::string>> skipped(scenario_plans.size());
+  std::vector<std::size_t> scenario_counts;
+  for (std::size_t i = 0; i < scenario_plans.size(); ++i) {
+    const auto extra = calib::scenario_points(scenario_plans[i], plan_options, skipped[i]);
+    scenario_counts.push_back(extra.size());
     points = calib::merge_points(std::move(points), extra);
   }
 
@@ -116,16 +124,24 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
         "one rank: GEMMs and kernels only; collectives and point-to-point need ranks "
         "(run under mpirun -np N)");
   }
-  if (scenario_plan) {
-    run_options.notes.push_back("scenario " + scenario_name + ": its " +
-                                std::to_string(scenario_count) +
+  if (const std::string v = b.versions(); !v.empty()) {
+    run_options.notes.push_back(b.name() + " backend: " + v);
+  }
+  if (a.fp8) {
+    run_options.notes.push_back(
+        "fp8: every GEMM of the grid and of the scenarios also measured with E4M3 operands and a "
+        "bf16 result in cuBLASLt's TN layout (the layout Transformer Engine calls), per-tensor "
+        "scales off");
+  }
+  for (std::size_t i = 0; i < scenario_plans.size(); ++i) {
+    const std::string& name = scenario_names[i];
+    run_options.notes.push_back("scenario " + name + ": its " +
+                                std::to_string(scenario_counts[i]) +
                                 " distinct GEMM shapes, kernels, collective and message sizes "
                                 "measurable on this world were measured exactly");
-    for (const std::string& line : skipped) {
-      run_options.notes.push_back("scenario " + scenario_name + ": not measured: " + line);
-      if (root)
-        err << "stepsim calibrate: scenario " << scenario_name << ": not measured: " << line
-            << "\n";
+    for (const std::string& line : skipped[i]) {
+      run_options.notes.push_back("scenario " + name + ": not measured: " + line);
+      if (root) err << "stepsim calibrate: scenario " << name << ": not measured: " << line << "\n";
     }
   }
   if (root && b.world_size() == 1) {
@@ -171,7 +187,8 @@ void add_calibrate_command(CLI::App& app, Env& env) {
       "calibrate",
       "Measure GEMMs, attention, memory-bound kernels, collectives and point-to-point on this "
       "machine and write a calibration profile. Run under mpirun, one rank per device: "
-      "mpirun -np N stepsim calibrate --backend cuda --out PROFILE.json");
+      "mpirun -np N stepsim calibrate --backend cuda --out PROFILE.json (started without "
+      "mpirun it is one rank: GEMMs and kernels only)");
   cmd->add_option("--backend", args->backend, "cuda (cuBLASLt + NCCL) or cpu (Eigen + MPI)")
       ->required()
       ->check(CLI::IsMember({"cuda", "cpu"}));
@@ -179,9 +196,13 @@ void add_calibrate_command(CLI::App& app, Env& env) {
                   "profile to write (a journal <out>.journal is kept "
                   "while measuring; a rerun resumes from it)")
       ->required();
-  cmd->add_option("--scenario", args->scenario,
-                  "also measure the exact GEMM shapes and collective sizes of this scenario");
+  cmd->add_option("--scenario", args->scenarios,
+                  "also measure the exact GEMM shapes and collective sizes of this scenario "
+                  "(may be given several times)");
   cmd->add_flag("--quick", args->quick, "coarser grids (a CPU run of 2 ranks in about a minute)");
+  cmd->add_flag("--fp8", args->fp8,
+                "cuda: also measure every GEMM in FP8 (E4M3 operands, bf16 result; Hopper or "
+                "Ada GPUs)");
   cmd->add_option("--threads", args->threads, "Eigen threads per rank (cpu)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--repeats", args->repeats, "timed repeats per point; the median is kept")

@@ -15,6 +15,7 @@
 #include <ostream>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "stepsim/calibration/backend.hpp"
 #include "stepsim/calibration/calibrate.hpp"
 #include "stepsim/calibration/executor.hpp"
@@ -124,6 +125,7 @@ int write_outputs(const ValidateArgs& a, Env& env, const Workload& w,
 
 int run_validate(const ValidateArgs& a, Env& env) {
   std::ostream& err = *env.err;
+  prepare_mpi_launch();
   auto session = calib::MpiSession::start(nullptr, nullptr);
   if (!session) {
     err << "stepsim validate: " << format_errors(session.errors());
@@ -293,6 +295,7 @@ int run_validate(const ValidateArgs& a, Env& env) {
     o.fail_at_task = a.fail_at_task >= tasks_run ? a.fail_at_task - tasks_run : -1;
     o.first_step = steps_run;
     auto m = calib::execute_schedule(w, plan, *schedule, b, o);
+    b.release_buffers();  // the next calibration round needs the memory
     if (!m) {
       steps_failed = true;
       return m.errors();

@@ -1,11 +1,22 @@
 #include "common.hpp"
 
+#include <cstdlib>
 #include <ostream>
 
 #include "stepsim/core/import.hpp"
 #include "stepsim/core/load.hpp"
 
 namespace stepsim::cli {
+
+void prepare_mpi_launch() {
+  // Variables that Open MPI's mpirun, PMIx servers, Slurm and MPICH's hydra set in every rank.
+  for (const char* launched :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"}) {
+    if (std::getenv(launched) != nullptr) return;
+  }
+  // Open MPI's singleton then needs no orted: it never spawns, so isolation loses nothing.
+  setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+}
 
 std::optional<Workload> load_or_report(const std::string& path, Env& env) {
   const std::string file = path.empty() ? env.scenarios_dir + "/" + kDefaultScenario : path;

@@ -18,6 +18,12 @@ inline constexpr const char* kDefaultScenario = "gpt3-175b-a100-64.json";
 /// nullopt.
 std::optional<Workload> load_or_report(const std::string& path, Env& env);
 
+/// Before MPI starts in calibrate and validate: a process started without a launcher
+/// (mpirun, srun, a PMIx server) becomes a one-rank world on its own, without the helper
+/// daemon Open MPI would otherwise start for a singleton (machines with a GPU but no Open
+/// MPI installation have none).
+void prepare_mpi_launch();
+
 /// What --megatron-args needs besides the launch line.
 struct MegatronArgs {
   std::string line;            ///< the launch line; empty: not given

@@ -105,10 +105,21 @@ TEST(CalibrateCli, ScenarioAddsItsExactShapes) {
                    "global_batch_size": 2, "bf16": true},
       "system": "systems/dgx-a100-80gb.json"})";
   }
+  // A second scenario: --scenario may be given several times.
+  const std::string second = dir + "/tiny80.json";
+  {
+    std::ofstream f(second);
+    f << R"({"name": "tiny-gpt-80",
+      "model": {"num_layers": 2, "hidden_size": 96, "num_attention_heads": 4,
+                "seq_length": 80, "padded_vocab_size": 256},
+      "training": {"world_size": 1, "micro_batch_size": 1, "global_batch_size": 2,
+                   "bf16": true},
+      "system": "systems/dgx-a100-80gb.json"})";
+  }
   const std::string out = dir + "/scenario.json";
   const Ran r = run(std::string(STEPSIM_BIN) +
                     " calibrate --backend cpu --quick --repeats 1 --warmup 0 --scenario " +
-                    scenario + " --out " + out);
+                    scenario + " --scenario " + second + " --out " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   // One rank: the scenario's tensor-parallel collectives cannot be measured, and it says so.
   EXPECT_NE(r.output.find("tiny-gpt: not measured: collectives over groups of 2 ranks"),
@@ -118,12 +129,20 @@ TEST(CalibrateCli, ScenarioAddsItsExactShapes) {
   ASSERT_TRUE(p.ok()) << format_errors(p.errors());
   EXPECT_GT(p.value().gemm.size(), 27u);
   // The sequence (48 tokens) is no grid value, so a GEMM with m or n = 48 comes from it.
-  bool exact = false;
-  for (const auto& g : p.value().gemm) exact = exact || g.m == 48 || g.n == 48 || g.k == 48;
+  bool exact = false, exact80 = false;
+  for (const auto& g : p.value().gemm) {
+    exact = exact || g.m == 48 || g.n == 48 || g.k == 48;
+    exact80 = exact80 || g.m == 80 || g.n == 80 || g.k == 80;
+  }
   EXPECT_TRUE(exact);
-  bool noted = false;
-  for (const auto& n : p.value().notes) noted = noted || n.find("scenario tiny-gpt") == 0;
+  EXPECT_TRUE(exact80);
+  bool noted = false, noted80 = false;
+  for (const auto& n : p.value().notes) {
+    noted = noted || n.find("scenario tiny-gpt:") == 0;
+    noted80 = noted80 || n.find("scenario tiny-gpt-80:") == 0;
+  }
   EXPECT_TRUE(noted);
+  EXPECT_TRUE(noted80);
 
   const Ran bad = run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --scenario " + dir +
                       "/missing.json --out " + out);
@@ -144,6 +163,12 @@ TEST(CalibrateCli, BadInputExitsTwoAndMissingDeviceOne) {
   const Ran bad_repeats =
       run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --out p.json --repeats 0");
   EXPECT_EQ(bad_repeats.status, 2) << bad_repeats.output;
+  const Ran fp8_on_cpu =
+      run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --fp8 --out p.json");
+  EXPECT_EQ(fp8_on_cpu.status, 2) << fp8_on_cpu.output;
+  EXPECT_NE(fp8_on_cpu.output.find("--fp8: FP8 GEMMs are measured by the cuda backend only"),
+            std::string::npos)
+      << fp8_on_cpu.output;
 #ifdef STEPSIM_HAVE_CUDA
   // Without a GPU (as on the build machines) the CUDA backend must fail cleanly.
   const Ran cuda = run(std::string(STEPSIM_BIN) + " calibrate --backend cuda --quick --out " +

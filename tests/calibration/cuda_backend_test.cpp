@@ -50,6 +50,49 @@ TEST(CudaBackend, GemmInEveryDtype) {
   }
 }
 
+TEST(CudaBackend, Fp8GemmRunsFasterThanBf16OnHopper) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  if (prop.major * 10 + prop.minor < 89) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9+";
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  auto fp8 = b->gemm(GemmOp{8192, 8192, 8192, 1, DType::kFp8});
+  auto bf16 = b->gemm(GemmOp{8192, 8192, 8192, 1, DType::kBf16});
+  ASSERT_TRUE(fp8.ok()) << format_errors(fp8.errors());
+  ASSERT_TRUE(bf16.ok()) << format_errors(bf16.errors());
+  // Hopper's FP8 tensor-core peak is twice bf16's; a large product gets well over 1.3x.
+  EXPECT_LT(fp8.value() * 1.3, bf16.value()) << fp8.value() << " s vs " << bf16.value() << " s";
+  auto odd = b->gemm(GemmOp{8200, 8192, 8192, 1, DType::kFp8});
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.errors()[0].message.find("divisible by 16"), std::string::npos);
+  AttentionOp a;
+  a.batch = 1;
+  a.heads = a.kv_heads = 4;
+  a.seq = 256;
+  a.head_dim = 64;
+  a.dtype = DType::kFp8;
+  EXPECT_FALSE(b->attention(a).ok());
+}
+
+TEST(CudaBackend, SaysItsVersionsAndGivesMemoryBack) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  const std::string v = b->versions();
+  for (const char* part : {"runtime ", "cuBLASLt ", "NCCL ", "compute capability "}) {
+    EXPECT_NE(v.find(part), std::string::npos) << v;
+  }
+  ASSERT_TRUE(b->gemm(GemmOp{8192, 8192, 8192, 1, DType::kBf16}).ok());
+  std::size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  b->release_buffers();
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_GE(free_after, free_before + (std::size_t{3} * 8192 * 8192 * 2) / 2)
+      << "three 128 MiB operands should have been freed";
+  EXPECT_TRUE(b->gemm(GemmOp{256, 256, 256, 1, DType::kBf16}).ok());  // allocates again
+}
+
 TEST(CudaBackend, AttentionMemoryAndOneRankCollectives) {
   STEPSIM_SKIP_WITHOUT_GPU();
   auto b = cuda_or_skip();

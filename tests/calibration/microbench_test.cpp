@@ -173,5 +173,57 @@ TEST(ScenarioPoints, TakesTheExactShapesOfAPlan) {
   EXPECT_EQ(only<GemmOp>(scenario_points(plan, o, skipped))[0].dtype, DType::kFp32);
 }
 
+TEST(ScenarioPoints, Fp8TwinsAndGpuMemoryBeyondTheGrid) {
+  WorkloadPlan plan;
+  StagePlan stage;
+  ChunkPlan chunk;
+  chunk.forward.push_back(Op{"fc1", 0, Phase::kForward, Stream::kCompute,
+                             GemmOp{4096, 28672, 4096, 1, DType::kBf16}, {}, 0});
+  chunk.forward.push_back(Op{"odd", 0, Phase::kForward, Stream::kCompute,
+                             GemmOp{4096, 50257, 4096, 1, DType::kBf16}, {}, 0});
+  chunk.forward.push_back(Op{"adam", 0, Phase::kStep, Stream::kCompute,
+                             MemoryBoundOp{std::int64_t{5} << 30}, {}, 0});
+  chunk.forward.push_back(Op{"ln", 0, Phase::kForward, Stream::kCompute,
+                             MemoryBoundOp{std::int64_t{1} << 30}, {}, 0});
+  stage.chunks.push_back(chunk);
+  plan.stages.push_back(stage);
+
+  BenchPlanOptions o;
+  o.gpu = true;
+  o.fp8 = true;
+  std::vector<std::string> skipped;
+  const auto points = scenario_points(plan, o, skipped);
+  const auto gemms = only<GemmOp>(points);
+  // Both bf16 shapes, and an FP8 twin only where cuBLASLt's multiple-of-16 rule allows it.
+  ASSERT_EQ(gemms.size(), 3u);
+  EXPECT_EQ(gemms[1], (GemmOp{4096, 28672, 4096, 1, DType::kFp8}));
+  EXPECT_EQ(gemms[2].n, 50257);
+  EXPECT_EQ(gemms[2].dtype, DType::kBf16);
+  // 5 GiB could not be measured on every GPU: left to the fit, and said so.
+  const auto mem = only<MemoryBoundOp>(points);
+  ASSERT_EQ(mem.size(), 1u);
+  EXPECT_EQ(mem[0].bytes, std::int64_t{1} << 30);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("1 memory-bound kernel sizes over 4 GiB"), std::string::npos);
+
+  o.fp8 = false;
+  skipped.clear();
+  EXPECT_EQ(only<GemmOp>(scenario_points(plan, o, skipped)).size(), 2u);
+  o.gpu = false;  // CPU runs keep every size: their grids and sizes are small
+  skipped.clear();
+  EXPECT_EQ(only<MemoryBoundOp>(scenario_points(plan, o, skipped)).size(), 2u);
+}
+
+TEST(BenchPlan, GpuFp8GridTwinsEveryGemm) {
+  BenchPlanOptions o;
+  o.gpu = true;
+  o.quick = true;
+  o.fp8 = true;
+  const auto gemms = only<GemmOp>(make_bench_plan(o));
+  std::size_t fp8 = 0;
+  for (const GemmOp& g : gemms) fp8 += g.dtype == DType::kFp8 ? 1 : 0;
+  EXPECT_EQ(fp8 * 2, gemms.size());
+}
+
 }  // namespace
 }  // namespace stepsim::calib

@@ -17,6 +17,7 @@ SystemConfig test_system() {
   s.peak_flops_bf16 = 100e12;
   s.peak_flops_fp16 = 100e12;
   s.peak_flops_fp32 = 10e12;
+  s.peak_flops_fp8 = 200e12;
   s.hbm_bandwidth_bytes_per_s = 1e12;
   s.gpus_per_node = 8;
   s.nics_per_node = 8;
@@ -146,6 +147,20 @@ TEST(CalibratedCostModel, Fp16BorrowsTheBf16SamplesWithWarning) {
   EXPECT_EQ(m.gemm_s(g), m.gemm_s(as_bf16));
   ASSERT_EQ(m.warnings().size(), 1u);
   EXPECT_NE(m.warnings()[0].find("fp16 from bf16"), std::string::npos) << m.warnings()[0];
+}
+
+TEST(CalibratedCostModel, Fp8NeverBorrowsSixteenBitSamples) {
+  // FP8 runs at twice the 16-bit tensor-core peak on Hopper: bf16 samples would price it at
+  // half its speed, so without FP8 samples it falls back to the roofline, with a warning.
+  const CalibratedCostModel m = model();
+  const RooflineCostModel roofline(test_system());
+  const GemmOp g{4096, 4096, 4096, 1, DType::kFp8};
+  EXPECT_EQ(m.gemm_s(g), roofline.gemm_s(g));
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find("no GEMM samples"), std::string::npos) << m.warnings()[0];
+  EXPECT_EQ(bytes_of(DType::kFp8), 1);
+  EXPECT_EQ(parse_dtype("fp8"), DType::kFp8);
+  EXPECT_EQ(to_string(DType::kFp8), "fp8");
 }
 
 TEST(CalibratedCostModel, MemoryBoundUsesTheMemoryFit) {

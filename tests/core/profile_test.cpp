@@ -87,7 +87,7 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
   const std::string all = format_errors(r.errors());
   for (const char* line : {
            "bad.json: gemm[1].m=-1 must be at least 1\n",
-           "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16 or bf16)\n",
+           "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16, bf16 or fp8)\n",
            "bad.json: memory[0].seconds must be a finite positive number\n",
            "bad.json: collectives[0].kind=\"all_to_all\" is not a collective",
            "bad.json: collectives[1].nodes_spanned=4 must not exceed group_size=2\n",
@@ -144,6 +144,41 @@ TEST(ProfileJson, NewerFormatIsRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(format_errors(r.errors()),
             "new.json: format_version=2 is newer than this stepsim reads (1)\n");
+}
+
+}  // namespace
+}  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// The profile measured on one H100 SXM5 (scenarios/profiles/README.md says how): it loads,
+// says what it is, and its FP8 samples are those of FP8 tensor cores.
+TEST(MeasuredProfile, H100LoadsWithItsVersionsAndFp8Samples) {
+  const auto p = load_profile_file(std::string(STEPSIM_SCENARIOS_DIR) +
+                                   "/profiles/h100-sxm5-80gb-measured.json");
+  ASSERT_TRUE(p.ok()) << format_errors(p.errors());
+  EXPECT_EQ(p.value().source, "measured");
+  EXPECT_NE(p.value().machine.find("H100"), std::string::npos);
+  bool versions = false;
+  for (const std::string& n : p.value().notes) {
+    versions = versions || (n.find("driver ") != std::string::npos &&
+                            n.find("cuBLASLt ") != std::string::npos);
+  }
+  EXPECT_TRUE(versions);
+  double bf16 = 0, fp8 = 0;
+  for (const auto& g : p.value().gemm) {
+    if (g.m != 8192 || g.n != 8192 || g.k != 8192 || g.batch != 1) continue;
+    if (g.dtype == DType::kBf16) bf16 = g.seconds;
+    if (g.dtype == DType::kFp8) fp8 = g.seconds;
+  }
+  ASSERT_GT(bf16, 0.0);
+  ASSERT_GT(fp8, 0.0);
+  EXPECT_LT(fp8 * 1.3, bf16);
+  // Below the data sheet's dense peaks (989.4 and 1978.9 TFLOP/s).
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  EXPECT_LT(flops / bf16, 989.4e12);
+  EXPECT_LT(flops / fp8, 1978.9e12);
 }
 
 }  // namespace

@@ -36,6 +36,8 @@ class Backend {
 
   virtual std::string name() const = 0;         ///< "cpu" | "cuda"
   virtual std::string device_name() const = 0;  ///< e.g. "NVIDIA H100 80GB HBM3", CPU model
+  /// Driver and library versions the measurements depend on, one line; empty if none.
+  virtual std::string versions() const { return {}; }
   virtual std::int32_t world_rank() const = 0;
   virtual std::int32_t world_size() const = 0;
 
@@ -61,6 +63,9 @@ class Backend {
   /// Gathers `values` from every rank at rank 0 (others get an empty vector).
   virtual Result<std::vector<std::vector<double>>> gather_to_root(
       const std::vector<double>& values) = 0;
+  /// Frees the operand and message buffers kept between calls, so that another backend of
+  /// the same process (validate --calibrate holds two on one GPU) has the device's memory.
+  virtual void release_buffers() {}
   /// Stops every rank (fault handling): MPI_Abort.
   [[noreturn]] virtual void abort_all(int code) = 0;
 };
@@ -81,8 +86,8 @@ struct BackendOptions {
   /// synchronisation beyond the op itself (a late peer's wait is part of the step), no
   /// checks: what it times is the work the simulator predicts, not the harness.
   bool verify = true;
-  /// Folder holding the CUDA backend plugin (libstepsim_cuda_backend.so); empty: the build's
-  /// bin/ folder, where the plugin is built beside the stepsim executable.
+  /// Folder holding the CUDA backend plugin (libstepsim_cuda_backend.so); empty: the running
+  /// executable's folder if the plugin is there, else the build's bin/ folder.
   std::string plugin_dir;
 };
 

@@ -50,6 +50,9 @@ struct BenchPlanOptions {
   /// The GEMM and attention grids too; without them, only the memory and communication
   /// grids that the size fits need (a scenario's own shapes are measured exactly).
   bool compute_grids = true;
+  /// Every GEMM of the grid and of a scenario measured in FP8 (E4M3 operands, bf16 result)
+  /// too, as Transformer Engine runs them: Hopper and Ada GPUs only.
+  bool fp8 = false;
   /// Node id of every world rank (equal ids share a node); its size is the world size.
   std::vector<std::int32_t> node_ids{0};
 };

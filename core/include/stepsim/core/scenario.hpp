@@ -92,6 +92,9 @@ struct SystemConfig {
   double peak_flops_fp32 = 0;  ///< dense FLOP/s per GPU (TF32 tensor cores where available)
   double peak_flops_fp16 = 0;
   double peak_flops_bf16 = 0;
+  /// Dense FP8 FLOP/s per GPU; 0 = not given (system files do not carry it yet, and no
+  /// decomposed op is FP8 yet: only calibration profiles hold FP8 GEMM samples).
+  double peak_flops_fp8 = 0;
   std::int64_t memory_bytes = 0;       ///< device memory per GPU
   double hbm_bandwidth_bytes_per_s = 0;
   std::int64_t gpus_per_node = 0;
@@ -101,7 +104,13 @@ struct SystemConfig {
   RooflineEfficiency efficiency;
 
   double peak_flops(DType t) const {
-    return t == DType::kBf16 ? peak_flops_bf16 : t == DType::kFp16 ? peak_flops_fp16 : peak_flops_fp32;
+    switch (t) {
+      case DType::kBf16: return peak_flops_bf16;
+      case DType::kFp16: return peak_flops_fp16;
+      case DType::kFp8: return peak_flops_fp8;
+      case DType::kFp32: return peak_flops_fp32;
+    }
+    return peak_flops_fp32;
   }
   bool operator==(const SystemConfig&) const = default;
 };
