@@ -8,6 +8,7 @@
 #include "intervals.hpp"
 #include "step_memory.hpp"
 #include "step_timeline.hpp"
+#include "stepsim/core/rank_layout.hpp"
 #include "stepsim/sim/engine.hpp"
 
 namespace stepsim::sim {
@@ -178,13 +179,15 @@ Result<std::vector<double>> straggler_scale(const Workload& w,
                                             const std::vector<Straggler>& stragglers) {
   const TrainingConfig& t = w.training;
   const std::int64_t world = t.world_size;
-  const std::int64_t per_stage = world / std::max<std::int64_t>(1, t.pipeline_model_parallel_size);
-  const std::int64_t tp = std::max<std::int64_t>(1, t.tensor_model_parallel_size);
+  // Megatron's rank layout, the one RankGenerator (core/rank_layout.hpp).
+  const RankGenerator layout(ParallelSizes{.tp = t.tensor_model_parallel_size,
+                                           .dp = std::max<std::int64_t>(1, t.data_parallel_size),
+                                           .pp = t.pipeline_model_parallel_size});
   std::vector<double> scale(static_cast<std::size_t>(t.pipeline_model_parallel_size), 1.0);
   std::int64_t replica = -1;
   for (const Straggler& s : stragglers) {
     const std::string what = std::to_string(s.rank) + "=" + std::to_string(s.factor);
-    if (s.rank < 0 || s.rank >= world) {
+    if (s.rank < 0 || s.rank >= world || world != layout.world_size()) {
       return Error{"", "--straggler",
                    what + ": rank " + std::to_string(s.rank) + " is not in the world of " +
                        std::to_string(world) + " GPUs"};
@@ -192,7 +195,8 @@ Result<std::vector<double>> straggler_scale(const Workload& w,
     if (!(s.factor > 0) || !std::isfinite(s.factor)) {
       return Error{"", "--straggler", what + ": the factor must be a positive number"};
     }
-    const std::int64_t dp_index = (s.rank % per_stage) / tp;
+    const ParallelCoords at = layout.coords(s.rank);
+    const std::int64_t dp_index = at.dp;
     if (replica >= 0 && dp_index != replica) {
       return Error{"", "--straggler",
                    what + ": stragglers in different data-parallel replicas (" +
@@ -200,7 +204,7 @@ Result<std::vector<double>> straggler_scale(const Workload& w,
                        ") need every GPU simulated (--full-rank), which is not implemented yet"};
     }
     replica = dp_index;
-    double& f = scale[static_cast<std::size_t>(s.rank / per_stage)];
+    double& f = scale[static_cast<std::size_t>(at.pp)];
     f = std::max(f, s.factor);
   }
   return scale;
