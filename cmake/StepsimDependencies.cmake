@@ -7,6 +7,15 @@ find_package(CLI11 2.1 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS CXX)
 
+# Python: Debian's interpreter (/usr/bin/python3, where bootstrap.sh installs pytest, pandas
+# and matplotlib) unless -DPython3_EXECUTABLE names another; an interpreter found first on
+# PATH (pyenv, a virtualenv) often lacks those modules. The interpreter runs the Python
+# tests; its headers, when present, build the `stepsim` module (python/).
+if(NOT DEFINED Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+  set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "Python interpreter for the module and its tests")
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+
 set(STEPSIM_HAVE_QT OFF)
 if(STEPSIM_BUILD_GUI)
   find_package(Qt6 6.4 COMPONENTS Widgets Charts QUIET)

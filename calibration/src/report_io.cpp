@@ -1,4 +1,4 @@
-// The validation report as JSON (`stepsim validate --out`, contract in ARCHITECTURE.md) and
+// The validation report as JSON (`stepsim validate --out`, contract in docs/outputs.md) and
 // as text.
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Scenario files (contract v1 in ARCHITECTURE.md): keys are Megatron-LM argument dests, read
+// Scenario files (contract v1 in docs/scenario.md): keys are Megatron-LM argument dests, read
 // row by row from the schema table (schema.cpp). Reading here covers types, presence and paths;
 // Megatron's defaults and rules live in validate.cpp (finalize_workload), so code that builds
 // Workloads gets the same checks.

@@ -169,7 +169,7 @@ TEST(LoadScenario, OmittedKeysTakeMegatronDefaults) {
 }
 
 TEST(LoadScenario, ContractExampleFromArchitectureLoads) {
-  // The scenario example of ARCHITECTURE.md ("Scenario file (contract, v1)"), verbatim.
+  // The scenario example of docs/scenario.md, verbatim.
   const Workload w = load_ok(R"({
   "name": "gpt3-175b",
   "model": {

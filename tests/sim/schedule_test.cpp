@@ -254,7 +254,7 @@ TEST(Schedule, DeadlockFreeUnderBlockingSemantics) {
 
 TEST(Schedule, InterleavedBubbleShrinksByV) {
   // Depth-first (N = p, m a multiple of p): the bubble is (p - 1) chunk steps per direction,
-  // 1/v of the 1F1B bubble (Narayanan et al., SC'21; megatron-parallelism.md section 5).
+  // 1/v of the 1F1B bubble (Narayanan et al., SC'21, section 2.2.2).
   for (const bool overlap : {false, true}) {
     for (std::int32_t v : {2, 3, 4}) {
       const Schedule s = build(interleaved(4, v, 8, 4, overlap));

@@ -1,6 +1,6 @@
 #pragma once
 // Writers for predictions: a text report readable at a glance, the `predict` JSON contract
-// (ARCHITECTURE.md), and Chrome trace JSON (sim/README.md). Writers take the stream.
+// (docs/outputs.md), and Chrome trace JSON (docs/trace.md). Writers take the stream.
 
 #include <ostream>
 #include <string>
