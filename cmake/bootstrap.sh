@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages="cmake ninja-build g++ libboost-graph-dev libeigen3-dev nlohmann-json3-dev \
 libcli11-dev libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
-qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev"
+qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev \
+python3-dev pybind11-dev python3-pytest python3-pandas python3-matplotlib"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -12,10 +11,8 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/sim/predict.hpp"
 #include "stepsim/sim/report.hpp"
-#include "stepsim/sim/simulate.hpp"
 
 namespace stepsim::cli {
 
@@ -67,31 +64,12 @@ std::optional<std::vector<std::int32_t>> parse_trace_ranks(const std::string& te
   return out;
 }
 
-int run_predict(const PredictArgs& args, Env& env) {
-  if (args.trace.empty() && (args.trace_level != "op" || !args.trace_ranks.empty())) {
-    *env.err << "stepsim predict: --trace-level and --trace-ranks shape the trace: give --trace "
-                "FILE too\n";
-    return 2;
-  }
-  std::optional<Workload> w = load_scenario_or_args(args.scenario, args.megatron, env);
-  if (!w) return 2;
-  std::optional<std::vector<std::int32_t>> trace_ranks;
-  if (!args.trace_ranks.empty()) {
-    trace_ranks = parse_trace_ranks(
-        args.trace_ranks, static_cast<std::int32_t>(w->training.pipeline_model_parallel_size),
-        *env.err);
-    if (!trace_ranks) return 2;
-  }
-  Result<std::unique_ptr<CostModel>> cost = make_cost_model(*w);
-  if (!cost.ok()) {
-    *env.err << format_errors(cost.errors());
-    return 2;
-  }
-  const WorkloadPlan plan = decompose(*w);
-  sim::SimulateOptions options;
-  options.keep_timeline = !args.trace.empty();
-  options.gpipe = args.gpipe;
-  for (const std::string& s : args.stragglers) {
+/// Parses --straggler RANK=FACTOR flags; nullopt (with the message on `err`) when one is
+/// not of that form.
+std::optional<std::vector<sim::Straggler>> parse_stragglers(const std::vector<std::string>& flags,
+                                                           std::ostream& err) {
+  std::vector<sim::Straggler> out;
+  for (const std::string& s : flags) {
     const std::size_t eq = s.find('=');
     sim::Straggler g;
     bool ok = eq != std::string::npos && eq > 0 && eq + 1 < s.size() &&
@@ -107,44 +85,59 @@ int run_predict(const PredictArgs& args, Env& env) {
       }
     }
     if (!ok) {
-      *env.err << "stepsim predict: --straggler '" << s
-               << "': expected RANK=FACTOR (a global rank and how many times as long its "
-                  "kernels take, e.g. 5=1.2)\n";
-      return 2;
+      err << "stepsim predict: --straggler '" << s
+          << "': expected RANK=FACTOR (a global rank and how many times as long its "
+             "kernels take, e.g. 5=1.2)\n";
+      return std::nullopt;
     }
-    options.stragglers.push_back(g);
+    out.push_back(g);
   }
-  Result<sim::SimulationResult> result = sim::simulate(*w, plan, **cost, options);
-  if (!result.ok()) {
-    *env.err << "stepsim predict: " << format_errors(result.errors());
-    return result.errors().front().key == "--straggler" ? 2 : 1;
+  return out;
+}
+
+int run_predict(const PredictArgs& args, Env& env) {
+  if (args.trace.empty() && (args.trace_level != "op" || !args.trace_ranks.empty())) {
+    *env.err << "stepsim predict: --trace-level and --trace-ranks shape the trace: give --trace "
+                "FILE too\n";
+    return 2;
   }
-  const std::string cost_name = (*cost)->describe();
+  std::optional<Workload> w = load_scenario_or_args(args.scenario, args.megatron, env);
+  if (!w) return 2;
+  sim::TraceShape shape;
+  shape.microbatch_level = args.trace_level == "microbatch";
+  if (!args.trace_ranks.empty()) {
+    shape.ranks = parse_trace_ranks(
+        args.trace_ranks, static_cast<std::int32_t>(w->training.pipeline_model_parallel_size),
+        *env.err);
+    if (!shape.ranks) return 2;
+  }
+  sim::PredictOptions options;
+  options.keep_timeline = !args.trace.empty();
+  options.gpipe = args.gpipe;
+  auto stragglers = parse_stragglers(args.stragglers, *env.err);
+  if (!stragglers) return 2;
+  options.stragglers = std::move(*stragglers);
+  const sim::PredictOutcome outcome = sim::predict(*w, options);
+  if (!outcome.run) {
+    *env.err << (outcome.runtime_failure ? "stepsim predict: " : "")
+             << format_errors(outcome.errors);
+    return outcome.runtime_failure ? 1 : 2;
+  }
+  const sim::PredictRun& run = *outcome.run;
   if (args.format == "json") {
-    sim::write_prediction_json(*w, *result, cost_name, *env.out);
+    sim::write_prediction_json(*w, run.result, run.cost_model, *env.out);
   } else {
-    sim::write_prediction_text(*w, *result, cost_name, *env.out);
+    sim::write_prediction_text(*w, run.result, run.cost_model, *env.out);
   }
-  if (!args.trace.empty()) {
-    std::ofstream trace(args.trace, std::ios::binary);
-    if (!trace) {
-      *env.err << "stepsim predict: cannot write trace file '" << args.trace << "'\n";
-      return 1;
-    }
-    sim::Timeline timeline = args.trace_level == "microbatch"
-                                 ? sim::microbatch_level(result->timeline)
-                                 : result->timeline;
-    if (trace_ranks) sim::keep_ranks(timeline, *trace_ranks);
-    sim::write_chrome_trace(timeline, result->prediction.stages, trace);
-    if (!trace.flush()) {
-      *env.err << "stepsim predict: writing trace file '" << args.trace << "' failed\n";
-      return 1;
-    }
-    if (args.format != "json") {
-      *env.out << "  trace written to " << args.trace << " ("
-               << timeline.slices.size() << " slices; open in ui.perfetto.dev or "
-               << "stepsim-viewer)\n";
-    }
+  if (args.trace.empty()) return 0;
+  const Result<std::size_t> slices = sim::write_trace_file(run, args.trace, shape);
+  if (!slices) {
+    *env.err << "stepsim predict: " << format_errors(slices.errors());
+    return 1;
+  }
+  if (args.format != "json") {
+    *env.out << "  trace written to " << args.trace << " (" << *slices
+             << " slices; open in ui.perfetto.dev or stepsim-viewer)\n";
   }
   return 0;
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "commands.hpp"
-#include "stepsim/sim/schedule.hpp"
+#include "stepsim/sim/schedule_report.hpp"
 
 namespace stepsim::cli {
 namespace {
@@ -25,99 +25,25 @@ struct ScheduleOptions {
   std::string format = "text";
 };
 
-void write_transfers(std::ostream& out, const std::vector<sim::Transfer>& transfers) {
-  out << '[';
-  bool first = true;
-  for (const sim::Transfer& t : transfers) {
-    if (!first) out << ',';
-    first = false;
-    out << "[\"" << (t.send ? "send" : "recv") << "\",\""
-        << (t.tensor == sim::TensorKind::kActivation ? "activation" : "gradient") << "\","
-        << t.microbatch << ',' << t.producer_virtual_stage << ',' << t.peer << ']';
-  }
-  out << ']';
-}
-
-/// The `schedule` JSON contract: {"ranks":[{"rank":r,"ops":[["F",mb,chunk],...]}]}, plus
-/// "params", each rank's "warmup" and "comm": Megatron's p2p calls, each with "at" = the
-/// number of compute actions that precede it in the rank's program.
-void write_json(std::ostream& out, const sim::Schedule& s) {
-  const sim::ScheduleParams& p = s.params;
-  out << "{\"params\":{\"schedule\":\"" << sim::to_string(p.kind) << "\",\"pp\":" << p.pipeline_size
-      << ",\"vpp\":" << p.virtual_size << ",\"microbatches\":" << p.microbatches
-      << ",\"group_size\":" << p.group_size
-      << ",\"overlap_p2p_comm\":" << (p.overlap_p2p_comm ? "true" : "false") << "},\n"
-      << "\"ranks\":[\n";
-  for (const sim::RankProgram& rank : s.ranks) {
-    out << "{\"rank\":" << rank.rank << ",\"warmup\":" << sim::warmup_microbatches(p, rank.rank)
-        << ",\"ops\":[";
-    bool first = true;
-    for (const sim::Action& a : rank.actions) {
-      if (!first) out << ',';
-      first = false;
-      out << "[\"" << (a.type == sim::ActionType::kForward ? 'F' : 'B') << "\"," << a.microbatch
-          << ',' << a.chunk << ']';
-    }
-    out << "],\"comm\":[";
-    first = true;
-    std::size_t at = 0;
-    for (const sim::ProgramItem& item : rank.items) {
-      if (item.kind == sim::ProgramItem::Kind::kCompute) {
-        ++at;
-        continue;
-      }
-      if (!first) out << ',';
-      first = false;
-      out << "{\"at\":" << at << ",\"call\":\"" << item.comm.name
-          << "\",\"blocking\":" << (item.comm.blocking ? "true" : "false") << ",\"transfers\":";
-      write_transfers(out, item.comm.transfers);
-      out << ",\"waits\":";
-      write_transfers(out, item.comm.waits);
-      out << '}';
-    }
-    out << "]}" << (rank.rank + 1 < p.pipeline_size ? "," : "") << '\n';
-  }
-  out << "]}\n";
-}
-
 int run_schedule(const ScheduleOptions& o, Env& env) {
   std::ostream& err = *env.err;
-  bool bad = false;
-  const bool interleaved = !o.gpipe && o.vpp > 1;
-  if (o.overlap_p2p && !interleaved) {
-    err << "stepsim schedule: --overlap-p2p applies to the interleaved schedule only "
-           "(--vpp > 1, without --gpipe); Megatron-LM turns overlap_p2p_comm off otherwise\n";
-    bad = true;
-  }
-  if (o.group_size_given && !interleaved) {
-    err << "stepsim schedule: --group-size applies to the interleaved schedule only "
-           "(--vpp > 1, without --gpipe)\n";
-    bad = true;
-  }
-  if (o.group_size_given && o.group_size < 1) {
-    err << "stepsim schedule: --group-size=" << o.group_size
-        << " must be >= 1 (microbatch_group_size_per_vp_stage)\n";
-    bad = true;
-  }
-  sim::ScheduleParams params;
-  params.kind = o.gpipe       ? sim::ScheduleKind::kGPipe
-                : interleaved ? sim::ScheduleKind::kInterleaved
-                              : sim::ScheduleKind::kOneFOneB;
-  params.pipeline_size = o.pp;
-  params.virtual_size = o.vpp;
-  params.microbatches = o.microbatches;
-  params.group_size = o.group_size_given && o.group_size >= 1 ? o.group_size : 0;
-  params.overlap_p2p_comm = o.overlap_p2p;
-  const Result<sim::Schedule> schedule = sim::make_schedule(params);
+  sim::ScheduleRequest request;
+  request.pp = o.pp;
+  request.vpp = o.vpp;
+  request.microbatches = o.microbatches;
+  request.group_size = o.group_size;
+  request.group_size_given = o.group_size_given;
+  request.gpipe = o.gpipe;
+  request.overlap_p2p = o.overlap_p2p;
+  const Result<sim::Schedule> schedule = sim::make_requested_schedule(request);
   if (!schedule) {
     for (const Error& e : schedule.errors()) err << "stepsim schedule: " << e.to_string() << '\n';
-    bad = true;
+    return 2;
   }
-  if (bad) return 2;
 
   std::ostream& out = *env.out;
   if (o.format == "json") {
-    write_json(out, *schedule);
+    sim::write_schedule_json(out, *schedule);
     return 0;
   }
   for (const sim::RankProgram& rank : schedule->ranks) {

@@ -22,6 +22,7 @@
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/sweep.hpp"
+#include "stepsim/sim/sweep_plan.hpp"
 #include "sweep_output.hpp"
 
 namespace stepsim::cli {
@@ -55,10 +56,11 @@ bool read_file(const std::string& path, std::string& text) {
 /// Progress on stderr: done/total, rate and ETA, redrawn at most 5 times a second.
 class ProgressBar {
  public:
-  ProgressBar(std::ostream& err, std::int64_t total, std::int64_t already)
-      : err_(err), total_(total), already_(already), start_(std::chrono::steady_clock::now()) {}
+  ProgressBar(std::ostream& err, std::int64_t total)
+      : err_(err), total_(total), start_(std::chrono::steady_clock::now()) {}
   void update(std::int64_t fed, bool force = false) {
     const auto now = std::chrono::steady_clock::now();
+    if (already_ < 0) already_ = fed - 1;  // rows resumed from the CSV are not this run's rate
     if (!force && now - last_ < std::chrono::milliseconds(200)) return;
     last_ = now;
     const double s = std::chrono::duration<double>(now - start_).count();
@@ -76,11 +78,14 @@ class ProgressBar {
         eta);
     err_ << buf.data() << std::flush;
   }
-  void finish() { err_ << '\n'; }
+  void finish(std::int64_t fed) {
+    update(fed, true);
+    err_ << '\n';
+  }
 
  private:
   std::ostream& err_;
-  std::int64_t total_, already_;
+  std::int64_t total_, already_ = -1;
   std::chrono::steady_clock::time_point start_, last_{};
 };
 
@@ -109,6 +114,30 @@ std::optional<SweepSpec> load_spec(const SweepOptions& o, Env& env) {
   return std::move(spec).value();
 }
 
+/// The summary on stdout, the run's figures (and an interruption) on stderr.
+int report(const SweepOptions& o, const sim::SweepPlan& plan, Env& env, std::ostream& err) {
+  if (o.format == "json") {
+    sim::write_sweep_json(*env.out, *plan.summary, plan.wall_s, plan.jobs, plan.ranks);
+  } else {
+    sim::write_sweep_text(*env.out, *plan.summary);
+  }
+  std::array<char, 200> line{};
+  std::snprintf(line.data(), line.size(),
+                "stepsim sweep: %lld of %lld configurations evaluated in %.2f s (%.0f/s, %d jobs x "
+                "%lld ranks)\n",
+                static_cast<long long>(plan.stats.evaluated), static_cast<long long>(plan.total),
+                plan.wall_s,
+                plan.wall_s > 0 ? static_cast<double>(plan.stats.evaluated) / plan.wall_s : 0.0,
+                plan.jobs, static_cast<long long>(plan.ranks));
+  err << line.data();
+  if (plan.stats.cancelled) {
+    err << "stepsim sweep: interrupted; " << plan.stats.fed << " rows kept"
+        << (o.out.empty() ? std::string() : " in " + o.out + " (continue with --resume)") << '\n';
+    return 130;
+  }
+  return 0;
+}
+
 int run(const SweepOptions& o, Env& env) {
   const std::optional<MpiPlace> mpi = mpi_start_if_launched();
   const bool root = !mpi || mpi->rank == 0;
@@ -125,177 +154,36 @@ int run(const SweepOptions& o, Env& env) {
   quiet.err = &err;
   std::optional<SweepSpec> spec = load_spec(o, quiet);
   if (!spec) return 2;
-  if (o.resume && (o.out.empty() || o.out.ends_with(".json"))) {
-    err << "stepsim sweep: --resume continues a CSV given with --out FILE.csv\n";
-    return 2;
-  }
 
-  // One cost model per distinct system, shared read-only by every thread.
-  std::shared_ptr<const Profile> profile;
-  if (spec->base.cost_model.kind == CostModelSpec::Kind::kProfile) {
-    auto loaded = load_shared_profile(spec->base.cost_model.profile_path);
-    if (!loaded) {
-      err << format_errors(loaded.errors());
-      return 2;
-    }
-    profile = *loaded;
-  }
-  std::vector<std::unique_ptr<CostModel>> models;
-  std::vector<const CostModel*> model_ptrs;
-  bool warned_profile = false;
-  for (const SystemConfig& system : sim::system_variants(*spec)) {
-    Workload w = spec->base;
-    w.system = system;
-    if (profile && system.gpu_name != spec->base.system.gpu_name) {
-      // A profile measured on another GPU says nothing about this one.
-      w.cost_model = CostModelSpec{};
-      err << "stepsim sweep: system " << system.name << " (" << system.gpu_name
-          << ") is priced by its roofline, not by the base's profile of "
-          << spec->base.system.gpu_name << "\n";
-    } else if (profile && !warned_profile && !(system == spec->base.system)) {
-      warned_profile = true;
-      err << "stepsim sweep: system.* what-ifs change only what the profile "
-          << spec->base.cost_model.profile_path
-          << " does not measure; give the base \"cost_model\": \"roofline\" to price them all\n";
-    }
-    auto model = make_cost_model(w, profile);
-    if (!model) {
-      err << format_errors(model.errors());
-      return 2;
-    }
-    model_ptrs.push_back(model->get());
-    models.push_back(std::move(model).value());
-  }
-  const std::vector<std::string> columns = sim::sweep_columns(*spec);
-  const sim::SweepEvaluator evaluator(*spec, model_ptrs);
-
-  sim::SweepRunOptions run;
-  run.jobs =
-      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  bool write_header = true;
-  std::int64_t first_new = 0;
-  if (o.resume) {
-    std::string text;
-    if (read_file(o.out, text)) {
-      auto parsed = sim::parse_sweep_csv(text, columns, o.out);
-      if (!parsed) {
-        err << format_errors(parsed.errors());
-        return 2;
-      }
-      run.known = std::move(parsed.value().rows);
-      write_header = parsed->complete_bytes == 0;
-      first_new = run.known.empty() ? 0 : run.known.back().index + 1;
-      if (root) std::filesystem::resize_file(o.out, parsed->complete_bytes);
-    }
-  }
-  const std::int64_t total = sim::count_configurations(*spec);
-  const auto start = std::chrono::steady_clock::now();
-
-  std::ofstream csv_file;
-  std::ostringstream rank_rows;  // MPI: this rank's new rows, gathered on rank 0
-  sim::SweepSummary summary(*spec, columns);
-  JsonRowsSink json_rows(columns);
-  std::vector<sim::SweepSink*> sinks;
-  std::unique_ptr<sim::CsvSink> csv;
+  sim::SweepPlanOptions plan_options;
+  plan_options.jobs = o.jobs;
+  plan_options.out = o.out;
+  plan_options.resume = o.resume;
   if (mpi) {
-    run.rank = mpi->rank;
-    run.ranks = mpi->size;
-    csv = std::make_unique<sim::CsvSink>(rank_rows, columns, false, first_new);
-    sinks.push_back(csv.get());
-  } else {
-    if (!o.out.empty() && !o.out.ends_with(".json")) {
-      csv_file.open(
-          o.out, o.resume ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
-      if (!csv_file) {
-        err << o.out << ": cannot open for writing\n";
-        return 1;
-      }
-      csv = std::make_unique<sim::CsvSink>(csv_file, columns, write_header, first_new);
-      sinks.push_back(csv.get());
-    }
-    if (o.out.ends_with(".json")) sinks.push_back(&json_rows);
-    sinks.push_back(&summary);
-    std::signal(SIGINT, on_sigint);
-    run.cancel = &g_interrupted;
-  }
-  const bool show_progress = root && (o.progress || isatty(STDERR_FILENO) != 0);
-  ProgressBar bar(err, total, static_cast<std::int64_t>(run.known.size()));
-  if (show_progress) {
-    run.progress = [&bar, &csv_file](std::int64_t fed) {
-      bar.update(fed);
-      csv_file.flush();
+    plan_options.rank = mpi->rank;
+    plan_options.ranks = mpi->size;
+    plan_options.gather = [place = *mpi](const std::string& text) {
+      return mpi_gather_text(text, place);
     };
-  }
-  auto stats = sim::run_sweep(*spec, evaluator, run, sinks);
-  if (!mpi) std::signal(SIGINT, SIG_DFL);
-  if (show_progress) {
-    bar.update(stats ? stats->fed : 0, true);
-    bar.finish();
-  }
-  if (!stats) {
-    Error e = stats.errors().front();
-    e.file = o.out;
-    err << e.to_string() << '\n';
-    return 2;
-  }
-  if (mpi) {
-    // Rank 0 merges everyone's rows with the resumed ones and feeds them, in order, to the
-    // real outputs; nothing is evaluated again.
-    const std::string gathered = mpi_gather_text(rank_rows.str(), *mpi);
-    if (!root) return 0;
-    auto parsed = sim::parse_sweep_csv(sim::csv_header(columns) + "\n" + gathered, columns, "mpi");
-    if (!parsed) {
-      err << format_errors(parsed.errors());
-      return 1;
-    }
-    std::vector<sim::SweepRow> all = std::move(run.known);
-    for (sim::SweepRow& r : parsed.value().rows) all.push_back(std::move(r));
-    std::sort(all.begin(), all.end(),
-              [](const sim::SweepRow& a, const sim::SweepRow& b) { return a.index < b.index; });
-    sim::SweepRunOptions merge;
-    merge.known = std::move(all);
-    sinks.clear();
-    if (!o.out.empty() && !o.out.ends_with(".json")) {
-      csv_file.open(
-          o.out, o.resume ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
-      csv = std::make_unique<sim::CsvSink>(csv_file, columns, write_header, first_new);
-      sinks.push_back(csv.get());
-    }
-    if (o.out.ends_with(".json")) sinks.push_back(&json_rows);
-    sinks.push_back(&summary);
-    auto merged = sim::run_sweep(*spec, evaluator, merge, sinks);
-    if (!merged) {
-      err << format_errors(merged.errors());
-      return 1;
-    }
-  }
-  csv_file.close();
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.out.ends_with(".json")) {
-    std::ofstream f(o.out, std::ios::binary);
-    json_rows.write(f);
-  }
-  const std::int64_t ranks = mpi ? mpi->size : 1;
-  if (o.format == "json") {
-    write_sweep_json(*env.out, summary, wall_s, run.jobs, ranks);
   } else {
-    sim::write_sweep_text(*env.out, summary);
+    std::signal(SIGINT, on_sigint);
+    plan_options.cancel = &g_interrupted;
   }
-  std::array<char, 200> line{};
-  std::snprintf(line.data(), line.size(),
-                "stepsim sweep: %lld of %lld configurations evaluated in %.2f s (%.0f/s, %d jobs x "
-                "%lld ranks)\n",
-                static_cast<long long>(stats->evaluated), static_cast<long long>(total), wall_s,
-                wall_s > 0 ? static_cast<double>(stats->evaluated) / wall_s : 0.0, run.jobs,
-                static_cast<long long>(ranks));
-  err << line.data();
-  if (stats->cancelled) {
-    err << "stepsim sweep: interrupted; " << stats->fed << " rows kept"
-        << (o.out.empty() ? std::string() : " in " + o.out + " (continue with --resume)") << '\n';
-    return 130;
+  std::optional<ProgressBar> bar;
+  if (root && (o.progress || isatty(STDERR_FILENO) != 0)) {
+    bar.emplace(err, sim::count_configurations(*spec));
+    plan_options.progress = [&bar](std::int64_t fed) { bar->update(fed); };
   }
-  return 0;
+  sim::SweepPlanOutcome outcome = sim::run_sweep_plan(*spec, plan_options);
+  if (!mpi) std::signal(SIGINT, SIG_DFL);
+  if (bar) bar->finish(outcome.plan ? outcome.plan->stats.fed : 0);
+  if (!outcome.plan) {
+    err << format_errors(outcome.errors);
+    return outcome.runtime_failure ? 1 : 2;
+  }
+  for (const std::string& note : outcome.plan->notes) err << "stepsim sweep: " << note << '\n';
+  if (!outcome.plan->root) return 0;
+  return report(o, *outcome.plan, env, err);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       "memory, from a model, a parallel configuration (Megatron-LM's argument names) and a\n"
       "cluster. Shipped scenarios live in " +
       env.scenarios_dir + " (override with STEPSIM_SCENARIOS_DIR).\n"};
+  app.set_version_flag("--version", "stepsim " STEPSIM_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
   // In the order a newcomer meets them: check and predict a scenario, then plan, then

@@ -1,6 +1,5 @@
 #pragma once
-// JSON outputs of `stepsim sweep` (the summary for --format json, every row for --out *.json)
-// and the MPI split/gather. CLI-side: MPI never reaches the sim library.
+// The MPI split/gather of `stepsim sweep`. CLI-side: MPI never reaches the sim library.
 
 #include <cstdint>
 #include <optional>
@@ -11,24 +10,6 @@
 #include "stepsim/sim/sweep.hpp"
 
 namespace stepsim::cli {
-
-/// Writes the --format json summary: evaluated, feasible, simulated, wall_s, jobs,
-/// configurations_per_s, cut (by reason), best (scenario knobs + metrics + Megatron flags),
-/// pareto.
-void write_sweep_json(std::ostream& out, const sim::SweepSummary& summary, double wall_s, int jobs,
-                      std::int64_t ranks);
-
-/// Collects every row as a JSON object; write() emits them as one array in index order.
-class JsonRowsSink final : public sim::SweepSink {
- public:
-  explicit JsonRowsSink(std::vector<std::string> columns) : columns_(std::move(columns)) {}
-  void add(const sim::SweepRow& row, const Workload& workload) override;
-  void write(std::ostream& out) const;
-
- private:
-  std::vector<std::string> columns_;
-  std::vector<sim::SweepRow> rows_;
-};
 
 /// This process's place in an mpirun launch.
 struct MpiPlace {

@@ -4,13 +4,13 @@
 
 #include "stepsim/core/import.hpp"
 #include "stepsim/sim/json_writer.hpp"
-#include "sweep_output.hpp"
+#include "stepsim/sim/sweep_plan.hpp"
 
-namespace stepsim::cli {
+namespace stepsim::sim {
 namespace {
 
 // A knob column's text as a typed JSON value: integers, numbers and booleans unquoted.
-void knob_value(sim::JsonWriter& j, const std::string& s) {
+void knob_value(JsonWriter& j, const std::string& s) {
   if (s == "true" || s == "false") {
     j.value(s == "true");
     return;
@@ -30,7 +30,7 @@ void knob_value(sim::JsonWriter& j, const std::string& s) {
 }
 
 // `workload`, when given, adds the configuration's Megatron-LM flags.
-void row_object(sim::JsonWriter& j, const sim::SweepRow& row,
+void row_object(JsonWriter& j, const SweepRow& row,
                 const std::vector<std::string>& columns, const Workload* workload) {
   j.begin_object();
   j.field("index", row.index);
@@ -41,13 +41,13 @@ void row_object(sim::JsonWriter& j, const sim::SweepRow& row,
     knob_value(j, row.knobs[i]);
   }
   j.end_object();
-  j.field("status", sim::to_string(row.status));
-  if (row.status != sim::SweepStatus::kFeasible) {
+  j.field("status", to_string(row.status));
+  if (row.status != SweepStatus::kFeasible) {
     j.field("reason_key", std::string_view(row.reason_key));
     j.field("reason", std::string_view(row.reason));
   }
   j.field("simulated", row.simulated);
-  const sim::SweepMetrics& m = row.metrics;
+  const SweepMetrics& m = row.metrics;
   j.key("metrics").begin_object();
   if (row.simulated) {
     j.field("step_time_s", m.step_time_s);
@@ -74,11 +74,87 @@ void row_object(sim::JsonWriter& j, const sim::SweepRow& row,
   j.end_object();
 }
 
+void number_or_null(JsonWriter& j, bool has, double v) {
+  if (has) {
+    j.value(v);
+  } else {
+    j.null();
+  }
+}
+
 }  // namespace
 
-void write_sweep_json(std::ostream& out, const sim::SweepSummary& s, double wall_s, int jobs,
+void write_sweep_record_json(std::ostream& out, const SweepRow& row,
+                             const std::vector<std::string>& columns) {
+  JsonWriter j(out, 0);
+  j.begin_object();
+  j.field("index", row.index);
+  j.field("scenario", std::string_view(row.label));
+  for (std::size_t i = 0; i < columns.size() && i < row.knobs.size(); ++i) {
+    j.key(columns[i]);
+    if (row.knobs[i].empty()) {
+      j.null();
+    } else {
+      knob_value(j, row.knobs[i]);
+    }
+  }
+  j.field("status", to_string(row.status));
+  for (const auto& [key, text] : {std::pair{"reason_key", &row.reason_key},
+                                   std::pair{"reason", &row.reason}}) {
+    j.key(key);
+    if (text->empty()) {
+      j.null();
+    } else {
+      j.value(std::string_view(*text));
+    }
+  }
+  j.field("simulated", row.simulated);
+  const SweepMetrics& m = row.metrics;
+  const bool s = row.simulated;
+  j.key("step_time_s");
+  number_or_null(j, s, m.step_time_s);
+  j.key("tokens_per_s");
+  number_or_null(j, s, m.tokens_per_s);
+  j.key("mfu");
+  number_or_null(j, s, m.mfu);
+  j.key("hfu");
+  number_or_null(j, s, m.hfu);
+  j.key("tflops_per_gpu");
+  number_or_null(j, s, m.tflops_per_gpu);
+  j.key("bubble_fraction");
+  number_or_null(j, s, m.bubble_fraction);
+  j.key("peak_memory_bytes");
+  if (s) {
+    j.value(m.peak_memory_bytes);
+  } else {
+    j.null();
+  }
+  j.key("memory_headroom");
+  number_or_null(j, s, m.memory_headroom);
+  j.key("analytic_peak_bytes");
+  if (m.analytic_peak_bytes > 0) {
+    j.value(m.analytic_peak_bytes);
+  } else {
+    j.null();
+  }
+  j.key("cp_compute_s");
+  number_or_null(j, s, m.cp_compute_s);
+  j.key("cp_tp_comm_s");
+  number_or_null(j, s, m.cp_tp_comm_s);
+  j.key("cp_p2p_s");
+  number_or_null(j, s, m.cp_p2p_s);
+  j.key("cp_dp_comm_s");
+  number_or_null(j, s, m.cp_dp_comm_s);
+  j.key("cp_optimizer_s");
+  number_or_null(j, s, m.cp_optimizer_s);
+  j.key("cp_bubble_s");
+  number_or_null(j, s, m.cp_bubble_s);
+  j.end_object();
+}
+
+void write_sweep_json(std::ostream& out, const SweepSummary& s, double wall_s, int jobs,
                       std::int64_t ranks) {
-  sim::JsonWriter j(out);
+  JsonWriter j(out);
   j.begin_object();
   j.field("sweep", std::string_view(s.spec().file));
   j.field("objective", to_string(s.spec().objective));
@@ -93,27 +169,27 @@ void write_sweep_json(std::ostream& out, const sim::SweepSummary& s, double wall
   for (const auto& [key, n] : s.cut_by_reason()) j.field(key, n);
   j.end_object();
   j.key("best").begin_array();
-  for (const sim::RankedConfig& r : s.top()) row_object(j, r.row, s.columns(), &r.workload);
+  for (const RankedConfig& r : s.top()) row_object(j, r.row, s.columns(), &r.workload);
   j.end_array();
   j.key("pareto").begin_array();
-  for (const sim::RankedConfig& r : s.pareto()) row_object(j, r.row, s.columns(), nullptr);
+  for (const RankedConfig& r : s.pareto()) row_object(j, r.row, s.columns(), nullptr);
   j.end_array();
   j.end_object();
   out << '\n';
 }
 
-void JsonRowsSink::add(const sim::SweepRow& row, const Workload& /*workload*/) {
+void JsonRowsSink::add(const SweepRow& row, const Workload& /*workload*/) {
   rows_.push_back(row);
 }
 
 void JsonRowsSink::write(std::ostream& out) const {
-  sim::JsonWriter j(out);
+  JsonWriter j(out);
   j.begin_object();
   j.key("rows").begin_array();
-  for (const sim::SweepRow& r : rows_) row_object(j, r, columns_, nullptr);
+  for (const SweepRow& r : rows_) row_object(j, r, columns_, nullptr);
   j.end_array();
   j.end_object();
   out << '\n';
 }
 
-}  // namespace stepsim::cli
+}  // namespace stepsim::sim

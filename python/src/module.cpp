@@ -1,0 +1,214 @@
+// _stepsim: the C++ half of the `stepsim` Python module. Each function calls the same library
+// entry point as the matching `stepsim` command and returns that command's JSON text, so the
+// module and the CLI give the same documents; stepsim/__init__.py turns them into dicts and
+// problems into stepsim.ScenarioError. Nothing here prints, exits or aborts on bad input:
+// problems come back as (file, key, message) tuples.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "stepsim/core/import.hpp"
+#include "stepsim/core/load.hpp"
+#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/core/sweep_spec.hpp"
+#include "stepsim/sim/memory_report.hpp"
+#include "stepsim/sim/predict.hpp"
+#include "stepsim/sim/report.hpp"
+#include "stepsim/sim/schedule_report.hpp"
+#include "stepsim/sim/sweep_plan.hpp"
+
+namespace py = pybind11;
+
+namespace stepsim::python {
+namespace {
+
+using Problem = std::tuple<std::string, std::string, std::string>;  // file, key, message
+using Problems = std::vector<Problem>;
+
+Problems problems_of(const Errors& errors) {
+  Problems out;
+  for (const Error& e : errors) out.emplace_back(e.file, e.key, e.message);
+  return out;
+}
+
+/// The scenarios/ folder: $STEPSIM_SCENARIOS_DIR, else the source tree's (as the CLI).
+std::string scenarios_dir() {
+  const char* dir = std::getenv("STEPSIM_SCENARIOS_DIR");
+  return dir != nullptr ? dir : STEPSIM_DEFAULT_SCENARIOS_DIR;
+}
+
+LoadOptions load_options() { return LoadOptions{scenarios_dir()}; }
+
+/// A loaded, validated scenario: what load() returns and the other functions take.
+struct Scenario {
+  Workload workload;
+  std::string file;  ///< the file it came from, or "<dict>"
+};
+
+std::tuple<Problems, std::optional<Scenario>> load_file(const std::string& path) {
+  Result<Workload> w = load_scenario_file(path, load_options());
+  if (!w) return {problems_of(w.errors()), std::nullopt};
+  return {Problems{}, Scenario{std::move(w).value(), path}};
+}
+
+std::tuple<Problems, std::optional<Scenario>> load_text(const std::string& text,
+                                                        const std::string& label,
+                                                        const std::string& base_dir) {
+  Result<Workload> w = load_scenario_text(text, label, base_dir, load_options());
+  if (!w) return {problems_of(w.errors()), std::nullopt};
+  return {Problems{}, Scenario{std::move(w).value(), label}};
+}
+
+/// What `stepsim check` checks beyond loading: the cost model (a profile) can be built.
+Problems check(const Scenario& s) {
+  auto cost = make_cost_model(s.workload);
+  return cost ? Problems{} : problems_of(cost.errors());
+}
+
+/// (problems, runtime_failure, predict JSON text). The GIL is released while simulating.
+std::tuple<Problems, bool, std::string> predict(const Scenario& s, const std::string& trace,
+                                                bool gpipe) {
+  sim::PredictOptions options;
+  options.keep_timeline = !trace.empty();
+  options.gpipe = gpipe;
+  std::optional<sim::PredictOutcome> outcome;
+  {
+    py::gil_scoped_release release;
+    outcome = sim::predict(s.workload, options);
+  }
+  if (!outcome->run) return {problems_of(outcome->errors), outcome->runtime_failure, ""};
+  std::ostringstream out;
+  sim::write_prediction_json(s.workload, outcome->run->result, outcome->run->cost_model, out);
+  if (!trace.empty()) {
+    const Result<std::size_t> written = sim::write_trace_file(*outcome->run, trace);
+    if (!written) return {problems_of(written.errors()), true, ""};
+  }
+  return {Problems{}, false, out.str()};
+}
+
+std::string memory(const Scenario& s) {
+  std::ostringstream out;
+  sim::write_memory_json(s.workload, out);
+  return out.str();
+}
+
+std::tuple<Problems, std::string> schedule(std::int32_t pp, std::int32_t vpp,
+                                           std::int32_t microbatches,
+                                           std::optional<std::int32_t> group_size, bool gpipe,
+                                           bool overlap_p2p) {
+  sim::ScheduleRequest request;
+  request.pp = pp;
+  request.vpp = vpp;
+  request.microbatches = microbatches;
+  request.group_size = group_size.value_or(0);
+  request.group_size_given = group_size.has_value();
+  request.gpipe = gpipe;
+  request.overlap_p2p = overlap_p2p;
+  Result<sim::Schedule> s = sim::make_requested_schedule(request);
+  if (!s) return {problems_of(s.errors()), ""};
+  std::ostringstream out;
+  sim::write_schedule_json(out, *s);
+  return {Problems{}, out.str()};
+}
+
+/// Every row as a flat JSON object, in enumeration order.
+class RecordsSink final : public sim::SweepSink {
+ public:
+  explicit RecordsSink(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+  void add(const sim::SweepRow& row, const Workload& /*workload*/) override {
+    std::ostringstream out;
+    sim::write_sweep_record_json(out, row, columns_);
+    records_.push_back(out.str());
+  }
+  std::vector<std::string> take() { return std::move(records_); }
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::string> records_;
+};
+
+/// (problems, runtime_failure, summary JSON text, row JSON texts). `text` is the sweep
+/// file's JSON, `label` names it in errors and `base_dir` resolves its base scenario.
+std::tuple<Problems, bool, std::string, std::vector<std::string>> sweep(
+    const std::string& text, const std::string& label, const std::string& base_dir, int jobs,
+    const std::string& out) {
+  Result<SweepSpec> spec = load_sweep_text(text, label, base_dir, load_options());
+  if (!spec) return {problems_of(spec.errors()), false, "", {}};
+  RecordsSink records(sim::sweep_columns(*spec));
+  sim::SweepPlanOptions options;
+  options.jobs = jobs;
+  options.out = out;
+  options.sinks.push_back(&records);
+  std::optional<sim::SweepPlanOutcome> outcome;
+  {
+    py::gil_scoped_release release;
+    outcome = sim::run_sweep_plan(*spec, options);
+  }
+  if (!outcome->plan) return {problems_of(outcome->errors), outcome->runtime_failure, "", {}};
+  const sim::SweepPlan& plan = *outcome->plan;
+  std::ostringstream summary;
+  sim::write_sweep_json(summary, *plan.summary, plan.wall_s, plan.jobs, plan.ranks);
+  return {Problems{}, false, summary.str(), records.take()};
+}
+
+/// (problems, notes, model section JSON text).
+std::tuple<Problems, std::vector<std::string>, std::string> import_hf(
+    const std::string& text, const std::string& label, std::int64_t seq_length) {
+  Result<ImportedModel> m = model_from_hf_config(text, label, seq_length);
+  if (!m) return {problems_of(m.errors()), {}, ""};
+  return {Problems{}, m->notes, m->model_json};
+}
+
+/// (problems, ignored flags, notes, scenario JSON text).
+std::tuple<Problems, std::vector<std::string>, std::vector<std::string>, std::string>
+import_megatron(const std::string& line, std::int64_t world_size, const std::string& system) {
+  MegatronImportOptions options;
+  options.world_size = world_size;
+  options.system = system;
+  Result<ImportedScenario> s = scenario_from_megatron_args(line, options);
+  if (!s) return {problems_of(s.errors()), {}, {}, ""};
+  return {Problems{}, s->ignored_flags, s->notes, s->scenario_json};
+}
+
+}  // namespace
+}  // namespace stepsim::python
+
+PYBIND11_MODULE(_stepsim, m) {
+  using namespace stepsim::python;
+  m.doc() = "C++ half of the stepsim module; use `import stepsim`.";
+  py::class_<Scenario>(m, "Scenario", "A loaded and validated scenario (stepsim.load()).")
+      .def_property_readonly("name", [](const Scenario& s) { return s.workload.name; })
+      .def_property_readonly("file", [](const Scenario& s) { return s.file; })
+      .def_property_readonly("megatron_args",
+                             [](const Scenario& s) { return stepsim::megatron_args_of(s.workload); },
+                             "the scenario's model and parallel settings as Megatron-LM flags")
+      .def("__repr__", [](const Scenario& s) {
+        const stepsim::TrainingConfig& t = s.workload.training;
+        return "<stepsim.Scenario " + s.workload.name + ": t" +
+               std::to_string(t.tensor_model_parallel_size) + " p" +
+               std::to_string(t.pipeline_model_parallel_size) + " v" +
+               std::to_string(t.virtual_pipeline_model_parallel_size) + " dp" +
+               std::to_string(t.data_parallel_size) + " on " + std::to_string(t.world_size) +
+               " GPUs>";
+      });
+  m.def("version", [] { return std::string(STEPSIM_VERSION); });
+  m.def("scenarios_dir", &scenarios_dir);
+  m.def("load_file", &load_file);
+  m.def("load_text", &load_text);
+  m.def("check", &check);
+  m.def("predict", &predict);
+  m.def("memory", &memory);
+  m.def("schedule", &schedule);
+  m.def("sweep", &sweep);
+  m.def("import_hf", &import_hf);
+  m.def("import_megatron", &import_megatron);
+}

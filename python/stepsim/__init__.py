@@ -1,0 +1,217 @@
+"""stepsim from Python: predict a Megatron-LM training step, its memory and schedule, and
+plan a run over many configurations, with the same library calls (and the same JSON
+documents, as dicts) as the ``stepsim`` command line.
+
+    import stepsim
+    s = stepsim.load("scenarios/gpt3-175b-a100-64.json")   # or a dict in the same format
+    p = stepsim.predict(s)                                  # the `predict --format json` keys
+    p["step_time_s"], p["mfu"], p["stages"][0]["bubble_s"]
+    rows = stepsim.sweep("scenarios/sweeps/turing-530b-2520.json", jobs=2)
+    pandas.DataFrame(rows)                                  # one row per configuration
+
+Bad input of any kind raises :class:`ScenarioError`, naming the file, the key and the rule.
+The documents' keys are described in docs/outputs.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable
+
+from . import _stepsim
+from ._stepsim import Scenario
+
+__all__ = [
+    "Scenario",
+    "ScenarioError",
+    "SimulationError",
+    "SweepRows",
+    "check",
+    "import_hf",
+    "import_megatron",
+    "import_megatron_details",
+    "load",
+    "memory",
+    "predict",
+    "schedule",
+    "scenarios_dir",
+    "sweep",
+]
+
+__version__ = _stepsim.version()
+
+
+class ScenarioError(ValueError):
+    """Bad input: a scenario, system, profile or sweep that breaks a rule.
+
+    ``file``, ``key`` and ``rule`` describe the first problem (``key`` is the dotted scenario
+    key, e.g. ``training.tensor_model_parallel_size``; ``rule`` the rule in Megatron's
+    vocabulary); ``problems`` lists every problem as dicts with those three keys. ``str()``
+    is what ``stepsim check`` prints, one line per problem.
+    """
+
+    def __init__(self, problems: Iterable[tuple[str, str, str]]):
+        self.problems = [_problem(p) for p in problems]
+        first = self.problems[0] if self.problems else {"file": "", "key": "", "rule": ""}
+        self.file: str = first["file"]
+        self.key: str = first["key"]
+        self.rule: str = first["rule"]
+        super().__init__("\n".join(_line(p) for p in problems))
+
+
+class SimulationError(RuntimeError):
+    """A runtime failure (an output file that cannot be written; an internal inconsistency
+    of the simulation), the cases where the command line exits with status 1."""
+
+    def __init__(self, problems: Iterable[tuple[str, str, str]]):
+        super().__init__("\n".join(_line(p) for p in problems))
+
+
+class SweepRows(list):
+    """The rows of a sweep, one flat dict per configuration in enumeration order, keyed like
+    the columns of ``stepsim sweep --out FILE.csv`` (``pandas.DataFrame(rows)`` takes them as
+    they are). ``summary`` holds the ``stepsim sweep --format json`` document."""
+
+    summary: dict[str, Any]
+
+
+def _problem(p: tuple[str, str, str]) -> dict[str, str]:
+    file, key, message = p
+    return {"file": file, "key": key, "rule": message.lstrip("= ").strip() if key else message}
+
+
+def _line(p: tuple[str, str, str]) -> str:
+    file, key, message = p
+    return (f"{file}: " if file else "") + key + message
+
+
+def _raise_if(problems, runtime: bool = False) -> None:
+    if problems:
+        raise (SimulationError if runtime else ScenarioError)(problems)
+
+
+def scenarios_dir() -> str:
+    """The scenarios/ folder relative paths fall back to ($STEPSIM_SCENARIOS_DIR, else the
+    source tree's)."""
+    return _stepsim.scenarios_dir()
+
+
+def load(source: str | os.PathLike | dict | Scenario) -> Scenario:
+    """Loads and validates a scenario: a file path, or a dict in the scenario format
+    (docs/scenario.md; relative ``system`` and profile paths then resolve against the
+    current directory, then scenarios/). Raises ScenarioError naming every problem."""
+    if isinstance(source, Scenario):
+        return source
+    if isinstance(source, dict):
+        problems, scenario = _stepsim.load_text(json.dumps(source), "<dict>", os.getcwd())
+    elif isinstance(source, (str, os.PathLike)):
+        problems, scenario = _stepsim.load_file(os.fspath(source))
+    else:
+        raise TypeError(f"stepsim.load takes a path or a dict, not {type(source).__name__}")
+    _raise_if(problems)
+    return scenario
+
+
+def check(source: str | os.PathLike | dict | Scenario) -> list[dict[str, str]]:
+    """Every problem ``stepsim check`` would report (dicts with file, key, rule); [] when
+    the scenario, its system and its profile are valid."""
+    try:
+        scenario = load(source)
+    except ScenarioError as e:
+        return e.problems
+    return [_problem(p) for p in _stepsim.check(scenario)]
+
+
+def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = False,
+            trace: str | os.PathLike | None = None, gpipe: bool = False) -> dict[str, Any]:
+    """Simulates one training step: the ``stepsim predict --format json`` document as a dict
+    (step_time_s, tokens_per_s, mfu, hfu, tflops_per_gpu, stages, critical_path, ...).
+    ``trace`` writes the step as a Chrome trace file (docs/trace.md); ``gpipe`` simulates
+    GPipe instead of Megatron's 1F1B."""
+    if full_rank:
+        raise NotImplementedError(
+            "stepsim.predict(full_rank=True): simulating every GPU is not modelled yet; "
+            "stepsim simulates one representative rank per pipeline stage")
+    s = load(scenario)
+    problems, runtime, text = _stepsim.predict(s, os.fspath(trace) if trace else "", gpipe)
+    _raise_if(problems, runtime)
+    return json.loads(text)
+
+
+def memory(scenario: str | os.PathLike | dict | Scenario) -> dict[str, Any]:
+    """The analytic memory per stage: the ``stepsim memory --format json`` document."""
+    return json.loads(_stepsim.memory(load(scenario)))
+
+
+def schedule(pp: int, microbatches: int, vpp: int = 1, group_size: int | None = None,
+             gpipe: bool = False, overlap_p2p: bool = False) -> dict[str, Any]:
+    """The per-rank order of forward and backward steps Megatron-LM runs: the ``stepsim
+    schedule --format json`` document (arguments as that command's flags)."""
+    problems, text = _stepsim.schedule(pp, vpp, microbatches, group_size, gpipe, overlap_p2p)
+    _raise_if(problems)
+    return json.loads(text)
+
+
+def sweep(spec: str | os.PathLike | dict, jobs: int = 0,
+          out: str | os.PathLike | None = None) -> SweepRows:
+    """Plans a run: every configuration of a sweep (a file path or a dict in the sweep format
+    of docs/scenario.md) evaluated on ``jobs`` threads (0: all cores). Returns SweepRows (one
+    flat dict per configuration; ``.summary``: the ``--format json`` summary). ``out`` also
+    writes the rows as ``stepsim sweep --out`` does (FILE.csv or FILE.json)."""
+    if isinstance(spec, dict):
+        text, label, base_dir = json.dumps(spec), "<dict>", os.getcwd()
+    elif isinstance(spec, (str, os.PathLike)):
+        label = os.fspath(spec)
+        try:
+            with open(label, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            raise ScenarioError([(label, "", "cannot open the file (missing or unreadable)")])
+        base_dir = os.path.dirname(label) or "."
+    else:
+        raise TypeError(f"stepsim.sweep takes a path or a dict, not {type(spec).__name__}")
+    if jobs < 0:
+        raise ValueError(f"stepsim.sweep: jobs={jobs} must be >= 0 (0: all cores)")
+    problems, runtime, summary, rows = _stepsim.sweep(text, label, base_dir, jobs,
+                                                      os.fspath(out) if out else "")
+    _raise_if(problems, runtime)
+    result = SweepRows(json.loads(r) for r in rows)
+    result.summary = json.loads(summary)
+    return result
+
+
+def import_hf(config: str | os.PathLike | dict, seq_length: int | None = None) -> dict[str, Any]:
+    """The model section of a scenario ({"model": {...}}, Megatron-LM's key names) from a
+    Hugging Face config.json (a path or the parsed dict), as ``stepsim import-hf``.
+    ``seq_length``: the training sequence length (default: max_position_embeddings)."""
+    if isinstance(config, dict):
+        text, label = json.dumps(config), "<dict>"
+    else:
+        label = os.fspath(config)
+        try:
+            with open(label, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            raise ScenarioError([(label, "", "cannot open the file (missing or unreadable)")])
+    if seq_length is not None and seq_length <= 0:
+        raise ScenarioError([(label, "seq_length", f"={seq_length} must be positive")])
+    problems, _notes, text = _stepsim.import_hf(text, label, seq_length or 0)
+    _raise_if(problems)
+    return json.loads(text)
+
+
+def import_megatron(line: str, world_size: int = 0, system: str = "") -> dict[str, Any]:
+    """A scenario (a dict in the scenario format) from a Megatron-LM launch line, as
+    ``stepsim predict --megatron-args`` builds it. ``world_size``: GPUs of the run (default:
+    from torchrun's --nnodes x --nproc_per_node); ``system``: a system file. The flags stepsim
+    does not model and the assumptions made: import_megatron_details()."""
+    return import_megatron_details(line, world_size, system)["scenario"]
+
+
+def import_megatron_details(line: str, world_size: int = 0, system: str = "") -> dict[str, Any]:
+    """As import_megatron, with what the import could not carry over:
+    {"scenario": {...}, "ignored_flags": [...], "notes": [...]}."""
+    problems, ignored, notes, text = _stepsim.import_megatron(line, world_size, system)
+    _raise_if(problems)
+    return {"scenario": json.loads(text), "ignored_flags": list(ignored), "notes": list(notes)}

@@ -1,0 +1,50 @@
+#pragma once
+// `stepsim predict` as a library call: the scenario's cost model, decomposition and one
+// simulated step, with the report's writers in report.hpp. The CLI and the Python module
+// both call this, so their JSON is the same document.
+
+#include <optional>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepsim/core/result.hpp"
+#include "stepsim/core/scenario.hpp"
+#include "stepsim/sim/simulate.hpp"
+
+namespace stepsim::sim {
+
+struct PredictOptions {
+  bool keep_timeline = false;  ///< fill the timeline (for a trace file)
+  bool gpipe = false;          ///< GPipe instead of Megatron's 1F1B
+  std::vector<Straggler> stragglers;  ///< slower GPUs (see SimulateOptions)
+};
+
+/// What a trace file holds: every op or one slice per action (microbatch level), and which
+/// pipeline ranks (all when absent).
+struct TraceShape {
+  bool microbatch_level = false;
+  std::optional<std::vector<std::int32_t>> ranks;
+};
+
+struct PredictRun {
+  SimulationResult result;
+  std::string cost_model;  ///< the cost model's description (report's `cost_model`)
+};
+
+/// The run, or why not: bad input (the cost model's profile, a straggler outside the job:
+/// exit 2) or a runtime failure of the simulation (exit 1).
+struct PredictOutcome {
+  std::optional<PredictRun> run;
+  Errors errors;
+  bool runtime_failure = false;
+};
+
+PredictOutcome predict(const Workload& w, const PredictOptions& options);
+
+/// Writes the run's Chrome trace, shaped, to `trace_path`; returns the slices written.
+/// Errors: the trace file cannot be written.
+Result<std::size_t> write_trace_file(const PredictRun& run, const std::string& trace_path,
+                                     const TraceShape& shape = {});
+
+}  // namespace stepsim::sim

@@ -1,0 +1,42 @@
+// `stepsim predict` as a library call (predict.hpp).
+
+#include "stepsim/sim/predict.hpp"
+
+#include <fstream>
+
+#include "stepsim/core/decompose.hpp"
+#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/sim/report.hpp"
+
+namespace stepsim::sim {
+
+PredictOutcome predict(const Workload& w, const PredictOptions& options) {
+  Result<std::unique_ptr<CostModel>> cost = make_cost_model(w);
+  if (!cost.ok()) return {std::nullopt, cost.errors(), false};
+  const WorkloadPlan plan = decompose(w);
+  SimulateOptions simulate_options;
+  simulate_options.keep_timeline = options.keep_timeline;
+  simulate_options.gpipe = options.gpipe;
+  simulate_options.stragglers = options.stragglers;
+  Result<SimulationResult> result = simulate(w, plan, **cost, simulate_options);
+  if (!result.ok()) {
+    // A straggler outside the job is bad input; anything else is an internal failure.
+    const bool bad_input = result.errors().front().key == "--straggler";
+    return {std::nullopt, result.errors(), !bad_input};
+  }
+  return {PredictRun{std::move(result).value(), (*cost)->describe()}, {}, false};
+}
+
+Result<std::size_t> write_trace_file(const PredictRun& run, const std::string& trace_path,
+                                     const TraceShape& shape) {
+  std::ofstream trace(trace_path, std::ios::binary);
+  if (!trace) return Error{trace_path, "", "cannot write the trace file"};
+  Timeline timeline =
+      shape.microbatch_level ? microbatch_level(run.result.timeline) : run.result.timeline;
+  if (shape.ranks) keep_ranks(timeline, *shape.ranks);
+  write_chrome_trace(timeline, run.result.prediction.stages, trace);
+  if (!trace.flush()) return Error{trace_path, "", "writing the trace file failed"};
+  return timeline.slices.size();
+}
+
+}  // namespace stepsim::sim

@@ -1,0 +1,159 @@
+"""The stepsim Python module: its API, its errors, and the documents it returns."""
+
+import json
+import math
+import subprocess
+
+import pytest
+
+import stepsim
+from conftest import SCENARIOS
+
+GPT3 = str(SCENARIOS / "gpt3-175b-a100-64.json")
+
+
+def gpt3_dict():
+    with open(GPT3, encoding="utf-8") as f:
+        d = json.load(f)
+    # The file names its system and profile relative to scenarios/; a dict resolves them
+    # against the current folder, then scenarios/.
+    return d
+
+
+def test_load_path_and_dict_predict_the_same():
+    a = stepsim.predict(stepsim.load(GPT3))
+    b = stepsim.predict(gpt3_dict())
+    assert a == b
+    assert a["step_time_s"] > 0
+    assert 0 < a["mfu"] <= a["hfu"] <= 1
+
+
+def test_scenario_object():
+    s = stepsim.load(GPT3)
+    assert s.name == "gpt3-175b-a100-64"
+    assert "--tensor-model-parallel-size 8" in s.megatron_args
+    assert "t8 p8 v3" in repr(s)
+    assert stepsim.load(s) is s
+
+
+def test_bad_scenario_raises_scenario_error_with_file_key_rule():
+    d = gpt3_dict()
+    d["training"]["tensor_model_parallel_size"] = 6
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.load(d)
+    assert e.value.file == "<dict>"
+    by_key = {p["key"]: p["rule"] for p in e.value.problems}
+    assert "tensor_model_parallel_size*pipeline_model_parallel_size=6*8" in \
+        by_key["training.world_size"]
+    assert (e.value.key, e.value.rule) == (e.value.problems[0]["key"], e.value.problems[0]["rule"])
+    assert "<dict>: training.world_size=64 is not divisible" in str(e.value)
+    assert isinstance(e.value, ValueError)
+    assert all(set(p) == {"file", "key", "rule"} for p in e.value.problems)
+
+
+def test_unknown_key_and_missing_file_raise():
+    d = gpt3_dict()
+    d["training"]["context_parallel_size"] = 2
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.load(d)
+    assert e.value.key.startswith("training.context_parallel_size")
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.load("/nonexistent/s.json")
+    assert e.value.file == "/nonexistent/s.json"
+    with pytest.raises(TypeError):
+        stepsim.load(42)
+
+
+def test_check_lists_every_problem():
+    assert stepsim.check(GPT3) == []
+    d = gpt3_dict()
+    d["training"]["tensor_model_parallel_size"] = 6
+    d["training"]["micro_batch_size"] = 0
+    problems = stepsim.check(d)
+    keys = {p["key"] for p in problems}
+    assert {"training.world_size", "training.micro_batch_size"} <= keys
+
+
+def test_full_rank_is_not_modelled_yet():
+    with pytest.raises(NotImplementedError, match="not modelled yet"):
+        stepsim.predict(GPT3, full_rank=True)
+
+
+def test_trace_is_written(tmp_path):
+    trace = tmp_path / "step.json"
+    p = stepsim.predict(str(SCENARIOS / "llama3-8b-h100-8.json"), trace=trace)
+    doc = json.loads(trace.read_text())
+    assert doc["stepsim"]["step_time_s"] == p["step_time_s"]
+    assert any(e["ph"] == "X" for e in doc["traceEvents"])
+
+
+def test_trace_to_unwritable_path_is_a_simulation_error():
+    with pytest.raises(stepsim.SimulationError):
+        stepsim.predict(GPT3, trace="/nonexistent/dir/t.json")
+
+
+def test_memory_and_schedule():
+    m = stepsim.memory(GPT3)
+    assert len(m["stages"]) == 8
+    assert m["peak_bytes"] == max(s["peak_bytes"] for s in m["stages"])
+    s = stepsim.schedule(pp=4, microbatches=8, vpp=2)
+    assert s["params"]["schedule"] == "interleaved"
+    assert len(s["ranks"]) == 4
+    # Every rank runs every (micro-batch, chunk) forward and backward once.
+    for r in s["ranks"]:
+        assert sorted(map(tuple, r["ops"])) == sorted(
+            (k, mb, c) for k in "BF" for mb in range(8) for c in range(2))
+    with pytest.raises(stepsim.ScenarioError, match="interleaved schedule only"):
+        stepsim.schedule(pp=4, microbatches=8, overlap_p2p=True)
+
+
+def test_sweep_rows_go_into_a_data_frame():
+    pd = pytest.importorskip("pandas")
+    spec = {"base": "llama3-8b-h100-8.json",
+            "search": {"training.tensor_model_parallel_size": "auto",
+                       "training.micro_batch_size": [1, 2]},
+            "top": 3}
+    rows = stepsim.sweep(spec, jobs=2)
+    df = pd.DataFrame(rows)
+    assert len(df) == rows.summary["evaluated"] == len(rows)
+    assert list(df["index"]) == list(range(len(df)))
+    assert {"training.tensor_model_parallel_size", "status", "tokens_per_s",
+            "peak_memory_bytes"} <= set(df.columns)
+    feasible = df[df.status == "feasible"]
+    assert len(feasible) == rows.summary["feasible"] > 0
+    best = rows.summary["best"][0]
+    assert feasible.tokens_per_s.max() == best["metrics"]["tokens_per_s"]
+    skipped = df[~df.simulated]
+    assert all(v is None or (isinstance(v, float) and math.isnan(v))
+               for v in skipped.step_time_s)
+
+
+def test_bad_sweep_raises():
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.sweep({"base": "llama3-8b-h100-8.json",
+                       "search": {"training.no_such_knob": [1]}})
+    assert "training.no_such_knob" in str(e.value)
+    with pytest.raises(ValueError):
+        stepsim.sweep({"base": "llama3-8b-h100-8.json", "search": {}}, jobs=-1)
+
+
+def test_import_hf_and_megatron():
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+           "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+           "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+           "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": False,
+           "hidden_act": "silu"}
+    model = stepsim.import_hf(cfg)["model"]
+    assert model["num_query_groups"] == 8 and model["swiglu"] is True
+    s = stepsim.load(GPT3)
+    line = "torchrun --nnodes 8 --nproc_per_node 8 pretrain_gpt.py " + s.megatron_args
+    scenario = stepsim.import_megatron(line, system="systems/dgx-a100-80gb.json")
+    assert scenario["training"]["tensor_model_parallel_size"] == 8
+    assert stepsim.load(scenario).name
+    with pytest.raises(stepsim.ScenarioError):
+        stepsim.import_megatron("pretrain_gpt.py --num-layers")
+
+
+def test_version_matches_the_cli(stepsim_bin):
+    out = subprocess.run([stepsim_bin, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"stepsim {stepsim.__version__}"
