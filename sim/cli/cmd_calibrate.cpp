@@ -5,22 +5,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "stepsim/calibration/backend.hpp"
-#include "stepsim/calibration/calibrate.hpp"
-#include "stepsim/calibration/microbench.hpp"
-#include "stepsim/calibration/mpi_session.hpp"
+#include "stepsim/calibration/calibrate_command.hpp"
 #include "stepsim/core/decompose.hpp"
-#include "stepsim/core/profile.hpp"
 
 namespace stepsim::cli {
 namespace {
@@ -38,144 +32,38 @@ struct CalibrateArgs {
   long long stop_after = -1;
 };
 
-/// Checks what can be checked before MPI starts; one line per problem.
-Errors check_args(const CalibrateArgs& a) {
-  Errors errors;
-  const std::filesystem::path out(a.out);
-  const std::filesystem::path dir = out.has_parent_path() ? out.parent_path() : ".";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    errors.push_back(
-        Error{"", "--out", "=" + a.out + ": folder " + dir.string() + " does not exist"});
-  }
-  if (a.fp8 && a.backend != "cuda") {
-    errors.push_back(Error{"", "--fp8",
-                           ": FP8 GEMMs are measured by the cuda backend only (Hopper or Ada "
-                           "GPUs); the cpu backend computes in fp32"});
-  }
-  return errors;
-}
-
 int run_calibrate(const CalibrateArgs& a, Env& env) {
-  std::ostream& out = *env.out;
-  std::ostream& err = *env.err;
-  if (const Errors bad = check_args(a); !bad.empty()) {
-    err << format_errors(bad);
+  calib::CalibrateRequest request;
+  request.backend = a.backend;
+  request.out = a.out;
+  request.quick = a.quick;
+  request.fp8 = a.fp8;
+  request.flush_cache = a.flush_cache;
+  request.threads = a.threads;
+  request.repeats = a.repeats;
+  request.warmup = a.warmup;
+  request.stop_after = a.stop_after;
+  if (const Errors bad = calib::check_calibrate_request(request); !bad.empty()) {
+    *env.err << format_errors(bad);
     return 2;
   }
   // A bad scenario is bad input: exit 2 before MPI starts and before anything is measured.
-  std::vector<WorkloadPlan> scenario_plans;
-  std::vector<std::string> scenario_names;
   for (const std::string& path : a.scenarios) {
     std::optional<Workload> w = load_or_report(path, env);
     if (!w) return 2;
-    scenario_names.push_back(w->name);
-    scenario_plans.push_back(decompose(*w));
+    request.scenario_names.push_back(w->name);
+    request.scenario_plans.push_back(decompose(*w));
   }
   prepare_mpi_launch();
-  auto session = calib::MpiSession::start(nullptr, nullptr);
-  if (!session.ok()) {
-    err << "stepsim calibrate: " << format_errors(session.errors());
+  const calib::CalibrateOutcome outcome =
+      calib::calibrate_profile(request, env.err, isatty(STDERR_FILENO) != 0);
+  if (!outcome.errors.empty()) {
+    *env.err << "stepsim calibrate: ";
+    if (outcome.world_size > 1) *env.err << "rank " << outcome.rank << ": ";
+    *env.err << format_errors(outcome.errors);
     return 1;
   }
-  const std::int32_t rank = session.value()->world_rank();
-  const bool root = rank == 0;
-  auto report = [&](const Errors& errors) {
-    if (session.value()->world_size() > 1) err << "rank " << rank << ": ";
-    err << format_errors(errors);
-    return 1;
-  };
-
-  calib::BackendOptions options;
-  options.cpu_threads = a.threads;
-  options.repeats = a.repeats;
-  options.warmup = a.warmup;
-  options.flush_cache = a.flush_cache;
-  auto backend = calib::make_backend(a.backend, options);
-  if (!backend.ok()) return report(backend.errors());
-  calib::Backend& b = *backend.value();
-
-  auto node_ids = calib::world_node_ids();
-  if (!node_ids.ok()) return report(node_ids.errors());
-  calib::BenchPlanOptions plan_options;
-  plan_options.gpu = a.backend == "cuda";
-  plan_options.quick = a.quick;
-  plan_options.node_ids = node_ids.value();
-  plan_options.fp8 = a.fp8;
-  std::vector<calib::BenchPoint> points = calib::make_bench_plan(plan_options);
-  std::vector<std::vector<std::string>> skipped(scenario_plans.size());
-  std::vector<std::size_t> scenario_counts;
-  for (std::size_t i = 0; i < scenario_plans.size(); ++i) {
-    const auto extra = calib::scenario_points(scenario_plans[i], plan_options, skipped[i]);
-    scenario_counts.push_back(extra.size());
-    points = calib::merge_points(std::move(points), extra);
-  }
-
-  calib::CalibrationOptions run_options;
-  run_options.journal_path = a.out + ".journal";
-  run_options.stop_after = a.stop_after;
-  if (a.backend == "cpu") {
-    run_options.notes.push_back(
-        "cpu backend: GEMMs and attention run in fp32 (Eigen), memory-bound kernels stream "
-        "dst = 2 * src, collectives and messages are MPI on float buffers");
-  }
-  if (b.world_size() == 1) {
-    run_options.notes.push_back(
-        "one rank: GEMMs and kernels only; collectives and point-to-point need ranks "
-        "(run under mpirun -np N)");
-  }
-  if (const std::string v = b.versions(); !v.empty()) {
-    run_options.notes.push_back(b.name() + " backend: " + v);
-  }
-  if (a.fp8) {
-    run_options.notes.push_back(
-        "fp8: every GEMM of the grid and of the scenarios also measured with E4M3 operands and a "
-        "bf16 result in cuBLASLt's TN layout (the layout Transformer Engine calls), per-tensor "
-        "scales off");
-  }
-  for (std::size_t i = 0; i < scenario_plans.size(); ++i) {
-    const std::string& name = scenario_names[i];
-    run_options.notes.push_back("scenario " + name + ": its " +
-                                std::to_string(scenario_counts[i]) +
-                                " distinct GEMM shapes, kernels, collective and message sizes "
-                                "measurable on this world were measured exactly");
-    for (const std::string& line : skipped[i]) {
-      run_options.notes.push_back("scenario " + name + ": not measured: " + line);
-      if (root) err << "stepsim calibrate: scenario " << name << ": not measured: " << line << "\n";
-    }
-  }
-  if (root && b.world_size() == 1) {
-    err << "stepsim calibrate: one rank, so GEMMs and kernels only; collectives and "
-           "point-to-point need ranks (mpirun -np N stepsim calibrate ...)\n";
-  }
-
-  std::unique_ptr<calib::StreamProgress> progress;
-  if (root) progress = std::make_unique<calib::StreamProgress>(err, isatty(STDERR_FILENO) != 0);
-  auto run = calib::run_calibration(b, points, run_options, progress.get());
-  if (!run.ok()) return report(run.errors());
-  if (!root) return 0;
-  const calib::CalibrationRun& r = run.value();
-  if (!r.complete) {
-    out << "stopped after " << r.measured << " new measurements (--stop-after); the journal "
-        << run_options.journal_path << " holds " << (r.resumed + r.measured) << " of " << r.total
-        << " points: run the same command again to resume\n";
-    return 0;
-  }
-  {
-    std::ofstream file(a.out, std::ios::binary | std::ios::trunc);
-    file << profile_to_json(r.profile);
-    if (!file) {
-      err << a.out << ": cannot be written\n";
-      return 1;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::remove(run_options.journal_path, ec);
-  calib::write_summary(out, r.profile);
-  out << "measured " << r.measured << " points";
-  if (r.resumed > 0) out << " (" << r.resumed << " more resumed from the journal)";
-  out << " in " << std::to_string(r.wall_s).substr(0, std::to_string(r.wall_s).find('.') + 2)
-      << " s; wrote " << a.out << "\n";
+  if (outcome.root) calib::write_calibrate_report(*env.out, request, outcome);
   return 0;
 }
 
