@@ -36,6 +36,30 @@ FlopsSummary count_flops(const Workload& w) {
   return out;
 }
 
+double megatron_logged_flops_per_step(const Workload& w) {
+  // Megatron-LM, megatron/training/training.py, num_floating_point_operations() and its
+  // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), for num_experts = None,
+  // mtp_num_layers = None, no multi-latent or linear attention, no attention output gate:
+  //   tokens * (6 h ffn (3 if swiglu else 2) L + 6 (h (q + 2 kv) + q h) L + 6 h V)
+  //   + batch * s^2 * L * 6 q / 2 * 2
+  // with q = kv_channels * heads, kv = kv_channels * query groups, batch = global batch.
+  const ModelConfig& m = w.model;
+  const double fwd_bwd_fma = 3.0 * 2.0;
+  const double h = static_cast<double>(m.hidden_size);
+  const double layers = static_cast<double>(m.num_layers);
+  const double q = static_cast<double>(m.kv_channels * m.num_attention_heads);
+  const double kv = static_cast<double>(m.kv_channels * m.num_query_groups);
+  const double ffn_factor = m.swiglu ? 3.0 : 2.0;
+  const double s = static_cast<double>(m.seq_length);
+  const double batch = static_cast<double>(w.training.global_batch_size);
+  const double tokens = batch * s;
+  const double mlp = fwd_bwd_fma * h * static_cast<double>(m.ffn_hidden_size) * ffn_factor * layers;
+  const double attn_linear = fwd_bwd_fma * (h * (q + 2.0 * kv) + q * h) * layers;
+  const double logits = fwd_bwd_fma * h * static_cast<double>(m.padded_vocab_size);
+  const double attn_core = fwd_bwd_fma * q / 2.0 * 2.0 * layers;
+  return tokens * (mlp + attn_linear + logits) + batch * s * s * attn_core;
+}
+
 double utilisation(double flops_per_step, double step_time_s, std::int64_t gpus,
                    double peak_flops_per_gpu) {
   const double capacity = step_time_s * static_cast<double>(gpus) * peak_flops_per_gpu;

@@ -71,6 +71,10 @@ std::string_view to_string(SweepObjective o) {
       return "min_step_time";
     case SweepObjective::kMinGpus:
       return "min_gpus";
+    case SweepObjective::kMaxTokensPerSPerGpu:
+      return "max_tokens_per_s_per_gpu";
+    case SweepObjective::kMinTimeToTrain:
+      return "min_time_to_train";
   }
   return "?";
 }

@@ -270,7 +270,8 @@ void SpecReader::read_objective(const json& doc, SweepSpec& spec) {
     const std::string name = o.is_string() ? o.get<std::string>() : "";
     bool found = false;
     for (SweepObjective k :
-         {SweepObjective::kMaxTokensPerS, SweepObjective::kMinStepTime, SweepObjective::kMinGpus}) {
+         {SweepObjective::kMaxTokensPerS, SweepObjective::kMinStepTime, SweepObjective::kMinGpus,
+          SweepObjective::kMaxTokensPerSPerGpu, SweepObjective::kMinTimeToTrain}) {
       if (to_string(k) == name) {
         spec.objective = k;
         found = true;
@@ -278,8 +279,20 @@ void SpecReader::read_objective(const json& doc, SweepSpec& spec) {
     }
     if (!found) {
       fail("objective", std::string("=") + o.dump() +
-                            " is not one of: max_tokens_per_s, min_step_time, min_gpus");
+                            " is not one of: max_tokens_per_s, min_step_time, min_gpus, "
+                            "max_tokens_per_s_per_gpu, min_time_to_train");
     }
+  }
+  if (doc.contains("train_tokens")) {
+    const json& t = doc["train_tokens"];
+    if (!t.is_number() || !(t.get<double>() >= 1.0 && t.get<double>() <= 1e18)) {
+      fail("train_tokens", std::string("=") + t.dump() + " must be a number of tokens in [1, 1e18]");
+    } else {
+      spec.train_tokens = static_cast<std::int64_t>(t.get<double>());
+    }
+  }
+  if (spec.objective == SweepObjective::kMinTimeToTrain && spec.train_tokens == 0) {
+    fail("objective", "=\"min_time_to_train\" needs \"train_tokens\": the token budget to train");
   }
   if (doc.contains("top")) {
     const json& t = doc["top"];
@@ -328,8 +341,8 @@ Result<SweepSpec> load_sweep_text(std::string_view text, const std::string& file
   spec.file = file_label;
   for (const auto& [key, v] : doc.items()) {
     if (key != "base" && key != "search" && key != "constraints" && key != "objective" &&
-        key != "top") {
-      r.fail(key, "is not a sweep key (base, search, constraints, objective, top)");
+        key != "top" && key != "train_tokens") {
+      r.fail(key, "is not a sweep key (base, search, constraints, objective, top, train_tokens)");
     }
   }
   r.read_base(doc, base_override, spec);

@@ -76,7 +76,7 @@ Problems check(const Scenario& s) {
 
 /// (problems, runtime_failure, predict JSON text). The GIL is released while simulating.
 std::tuple<Problems, bool, std::string> predict(const Scenario& s, const std::string& trace,
-                                                bool gpipe) {
+                                                bool gpipe, std::int64_t train_tokens) {
   sim::PredictOptions options;
   options.keep_timeline = !trace.empty();
   options.gpipe = gpipe;
@@ -87,7 +87,10 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const std::st
   }
   if (!outcome->run) return {problems_of(outcome->errors), outcome->runtime_failure, ""};
   std::ostringstream out;
-  sim::write_prediction_json(s.workload, outcome->run->result, outcome->run->cost_model, out);
+  sim::ReportOptions report;
+  report.train_tokens = train_tokens;
+  sim::write_prediction_json(s.workload, outcome->run->result, outcome->run->cost_model, out,
+                             report);
   if (!trace.empty()) {
     const Result<std::size_t> written = sim::write_trace_file(*outcome->run, trace);
     if (!written) return {problems_of(written.errors()), true, ""};

@@ -124,17 +124,22 @@ def check(source: str | os.PathLike | dict | Scenario) -> list[dict[str, str]]:
 
 
 def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = False,
-            trace: str | os.PathLike | None = None, gpipe: bool = False) -> dict[str, Any]:
+            trace: str | os.PathLike | None = None, gpipe: bool = False,
+            train_tokens: int | float | None = None) -> dict[str, Any]:
     """Simulates one training step: the ``stepsim predict --format json`` document as a dict
     (step_time_s, tokens_per_s, mfu, hfu, tflops_per_gpu, stages, critical_path, ...).
     ``trace`` writes the step as a Chrome trace file (docs/trace.md); ``gpipe`` simulates
-    GPipe instead of Megatron's 1F1B."""
+    GPipe instead of Megatron's 1F1B; ``train_tokens`` adds ``time_to_train`` (steps, time,
+    GPU-hours for that many tokens, as ``--train-tokens``)."""
     if full_rank:
         raise NotImplementedError(
             "stepsim.predict(full_rank=True): simulating every GPU is not modelled yet; "
             "stepsim simulates one representative rank per pipeline stage")
     s = load(scenario)
-    problems, runtime, text = _stepsim.predict(s, os.fspath(trace) if trace else "", gpipe)
+    if train_tokens is not None and not 1 <= train_tokens <= 1e18:
+        raise ScenarioError([("", "train_tokens", f"={train_tokens} must lie in [1, 1e18]")])
+    problems, runtime, text = _stepsim.predict(s, os.fspath(trace) if trace else "", gpipe,
+                                               int(train_tokens or 0))
     _raise_if(problems, runtime)
     return json.loads(text)
 

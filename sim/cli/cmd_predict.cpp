@@ -26,6 +26,7 @@ struct PredictArgs {
   std::string trace_ranks;  ///< "0,3" or "0-3,7"; empty: every rank
   std::vector<std::string> stragglers;  ///< "RANK=FACTOR"
   bool gpipe = false;
+  double train_tokens = 0;
   MegatronArgs megatron;
 };
 
@@ -124,10 +125,12 @@ int run_predict(const PredictArgs& args, Env& env) {
     return outcome.runtime_failure ? 1 : 2;
   }
   const sim::PredictRun& run = *outcome.run;
+  sim::ReportOptions report;
+  report.train_tokens = static_cast<std::int64_t>(args.train_tokens);
   if (args.format == "json") {
-    sim::write_prediction_json(*w, run.result, run.cost_model, *env.out);
+    sim::write_prediction_json(*w, run.result, run.cost_model, *env.out, report);
   } else {
-    sim::write_prediction_text(*w, run.result, run.cost_model, *env.out);
+    sim::write_prediction_text(*w, run.result, run.cost_model, *env.out, report);
   }
   if (args.trace.empty()) return 0;
   const Result<std::size_t> slices = sim::write_trace_file(run, args.trace, shape);
@@ -166,6 +169,10 @@ void add_predict_command(CLI::App& app, Env& env) {
   cmd->add_option("--straggler", args->stragglers,
                   "RANK=FACTOR: global rank RANK's kernels take FACTOR times as long (repeat the "
                   "flag for several; all in one data-parallel replica)");
+  cmd->add_option("--train-tokens", args->train_tokens,
+                  "also report the steps, time and GPU-hours to train this many tokens "
+                  "(e.g. 300e9)")
+      ->check(CLI::Range(1.0, 1e18));
   cmd->add_flag("--gpipe", args->gpipe,
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
   cmd->add_option("--megatron-args", args->megatron.line,

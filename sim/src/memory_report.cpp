@@ -9,6 +9,7 @@
 
 #include "stepsim/core/flops.hpp"
 #include "stepsim/sim/json_writer.hpp"
+#include "stepsim/sim/report.hpp"
 
 namespace stepsim::sim {
 
@@ -48,6 +49,7 @@ void write_memory_json(const Workload& w, std::ostream& out) {
   j.field("peak_bytes", largest_peak(rows));
   j.field("fits", largest_peak(rows) <= w.system.memory_bytes);
   j.field("layer_activation_bytes", layer_activation_bytes(w));
+  write_configuration_json(j, w);
   j.key("stages").begin_array();
   for (const StageMemoryRow& r : rows) {
     const StageMemory& m = r.memory;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "stepsim/core/flops.hpp"
 #include "stepsim/sim/json_writer.hpp"
 
 namespace stepsim::sim {
@@ -45,10 +46,81 @@ std::string share(double part, double whole) {
   return fmt("%.3f s", part) + (whole > 0 ? fmt(" (%.1f%%)", 100.0 * part / whole) : "");
 }
 
+std::string_view granularity_key(RecomputeGranularity g) {
+  switch (g) {
+    case RecomputeGranularity::kNone: return "none";
+    case RecomputeGranularity::kSelective: return "selective";
+    case RecomputeGranularity::kFull: return "full";
+  }
+  return "?";
+}
+
+std::string_view method_key(RecomputeMethod m) {
+  switch (m) {
+    case RecomputeMethod::kNone: return "none";
+    case RecomputeMethod::kUniform: return "uniform";
+    case RecomputeMethod::kBlock: return "block";
+  }
+  return "?";
+}
+
+/// "12.3 days" / "5.1 hours" / "42 min".
+std::string duration(double s) {
+  if (s >= 2 * 86400.0) return fmt("%.1f days", s / 86400.0);
+  if (s >= 2 * 3600.0) return fmt("%.1f hours", s / 3600.0);
+  return fmt("%.0f min", s / 60.0);
+}
+
 }  // namespace
 
+TimeToTrain time_to_train(const Workload& w, double step_time_s, std::int64_t tokens) {
+  TimeToTrain t;
+  t.tokens = tokens;
+  const std::int64_t per_step = w.training.global_batch_size * w.model.seq_length;
+  if (per_step <= 0 || tokens <= 0) return t;
+  t.steps = tokens / per_step + (tokens % per_step != 0 ? 1 : 0);
+  t.time_s = static_cast<double>(t.steps) * step_time_s;
+  t.gpu_hours = t.time_s * static_cast<double>(w.training.world_size) / 3600.0;
+  return t;
+}
+
+double megatron_tflops_per_gpu(const Workload& w, double step_time_s) {
+  const double gpus = static_cast<double>(w.training.world_size);
+  if (step_time_s <= 0 || gpus <= 0) return 0.0;
+  return megatron_logged_flops_per_step(w) / (step_time_s * gpus) / 1e12;
+}
+
+void write_configuration_json(JsonWriter& j, const Workload& w) {
+  const TrainingConfig& t = w.training;
+  j.key("configuration").begin_object();
+  j.field("world_size", t.world_size);
+  j.field("tensor_model_parallel_size", t.tensor_model_parallel_size);
+  j.field("pipeline_model_parallel_size", t.pipeline_model_parallel_size);
+  j.field("virtual_pipeline_model_parallel_size", t.virtual_pipeline_model_parallel_size);
+  j.field("data_parallel_size", t.data_parallel_size);
+  j.field("micro_batch_size", t.micro_batch_size);
+  j.field("global_batch_size", t.global_batch_size);
+  j.field("num_microbatches", t.num_microbatches);
+  j.field("sequence_parallel", t.sequence_parallel);
+  j.field("recompute_granularity", granularity_key(t.recompute_granularity));
+  j.field("recompute_method", method_key(t.recompute_method));
+  j.field("recompute_num_layers", t.recompute_num_layers);
+  j.field("distribute_saved_activations", t.distribute_saved_activations);
+  j.field("use_distributed_optimizer", t.use_distributed_optimizer);
+  j.field("overlap_grad_reduce", t.overlap_grad_reduce);
+  j.field("overlap_param_gather", t.overlap_param_gather);
+  j.field("overlap_p2p_comm", t.overlap_p2p_comm);
+  j.field("microbatch_group_size_per_vp_stage", t.microbatch_group_size_per_vp_stage);
+  j.field("dtype", to_string(t.params_dtype));
+  j.field("seq_length", w.model.seq_length);
+  j.field("system", std::string_view(w.system.name));
+  j.field("gpu", std::string_view(w.system.gpu_name));
+  j.end_object();
+}
+
 void write_prediction_text(const Workload& w, const SimulationResult& result,
-                           const std::string& cost_model, std::ostream& out) {
+                           const std::string& cost_model, std::ostream& out,
+                           const ReportOptions& options) {
   const Prediction& p = result.prediction;
   const TrainingConfig& t = w.training;
   const ModelConfig& m = w.model;
@@ -71,14 +143,27 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   out << "  cost model  " << cost_model << "\n\n";
 
   out << "  step time        " << fmt("%.4f s", p.step_time_s) << "\n";
+  const char* tflops = p.tflops_per_gpu >= 1.0 ? "%.1f" : "%.3g";
   out << "  throughput       " << fmt("%.0f tokens/s", p.tokens_per_s) << ", "
-      << fmt(p.tflops_per_gpu >= 1.0 ? "%.1f TFLOP/s per GPU" : "%.3g TFLOP/s per GPU",
-                  p.tflops_per_gpu) << "\n";
+      << fmt("%.0f tokens/s per GPU", p.tokens_per_s / static_cast<double>(t.world_size))
+      << "\n";
+  out << "  TFLOP/s per GPU  " << fmt(tflops, megatron_tflops_per_gpu(w, p.step_time_s))
+      << " model (as Megatron-LM logs it), " << fmt(tflops, p.tflops_per_gpu)
+      << " hardware (recompute included)\n";
   out << "  utilisation      MFU " << fmt("%.1f%%", 100.0 * p.mfu) << ", HFU "
-      << fmt("%.1f%%", 100.0 * p.hfu) << "\n";
+      << fmt("%.1f%%", 100.0 * p.hfu) << " of "
+      << fmt("%.0f", w.system.peak_flops(t.params_dtype) / 1e12) << " TFLOP/s "
+      << to_string(t.params_dtype) << " peak\n";
   out << "  pipeline bubble  " << fmt("%.1f%%", 100.0 * p.bubble_fraction) << " of compute\n";
   out << "  peak memory      " << gib(p.peak_memory_bytes) << " of " << gib(w.system.memory_bytes)
-      << (p.fits_in_memory ? " (fits)" : " (DOES NOT FIT)") << "\n\n";
+      << (p.fits_in_memory ? " (fits)" : " (DOES NOT FIT)") << "\n";
+  if (options.train_tokens > 0) {
+    const TimeToTrain tt = time_to_train(w, p.step_time_s, options.train_tokens);
+    out << "  time to train    " << fmt("%.4g tokens: ", static_cast<double>(tt.tokens))
+        << tt.steps << " steps, " << duration(tt.time_s) << ", "
+        << fmt("%.0f GPU-hours", tt.gpu_hours) << "\n";
+  }
+  out << "\n";
 
   const CriticalPath& cp = p.critical_path;
   out << "  critical path (stage " << cp.rank << ", the last to finish):\n";
@@ -130,7 +215,8 @@ void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages) {
 }
 
 void write_prediction_json(const Workload& w, const SimulationResult& result,
-                           const std::string& cost_model, std::ostream& out) {
+                           const std::string& cost_model, std::ostream& out,
+                           const ReportOptions& options) {
   const Prediction& p = result.prediction;
   const ScheduleParams& sp = result.schedule->params;
   JsonWriter j(out);
@@ -142,10 +228,22 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   j.field("mfu", p.mfu);
   j.field("hfu", p.hfu);
   j.field("tflops_per_gpu", p.tflops_per_gpu);
+  j.field("megatron_tflops_per_gpu", megatron_tflops_per_gpu(w, p.step_time_s));
   j.field("tokens_per_s", p.tokens_per_s);
+  j.field("tokens_per_s_per_gpu", p.tokens_per_s / static_cast<double>(w.training.world_size));
   j.field("peak_memory_bytes", p.peak_memory_bytes);
   j.field("memory_capacity_bytes", w.system.memory_bytes);
   j.field("fits_in_memory", p.fits_in_memory);
+  if (options.train_tokens > 0) {
+    const TimeToTrain tt = time_to_train(w, p.step_time_s, options.train_tokens);
+    j.key("time_to_train").begin_object();
+    j.field("tokens", tt.tokens);
+    j.field("steps", tt.steps);
+    j.field("time_s", tt.time_s);
+    j.field("gpu_hours", tt.gpu_hours);
+    j.end_object();
+  }
+  write_configuration_json(j, w);
   j.key("schedule").begin_object();
   j.field("kind", schedule_name(sp.kind));
   j.field("pipeline_model_parallel_size", sp.pipeline_size);

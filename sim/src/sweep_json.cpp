@@ -4,6 +4,7 @@
 
 #include "stepsim/core/import.hpp"
 #include "stepsim/sim/json_writer.hpp"
+#include "stepsim/sim/report.hpp"
 #include "stepsim/sim/sweep_plan.hpp"
 
 namespace stepsim::sim {
@@ -31,7 +32,8 @@ void knob_value(JsonWriter& j, const std::string& s) {
 
 // `workload`, when given, adds the configuration's Megatron-LM flags.
 void row_object(JsonWriter& j, const SweepRow& row,
-                const std::vector<std::string>& columns, const Workload* workload) {
+                const std::vector<std::string>& columns, const Workload* workload,
+                std::int64_t train_tokens = 0) {
   j.begin_object();
   j.field("index", row.index);
   if (workload != nullptr) j.field("megatron_args", std::string_view(megatron_args_of(*workload)));
@@ -58,6 +60,20 @@ void row_object(JsonWriter& j, const SweepRow& row,
     j.field("bubble_fraction", m.bubble_fraction);
     j.field("peak_memory_bytes", m.peak_memory_bytes);
     j.field("memory_headroom", m.memory_headroom);
+    if (workload != nullptr) {
+      j.field("tokens_per_s_per_gpu",
+              m.tokens_per_s / static_cast<double>(workload->training.world_size));
+      j.field("megatron_tflops_per_gpu", megatron_tflops_per_gpu(*workload, m.step_time_s));
+    }
+    if (workload != nullptr && train_tokens > 0) {
+      const TimeToTrain tt = time_to_train(*workload, m.step_time_s, train_tokens);
+      j.key("time_to_train").begin_object();
+      j.field("tokens", tt.tokens);
+      j.field("steps", tt.steps);
+      j.field("time_s", tt.time_s);
+      j.field("gpu_hours", tt.gpu_hours);
+      j.end_object();
+    }
   }
   if (m.analytic_peak_bytes > 0) j.field("analytic_peak_bytes", m.analytic_peak_bytes);
   if (row.simulated) {
@@ -158,6 +174,7 @@ void write_sweep_json(std::ostream& out, const SweepSummary& s, double wall_s, i
   j.begin_object();
   j.field("sweep", std::string_view(s.spec().file));
   j.field("objective", to_string(s.spec().objective));
+  if (s.spec().train_tokens > 0) j.field("train_tokens", s.spec().train_tokens);
   j.field("evaluated", s.evaluated());
   j.field("feasible", s.feasible());
   j.field("simulated", s.simulated());
@@ -165,11 +182,31 @@ void write_sweep_json(std::ostream& out, const SweepSummary& s, double wall_s, i
   j.field("jobs", static_cast<std::int64_t>(jobs));
   j.field("ranks", ranks);
   j.field("configurations_per_s", wall_s > 0 ? static_cast<double>(s.evaluated()) / wall_s : 0.0);
+  // The swept knobs: the values listed, or "auto" (every valid value given the knobs before).
+  j.key("swept").begin_array();
+  for (const SweepAxis& axis : s.spec().axes) {
+    j.begin_object();
+    j.field("key", knob_table()[static_cast<std::size_t>(axis.knob)].key);
+    j.key("values");
+    if (axis.automatic) {
+      j.value("auto");
+    } else {
+      j.begin_array();
+      for (const KnobValue& v : axis.values) {
+        knob_value(j, format_knob_value(axis.knob, v, s.spec().systems));
+      }
+      j.end_array();
+    }
+    j.end_object();
+  }
+  j.end_array();
   j.key("cut").begin_object();
   for (const auto& [key, n] : s.cut_by_reason()) j.field(key, n);
   j.end_object();
   j.key("best").begin_array();
-  for (const RankedConfig& r : s.top()) row_object(j, r.row, s.columns(), &r.workload);
+  for (const RankedConfig& r : s.top()) {
+    row_object(j, r.row, s.columns(), &r.workload, s.spec().train_tokens);
+  }
   j.end_array();
   j.key("pareto").begin_array();
   for (const RankedConfig& r : s.pareto()) row_object(j, r.row, s.columns(), nullptr);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/core/validate.hpp"
 
 namespace stepsim::sim {
 namespace {
@@ -189,6 +190,9 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
     if (!e.empty()) return runtime(std::move(e));
     auto merged = run_sweep(spec, evaluator, merge, outputs.sinks);
     if (!merged) return runtime(merged.errors());
+    // Totals over every rank: rows of this run (not resumed) that any rank evaluated.
+    plan.stats.fed = plan.summary->evaluated();
+    plan.stats.evaluated = plan.summary->evaluated() - plan.resumed;
   }
   if (outputs.csv_file.is_open()) {
     outputs.csv_file.close();
@@ -201,6 +205,24 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
   }
   plan.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {std::move(plan), {}, false};
+}
+
+Result<Workload> sweep_configuration(const SweepSpec& spec, std::int64_t index) {
+  SweepEnumerator enumerator(spec);
+  SweepConfig config;
+  while (enumerator.next(config)) {
+    if (config.index != index) continue;
+    Errors errors = finalize_workload(config.workload, spec.file);
+    if (!errors.empty()) return errors;
+    if (spec.base.cost_model.kind == CostModelSpec::Kind::kProfile &&
+        config.workload.system.gpu_name != spec.base.system.gpu_name) {
+      config.workload.cost_model = CostModelSpec{};
+    }
+    return std::move(config.workload);
+  }
+  return Error{spec.file, "", "has no configuration with index " + std::to_string(index) +
+                                  " (it enumerates " + std::to_string(count_configurations(spec)) +
+                                  ")"};
 }
 
 }  // namespace stepsim::sim

@@ -3,16 +3,38 @@
 // Built from rows in enumeration order, so it is the same for any number of jobs.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 
 #include "stepsim/core/import.hpp"
+#include "stepsim/sim/report.hpp"
 #include "stepsim/sim/sweep.hpp"
 
 namespace stepsim::sim {
 
 SweepSummary::SweepSummary(const SweepSpec& spec, std::vector<std::string> columns)
     : spec_(spec), columns_(std::move(columns)) {}
+
+namespace {
+
+/// Whole steps to train `tokens` at this row's step time (tokens per step recovered from
+/// tokens/s x step time, an integer up to rounding).
+double time_to_train_s(const SweepMetrics& m, std::int64_t tokens) {
+  const auto per_step = static_cast<std::int64_t>(std::llround(m.tokens_per_s * m.step_time_s));
+  if (per_step <= 0) return 0.0;
+  const std::int64_t steps = tokens / per_step + (tokens % per_step != 0 ? 1 : 0);
+  return static_cast<double>(steps) * m.step_time_s;
+}
+
+/// Throughput per GPU; the world size is the first knob column that names it.
+double tokens_per_gpu(const SweepRow& r, const std::vector<std::string>& columns) {
+  const auto world = std::find(columns.begin(), columns.end(), "training.world_size");
+  const auto i = static_cast<std::size_t>(world - columns.begin());
+  return r.metrics.tokens_per_s / static_cast<double>(std::stoll(r.knobs[i]));
+}
+
+}  // namespace
 
 bool SweepSummary::better(const SweepRow& a, const SweepRow& b) const {
   const SweepMetrics& x = a.metrics;
@@ -32,6 +54,18 @@ bool SweepSummary::better(const SweepRow& a, const SweepRow& b) const {
       const std::int64_t wb = std::stoll(b.knobs[i]);
       if (wa != wb) return wa < wb;
       if (x.tokens_per_s != y.tokens_per_s) return x.tokens_per_s > y.tokens_per_s;
+      break;
+    }
+    case SweepObjective::kMaxTokensPerSPerGpu: {
+      const double pa = tokens_per_gpu(a, columns_);
+      const double pb = tokens_per_gpu(b, columns_);
+      if (pa != pb) return pa > pb;
+      break;
+    }
+    case SweepObjective::kMinTimeToTrain: {
+      const double ta = time_to_train_s(x, spec_.train_tokens);
+      const double tb = time_to_train_s(y, spec_.train_tokens);
+      if (ta != tb) return ta < tb;
       break;
     }
   }
@@ -113,6 +147,18 @@ void write_sweep_text(std::ostream& out, const SweepSummary& s) {
   out << "sweep " << spec.file << ": " << s.evaluated() << " configurations, " << s.feasible()
       << " feasible, " << s.simulated() << " simulated (objective " << to_string(spec.objective)
       << ")\n";
+  out << "swept:";
+  for (const SweepAxis& axis : spec.axes) {
+    out << "\n  " << knob_table()[static_cast<std::size_t>(axis.knob)].key << ": ";
+    if (axis.automatic) {
+      out << "auto";
+      continue;
+    }
+    for (std::size_t i = 0; i < axis.values.size(); ++i) {
+      out << (i > 0 ? ", " : "") << format_knob_value(axis.knob, axis.values[i], spec.systems);
+    }
+  }
+  out << "\n";
   const auto after = [](const std::string& key) {
     return key == "memory.simulated" || key == "constraints.step_time_budget_s";
   };
@@ -147,6 +193,14 @@ void write_sweep_text(std::ostream& out, const SweepSummary& s) {
     out << buf.data() << '\n';
   }
   out << "best as Megatron-LM flags:\n  " << megatron_args_of(s.top().front().workload) << '\n';
+  if (spec.train_tokens > 0) {
+    const RankedConfig& best = s.top().front();
+    const TimeToTrain tt = time_to_train(best.workload, best.row.metrics.step_time_s,
+                                         spec.train_tokens);
+    out << "the best trains " << fmt("%.4g", static_cast<double>(tt.tokens)) << " tokens in "
+        << tt.steps << " steps, " << fmt("%.1f days", tt.time_s / 86400.0) << ", "
+        << fmt("%.0f GPU-hours", tt.gpu_hours) << '\n';
+  }
   out << "Pareto front (tokens/s vs peak memory), " << s.pareto().size() << " configurations:\n";
   out << "   index" << kLayoutHeader << "   tokens/s  peak_GiB   step_s\n";
   for (const RankedConfig& r : s.pareto()) {

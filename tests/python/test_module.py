@@ -157,3 +157,46 @@ def test_import_hf_and_megatron():
 def test_version_matches_the_cli(stepsim_bin):
     out = subprocess.run([stepsim_bin, "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == f"stepsim {stepsim.__version__}"
+
+
+def test_train_tokens_and_megatron_tflops():
+    p = stepsim.predict(GPT3, train_tokens=300e9)
+    cfg = p["configuration"]
+    tokens_per_step = cfg["global_batch_size"] * cfg["seq_length"]
+    tt = p["time_to_train"]
+    assert tt["steps"] == -(-300_000_000_000 // tokens_per_step)
+    assert tt["time_s"] == pytest.approx(tt["steps"] * p["step_time_s"], rel=1e-12)
+    assert tt["gpu_hours"] == pytest.approx(tt["time_s"] * cfg["world_size"] / 3600, rel=1e-12)
+    assert p["tokens_per_s_per_gpu"] == pytest.approx(p["tokens_per_s"] / cfg["world_size"])
+    # Megatron-LM's num_floating_point_operations() for GPT-3 175B (no GQA, no SwiGLU):
+    # 6 B s (h (4 h) 2 L + (4 h^2) L + h V) + 6 B s^2 h L (causal: half of QK^T and AV).
+    h, L, V, s, B = 12288, 96, 51200, 2048, cfg["global_batch_size"]
+    flops = 6 * B * s * (h * 4 * h * 2 * L + 4 * h * h * L + h * V) + 6 * B * s * s * h * L
+    assert p["megatron_tflops_per_gpu"] == pytest.approx(
+        flops / (p["step_time_s"] * cfg["world_size"]) / 1e12, rel=1e-9)
+    assert "time_to_train" not in stepsim.predict(GPT3)
+    with pytest.raises(stepsim.ScenarioError):
+        stepsim.predict(GPT3, train_tokens=0.5)
+
+
+def test_objectives_per_gpu_and_time_to_train():
+    pd = pytest.importorskip("pandas")
+    spec = {"base": "llama3-8b-h100-8.json",
+            "search": {"training.world_size": [8, 16],
+                       "training.tensor_model_parallel_size": [1, 2],
+                       "training.micro_batch_size": [1, 2]},
+            "objective": "max_tokens_per_s_per_gpu", "top": 3}
+    rows = stepsim.sweep(spec, jobs=2)
+    df = pd.DataFrame(rows)
+    feasible = df[df.status == "feasible"]
+    per_gpu = feasible.tokens_per_s / feasible["training.world_size"]
+    best = rows.summary["best"][0]["metrics"]
+    assert best["tokens_per_s_per_gpu"] == pytest.approx(per_gpu.max())
+    assert [s["key"] for s in rows.summary["swept"]][:1] == ["training.world_size"]
+    spec.update(objective="min_time_to_train", train_tokens=1e12)
+    rows = stepsim.sweep(spec, jobs=2)
+    times = [b["metrics"]["time_to_train"]["time_s"] for b in rows.summary["best"]]
+    assert times == sorted(times) and rows.summary["train_tokens"] == 10**12
+    del spec["train_tokens"]
+    with pytest.raises(stepsim.ScenarioError, match="train_tokens"):
+        stepsim.sweep(spec)

@@ -27,6 +27,13 @@ std::int64_t count_parameters(const ModelConfig& m);
 /// embeddings holds its own copy of the word embedding for the output layer.
 std::int64_t chunk_parameters(const Workload& w, std::int32_t stage, std::int32_t chunk);
 
+/// The FLOPs Megatron-LM counts for one step of `w` when it logs "throughput per GPU
+/// (TFLOP/s/GPU)" (divided by the iteration time and world size): its analytic formula,
+/// num_floating_point_operations() in megatron/training/training.py, for a dense model with
+/// full causal masks (BSHD, no padding): model FLOPs only (3 x 2 FLOPs per multiply-add,
+/// recompute not counted), attention scores halved for the causal mask, logits included.
+double megatron_logged_flops_per_step(const Workload& w);
+
 /// Model FLOPs utilisation: flops / (step_time * gpus * peak).
 double utilisation(double flops_per_step, double step_time_s, std::int64_t gpus,
                    double peak_flops_per_gpu);

@@ -65,7 +65,13 @@ struct SweepAxis {
   bool operator==(const SweepAxis&) const = default;
 };
 
-enum class SweepObjective : std::uint8_t { kMaxTokensPerS, kMinStepTime, kMinGpus };
+enum class SweepObjective : std::uint8_t {
+  kMaxTokensPerS,
+  kMinStepTime,
+  kMinGpus,
+  kMaxTokensPerSPerGpu,  ///< throughput per GPU: the cheapest tokens
+  kMinTimeToTrain,       ///< whole steps to train SweepSpec::train_tokens, times the step time
+};
 
 std::string_view to_string(SweepObjective o);
 
@@ -86,6 +92,9 @@ struct SweepSpec {
   SweepConstraints constraints;
   SweepObjective objective = SweepObjective::kMaxTokensPerS;
   std::int64_t top = 10;  ///< configurations listed in the summary
+  /// "train_tokens": the token budget the summary prices (time, GPU-hours); needed by
+  /// min_time_to_train. 0: not given.
+  std::int64_t train_tokens = 0;
   bool operator==(const SweepSpec&) const = default;
 };
 

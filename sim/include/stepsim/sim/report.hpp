@@ -10,13 +10,40 @@
 
 namespace stepsim::sim {
 
+class JsonWriter;
+
+/// What a report adds on request.
+struct ReportOptions {
+  /// Tokens to train (`--train-tokens`): the report adds the steps, the time and the
+  /// GPU-hours that takes at the predicted step time. 0: not asked.
+  std::int64_t train_tokens = 0;
+};
+
+/// The time to train a token budget at a step time: whole steps of global_batch x seq tokens.
+struct TimeToTrain {
+  std::int64_t tokens = 0;
+  std::int64_t steps = 0;
+  double time_s = 0;
+  double gpu_hours = 0;
+};
+TimeToTrain time_to_train(const Workload& w, double step_time_s, std::int64_t tokens);
+
+/// Model TFLOP/s per GPU as Megatron-LM logs it ("throughput per GPU (TFLOP/s/GPU)"): its
+/// analytic FLOPs of a step (megatron_logged_flops_per_step) over step time and world size.
+double megatron_tflops_per_gpu(const Workload& w, double step_time_s);
+
 void write_prediction_text(const Workload& w, const SimulationResult& result,
-                           const std::string& cost_model, std::ostream& out);
+                           const std::string& cost_model, std::ostream& out,
+                           const ReportOptions& options = {});
 
 void write_prediction_json(const Workload& w, const SimulationResult& result,
-                           const std::string& cost_model, std::ostream& out);
+                           const std::string& cost_model, std::ostream& out,
+                           const ReportOptions& options = {});
 
-class JsonWriter;
+/// The resolved configuration every JSON output echoes under "configuration": all parallel
+/// sizes (derived ones included), batch, recompute, overlaps, dtype, system; so that rows
+/// of many runs join without their scenario files.
+void write_configuration_json(JsonWriter& j, const Workload& w);
 
 /// The "stages" array both the predict JSON and the trace's summary carry.
 void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages);

@@ -64,6 +64,12 @@ struct SweepPlanOutcome {
 /// Runs the sweep `spec` (which must outlive the returned summary).
 SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& options);
 
+/// The workload of configuration `index` of the sweep (as enumerated, derived and checked
+/// like the loader does), ready for sim::predict: what a viewer simulates when a sweep row
+/// has no trace. A system the base's profile was not measured on is priced by its roofline,
+/// as run_sweep_plan prices it. Errors: no such index, or the configuration breaks a rule.
+Result<Workload> sweep_configuration(const SweepSpec& spec, std::int64_t index);
+
 /// The `sweep --format json` summary: sweep, objective, evaluated, feasible, simulated,
 /// wall_s, jobs, ranks, configurations_per_s, cut (by reason), best (index, Megatron flags,
 /// knob values, status, metrics), pareto.
