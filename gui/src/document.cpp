@@ -12,6 +12,11 @@ TimelineDocument::TimelineDocument(std::vector<TraceModel> traces) {
   for (const TraceModel& t : traces_) ordered.push_back(&t);
   layout_ = build_layout(ordered);
   paths_.resize(traces_.size());
+  for (const TraceModel& t : traces_) {
+    for (const Lane& lane : t.lanes) {
+      for (Kind k : lane.kind) kinds_present_[static_cast<std::size_t>(k)] = true;
+    }
+  }
 }
 
 double TimelineDocument::end_us() const {

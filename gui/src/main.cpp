@@ -1,8 +1,9 @@
 // stepsim-viewer: timelines of predicted and measured steps, per-stage and memory charts,
 // sweep results. The only code of the viewer that reads argv and the environment.
 //
-//   stepsim-viewer [TRACE.json ...] [SWEEP.csv] [--screenshot FILE.png] [--size WxH]
-//                  [--critical-path] [--select-mb N] [--tab stages|memory|sweep] [--bench-load]
+//   stepsim-viewer [TRACE.json ...] [SWEEP.csv [--sweep-file SWEEP.json] [--click-point N]]
+//                  [--screenshot FILE.png] [--size WxH] [--critical-path] [--select-mb N]
+//                  [--tab stages|memory|sweep] [--bench-load]
 
 #include <QApplication>
 #include <QImage>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "stepsim/gui/main_window.hpp"
+#include "stepsim/gui/sweep_chart.hpp"
 #include "stepsim/gui/sweep_csv.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
 #include "stepsim/gui/trace_reader.hpp"
@@ -85,6 +87,24 @@ int main(int argc, char** argv) {
       sweep = std::move(result).value();
     }
   }
+  stepsim::gui::SweepTraceProvider sweep_traces;
+  if (!options.sweep_file.empty()) {
+    const char* dir = std::getenv("STEPSIM_SCENARIOS_DIR");
+    auto provider = stepsim::gui::make_sweep_trace_provider(
+        options.sweep_file, dir != nullptr ? dir : STEPSIM_DEFAULT_SCENARIOS_DIR);
+    if (!provider) {
+      errors.insert(errors.end(), provider.errors().begin(), provider.errors().end());
+    } else {
+      sweep_traces = std::move(provider).value();
+    }
+  }
+  if (sweep && options.click_point >= 0 &&
+      static_cast<std::size_t>(options.click_point) >= sweep->points.size()) {
+    errors.push_back(stepsim::Error{options.sweep, "",
+                                    "--click-point " + std::to_string(options.click_point) +
+                                        ": the CSV has " + std::to_string(sweep->points.size()) +
+                                        " plotted rows"});
+  }
   if (!errors.empty()) {
     print_errors(errors);
     return 2;
@@ -109,7 +129,8 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   std::size_t slices = 0;
   for (const auto& t : traces) slices += t.slice_count();
-  stepsim::gui::MainWindow window(std::move(traces), std::move(sweep));
+  stepsim::gui::MainWindow window(std::move(traces), std::move(sweep), nullptr,
+                                  std::move(sweep_traces));
   window.resize(options.width, options.height);
   if (options.critical_path) window.set_critical_path_visible(true);
   if (options.select_mb >= 0) window.timeline()->set_selected_microbatch(options.select_mb);
@@ -137,6 +158,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   window.show();
+  if (options.click_point >= 0) {
+    QApplication::processEvents();
+    window.sweep_chart()->click_point(static_cast<std::size_t>(options.click_point));
+  }
   if (!options.screenshot.empty()) {
     QApplication::processEvents();
     const QPixmap pixmap = window.grab();

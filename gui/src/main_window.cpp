@@ -18,8 +18,10 @@
 namespace stepsim::gui {
 
 MainWindow::MainWindow(std::vector<TraceModel> traces, std::optional<SweepTable> sweep,
-                       QWidget* parent)
-    : QMainWindow(parent), document_(std::make_unique<TimelineDocument>(std::move(traces))) {
+                       QWidget* parent, SweepTraceProvider sweep_traces)
+    : QMainWindow(parent),
+      document_(std::make_unique<TimelineDocument>(std::move(traces))),
+      sweep_traces_(std::move(sweep_traces)) {
   setWindowTitle(QStringLiteral("stepsim-viewer"));
   auto* toolbar = addToolBar(QStringLiteral("View"));
   toolbar->setMovable(false);
@@ -33,6 +35,7 @@ MainWindow::MainWindow(std::vector<TraceModel> traces, std::optional<SweepTable>
                      [this] { timeline_->set_selected_microbatch(-1); });
 
   auto* top = new QWidget;
+  top_ = top;
   auto* layout = new QVBoxLayout(top);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(2);
@@ -50,18 +53,50 @@ MainWindow::MainWindow(std::vector<TraceModel> traces, std::optional<SweepTable>
     connect(chart, &SweepChart::open_trace, this, &MainWindow::open_trace_path);
     connect(chart, &SweepChart::message, this,
             [this](const QString& m) { statusBar()->showMessage(m, 8000); });
+    connect(chart, &SweepChart::simulate, this, &MainWindow::open_simulated_configuration);
+    chart->set_can_simulate(static_cast<bool>(sweep_traces_));
     sweep_view_ = chart;
   }
-  auto* splitter = new QSplitter(Qt::Vertical);
-  splitter->addWidget(top);
-  splitter->addWidget(tabs_);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
-  splitter->setSizes({3000, 2000});
-  setCentralWidget(splitter);
+  splitter_ = new QSplitter(Qt::Vertical);
+  splitter_->addWidget(top);
+  splitter_->addWidget(tabs_);
+  splitter_->setStretchFactor(0, 3);
+  splitter_->setStretchFactor(1, 2);
+  splitter_->setSizes({3000, 2000});
+  setCentralWidget(splitter_);
   rebuild_charts();
   update_header();
+  update_layout();
   if (document_->traces().empty() && sweep_view_ != nullptr) show_tab(QStringLiteral("sweep"));
+}
+
+SweepChart* MainWindow::sweep_chart() const { return qobject_cast<SweepChart*>(sweep_view_); }
+
+void MainWindow::update_layout() {
+  // A sweep without a trace: the scatter gets the window, not an empty timeline.
+  top_->setVisible(!document_->traces().empty() || sweep_view_ == nullptr);
+}
+
+void MainWindow::open_simulated_configuration(qint64 index, const QString& label) {
+  if (!sweep_traces_) return;
+  statusBar()->showMessage(QStringLiteral("simulating %1\u2026").arg(label));
+  auto text = sweep_traces_(index);
+  if (!text) {
+    statusBar()->showMessage(
+        label + QStringLiteral(": ") + QString::fromStdString(format_errors(text.errors())), 8000);
+    return;
+  }
+  auto model = parse_trace(*text, "sweep configuration " + std::to_string(index));
+  if (!model) {
+    statusBar()->showMessage(QString::fromStdString(format_errors(model.errors())), 8000);
+    return;
+  }
+  model.value().label = label.toStdString();
+  std::vector<TraceModel> traces;
+  traces.push_back(std::move(model).value());
+  set_traces(std::move(traces));
+  statusBar()->showMessage(QStringLiteral("%1: predicted step, simulated from the sweep").arg(label),
+                           8000);
 }
 
 MainWindow::~MainWindow() = default;
@@ -73,6 +108,8 @@ void MainWindow::set_traces(std::vector<TraceModel> traces) {
   document_ = std::move(next);
   rebuild_charts();
   update_header();
+  update_layout();
+  if (!document_->traces().empty()) timeline_->fit();
 }
 
 void MainWindow::rebuild_charts() {

@@ -57,11 +57,14 @@ SweepChart::SweepChart(SweepTable table, QWidget* parent)
   auto* x = new QValueAxis;
   auto* y = new QValueAxis;
   x->setTitleText(QStringLiteral("peak memory per GPU (GiB)"));
-  y->setTitleText(QStringLiteral("tokens/s"));
+  y->setTitleText(QStringLiteral("throughput (tokens/s)"));
   x->setRange(0, std::max(max_x * 1.1, 1e-3));
   y->setRange(0, std::max(max_y * 1.1, 1e-3));
-  x->setLabelFormat(QStringLiteral("%.4g"));
-  y->setLabelFormat(QStringLiteral("%.4g"));
+  // Plain numbers: GiB with one decimal, tokens/s whole (never 1.2e+05).
+  x->setLabelFormat(max_x < 10 ? QStringLiteral("%.2f") : QStringLiteral("%.1f"));
+  y->setLabelFormat(max_y < 10 ? QStringLiteral("%.2f") : QStringLiteral("%.0f"));
+  x->applyNiceNumbers();
+  y->applyNiceNumbers();
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   for (QAbstractSeries* s : chart->series()) {
@@ -71,10 +74,9 @@ SweepChart::SweepChart(SweepTable table, QWidget* parent)
   QString title = QStringLiteral("Sweep: %1 configurations").arg(table_.points.size());
   if (table_.skipped_rows > 0)
     title += QStringLiteral(", %1 skipped without metrics").arg(table_.skipped_rows);
-  title += table_.has_trace_column ? QStringLiteral("; click a point to open its trace")
-                                   : QStringLiteral("; no trace column");
   chart->setTitle(title);
-  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  chart->setMargins(QMargins(4, 4, 4, 4));
   setChart(chart);
   setRenderHint(QPainter::Antialiasing);
   for (QAbstractSeries* series : chart->series()) {
@@ -107,16 +109,38 @@ std::int64_t SweepChart::nearest_point(QPointF value) const {
   return best;
 }
 
+void SweepChart::set_can_simulate(bool on) {
+  can_simulate_ = on;
+  QString title = chart()->title();
+  if (on || table_.has_trace_column) title += QStringLiteral("; click a point to open its trace");
+  chart()->setTitle(title);
+}
+
 void SweepChart::on_clicked(const QPointF& value) {
   const std::int64_t i = nearest_point(value);
-  if (i < 0) return;
-  const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
-  if (p.trace_path.empty()) {
-    emit message(
-        QStringLiteral("%1: no trace for this configuration").arg(QString::fromStdString(p.label)));
-    return;
+  if (i >= 0) click_point(static_cast<std::size_t>(i));
+}
+
+void SweepChart::click_point(std::size_t i) {
+  if (i >= table_.points.size()) return;
+  const SweepPoint& p = table_.points[i];
+  const QString label = QString::fromStdString(p.label);
+  if (!p.trace_path.empty()) {
+    emit open_trace(QString::fromStdString(p.trace_path));
+  } else if (can_simulate_ && p.index >= 0) {
+    emit simulate(p.index, label);
+  } else {
+    emit message(label + (p.index >= 0 ? QStringLiteral(": no trace for this configuration (give "
+                                                        "--sweep-file to simulate it)")
+                                       : QStringLiteral(": no trace for this configuration")));
   }
-  emit open_trace(QString::fromStdString(p.trace_path));
+}
+
+QPoint SweepChart::point_position(std::size_t i) const {
+  const SweepPoint& p = table_.points.at(i);
+  const QPointF scene =
+      chart()->mapToPosition(QPointF(p.peak_memory_bytes / kGiB, p.tokens_per_s));
+  return mapFromScene(chart()->mapToScene(scene));
 }
 
 void SweepChart::on_hovered(const QPointF& value, bool state) {
@@ -128,14 +152,18 @@ void SweepChart::on_hovered(const QPointF& value, bool state) {
   if (i < 0) return;
   const SweepPoint& p = table_.points[static_cast<std::size_t>(i)];
   QString label = QString::fromStdString(p.label);
+  if (p.index >= 0) label = QStringLiteral("#%1 ").arg(p.index) + label;
   if (!p.status.empty()) label += QStringLiteral(" (%1)").arg(QString::fromStdString(p.status));
+  const bool openable = !p.trace_path.empty() || (can_simulate_ && p.index >= 0);
   QToolTip::showText(
       QCursor::pos(),
-      QStringLiteral("%1\n%2 tokens/s, %3 GiB peak%4")
+      QStringLiteral("%1\n%2 tokens/s, %3 GiB peak%4%5")
           .arg(label)
           .arg(p.tokens_per_s, 0, 'f', 0)
           .arg(p.peak_memory_bytes / kGiB, 0, 'f', 2)
-          .arg(p.trace_path.empty() ? QString() : QStringLiteral("\nclick to open the trace")));
+          .arg(p.step_time_s > 0 ? QStringLiteral(", step %1 s").arg(p.step_time_s, 0, 'f', 3)
+                                 : QString())
+          .arg(openable ? QStringLiteral("\nclick to open its trace") : QString()));
 }
 
 }  // namespace stepsim::gui

@@ -99,6 +99,8 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
   const std::int64_t mem = column_of(table.header, columns.memory);
   const std::int64_t trace = column_of(table.header, columns.trace);
   const std::int64_t status = column_of(table.header, columns.status);
+  const std::int64_t index = column_of(table.header, columns.index);
+  const std::int64_t step_time = column_of(table.header, columns.step_time);
   Errors errors;
   if (tput < 0)
     errors.push_back(
@@ -147,6 +149,14 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
         if (!p.label.empty()) p.label += ' ';
         p.label += table.header[c] + "=" + row[c];
       }
+    }
+    double number = 0;
+    if (index >= 0 && parse_double(row[static_cast<std::size_t>(index)], number) && number >= 0 &&
+        number < 9e15) {
+      p.index = static_cast<std::int64_t>(number);
+    }
+    if (step_time >= 0 && parse_double(row[static_cast<std::size_t>(step_time)], number)) {
+      p.step_time_s = number;
     }
     if (status >= 0) {
       p.status = row[static_cast<std::size_t>(status)];

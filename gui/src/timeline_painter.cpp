@@ -195,9 +195,10 @@ void paint_legend(QPainter& p, const TimelineDocument& doc, const TimelineGeomet
     p.drawText(QPoint(x + 16, y + 11), text);
     x += 16 + metrics.horizontalAdvance(text) + 14;
   };
+  // The kinds the traces hold (stepsim's, or a profiler's categories), and idle time.
   for (std::size_t k = 0; k < kKindCount; ++k) {
     const auto kind = static_cast<Kind>(k);
-    if (kind == Kind::kOther) continue;
+    if (kind != Kind::kBubble && !doc.has_kind(kind)) continue;
     item(QString::fromUtf8(kind_label(kind).data(), static_cast<int>(kind_label(kind).size())),
          [&](const QRect& r) {
            p.fillRect(r, to_qcolor(kind_color(kind)));

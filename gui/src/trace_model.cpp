@@ -24,6 +24,13 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {Kind::kPipelineComm, "pp_comm", "P2P (pipeline)"},
     {Kind::kDataComm, "dp_comm", "DP comm"},
     {Kind::kOptimizer, "optimizer", "Optimizer"},
+    {Kind::kGpuKernel, "kernel", "GPU kernel"},
+    {Kind::kNcclKernel, "nccl_kernel", "NCCL kernel"},
+    {Kind::kMemcpy, "gpu_memcpy", "Memcpy / memset"},
+    {Kind::kCudaRuntime, "cuda_runtime", "CUDA runtime"},
+    {Kind::kCpuOp, "cpu_op", "CPU op"},
+    {Kind::kPythonFunction, "python_function", "Python"},
+    {Kind::kAnnotation, "user_annotation", "Annotation"},
     {Kind::kOther, "other", "Other"},
     {Kind::kBubble, "bubble", "Bubble (idle)"},
 }};
@@ -102,6 +109,36 @@ Kind kind_from_category(std::string_view category) {
     if (info.category == category && info.kind != Kind::kBubble) return info.kind;
   }
   return Kind::kOther;
+}
+
+Kind kind_from_category_and_name(std::string_view category, std::string_view name) {
+  struct Alias {
+    std::string_view category;
+    Kind kind;
+  };
+  // Kineto's categories and the older profiler's capitalised ones.
+  constexpr std::array<Alias, 12> kAliases = {{
+      {"gpu_memset", Kind::kMemcpy},
+      {"cuda_driver", Kind::kCudaRuntime},
+      {"gpu_user_annotation", Kind::kAnnotation},
+      {"Kernel", Kind::kGpuKernel},
+      {"Memcpy", Kind::kMemcpy},
+      {"Memset", Kind::kMemcpy},
+      {"Runtime", Kind::kCudaRuntime},
+      {"Operator", Kind::kCpuOp},
+      {"Python", Kind::kPythonFunction},
+      {"python_function", Kind::kPythonFunction},
+      {"user_annotation", Kind::kAnnotation},
+      {"cpu_op", Kind::kCpuOp},
+  }};
+  Kind kind = kind_from_category(category);
+  if (kind == Kind::kOther) {
+    for (const Alias& a : kAliases) {
+      if (a.category == category) kind = a.kind;
+    }
+  }
+  if (kind == Kind::kGpuKernel && name.starts_with("nccl")) kind = Kind::kNcclKernel;
+  return kind;
 }
 
 bool is_comm(Kind kind) {

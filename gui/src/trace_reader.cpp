@@ -21,7 +21,7 @@ constexpr std::size_t kMaxErrors = 20;
 // are kept (the name into the model's name arena, op and detail into its string table), so
 // reading an event copies no string.
 struct Event {
-  std::string ph, arg_name;
+  std::string ph, arg_name, category;
   Kind kind = Kind::kOther;
   std::size_t name_begin = 0, name_size = 0;
   std::uint32_t op = 0, detail = 0;
@@ -32,6 +32,7 @@ struct Event {
   void reset(std::size_t names_end) {
     ph.clear();
     arg_name.clear();
+    category.clear();
     kind = Kind::kOther;
     name_begin = names_end;
     name_size = 0;
@@ -214,7 +215,7 @@ bool TraceParser::parse_event(std::size_t index) {
       } else if (key == "cat") {
         std::string_view value;
         read = read_string_view(index, key, value);
-        if (read) ev_.kind = kind_from_category(value);
+        if (read) ev_.category.assign(value);
       } else if (key == "pid") {
         read = ev_.has_pid = read_number_field(index, key, ev_.pid);
       } else if (key == "tid") {
@@ -383,6 +384,8 @@ void TraceParser::add_event(std::size_t index) {
     ok = false;
   }
   if (!ok) return;
+  ev_.kind = kind_from_category_and_name(
+      ev_.category, std::string_view(model_.names).substr(ev_.name_begin, ev_.name_size));
   Lane& lane = lane_for(static_cast<std::int32_t>(ev_.pid), static_cast<std::int32_t>(ev_.tid));
   lane.time.start_us.push_back(ev_.ts);
   lane.time.end_us.push_back(ev_.ts + ev_.dur);

@@ -29,6 +29,10 @@ std::string viewer_usage() {
          "  --critical-path        highlight the critical path\n"
          "  --select-mb N          highlight micro-batch N on all ranks\n"
          "  --tab NAME             bottom tab to show: stages, memory or sweep\n"
+         "  --sweep-file SWEEP.json  the sweep the CSV came from: clicking a configuration\n"
+         "                         without a trace simulates it and opens its predicted step\n"
+         "  --click-point N        click the point of the CSV's row N (0 = first row) before\n"
+         "                         the screenshot\n"
          "  --bench-load           print the time to load the files and paint the timeline once\n"
          "  --help                 this text\n"
          "keys: F fit, +/- zoom, arrows pan, C critical path, Esc clear selection; wheel zooms\n"
@@ -74,6 +78,14 @@ Result<ViewerOptions> parse_viewer_args(const std::vector<std::string>& args) {
       o.select_mb = mb;
     } else if (a == "--tab") {
       value(o.tab);
+    } else if (a == "--sweep-file") {
+      value(o.sweep_file);
+    } else if (a == "--click-point") {
+      int point = 0;
+      if (!value(v)) continue;
+      if (!parse_int(v, point) || point < 0)
+        bad("--click-point " + v + ": expected a row number of the sweep CSV >= 0");
+      o.click_point = point;
     } else if (a == "--bench-load") {
       o.bench_load = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -85,6 +97,9 @@ Result<ViewerOptions> parse_viewer_args(const std::vector<std::string>& args) {
       o.traces.push_back(a);
     }
   }
+  if (!o.sweep_file.empty() && o.sweep.empty())
+    bad("--sweep-file " + o.sweep_file + " goes with the sweep CSV it wrote (plan.csv)");
+  if (o.click_point >= 0 && o.sweep.empty()) bad("--click-point needs a sweep CSV");
   if (!errors.empty()) return errors;
   return o;
 }

@@ -12,6 +12,9 @@ namespace stepsim::gui {
 struct ViewerOptions {
   std::vector<std::string> traces;  ///< trace files (.json), in the order given
   std::string sweep;                ///< a sweep CSV (.csv), or empty
+  /// The sweep file the CSV came from: a click on a row without a trace simulates it.
+  std::string sweep_file;
+  std::int32_t click_point = -1;  ///< click this CSV row's point before the screenshot
   std::string screenshot;           ///< PNG to render to, then exit; empty: interactive
   int width = 1600;                 ///< window size in pixels
   int height = 1000;

@@ -2,6 +2,8 @@
 // hover text, memory polyline.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "stepsim/gui/aggregation.hpp"
 #include "stepsim/gui/colors.hpp"
 #include "stepsim/gui/document.hpp"
@@ -186,6 +188,59 @@ TEST(Document, DescribesASliceForTheTooltip) {
   const std::string opt = describe_slice(m, SliceRef{0, 5});
   EXPECT_EQ(opt.find("micro-batch"), std::string::npos);
   EXPECT_NE(opt.find("kind: Optimizer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepsim::gui
+
+namespace stepsim::gui {
+namespace {
+
+// A PyTorch profiler (Kineto) trace gets colours by category instead of grey: kernels,
+// NCCL kernels (by name), copies, runtime calls, CPU ops, Python and annotations.
+TEST(ForeignTraces, KinetoCategoriesGetTheirOwnKinds) {
+  const std::string text = R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "ampere_bf16_s16816gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5},
+    {"ph": "X", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "cat": "kernel", "pid": 0, "tid": 20, "ts": 12, "dur": 9},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 20, "dur": 1},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 22, "dur": 1},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 9, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 8, "dur": 3},
+    {"ph": "X", "cat": "python_function", "name": "train.py(42): step", "pid": 1, "tid": 2, "ts": 1, "dur": 30},
+    {"ph": "X", "cat": "user_annotation", "name": "forward", "pid": 1, "tid": 3, "ts": 2, "dur": 20},
+    {"ph": "X", "cat": "Operator", "name": "aten::add", "pid": 1, "tid": 4, "ts": 2, "dur": 2},
+    {"ph": "X", "cat": "something_else", "name": "x", "pid": 1, "tid": 5, "ts": 2, "dur": 2}
+  ]})json";
+  auto model = parse_trace(text, "kineto.json");
+  ASSERT_TRUE(model.ok()) << format_errors(model.errors());
+  std::map<std::string, Kind> by_name;
+  for (const Lane& lane : model->lanes) {
+    for (std::size_t i = 0; i < lane.size(); ++i) {
+      by_name[std::string(model->names.substr(lane.name_begin[i], lane.name_size[i]))] =
+          lane.kind[i];
+    }
+  }
+  EXPECT_EQ(by_name.at("ampere_bf16_s16816gemm"), Kind::kGpuKernel);
+  EXPECT_EQ(by_name.at("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), Kind::kNcclKernel);
+  EXPECT_EQ(by_name.at("Memcpy HtoD (Pageable -> Device)"), Kind::kMemcpy);
+  EXPECT_EQ(by_name.at("Memset (Device)"), Kind::kMemcpy);
+  EXPECT_EQ(by_name.at("cudaLaunchKernel"), Kind::kCudaRuntime);
+  EXPECT_EQ(by_name.at("aten::mm"), Kind::kCpuOp);
+  EXPECT_EQ(by_name.at("aten::add"), Kind::kCpuOp);
+  EXPECT_EQ(by_name.at("train.py(42): step"), Kind::kPythonFunction);
+  EXPECT_EQ(by_name.at("forward"), Kind::kAnnotation);
+  EXPECT_EQ(by_name.at("x"), Kind::kOther);
+  const Rgb grey = kind_color(Kind::kOther);
+  for (const auto& [name, kind] : by_name) {
+    if (name != "x") {
+      EXPECT_NE(kind_color(kind), grey) << name;
+    }
+  }
+  std::vector<TraceModel> traces;
+  traces.push_back(std::move(model).value());
+  const TimelineDocument doc(std::move(traces));
+  EXPECT_TRUE(doc.has_kind(Kind::kNcclKernel));
+  EXPECT_FALSE(doc.has_kind(Kind::kForward));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // traces in display order, their lane layout, the selected micro-batch and, on demand,
 // each trace's critical path.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ class TimelineDocument {
   /// Latest slice end over all traces (relative µs).
   double end_us() const;
   std::size_t slice_count() const;
+  /// Whether any slice of the open traces is of `kind` (the legend lists only those).
+  bool has_kind(Kind kind) const { return kinds_present_[static_cast<std::size_t>(kind)]; }
 
   /// Micro-batch highlighted across all ranks; -1 for none.
   std::int32_t selected_microbatch() const { return selected_microbatch_; }
@@ -42,6 +45,7 @@ class TimelineDocument {
   bool paths_done_ = false;
   bool show_critical_path_ = false;
   std::int32_t selected_microbatch_ = -1;
+  std::array<bool, kKindCount> kinds_present_{};
 };
 
 /// Hover text of a slice, one "field: value" per line: name, kind, op, micro-batch, chunk,

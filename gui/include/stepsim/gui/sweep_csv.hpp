@@ -4,6 +4,7 @@
 // opens that configuration's timeline. Columns are found by their header names.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,10 @@ inline constexpr std::string_view kSweepTraceColumn = "trace";  ///< optional tr
 /// left out of the Pareto front (`stepsim sweep` writes feasible, out_of_memory, ...).
 inline constexpr std::string_view kSweepStatusColumn = "status";
 inline constexpr std::string_view kSweepFeasibleStatus = "feasible";
+/// Optional: the configuration's index in the sweep's enumeration (what a viewer given the
+/// sweep file simulates when the row has no trace), and its step time (shown on hover).
+inline constexpr std::string_view kSweepIndexColumn = "index";
+inline constexpr std::string_view kSweepStepTimeColumn = "step_time_s";
 
 /// Which columns to read; defaults are the constants above.
 struct SweepColumns {
@@ -30,6 +35,8 @@ struct SweepColumns {
   std::string trace{kSweepTraceColumn};
   std::string status{kSweepStatusColumn};
   std::string feasible{kSweepFeasibleStatus};
+  std::string index{kSweepIndexColumn};
+  std::string step_time{kSweepStepTimeColumn};
 };
 
 struct SweepPoint {
@@ -39,6 +46,8 @@ struct SweepPoint {
   std::string trace_path;  ///< resolved against the CSV's folder; empty when none
   std::string status;      ///< the status cell; empty without a status column
   bool feasible = true;    ///< no status column, or status == SweepColumns::feasible
+  std::int64_t index = -1;  ///< the index column; -1 without one
+  double step_time_s = 0;   ///< the step time column; 0 without one
   std::size_t line = 0;    ///< line in the file (1-based; header is line 1)
 };
 

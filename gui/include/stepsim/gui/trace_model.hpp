@@ -24,10 +24,23 @@ enum class Kind : std::uint8_t {
   kPipelineComm,
   kDataComm,
   kOptimizer,
-  kOther,  ///< a `cat` the trace format does not define
+  // Categories of foreign traces: the PyTorch profiler's (Kineto) `cat` values.
+  kGpuKernel,      ///< "kernel" (a GPU kernel that is not NCCL's)
+  kNcclKernel,     ///< "kernel" whose name starts with "nccl": a collective or P2P on the GPU
+  kMemcpy,         ///< "gpu_memcpy", "gpu_memset"
+  kCudaRuntime,    ///< "cuda_runtime", "cuda_driver": host-side CUDA API calls
+  kCpuOp,          ///< "cpu_op" (ATen operators)
+  kPythonFunction, ///< "python_function"
+  kAnnotation,     ///< "user_annotation", "gpu_user_annotation" (record_function ranges)
+  kOther,  ///< a `cat` neither format defines
   kBubble,
 };
-inline constexpr std::size_t kKindCount = 10;
+inline constexpr std::size_t kKindCount = 17;
+
+/// A kind from a slice's `cat` and name: stepsim's categories, the PyTorch profiler's (and
+/// its older capitalised names: Kernel, Memcpy, Memset, Runtime, Operator, Python), NCCL
+/// kernels told apart by name; kOther for anything else.
+Kind kind_from_category_and_name(std::string_view category, std::string_view name);
 
 /// The trace format's `cat` string of a kind ("forward", "tp_comm", ...; "bubble", "other").
 std::string_view kind_category(Kind kind);
