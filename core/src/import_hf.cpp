@@ -128,6 +128,11 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   model["position_embedding_type"] = names->rope ? "rope" : "learned_absolute";
   model["normalization"] =
       names->rms_norm || doc.contains("rms_norm_eps") ? "RMSNorm" : "LayerNorm";
+  // Megatron-Core's default attention backend (TransformerConfig.attention_backend).
+  model["attention_backend"] = "auto";
+  out.notes.push_back(
+      "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
+      "fused attention; priced as one fused attention kernel)");
 
   if (names == &kLlama && boolean("attention_bias", false) != boolean("mlp_bias", false)) {
     out.notes.push_back("attention_bias and mlp_bias differ; add_bias_linear covers both");

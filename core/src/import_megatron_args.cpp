@@ -124,6 +124,17 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
   bool gqa = false;
   std::string tokenizer;
   bool vocab_file = false;
+  bool attention_given = false;
+  // Job-changing flags stepsim does not model: (flag or script, message).
+  std::vector<std::pair<std::string, std::string>> unmodelled;
+  if (script != args.end()) {
+    const std::string name = script->substr(script->find_last_of('/') + 1);
+    if (name != "pretrain_gpt.py") {
+      unmodelled.emplace_back(name,
+                              " trains a model stepsim does not model yet (it models the GPT "
+                              "decoders of pretrain_gpt.py)");
+    }
+  }
   const auto value_of = [&](std::size_t& i) -> const std::string* {
     if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
       errors.push_back(Error{kLabel, args[i], " needs a value"});
@@ -174,10 +185,25 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     const auto spec =
         std::find_if(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; });
     if (spec == flags.end()) {
-      out.ignored_flags.push_back(flag);
-      if (i + 1 < args.size() && !args[i + 1].starts_with("--")) ++i;  // skip its value
+      std::string value;
+      if (i + 1 < args.size() && !args[i + 1].starts_with("--")) value = args[++i];
+      switch (classify_unmodelled_flag(flag, value)) {
+        case FlagClass::kHarmless:
+          out.ignored_flags.push_back(flag);
+          break;
+        case FlagClass::kUnmodelled:
+          unmodelled.emplace_back(flag + (value.empty() ? "" : " " + value),
+                                  " changes the job and stepsim does not model it yet");
+          break;
+        case FlagClass::kUnknown:
+          unmodelled.emplace_back(flag + (value.empty() ? "" : " " + value),
+                                  " is not a Megatron-LM flag stepsim knows, so it may change "
+                                  "the job");
+          break;
+      }
       continue;
     }
+    if (flag == "--attention-backend" || flag == "--use-flash-attn") attention_given = true;
     const std::string_view dotted = spec->row->key;
     const auto dot = dotted.find('.');
     json& section = dotted.substr(0, dot) == "model" ? model : training;
@@ -195,6 +221,21 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       if (int_of(i, v)) section[key] = v;
     } else if (const std::string* s = value_of(i)) {
       section[key] = *s;
+    }
+  }
+  if (!attention_given) {
+    model["attention_backend"] = "auto";
+    out.notes.push_back(
+        "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
+        "fused attention; priced as one fused attention kernel)");
+  }
+  for (const auto& [flag, why] : unmodelled) {
+    if (options.allow_unmodelled) {
+      out.unmodelled.push_back(flag);
+    } else {
+      errors.push_back(Error{kLabel, flag,
+                             why + ": predicting without it would be another job "
+                                   "(--allow-unmodelled predicts anyway and says so)"});
     }
   }
   if (gqa) {
@@ -239,6 +280,7 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
   doc["training"] = std::move(training);
   doc["system"] = options.system;
   doc["cost_model"] = "roofline";
+  if (!out.unmodelled.empty()) doc["unmodelled"] = out.unmodelled;
   out.scenario_json = doc.dump(2) + "\n";
   return out;
 }
@@ -279,6 +321,13 @@ std::string megatron_args_of(const Workload& w) {
   if (m.swiglu) flag("--swiglu");
   if (m.untie_embeddings_and_output_weights) flag("--untie-embeddings-and-output-weights");
   if (m.use_flash_attn) flag("--use-flash-attn");
+  // Explicit: without it the importer takes Megatron-Core's default, auto.
+  if (!(m.use_flash_attn && m.attention_backend == AttentionBackend::kUnfused)) {
+    constexpr std::string_view kBackends[] = {"auto", "flash", "fused", "unfused", "local"};
+    flag("--attention-backend");
+    out += ' ';
+    out += kBackends[static_cast<std::size_t>(m.attention_backend)];
+  }
   if (!m.add_bias_linear) flag("--disable-bias-linear");
   flag("--normalization");
   out += m.normalization == Normalization::kRmsNorm ? " RMSNorm" : " LayerNorm";

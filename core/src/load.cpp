@@ -107,10 +107,48 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
   return out;
 }
 
+// Megatron's default for overlap_p2p_comm is on, and it is forced off without interleaving.
+bool interleaving_requested(const ModelConfig& m, const TrainingConfig& t) {
+  if (t.virtual_pipeline_model_parallel_size > 1) return true;
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  const std::int64_t per_chunk = t.num_layers_per_virtual_pipeline_stage;
+  if (per_chunk <= 0 || p <= 0 || m.num_layers <= 0 || m.num_layers % p != 0) return false;
+  const std::int64_t per_stage = m.num_layers / p;
+  return per_stage % per_chunk == 0 && per_stage / per_chunk > 1;
+}
+
 void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
-  read_section(r, object, "model", errors, w);
+  const SectionValues given = read_section(r, object, "model", errors, w);
   if (r.raw("vocab_size") == nullptr && r.raw("padded_vocab_size") == nullptr) {
     r.error("vocab_size", " (or padded_vocab_size) must be given");
+  }
+  const ModelConfig& m = w.model;
+  if (given.of("attention_backend") && m.use_flash_attn &&
+      (m.attention_backend == AttentionBackend::kUnfused ||
+       m.attention_backend == AttentionBackend::kLocal)) {
+    r.error("attention_backend",
+            m.attention_backend == AttentionBackend::kLocal
+                ? "=\"local\" materialises the attention scores but use_flash_attn=true: give one"
+                : "=\"unfused\" materialises the attention scores but use_flash_attn=true: give "
+                  "one");
+  }
+}
+
+// Megatron-LM's silent adjustments (arguments.py validate_args), done the same way and noted.
+void apply_megatron_adjustments(const SectionValues& given, Workload& w) {
+  TrainingConfig& t = w.training;
+  if (t.sequence_parallel && t.tensor_model_parallel_size == 1) {
+    t.sequence_parallel = false;
+    w.notes.push_back(
+        "training.sequence_parallel=true turned off: tensor_model_parallel_size is 1 "
+        "(Megatron-LM disables sequence parallelism without tensor parallelism)");
+  }
+  const auto p2p = given.of("overlap_p2p_comm");
+  if (p2p && p2p->integer != 0 && !interleaving_requested(w.model, t)) {
+    t.overlap_p2p_comm = false;
+    w.notes.push_back(
+        "training.overlap_p2p_comm=true turned off: there are no virtual pipeline stages "
+        "(Megatron-LM overlaps P2P communication only in the interleaved schedule)");
   }
 }
 
@@ -129,16 +167,6 @@ void check_virtual_stage_forms(ObjectReader& r) {
   }
 }
 
-// Megatron's default for overlap_p2p_comm is on, and it is forced off without interleaving.
-bool interleaving_requested(const ModelConfig& m, const TrainingConfig& t) {
-  if (t.virtual_pipeline_model_parallel_size > 1) return true;
-  const std::int64_t p = t.pipeline_model_parallel_size;
-  const std::int64_t per_chunk = t.num_layers_per_virtual_pipeline_stage;
-  if (per_chunk <= 0 || p <= 0 || m.num_layers <= 0 || m.num_layers % p != 0) return false;
-  const std::int64_t per_stage = m.num_layers / p;
-  return per_stage % per_chunk == 0 && per_stage / per_chunk > 1;
-}
-
 void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
   check_virtual_stage_forms(r);
   TrainingConfig& t = w.training;
@@ -154,6 +182,7 @@ void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& error
     }
   }
   if (!given.of("overlap_p2p_comm")) t.overlap_p2p_comm = interleaving_requested(w.model, t);
+  apply_megatron_adjustments(given, w);
   const auto fp16 = given.of("fp16");
   const auto bf16 = given.of("bf16");
   if (fp16 && bf16 && fp16->integer != 0 && bf16->integer != 0) {
@@ -261,6 +290,16 @@ Result<Workload> load_scenario_text(std::string_view text, const std::string& fi
   } else {
     // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
     w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;
+  }
+  if (const nlohmann::json* unmodelled = top.raw("unmodelled")) {
+    const bool strings =
+        unmodelled->is_array() && std::all_of(unmodelled->begin(), unmodelled->end(),
+                                              [](const nlohmann::json& v) { return v.is_string(); });
+    if (strings) {
+      for (const nlohmann::json& v : *unmodelled) w.unmodelled.push_back(v.get<std::string>());
+    } else {
+      top.error("unmodelled", "=" + detail::describe(*unmodelled) + " must be a list of strings");
+    }
   }
   parse_system_entry(top, errors, base_dir, options, w.system);
   parse_cost_model(top, errors, base_dir, options, w.cost_model);

@@ -15,6 +15,8 @@ constexpr std::array<std::string_view, 3> kGranularity = {"none", "selective", "
 constexpr std::array<std::string_view, 3> kMethod = {"none", "uniform", "block"};
 constexpr std::array<std::string_view, 3> kPosition = {"learned_absolute", "rope", "none"};
 constexpr std::array<std::string_view, 2> kNorm = {"LayerNorm", "RMSNorm"};
+constexpr std::array<std::string_view, 5> kAttentionBackend = {"auto", "flash", "fused", "unfused",
+                                                               "local"};
 
 KnobValue int_value(std::int64_t v) { return KnobValue{.integer = v}; }
 KnobValue real_value(double v) { return KnobValue{.real = v}; }
@@ -69,6 +71,12 @@ const std::array kSchema = {
             .default_text = "\"roofline\"",
             .check = "\"roofline\" or {\"profile\": \"<path>\"}",
             .doc = "the roofline model of the system file, or a calibration profile"},
+    KeyInfo{.key = "unmodelled",
+            .kind = KnobKind::kString,
+            .default_text = "[]",
+            .check = "a list of strings",
+            .doc = "job-changing launch-line flags stepsim left out (import-megatron "
+                   "--allow-unmodelled): every report then warns that it predicts another job"},
 
     // ---- system files (and inline systems) ----
     KeyInfo{.key = "system.name",
@@ -196,6 +204,14 @@ const std::array kSchema = {
     KeyInfo{STEPSIM_BOOL("model.use_flash_attn", model.use_flash_attn), .sweep = Sweep::kAuto,
             .autoable = true, .flags = "--use-flash-attn=true", .default_text = "false",
             .doc = "fused flash attention (no s x s score tensors in memory)"},
+    KeyInfo{STEPSIM_ENUM("model.attention_backend", model.attention_backend, AttentionBackend),
+            .choices = kAttentionBackend, .sweep = Sweep::kListed, .flags = "--attention-backend",
+            .default_text = "\"unfused\" (\"flash\" with use_flash_attn); the importers write "
+                            "Megatron-Core's default \"auto\"",
+            .check = "\"auto\", \"flash\", \"fused\", \"unfused\", \"local\"; unfused and local "
+                     "not with use_flash_attn",
+            .doc = "Megatron-Core's attention backend: auto, flash and fused run one fused kernel "
+                   "(no s x s scores in memory), unfused and local materialise the scores"},
     KeyInfo{STEPSIM_BOOL("model.add_bias_linear", model.add_bias_linear), .sweep = Sweep::kListed,
             .flags = "--disable-bias-linear=false --add-bias-linear=true", .default_text = "true",
             .doc = "biases in the linear layers"},
@@ -359,64 +375,191 @@ const std::array kSchema = {
 #undef STEPSIM_REAL
 #undef STEPSIM_ENUM
 
-// Megatron-LM arguments that change the job and are not modelled yet (megatron/training/
-// arguments.py and the config dataclasses its flags are built from).
+// Megatron-LM arguments stepsim knows and does not model (megatron/training/arguments.py and
+// the config dataclasses its flags are built from). `changes_job` ones are errors unless given
+// their neutral value (Megatron's default, which leaves the job as stepsim models it).
+constexpr bool kHarmless = false;
 constexpr UnmodelledArgument kUnmodelled[] = {
+    // the model family: a training script other than pretrain_gpt.py
+    {.dest = "model_type", .flag = "pretrain_*.py"},
     // parallelism
-    {"context_parallel_size", "--context-parallel-size"},
-    {"cp_comm_type", "--cp-comm-type"},
-    {"hierarchical_context_parallel_sizes", "--hierarchical-context-parallel-sizes"},
-    {"expert_model_parallel_size", "--expert-model-parallel-size"},
-    {"expert_tensor_parallel_size", "--expert-tensor-parallel-size"},
-    {"decoder_first_pipeline_num_layers", "--decoder-first-pipeline-num-layers"},
-    {"decoder_last_pipeline_num_layers", "--decoder-last-pipeline-num-layers"},
-    {"account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split"},
-    {"account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split"},
-    {"pipeline_model_parallel_layout", "--pipeline-model-parallel-layout"},
-    {"num_distributed_optimizer_instances", "--num-distributed-optimizer-instances"},
-    {"use_torch_fsdp2", "--use-torch-fsdp2"},
-    {"use_megatron_fsdp", "--use-megatron-fsdp"},
-    {"data_parallel_sharding_strategy", "--data-parallel-sharding-strategy"},
+    {.dest = "context_parallel_size", .flag = "--context-parallel-size", .neutral_value = "1"},
+    {.dest = "cp_comm_type", .flag = "--cp-comm-type", .neutral_value = "p2p"},
+    {.dest = "hierarchical_context_parallel_sizes",
+     .flag = "--hierarchical-context-parallel-sizes"},
+    {.dest = "expert_model_parallel_size",
+     .flag = "--expert-model-parallel-size",
+     .neutral_value = "1"},
+    {.dest = "expert_tensor_parallel_size", .flag = "--expert-tensor-parallel-size"},
+    {.dest = "decoder_first_pipeline_num_layers", .flag = "--decoder-first-pipeline-num-layers"},
+    {.dest = "decoder_last_pipeline_num_layers", .flag = "--decoder-last-pipeline-num-layers"},
+    {.dest = "account_for_embedding_in_pipeline_split",
+     .flag = "--account-for-embedding-in-pipeline-split"},
+    {.dest = "account_for_loss_in_pipeline_split", .flag = "--account-for-loss-in-pipeline-split"},
+    {.dest = "pipeline_model_parallel_layout", .flag = "--pipeline-model-parallel-layout"},
+    {.dest = "num_distributed_optimizer_instances",
+     .flag = "--num-distributed-optimizer-instances",
+     .neutral_value = "1"},
+    {.dest = "use_torch_fsdp2", .flag = "--use-torch-fsdp2"},
+    {.dest = "use_megatron_fsdp", .flag = "--use-megatron-fsdp"},
+    {.dest = "data_parallel_sharding_strategy", .flag = "--data-parallel-sharding-strategy"},
+    {.dest = "rampup_batch_size", .flag = "--rampup-batch-size"},
+    {.dest = "step_batch_size_schedule", .flag = "--step-batch-size-schedule"},
+    {.dest = "decoder_seq_length", .flag = "--decoder-seq-length"},
     // precision
-    {"fp8", "--fp8-format"},
-    {"fp8_recipe", "--fp8-recipe"},
-    {"fp8_param_gather", "--fp8-param-gather"},
-    {"fp8_amax_history_len", "--fp8-amax-history-len"},
-    {"fp8_amax_compute_algo", "--fp8-amax-compute-algo"},
-    {"fp4", "--fp4-format"},
-    {"first_last_layers_bf16", "--first-last-layers-bf16"},
-    // communication overlap
-    {"tp_comm_overlap", "--tp-comm-overlap"},
-    {"tp_comm_overlap_cfg", "--tp-comm-overlap-cfg"},
-    {"defer_embedding_wgrad_compute", "--defer-embedding-wgrad-compute"},
-    {"wgrad_deferral_limit", "--wgrad-deferral-limit"},
-    {"overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm"},
+    {.dest = "fp8", .flag = "--fp8-format"},
+    {.dest = "fp8_recipe", .flag = "--fp8-recipe"},
+    {.dest = "fp8_param_gather", .flag = "--fp8-param-gather"},
+    {.dest = "fp8_amax_history_len", .flag = "--fp8-amax-history-len"},
+    {.dest = "fp8_amax_compute_algo", .flag = "--fp8-amax-compute-algo"},
+    {.dest = "fp8_margin", .flag = "--fp8-margin"},
+    {.dest = "fp4", .flag = "--fp4-format"},
+    {.dest = "first_last_layers_bf16", .flag = "--first-last-layers-bf16"},
+    {.dest = "grad_reduce_in_bf16", .flag = "--grad-reduce-in-bf16"},
+    {.dest = "accumulate_allreduce_grads_in_fp32", .flag = "--accumulate-allreduce-grads-in-fp32"},
+    {.dest = "disable_bf16_reduced_precision_matmul",
+     .flag = "--disable-bf16-reduced-precision-matmul"},
+    // communication overlap and kernels
+    {.dest = "tp_comm_overlap", .flag = "--tp-comm-overlap"},
+    {.dest = "tp_comm_overlap_cfg", .flag = "--tp-comm-overlap-cfg"},
+    {.dest = "defer_embedding_wgrad_compute", .flag = "--defer-embedding-wgrad-compute"},
+    {.dest = "wgrad_deferral_limit", .flag = "--wgrad-deferral-limit"},
+    {.dest = "overlap_moe_expert_parallel_comm", .flag = "--overlap-moe-expert-parallel-comm"},
+    {.dest = "use_nccl_ub", .flag = "--use-nccl-ub"},
+    {.dest = "cuda_graph_impl", .flag = "--cuda-graph-impl", .neutral_value = "none"},
+    {.dest = "enable_cuda_graph", .flag = "--enable-cuda-graph"},
+    {.dest = "transformer_impl",
+     .flag = "--transformer-impl",
+     .neutral_value = "transformer_engine"},
+    {.dest = "spec", .flag = "--spec"},
+    {.dest = "masked_softmax_fusion", .flag = "--no-masked-softmax-fusion"},
+    {.dest = "bias_gelu_fusion", .flag = "--no-bias-gelu-fusion"},
+    {.dest = "bias_dropout_fusion", .flag = "--no-bias-dropout-fusion"},
+    {.dest = "apply_rope_fusion", .flag = "--no-rope-fusion"},
+    {.dest = "gradient_accumulation_fusion", .flag = "--no-gradient-accumulation-fusion"},
+    {.dest = "cross_entropy_loss_fusion", .flag = "--cross-entropy-loss-fusion"},
     // attention and layers
-    {"attention_backend", "--attention-backend"},
-    {"window_size", "--window-size"},
-    {"multi_latent_attention", "--multi-latent-attention"},
-    {"q_lora_rank", "--q-lora-rank"},
-    {"kv_lora_rank", "--kv-lora-rank"},
-    {"qk_head_dim", "--qk-head-dim"},
-    {"qk_pos_emb_head_dim", "--qk-pos-emb-head-dim"},
-    {"v_head_dim", "--v-head-dim"},
-    {"qk_layernorm", "--qk-layernorm"},
-    {"mtp_num_layers", "--mtp-num-layers"},
-    {"hybrid_override_pattern", "--hybrid-override-pattern"},
-    {"recompute_modules", "--recompute-modules"},
-    {"cpu_offloading", "--cpu-offloading"},
+    {.dest = "attention_dropout", .flag = "--attention-dropout", .neutral_value = "0.1"},
+    {.dest = "hidden_dropout", .flag = "--hidden-dropout", .neutral_value = "0.1"},
+    {.dest = "window_size", .flag = "--window-size"},
+    {.dest = "window_attn_skip_freq", .flag = "--window-attn-skip-freq"},
+    {.dest = "softmax_type", .flag = "--softmax-type", .neutral_value = "vanilla"},
+    {.dest = "quick_geglu", .flag = "--quick-geglu"},
+    {.dest = "glu_linear_offset", .flag = "--glu-linear-offset", .neutral_value = "0.0"},
+    {.dest = "activation_func_clamp_value", .flag = "--activation-func-clamp-value"},
+    {.dest = "enable_gpt_oss", .flag = "--enable-gpt-oss"},
+    {.dest = "squared_relu", .flag = "--squared-relu"},
+    {.dest = "rotary_percent", .flag = "--rotary-percent", .neutral_value = "1.0"},
+    {.dest = "multi_latent_attention", .flag = "--multi-latent-attention"},
+    {.dest = "q_lora_rank", .flag = "--q-lora-rank"},
+    {.dest = "kv_lora_rank", .flag = "--kv-lora-rank"},
+    {.dest = "qk_head_dim", .flag = "--qk-head-dim"},
+    {.dest = "qk_pos_emb_head_dim", .flag = "--qk-pos-emb-head-dim"},
+    {.dest = "v_head_dim", .flag = "--v-head-dim"},
+    {.dest = "qk_layernorm", .flag = "--qk-layernorm"},
+    {.dest = "mtp_num_layers", .flag = "--mtp-num-layers"},
+    {.dest = "hybrid_override_pattern", .flag = "--hybrid-override-pattern"},
+    {.dest = "hybrid_layer_pattern", .flag = "--hybrid-layer-pattern"},
+    {.dest = "recompute_modules", .flag = "--recompute-modules"},
+    {.dest = "cpu_offloading", .flag = "--cpu-offloading"},
     // mixture of experts
-    {"num_experts", "--num-experts"},
-    {"moe_router_topk", "--moe-router-topk"},
-    {"moe_ffn_hidden_size", "--moe-ffn-hidden-size"},
-    {"moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size"},
-    {"moe_layer_freq", "--moe-layer-freq"},
-    {"moe_token_dispatcher_type", "--moe-token-dispatcher-type"},
-    {"moe_grouped_gemm", "--moe-grouped-gemm"},
-    {"moe_router_load_balancing_type", "--moe-router-load-balancing-type"},
-    {"moe_expert_capacity_factor", "--moe-expert-capacity-factor"},
-    {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity"},
-    {"moe_router_dtype", "--moe-router-dtype"},
+    {.dest = "num_experts", .flag = "--num-experts"},
+    {.dest = "moe_router_topk", .flag = "--moe-router-topk"},
+    {.dest = "moe_ffn_hidden_size", .flag = "--moe-ffn-hidden-size"},
+    {.dest = "moe_shared_expert_intermediate_size",
+     .flag = "--moe-shared-expert-intermediate-size"},
+    {.dest = "moe_layer_freq", .flag = "--moe-layer-freq"},
+    {.dest = "moe_token_dispatcher_type", .flag = "--moe-token-dispatcher-type"},
+    {.dest = "moe_grouped_gemm", .flag = "--moe-grouped-gemm"},
+    {.dest = "moe_router_load_balancing_type", .flag = "--moe-router-load-balancing-type"},
+    {.dest = "moe_aux_loss_coeff", .flag = "--moe-aux-loss-coeff"},
+    {.dest = "moe_z_loss_coeff", .flag = "--moe-z-loss-coeff"},
+    {.dest = "moe_expert_capacity_factor", .flag = "--moe-expert-capacity-factor"},
+    {.dest = "moe_pad_expert_input_to_capacity", .flag = "--moe-pad-expert-input-to-capacity"},
+    {.dest = "moe_router_dtype", .flag = "--moe-router-dtype"},
+    {.dest = "moe_permute_fusion", .flag = "--moe-permute-fusion"},
+    // harmless: hyper-parameters, data, checkpoints, logging, initialisation, profiling
+    {.dest = "lr", .flag = "--lr", .changes_job = kHarmless},
+    {.dest = "min_lr", .flag = "--min-lr", .changes_job = kHarmless},
+    {.dest = "decoupled_lr", .flag = "--decoupled-lr", .changes_job = kHarmless},
+    {.dest = "decoupled_min_lr", .flag = "--decoupled-min-lr", .changes_job = kHarmless},
+    {.dest = "weight_decay", .flag = "--weight-decay", .changes_job = kHarmless},
+    {.dest = "clip_grad", .flag = "--clip-grad", .changes_job = kHarmless},
+    {.dest = "init_method_std", .flag = "--init-method-std", .changes_job = kHarmless},
+    {.dest = "train_iters", .flag = "--train-iters", .changes_job = kHarmless},
+    {.dest = "train_samples", .flag = "--train-samples", .changes_job = kHarmless},
+    {.dest = "seed", .flag = "--seed", .changes_job = kHarmless},
+    {.dest = "split", .flag = "--split", .changes_job = kHarmless},
+    {.dest = "merge_file", .flag = "--merge-file", .changes_job = kHarmless},
+    {.dest = "mock_data", .flag = "--mock-data", .changes_job = kHarmless},
+    {.dest = "num_workers", .flag = "--num-workers", .changes_job = kHarmless},
+    {.dest = "use_mcore_models", .flag = "--use-mcore-models", .changes_job = kHarmless},
+    {.dest = "rotary_base", .flag = "--rotary-base", .changes_job = kHarmless},
+    {.dest = "rope_type", .flag = "--rope-type", .changes_job = kHarmless},
+    {.dest = "add_position_embedding", .flag = "--no-position-embedding", .changes_job = kHarmless},
+    {.dest = "apply_layernorm_1p", .flag = "--apply-layernorm-1p", .changes_job = kHarmless},
+    {.dest = "calculate_per_token_loss",
+     .flag = "--calculate-per-token-loss",
+     .changes_job = kHarmless},
+    {.dest = "manual_gc", .flag = "--manual-gc", .changes_job = kHarmless},
+    {.dest = "empty_unused_memory_level",
+     .flag = "--empty-unused-memory-level",
+     .changes_job = kHarmless},
+    {.dest = "distributed_backend", .flag = "--distributed-backend", .changes_job = kHarmless},
+    {.dest = "distributed_timeout_minutes",
+     .flag = "--distributed-timeout-minutes",
+     .changes_job = kHarmless},
+    {.dest = "tiktoken_pattern", .flag = "--tiktoken-pattern", .changes_job = kHarmless},
+    {.dest = "create_attention_mask_in_dataloader",
+     .flag = "--no-create-attention-mask-in-dataloader",
+     .changes_job = kHarmless},
+    {.dest = "mmap_bin_files", .flag = "--no-mmap-bin-files", .changes_job = kHarmless},
+    {.dest = "check_for_nan_in_loss_and_grad",
+     .flag = "--no-check-for-nan-in-loss-and-grad",
+     .changes_job = kHarmless},
+    {.dest = "init_model_with_meta_device",
+     .flag = "--init-model-with-meta-device",
+     .changes_job = kHarmless},
+    {.dest = "use_cpu_initialization",
+     .flag = "--use-cpu-initialization",
+     .changes_job = kHarmless},
+    {.dest = "record_memory_history", .flag = "--record-memory-history", .changes_job = kHarmless},
+};
+
+// Flag prefixes of arguments that never change a step's time or memory (logging,
+// checkpoints, data, schedules of the learning rate, optimizer hyper-parameters, profiling).
+constexpr std::string_view kHarmlessPrefixes[] = {
+    "--log-",
+    "--eval-",
+    "--save",
+    "--load",
+    "--no-load-",
+    "--no-save-",
+    "--wandb-",
+    "--tensorboard",
+    "--lr-",
+    "--data-",
+    "--adam-",
+    "--sgd-",
+    "--exit-",
+    "--ckpt-",
+    "--dist-ckpt-",
+    "--profile",
+    "--tokenizer-",
+    "--vocab-",
+    "--timing-",
+    "--one-logger",
+    "--straggler",
+    "--rerun-",
+    "--inprocess-",
+    "--ft-",
+    "--start-weight-decay",
+    "--end-weight-decay",
+    "--weight-decay-",
+    "--async-save",
+    "--use-checkpoint-",
+    "--finetune",
+    "--pretrained-checkpoint",
 };
 
 std::span<const KeyInfo> schema_span() { return kSchema; }
@@ -463,8 +606,24 @@ const UnmodelledArgument* find_unmodelled_argument(std::string_view dest_or_flag
   return nullptr;
 }
 
+FlagClass classify_unmodelled_flag(std::string_view flag, std::string_view value) {
+  if (const UnmodelledArgument* a = find_unmodelled_argument(flag)) {
+    if (!a->changes_job) return FlagClass::kHarmless;
+    if (!a->neutral_value.empty() && value == a->neutral_value) return FlagClass::kHarmless;
+    return FlagClass::kUnmodelled;
+  }
+  for (const std::string_view prefix : kHarmlessPrefixes) {
+    if (flag.starts_with(prefix)) return FlagClass::kHarmless;
+  }
+  return FlagClass::kUnknown;
+}
+
 std::string unknown_key_message(std::string_view section, std::string_view key) {
   if (const UnmodelledArgument* a = find_unmodelled_argument(key)) {
+    if (!a->changes_job) {
+      return std::string(" is a Megatron-LM argument (") + std::string(a->flag) +
+             ") that does not change a step's time or memory: leave it out";
+    }
     return std::string(" is a Megatron-LM argument (") + std::string(a->flag) +
            ") that stepsim does not model yet";
   }

@@ -75,7 +75,7 @@ inline Dims dims_of(const Workload& w) {
   x.dtype = tc.params_dtype;
   x.e = bytes_of(tc.params_dtype);
   x.swiglu = mc.swiglu;
-  x.flash = mc.use_flash_attn;
+  x.flash = mc.fused_attention();
   x.bias = mc.add_bias_linear;
   x.learned_pos = mc.position_embedding_type == PositionEmbedding::kLearnedAbsolute;
   x.rope = mc.position_embedding_type == PositionEmbedding::kRope;

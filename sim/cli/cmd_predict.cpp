@@ -177,13 +177,14 @@ void add_predict_command(CLI::App& app, Env& env) {
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
   cmd->add_option("--megatron-args", args->megatron.line,
                   "build the scenario from a Megatron-LM launch line instead of a file "
-                  "(flags stepsim does not model are listed on stderr)");
+                  "(a flag that changes the job and is not modelled is an error)");
   cmd->add_option("--world-size", args->megatron.world_size,
                   "with --megatron-args: GPUs of the run (default: from torchrun's "
                   "--nnodes x --nproc_per_node in the line)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--system", args->megatron.system,
                   "with --megatron-args: system file (relative to scenarios/ or a path)");
+  add_allow_unmodelled_flag(cmd, args->megatron);
   cmd->callback([args, &env] { env.exit_code = run_predict(*args, env); });
 }
 

@@ -40,6 +40,7 @@ struct SweepOptions {
   bool resume = false;
   bool progress = false;
   std::string megatron_args;
+  bool allow_unmodelled = false;
   std::int64_t world_size = 0;
   std::string system;
 };
@@ -96,7 +97,11 @@ std::optional<SweepSpec> load_spec(const SweepOptions& o, Env& env) {
   std::string base_override;
   if (!o.megatron_args.empty()) {
     const std::optional<std::string> imported =
-        import_megatron_args_or_report(MegatronArgs{o.megatron_args, o.world_size, o.system}, env);
+        import_megatron_args_or_report(MegatronArgs{.line = o.megatron_args,
+                                                    .world_size = o.world_size,
+                                                    .system = o.system,
+                                                    .allow_unmodelled = o.allow_unmodelled},
+                                       env);
     if (!imported) return std::nullopt;
     base_override = *imported;
   }
@@ -215,6 +220,9 @@ void add_sweep_command(CLI::App& app, Env& env) {
   cmd->add_option("--world-size", o->world_size, "with --megatron-args: GPUs of the run")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--system", o->system, "with --megatron-args: system file");
+  cmd->add_flag("--allow-unmodelled", o->allow_unmodelled,
+                "with --megatron-args: sweep even when the line has flags that change the job "
+                "and are not modelled (they are left out)");
   cmd->callback([o, &env] { env.exit_code = run(*o, env); });
 }
 

@@ -24,6 +24,7 @@ void add_schedule_command(CLI::App& app, Env& env);
 void add_check_command(CLI::App& app, Env& env);
 void add_sweep_command(CLI::App& app, Env& env);
 void add_import_hf_command(CLI::App& app, Env& env);
+void add_import_megatron_command(CLI::App& app, Env& env);
 void add_predict_command(CLI::App& app, Env& env);
 void add_memory_command(CLI::App& app, Env& env);
 /// stepsim accuracy: predicted against measured for the published runs.

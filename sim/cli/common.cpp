@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <ostream>
 
@@ -28,13 +29,26 @@ std::optional<Workload> load_or_report(const std::string& path, Env& env) {
     env.exit_code = 2;
     return std::nullopt;
   }
+  print_notes(*loaded, env);
   return std::move(loaded).value();
+}
+
+void print_notes(const Workload& w, Env& env) {
+  for (const std::string& note : w.notes) *env.err << "stepsim: note: " << note << '\n';
+}
+
+void add_allow_unmodelled_flag(CLI::App* cmd, MegatronArgs& args) {
+  cmd->add_flag("--allow-unmodelled", args.allow_unmodelled,
+                "with --megatron-args: predict even when the line has flags that change the job "
+                "and are not modelled (the report then warns and lists them)");
 }
 
 std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& args, Env& env) {
   MegatronImportOptions import;
   import.world_size = args.world_size;
   import.system = args.system;
+  import.name = args.name;
+  import.allow_unmodelled = args.allow_unmodelled;
   Result<ImportedScenario> imported = scenario_from_megatron_args(args.line, import);
   if (!imported.ok()) {
     *env.err << format_errors(imported.errors());
@@ -42,9 +56,16 @@ std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& ar
     return std::nullopt;
   }
   if (!imported->ignored_flags.empty()) {
-    *env.err << "stepsim: --megatron-args: ignored (not modelled):";
+    *env.err << "stepsim: --megatron-args: ignored (no effect on step time or memory):";
     for (const std::string& f : imported->ignored_flags) *env.err << ' ' << f;
     *env.err << '\n';
+  }
+  if (!imported->unmodelled.empty()) {
+    *env.err << "stepsim: --megatron-args: !!! NOT MODELLED, left out (--allow-unmodelled): ";
+    for (std::size_t i = 0; i < imported->unmodelled.size(); ++i) {
+      *env.err << (i == 0 ? "" : ", ") << imported->unmodelled[i];
+    }
+    *env.err << " !!!\n";
   }
   for (const std::string& n : imported->notes) *env.err << "stepsim: --megatron-args: " << n << '\n';
   return std::move(imported->scenario_json);
@@ -67,6 +88,7 @@ std::optional<Workload> load_scenario_or_args(const std::string& path, const Meg
     env.exit_code = 2;
     return std::nullopt;
   }
+  print_notes(*w, env);
   return std::move(w).value();
 }
 

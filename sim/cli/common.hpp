@@ -8,6 +8,10 @@
 #include "commands.hpp"
 #include "stepsim/core/scenario.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace stepsim::cli {
 
 /// The scenario `stepsim predict` uses when none is given, under Env::scenarios_dir.
@@ -29,7 +33,15 @@ struct MegatronArgs {
   std::string line;            ///< the launch line; empty: not given
   std::int64_t world_size = 0;  ///< --world-size (0: from the launcher in the line)
   std::string system;          ///< --system
+  bool allow_unmodelled = false;       ///< --allow-unmodelled
+  std::string name = "megatron-args";  ///< the scenario's name (import-megatron --name)
 };
+
+/// Prints what the loader adjusted as Megatron-LM does (Workload::notes) to *env.err.
+void print_notes(const Workload& w, Env& env);
+
+/// Registers --allow-unmodelled on `cmd`.
+void add_allow_unmodelled_flag(CLI::App* cmd, MegatronArgs& args);
 
 /// The scenario JSON text built from a Megatron-LM launch line. Prints the flags stepsim
 /// ignores and the assumptions made to *env.err. On failure prints the errors, sets

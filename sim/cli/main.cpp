@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   stepsim::cli::add_schedule_command(app, env);
   stepsim::cli::add_sweep_command(app, env);
   stepsim::cli::add_import_hf_command(app, env);
+  stepsim::cli::add_import_megatron_command(app, env);
   stepsim::cli::add_calibrate_command(app, env);
   stepsim::cli::add_validate_command(app, env);
   stepsim::cli::add_regress_command(app, env);

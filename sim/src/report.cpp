@@ -125,6 +125,14 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   const TrainingConfig& t = w.training;
   const ModelConfig& m = w.model;
   out << "stepsim prediction: " << w.name << "\n\n";
+  if (!w.unmodelled.empty()) {
+    // --allow-unmodelled: the launch line's job is not the one predicted; say it loudly.
+    out << "  !!! NOT THE JOB AS LAUNCHED: stepsim does not model";
+    for (std::size_t i = 0; i < w.unmodelled.size(); ++i) {
+      out << (i == 0 ? " " : ", ") << w.unmodelled[i];
+    }
+    out << "\n  !!! this predicts the job without them (--allow-unmodelled)\n\n";
+  }
   out << "  model       " << m.num_layers << " layers, hidden " << m.hidden_size << ", "
       << m.num_attention_heads << " heads";
   if (m.num_query_groups != m.num_attention_heads) out << " (" << m.num_query_groups << " query groups)";
@@ -222,6 +230,12 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   JsonWriter j(out);
   j.begin_object();
   j.field("scenario", std::string_view(w.name));
+  if (!w.unmodelled.empty()) {
+    // --allow-unmodelled: the job-changing flags this prediction leaves out.
+    j.key("unmodelled").begin_array();
+    for (const std::string& f : w.unmodelled) j.value(std::string_view(f));
+    j.end_array();
+  }
   j.field("cost_model", std::string_view(cost_model));
   j.field("step_time_s", p.step_time_s);
   j.field("bubble_fraction", p.bubble_fraction);

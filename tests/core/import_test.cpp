@@ -34,7 +34,7 @@ const char* kGpt3Line = R"(NCCL_DEBUG=WARN torchrun --nnodes 16 --nproc_per_node
   --num-layers-per-virtual-pipeline-stage 4 --sequence-parallel --recompute-activations \
   --use-distributed-optimizer --overlap-grad-reduce --bf16 --use-flash-attn \
   --vocab-file "/data/gpt2 vocab.json" --merge-file gpt2-merges.txt --lr=6.0e-5 \
-  --train-iters 500000 --no-masked-softmax-fusion --data-path 1.0 /data/web)";
+  --train-iters 500000 --log-interval 10 --data-path 1.0 /data/web)";
 
 TEST(MegatronArgs, LaunchLineToScenario) {
   MegatronImportOptions o;
@@ -54,10 +54,75 @@ TEST(MegatronArgs, LaunchLineToScenario) {
   EXPECT_TRUE(w.training.overlap_grad_reduce);
   EXPECT_TRUE(w.model.use_flash_attn);
   EXPECT_EQ(w.training.params_dtype, DType::kBf16);
-  const std::vector<std::string> ignored{"--merge-file", "--lr", "--train-iters",
-                                         "--no-masked-softmax-fusion", "--data-path"};
+  const std::vector<std::string> ignored{"--merge-file", "--lr", "--train-iters", "--log-interval",
+                                         "--data-path"};
   EXPECT_EQ(r->ignored_flags, ignored);
   EXPECT_FALSE(r->notes.empty());
+}
+
+// A flag that changes the job and is not modelled is an error naming it; so is a flag stepsim
+// does not know. --allow-unmodelled keeps going and lists them in the scenario.
+TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
+  const std::string line =
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 "
+      "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+      "--vocab-size 1000 --fp8-format hybrid --context-parallel-size 1 --lr 1e-4 "
+      "--frobnicate 3 --bf16";
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(line, o);
+  ASSERT_FALSE(r.ok());
+  const std::string errors = format_errors(r.errors());
+  EXPECT_NE(errors.find("--fp8-format hybrid changes the job and stepsim does not model it yet"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("--frobnicate 3 is not a Megatron-LM flag stepsim knows"),
+            std::string::npos)
+      << errors;
+  EXPECT_EQ(r.errors().size(), 2u) << errors;  // --context-parallel-size 1 is the default
+  o.allow_unmodelled = true;
+  auto allowed = scenario_from_megatron_args(line, o);
+  ASSERT_TRUE(allowed.ok()) << format_errors(allowed.errors());
+  EXPECT_EQ(allowed->unmodelled,
+            (std::vector<std::string>{"--fp8-format hybrid", "--frobnicate 3"}));
+  const Workload w = load(allowed->scenario_json);
+  EXPECT_EQ(w.unmodelled, allowed->unmodelled);
+  EXPECT_EQ(allowed->ignored_flags, (std::vector<std::string>{"--context-parallel-size", "--lr"}));
+  // No --attention-backend: Megatron-Core's default, auto (a fused attention kernel).
+  EXPECT_EQ(w.model.attention_backend, AttentionBackend::kAuto);
+  EXPECT_TRUE(w.model.fused_attention());
+}
+
+TEST(MegatronArgs, OtherTrainingScriptsAreNotModelled) {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_t5.py --num-layers 4 --hidden-size 256 "
+      "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+      "--vocab-size 1000",
+      o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors().front().key, "pretrain_t5.py");
+}
+
+// Megatron turns sequence parallelism off with t = 1 and P2P overlap off without interleaving,
+// silently; stepsim does the same and says so.
+TEST(MegatronArgs, MegatronsSilentAdjustmentsAreNoted) {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 "
+      "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+      "--vocab-size 1000 --sequence-parallel --overlap-p2p-communication "
+      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 2",
+      o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_FALSE(w.training.sequence_parallel);
+  EXPECT_FALSE(w.training.overlap_p2p_comm);
+  ASSERT_EQ(w.notes.size(), 2u);
+  EXPECT_NE(w.notes[0].find("sequence_parallel=true turned off"), std::string::npos);
+  EXPECT_NE(w.notes[1].find("overlap_p2p_comm=true turned off"), std::string::npos);
 }
 
 TEST(MegatronArgs, GroupedQueryAttentionAndOptions) {
@@ -196,7 +261,8 @@ TEST(ImportHf, Gpt2AndNeoX) {
   const Workload n = load(with_training(neox->model_json));
   EXPECT_EQ(n.model.position_embedding_type, PositionEmbedding::kRope);
   EXPECT_TRUE(n.model.untie_embeddings_and_output_weights);
-  EXPECT_EQ(neox->notes.size(), 3u);  // seq_length, rotary_pct, use_parallel_residual
+  // seq_length, attention_backend, rotary_pct, use_parallel_residual
+  EXPECT_EQ(neox->notes.size(), 4u);
 }
 
 TEST(ImportHf, ErrorsNameTheKey) {

@@ -186,10 +186,46 @@ TEST(PredictCli, MegatronArgsBuildTheScenarioAndListIgnoredFlags) {
   const auto ignored = run_stepsim("predict --format json --system systems/dgx-a100-80gb.json "
                                    "--megatron-args '" + line + "' 2>&1 >/dev/null",
                                    false);
-  EXPECT_NE(ignored.out.find("ignored (not modelled): --lr"), std::string::npos) << ignored.out;
+  EXPECT_NE(ignored.out.find("ignored (no effect on step time or memory): --lr"), std::string::npos)
+      << ignored.out;
   const auto incomplete = run_stepsim("predict --megatron-args 'pretrain_gpt.py --num-layers 2'");
   EXPECT_EQ(incomplete.status, 2);
   EXPECT_NE(incomplete.out.find("--megatron-args"), std::string::npos) << incomplete.out;
+  // A flag that changes the job and is not modelled: exit 2 naming it; --allow-unmodelled
+  // predicts, with a loud banner and the list in the JSON.
+  const std::string fp8 = line + " --fp8-format hybrid";
+  const auto refused = run_stepsim(
+      "predict --system systems/dgx-a100-80gb.json "
+      "--megatron-args '" +
+      fp8 + "'");
+  EXPECT_EQ(refused.status, 2) << refused.out;
+  EXPECT_NE(refused.out.find("--fp8-format hybrid changes the job"), std::string::npos)
+      << refused.out;
+  const auto allowed = run_stepsim(
+      "predict --system systems/dgx-a100-80gb.json "
+      "--allow-unmodelled --megatron-args '" +
+          fp8 + "'",
+      false);
+  ASSERT_EQ(allowed.status, 0) << allowed.out;
+  EXPECT_NE(allowed.out.find("!!! NOT THE JOB AS LAUNCHED: stepsim does not model --fp8-format "
+                             "hybrid"),
+            std::string::npos)
+      << allowed.out;
+  const auto allowed_json = run_stepsim(
+      "predict --format json --allow-unmodelled --system "
+      "systems/dgx-a100-80gb.json --megatron-args '" +
+          fp8 + "'",
+      false);
+  ASSERT_EQ(allowed_json.status, 0) << allowed_json.out;
+  EXPECT_EQ(nlohmann::json::parse(allowed_json.out)["unmodelled"],
+            nlohmann::json::array({"--fp8-format hybrid"}));
+  // import-megatron writes the scenario that check, memory and sweep take.
+  const auto scenario =
+      run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + line + "'", false);
+  ASSERT_EQ(scenario.status, 0) << scenario.out;
+  EXPECT_EQ(nlohmann::json::parse(scenario.out)["training"]["tensor_model_parallel_size"], 8);
+  EXPECT_EQ(run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + fp8 + "'").status,
+            2);
   const auto both = run_stepsim("predict " + kScenarios + "/gpt3-175b-a100-64.json "
                                 "--megatron-args '" + line + "' --system systems/dgx-a100-80gb.json");
   EXPECT_EQ(both.status, 2) << both.out;

@@ -108,7 +108,9 @@ TEST(SweepCli, MegatronArgsGiveTheBase) {
   const CliRun r =
       run("sweep " + f + " --megatron-args '" + line + "' --system systems/dgx-a100-80gb.json");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("ignored (not modelled): --lr --data-path"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ignored (no effect on step time or memory): --lr --data-path"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("2 configurations"), std::string::npos) << r.out;
   EXPECT_EQ(run("sweep " + f + " --megatron-args '--num-layers 4'").status, 2);
 }

@@ -22,17 +22,28 @@ struct MegatronImportOptions {
   std::string system;
   /// The scenario's "name".
   std::string name = "megatron-args";
+  /// Keep going when the line has flags that change the job and are not modelled: the
+  /// scenario lists them under "unmodelled" and every report warns. Without it they are
+  /// errors (one per flag), so an import never silently predicts a different job.
+  bool allow_unmodelled = false;
 };
 
 /// A scenario built from a launch line.
 struct ImportedScenario {
   std::string scenario_json;               ///< a scenario file's text (contract v1)
-  std::vector<std::string> ignored_flags;  ///< flags of the line stepsim does not model
+  std::vector<std::string> ignored_flags;  ///< harmless flags (logging, paths, hyper-parameters)
+  /// Job-changing flags (with their values) stepsim does not model; non-empty only with
+  /// allow_unmodelled.
+  std::vector<std::string> unmodelled;
   std::vector<std::string> notes;          ///< assumptions made (e.g. vocabulary of GPT-2's BPE)
 };
 
 /// Parses a Megatron-LM launch line ("torchrun ... pretrain_gpt.py --num-layers 96 ...",
-/// shell quoting and backslash-newlines allowed). Errors name "--megatron-args" and the flag.
+/// shell quoting and backslash-newlines allowed). Errors name "--megatron-args" and the flag:
+/// every flag that changes the job and is not modelled (the schema's not-modelled arguments,
+/// any flag stepsim does not know, a training script other than pretrain_gpt.py) is one,
+/// unless options.allow_unmodelled. Without --attention-backend or --use-flash-attn the
+/// scenario gets Megatron-Core's default attention_backend "auto" (noted).
 Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
                                                      const MegatronImportOptions& options);
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "stepsim/core/dtype.hpp"
 
@@ -15,6 +16,10 @@ enum class RecomputeGranularity : std::uint8_t { kNone, kSelective, kFull };
 enum class RecomputeMethod : std::uint8_t { kNone, kUniform, kBlock };
 enum class PositionEmbedding : std::uint8_t { kLearnedAbsolute, kRope, kNone };
 enum class Normalization : std::uint8_t { kLayerNorm, kRmsNorm };
+/// Megatron-Core's AttnBackend (megatron/core/transformer/enums.py), in its order after kAuto.
+/// auto, flash and fused run a fused attention kernel (Transformer Engine's flash-attn or
+/// cuDNN fused attention: no s x s scores in memory); unfused and local materialise them.
+enum class AttentionBackend : std::uint8_t { kAuto, kFlash, kFused, kUnfused, kLocal };
 
 struct ModelConfig {
   std::int64_t num_layers = 0;
@@ -31,10 +36,19 @@ struct ModelConfig {
   bool swiglu = false;
   bool untie_embeddings_and_output_weights = false;
   bool use_flash_attn = false;
+  /// kUnfused when not given (scenario contract v1, where use_flash_attn picks flash); the
+  /// importers write Megatron-Core's default, kAuto.
+  AttentionBackend attention_backend = AttentionBackend::kUnfused;
   bool add_bias_linear = true;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
   Normalization normalization = Normalization::kLayerNorm;
 
+  /// Whether attention runs as one fused kernel (flash-attn or cuDNN fused attention).
+  bool fused_attention() const {
+    return use_flash_attn || attention_backend == AttentionBackend::kAuto ||
+           attention_backend == AttentionBackend::kFlash ||
+           attention_backend == AttentionBackend::kFused;
+  }
   bool operator==(const ModelConfig&) const = default;
 };
 
@@ -130,6 +144,13 @@ struct Workload {
   TrainingConfig training;
   SystemConfig system;
   CostModelSpec cost_model;
+  /// Flags of the launch line the scenario came from that change the job and that stepsim
+  /// does not model, kept with --allow-unmodelled: the prediction is of a different job, and
+  /// every report says so. Empty for a job stepsim models fully.
+  std::vector<std::string> unmodelled;
+  /// What the loader adjusted as Megatron-LM does silently (e.g. sequence_parallel turned off
+  /// with tensor_model_parallel_size 1), one sentence each, for the CLI to print.
+  std::vector<std::string> notes;
   bool operator==(const Workload&) const = default;
 };
 

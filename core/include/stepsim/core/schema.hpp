@@ -74,21 +74,35 @@ std::span<const KeyInfo> scenario_schema();
 /// The row of a dotted key, or nullptr.
 const KeyInfo* find_schema_key(std::string_view dotted_key);
 
-/// A Megatron-LM argument (its dest) that stepsim does not model.
+/// A Megatron-LM argument (its dest and flag) that stepsim does not model.
 struct UnmodelledArgument {
-  std::string_view dest;  ///< e.g. "context_parallel_size"
-  std::string_view flag;  ///< e.g. "--context-parallel-size"
+  std::string_view dest = {};  ///< e.g. "context_parallel_size"
+  std::string_view flag = {};  ///< e.g. "--context-parallel-size"
   /// True when it changes the job (its time or memory): a scenario key or a launch-line flag
   /// naming it is an error. False for what only logs, saves or sets hyper-parameters.
   bool changes_job = true;
+  /// A value with which the argument leaves the job as stepsim models it (Megatron's
+  /// default, e.g. "1" for --context-parallel-size): given with it, the flag is harmless.
+  std::string_view neutral_value = {};
 };
 
-/// The Megatron-LM arguments stepsim knows and does not model.
+/// The Megatron-LM arguments stepsim knows and does not model (job-changing and harmless).
 std::span<const UnmodelledArgument> unmodelled_arguments();
 
-/// The not-modelled argument whose dest is `dest` (or whose flag is `flag` when `dest` starts
+/// The not-modelled argument whose dest is `dest_or_flag` (or whose flag is, when it starts
 /// with "--"), or nullptr.
 const UnmodelledArgument* find_unmodelled_argument(std::string_view dest_or_flag);
+
+/// How a launch-line flag outside the schema is treated.
+enum class FlagClass : std::uint8_t {
+  kHarmless,    ///< logging, paths, data, optimizer hyper-parameters: one quiet note
+  kUnmodelled,  ///< changes the job and is not modelled: an error (exit 2)
+  kUnknown,     ///< not a flag stepsim knows: treated as kUnmodelled (it may change the job)
+};
+
+/// Classifies a flag that is not a schema row's (`value`: the word after it, empty when it
+/// takes none).
+FlagClass classify_unmodelled_flag(std::string_view flag, std::string_view value);
 
 /// The message for an unknown key `key` of scenario section `section` ("model" or
 /// "training"): " is a Megatron-LM argument stepsim does not model yet", or " is not a known
