@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "stepsim/calibration/regress.hpp"
+#include "stepsim/core/json_input.hpp"
 #include "stepsim/core/load.hpp"
 
 namespace stepsim::calib {
@@ -16,27 +17,28 @@ using json = nlohmann::ordered_json;
 namespace {
 
 Result<std::string> read_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot read the " + what};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Error{path, "", "cannot read the " + what};
+  return read_input_file(path);
 }
 
+// Checked by the one reading path (json_input.hpp), then read again keeping the key order
+// (records are written back as they were read).
 Result<json> read_json(const std::string& path, const std::string& what) {
   auto text = read_text(path, what);
   if (!text) return text.errors();
+  if (auto checked = parse_json_text(*text, path); !checked) return checked.errors();
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded()) return Error{path, "", "is not valid JSON"};
   return j;
 }
 
-Result<bool> write_text(const std::string& path, const std::string& text) {
+Status write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
-  if (!out) return Error{path, "", "cannot be written"};
-  return true;
+  if (!out) return Error{path, "", "cannot be written", ErrorKind::kRuntime};
+  return ok_status();
 }
 
 std::string record_id(const RecordInputs& in) {

@@ -5,91 +5,19 @@
 #include <limits>
 #include <vector>
 
-namespace stepsim::detail {
+#include "stepsim/core/json_input.hpp"
 
-namespace {
+namespace stepsim::detail {
 
 using nlohmann::json;
 
-// 1-based line and column of byte offset `byte` (nlohmann counts the byte it stopped at).
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte) {
-  std::size_t line = 1;
-  std::size_t column = 1;
-  const std::size_t end = byte == 0 ? 0 : std::min(byte - 1, text.size());
-  for (std::size_t i = 0; i < end; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-
-// nlohmann's message minus its "[json.exception.parse_error.101] parse error at ...: " prefix.
-std::string parse_reason(const std::string& what) {
-  std::string reason = what;
-  if (const auto bracket = reason.find("] "); bracket != std::string::npos) {
-    reason = reason.substr(bracket + 2);
-  }
-  if (reason.rfind("parse error", 0) == 0) {
-    if (const auto colon = reason.find(": "); colon != std::string::npos) {
-      reason = reason.substr(colon + 2);
-    }
-  }
-  return reason;
-}
-
-struct Frame {
-  std::set<std::string, std::less<>> keys;
-  std::string current;
-};
-
-}  // namespace
-
 std::optional<json> parse_json(std::string_view text, const std::string& file, Errors& errors) {
-  std::vector<Frame> frames;
-  Errors duplicates;
-  const json::parser_callback_t track_keys = [&](int /*depth*/, json::parse_event_t event,
-                                                 json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        frames.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!frames.empty()) frames.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        const std::string key = parsed.get<std::string>();
-        if (frames.empty()) break;
-        if (!frames.back().keys.insert(key).second) {
-          std::string path;
-          for (std::size_t i = 0; i + 1 < frames.size(); ++i) path += frames[i].current + ".";
-          duplicates.push_back({file, path + key, " is given twice in one object"});
-        }
-        frames.back().current = key;
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
-  };
-  try {
-    json value = json::parse(text.begin(), text.end(), track_keys, /*allow_exceptions=*/true);
-    if (!duplicates.empty()) {
-      errors.insert(errors.end(), duplicates.begin(), duplicates.end());
-      return std::nullopt;
-    }
-    return value;
-  } catch (const json::parse_error& e) {
-    const auto [line, column] = line_column(text, e.byte);
-    errors.push_back({file, "",
-                      "line " + std::to_string(line) + ", column " + std::to_string(column) +
-                          ": malformed JSON: " + parse_reason(e.what())});
+  auto parsed = parse_json_text(text, file);
+  if (!parsed) {
+    errors.insert(errors.end(), parsed.errors().begin(), parsed.errors().end());
     return std::nullopt;
   }
+  return std::move(parsed).value();
 }
 
 std::string format_number(double value) {

@@ -13,9 +13,9 @@
 
 namespace stepsim::detail {
 
-/// Parses `text`; on malformed JSON appends "line L, column C: reason" for `file` to `errors`
-/// and returns nullopt. Duplicate keys in one object are reported too (JSON allows them, but
-/// one of the two values would be silently ignored).
+/// Parses `text` with parse_json_text (json_input.hpp: overflowing numbers, deep nesting,
+/// duplicate keys, NUL bytes and trailing content are errors); on failure appends the error
+/// for `file` to `errors` and returns nullopt.
 std::optional<nlohmann::json> parse_json(std::string_view text, const std::string& file,
                                          Errors& errors);
 

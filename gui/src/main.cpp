@@ -22,6 +22,7 @@
 #include "stepsim/gui/sweep_csv.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
 #include "stepsim/gui/trace_reader.hpp"
+#include "stepsim/core/main_guard.hpp"
 #include "viewer_options.hpp"
 
 namespace {
@@ -48,7 +49,9 @@ void print_errors(const stepsim::Errors& errors) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   auto parsed = stepsim::gui::parse_viewer_args(args);
   if (!parsed) {
@@ -172,4 +175,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   return QApplication::exec();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return stepsim::guarded_main("stepsim-viewer", [&] { return run_main(argc, argv); });
 }

@@ -1,6 +1,9 @@
 #include "summary_reader.hpp"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "stepsim/core/json_input.hpp"
 
 namespace stepsim::gui::detail {
 
@@ -16,16 +19,19 @@ class SummaryReader {
     errors_.push_back(Error{file_, key, message});
   }
 
-  // A number >= 0 under `key` of `obj`; `required` makes absence a problem.
+  // A number in [0, max] under `key` of `obj`; `required` makes absence a problem. The bound
+  // keeps every later conversion to an integer defined.
   bool number(const json& obj, const std::string& path, const char* key, double& out,
-              bool required) {
+              bool required, double max = 1e18) {
     auto it = obj.find(key);
     if (it == obj.end()) {
       if (required) problem(path + "." + key, " is missing");
       return false;
     }
-    if (!it->is_number() || it->get<double>() < 0) {
-      problem(path + "." + key, " must be a number >= 0");
+    if (!it->is_number() || it->get<double>() < 0 || it->get<double>() > max) {
+      char bound[32];
+      std::snprintf(bound, sizeof bound, "%g", max);
+      problem(path + "." + key, std::string(" must be a number >= 0 and at most ") + bound);
       return false;
     }
     out = it->get<double>();
@@ -47,7 +53,7 @@ class SummaryReader {
     }
     number(root, "stepsim", "step_time_s", out.step_time_s, false);
     double value = 0;
-    if (number(root, "stepsim", "ranks", value, false))
+    if (number(root, "stepsim", "ranks", value, false, 1 << 24))
       out.ranks = static_cast<std::int32_t>(value);
     if (number(root, "stepsim", "memory_capacity_bytes", value, false)) {
       out.memory_capacity_bytes = static_cast<std::int64_t>(value);
@@ -69,7 +75,7 @@ class SummaryReader {
       }
       StageSummary stage;
       double id = 0;
-      bool ok = number(s, path, "stage", id, true);
+      bool ok = number(s, path, "stage", id, true, 1 << 24);
       ok = number(s, path, "busy_s", stage.busy_s, true) && ok;
       ok = number(s, path, "bubble_s", stage.bubble_s, true) && ok;
       ok = number(s, path, "exposed_comm_s", stage.exposed_comm_s, true) && ok;
@@ -91,13 +97,16 @@ class SummaryReader {
 
 void read_summary(std::string_view text, const std::string& file, TraceSummary& out,
                   Errors& errors) {
-  const json root = json::parse(text.begin(), text.end(), nullptr, false);
   SummaryReader reader(file, errors);
-  if (root.is_discarded()) {
-    reader.problem("stepsim", " is not valid JSON");
+  auto root = parse_json_text(text, file);
+  if (!root) {
+    for (const Error& e : root.errors()) {
+      reader.problem(e.key.empty() ? "stepsim" : "stepsim." + e.key,
+                     " is not valid JSON: " + e.message);
+    }
     return;
   }
-  reader.read(root, out);
+  reader.read(*root, out);
 }
 
 }  // namespace stepsim::gui::detail

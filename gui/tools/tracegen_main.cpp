@@ -9,6 +9,7 @@
 #include <string>
 
 #include "synthetic_trace.hpp"
+#include "stepsim/core/main_guard.hpp"
 
 namespace {
 
@@ -20,7 +21,9 @@ bool parse_count(const char* text, long long lowest, long long& out) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_main(int argc, char** argv) {
   const char* usage =
       "usage: stepsim-tracegen OUT.json [--slices N] [--ranks P] [--microbatches M] "
       "[--layers L] [--recompute] [--measured]\n";
@@ -87,4 +90,10 @@ int main(int argc, char** argv) {
   std::printf("%s: %zu slices, %zu memory counters, step %.3f ms\n", argv[1], info.slices,
               info.counters, info.step_us * 1e-3);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return stepsim::guarded_main("stepsim-tracegen", [&] { return run_main(argc, argv); });
 }

@@ -9,8 +9,11 @@
 #endif
 
 #include "commands.hpp"
+#include "stepsim/core/main_guard.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_main(int argc, char** argv) {
 #if defined(__GLIBC__)
   // A sweep simulates thousands of steps whose buffers reach tens of MiB. glibc serves such
   // blocks with fresh mmaps and hands freed heap tops back to the kernel, so every
@@ -62,4 +65,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   return env.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return stepsim::guarded_main("stepsim", [&] { return run_main(argc, argv); });
 }

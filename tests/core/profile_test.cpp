@@ -128,7 +128,7 @@ TEST(ProfileJson, InvalidJsonNamesTheFile) {
   ASSERT_FALSE(r.ok());
   ASSERT_EQ(r.errors().size(), 1u);
   EXPECT_EQ(r.errors()[0].file, "broken.json");
-  EXPECT_NE(r.errors()[0].message.find("is not valid JSON"), std::string::npos);
+  EXPECT_NE(r.errors()[0].message.find("malformed JSON"), std::string::npos);
 }
 
 TEST(ProfileJson, UnreadableFileIsNamed) {

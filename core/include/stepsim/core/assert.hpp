@@ -1,15 +1,29 @@
 #pragma once
-// STEPSIM_ASSERT: broken invariants (bugs) abort with file:line. Bad input never reaches
-// an assert: it is reported as an Error by the loader (see result.hpp).
+// STEPSIM_ASSERT: a broken invariant (a bug) throws InternalError with file:line. Bad input
+// never reaches an assert: it is reported as an Error by the loader (see result.hpp). Libraries
+// never abort: the executable's last-resort handler (main_guard.hpp) reports the bug, exit 1.
 
-#include <cstdio>
-#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
-#define STEPSIM_ASSERT(cond)                                                          \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::fprintf(stderr, "%s:%d: internal error: assertion '%s' failed\n", __FILE__, \
-                   __LINE__, #cond);                                                  \
-      std::abort();                                                                   \
-    }                                                                                 \
+namespace stepsim {
+
+/// Thrown by STEPSIM_ASSERT only; caught by guarded_main.
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+namespace detail {
+[[noreturn]] inline void assertion_failed(const char* file, int line, const char* cond) {
+  throw InternalError(std::string(file) + ":" + std::to_string(line) + ": assertion '" + cond +
+                      "' failed");
+}
+}  // namespace detail
+
+}  // namespace stepsim
+
+#define STEPSIM_ASSERT(cond)                                                     \
+  do {                                                                           \
+    if (!(cond)) ::stepsim::detail::assertion_failed(__FILE__, __LINE__, #cond); \
   } while (false)
