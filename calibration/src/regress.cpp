@@ -83,7 +83,7 @@ Result<RegressRun> regress(const std::string& dir, double tolerance,
   return run;
 }
 
-Result<bool> append_history(const std::string& dir, const RegressRun& run) {
+Status append_history(const std::string& dir, const RegressRun& run) {
   nlohmann::ordered_json j;
   j["date"] = run.date;
   j["tolerance"] = run.tolerance;
@@ -106,7 +106,7 @@ Result<bool> append_history(const std::string& dir, const RegressRun& run) {
   out << j.dump() << "\n";
   out.close();
   if (!out) return Error{path, "", "cannot be appended to"};
-  return true;
+  return ok_status();
 }
 
 std::string format_regress_table(const RegressRun& run) {

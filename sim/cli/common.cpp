@@ -19,14 +19,18 @@ void prepare_mpi_launch() {
   setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
 }
 
+int report_errors(const Errors& errors, Env& env) {
+  *env.err << format_errors(errors);
+  return exit_status(errors);
+}
+
 std::optional<Workload> load_or_report(const std::string& path, Env& env) {
   const std::string file = path.empty() ? env.scenarios_dir + "/" + kDefaultScenario : path;
   LoadOptions options;
   options.scenarios_dir = env.scenarios_dir;
   auto loaded = load_scenario_file(file, options);
   if (!loaded) {
-    *env.err << format_errors(loaded.errors());
-    env.exit_code = 2;
+    env.exit_code = report_errors(loaded.errors(), env);
     return std::nullopt;
   }
   print_notes(*loaded, env);
@@ -51,8 +55,7 @@ std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& ar
   import.allow_unmodelled = args.allow_unmodelled;
   Result<ImportedScenario> imported = scenario_from_megatron_args(args.line, import);
   if (!imported.ok()) {
-    *env.err << format_errors(imported.errors());
-    env.exit_code = 2;
+    env.exit_code = report_errors(imported.errors(), env);
     return std::nullopt;
   }
   if (!imported->ignored_flags.empty()) {
@@ -84,8 +87,7 @@ std::optional<Workload> load_scenario_or_args(const std::string& path, const Meg
   Result<Workload> w =
       load_scenario_text(*text, "--megatron-args", ".", LoadOptions{env.scenarios_dir});
   if (!w.ok()) {
-    *env.err << format_errors(w.errors());
-    env.exit_code = 2;
+    env.exit_code = report_errors(w.errors(), env);
     return std::nullopt;
   }
   print_notes(*w, env);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
 
 namespace CLI {
@@ -16,6 +17,10 @@ namespace stepsim::cli {
 
 /// The scenario `stepsim predict` uses when none is given, under Env::scenarios_dir.
 inline constexpr const char* kDefaultScenario = "gpt3-175b-a100-64.json";
+
+/// Prints one line per error to *env.err and returns the exit status their kinds map to
+/// (exit_status: 2 for bad input, 1 for runtime and internal errors).
+int report_errors(const Errors& errors, Env& env);
 
 /// Loads and validates `path` (the default scenario under env.scenarios_dir when empty).
 /// On failure prints one line per problem to *env.err, sets env.exit_code = 2 and returns

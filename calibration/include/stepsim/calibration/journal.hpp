@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,16 +43,20 @@ std::string journal_entry_line(const JournalEntry& e);
 /// Reads a journal; std::nullopt when `path` does not exist. Errors name the file and line.
 Result<std::optional<JournalContents>> read_journal(const std::string& path);
 
-/// Appends entries to a journal, flushing each line.
+/// Appends entries to a journal, flushing each line. Holds an exclusive lock (flock) on the
+/// file while it lives: a second writer, such as a rerun started while the orphaned ranks of
+/// a killed mpirun still append, is refused instead of interleaving with it.
 class JournalWriter {
  public:
-  /// Opens `path` for appending; writes the header first when the file is new or empty.
+  /// Locks `path` (a runtime error naming it when another process holds the lock), then opens
+  /// it for appending; writes the header first when the file is new or empty.
   static Result<JournalWriter> open(const std::string& path, const JournalHeader& header);
-  Result<bool> append(const JournalEntry& e);
+  Status append(const JournalEntry& e);
 
  private:
   explicit JournalWriter(std::string path) : path_(std::move(path)) {}
   std::string path_;
+  std::shared_ptr<const int> lock_;  // the locked file descriptor; closing it unlocks
   std::ofstream out_;
 };
 

@@ -89,7 +89,7 @@ Result<RegressRun> regress(const std::string& dir, double tolerance,
                            const std::string& scenarios_dir, const CostModelFactory& factory);
 
 /// Appends `run` as one JSON line to `dir/history.jsonl`.
-Result<bool> append_history(const std::string& dir, const RegressRun& run);
+Status append_history(const std::string& dir, const RegressRun& run);
 
 /// The run as a plain-text table.
 std::string format_regress_table(const RegressRun& run);

@@ -2,6 +2,7 @@
 // Errors as values. Libraries never print or exit: they return Result<T>, which holds either
 // a value or every problem found (one run reports every problem of a file).
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
@@ -11,6 +12,13 @@
 
 namespace stepsim {
 
+/// What kind of failure an Error reports; the exit status follows from it (exit_status).
+enum class ErrorKind : std::uint8_t {
+  kInput,     ///< bad input: a file, key or option breaks a rule (exit 2)
+  kRuntime,   ///< the environment failed: a file cannot be written, a device is missing (exit 1)
+  kInternal,  ///< a bug: an invariant broke, e.g. a non-finite prediction (exit 1)
+};
+
 /// One problem with an input: which file, which key (dotted path, e.g.
 /// "training.tensor_model_parallel_size") and what rule it breaks. `message` is the full
 /// sentence after the key, in Megatron's vocabulary.
@@ -18,6 +26,7 @@ struct Error {
   std::string file;     ///< file the problem is in; empty for command-line input
   std::string key;      ///< dotted key path; empty when the whole file is at fault
   std::string message;  ///< e.g. "=6 does not divide num_attention_heads=96"
+  ErrorKind kind = ErrorKind::kInput;
 
   /// "file: key=... message" as printed to the user, one line.
   std::string to_string() const;
@@ -63,7 +72,16 @@ class [[nodiscard]] Result {
   std::variant<T, Errors> state_;
 };
 
+/// For functions that return nothing but may fail.
+using Status = Result<std::monostate>;
+/// The success value of a Status: `return ok_status();`.
+inline Status ok_status() { return std::monostate{}; }
+
 /// Joins errors as the CLI prints them: one line each.
 std::string format_errors(const Errors& errors);
+
+/// The one mapping of error kinds to exit statuses: 2 when every error is bad input, else 1
+/// (a runtime failure or an internal error outranks the input's problems).
+int exit_status(const Errors& errors);
 
 }  // namespace stepsim
