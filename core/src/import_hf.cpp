@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stepsim/core/import.hpp"
+#include "stepsim/core/json_input.hpp"
 
 namespace stepsim {
 namespace {
@@ -52,8 +53,10 @@ constexpr HfNames kNeoX{"hidden_size",
 
 Result<ImportedModel> model_from_hf_config(std::string_view config_json,
                                            const std::string& file_label, std::int64_t seq_length) {
-  const json doc = json::parse(config_json, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  auto parsed = parse_json_text(config_json, file_label);
+  if (!parsed) return parsed.errors();
+  const json doc = std::move(parsed).value();
+  if (!doc.is_object()) {
     return Error{file_label, "", "is not a JSON object (a Hugging Face config.json)"};
   }
   ImportedModel out;
@@ -95,8 +98,25 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
     }
     return doc[key].get<std::int64_t>();
   };
+  // A wrongly typed value is an error, never replaced by the default: `"tie_word_embeddings":
+  // "false"` would otherwise import the opposite model.
   const auto boolean = [&](const char* key, bool fallback) {
-    return doc.contains(key) && doc[key].is_boolean() ? doc[key].get<bool>() : fallback;
+    if (!doc.contains(key) || doc[key].is_null()) return fallback;
+    if (!doc[key].is_boolean()) {
+      errors.push_back(Error{file_label, key,
+                             std::string("=") + doc[key].dump() + " must be true or false"});
+      return fallback;
+    }
+    return doc[key].get<bool>();
+  };
+  const auto text = [&](const char* key) -> std::string {
+    if (!doc.contains(key) || doc[key].is_null()) return "";
+    if (!doc[key].is_string()) {
+      errors.push_back(Error{file_label, key, std::string("=") + doc[key].dump() +
+                                                  " must be a string"});
+      return "";
+    }
+    return doc[key].get<std::string>();
   };
 
   json model = json::object();
@@ -137,12 +157,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   if (names == &kLlama && boolean("attention_bias", false) != boolean("mlp_bias", false)) {
     out.notes.push_back("attention_bias and mlp_bias differ; add_bias_linear covers both");
   }
-  const std::string act =
-      doc.contains("hidden_act") && doc["hidden_act"].is_string()
-          ? doc["hidden_act"].get<std::string>()
-      : doc.contains("activation_function") && doc["activation_function"].is_string()
-          ? doc["activation_function"].get<std::string>()
-          : "";
+  const std::string hidden_act = text("hidden_act");
+  const std::string act = !hidden_act.empty() ? hidden_act : text("activation_function");
   if (names == &kLlama && !act.empty() && act != "silu") {
     out.notes.push_back("hidden_act=" + act + " is costed as SwiGLU's SiLU");
   }
@@ -151,8 +167,12 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
         "sliding_window is not modelled: attention is costed over the full "
         "sequence");
   }
-  if (doc.contains("rotary_pct") && doc["rotary_pct"].is_number() &&
-      doc["rotary_pct"].get<double>() != 1.0) {
+  if (doc.contains("rotary_pct") && !doc["rotary_pct"].is_null() &&
+      !doc["rotary_pct"].is_number()) {
+    errors.push_back(Error{file_label, "rotary_pct",
+                           "=" + doc["rotary_pct"].dump() + " must be a number"});
+  } else if (doc.contains("rotary_pct") && doc["rotary_pct"].is_number() &&
+             doc["rotary_pct"].get<double>() != 1.0) {
     out.notes.push_back("rotary_pct=" + doc["rotary_pct"].dump() +
                         " (partial rotary) is costed as full rotary embeddings");
   }

@@ -50,12 +50,52 @@ const std::vector<FlagSpec>& flag_table() {
   return table;
 }
 
-/// Shell-like split: quotes, backslash escapes, backslash-newline continuations.
-std::vector<std::string> split_words(std::string_view line) {
+/// The byte offset of the first byte of `text` that is not valid UTF-8 (as a scenario file
+/// must be: the imported flags become its strings), or npos.
+std::size_t invalid_utf8_at(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1Fu;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0Fu;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07u;
+    } else {
+      return i;
+    }
+    if (i + n >= text.size()) return i;  // cut short
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    // Overlong forms, surrogates and code points beyond U+10FFFF are not UTF-8.
+    constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+/// Shell-like split: quotes, backslash escapes, backslash-newline continuations. A quote left
+/// open is an error: the shell would not run the line, and taking the rest of the line as one
+/// word would silently drop every later flag.
+Result<std::vector<std::string>> split_words(std::string_view line) {
   std::vector<std::string> out;
   std::string word;
   bool in_word = false;
   char quote = 0;
+  std::size_t quote_at = 0;
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (quote != 0) {
@@ -68,6 +108,7 @@ std::vector<std::string> split_words(std::string_view line) {
       }
     } else if (c == '\'' || c == '"') {
       quote = c;
+      quote_at = i;
       in_word = true;
     } else if (c == '\\' && i + 1 < line.size()) {
       if (line[i + 1] != '\n') {
@@ -84,6 +125,13 @@ std::vector<std::string> split_words(std::string_view line) {
       in_word = true;
     }
   }
+  if (quote != 0) {
+    std::string context(line.substr(quote_at, 40));
+    return Error{kLabel, "",
+                 std::string("has an unterminated ") + (quote == '"' ? "double" : "single") +
+                     " quote at character " + std::to_string(quote_at + 1) + " (" + context +
+                     "...): close it, or every later flag would be lost"};
+  }
   if (in_word) out.push_back(std::move(word));
   return out;
 }
@@ -97,7 +145,13 @@ bool parse_int(const std::string& s, std::int64_t& out) {
 
 Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
                                                      const MegatronImportOptions& options) {
-  std::vector<std::string> words = split_words(launch_line);
+  if (const std::size_t bad = invalid_utf8_at(launch_line); bad != std::string_view::npos) {
+    return Error{kLabel, "",
+                 "is not valid UTF-8 text (byte " + std::to_string(bad + 1) + ")"};
+  }
+  auto split = split_words(launch_line);
+  if (!split) return split.errors();
+  std::vector<std::string> words = std::move(split).value();
   // Flags given as --flag=value become two words.
   std::vector<std::string> args;
   for (std::string& w : words) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
@@ -12,6 +13,11 @@ namespace stepsim::detail {
 
 /// The whole file, or an error naming `path` when it cannot be read.
 std::optional<std::string> read_text_file(const std::string& path, Errors& errors);
+
+/// The problem with `value` for the system key `dotted_key` ("peak_flops_bf16",
+/// "efficiency.gemm_max"), as the text after the key; nullopt when it is in range or the key
+/// has no numeric rule. System files and the sweep's `system.*` knobs both check through it.
+std::optional<std::string> system_number_problem(std::string_view dotted_key, double value);
 
 /// The folder part of `path` ("." when it has none).
 std::string parent_dir(const std::string& path);

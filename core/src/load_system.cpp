@@ -2,13 +2,15 @@
 // The format is documented in scenarios/README.md; every figure must be cited in `sources`.
 
 #include <array>
-#include <fstream>
-#include <sstream>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "json_fields.hpp"
 #include "load_internal.hpp"
+#include "stepsim/core/json_input.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/schema.hpp"
 
@@ -34,13 +36,57 @@ std::vector<std::string_view> cited_keys() {
   return keys;
 }
 
+// The range of every number of a system file, by dotted key. The lower bounds keep every
+// time computed from the figure finite: a peak of 1e-300 FLOP/s would make each GEMM take
+// longer than a double can hold. A rate below them (1 GFLOP/s, 1 MB/s, 1% efficiency) is no
+// accelerator or link stepsim models. A peak of 0 says the GPU lacks that dtype.
+struct NumberRule {
+  std::string_view key;
+  double min;
+  double max;
+  bool zero_allowed;
+};
+constexpr double kMinFlops = 1e9;
+constexpr double kMinBandwidth = 1e6;
+constexpr double kMinEfficiency = 0.01;
+constexpr std::array<NumberRule, 13> kNumberRules = {{
+    {"peak_flops_fp32", kMinFlops, kHuge, true},
+    {"peak_flops_fp16", kMinFlops, kHuge, true},
+    {"peak_flops_bf16", kMinFlops, kHuge, true},
+    {"hbm_bandwidth_Bps", kMinBandwidth, kHuge, false},
+    {"intra_node.bandwidth_Bps", kMinBandwidth, kHuge, false},
+    {"intra_node.latency_s", 0, 1, true},
+    {"inter_node.bandwidth_Bps", kMinBandwidth, kHuge, false},
+    {"inter_node.latency_s", 0, 1, true},
+    {"efficiency.gemm_max", kMinEfficiency, 1, false},
+    {"efficiency.gemm_half_flops", 0, kHuge, true},
+    {"efficiency.memory_max", kMinEfficiency, 1, false},
+    {"efficiency.kernel_launch_s", 0, 1, true},
+    {"efficiency.link_max", kMinEfficiency, 1, false},
+}};
+
+// Reads the number `key` of `r` (whose path within a system is `dotted`) under its rule.
+std::optional<double> ruled_number(ObjectReader& r, std::string_view key, std::string_view dotted) {
+  const auto v = r.number(key, true, -std::numeric_limits<double>::max(),
+                          std::numeric_limits<double>::max());
+  if (!v) return std::nullopt;
+  if (auto problem = system_number_problem(dotted, *v)) {
+    r.error(key, *problem);
+    return std::nullopt;
+  }
+  return v;
+}
+
 LinkSpec parse_link(ObjectReader& parent, std::string_view key, Errors& errors) {
   LinkSpec link;
   const json* object = parent.object(key, true);
   if (object == nullptr) return link;
   ObjectReader r(*object, parent.file(), parent.path(key), errors);
-  if (auto v = r.positive_number("bandwidth_Bps")) link.bandwidth_bytes_per_s = *v;
-  if (auto v = r.number("latency_s", true, 0, 1)) link.latency_s = *v;
+  const std::string link_key(key);
+  if (auto v = ruled_number(r, "bandwidth_Bps", link_key + ".bandwidth_Bps")) {
+    link.bandwidth_bytes_per_s = *v;
+  }
+  if (auto v = ruled_number(r, "latency_s", link_key + ".latency_s")) link.latency_s = *v;
   r.reject_unknown_keys();
   return link;
 }
@@ -50,11 +96,15 @@ RooflineEfficiency parse_efficiency(ObjectReader& parent, Errors& errors) {
   const json* object = parent.object("efficiency", true);
   if (object == nullptr) return e;
   ObjectReader r(*object, parent.file(), parent.path("efficiency"), errors);
-  if (auto v = r.fraction("gemm_max")) e.gemm_max = *v;
-  if (auto v = r.number("gemm_half_flops", true, 0, kHuge)) e.gemm_half_flops = *v;
-  if (auto v = r.fraction("memory_max")) e.memory_max = *v;
-  if (auto v = r.number("kernel_launch_s", true, 0, 1)) e.kernel_launch_s = *v;
-  if (auto v = r.fraction("link_max")) e.link_max = *v;
+  if (auto v = ruled_number(r, "gemm_max", "efficiency.gemm_max")) e.gemm_max = *v;
+  if (auto v = ruled_number(r, "gemm_half_flops", "efficiency.gemm_half_flops")) {
+    e.gemm_half_flops = *v;
+  }
+  if (auto v = ruled_number(r, "memory_max", "efficiency.memory_max")) e.memory_max = *v;
+  if (auto v = ruled_number(r, "kernel_launch_s", "efficiency.kernel_launch_s")) {
+    e.kernel_launch_s = *v;
+  }
+  if (auto v = ruled_number(r, "link_max", "efficiency.link_max")) e.link_max = *v;
   r.reject_unknown_keys();
   return e;
 }
@@ -76,6 +126,17 @@ void check_sources(ObjectReader& parent, Errors& errors) {
 
 }  // namespace
 
+std::optional<std::string> system_number_problem(std::string_view dotted_key, double value) {
+  for (const NumberRule& rule : kNumberRules) {
+    if (rule.key != dotted_key) continue;
+    if (std::isfinite(value) && rule.zero_allowed && value == 0) return std::nullopt;
+    if (std::isfinite(value) && value >= rule.min && value <= rule.max) return std::nullopt;
+    return "=" + format_number(value) + " must be " + (rule.zero_allowed ? "0 or " : "") +
+           "between " + format_number(rule.min) + " and " + format_number(rule.max);
+  }
+  return std::nullopt;
+}
+
 SystemConfig parse_system(const json& object, const std::string& file, const std::string& prefix,
                           Errors& errors) {
   SystemConfig s;
@@ -83,9 +144,9 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   if (auto v = r.string("name", true)) s.name = *v;
   r.string("description", false);
   if (auto v = r.string("gpu_name", true)) s.gpu_name = *v;
-  const auto fp32 = r.number("peak_flops_fp32", true, 0, kHuge);
-  const auto fp16 = r.number("peak_flops_fp16", true, 0, kHuge);
-  const auto bf16 = r.number("peak_flops_bf16", true, 0, kHuge);
+  const auto fp32 = ruled_number(r, "peak_flops_fp32", "peak_flops_fp32");
+  const auto fp16 = ruled_number(r, "peak_flops_fp16", "peak_flops_fp16");
+  const auto bf16 = ruled_number(r, "peak_flops_bf16", "peak_flops_bf16");
   s.peak_flops_fp32 = fp32.value_or(0);
   s.peak_flops_fp16 = fp16.value_or(0);
   s.peak_flops_bf16 = bf16.value_or(0);
@@ -93,7 +154,9 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
     r.error("peak_flops_bf16", "=0: at least one of peak_flops_fp32/fp16/bf16 must be positive");
   }
   if (auto v = r.positive_int("memory_bytes", true)) s.memory_bytes = *v;
-  if (auto v = r.positive_number("hbm_bandwidth_Bps")) s.hbm_bandwidth_bytes_per_s = *v;
+  if (auto v = ruled_number(r, "hbm_bandwidth_Bps", "hbm_bandwidth_Bps")) {
+    s.hbm_bandwidth_bytes_per_s = *v;
+  }
   if (auto v = r.positive_int("gpus_per_node", true)) s.gpus_per_node = *v;
   if (auto v = r.positive_int("nics_per_node", true)) s.nics_per_node = *v;
   s.intra_node = parse_link(r, "intra_node", errors);
@@ -105,18 +168,12 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
 }
 
 std::optional<std::string> read_text_file(const std::string& path, Errors& errors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    errors.push_back({path, "", "cannot open the file (missing or unreadable)"});
+  auto text = read_input_file(path);
+  if (!text) {
+    errors.insert(errors.end(), text.errors().begin(), text.errors().end());
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    errors.push_back({path, "", "cannot read the file"});
-    return std::nullopt;
-  }
-  return text.str();
+  return std::move(text).value();
 }
 
 std::string parent_dir(const std::string& path) {

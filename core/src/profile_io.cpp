@@ -2,6 +2,7 @@
 // at once, each naming the file and the dotted key ("gemm[3].m"). Writing: profile_write.cpp.
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "stepsim/core/json_input.hpp"
 #include "stepsim/core/profile.hpp"
 
 namespace stepsim {
@@ -18,6 +20,19 @@ namespace stepsim {
 namespace {
 
 using Json = nlohmann::json;
+
+constexpr double kMinSeconds = 1e-12;
+constexpr double kMaxSeconds = 1e6;
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+// Samples per list: a calibration measures thousands; millions are no profile (and every
+// sample is a row of a least-squares fit).
+constexpr std::size_t kMaxSamples = std::size_t{1} << 20;
+
+std::string format_value(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", v);
+  return buffer;
+}
 
 // Concatenates text and integers by appending (GCC 12 warns falsely on `"x" + std::string`).
 template <typename... Parts>
@@ -100,6 +115,29 @@ class ObjectReader {
     out = x;
   }
 
+  /// A measured time: within [1 ps, 10^6 s]. Wider values are no measurement and make the
+  /// least-squares fits (fit.cpp) overflow: 1/seconds weighs every row.
+  void seconds(const char* name, double& out) {
+    double x = 0;
+    const std::size_t before = errors_.size();
+    number(name, x, true);
+    if (errors_.size() != before || !has(name)) return;
+    if (x < kMinSeconds || x > kMaxSeconds) {
+      error(path(name), cat("=", format_value(x), " must be between 1e-12 and 1e+06 seconds"));
+      return;
+    }
+    out = x;
+  }
+
+  /// A size in bytes: within [1, 2^50] (a PiB; the fits multiply it by 1/seconds).
+  void bytes(const char* name, std::int64_t& out) {
+    integer(name, out, 1);
+    if (out > kMaxBytes) {
+      error(path(name), cat("=", out, " exceeds stepsim's limit of ", kMaxBytes, " bytes"));
+      out = 1;
+    }
+  }
+
   void boolean(const char* name, bool& out, bool required = true) {
     if (!has(name)) {
       if (required) error(path(name), " is missing (true or false is required)");
@@ -163,6 +201,11 @@ class ObjectReader {
       error(path(name), " must be a list");
       return;
     }
+    if (v.size() > kMaxSamples) {
+      error(path(name), cat(" has ", v.size(), " entries, beyond stepsim's limit of ",
+                            kMaxSamples));
+      return;
+    }
     for (std::size_t i = 0; i < v.size(); ++i) {
       each(v[i], cat(path(name), "[", i, "]"));
     }
@@ -188,6 +231,13 @@ LinearFit read_fit(const Json& j, const std::string& key, const std::string& fil
   r.integer("samples", f.samples, 0);
   // An empty fit (no samples) has no bandwidth; a real one must.
   r.number("bandwidth_bytes_per_s", f.bandwidth_bytes_per_s, f.samples > 0);
+  if (f.samples > 0 && r.has("bandwidth_bytes_per_s") && f.bandwidth_bytes_per_s < 1) {
+    r.error(r.path("bandwidth_bytes_per_s"),
+            cat("=", format_value(f.bandwidth_bytes_per_s), " must be at least 1 byte/s"));
+  }
+  if (f.latency_s > kMaxSeconds) {
+    r.error(r.path("latency_s"), cat("=", format_value(f.latency_s), " must be at most 1e+06 s"));
+  }
   r.number("rms_relative_error", f.rms_relative_error, false);
   r.integer("min_bytes", f.min_bytes, 0);
   r.integer("max_bytes", f.max_bytes, 0);
@@ -218,7 +268,7 @@ void read_samples(ObjectReader& top, Profile& p) {
     r.integer("k", s.k, 1);
     r.integer("batch", s.batch, 1, false);
     r.dtype("dtype", s.dtype);
-    r.number("seconds", s.seconds, true);
+    r.seconds("seconds", s.seconds);
     r.string("citation", s.citation, false);
     p.gemm.push_back(std::move(s));
   });
@@ -238,7 +288,7 @@ void read_samples(ObjectReader& top, Profile& p) {
         r.boolean("causal", s.op.causal);
         r.boolean("backward", s.op.backward);
         r.dtype("dtype", s.op.dtype);
-        r.number("seconds", s.seconds, true);
+        r.seconds("seconds", s.seconds);
         r.string("citation", s.citation, false);
         p.attention.push_back(std::move(s));
       },
@@ -248,8 +298,8 @@ void read_samples(ObjectReader& top, Profile& p) {
     ObjectReader r(j, key, file, errors);
     if (!r.is_object()) return;
     r.reject_unknown({"bytes", "seconds", "citation"});
-    r.integer("bytes", s.bytes, 1);
-    r.number("seconds", s.seconds, true);
+    r.bytes("bytes", s.bytes);
+    r.seconds("seconds", s.seconds);
     r.string("citation", s.citation, false);
     p.memory.push_back(std::move(s));
   });
@@ -262,8 +312,8 @@ void read_samples(ObjectReader& top, Profile& p) {
     r.integer("group_size", s.group_size, 2);
     r.integer("nodes_spanned", s.nodes_spanned, 1);
     check_group(r, s.group_size, s.nodes_spanned);
-    r.integer("bytes", s.bytes, 1);
-    r.number("seconds", s.seconds, true);
+    r.bytes("bytes", s.bytes);
+    r.seconds("seconds", s.seconds);
     r.string("citation", s.citation, false);
     p.collectives.push_back(std::move(s));
   });
@@ -273,8 +323,8 @@ void read_samples(ObjectReader& top, Profile& p) {
     if (!r.is_object()) return;
     r.reject_unknown({"inter_node", "bytes", "seconds", "citation"});
     r.boolean("inter_node", s.inter_node);
-    r.integer("bytes", s.bytes, 1);
-    r.number("seconds", s.seconds, true);
+    r.bytes("bytes", s.bytes);
+    r.seconds("seconds", s.seconds);
     r.string("citation", s.citation, false);
     p.p2p.push_back(std::move(s));
   });
@@ -326,12 +376,9 @@ void read_fits(ObjectReader& top, Profile& p) {
 }  // namespace
 
 Result<Profile> parse_profile(std::string_view json_text, const std::string& file_label) {
-  Json j;
-  try {
-    j = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
-    return Error{file_label, "", "is not valid JSON: " + std::string(e.what())};
-  }
+  auto parsed = parse_json_text(json_text, file_label);
+  if (!parsed) return parsed.errors();
+  const Json j = std::move(parsed).value();
   Profile p;
   Errors errors;
   ObjectReader top(j, "", file_label, errors);
@@ -372,11 +419,9 @@ Result<Profile> parse_profile(std::string_view json_text, const std::string& fil
 }
 
 Result<Profile> load_profile_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot be read (no such file or no permission)"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_profile(text.str(), path);
+  auto text = read_input_file(path);
+  if (!text) return text.errors();
+  return parse_profile(*text, path);
 }
 
 }  // namespace stepsim

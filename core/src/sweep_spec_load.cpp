@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "load_internal.hpp"
+#include "stepsim/core/json_input.hpp"
 #include "stepsim/core/sweep_spec.hpp"
 
 namespace stepsim {
@@ -17,12 +19,26 @@ namespace {
 
 using json = nlohmann::json;
 
+// Bounds on what a sweep file may ask for (each refused with the key that asks).
+constexpr std::size_t kMaxKnobValues = 4096;                   // values listed for one knob
+constexpr std::uint64_t kMaxListedConfigurations = 1u << 24;  // product of the listed values
+constexpr std::int64_t kMaxKnobInteger = std::int64_t{1} << 53;
+constexpr std::uint64_t kMaxSystemVariants = 1024;  // product of the system knobs' values
+
+// A value for a message, cut to 40 characters (a list of 10^5 values stays one line).
+std::string describe_value(const json& v) {
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  std::string text = v.dump();
+  if (text.size() > 40) text = text.substr(0, 40) + "...";
+  return text;
+}
+
+// The file through the one reading path (json_input.hpp: size limit); ok=false when it fails.
 std::string read_text(const std::string& path, bool& ok) {
-  std::ifstream in(path, std::ios::binary);
-  ok = static_cast<bool>(in);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  auto text = read_input_file(path);
+  ok = text.ok();
+  return ok ? std::move(text).value() : std::string();
 }
 
 std::string dir_of(const std::string& path) {
@@ -107,23 +123,37 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
   const KnobInfo& info = knob_table()[static_cast<std::size_t>(knob)];
   switch (info.kind) {
     case KnobKind::kInt:
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
-        fail(key, std::string("=") + v.dump() + " must be a non-negative integer");
+      // Every integer knob is a size or count the scenario loader requires positive
+      // (positive_int): 0 would reach a division (tensor_model_parallel_size) or an empty
+      // loop. A value beyond int64 arrives as an unsigned integer and is refused too.
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() >
+                                                                   static_cast<std::uint64_t>(
+                                                                       kMaxKnobInteger)) ||
+          v.get<std::int64_t>() < 1) {
+        fail(key, std::string("=") + describe_value(v) + " must be a positive integer");
         return false;
       }
       out.integer = v.get<std::int64_t>();
       return true;
     case KnobKind::kBool:
       if (!v.is_boolean()) {
-        fail(key, std::string("=") + v.dump() + " must be true or false");
+        fail(key, std::string("=") + describe_value(v) + " must be true or false");
         return false;
       }
       out.integer = v.get<bool>() ? 1 : 0;
       return true;
     case KnobKind::kReal:
       if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
-        fail(key, std::string("=") + v.dump() + " must be a non-negative number");
+        fail(key, std::string("=") + describe_value(v) + " must be a non-negative number");
         return false;
+      }
+      // system.* what-ifs obey the system file's ranges (load_system.cpp): a gemm_max of 0
+      // would otherwise give an infinite step time ranked as feasible.
+      if (info.key.starts_with("system.")) {
+        if (auto problem = detail::system_number_problem(info.key.substr(7), v.get<double>())) {
+          fail(key, *problem);
+          return false;
+        }
       }
       out.real = v.get<double>();
       return true;
@@ -138,17 +168,17 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
       std::string allowed;
       for (std::string_view c : info.choices)
         allowed += (allowed.empty() ? "" : ", ") + std::string(c);
-      fail(key, std::string("=") + v.dump() + " is not one of: " + allowed);
+      fail(key, std::string("=") + describe_value(v) + " is not one of: " + allowed);
       return false;
     }
     case KnobKind::kSystem: {
       if (!v.is_string()) {
-        fail(key, std::string("=") + v.dump() + " must be a path to a system file");
+        fail(key, std::string("=") + describe_value(v) + " must be a path to a system file");
         return false;
       }
       const std::string path = resolve_path(v.get<std::string>(), base_dir_, options_);
       if (path.empty()) {
-        fail(key, std::string("=") + v.dump() +
+        fail(key, std::string("=") + describe_value(v) +
                       " cannot be found (tried beside the sweep file and in " +
                       options_.scenarios_dir + ")");
         return false;
@@ -196,6 +226,11 @@ void SpecReader::read_search(const json& search, SweepSpec& spec) {
         fail(path, "is an empty list; give at least one value or \"auto\"");
         continue;
       }
+      if (list.size() > kMaxKnobValues) {
+        fail(path, "lists " + std::to_string(list.size()) + " values, beyond stepsim's limit of " +
+                       std::to_string(kMaxKnobValues) + " per knob");
+        continue;
+      }
       bool ok = true;
       for (const json& v : list) {
         KnobValue kv;
@@ -205,8 +240,9 @@ void SpecReader::read_search(const json& search, SweepSpec& spec) {
         }
         for (const KnobValue& seen : axis.values) {
           if (seen == kv && info.kind != KnobKind::kSystem) {
-            fail(path, "lists " + v.dump() + " twice");
+            fail(path, "lists " + describe_value(v) + " twice");
             ok = false;
+            break;  // once per value: a list of one value repeated stays one error each
           }
         }
         axis.values.push_back(kv);
@@ -214,6 +250,31 @@ void SpecReader::read_search(const json& search, SweepSpec& spec) {
       if (!ok) continue;
     }
     spec.axes.push_back(std::move(axis));
+  }
+  // The listed values alone multiply to the number of configurations enumerated (each
+  // "auto" axis multiplies it further by at most the divisors of a size).
+  std::uint64_t product = 1;
+  std::uint64_t systems = 1;
+  for (const SweepAxis& axis : spec.axes) {
+    if (axis.automatic) continue;
+    product *= axis.values.size();
+    // Each combination of system values is a system (and a cost model) built up front.
+    const std::string_view knob_key = knob_table()[static_cast<std::size_t>(axis.knob)].key;
+    if (knob_key == "system" || knob_key.starts_with("system.")) {
+      systems *= axis.values.size();
+      if (systems > kMaxSystemVariants) {
+        fail("search." + std::string(knob_key),
+             "gives " + std::to_string(systems) + "+ combinations of system values, beyond "
+             "stepsim's limit of " + std::to_string(kMaxSystemVariants) + " systems per sweep");
+        break;
+      }
+    }
+    if (product > kMaxListedConfigurations) {
+      fail("search", "lists " + std::to_string(product) +
+                         "+ combinations of values, beyond stepsim's limit of " +
+                         std::to_string(kMaxListedConfigurations) + " configurations");
+      break;
+    }
   }
   std::sort(spec.axes.begin(), spec.axes.end(),
             [](const SweepAxis& a, const SweepAxis& b) { return a.knob < b.knob; });
@@ -242,19 +303,19 @@ void SpecReader::read_constraints(const json& c, SweepSpec& spec) {
     path += key;  // (not "..." + key: GCC 12 raises a false -Wrestrict on it)
     if (key == "memory_headroom") {
       if (!v.is_number() || v.get<double>() < 0.0 || v.get<double>() >= 1.0) {
-        fail(path, std::string("=") + v.dump() + " must be a fraction in [0, 1)");
+        fail(path, std::string("=") + describe_value(v) + " must be a fraction in [0, 1)");
         continue;
       }
       spec.constraints.memory_headroom = v.get<double>();
     } else if (key == "max_gpus") {
       if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
-        fail(path, std::string("=") + v.dump() + " must be a positive integer");
+        fail(path, std::string("=") + describe_value(v) + " must be a positive integer");
         continue;
       }
       spec.constraints.max_gpus = v.get<std::int64_t>();
     } else if (key == "step_time_budget_s") {
       if (!v.is_number() || !(v.get<double>() > 0.0)) {
-        fail(path, std::string("=") + v.dump() + " must be a positive number of seconds");
+        fail(path, std::string("=") + describe_value(v) + " must be a positive number of seconds");
         continue;
       }
       spec.constraints.step_time_budget_s = v.get<double>();
@@ -297,7 +358,7 @@ void SpecReader::read_objective(const json& doc, SweepSpec& spec) {
   if (doc.contains("top")) {
     const json& t = doc["top"];
     if (!t.is_number_integer() || t.get<std::int64_t>() < 1) {
-      fail("top", std::string("=") + t.dump() + " must be a positive integer");
+      fail("top", std::string("=") + describe_value(t) + " must be a positive integer");
     } else {
       spec.top = t.get<std::int64_t>();
     }
@@ -312,7 +373,9 @@ bool present(const json& section, const char* key) {
 
 DefaultedKeys defaulted_keys_of_scenario(std::string_view scenario_json) {
   DefaultedKeys d;
-  const json doc = json::parse(scenario_json, nullptr, false);
+  // The scenario was loaded (and its errors reported) before; an unreadable one defaults all.
+  auto parsed = parse_json_text(scenario_json, "");
+  const json doc = parsed ? std::move(parsed).value() : json::object();
   const json model = doc.is_object() && doc.contains("model") ? doc["model"] : json::object();
   const json training =
       doc.is_object() && doc.contains("training") ? doc["training"] : json::object();
@@ -332,8 +395,10 @@ Result<SweepSpec> load_sweep_text(std::string_view text, const std::string& file
                                   const std::string& base_dir, const LoadOptions& options,
                                   std::string_view base_override) {
   SpecReader r(file_label, base_dir, options);
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  auto parsed = parse_json_text(text, file_label);
+  if (!parsed) return parsed.errors();
+  const json doc = std::move(parsed).value();
+  if (!doc.is_object()) {
     r.fail("", "is not a JSON object (a sweep file has base, search, constraints, objective, top)");
     return r.errors();
   }
@@ -358,10 +423,9 @@ Result<SweepSpec> load_sweep_text(std::string_view text, const std::string& file
 }
 
 Result<SweepSpec> load_sweep_file(const std::string& path, const LoadOptions& options) {
-  bool ok = false;
-  const std::string text = read_text(path, ok);
-  if (!ok) return Error{path, "", "cannot be read"};
-  return load_sweep_text(text, path, dir_of(path), options);
+  auto text = read_input_file(path);
+  if (!text) return text.errors();
+  return load_sweep_text(*text, path, dir_of(path), options);
 }
 
 }  // namespace stepsim

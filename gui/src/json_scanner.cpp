@@ -134,13 +134,26 @@ bool JsonScanner::read_string(std::string_view& out) {
   const std::size_t size = text_.size();
   // A plain byte loop: trace strings are short, where it beats memchr's call overhead.
   std::size_t i = begin;
-  while (i < size && data[i] != '"' && data[i] != '\\') ++i;
+  while (i < size && data[i] != '"' && data[i] != '\\' &&
+         static_cast<unsigned char>(data[i]) >= 0x20) {
+    ++i;
+  }
+  if (i < size && static_cast<unsigned char>(data[i]) < 0x20) {
+    pos_ = i;
+    return fail("a control character (below U+0020) in a string must be escaped");
+  }
   if (i < size && data[i] == '"') {
     out = text_.substr(begin, i - begin);
     pos_ = i + 1;
     return true;
   }
-  while (i < size && data[i] != '"') i += data[i] == '\\' ? 2 : 1;
+  while (i < size && data[i] != '"') {
+    if (static_cast<unsigned char>(data[i]) < 0x20) {
+      pos_ = i;
+      return fail("a control character (below U+0020) in a string must be escaped");
+    }
+    i += data[i] == '\\' ? 2 : 1;
+  }
   if (i >= size) {
     pos_ = size;
     return fail("unterminated string");

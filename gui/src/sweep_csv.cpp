@@ -1,6 +1,7 @@
 #include "stepsim/gui/sweep_csv.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -8,6 +9,8 @@
 #include <fstream>
 #include <numeric>
 #include <sstream>
+
+#include "stepsim/core/json_input.hpp"
 
 namespace stepsim::gui {
 
@@ -75,8 +78,12 @@ bool parse_double(const std::string& s, double& out) {
   while (end > begin && end[-1] == ' ') --end;
   if (begin == end) return false;
   const auto r = std::from_chars(begin, end, out);
-  return r.ec == std::errc() && r.ptr == end;
+  // Throughput and memory are measures: "nan", "inf" and negative numbers are no value.
+  return r.ec == std::errc() && r.ptr == end && std::isfinite(out) && out >= 0;
 }
+
+// Problems listed per file; a CSV of a million bad rows is reported by its first ones.
+constexpr std::size_t kMaxErrors = 20;
 
 std::int64_t column_of(const std::vector<std::string>& header, const std::string& name) {
   auto it = std::find(header.begin(), header.end(), name);
@@ -87,6 +94,9 @@ std::int64_t column_of(const std::vector<std::string>& header, const std::string
 
 Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& file,
                                    const SweepColumns& columns) {
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    return Error{file, "", "byte " + std::to_string(nul + 1) + " is a NUL byte (a CSV holds text)"};
+  }
   std::vector<std::vector<std::string>> records;
   std::vector<std::size_t> lines;
   if (!split_csv(text, records, lines)) return Error{file, "", "unterminated quoted cell"};
@@ -111,6 +121,10 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
   table.has_trace_column = trace >= 0;
   const std::filesystem::path folder = std::filesystem::path(file).parent_path();
   for (std::size_t r = 1; r < records.size(); ++r) {
+    if (errors.size() >= kMaxErrors) {
+      errors.push_back(Error{file, "", "further problems not listed"});
+      break;
+    }
     const auto& row = records[r];
     const std::string where = " on line " + std::to_string(lines[r]);
     if (row.size() != table.header.size()) {
@@ -131,12 +145,12 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
     bool ok = true;
     if (!parse_double(tput_cell, p.tokens_per_s)) {
       errors.push_back(
-          Error{file, columns.throughput, where + " must be a number, got '" + tput_cell + "'"});
+          Error{file, columns.throughput, where + " must be a finite number >= 0, got '" + tput_cell + "'"});
       ok = false;
     }
     if (!parse_double(mem_cell, p.peak_memory_bytes)) {
       errors.push_back(
-          Error{file, columns.memory, where + " must be a number, got '" + mem_cell + "'"});
+          Error{file, columns.memory, where + " must be a finite number >= 0, got '" + mem_cell + "'"});
       ok = false;
     }
     if (!ok) continue;
@@ -173,11 +187,10 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
 }
 
 Result<SweepTable> read_sweep_csv(const std::string& path, const SweepColumns& columns) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_sweep_csv(text.str(), path, columns);
+  // A sweep of a million configurations writes ~200 MB; 1 GiB is no sweep output.
+  auto text = read_input_file(path, std::size_t{1} << 30);
+  if (!text) return text.errors();
+  return parse_sweep_csv(*text, path, columns);
 }
 
 std::vector<std::size_t> pareto_front(const std::vector<SweepPoint>& points) {

@@ -16,6 +16,40 @@ using detail::JsonScanner;
 using Token = JsonScanner::Token;
 
 constexpr std::size_t kMaxErrors = 20;
+// Times and sizes beyond these are no trace (31,700 years; an exabyte), and bounding them keeps
+// ts + dur finite and every conversion to an integer defined.
+constexpr double kMaxMicroseconds = 1e18;
+constexpr double kMaxBytes = 1e18;
+
+// The fields of an event and of its args the reader interprets, one bit each: a field given
+// twice in one object is an error (JSON leaves it open which value counts).
+enum FieldBit : std::uint32_t {
+  kPh = 1u << 0, kName = 1u << 1, kCat = 1u << 2, kPid = 1u << 3, kTid = 1u << 4,
+  kTs = 1u << 5, kDur = 1u << 6, kArgs = 1u << 7, kMb = 1u << 8, kChunk = 1u << 9,
+  kLayer = 1u << 10, kBytes = 1u << 11, kOp = 1u << 12, kDetail = 1u << 13, kArgName = 1u << 14,
+};
+
+FieldBit field_bit(std::string_view key, bool in_args) {
+  if (in_args) {
+    if (key == "mb") return kMb;
+    if (key == "chunk") return kChunk;
+    if (key == "layer") return kLayer;
+    if (key == "bytes") return kBytes;
+    if (key == "op") return kOp;
+    if (key == "detail") return kDetail;
+    if (key == "name") return kArgName;
+    return FieldBit{};
+  }
+  if (key == "ph") return kPh;
+  if (key == "name") return kName;
+  if (key == "cat") return kCat;
+  if (key == "pid") return kPid;
+  if (key == "tid") return kTid;
+  if (key == "ts") return kTs;
+  if (key == "dur") return kDur;
+  if (key == "args") return kArgs;
+  return FieldBit{};
+}
 
 // One event's fields as read; reused from event to event. Strings go straight where they
 // are kept (the name into the model's name arena, op and detail into its string table), so
@@ -66,6 +100,8 @@ class TraceParser {
     return "traceEvents[" + std::to_string(index) + "]." + std::string(key);
   }
   Lane& lane_for(std::int32_t rank, std::int32_t stream);
+  // Marks `key` of event `index` as read; false (and a problem) when it was read before.
+  bool first_time(std::size_t index, std::string_view key, bool in_args);
 
   JsonScanner scan_;
   std::string file_;
@@ -73,6 +109,8 @@ class TraceParser {
   Errors errors_;
   bool truncated_ = false;
   Event ev_;
+  std::uint32_t seen_ = 0;  // FieldBit of the fields of the current event read so far
+  bool ev_valid_ = true;    // false once its args had a problem
   std::unordered_map<std::uint64_t, std::size_t> lane_index_;
   std::unordered_map<std::int32_t, std::size_t> memory_index_;
   std::unordered_map<std::uint64_t, std::string> thread_names_;
@@ -197,10 +235,12 @@ bool TraceParser::parse_event(std::size_t index) {
   scan_.consume('{');
   ev_.reset(model_.names.size());
   bool valid = true;
+  seen_ = 0;
   if (!scan_.consume('}')) {
     do {
       std::string_view key;
       if (!scan_.read_key(key)) return false;
+      if (!first_time(index, key, false)) valid = false;
       bool read = true;
       if (key == "ph") {
         read = read_string_field(index, key, ev_.ph);
@@ -241,7 +281,19 @@ bool TraceParser::parse_event(std::size_t index) {
     } while (scan_.consume(','));
     if (!scan_.consume('}')) return scan_.fail("expected ',' or '}' in an event");
   }
-  if (valid) add_event(index);
+  if (valid && ev_valid_) add_event(index);
+  ev_valid_ = true;
+  return true;
+}
+
+bool TraceParser::first_time(std::size_t index, std::string_view key, bool in_args) {
+  const FieldBit bit = field_bit(in_args ? key.substr(5) : key, in_args);
+  if (bit == FieldBit{}) return true;
+  if ((seen_ & bit) != 0) {
+    problem(at(index, key), " is given twice in one event");
+    return false;
+  }
+  seen_ |= bit;
   return true;
 }
 
@@ -253,6 +305,7 @@ bool TraceParser::parse_args(std::size_t index) {
     if (!scan_.read_key(key)) return false;
     bool read = true;
     std::string full = "args." + std::string(key);
+    if (!first_time(index, full, true)) ev_valid_ = false;
     if (key == "mb" || key == "chunk" || key == "layer" || key == "bytes") {
       double value = 0;
       if (scan_.peek() == Token::kNull) {
@@ -346,12 +399,16 @@ void TraceParser::add_event(std::size_t index) {
     return;
   }
   require(ev_.has_ts, "ts");
-  if (ok && !std::isfinite(ev_.ts)) {
-    problem(at(index, "ts"), " must be a finite number of microseconds");
+  if (ok && !(std::isfinite(ev_.ts) && std::abs(ev_.ts) <= kMaxMicroseconds)) {
+    problem(at(index, "ts"), " must be a number of microseconds within +-1e18");
     ok = false;
   }
   if (counter) {
     require(ev_.has_bytes, "args.bytes");
+    if (ok && !(ev_.bytes >= 0 && ev_.bytes <= kMaxBytes)) {
+      problem(at(index, "args.bytes"), " must be a number of bytes >= 0 and at most 1e18");
+      ok = false;
+    }
     if (!ok) return;
     const auto rank = static_cast<std::int32_t>(ev_.pid);
     auto [it, inserted] = memory_index_.try_emplace(rank, model_.memory.size());
@@ -367,8 +424,8 @@ void TraceParser::add_event(std::size_t index) {
     problem(at(index, "tid"), " must be a whole number >= 0 (the stream)");
     ok = false;
   }
-  if (!(std::isfinite(ev_.dur) && ev_.dur >= 0)) {
-    problem(at(index, "dur"), " must be a number of microseconds >= 0");
+  if (!(std::isfinite(ev_.dur) && ev_.dur >= 0 && ev_.dur <= kMaxMicroseconds)) {
+    problem(at(index, "dur"), " must be a number of microseconds >= 0 and at most 1e18");
     ok = false;
   }
   const std::pair<double, std::string_view> ids[] = {

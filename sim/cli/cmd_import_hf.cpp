@@ -4,10 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "stepsim/core/import.hpp"
+#include "stepsim/core/json_input.hpp"
 
 namespace stepsim::cli {
 
@@ -25,15 +26,12 @@ void add_import_hf_command(CLI::App& app, Env& env) {
                   "training sequence length (default: the model's max_position_embeddings)")
       ->check(CLI::PositiveNumber);
   cmd->callback([path, out_path, seq_length, &env] {
-    std::ifstream in(*path, std::ios::binary);
-    if (!in) {
-      *env.err << *path << ": cannot open the file (missing or unreadable)\n";
-      env.exit_code = 2;
+    auto text = read_input_file(*path);  // the one reading path: a size limit
+    if (!text) {
+      env.exit_code = report_errors(text.errors(), env);
       return;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto model = model_from_hf_config(text.str(), *path, *seq_length);
+    auto model = model_from_hf_config(*text, *path, *seq_length);
     if (!model) {
       *env.err << format_errors(model.errors());
       env.exit_code = 2;

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/memory_report.hpp"
 
 namespace stepsim::cli {
@@ -23,6 +24,9 @@ struct MemoryOptions {
 int run_memory(const MemoryOptions& o, Env& env) {
   const std::optional<Workload> w = load_or_report(o.scenario, env);
   if (!w) return env.exit_code != 0 ? env.exit_code : 2;
+  // The scenario is accepted only as `check` accepts it: with the profile it names (a
+  // memory figure for a scenario that check and predict reject would be a different rule).
+  if (auto cost = make_cost_model(*w); !cost.ok()) return report_errors(cost.errors(), env);
   std::ostream& out = *env.out;
   if (o.format == "json") {
     sim::write_memory_json(*w, out);

@@ -327,6 +327,8 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                             " bytes of a " + w.system.gpu_name);
   }
 
+  if (Errors bad = non_finite_fields(pred, w.source_file); !bad.empty()) return bad;
+
   out.schedule = std::move(schedule);
   if (options.keep_timeline) {
     Timeline& tl = out.timeline;

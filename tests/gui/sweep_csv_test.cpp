@@ -72,7 +72,7 @@ TEST(SweepCsv, BadFilesAreReportedWithFileAndColumn) {
   ASSERT_FALSE(bad.ok());
   ASSERT_EQ(bad.errors().size(), 2u);
   EXPECT_EQ(bad.errors()[0].to_string(),
-            "s.csv: tokens_per_s on line 2 must be a number, got 'fast'");
+            "s.csv: tokens_per_s on line 2 must be a finite number >= 0, got 'fast'");
   EXPECT_EQ(bad.errors()[1].to_string(), "s.csv: line 3 has 3 cells, the header has 2");
   EXPECT_FALSE(parse_sweep_csv("a,\"b\n", "q.csv").ok());
 }

@@ -121,6 +121,11 @@ struct SimulationResult {
   std::shared_ptr<const Schedule> schedule;  ///< the schedule simulated (never null)
 };
 
+/// One internal error (ErrorKind::kInternal) per figure of `p` that is not finite, naming it
+/// (`prediction.step_time_s`); empty when all are. simulate() returns them instead of a
+/// prediction, so an infinite or NaN time is never printed as a result.
+Errors non_finite_fields(const Prediction& p, const std::string& file);
+
 /// Schedule parameters Megatron would use for `w`.
 ScheduleParams schedule_params_of(const Workload& w);
 
