@@ -1,8 +1,16 @@
 #include "stepsim/calibration/journal.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "stepsim/core/json_input.hpp"
 
 namespace stepsim::calib {
 namespace {
@@ -34,11 +42,9 @@ std::string journal_entry_line(const JournalEntry& e) {
 Result<std::optional<JournalContents>> read_journal(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::optional<JournalContents>{};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot be read"};
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  auto read = read_input_file(path);
+  if (!read) return read.errors();
+  const std::string text = std::move(read).value();
   JournalContents out;
   std::size_t line_no = 0;
   std::size_t pos = 0;
@@ -53,7 +59,8 @@ Result<std::optional<JournalContents>> read_journal(const std::string& path) {
       out.torn_tail = true;
       break;
     }
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    auto parsed = parse_json_text(line, path);
+    const nlohmann::json j = parsed ? std::move(parsed).value() : nlohmann::json();
     if (line_no == 1) {
       if (!j.is_object() || !j.contains(kMagic) || !j["backend"].is_string() ||
           !j["machine"].is_string() || !j["world_size"].is_number_integer()) {
@@ -80,13 +87,31 @@ Result<std::optional<JournalContents>> read_journal(const std::string& path) {
 }
 
 Result<JournalWriter> JournalWriter::open(const std::string& path, const JournalHeader& header) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Error{path, "", std::string("cannot be opened for writing: ") + std::strerror(errno),
+                 ErrorKind::kRuntime};
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return Error{path, "",
+                 "is locked by another calibration that is still writing to it (an earlier "
+                 "run, or the orphaned ranks of a killed mpirun): let it end or stop it, then "
+                 "rerun to resume",
+                 ErrorKind::kRuntime};
+  }
+  std::shared_ptr<const int> lock(new int(fd), [](const int* p) {
+    ::close(*p);
+    delete p;
+  });
   std::error_code ec;
   const bool fresh =
       !std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0;
   JournalWriter w(path);
+  w.lock_ = std::move(lock);
   if (fresh) {
     w.out_.open(path, std::ios::binary | std::ios::trunc);
-    if (!w.out_) return Error{path, "", "cannot be written"};
+    if (!w.out_) return Error{path, "", "cannot be written", ErrorKind::kRuntime};
     w.out_ << journal_header_line(header);
     w.out_.flush();
   } else {
@@ -104,15 +129,15 @@ Result<JournalWriter> JournalWriter::open(const std::string& path, const Journal
     w.out_.open(path, std::ios::binary | std::ios::app);
     if (text.empty()) w.out_ << journal_header_line(header);
   }
-  if (!w.out_) return Error{path, "", "cannot be written"};
+  if (!w.out_) return Error{path, "", "cannot be written", ErrorKind::kRuntime};
   return w;
 }
 
-Result<bool> JournalWriter::append(const JournalEntry& e) {
+Status JournalWriter::append(const JournalEntry& e) {
   out_ << journal_entry_line(e);
   out_.flush();
-  if (!out_) return Error{path_, "", "cannot be written (disk full?)"};
-  return true;
+  if (!out_) return Error{path_, "", "cannot be written (disk full?)", ErrorKind::kRuntime};
+  return ok_status();
 }
 
 }  // namespace stepsim::calib

@@ -172,6 +172,7 @@ int run(const SweepOptions& o, Env& env) {
     };
   } else {
     std::signal(SIGINT, on_sigint);
+    std::signal(SIGTERM, on_sigint);  // as SIGINT: finish the rows under way, keep the CSV
     plan_options.cancel = &g_interrupted;
   }
   std::optional<ProgressBar> bar;
@@ -180,7 +181,10 @@ int run(const SweepOptions& o, Env& env) {
     plan_options.progress = [&bar](std::int64_t fed) { bar->update(fed); };
   }
   sim::SweepPlanOutcome outcome = sim::run_sweep_plan(*spec, plan_options);
-  if (!mpi) std::signal(SIGINT, SIG_DFL);
+  if (!mpi) {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
   if (bar) bar->finish(outcome.plan ? outcome.plan->stats.fed : 0);
   if (!outcome.plan) {
     err << format_errors(outcome.errors);

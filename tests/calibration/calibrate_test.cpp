@@ -156,6 +156,30 @@ TEST(RunCalibration, RefusesAJournalOfAnotherRun) {
   EXPECT_NE(run.errors()[0].message.find("backend cuda, 8 ranks"), std::string::npos);
 }
 
+TEST(Journal, ASecondWriterIsRefusedWhileTheFirstHoldsTheLock) {
+  const std::string path = temp_path("locked.journal");
+  std::filesystem::remove(path);
+  const JournalHeader header{"cpu", "test", 1};
+  {
+    auto first = JournalWriter::open(path, header);
+    ASSERT_TRUE(first.ok()) << format_errors(first.errors());
+    // As a rerun started while the orphaned ranks of a killed mpirun still append.
+    auto second = JournalWriter::open(path, header);
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.errors()[0].file, path);
+    EXPECT_EQ(second.errors()[0].kind, ErrorKind::kRuntime);
+    EXPECT_NE(second.errors()[0].message.find("is locked by another calibration"),
+              std::string::npos);
+    ASSERT_TRUE(first.value().append({"gemm a", 1.0}).ok());
+  }
+  // The first writer is gone: the lock with it.
+  auto again = JournalWriter::open(path, header);
+  ASSERT_TRUE(again.ok()) << format_errors(again.errors());
+  auto contents = read_journal(path);
+  ASSERT_TRUE(contents.ok());
+  ASSERT_EQ(contents.value()->entries.size(), 1u);
+}
+
 TEST(Journal, ReportsTheFileAndLineOfABadEntry) {
   const std::string path = temp_path("bad.journal");
   {
