@@ -256,7 +256,10 @@ Result<double> CpuBackend::memory_bound(const MemoryBoundOp& op) {
   // Half the bytes are read, half written: dst = src * 2 over float buffers.
   const auto n = static_cast<Eigen::Index>(op.bytes / 8);
   if (!options_.verify) {
-    auto& [src, dst] = stream_cache_[n];
+    // Named references, not a structured binding: clang before 16 cannot capture those.
+    auto& buffers = stream_cache_[n];
+    Eigen::ArrayXf& src = buffers.first;
+    Eigen::ArrayXf& dst = buffers.second;
     if (src.size() == 0) {
       src = Eigen::ArrayXf::Constant(n, 1.0F);
       dst = Eigen::ArrayXf::Zero(n);
