@@ -98,7 +98,9 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
     if (value && k.set != nullptr) k.set(w, *value);
     out.values[i] = value;
   }
-  for (const auto& [key, unused] : object.items()) {
+  for (const auto& item : object.items()) {
+    // A named copy, not a structured binding: clang before 16 cannot capture those.
+    const std::string& key = item.key();
     const bool known = std::any_of(out.rows.begin(), out.rows.end(), [&](const KeyInfo* k) {
       return SectionValues::leaf_of(k->key) == key;
     });
