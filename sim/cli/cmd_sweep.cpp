@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "stepsim/core/import.hpp"
+#include "stepsim/core/json_input.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/sweep.hpp"
@@ -44,15 +45,6 @@ struct SweepOptions {
   std::int64_t world_size = 0;
   std::string system;
 };
-
-bool read_file(const std::string& path, std::string& text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  text = s.str();
-  return true;
-}
 
 /// Progress on stderr: done/total, rate and ETA, redrawn at most 5 times a second.
 class ProgressBar {
@@ -105,13 +97,13 @@ std::optional<SweepSpec> load_spec(const SweepOptions& o, Env& env) {
     if (!imported) return std::nullopt;
     base_override = *imported;
   }
-  std::string text;
-  if (!read_file(o.file, text)) {
-    *env.err << o.file << ": cannot open the file (missing or unreadable)\n";
+  auto text = read_input_file(o.file);  // the size limit every input file has
+  if (!text) {
+    *env.err << format_errors(text.errors());
     return std::nullopt;
   }
   const std::string dir = std::filesystem::path(o.file).parent_path().string();
-  auto spec = load_sweep_text(text, o.file, dir.empty() ? "." : dir, options, base_override);
+  auto spec = load_sweep_text(*text, o.file, dir.empty() ? "." : dir, options, base_override);
   if (!spec) {
     *env.err << format_errors(spec.errors());
     return std::nullopt;
