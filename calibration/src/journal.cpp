@@ -116,10 +116,9 @@ Result<JournalWriter> JournalWriter::open(const std::string& path, const Journal
     w.out_.flush();
   } else {
     // Drop a torn last line so that the next entry starts on a line of its own.
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    std::string text = buffer.str();
+    auto read = read_input_file(path);
+    if (!read) return read.errors();
+    std::string text = std::move(read).value();
     const std::size_t last_newline = text.rfind('\n');
     if (last_newline + 1 != text.size()) {
       text.resize(last_newline == std::string::npos ? 0 : last_newline + 1);

@@ -1,20 +1,17 @@
 #include "stepsim/core/published_runs.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "json_fields.hpp"
+#include "stepsim/core/json_input.hpp"
 
 namespace stepsim {
 
 Result<std::vector<PublishedRun>> load_published_runs(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot be read (no such file or no permission)"};
-  std::ostringstream text;
-  text << in.rdbuf();
+  auto text = read_input_file(path);
+  if (!text) return text.errors();
   Errors errors;
-  const std::optional<nlohmann::json> doc = detail::parse_json(text.str(), path, errors);
+  const std::optional<nlohmann::json> doc = detail::parse_json(*text, path, errors);
   if (!doc) return errors;
   if (!doc->is_object()) return Error{path, "", "must be a JSON object"};
   detail::ObjectReader top(*doc, path, "", errors);

@@ -25,55 +25,8 @@ struct ScheduleOptions {
   std::string format = "text";
 };
 
-// Bounds on the sizes that reach an allocation or a loop. The scenario loader's limits
-// (core/src/validate_limits.cpp): at most 2^14 layers, so as many pipeline stages, and 2^20
-// micro-batches times model chunks per rank; the whole schedule is also bounded, since it is
-// printed (2^22 forward and backward steps are about 40 MB of text).
-constexpr std::int64_t kMaxPipelineSize = std::int64_t{1} << 14;
-constexpr std::int64_t kMaxVirtualMicrobatches = std::int64_t{1} << 20;
-constexpr std::int64_t kMaxScheduleSteps = std::int64_t{1} << 22;
-
-bool check_bounds(const ScheduleOptions& o, std::ostream& err) {
-  bool ok = true;
-  const auto positive = [&](const char* option, const char* name, std::int64_t v) {
-    if (v >= 1) return;
-    err << "stepsim schedule: " << option << "=" << v << " must be >= 1 (" << name << ")\n";
-    ok = false;
-  };
-  positive("--pp", "pipeline_model_parallel_size", o.pp);
-  positive("--vpp", "virtual_pipeline_model_parallel_size", o.vpp);
-  positive("--microbatches", "number of micro-batches", o.microbatches);
-  if (!ok) return false;
-  if (o.group_size_given && o.group_size > kMaxVirtualMicrobatches) {
-    err << "stepsim schedule: --group-size=" << o.group_size << " exceeds stepsim's limit of "
-        << kMaxVirtualMicrobatches << " (microbatch_group_size_per_vp_stage)\n";
-    return false;
-  }
-  if (o.pp > kMaxPipelineSize) {
-    err << "stepsim schedule: --pp=" << o.pp << " exceeds stepsim's limit of "
-        << kMaxPipelineSize << " pipeline stages\n";
-    return false;
-  }
-  const std::int64_t per_rank = std::int64_t{o.microbatches} * o.vpp;
-  if (per_rank > kMaxVirtualMicrobatches) {
-    err << "stepsim schedule: --microbatches=" << o.microbatches << " times --vpp=" << o.vpp
-        << " exceeds stepsim's limit of " << kMaxVirtualMicrobatches
-        << " micro-batches times model chunks per rank\n";
-    return false;
-  }
-  if (per_rank * 2 * o.pp > kMaxScheduleSteps) {
-    err << "stepsim schedule: --pp=" << o.pp << " x --vpp=" << o.vpp
-        << " x --microbatches=" << o.microbatches << " gives " << per_rank * 2 * o.pp
-        << " forward and backward steps, beyond stepsim's limit of " << kMaxScheduleSteps
-        << " to print\n";
-    return false;
-  }
-  return ok;
-}
-
 int run_schedule(const ScheduleOptions& o, Env& env) {
   std::ostream& err = *env.err;
-  if (!check_bounds(o, err)) return 2;
   sim::ScheduleRequest request;
   request.pp = o.pp;
   request.vpp = o.vpp;

@@ -66,7 +66,57 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
 }
 
 
+namespace {
+
+// Bounds on the sizes that reach an allocation or a loop. The scenario loader's limits
+// (core/src/validate_limits.cpp): at most 2^14 layers, so as many pipeline stages, and 2^20
+// micro-batches times model chunks per rank; the whole schedule is also bounded, since it is
+// printed (2^22 forward and backward steps are about 40 MB of text).
+constexpr std::int64_t kMaxPipelineSize = std::int64_t{1} << 14;
+constexpr std::int64_t kMaxVirtualMicrobatches = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxScheduleSteps = std::int64_t{1} << 22;
+
+/// The knobs' sizes, checked before anything is allocated; messages name the command's options.
+Errors check_bounds(const ScheduleRequest& o) {
+  Errors errors;
+  const auto error = [&](const char* option, std::string rule) {
+    errors.push_back(Error{"", option, std::move(rule)});
+  };
+  const auto positive = [&](const char* option, const char* name, std::int64_t v) {
+    if (v < 1) error(option, "=" + std::to_string(v) + " must be >= 1 (" + name + ")");
+  };
+  positive("--pp", "pipeline_model_parallel_size", o.pp);
+  positive("--vpp", "virtual_pipeline_model_parallel_size", o.vpp);
+  positive("--microbatches", "number of micro-batches", o.microbatches);
+  if (!errors.empty()) return errors;
+  const std::int64_t per_rank = std::int64_t{o.microbatches} * o.vpp;
+  const std::string limit = " exceeds stepsim's limit of ";
+  if (o.group_size_given && o.group_size > kMaxVirtualMicrobatches) {
+    error("--group-size", "=" + std::to_string(o.group_size) + limit +
+                              std::to_string(kMaxVirtualMicrobatches) +
+                              " (microbatch_group_size_per_vp_stage)");
+  } else if (o.pp > kMaxPipelineSize) {
+    error("--pp", "=" + std::to_string(o.pp) + limit + std::to_string(kMaxPipelineSize) +
+                      " pipeline stages");
+  } else if (per_rank > kMaxVirtualMicrobatches) {
+    error("--microbatches", "=" + std::to_string(o.microbatches) + " times --vpp=" +
+                                std::to_string(o.vpp) + limit +
+                                std::to_string(kMaxVirtualMicrobatches) +
+                                " micro-batches times model chunks per rank");
+  } else if (per_rank * 2 * o.pp > kMaxScheduleSteps) {
+    error("--pp", "=" + std::to_string(o.pp) + " x --vpp=" + std::to_string(o.vpp) +
+                      " x --microbatches=" + std::to_string(o.microbatches) + " gives " +
+                      std::to_string(per_rank * 2 * o.pp) +
+                      " forward and backward steps, beyond stepsim's limit of " +
+                      std::to_string(kMaxScheduleSteps) + " to print");
+  }
+  return errors;
+}
+
+}  // namespace
+
 Result<Schedule> make_requested_schedule(const ScheduleRequest& o) {
+  if (Errors bounds = check_bounds(o); !bounds.empty()) return bounds;
   Errors errors;
   const bool interleaved = !o.gpipe && o.vpp > 1;
   if (o.overlap_p2p && !interleaved) {

@@ -287,11 +287,11 @@ bool SweepEnumerator::next(SweepConfig& out) {
   return true;
 }
 
-std::int64_t count_configurations(const SweepSpec& spec) {
+std::int64_t count_configurations(const SweepSpec& spec, std::int64_t stop_after) {
   SweepEnumerator e(spec);
   SweepConfig c;
   std::int64_t n = 0;
-  while (e.next(c)) ++n;
+  while (n <= stop_after && e.next(c)) ++n;
   return n;
 }
 

@@ -10,20 +10,16 @@
 #include <sstream>
 #include <thread>
 
+#include "stepsim/core/json_input.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/core/validate.hpp"
 
 namespace stepsim::sim {
 namespace {
 
-bool read_text(const std::string& path, std::string& text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  text = s.str();
-  return true;
-}
+/// A sweep's rows file is its own output, resumed from: at most 2^24 rows (the sweep bound) of
+/// a few hundred bytes each stay well under this; a larger file is not one stepsim wrote.
+constexpr std::size_t kMaxRowsFileBytes = std::size_t{4} << 30;
 
 bool json_out(const std::string& out) { return out.ends_with(".json"); }
 bool csv_out(const std::string& out) { return !out.empty() && !json_out(out); }
@@ -71,9 +67,11 @@ Result<CostModels> build_cost_models(const SweepSpec& spec, std::vector<std::str
 /// whether the file still needs its header line.
 Result<std::vector<SweepRow>> resume_rows(const SweepPlanOptions& o,
                                           const std::vector<std::string>& columns, bool& header) {
-  std::string text;
-  if (!read_text(o.out, text)) return std::vector<SweepRow>{};
-  auto parsed = parse_sweep_csv(text, columns, o.out);
+  std::error_code ec;
+  if (!std::filesystem::exists(o.out, ec)) return std::vector<SweepRow>{};
+  auto text = read_input_file(o.out, kMaxRowsFileBytes);
+  if (!text) return text.errors();
+  auto parsed = parse_sweep_csv(*text, columns, o.out);
   if (!parsed) return parsed.errors();
   header = parsed->complete_bytes == 0;
   if (o.rank == 0) std::filesystem::resize_file(o.out, parsed->complete_bytes);
@@ -128,6 +126,16 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
   }
   if (o.ranks > 1 && !o.gather) {
     return bad_input({Error{"", "", "a split over ranks needs a gather function"}});
+  }
+  // The listed values are bounded when the spec loads; "auto" axes multiply them by counts
+  // known only while enumerating, so the whole search space is bounded here, before any work.
+  const std::int64_t total = count_configurations(spec, o.max_configurations);
+  if (total > o.max_configurations) {
+    return bad_input({Error{spec.file, "search",
+                            " enumerates more than " + std::to_string(o.max_configurations) +
+                                " configurations with its \"auto\" knobs, beyond stepsim's "
+                                "limit for one sweep; list the values of some \"auto\" knobs "
+                                "or split the sweep"}});
   }
   SweepPlan plan;
   plan.root = o.rank == 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "schedule_checker.hpp"
+#include "stepsim/sim/schedule_report.hpp"
 
 namespace stepsim::sim {
 namespace {
@@ -326,6 +327,43 @@ TEST(ScheduleValidation, NonInterleavedIgnoresOverlapLikeMegatron) {
   const Schedule s = build(params);
   EXPECT_FALSE(s.params.overlap_p2p_comm);
   EXPECT_EQ(s.ranks, build(one_f_one_b(4, 8)).ranks);
+}
+
+TEST(ScheduleValidation, RequestedSizesAreBoundedBeforeAnythingIsBuilt) {
+  // The library call (used by the CLI and the Python module) applies the bounds itself.
+  ScheduleRequest huge;
+  huge.pp = 100000;
+  huge.microbatches = 100000;
+  Result<Schedule> s = make_requested_schedule(huge);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.errors().at(0).key, "--pp");
+  EXPECT_EQ(s.errors().at(0).to_string(), "--pp=100000 exceeds stepsim's limit of 16384 pipeline stages");
+
+  ScheduleRequest chunks;
+  chunks.pp = 4;
+  chunks.vpp = 2048;
+  chunks.microbatches = 1024;
+  s = make_requested_schedule(chunks);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.errors().at(0).key, "--microbatches");
+
+  ScheduleRequest steps;
+  steps.pp = 8192;
+  steps.microbatches = 1024;
+  s = make_requested_schedule(steps);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.errors().at(0).message.find("forward and backward steps"), std::string::npos);
+
+  ScheduleRequest zero;
+  zero.pp = 0;
+  s = make_requested_schedule(zero);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.errors().at(0).to_string(), "--pp=0 must be >= 1 (pipeline_model_parallel_size)");
+
+  ScheduleRequest fine;
+  fine.pp = 4;
+  fine.microbatches = 8;
+  EXPECT_TRUE(make_requested_schedule(fine).ok());
 }
 
 }  // namespace

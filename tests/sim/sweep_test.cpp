@@ -7,6 +7,7 @@
 
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/validate.hpp"
+#include "stepsim/sim/sweep_plan.hpp"
 #include "sweep_test_util.hpp"
 
 namespace stepsim {
@@ -242,6 +243,28 @@ TEST(SweepRun, RanksSplitTheSpaceAndMergeBack) {
   sim::SweepRunOptions merge;
   merge.known = rows;
   EXPECT_EQ(run_csv(spec, merge), full);
+}
+
+TEST(SweepRun, SearchSpaceWithAutoKnobsIsBoundedBeforeAnyWork) {
+  // Listed values multiply to 1; the "auto" chain of AutoChainCountedByHand gives 47.
+  const SweepSpec spec = must(small_sweep(R"({"training.tensor_model_parallel_size": "auto",
+      "training.pipeline_model_parallel_size": "auto",
+      "training.virtual_pipeline_model_parallel_size": "auto",
+      "training.micro_batch_size": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(spec, 10), 11);
+  sim::SweepPlanOptions o;
+  o.jobs = 1;
+  o.max_configurations = 46;
+  const sim::SweepPlanOutcome refused = sim::run_sweep_plan(spec, o);
+  ASSERT_FALSE(refused.plan.has_value());
+  ASSERT_EQ(refused.errors.size(), 1U);
+  EXPECT_EQ(refused.errors[0].key, "search");
+  EXPECT_FALSE(refused.runtime_failure);
+  EXPECT_NE(refused.errors[0].message.find("more than 46 configurations"), std::string::npos);
+  o.max_configurations = 47;
+  const sim::SweepPlanOutcome run = sim::run_sweep_plan(spec, o);
+  ASSERT_TRUE(run.plan.has_value());
+  EXPECT_EQ(run.plan->total, 47);
 }
 
 TEST(SweepCsv, RowsReadBackEqual) {

@@ -21,7 +21,8 @@ struct ScheduleRequest {
   bool overlap_p2p = false;  ///< overlap_p2p_comm (interleaved only)
 };
 
-/// 1F1B without vpp, interleaved 1F1B with vpp > 1, GPipe when asked. Errors: a knob that
+/// 1F1B without vpp, interleaved 1F1B with vpp > 1, GPipe when asked. Errors: a size beyond
+/// stepsim's bounds (pp <= 2^14, microbatches x vpp <= 2^20, <= 2^22 steps), a knob that
 /// does not apply to the schedule asked for, and make_schedule()'s rules.
 Result<Schedule> make_requested_schedule(const ScheduleRequest& request);
 

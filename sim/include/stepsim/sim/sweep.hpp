@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,8 +52,15 @@ class SweepEnumerator {
   bool done_ = false;
 };
 
-/// Number of configurations the spec enumerates (one full pass).
-std::int64_t count_configurations(const SweepSpec& spec);
+/// The most configurations one sweep enumerates, "auto" axes included (the listed values alone
+/// are bounded by the same figure when the spec is loaded). At a few thousand configurations a
+/// second a sweep of this size runs for about an hour on 2 cores.
+inline constexpr std::int64_t kMaxSweepConfigurations = std::int64_t{1} << 24;
+
+/// Number of configurations the spec enumerates (one pass), or `stop_after + 1` as soon as it
+/// is known to enumerate more than `stop_after`.
+std::int64_t count_configurations(
+    const SweepSpec& spec, std::int64_t stop_after = std::numeric_limits<std::int64_t>::max() - 1);
 
 /// The distinct systems of a sweep (the system file and system.* knobs are outermost, so
 /// each configuration's system is one of these); one cost model is built per variant.

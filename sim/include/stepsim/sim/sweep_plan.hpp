@@ -37,6 +37,9 @@ struct SweepPlanOptions {
   std::function<void(std::int64_t fed)> progress;
   /// More receivers of every row in enumeration order (rank 0 only when split).
   std::vector<SweepSink*> sinks;
+  /// A spec enumerating more configurations than this ("auto" knobs included) is refused
+  /// before any is evaluated (bad input, naming "search").
+  std::int64_t max_configurations = kMaxSweepConfigurations;
 };
 
 /// What a sweep run produced. With ranks > 1, only rank 0's is complete (`root`).
