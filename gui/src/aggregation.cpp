@@ -6,11 +6,12 @@
 namespace stepsim::gui {
 
 void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind, const ViewWindow& view,
-               double min_box_px, LaneDraw& out) {
+               double min_box_px, LaneDraw& out, const std::uint8_t* bands) {
   out.boxes.clear();
   const auto width = static_cast<std::size_t>(std::max(0, view.width_px));
   out.columns.assign(width, ColumnCell{});
   out.scratch.assign(width * kKindCount, 0.0F);
+  out.band_scratch.assign(bands != nullptr ? width : 0, 0.0F);
   if (width == 0 || time.size() == 0) return;
   const double t1 = view.t1_us();
   const double w = static_cast<double>(width);
@@ -32,7 +33,12 @@ void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind, cons
     while (c < width) {
       const double lo = std::max(x0, static_cast<double>(c));
       const double hi = std::min(end, static_cast<double>(c + 1));
-      if (hi > lo) out.scratch[c * kKindCount + k] += static_cast<float>(hi - lo);
+      if (hi > lo) {
+        out.scratch[c * kKindCount + k] += static_cast<float>(hi - lo);
+        if (bands != nullptr) {
+          out.band_scratch[c] += static_cast<float>(bands[i] != 0 ? hi - lo : lo - hi);
+        }
+      }
       if (static_cast<double>(c + 1) >= end) break;
       ++c;
     }
@@ -47,7 +53,11 @@ void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind, cons
       total += acc[k];
       if (acc[k] > acc[best]) best = k;
     }
-    if (total > 0) out.columns[c] = ColumnCell{static_cast<Kind>(best), std::min(total, 1.0F)};
+    if (total > 0) {
+      const bool odd = !out.band_scratch.empty() && out.band_scratch[c] > 0;
+      out.columns[c] = ColumnCell{static_cast<Kind>(best), std::min(total, 1.0F),
+                                  static_cast<std::uint8_t>(odd ? 1 : 0)};
+    }
   }
 }
 

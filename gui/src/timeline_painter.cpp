@@ -15,6 +15,13 @@ namespace {
 QColor to_qcolor(Rgb c, int alpha = 255) { return QColor(c.r, c.g, c.b, alpha); }
 
 constexpr double kDimAmount = 0.78;  // how far unselected micro-batches fade to white
+constexpr int kOddBandDarker = 118;  // QColor::darker() factor for odd micro-batch bands
+
+/// Odd (micro-batch, chunk) bands a shade darker, so consecutive micro-batches stay apart.
+QColor banded(Rgb c, std::uint8_t band, int alpha = 255) {
+  const QColor color = to_qcolor(c, alpha);
+  return band != 0 ? color.darker(kOddBandDarker) : color;
+}
 const QColor kCriticalColor(20, 20, 20);
 
 class RowPainter {
@@ -81,12 +88,13 @@ class RowPainter {
       const int alpha =
           static_cast<int>(std::lround(80.0 + 175.0 * static_cast<double>(cell.coverage)));
       p_.fillRect(QRect(g_.label_width + static_cast<int>(c), band.top(), 1, band.height()),
-                  to_qcolor(color, alpha));
+                  banded(color, dim ? 0 : cell.band, alpha));
     }
   }
 
   void paint_slices(const Lane& lane, const QRect& band, bool chunks) {
-    aggregate(lane.time, lane.kind.data(), Kind::kOther, g_.view, g_.min_box_px, scratch_);
+    aggregate(lane.time, lane.kind.data(), Kind::kOther, g_.view, g_.min_box_px, scratch_,
+              lane.band.empty() ? nullptr : lane.band.data());
     const std::int32_t selected = doc_.selected_microbatch();
     paint_columns(band, selected >= 0);
     for (const BoxItem& b : scratch_.boxes) {
@@ -95,7 +103,9 @@ class RowPainter {
       const bool chosen = selected >= 0 && lane.microbatch[i] == selected;
       if (selected >= 0 && !chosen) color = faded(color, kDimAmount);
       const QRectF r(g_.label_width + b.x0, band.top(), b.x1 - b.x0, band.height());
-      p_.fillRect(r, to_qcolor(color));
+      // Boxes too narrow for a border are banded like the columns; a selection dims instead.
+      const bool plain = lane.band.empty() || selected >= 0 || r.width() >= 5;
+      p_.fillRect(r, banded(color, plain ? 0 : lane.band[i]));
       if (r.width() >= 5) {
         p_.setPen(QPen(to_qcolor(faded(color, 0.0)).darker(135), 0));
         p_.drawRect(r.adjusted(0, 0, -1, -1));

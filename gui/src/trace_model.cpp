@@ -62,6 +62,23 @@ void sort_lane(Lane& lane) {
   permute(lane.name_size, order);
 }
 
+// Alternates at each change of (micro-batch, chunk) in start order; slices of no micro-batch
+// (optimizer, gradient reduction) are band 0 and leave the alternation where it was.
+void band_lane(Lane& lane) {
+  lane.band.assign(lane.size(), 0);
+  std::uint8_t band = 0;
+  std::int32_t mb = -1;
+  std::int32_t chunk = -1;
+  for (std::size_t i = 0; i < lane.size(); ++i) {
+    if (lane.microbatch[i] >= 0 && (lane.microbatch[i] != mb || lane.chunk[i] != chunk)) {
+      if (mb >= 0) band ^= 1U;
+      mb = lane.microbatch[i];
+      chunk = lane.chunk[i];
+    }
+    lane.band[i] = lane.microbatch[i] >= 0 ? band : 0;
+  }
+}
+
 // Gaps in the union of the rank's lanes over [0, end_us]: a k-way merge by start time.
 Intervals idle_of_rank(const TraceModel& model, std::int32_t rank) {
   std::vector<const Intervals*> lanes;
@@ -248,6 +265,7 @@ void finish_model(TraceModel& model) {
     for (double& s : lane.time.start_us) s -= origin;
     for (double& e : lane.time.end_us) e -= origin;
     sort_lane(lane);
+    band_lane(lane);
     lane.time.finish();
     if (lane.size() > 0) model.end_us = std::max(model.end_us, lane.time.max_end_us.back());
   }

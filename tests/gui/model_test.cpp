@@ -122,6 +122,29 @@ TEST(Aggregation, ManySlicesPerColumnFillItAndLongOnesAreFound) {
   EXPECT_FLOAT_EQ(out.columns[55].coverage, 0.0F);  // past 100000 µs: only the box
 }
 
+TEST(Aggregation, ColumnsTakeTheBandCoveringMostOfThem) {
+  // 10 µs per pixel: column 0 is mostly band 1 (7 of 10 µs), column 1 mostly band 0.
+  const Intervals iv = intervals({0, 3, 10, 16}, {3, 10, 16, 20});
+  const std::vector<std::uint8_t> bands = {0, 1, 0, 1};
+  LaneDraw out;
+  aggregate(iv, nullptr, Kind::kForward, ViewWindow{0, 10, 4}, 50.0, out, bands.data());
+  ASSERT_EQ(out.columns.size(), 4u);
+  EXPECT_EQ(out.columns[0].band, 1);
+  EXPECT_EQ(out.columns[1].band, 0);
+  EXPECT_FLOAT_EQ(out.columns[2].coverage, 0.0F);
+  aggregate(iv, nullptr, Kind::kForward, ViewWindow{0, 10, 4}, 50.0, out);  // no bands
+  EXPECT_EQ(out.columns[0].band, 0);
+}
+
+TEST(Lanes, BandsAlternatePerMicrobatchAndChunkAndSkipPerStepWork) {
+  // Rank 0's compute lane of the fixture: F mb0, F mb1, B mb0, W mb0, B mb1, optimizer.
+  const TraceModel m = load_fixture("two_stage_predicted.json");
+  const Lane& lane = m.lanes.at(0);
+  ASSERT_EQ(lane.rank, 0);
+  ASSERT_EQ(lane.size(), 6u);
+  EXPECT_EQ(lane.band, (std::vector<std::uint8_t>{0, 1, 0, 0, 1, 0}));
+}
+
 TEST(Aggregation, IntervalAtPrefersContainingThenNearest) {
   const Intervals iv = intervals({0, 20, 22}, {10, 30, 24});
   EXPECT_EQ(interval_at(iv, 5, 0), 0);

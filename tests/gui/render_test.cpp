@@ -229,6 +229,45 @@ TEST_F(RenderTest, LargeTraceIsDrawnPerPixelColumn) {
   EXPECT_TRUE(hit.has_value());
 }
 
+// A whole step zoomed out: four micro-batches of 500 forward ops of 1 µs each, far under a
+// pixel apiece. Without banding the lane is one solid forward band; with it, consecutive
+// micro-batches alternate between the forward colour and a darker shade of it.
+TEST_F(RenderTest, MicrobatchesStayApartWhenZoomedOut) {
+  std::ostringstream json;
+  json << R"({"traceEvents": [)";
+  for (int i = 0; i < 2000; ++i) {
+    json << (i > 0 ? "," : "") << R"({"ph": "X", "name": "F", "cat": "forward", "pid": 0, )"
+         << R"("tid": 0, "ts": )" << i << R"(, "dur": 1, "args": {"mb": )" << i / 500
+         << R"(, "chunk": 0, "layer": 0}})";
+  }
+  json << "]}";
+  auto model = parse_trace(json.str(), "banded.json");
+  ASSERT_TRUE(model.ok()) << model.errors().front().to_string();
+  std::vector<TraceModel> traces;
+  traces.push_back(std::move(model).value());
+  TimelineDocument document(std::move(traces));
+  TimelineWidget widget(&document);
+  widget.resize(800, 200);
+  widget.fit();
+  QImage image(widget.size(), QImage::Format_RGB32);
+  widget.render(&image);
+  const int y = widget.row_rect(0).top() + widget.row_height() / 2;
+  const auto at = [&](double t_us) {
+    return image.pixelColor(static_cast<int>(widget.x_of(t_us)), y).rgb();
+  };
+  const QRgb plain = qcolor(kind_color(Kind::kForward)).rgb();
+  const QRgb darker = qcolor(kind_color(Kind::kForward)).darker(118).rgb();
+  ASSERT_NE(plain, darker);
+  EXPECT_EQ(at(250), plain);    // micro-batch 0
+  EXPECT_EQ(at(750), darker);   // micro-batch 1
+  EXPECT_EQ(at(1250), plain);   // micro-batch 2
+  EXPECT_EQ(at(1750), darker);  // micro-batch 3
+  // Selecting a micro-batch dims the others instead of banding them.
+  widget.set_selected_microbatch(2);
+  widget.render(&image);
+  EXPECT_EQ(at(750), at(250));
+}
+
 TEST_F(RenderTest, ClickingASweepPointOpensItsTrace) {
   auto table = read_sweep_csv(testing::data_path("sweep.csv"));
   ASSERT_TRUE(table.ok());

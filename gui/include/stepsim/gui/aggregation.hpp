@@ -30,22 +30,26 @@ struct BoxItem {
   double x1 = 0;
 };
 
-/// A pixel column of narrow slices: the kind covering most of it and the covered fraction.
+/// A pixel column of narrow slices: the kind covering most of it, the covered fraction and
+/// the band (Lane::band) covering most of it.
 struct ColumnCell {
   Kind kind = Kind::kOther;
   float coverage = 0;  ///< 0: nothing narrow in this column; at most 1
+  std::uint8_t band = 0;
 };
 
 struct LaneDraw {
   std::vector<BoxItem> boxes;
   std::vector<ColumnCell> columns;  ///< width_px entries
   std::vector<float> scratch;       ///< per column and kind; reused between calls
+  std::vector<float> band_scratch;  ///< per column: coverage of band 1 minus band 0
 };
 
 /// Fills `out` for the intervals visible in `view`. `kinds` gives each interval's kind, or is
-/// null, when all are `uniform_kind`. Intervals at least `min_box_px` wide become boxes.
+/// null, when all are `uniform_kind`; `bands` each interval's band (Lane::band), or is null
+/// (all band 0). Intervals at least `min_box_px` wide become boxes.
 void aggregate(const Intervals& time, const Kind* kinds, Kind uniform_kind, const ViewWindow& view,
-               double min_box_px, LaneDraw& out);
+               double min_box_px, LaneDraw& out, const std::uint8_t* bands = nullptr);
 
 /// Index of the interval containing `t_us`, else of the one nearest to it within
 /// `tolerance_us`, else -1 (for hover and click at any zoom).

@@ -107,6 +107,11 @@ struct Lane {
   std::vector<std::uint32_t> detail;      ///< StringTable id
   std::vector<std::uint32_t> name_begin;  ///< offset of the slice's name in TraceModel::names
   std::vector<std::uint32_t> name_size;
+  /// 0 or 1, alternating at each change of (micro-batch, model chunk) along the lane (per-step
+  /// work is band 0). Zoomed out, where a whole interleaved step is thousands
+  /// of slices per pixel column, the painter shades odd bands so each micro-batch's span stays
+  /// visible instead of one solid band. Filled by finish_model().
+  std::vector<std::uint8_t> band;
 
   std::size_t size() const { return time.size(); }
 };
