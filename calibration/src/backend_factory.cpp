@@ -41,13 +41,16 @@ Result<std::unique_ptr<Backend>> load_cuda_backend(const BackendOptions& o) {
     const char* why = dlerror();
     return Error{"", "",
                  "cuda backend: cannot load its plugin " + path + ": " +
-                     (why != nullptr ? why : "unknown error")};
+                     (why != nullptr ? why : "unknown error"),
+                 ErrorKind::kRuntime};
   }
   auto* make = reinterpret_cast<CudaPluginFactory>(dlsym(handle, kCudaPluginSymbol));
   if (make == nullptr) {
-    return Error{"", "", "cuda backend: plugin " + path + " has no " + kCudaPluginSymbol};
+    return Error{"", "", "cuda backend: plugin " + path + " has no " + kCudaPluginSymbol,
+                 ErrorKind::kRuntime};
   }
-  Result<std::unique_ptr<Backend>> backend = Error{"", "", "cuda backend: plugin made nothing"};
+  Result<std::unique_ptr<Backend>> backend =
+      Error{"", "", "cuda backend: plugin made nothing", ErrorKind::kRuntime};
   make(o, backend);
   return backend;
 }
@@ -66,7 +69,8 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& name, const Bac
 #else
     return Error{"", "",
                  "cuda backend: not built (this stepsim was configured without the CUDA "
-                 "toolkit, cuBLASLt and NCCL)"};
+                 "toolkit, cuBLASLt and NCCL)",
+                 ErrorKind::kRuntime};
 #endif
   }
   return Error{"", "--backend", "=" + name + " is not a backend; expected cuda or cpu"};

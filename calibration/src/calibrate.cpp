@@ -74,7 +74,8 @@ Result<std::vector<std::uint8_t>> share_done_points(Backend& backend,
   if (!shared.ok()) return shared.errors();
   if (!root_errors.empty()) return root_errors;
   if (shared.value().empty() || shared.value()[0] != 0) {
-    return Error{"", "", "calibration stopped: rank 0 could not use the journal"};
+    return Error{"", "", "calibration stopped: rank 0 could not use the journal",
+                 ErrorKind::kRuntime};
   }
   return std::vector<std::uint8_t>(shared.value().begin() + 1, shared.value().end());
 }
@@ -182,7 +183,8 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
     if (!agreed.ok()) return agreed.errors();
     if (!t.ok()) return t.errors();
     if (agreed.value()[0] != 0.0) {
-      return Error{"", "", "calibration stopped: another rank failed measuring " + key};
+      return Error{"", "", "calibration stopped: another rank failed measuring " + key,
+                   ErrorKind::kRuntime};
     }
     ++run.measured;
     ++finished;

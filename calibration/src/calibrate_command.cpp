@@ -73,7 +73,7 @@ std::vector<std::string> run_notes(const CalibrateRequest& a, const Backend& bac
 Errors write_profile(const std::string& path, const Profile& profile) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << profile_to_json(profile);
-  if (!file) return {Error{path, "", "cannot be written"}};
+  if (!file) return {Error{path, "", "cannot be written", ErrorKind::kRuntime}};
   return {};
 }
 

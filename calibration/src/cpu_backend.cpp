@@ -70,7 +70,8 @@ Error too_big(const std::string& what, std::int64_t bytes) {
   return Error{"", "",
                "cpu backend: " + what + " needs " + std::to_string(bytes >> 20) +
                    " MiB, more than the " + std::to_string(kMaxCpuBytes >> 20) +
-                   " MiB a CPU measurement may use"};
+                   " MiB a CPU measurement may use",
+               ErrorKind::kRuntime};
 }
 
 }  // namespace
@@ -88,7 +89,8 @@ Result<GroupId> CpuBackend::split(std::int32_t color, std::int32_t key) {
 
 Result<double> CpuBackend::gemm(const GemmOp& op) {
   if (op.m <= 0 || op.n <= 0 || op.k <= 0 || op.batch <= 0) {
-    return Error{"", "", "cpu backend: GEMM shape must be positive (m, n, k, batch)"};
+    return Error{"", "", "cpu backend: GEMM shape must be positive (m, n, k, batch)",
+                 ErrorKind::kRuntime};
   }
   const std::int64_t bytes = op.batch * (op.m * op.k + op.k * op.n + op.m * op.n) * 4;
   if (bytes > kMaxCpuBytes) return too_big("GEMM", bytes);
@@ -122,7 +124,8 @@ Result<double> CpuBackend::gemm(const GemmOp& op) {
         return Error{"", "",
                      "cpu backend: GEMM result wrong at (" + std::to_string(r) + ", " +
                          std::to_string(c) + "): " + std::to_string(got) + " instead of " +
-                         std::to_string(want)};
+                         std::to_string(want),
+                     ErrorKind::kRuntime};
       }
     }
   }
@@ -174,7 +177,8 @@ Result<double> CpuBackend::attention(const AttentionOp& op) {
       op.heads % op.kv_heads != 0) {
     return Error{"", "",
                  "cpu backend: attention needs positive batch, heads, kv_heads, seq, head_dim "
-                 "and kv_heads dividing heads"};
+                 "and kv_heads dividing heads",
+                 ErrorKind::kRuntime};
   }
   const std::int64_t s = op.seq;
   const std::int64_t d = op.head_dim;
@@ -246,12 +250,14 @@ Result<double> CpuBackend::attention(const AttentionOp& op) {
   });
   const float probe = op.backward ? dq(0, 0) + dk[0] : o[0];
   if (!std::isfinite(probe))
-    return Error{"", "", "cpu backend: attention produced non-finite values"};
+    return Error{"", "", "cpu backend: attention produced non-finite values", ErrorKind::kRuntime};
   return median(times);
 }
 
 Result<double> CpuBackend::memory_bound(const MemoryBoundOp& op) {
-  if (op.bytes < 8) return Error{"", "", "cpu backend: memory-bound kernel needs at least 8 bytes"};
+  if (op.bytes < 8)
+    return Error{"", "", "cpu backend: memory-bound kernel needs at least 8 bytes",
+                 ErrorKind::kRuntime};
   if (op.bytes > kMaxCpuBytes) return too_big("memory-bound kernel", op.bytes);
   // Half the bytes are read, half written: dst = src * 2 over float buffers.
   const auto n = static_cast<Eigen::Index>(op.bytes / 8);
@@ -270,7 +276,7 @@ Result<double> CpuBackend::memory_bound(const MemoryBoundOp& op) {
   Eigen::ArrayXf dst(n);
   const auto times = time_repeats([&] { dst = src * 2.0F; }, /*flush=*/false);
   if (dst(n - 1) != 2.0F * src(n - 1)) {
-    return Error{"", "", "cpu backend: memory-bound kernel result wrong"};
+    return Error{"", "", "cpu backend: memory-bound kernel result wrong", ErrorKind::kRuntime};
   }
   return median(times);
 }

@@ -42,7 +42,6 @@ class CpuBackend final : public Backend {
       const std::vector<double>& values) override {
     return world_.gather_to_root(values);
   }
-  [[noreturn]] void abort_all(int code) override { world_.abort_all(code); }
 
   /// Element (i, j) of product `b` of the last GEMM (for tests).
   float last_gemm_output(std::int64_t b, std::int64_t i, std::int64_t j) const;

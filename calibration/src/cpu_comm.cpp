@@ -39,7 +39,8 @@ int run_collective(CollectiveKind kind, const float* in, float* out, int per, MP
 
 Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
   if (!world_.valid(group)) {
-    return Error{"", "", "cpu backend: unknown process group " + std::to_string(group.value)};
+    return Error{"", "", "cpu backend: unknown process group " + std::to_string(group.value),
+                 ErrorKind::kRuntime};
   }
   const std::int64_t n = world_.group_size(group);
   const std::int64_t g = world_.group_rank(group);
@@ -47,7 +48,8 @@ Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
   if (std::max(counts.in, counts.out) * 4 > kMaxMessageBytes) {
     return Error{"", "",
                  "cpu backend: collective of " + std::to_string(op.bytes) +
-                     " bytes is larger than MPI's int counts allow"};
+                     " bytes is larger than MPI's int counts allow",
+                 ErrorKind::kRuntime};
   }
   std::vector<float> in(static_cast<std::size_t>(counts.in));
   std::vector<float> out(static_cast<std::size_t>(counts.out), -1.0F);
@@ -155,12 +157,14 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
     if (q.peer < 0 || q.peer >= world_.size() || q.peer == world_.rank()) {
       return Error{"", "",
                    "cpu backend: point-to-point peer " + std::to_string(q.peer) +
-                       " is not another rank of the world of " + std::to_string(world_.size())};
+                       " is not another rank of the world of " + std::to_string(world_.size()),
+                   ErrorKind::kRuntime};
     }
     if (q.bytes <= 0 || q.bytes > kMaxMessageBytes) {
       return Error{"", "",
                    "cpu backend: point-to-point message of " + std::to_string(q.bytes) +
-                       " bytes is out of range"};
+                       " bytes is out of range",
+                   ErrorKind::kRuntime};
     }
   }
   if (!options_.verify) return p2p_unverified(requests);
@@ -211,7 +215,8 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
       if (buffers[r][i] != p2p_pattern(q.peer, q.tag, static_cast<std::int64_t>(i))) {
         return Error{"", "",
                      "cpu backend: message from rank " + std::to_string(q.peer) + " (tag " +
-                         std::to_string(q.tag) + ") wrong at byte " + std::to_string(i)};
+                         std::to_string(q.tag) + ") wrong at byte " + std::to_string(i),
+                     ErrorKind::kRuntime};
       }
     }
   }

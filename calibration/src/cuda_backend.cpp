@@ -59,7 +59,8 @@ Result<void*> DeviceBuffer::reserve(std::int64_t bytes, const char* what) {
     ptr_ = nullptr;
     return Error{"", "",
                  std::string("cuda backend: cannot allocate ") + std::to_string(bytes >> 20) +
-                     " MiB for " + what + ": " + cudaGetErrorString(e)};
+                     " MiB for " + what + ": " + cudaGetErrorString(e),
+                 ErrorKind::kRuntime};
   }
   bytes_ = bytes;
   return ptr_;
@@ -71,7 +72,8 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions& o) {
   if (e != cudaSuccess || count == 0) {
     return Error{"", "",
                  std::string("cuda backend: no CUDA device visible") +
-                     (e != cudaSuccess ? std::string(" (") + cudaGetErrorString(e) + ")" : "")};
+                     (e != cudaSuccess ? std::string(" (") + cudaGetErrorString(e) + ")" : ""),
+                 ErrorKind::kRuntime};
   }
   // One process per GPU: the rank's place on its node picks the device.
   auto local = node_local_rank();
@@ -136,7 +138,7 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-Result<bool> CudaBackend::init() {
+Status CudaBackend::init() {
   STEPSIM_CUDA_TRY(cudaSetDevice(device_));
   cudaDeviceProp prop{};
   STEPSIM_CUDA_TRY(cudaGetDeviceProperties(&prop, device_));
@@ -158,19 +160,19 @@ Result<bool> CudaBackend::init() {
   ncclComm_t world = nullptr;
   STEPSIM_NCCL_TRY(ncclCommInitRank(&world, world_.size(), id, world_.rank()));
   nccl_.push_back(world);
-  return true;
+  return ok_status();
 }
 
 Result<std::unique_ptr<LtMatmul>> CudaBackend::plan(const MatmulShape& s, cuda::ElemType t) {
   return LtMatmul::plan(lt_, s, t, workspace_.data(), static_cast<std::size_t>(kWorkspaceBytes));
 }
 
-Result<bool> CudaBackend::flush_l2() {
+Status CudaBackend::flush_l2() {
   auto buf = flush_.reserve(2 * l2_bytes_, "the L2 flush buffer");
   if (!buf.ok()) return buf.errors();
   STEPSIM_CUDA_TRY(
       cudaMemsetAsync(buf.value(), 0, static_cast<std::size_t>(2 * l2_bytes_), stream_));
-  return true;
+  return ok_status();
 }
 
 template <typename Body>
@@ -199,10 +201,12 @@ Result<std::vector<double>> CudaBackend::time_repeats(Body&& body, bool flush) {
 
 Result<double> CudaBackend::gemm(const GemmOp& op) {
   if (op.m <= 0 || op.n <= 0 || op.k <= 0 || op.batch <= 0) {
-    return Error{"", "", "cuda backend: GEMM shape must be positive (m, n, k, batch)"};
+    return Error{"", "", "cuda backend: GEMM shape must be positive (m, n, k, batch)",
+                 ErrorKind::kRuntime};
   }
   if (op.dtype == DType::kFp8 && (op.m % 16 != 0 || op.n % 16 != 0 || op.k % 16 != 0)) {
-    return Error{"", "", "cuda backend: an FP8 GEMM needs m, n and k divisible by 16 (cuBLASLt)"};
+    return Error{"", "", "cuda backend: an FP8 GEMM needs m, n and k divisible by 16 (cuBLASLt)",
+                 ErrorKind::kRuntime};
   }
   const cuda::ElemType t = elem_type(op.dtype);
   const bool fp8 = op.dtype == DType::kFp8;
@@ -245,10 +249,12 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
       op.heads % op.kv_heads != 0) {
     return Error{"", "",
                  "cuda backend: attention needs positive batch, heads, kv_heads, seq, head_dim "
-                 "and kv_heads dividing heads"};
+                 "and kv_heads dividing heads",
+                 ErrorKind::kRuntime};
   }
   if (op.dtype == DType::kFp8) {
-    return Error{"", "", "cuda backend: attention runs in bf16, fp16 or fp32, not fp8"};
+    return Error{"", "", "cuda backend: attention runs in bf16, fp16 or fp32, not fp8",
+                 ErrorKind::kRuntime};
   }
   // Unfused attention: per key/value head, its group of G query heads stacked as G*s rows,
   // so one strided batch of b*kv products serves grouped-query attention too.
@@ -308,14 +314,14 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
     return r;
   };
   std::vector<std::unique_ptr<LtMatmul>> mms;
-  auto add = [&](const MatmulShape& ms) -> Result<bool> {
+  auto add = [&](const MatmulShape& ms) -> Status {
     auto p = plan(ms, t);
     if (!p.ok()) return p.errors();
     mms.push_back(std::move(p).value());
-    return true;
+    return ok_status();
   };
   const std::int64_t qs = gs * d, kvs = s * d, ss = gs * s;
-  std::vector<Result<bool>> planned;
+  std::vector<Status> planned;
   planned.push_back(add(shape(true, false, s, gs, d, K, d, kvs, Q, d, qs, S, s, ss)));  // S = Q K^T
   if (!op.backward) {
     planned.push_back(
@@ -335,7 +341,7 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
   }
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
   const std::int64_t rows = batch * gs;
-  auto body = [&]() -> Result<bool> {
+  auto body = [&]() -> Status {
     auto r = mms[0]->run(stream_);  // S (recomputed in backward, as flash attention does)
     if (!r.ok()) return r;
     STEPSIM_CUDA_TRY(cuda::softmax_rows(S, rows, s, scale, op.causal, t, stream_));
@@ -349,7 +355,7 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
       r = mms[i]->run(stream_);
       if (!r.ok()) return r;
     }
-    return true;
+    return ok_status();
   };
   auto times = time_repeats(body, false);
   if (!times.ok()) return times.errors();
@@ -358,7 +364,8 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
 
 Result<double> CudaBackend::memory_bound(const MemoryBoundOp& op) {
   if (op.bytes < 8)
-    return Error{"", "", "cuda backend: memory-bound kernel needs at least 8 bytes"};
+    return Error{"", "", "cuda backend: memory-bound kernel needs at least 8 bytes",
+                 ErrorKind::kRuntime};
   // Half the bytes read, half written: dst = 2 * src over floats.
   const std::int64_t n = op.bytes / 8;
   auto src = a_.reserve(n * 4, "memory-bound source");
@@ -369,9 +376,9 @@ Result<double> CudaBackend::memory_bound(const MemoryBoundOp& op) {
   auto* out = static_cast<float*>(dst.value());
   STEPSIM_CUDA_TRY(cuda::fill_operand(in, n, cuda::ElemType::kFp32, 7, stream_));
   auto times = time_repeats(
-      [&]() -> Result<bool> {
+      [&]() -> Status {
         STEPSIM_CUDA_TRY(cuda::scale_copy(in, out, n, stream_));
-        return true;
+        return ok_status();
       },
       false);
   if (!times.ok()) return times.errors();
@@ -379,7 +386,7 @@ Result<double> CudaBackend::memory_bound(const MemoryBoundOp& op) {
   STEPSIM_CUDA_TRY(cudaMemcpy(&first_in, in, sizeof(float), cudaMemcpyDeviceToHost));
   STEPSIM_CUDA_TRY(cudaMemcpy(&first_out, out, sizeof(float), cudaMemcpyDeviceToHost));
   if (first_out != 2.0F * first_in) {
-    return Error{"", "", "cuda backend: memory-bound kernel result wrong"};
+    return Error{"", "", "cuda backend: memory-bound kernel result wrong", ErrorKind::kRuntime};
   }
   return median(times.value());
 }

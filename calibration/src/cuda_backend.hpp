@@ -49,7 +49,7 @@ class CudaBackend final : public Backend {
   CudaBackend(const BackendOptions& options, int device);
   ~CudaBackend() override;
   /// Creates the stream, events, cuBLASLt handle and the world NCCL communicator.
-  Result<bool> init();
+  Status init();
 
   std::string name() const override { return "cuda"; }
   std::string device_name() const override { return device_name_; }
@@ -74,7 +74,6 @@ class CudaBackend final : public Backend {
       const std::vector<double>& values) override {
     return world_.gather_to_root(values);
   }
-  [[noreturn]] void abort_all(int code) override { world_.abort_all(code); }
 
  private:
   /// Plans a cuBLASLt product with this backend's handle and workspace.
@@ -82,7 +81,7 @@ class CudaBackend final : public Backend {
   /// Times `body` (enqueueing work on stream_) warmup + repeats times with events.
   template <typename Body>
   Result<std::vector<double>> time_repeats(Body&& body, bool flush_l2);
-  Result<bool> flush_l2();
+  Status flush_l2();
 
   BackendOptions options_;
   int device_ = 0;

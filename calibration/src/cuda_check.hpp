@@ -13,15 +13,18 @@
 namespace stepsim::calib {
 
 inline Error cuda_error(cudaError_t e, const char* what) {
-  return Error{"", "", std::string("cuda backend: ") + what + " failed: " + cudaGetErrorString(e)};
+  return Error{"", "", std::string("cuda backend: ") + what + " failed: " + cudaGetErrorString(e),
+               ErrorKind::kRuntime};
 }
 inline Error cublas_error(cublasStatus_t s, const char* what) {
   return Error{"", "",
                std::string("cuda backend: ") + what + " failed: cuBLASLt status " +
-                   std::to_string(static_cast<int>(s))};
+                   std::to_string(static_cast<int>(s)),
+               ErrorKind::kRuntime};
 }
 inline Error nccl_error(ncclResult_t r, const char* what) {
-  return Error{"", "", std::string("cuda backend: ") + what + " failed: " + ncclGetErrorString(r)};
+  return Error{"", "", std::string("cuda backend: ") + what + " failed: " + ncclGetErrorString(r),
+               ErrorKind::kRuntime};
 }
 
 }  // namespace stepsim::calib

@@ -23,7 +23,8 @@ Result<GroupId> CudaBackend::split(std::int32_t color, std::int32_t key) {
 
 Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
   if (!world_.valid(group)) {
-    return Error{"", "", "cuda backend: unknown process group " + std::to_string(group.value)};
+    return Error{"", "", "cuda backend: unknown process group " + std::to_string(group.value),
+                 ErrorKind::kRuntime};
   }
   const std::int64_t n = world_.group_size(group);
   const std::int64_t g = world_.group_rank(group);
@@ -81,7 +82,8 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
     return Error{"", "",
                  "cuda backend: " + std::string(to_string(op.kind)) + " of " +
                      std::to_string(op.bytes) + " bytes over " + std::to_string(n) + " GPUs gave " +
-                     std::to_string(wrong_total) + " wrong elements"};
+                     std::to_string(wrong_total) + " wrong elements",
+                 ErrorKind::kRuntime};
   }
   auto maxima = world_.max_over_group(times, group);
   if (!maxima.ok()) return maxima.errors();
@@ -95,9 +97,12 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
     if (q.peer < 0 || q.peer >= world_.size() || q.peer == world_.rank()) {
       return Error{"", "",
                    "cuda backend: point-to-point peer " + std::to_string(q.peer) +
-                       " is not another rank of the world of " + std::to_string(world_.size())};
+                       " is not another rank of the world of " + std::to_string(world_.size()),
+                   ErrorKind::kRuntime};
     }
-    if (q.bytes <= 0) return Error{"", "", "cuda backend: point-to-point message needs bytes > 0"};
+    if (q.bytes <= 0)
+      return Error{"", "", "cuda backend: point-to-point message needs bytes > 0",
+                   ErrorKind::kRuntime};
     offsets.push_back(total);
     total += (q.bytes + 255) / 256 * 256;
   }

@@ -57,7 +57,8 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
   // A transposed and B not (the "TN" layout), which the caller must have chosen.
   const bool fp8 = t == cuda::ElemType::kFp8E4M3;
   if (fp8 && (!s.trans_a || s.trans_b)) {
-    return Error{"", "", "cuda backend: an FP8 product needs op(A) = A^T and op(B) = B (TN)"};
+    return Error{"", "", "cuda backend: an FP8 product needs op(A) = A^T and op(B) = B (TN)",
+                 ErrorKind::kRuntime};
   }
   const cudaDataType_t d_type = fp8 ? CUDA_R_16BF : type;
   STEPSIM_CUBLAS_TRY(make_layout(&mm->a_layout_, type, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k,
@@ -77,7 +78,8 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
   if (returned == 0) {
     return Error{"", "",
                  "cuda backend: cuBLASLt has no algorithm for a " + std::to_string(s.m) + " x " +
-                     std::to_string(s.n) + " x " + std::to_string(s.k) + " product"};
+                     std::to_string(s.n) + " x " + std::to_string(s.k) + " product",
+                 ErrorKind::kRuntime};
   }
   mm->algo_ = best.algo;
   return mm;
@@ -91,13 +93,13 @@ LtMatmul::~LtMatmul() {
   if (desc_ != nullptr) cublasLtMatmulDescDestroy(desc_);
 }
 
-Result<bool> LtMatmul::run(cudaStream_t stream) const {
+Status LtMatmul::run(cudaStream_t stream) const {
   const float alpha = 1.0F;
   const float beta = shape_.beta;
   STEPSIM_CUBLAS_TRY(cublasLtMatmul(handle_, desc_, &alpha, shape_.a, a_layout_, shape_.b,
                                     b_layout_, &beta, shape_.d, d_layout_, shape_.d, d_layout_,
                                     &algo_, workspace_, workspace_bytes_, stream));
-  return true;
+  return ok_status();
 }
 
 }  // namespace stepsim::calib

@@ -40,7 +40,7 @@ class LtMatmul {
   LtMatmul& operator=(const LtMatmul&) = delete;
 
   /// Enqueues the product on `stream`.
-  Result<bool> run(cudaStream_t stream) const;
+  Status run(cudaStream_t stream) const;
 
  private:
   LtMatmul() = default;

@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
-#include <thread>
 #include <type_traits>
 #include <variant>
 
@@ -22,7 +20,9 @@ struct Groups {
   GroupId tp, dp, embedding;
 };
 
-Error runtime_error(const std::string& message) { return Error{"", "", message}; }
+Error runtime_error(const std::string& message) {
+  return Error{"", "", message, ErrorKind::kRuntime};
+}
 
 /// Megatron's process groups, made with Backend::split (a collective over the world: every
 /// rank makes the same calls in the same order).
@@ -85,13 +85,13 @@ class Runner {
         virtual_stages_(m.layout.pp * static_cast<std::int32_t>(
                                           w.training.virtual_pipeline_model_parallel_size)) {}
 
-  Result<bool> run();
+  Status run();
 
  private:
   Result<double> run_task(const ExecTask& t);
   std::string describe(std::int32_t step, std::int64_t task, double idle_s) const;
   void fire(std::int32_t step, std::int64_t task, double idle_s);
-  void maybe_fail(detail::Watchdog& dog);
+  Status enter_task(std::size_t i);
 
   Backend& b_;
   const ExecutorOptions& options_;
@@ -101,12 +101,12 @@ class Runner {
   const std::vector<ExecTask>& tasks_;
   std::int32_t virtual_stages_;
   Groups groups_;
-  std::mutex mutex_;           // guards m_ against the watchdog thread
-  std::int64_t executed_ = 0;  // tasks started, over all steps
+  std::mutex mutex_;  // guards m_ against the watchdog thread
   // The step in progress; the watchdog reads the first done_in_step_ entries.
   std::vector<TaskTiming> timings_;
   std::atomic<std::size_t> done_in_step_{0};
   std::atomic<bool> measuring_{false};
+  std::atomic<bool> timed_out_{false};  // the watchdog fired; m_.failure says why
 };
 
 Result<double> Runner::run_task(const ExecTask& t) {
@@ -183,23 +183,33 @@ void Runner::fire(std::int32_t step, std::int64_t task, double idle_s) {
       m_.unfinished_step.assign(timings_.begin(),
                                 timings_.begin() + static_cast<std::ptrdiff_t>(done));
     }
-    if (options_.on_timeout) options_.on_timeout(message, m_);
+    timed_out_.store(true);
+    // The caller decides what follows: this rank's thread may be blocked for good in the
+    // backend, so it normally stops the job from here (the lock keeps m_ still meanwhile).
+    options_.on_timeout(message, m_);
   }
-  b_.abort_all(1);
 }
 
-void Runner::maybe_fail(detail::Watchdog& dog) {
-  if (me_ != options_.fail_rank || executed_ != options_.fail_at_task) return;
-  if (options_.fail_mode == FailMode::kExit) std::_Exit(3);
-  // A hung rank: it stops making progress and leaves the report to the ranks waiting on it.
-  dog.disable();
-  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+Status Runner::enter_task(std::size_t i) {
+  if (timed_out_.load()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runtime_error(m_.failure);
+  }
+  if (options_.before_task) options_.before_task(tasks_[i]);
+  return ok_status();
 }
 
-Result<bool> Runner::run() {
-  detail::Watchdog dog(options_.timeout_s, [this](std::int32_t step, std::int64_t task,
-                                                  double idle_s) { fire(step, task, idle_s); });
-  dog.enter(0, -3);
+Status Runner::run() {
+  std::optional<detail::Watchdog> dog;
+  if (options_.on_timeout) {
+    dog.emplace(options_.timeout_s, [this](std::int32_t step, std::int64_t task, double idle_s) {
+      fire(step, task, idle_s);
+    });
+  }
+  auto enter = [&dog](std::int32_t step, std::int64_t task) {
+    if (dog) dog->enter(step, task);
+  };
+  enter(0, -3);
   auto groups = make_groups(b_, m_.layout, me_);
   if (!groups) return groups.errors();
   groups_ = *groups;
@@ -211,12 +221,11 @@ Result<bool> Runner::run() {
     const bool measured = step >= options_.warmup_steps;
     measuring_.store(measured);
     done_in_step_.store(0);
-    dog.enter(step, -1);
+    enter(step, -1);
     if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
-      dog.enter(step, static_cast<std::int64_t>(i));
-      maybe_fail(dog);
-      ++executed_;
+      enter(step, static_cast<std::int64_t>(i));
+      if (auto entered = enter_task(i); !entered) return entered;
       const double start = b_.now_s();
       auto r = run_task(tasks_[i]);
       const double end = b_.now_s();
@@ -226,7 +235,7 @@ Result<bool> Runner::run() {
     }
     if (options_.on_step_done) options_.on_step_done(step);
     if (!measured) continue;
-    dog.enter(step, -2);
+    enter(step, -2);
     std::vector<double> flat;
     flat.reserve(3 * timings_.size());
     for (const auto& t : timings_) {
@@ -259,15 +268,16 @@ Result<bool> Runner::run() {
   }
   measuring_.store(false);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (timed_out_.load()) return runtime_error(m_.failure);
   m_.complete = true;
-  return true;
+  return ok_status();
 }
 
 }  // namespace
 
-Result<bool> check_world_size(const Workload& w, const Backend& backend) {
+Status check_world_size(const Workload& w, const Backend& backend) {
   const std::int32_t want = layout_of(w).world_size();
-  if (backend.world_size() == want) return true;
+  if (backend.world_size() == want) return ok_status();
   return Error{w.source_file, "training.world_size",
                "=" + std::to_string(want) + " but the validator runs " +
                    std::to_string(backend.world_size()) + " ranks (start it with mpirun -np " +

@@ -15,7 +15,8 @@ inline Error mpi_error(const std::string& what, int code) {
   int len = 0;
   MPI_Error_string(code, text, &len);
   return Error{"", "",
-               "MPI: " + what + " failed: " + std::string(text, static_cast<std::size_t>(len))};
+               "MPI: " + what + " failed: " + std::string(text, static_cast<std::size_t>(len)),
+               ErrorKind::kRuntime};
 }
 
 }  // namespace stepsim::calib

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "mpi_check.hpp"
@@ -11,7 +12,8 @@ namespace stepsim::calib {
 Result<std::unique_ptr<MpiSession>> MpiSession::start(int* argc, char*** argv) {
   int initialised = 0;
   MPI_Initialized(&initialised);
-  if (initialised != 0) return Error{"", "", "MPI: already initialised in this process"};
+  if (initialised != 0)
+    return Error{"", "", "MPI: already initialised in this process", ErrorKind::kRuntime};
   int provided = 0;
   const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Init_thread", rc);
@@ -22,6 +24,11 @@ Result<std::unique_ptr<MpiSession>> MpiSession::start(int* argc, char*** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   return std::unique_ptr<MpiSession>(new MpiSession(rank, size));
+}
+
+void MpiSession::abort_all(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return
 }
 
 MpiSession::~MpiSession() {

@@ -85,7 +85,9 @@ std::vector<std::int32_t> MpiWorld::members(GroupId g) const {
 }
 
 Result<double> MpiWorld::barrier(GroupId g) {
-  if (!valid(g)) return Error{"", "", "backend: unknown process group " + std::to_string(g.value)};
+  if (!valid(g))
+    return Error{"", "", "backend: unknown process group " + std::to_string(g.value),
+                 ErrorKind::kRuntime};
   const double t0 = steady_s();
   const int rc = MPI_Barrier(comm(g));
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Barrier", rc);
@@ -166,7 +168,7 @@ Result<std::vector<double>> MpiWorld::max_over_group(const std::vector<double>& 
   return out;
 }
 
-Result<bool> MpiWorld::handshake(const std::vector<std::int32_t>& peers) {
+Status MpiWorld::handshake(const std::vector<std::int32_t>& peers) {
   constexpr int kHandshakeTag = 32767;
   std::vector<MPI_Request> requests(2 * peers.size(), MPI_REQUEST_NULL);
   for (std::size_t i = 0; i < peers.size(); ++i) {
@@ -176,12 +178,7 @@ Result<bool> MpiWorld::handshake(const std::vector<std::int32_t>& peers) {
   const int rc =
       MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Waitall", rc);
-  return true;
-}
-
-void MpiWorld::abort_all(int code) {
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::abort();
+  return ok_status();
 }
 
 }  // namespace stepsim::calib

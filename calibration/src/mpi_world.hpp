@@ -41,8 +41,7 @@ class MpiWorld {
   /// A zero-byte exchange with every peer (world ranks), posted at once: after it, each
   /// peer has arrived here too. Used before timing a message so that the time is the
   /// transfer's, not the wait for a late peer. Tag 32767 (P2PRequest tags stay below).
-  Result<bool> handshake(const std::vector<std::int32_t>& peers);
-  [[noreturn]] void abort_all(int code);
+  Status handshake(const std::vector<std::int32_t>& peers);
 
  private:
   std::int32_t rank_ = 0;

@@ -105,7 +105,7 @@ Status append_history(const std::string& dir, const RegressRun& run) {
   std::ofstream out(path, std::ios::app);
   out << j.dump() << "\n";
   out.close();
-  if (!out) return Error{path, "", "cannot be appended to"};
+  if (!out) return Error{path, "", "cannot be appended to", ErrorKind::kRuntime};
   return ok_status();
 }
 

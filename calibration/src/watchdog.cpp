@@ -38,7 +38,6 @@ void Watchdog::run() {
       static_cast<std::int64_t>(timeout_s_ * 100.0), std::int64_t{10}, std::int64_t{200}));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_cv_.wait_for(lock, period, [this] { return stop_; })) {
-    if (!enabled_.load()) continue;
     const double idle_s = static_cast<double>(now_ns() - last_progress_ns_.load()) * 1e-9;
     if (idle_s < timeout_s_) continue;
     lock.unlock();

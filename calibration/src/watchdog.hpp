@@ -1,6 +1,7 @@
 #pragma once
 // A watchdog thread for the executor: when the rank makes no progress for `timeout_s`, it
-// calls `on_fire` (which reports and stops every rank); internal to stepsim_calib.
+// calls `on_fire` once (which reports to the executor's caller); internal to the calibration
+// library.
 
 #include <atomic>
 #include <chrono>
@@ -14,7 +15,7 @@ namespace stepsim::calib::detail {
 
 class Watchdog {
  public:
-  /// `on_fire(step, task, idle_s)` runs on the watchdog thread; it normally never returns.
+  /// `on_fire(step, task, idle_s)` runs on the watchdog thread, at most once.
   Watchdog(double timeout_s, std::function<void(std::int32_t, std::int64_t, double)> on_fire);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -22,8 +23,6 @@ class Watchdog {
 
   /// The rank is now in task `task` of step `step` (negative tasks: between tasks).
   void enter(std::int32_t step, std::int64_t task);
-  /// Stops watching (fault injection: the hung rank leaves the report to the others).
-  void disable() { enabled_.store(false); }
 
  private:
   void run();
@@ -34,7 +33,6 @@ class Watchdog {
   std::atomic<std::int64_t> last_progress_ns_;
   std::atomic<std::int32_t> step_{0};
   std::atomic<std::int64_t> task_{-1};
-  std::atomic<bool> enabled_{true};
   std::mutex mutex_;
   std::condition_variable stop_cv_;
   bool stop_ = false;

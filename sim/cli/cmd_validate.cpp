@@ -6,13 +6,16 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <thread>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -64,6 +67,29 @@ std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
   return buf;
+}
+
+/// The testing flags --fail-rank, --fail-at-task and --fail-mode, as a hook before every task
+/// of the executor: world rank `rank` hangs, or exits with status 3, when it reaches its task
+/// number `at_task` (counted from 0 over every step of every round, warm-up included).
+struct InjectedFault {
+  std::int32_t rank = -1;
+  std::int64_t at_task = -1;
+  bool exit = false;
+  std::int64_t seen = 0;             ///< tasks this rank reached so far
+  std::atomic<bool> hanging{false};  ///< this rank hangs on purpose
+};
+
+void install_fault(const std::shared_ptr<InjectedFault>& fault, std::int32_t me,
+                   calib::ExecutorOptions& eo) {
+  if (fault->rank != me || fault->at_task < 0) return;
+  eo.before_task = [fault](const calib::ExecTask&) {
+    if (fault->seen++ != fault->at_task) return;
+    if (fault->exit) std::_Exit(3);
+    // A hung rank: it stops making progress and leaves the report to the ranks waiting on it.
+    fault->hanging.store(true);
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  };
 }
 
 bool write_file(const std::string& path, const std::string& text, std::ostream& err) {
@@ -191,14 +217,14 @@ int run_validate(const ValidateArgs& a, Env& env) {
   // Every rank predicts (deterministic, cheap at validation sizes) with the same profile.
   std::unique_ptr<CostModel> cost;
   std::optional<sim::SimulationResult> predicted;
-  auto predict = [&](std::unique_ptr<CostModel> model) -> Result<bool> {
+  auto predict = [&](std::unique_ptr<CostModel> model) -> Status {
     sim::SimulateOptions options = calib::validation_simulate_options();
     options.schedule = schedule;
     auto simulated = sim::simulate(w, plan, *model, options);
     if (!simulated) return simulated.errors();
     cost = std::move(model);
     predicted = std::move(simulated).value();
-    return true;
+    return ok_status();
   };
   if (a.calibrate.empty()) {
     auto model = make_cost_model(w, nullptr);
@@ -257,16 +283,22 @@ int run_validate(const ValidateArgs& a, Env& env) {
   calib::Measurement measured;  // every round's steps
   calib::ExecutorOptions eo;
   eo.timeout_s = a.timeout_s;
-  eo.fail_rank = a.fail_rank;
-  eo.fail_mode = a.fail_mode == "exit" ? calib::FailMode::kExit : calib::FailMode::kHang;
+  auto fault = std::make_shared<InjectedFault>();
+  fault->rank = a.fail_rank;
+  fault->at_task = a.fail_at_task;
+  fault->exit = a.fail_mode == "exit";
+  install_fault(fault, b.world_rank(), eo);
   eo.on_timeout = [&](const std::string& message, const calib::Measurement& partial) {
+    if (fault->hanging.load()) return;
     err << "stepsim validate: " << message << "; stopping every rank\n";
-    if (b.world_rank() != 0 || a.out.empty()) return;
-    // Keep what was measured so far: rank 0 holds every completed step.
-    calib::Measurement so_far = measured;
-    calib::append_steps(so_far, partial);
-    write_file(a.out, calib::report_to_json(make_report(so_far)), err);
-    err << "stepsim validate: partial results in " << a.out << "\n";
+    if (b.world_rank() == 0 && !a.out.empty()) {
+      // Keep what was measured so far: rank 0 holds every completed step.
+      calib::Measurement so_far = measured;
+      calib::append_steps(so_far, partial);
+      write_file(a.out, calib::report_to_json(make_report(so_far)), err);
+      err << "stepsim validate: partial results in " << a.out << "\n";
+    }
+    (*session)->abort_all(1);  // this rank's own thread is stuck in the backend
   };
   // Progress on rank 0: step i of N over every round (warm-up included), with an ETA.
   std::unique_ptr<calib::StreamProgress> progress;
@@ -284,15 +316,13 @@ int run_validate(const ValidateArgs& a, Env& env) {
     };
   }
   bool steps_failed = false;
-  std::int64_t tasks_run = 0;  // this rank's, over every round: --fail-at-task counts them all
   std::int32_t steps_run = 0;  // warm-up included, over every round
   // Round r: --warmup untimed steps first (later rounds: at most 1, to refill the caches the
   // calibration round flushed), then its share of --steps.
-  auto run_steps = [&](int round) -> Result<bool> {
+  auto run_steps = [&](int round) -> Status {
     calib::ExecutorOptions o = eo;
     o.warmup_steps = round == 0 ? a.warmup : std::min<std::int32_t>(a.warmup, 1);
     o.steps = a.steps / rounds + (round < a.steps % rounds ? 1 : 0);
-    o.fail_at_task = a.fail_at_task >= tasks_run ? a.fail_at_task - tasks_run : -1;
     o.first_step = steps_run;
     auto m = calib::execute_schedule(w, plan, *schedule, b, o);
     b.release_buffers();  // the next calibration round needs the memory
@@ -300,18 +330,14 @@ int run_validate(const ValidateArgs& a, Env& env) {
       steps_failed = true;
       return m.errors();
     }
-    const auto stage = static_cast<std::size_t>(m->layout.coord_of(b.world_rank()).pp);
     steps_run += o.warmup_steps + o.steps;
-    tasks_run +=
-        static_cast<std::int64_t>(m->stage_tasks.at(stage).size()) * (o.warmup_steps + o.steps);
     calib::append_steps(measured, std::move(m).value());
-    return true;
+    return ok_status();
   };
   auto step_failure = [&](const Errors& errors) -> int {
-    const bool input = !errors.front().key.empty();
     err << "stepsim validate: rank " << b.world_rank() << ": " << format_errors(errors);
-    if (input) return 2;
-    b.abort_all(1);  // the other ranks may be waiting on this one
+    if (exit_status(errors) == 2) return 2;  // bad input: every rank found it alike
+    (*session)->abort_all(1);                // the other ranks may be waiting on this one
     return 1;        // not reached: abort_all ends the process
   };
 
@@ -321,7 +347,7 @@ int run_validate(const ValidateArgs& a, Env& env) {
     calib::PlanCalibrationOptions co;
     co.cpu_threads = a.threads;
     co.rounds = rounds;
-    co.after_round = [&](int round, const Profile& so_far) -> Result<bool> {
+    co.after_round = [&](int round, const Profile& so_far) -> Status {
       auto model = make_cost_model(w, std::make_shared<const Profile>(so_far));
       if (!model) return model.errors();
       if (auto p = predict(std::move(model).value()); !p) return p.errors();

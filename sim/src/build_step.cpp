@@ -69,17 +69,17 @@ class Builder {
                                " stages but the schedule " + std::to_string(p_)};
     }
     build_templates();
-    if (Result<bool> ok = make_buckets(); !ok.ok()) return ok.errors();
+    if (Status ok = make_buckets(); !ok.ok()) return ok.errors();
     cost_boundaries();
     reserve_for_schedule();
     std::vector<std::int32_t> end_of_program(static_cast<std::size_t>(p_), kNoTask);
     for (const RankProgram& program : schedule_.ranks) add_program(program, end_of_program);
-    if (Result<bool> ok = add_data_dependencies(); !ok.ok()) return ok.errors();
+    if (Status ok = add_data_dependencies(); !ok.ok()) return ok.errors();
     for (std::int32_t r = 0; r < p_; ++r) {
-      Result<bool> ok = add_step_work(r, end_of_program[static_cast<std::size_t>(r)]);
+      Status ok = add_step_work(r, end_of_program[static_cast<std::size_t>(r)]);
       if (!ok.ok()) return ok.errors();
     }
-    if (Result<bool> ok = match_embedding_group(); !ok.ok()) return ok.errors();
+    if (Status ok = match_embedding_group(); !ok.ok()) return ok.errors();
     out_.graph.finalize();
     return std::move(out_);
   }
@@ -401,7 +401,7 @@ class Builder {
     data_deps_.push_back({compute, key});
   }
 
-  Result<bool> add_data_dependencies() {
+  Status add_data_dependencies() {
     for (const auto& [task, key] : data_deps_) {
       const std::int32_t recv = transfer_of_key_[key];
       if (recv == kNoTask) {
@@ -411,7 +411,7 @@ class Builder {
       }
       out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(recv)}, task);
     }
-    return true;
+    return ok_status();
   }
 
   TaskId add_op_task(std::int32_t r, std::int32_t chunk, const Op& op, std::int32_t bucket) {
@@ -437,7 +437,7 @@ class Builder {
   //   the last micro-batch); later ranks after their program ("launch any remaining grad
   //   reductions"), since align_grad_reduce keeps their hooks from dispatching.
   // The reductions share the rank's DP stream in dispatch order.
-  Result<bool> make_buckets() {
+  Status make_buckets() {
     buckets_.resize(static_cast<std::size_t>(p_ * v_));
     for (std::int32_t r = 0; r < p_; ++r) {
       for (std::int32_t c = 0; c < v_; ++c) {
@@ -449,10 +449,10 @@ class Builder {
         buckets_[static_cast<std::size_t>(r * v_ + c)] = std::move(made).value();
       }
     }
-    return true;
+    return ok_status();
   }
 
-  Result<bool> add_step_work(std::int32_t r, std::int32_t end_of_program) {
+  Status add_step_work(std::int32_t r, std::int32_t end_of_program) {
     const auto ri = static_cast<std::size_t>(r);
     const StagePlan& stage = plan_.stages[ri];
     const bool overlap = w_.training.overlap_grad_reduce && !options_.serialize_streams;
@@ -529,7 +529,7 @@ class Builder {
       const auto* coll = std::get_if<CollectiveOp>(&op.shape);
       if (coll != nullptr && coll->group == CommGroup::kEmbedding) embedding_tasks_.push_back(id);
     }
-    return true;
+    return ok_status();
   }
 
   std::int32_t chunk_of(std::int32_t compute_task) const {
@@ -580,15 +580,15 @@ class Builder {
 
   // The tied-embedding gradient all-reduce is one collective over the first and last stage:
   // a rendezvous of their two tasks.
-  Result<bool> match_embedding_group() {
-    if (embedding_tasks_.empty()) return true;
+  Status match_embedding_group() {
+    if (embedding_tasks_.empty()) return ok_status();
     if (embedding_tasks_.size() != 2) {
       return Error{"", "", "plan bug: " + std::to_string(embedding_tasks_.size()) +
                                " stages take part in the embedding-group all-reduce, expected 2"};
     }
     const std::int32_t id = out_.graph.new_rendezvous();
     for (const TaskId t : embedding_tasks_) out_.graph.set_rendezvous(t, id);
-    return true;
+    return ok_status();
   }
 
   const Workload& w_;

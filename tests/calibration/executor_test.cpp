@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <tuple>
 
 #include "fake_backend.hpp"
@@ -242,6 +244,66 @@ TEST(Executor, AppendsTheStepsOfALaterRound) {
   EXPECT_FALSE(all.complete);
   EXPECT_EQ(all.failure, "stopped");
   EXPECT_EQ(all.unfinished_step.size(), 1u);
+}
+
+TEST(Executor, CallsTheHookBeforeEveryTaskOfEveryStep) {
+  const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  FakeBackend b(0, 2, {2, 1, 1});
+  ExecutorOptions o;
+  o.warmup_steps = 1;
+  o.steps = 2;
+  std::vector<std::string> seen;
+  o.before_task = [&seen](const ExecTask& t) { seen.push_back(t.name); };
+  auto m = execute_schedule(w, plan, *sim.schedule, b, o);
+  ASSERT_TRUE(m.ok()) << format_errors(m.errors());
+  const auto& tasks = m->stage_tasks.at(0);
+  ASSERT_EQ(seen.size(), 3 * tasks.size());
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], tasks[i % tasks.size()].name);
+}
+
+// A rank that stops making progress is reported to the caller, which decides what follows
+// (validate stops the job); the library neither aborts nor exits. Here the caller lets the
+// rank go on: the run then ends with the timeout as a runtime error.
+TEST(Executor, ReportsATimeoutToTheCallerAndFailsTheRun) {
+  const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  FakeBackend b(0, 2, {2, 1, 1});
+  ExecutorOptions o;
+  o.warmup_steps = 0;
+  o.steps = 2;
+  o.timeout_s = 0.02;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool reported = false;
+  std::string message;
+  Measurement partial;
+  std::int64_t calls = 0;
+  o.before_task = [&](const ExecTask&) {
+    if (calls++ != 5) return;
+    // Stuck in task 5 until the watchdog has reported it.
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return reported; });
+  };
+  o.on_timeout = [&](const std::string& m, const Measurement& so_far) {
+    std::lock_guard<std::mutex> lock(mutex);
+    message = m;
+    partial = so_far;
+    reported = true;
+    cv.notify_all();
+  };
+  auto m = execute_schedule(w, plan, *sim.schedule, b, o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.errors().front().kind, ErrorKind::kRuntime);
+  EXPECT_EQ(m.errors().front().message, message);
+  EXPECT_NE(message.find("rank 0 (pipeline stage 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("in step 0, task 5 '"), std::string::npos) << message;
+  EXPECT_FALSE(partial.complete);
+  EXPECT_EQ(partial.failure, message);
+  EXPECT_EQ(partial.unfinished_step.size(), 5U);
+  EXPECT_EQ(exit_status(m.errors()), 1);
 }
 
 TEST(Executor, RefusesAWorldOfTheWrongSize) {

@@ -75,7 +75,6 @@ class FakeBackend final : public Backend {
     if (rank_ != 0) return std::vector<std::vector<double>>{};
     return std::vector<std::vector<double>>(static_cast<std::size_t>(world_), values);
   }
-  [[noreturn]] void abort_all(int) override { std::abort(); }
 
   /// Every compute/communication call, in order ("gemm 128x768x256", "p2p send>1 ...").
   const std::vector<std::string>& log() const { return log_; }

@@ -66,8 +66,6 @@ class Backend {
   /// Frees the operand and message buffers kept between calls, so that another backend of
   /// the same process (validate --calibrate holds two on one GPU) has the device's memory.
   virtual void release_buffers() {}
-  /// Stops every rank (fault handling): MPI_Abort.
-  [[noreturn]] virtual void abort_all(int code) = 0;
 };
 
 struct BackendOptions {

@@ -81,7 +81,7 @@ struct PlanCalibrationOptions {
   /// rounds so far: where `validate` predicts and runs a share of its measured steps, so that
   /// calibration and measurement sample the machine over the same stretch of time. May be
   /// empty.
-  std::function<Result<bool>(int round, const Profile& so_far)> after_round;
+  std::function<Status(int round, const Profile& so_far)> after_round;
 };
 
 /// Calibrates for one decomposed scenario inside the calling process: its exact op shapes,

@@ -130,31 +130,33 @@ struct Measurement {
   bool operator==(const Measurement&) const = default;
 };
 
-enum class FailMode : std::uint8_t { kHang, kExit };
-
 struct ExecutorOptions {
   std::int32_t warmup_steps = 1;  ///< untimed steps before measuring
   std::int32_t steps = 3;         ///< measured steps
   /// Number that messages give the first (warm-up) step: the steps of earlier runs of the
   /// same validation (`validate --rounds`), so that a step is named once in the whole run.
   std::int32_t first_step = 0;
-  /// A rank that makes no progress for this long stops every rank (watchdog, abort_all).
+  /// A rank that makes no progress for this long is reported to `on_timeout` (watchdog).
   double timeout_s = 60;
-  /// Fault injection for tests: world rank `fail_rank` hangs (or exits) when it reaches its
-  /// task number `fail_at_task` (counted over all steps, warm-up included, from 0).
-  std::int32_t fail_rank = -1;
-  std::int64_t fail_at_task = -1;
-  FailMode fail_mode = FailMode::kHang;
-  /// Called on the rank whose watchdog fired, with a message naming the rank and the task,
-  /// and what was measured so far (complete steps at rank 0), just before abort_all(1).
+  /// Called once, on the watchdog's thread of the rank that made no progress for
+  /// `timeout_s`, with a message naming the rank, the step and the task it waits in (and the
+  /// ranks it waits for), and what was measured so far (complete steps at rank 0; the
+  /// unfinished step's tasks on this rank). The rank's own thread is then blocked in the
+  /// backend, so stopping the job is the caller's decision: `validate` writes the partial
+  /// report and calls Backend::abort_all. If it returns and the rank moves on,
+  /// execute_schedule returns the message as a runtime error at the next task. Empty: no
+  /// watchdog runs.
   std::function<void(const std::string& message, const Measurement& partial)> on_timeout;
   /// Called on every rank when it has run all its tasks of a step (warm-up steps included),
   /// with the step's index in this run; for progress reports.
   std::function<void(std::int32_t step)> on_step_done;
+  /// Called on every rank just before it issues each task, warm-up steps included (tests
+  /// inject faults here: `validate`'s testing flags make a rank hang or exit at its n-th task).
+  std::function<void(const ExecTask& task)> before_task;
 };
 
 /// Error (key training.world_size) unless `backend` runs as many ranks as `w` needs.
-Result<bool> check_world_size(const Workload& w, const Backend& backend);
+Status check_world_size(const Workload& w, const Backend& backend);
 
 /// Runs warm-up and measured steps of `w` on this rank of `backend` (one process per device,
 /// world size = w.training.world_size). Every rank must call it. Errors: world size mismatch,

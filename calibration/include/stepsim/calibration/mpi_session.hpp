@@ -23,6 +23,10 @@ class MpiSession {
 
   std::int32_t world_rank() const { return rank_; }
   std::int32_t world_size() const { return size_; }
+  /// Stops every rank of the job with exit status `code` (MPI_Abort): for the program's
+  /// fault handling (a rank that timed out or failed while its peers may wait on it
+  /// forever). The libraries report failures to their caller and never call it.
+  [[noreturn]] void abort_all(int code) const;
 
  private:
   MpiSession(std::int32_t rank, std::int32_t size) : rank_(rank), size_(size) {}
