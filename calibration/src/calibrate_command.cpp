@@ -3,13 +3,13 @@
 #include "stepsim/calibration/calibrate_command.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "stepsim/calibration/backend.hpp"
 #include "stepsim/calibration/microbench.hpp"
 #include "stepsim/calibration/mpi_session.hpp"
 #include "stepsim/core/profile.hpp"
+#include "text_file.hpp"
 
 namespace stepsim::calib {
 namespace {
@@ -71,10 +71,26 @@ std::vector<std::string> run_notes(const CalibrateRequest& a, const Backend& bac
 }
 
 Errors write_profile(const std::string& path, const Profile& profile) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << profile_to_json(profile);
-  if (!file) return {Error{path, "", "cannot be written", ErrorKind::kRuntime}};
+  if (auto written = write_text_file(path, profile_to_json(profile)); !written) {
+    return written.errors();
+  }
   return {};
+}
+
+/// What rank 0 says before measuring: the scenarios' ops left out, a world of one rank.
+void print_plan_notes(std::ostream& err, const CalibrateRequest& a,
+                      const std::vector<std::vector<std::string>>& skipped,
+                      std::int32_t world_size) {
+  for (std::size_t i = 0; i < skipped.size(); ++i) {
+    for (const std::string& line : skipped[i]) {
+      err << "stepsim calibrate: scenario " << a.scenario_names[i] << ": not measured: " << line
+          << "\n";
+    }
+  }
+  if (world_size == 1) {
+    err << "stepsim calibrate: one rank, so GEMMs and kernels only; collectives and "
+           "point-to-point need ranks (mpirun -np N stepsim calibrate ...)\n";
+  }
 }
 
 }  // namespace
@@ -132,18 +148,7 @@ CalibrateOutcome calibrate_profile(const CalibrateRequest& a, std::ostream* err,
   run_options.journal_path = outcome.journal_path;
   run_options.stop_after = a.stop_after;
   run_options.notes = run_notes(a, *backend.value(), scenario_counts, skipped);
-  if (err != nullptr) {
-    for (std::size_t i = 0; i < skipped.size(); ++i) {
-      for (const std::string& line : skipped[i]) {
-        *err << "stepsim calibrate: scenario " << a.scenario_names[i]
-             << ": not measured: " << line << "\n";
-      }
-    }
-    if (backend.value()->world_size() == 1) {
-      *err << "stepsim calibrate: one rank, so GEMMs and kernels only; collectives and "
-              "point-to-point need ranks (mpirun -np N stepsim calibrate ...)\n";
-    }
-  }
+  if (err != nullptr) print_plan_notes(*err, a, skipped, backend.value()->world_size());
   std::unique_ptr<StreamProgress> progress;
   if (err != nullptr) progress = std::make_unique<StreamProgress>(*err, terminal);
   auto run = run_calibration(*backend.value(), points, run_options, progress.get());

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "stepsim/calibration/regress.hpp"
 #include "stepsim/core/json_input.hpp"
 #include "stepsim/core/load.hpp"
+#include "text_file.hpp"
 
 namespace stepsim::calib {
 namespace fs = std::filesystem;
@@ -31,14 +31,6 @@ Result<json> read_json(const std::string& path, const std::string& what) {
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded()) return Error{path, "", "is not valid JSON"};
   return j;
-}
-
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Error{path, "", "cannot be written", ErrorKind::kRuntime};
-  return ok_status();
 }
 
 std::string record_id(const RecordInputs& in) {
@@ -80,7 +72,7 @@ Result<std::string> write_record(const std::string& dir, const RecordInputs& in)
     profile_file = id + ".profile.json";
     auto text = read_text(in.profile_path, "profile");
     if (!text) return text.errors();
-    if (auto w = write_text((fs::path(dir) / profile_file).string(), *text); !w) {
+    if (auto w = write_text_file((fs::path(dir) / profile_file).string(), *text); !w) {
       return w.errors();
     }
     sc["cost_model"] = {{"profile", profile_file}};
@@ -109,7 +101,7 @@ Result<std::string> write_record(const std::string& dir, const RecordInputs& in)
   j["predicted_step_time_s"] = r.predicted_step_time_s;
   j["tolerance"] = 0.0;
   const std::string path = (fs::path(dir) / (id + ".record.json")).string();
-  if (auto w = write_text(path, j.dump(2) + "\n"); !w) return w.errors();
+  if (auto w = write_text_file(path, j.dump(2) + "\n"); !w) return w.errors();
   return path;
 }
 

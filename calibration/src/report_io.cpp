@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "stepsim/calibration/validate.hpp"
+#include "text_file.hpp"
 
 namespace stepsim::calib {
 namespace {
@@ -15,6 +16,10 @@ nlohmann::ordered_json figures_json(const StageFigures& f) {
 }
 
 }  // namespace
+
+Status write_report_json(const std::string& path, const ValidationReport& r) {
+  return write_text_file(path, report_to_json(r));
+}
 
 std::string report_to_json(const ValidationReport& r) {
   nlohmann::ordered_json j;

@@ -128,6 +128,9 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
 /// The report as JSON (the `validate --out` contract).
 std::string report_to_json(const ValidationReport& r);
 
+/// Writes report_to_json(r) to `path`. Error (runtime) when it cannot be written.
+Status write_report_json(const std::string& path, const ValidationReport& r);
+
 /// The report as a short plain-text summary.
 std::string format_report_text(const ValidationReport& r);
 

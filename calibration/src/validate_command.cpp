@@ -1,0 +1,289 @@
+// `stepsim validate` as a library call: rounds of calibration interleaved with the measured
+// steps, the prediction, the comparison.
+
+#include "stepsim/calibration/validate_command.hpp"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+#include <utility>
+
+#include "stepsim/calibration/backend.hpp"
+#include "stepsim/calibration/calibrate.hpp"
+#include "stepsim/calibration/mpi_session.hpp"
+#include "stepsim/core/decompose.hpp"
+#include "stepsim/core/load.hpp"
+#include "stepsim/core/make_cost_model.hpp"
+#include "text_file.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+Error input_error(const std::string& key, const std::string& message) {
+  return Error{"", key, message};
+}
+
+/// The checks of --profile, --calibrate, --rounds and --steps. Returns the number of rounds.
+Result<int> check_rounds(const ValidateRequest& q) {
+  if (!q.profile.empty() && !q.calibrate.empty()) {
+    return input_error("--calibrate", ": give either --profile or --calibrate");
+  }
+  if (!q.calibrate.empty()) {
+    // Checked by every rank alike, so none is left waiting for a rank 0 that gave up.
+    const std::filesystem::path dir = std::filesystem::path(q.calibrate).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+      return input_error("--calibrate",
+                         "=" + q.calibrate + ": folder " + dir.string() + " does not exist");
+    }
+  }
+  if (q.rounds < 0) return input_error("--rounds", " must be at least 1");
+  // By default one calibration round per measured step: the finest interleaving.
+  const int rounds = q.rounds > 0 ? q.rounds : (q.calibrate.empty() ? 1 : std::max(1, q.steps));
+  if (q.rounds > 1 && q.calibrate.empty()) {
+    return input_error("--rounds", "=" + std::to_string(q.rounds) +
+                                       ": rounds interleave calibration and steps, so "
+                                       "they need --calibrate");
+  }
+  if (q.steps < rounds) {
+    return input_error("--steps", "=" + std::to_string(q.steps) + " must be at least --rounds=" +
+                                      std::to_string(rounds) + " (every round measures steps)");
+  }
+  return rounds;
+}
+
+/// The scenario, scaled down, with the cost model the request asks for.
+Result<Workload> load_workload(const ValidateRequest& q) {
+  auto loaded = load_scenario_file(q.scenario, LoadOptions{q.scenarios_dir});
+  if (!loaded) return loaded.errors();
+  auto scaled = apply_overrides(std::move(loaded).value(), q.overrides);
+  if (!scaled) return scaled.errors();
+  Workload w = std::move(scaled).value();
+  if (!q.profile.empty()) w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile, q.profile};
+  if (!q.calibrate.empty()) {
+    w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile,
+                                 std::filesystem::absolute(q.calibrate).string()};
+  }
+  return w;
+}
+
+/// Rounds: round r runs `warmup` untimed steps first (later rounds: at most 1, to refill the
+/// caches the calibration round flushed), then its share of the measured steps.
+class Validation {
+ public:
+  Validation(const ValidateRequest& q, ValidateOutcome& out, int rounds)
+      : q_(q), out_(out), rounds_(rounds), later_warmup_(std::min<std::int32_t>(q.warmup, 1)) {}
+
+  /// Decomposes and schedules the workload; false: out_ holds the failure.
+  bool prepare(Workload w);
+  /// Predicts with the cost model of the workload (no --calibrate).
+  bool predict_uncalibrated();
+  /// Runs every round (and the calibration between them); false: out_ holds the failure.
+  bool run(std::ostream* err, bool terminal);
+  ValidationReport make_report(const Measurement& m) const;
+
+ private:
+  Status predict(std::unique_ptr<CostModel> model);
+  Status run_steps(int round);
+  bool fail(ValidateStage stage, Errors errors);
+  ExecutorOptions executor_options(std::ostream* err, bool terminal);
+  void report_timeout(const std::string& message, const Measurement& partial) const;
+
+  const ValidateRequest& q_;
+  ValidateOutcome& out_;
+  int rounds_;
+  std::int32_t later_warmup_;
+  WorkloadPlan plan_;
+  std::shared_ptr<const sim::Schedule> schedule_;
+  std::unique_ptr<CostModel> cost_;
+  std::unique_ptr<Backend> backend_;
+  ExecutorOptions executor_;
+  std::unique_ptr<StreamProgress> progress_;
+  std::int64_t steps_done_ = 0;
+  std::int32_t steps_run_ = 0;  // warm-up included, over every round
+  bool steps_failed_ = false;
+};
+
+bool Validation::fail(ValidateStage stage, Errors errors) {
+  out_.stage = stage;
+  out_.errors = std::move(errors);
+  return false;
+}
+
+bool Validation::prepare(Workload w) {
+  plan_ = decompose(w);
+  out_.workload = std::move(w);
+  // The order of every rank's work does not depend on costs: the executor walks it while
+  // calibration rounds are still to come, and every prediction uses it.
+  auto built = sim::make_schedule(sim::schedule_params_of(*out_.workload));
+  if (!built) return fail(ValidateStage::kPredict, built.errors());
+  schedule_ = std::make_shared<const sim::Schedule>(std::move(built).value());
+  return true;
+}
+
+Status Validation::predict(std::unique_ptr<CostModel> model) {
+  // Every rank predicts (deterministic, cheap at validation sizes) with the same profile.
+  sim::SimulateOptions options = validation_simulate_options();
+  options.schedule = schedule_;
+  auto simulated = sim::simulate(*out_.workload, plan_, *model, options);
+  if (!simulated) return simulated.errors();
+  cost_ = std::move(model);
+  out_.predicted = std::move(simulated).value();
+  return ok_status();
+}
+
+bool Validation::predict_uncalibrated() {
+  auto model = make_cost_model(*out_.workload, nullptr);
+  if (!model) return fail(ValidateStage::kInput, model.errors());
+  if (auto p = predict(std::move(model).value()); !p) {
+    return fail(ValidateStage::kPredict, p.errors());
+  }
+  return true;
+}
+
+ValidationReport Validation::make_report(const Measurement& m) const {
+  ValidationReport r = compare(out_.predicted->prediction, out_.predicted->timeline, m);
+  r.scenario = out_.workload->name;
+  r.backend = backend_->name();
+  r.device = backend_->device_name();
+  r.cost_model = cost_->describe();
+  r.overrides = q_.overrides;
+  // Every round after the first warms up again (at most 1 step): the report counts them all.
+  r.warmup_steps = q_.warmup + (rounds_ - 1) * later_warmup_;
+  if (!q_.calibrate.empty()) {
+    r.notes.push_back("profile calibrated in this run in " + std::to_string(rounds_) +
+                      " round(s), each followed by its share of the steps (warm-up: " +
+                      std::to_string(q_.warmup) + " before the first, " +
+                      std::to_string(later_warmup_) +
+                      " before each later one); each sample is its median over the rounds");
+  }
+  for (const auto& warning : out_.predicted->prediction.warnings) r.notes.push_back(warning);
+  return r;
+}
+
+void Validation::report_timeout(const std::string& message, const Measurement& partial) const {
+  if (!out_.root) {
+    q_.on_timeout(message, nullptr);
+    return;
+  }
+  // Keep what was measured so far: rank 0 holds every completed step.
+  Measurement so_far = out_.measured;
+  append_steps(so_far, partial);
+  const ValidationReport report = make_report(so_far);
+  q_.on_timeout(message, &report);
+}
+
+ExecutorOptions Validation::executor_options(std::ostream* err, bool terminal) {
+  ExecutorOptions eo;
+  eo.timeout_s = q_.timeout_s;
+  eo.before_task = q_.before_task;
+  if (q_.on_timeout) {
+    eo.on_timeout = [this](const std::string& message, const Measurement& partial) {
+      report_timeout(message, partial);
+    };
+  }
+  if (err == nullptr) return eo;
+  // Progress on rank 0: step i of N over every round (warm-up included), with an ETA.
+  progress_ = std::make_unique<StreamProgress>(*err, terminal, 10.0, "validate");
+  const std::int64_t total =
+      q_.warmup + static_cast<std::int64_t>(rounds_ - 1) * later_warmup_ + q_.steps;
+  eo.on_step_done = [this, total](std::int32_t) {
+    ++steps_done_;
+    progress_->update(steps_done_, total, "step " + std::to_string(steps_done_));
+    if (steps_done_ == total) progress_->finish();
+  };
+  return eo;
+}
+
+Status Validation::run_steps(int round) {
+  ExecutorOptions o = executor_;
+  o.warmup_steps = round == 0 ? q_.warmup : later_warmup_;
+  o.steps = q_.steps / rounds_ + (round < q_.steps % rounds_ ? 1 : 0);
+  o.first_step = steps_run_;
+  auto m = execute_schedule(*out_.workload, plan_, *schedule_, *backend_, o);
+  backend_->release_buffers();  // the next calibration round needs the memory
+  if (!m) {
+    steps_failed_ = true;
+    return m.errors();
+  }
+  steps_run_ += o.warmup_steps + o.steps;
+  append_steps(out_.measured, std::move(m).value());
+  return ok_status();
+}
+
+bool Validation::run(std::ostream* err, bool terminal) {
+  // Keep freed buffers in the heap instead of returning them to the kernel, as a training
+  // framework's caching allocator keeps its memory: otherwise every large Backend call maps
+  // fresh pages and its timed work pays the page faults (calibration, which repeats each op
+  // in one call, never does).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
+  BackendOptions bo;
+  bo.cpu_threads = q_.threads;
+  bo.warmup = 0;  // the executor runs each op once, as training does
+  bo.repeats = 1;
+  bo.verify = false;  // time the step's work, not the calibration harness around each op
+  auto backend = make_backend(q_.backend, bo);
+  if (!backend) return fail(ValidateStage::kBackend, backend.errors());
+  backend_ = std::move(backend).value();
+  if (auto fits = check_world_size(*out_.workload, *backend_); !fits) {
+    return fail(ValidateStage::kInput, fits.errors());
+  }
+  executor_ = executor_options(err, terminal);
+  if (q_.calibrate.empty()) {
+    if (auto r = run_steps(0); !r) return fail(ValidateStage::kSteps, r.errors());
+    return true;
+  }
+  PlanCalibrationOptions co;
+  co.cpu_threads = q_.threads;
+  co.rounds = rounds_;
+  co.after_round = [this](int round, const Profile& so_far) -> Status {
+    auto model = make_cost_model(*out_.workload, std::make_shared<const Profile>(so_far));
+    if (!model) return model.errors();
+    if (auto p = predict(std::move(model).value()); !p) return p.errors();
+    return run_steps(round);
+  };
+  auto profile = calibrate_for_plan(q_.backend, plan_, co);
+  if (!profile) {
+    return fail(steps_failed_ ? ValidateStage::kSteps : ValidateStage::kCalibration,
+                profile.errors());
+  }
+  if (!out_.root) return true;
+  if (auto written = write_text_file(q_.calibrate, profile_to_json(*profile)); !written) {
+    return fail(ValidateStage::kProfile, written.errors());
+  }
+  return true;
+}
+
+}  // namespace
+
+ValidateOutcome validate_scenario(const MpiSession& session, const ValidateRequest& request,
+                                  std::ostream* err, bool terminal) {
+  ValidateOutcome out;
+  out.rank = session.world_rank();
+  out.root = out.rank == 0;
+  if (!out.root) err = nullptr;
+  auto fail = [&out](ValidateStage stage, Errors errors) {
+    out.stage = stage;
+    out.errors = std::move(errors);
+    return std::move(out);
+  };
+  if (request.backend != "cpu" && request.backend != "cuda") {
+    return fail(ValidateStage::kInput,
+                {input_error("--backend", "='" + request.backend + "' must be cpu or cuda")});
+  }
+  auto w = load_workload(request);
+  if (!w) return fail(ValidateStage::kInput, w.errors());
+  auto rounds = check_rounds(request);
+  if (!rounds) return fail(ValidateStage::kInput, rounds.errors());
+  Validation v(request, out, *rounds);
+  if (!v.prepare(std::move(w).value())) return out;
+  if (request.calibrate.empty() && !v.predict_uncalibrated()) return out;
+  if (!v.run(err, terminal)) return out;
+  if (out.root) out.report = v.make_report(out.measured);
+  return out;
+}
+
+}  // namespace stepsim::calib

@@ -1,0 +1,91 @@
+// The files `stepsim validate` writes: the JSON report, the measured and predicted traces,
+// the record for `stepsim regress`.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "stepsim/calibration/regress.hpp"
+#include "stepsim/calibration/validate_command.hpp"
+#include "stepsim/sim/report.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+
+/// The measured median step at `path`, the prediction beside it (stem + ".predicted").
+Status write_traces(const std::string& path, const ValidateOutcome& o) {
+  const ValidationReport& report = o.report;
+  std::ofstream m(path, std::ios::binary | std::ios::trunc);
+  std::vector<sim::StageSummary> stages;
+  for (const auto& st : report.stages) {
+    sim::StageSummary summary;
+    summary.stage = st.stage;
+    summary.busy_s = st.measured.busy_s;
+    summary.bubble_s = st.measured.idle_s;
+    summary.exposed_comm_s = st.measured.comm_s;
+    stages.push_back(summary);
+  }
+  sim::write_chrome_trace(measured_timeline(o.measured, median_step(o.measured)), stages, m);
+  const std::filesystem::path pp(path);
+  const std::string ppath =
+      (pp.parent_path() / (pp.stem().string() + ".predicted" + pp.extension().string())).string();
+  std::ofstream p(ppath, std::ios::binary | std::ios::trunc);
+  sim::write_chrome_trace(o.predicted->timeline, o.predicted->prediction.stages, p);
+  if (!m.good() || !p.good()) {
+    return Error{path, "", "cannot write the traces", ErrorKind::kRuntime};
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+WrittenFiles write_validation_files(const ValidateRequest& request, const ValidateOutcome& outcome,
+                                    const ValidationFiles& files) {
+  WrittenFiles written;
+  auto keep = [&written](const Status& s) {
+    if (!s) written.errors.insert(written.errors.end(), s.errors().begin(), s.errors().end());
+  };
+  const ValidationReport& report = outcome.report;
+  if (!files.report_json.empty()) keep(write_report_json(files.report_json, report));
+  if (!files.trace.empty() && !outcome.measured.step_times_s.empty()) {
+    keep(write_traces(files.trace, outcome));
+  }
+  if (files.record_dir.empty() || !report.complete) return written;
+  const Workload& w = *outcome.workload;
+  RecordInputs in;
+  in.scenario_path = request.scenario;
+  in.scenarios_dir = request.scenarios_dir;
+  in.profile_path =
+      w.cost_model.kind == CostModelSpec::Kind::kProfile ? w.cost_model.profile_path : "";
+  in.overrides = report.overrides;
+  in.machine = host_name() + " / " + report.device;
+  in.date = utc_now();
+  in.report = &report;
+  auto path = write_record(files.record_dir, in);
+  if (!path) {
+    written.errors.insert(written.errors.end(), path.errors().begin(), path.errors().end());
+  } else {
+    written.record = *path;
+  }
+  return written;
+}
+
+}  // namespace stepsim::calib
