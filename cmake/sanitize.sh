@@ -1,8 +1,9 @@
 #!/bin/sh
 # The sanitizer and fuzz steps of CI (.ci/run), in their own build folder build-asan/ (clang-14
 # from Debian, AddressSanitizer + UndefinedBehaviorSanitizer, libFuzzer coverage):
-#  1. builds the core, sim and calibration libraries, their unit tests, the viewer's model
-#     library and its tests (no Qt widgets, no CUDA), the stepsim CLI and the fuzz harnesses;
+#  1. builds the core, sim, calibration and validator libraries, their unit tests, the
+#     viewer's model library and its tests (no Qt widgets, no CUDA), the stepsim CLI and the
+#     fuzz harnesses;
 #  2. runs those unit tests and the CLI's invalid-input corpora under the sanitizers;
 #  3. runs each fuzz harness for STEPSIM_FUZZ_SECONDS (default 20) seconds (fuzz/run.sh).
 # Any sanitizer report fails the step (halt_on_error).
@@ -24,7 +25,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=c
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DSTEPSIM_ENABLE_CUDA=OFF -DSTEPSIM_BUILD_BENCH=OFF -DSTEPSIM_BUILD_FUZZ=ON >/dev/null
 unit_tests="core_tests model_tests load_tests profile_tests sim_engine_tests schedule_tests \
-sweep_tests memory_crosscheck_tests calibration_tests gui_model_tests"
+sweep_tests memory_crosscheck_tests calibration_tests validation_tests gui_model_tests"
 # shellcheck disable=SC2086
 cmake --build build-asan -j "$(nproc)" --target $unit_tests stepsim fuzz_harnesses
 
