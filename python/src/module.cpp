@@ -74,12 +74,28 @@ Problems check(const Scenario& s) {
   return cost ? Problems{} : problems_of(cost.errors());
 }
 
+/// How predict() shapes and perturbs the run (the CLI's --straggler, --trace-level, ...).
+struct PredictArgs {
+  std::string trace;
+  bool gpipe = false;
+  std::int64_t train_tokens = 0;
+  std::vector<std::pair<std::int32_t, double>> stragglers;  ///< (global rank, factor)
+  bool microbatch_level = false;
+  std::optional<std::vector<std::int32_t>> trace_ranks;
+};
+
 /// (problems, runtime_failure, predict JSON text). The GIL is released while simulating.
-std::tuple<Problems, bool, std::string> predict(const Scenario& s, const std::string& trace,
-                                                bool gpipe, std::int64_t train_tokens) {
+std::tuple<Problems, bool, std::string> predict(const Scenario& s, const PredictArgs& a) {
   sim::PredictOptions options;
-  options.keep_timeline = !trace.empty();
-  options.gpipe = gpipe;
+  options.keep_timeline = !a.trace.empty();
+  options.gpipe = a.gpipe;
+  for (const auto& [rank, factor] : a.stragglers) options.stragglers.push_back({rank, factor});
+  sim::TraceShape shape;
+  shape.microbatch_level = a.microbatch_level;
+  shape.ranks = a.trace_ranks;
+  if (Errors bad = sim::check_trace_shape(shape, s.workload); !bad.empty()) {
+    return {problems_of(bad), false, ""};
+  }
   std::optional<sim::PredictOutcome> outcome;
   {
     py::gil_scoped_release release;
@@ -88,11 +104,11 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const std::st
   if (!outcome->run) return {problems_of(outcome->errors), outcome->runtime_failure, ""};
   std::ostringstream out;
   sim::ReportOptions report;
-  report.train_tokens = train_tokens;
+  report.train_tokens = a.train_tokens;
   sim::write_prediction_json(s.workload, outcome->run->result, outcome->run->cost_model, out,
                              report);
-  if (!trace.empty()) {
-    const Result<std::size_t> written = sim::write_trace_file(*outcome->run, trace);
+  if (!a.trace.empty()) {
+    const Result<std::size_t> written = sim::write_trace_file(*outcome->run, a.trace, shape);
     if (!written) return {problems_of(written.errors()), true, ""};
   }
   return {Problems{}, false, out.str()};
@@ -208,7 +224,13 @@ PYBIND11_MODULE(_stepsim, m) {
   m.def("load_file", &load_file);
   m.def("load_text", &load_text);
   m.def("check", &check);
-  m.def("predict", &predict);
+  m.def("predict", [](const Scenario& s, const std::string& trace, bool gpipe,
+                      std::int64_t train_tokens,
+                      std::vector<std::pair<std::int32_t, double>> stragglers,
+                      bool microbatch_level, std::optional<std::vector<std::int32_t>> trace_ranks) {
+    return predict(s, PredictArgs{trace, gpipe, train_tokens, std::move(stragglers),
+                                  microbatch_level, std::move(trace_ranks)});
+  });
   m.def("memory", &memory);
   m.def("schedule", &schedule);
   m.def("sweep", &sweep);

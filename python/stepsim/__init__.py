@@ -125,12 +125,17 @@ def check(source: str | os.PathLike | dict | Scenario) -> list[dict[str, str]]:
 
 def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = False,
             trace: str | os.PathLike | None = None, gpipe: bool = False,
-            train_tokens: int | float | None = None) -> dict[str, Any]:
+            train_tokens: int | float | None = None,
+            stragglers: dict[int, float] | None = None, trace_level: str = "op",
+            trace_ranks: Iterable[int] | None = None) -> dict[str, Any]:
     """Simulates one training step: the ``stepsim predict --format json`` document as a dict
     (step_time_s, tokens_per_s, mfu, hfu, tflops_per_gpu, stages, critical_path, ...).
-    ``trace`` writes the step as a Chrome trace file (docs/trace.md); ``gpipe`` simulates
-    GPipe instead of Megatron's 1F1B; ``train_tokens`` adds ``time_to_train`` (steps, time,
-    GPU-hours for that many tokens, as ``--train-tokens``)."""
+    ``trace`` writes the step as a Chrome trace file (docs/trace.md), shaped by
+    ``trace_level`` (``"op"`` or ``"microbatch"``) and ``trace_ranks`` (pipeline ranks to keep;
+    all when None); ``gpipe`` simulates GPipe instead of Megatron's 1F1B; ``train_tokens`` adds
+    ``time_to_train`` (steps, time, GPU-hours for that many tokens, as ``--train-tokens``);
+    ``stragglers`` maps a global rank to how many times as long its kernels take (as
+    ``--straggler RANK=FACTOR``)."""
     if full_rank:
         raise NotImplementedError(
             "stepsim.predict(full_rank=True): simulating every GPU is not modelled yet; "
@@ -138,8 +143,24 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
     s = load(scenario)
     if train_tokens is not None and not 1 <= train_tokens <= 1e18:
         raise ScenarioError([("", "train_tokens", f"={train_tokens} must lie in [1, 1e18]")])
+    if trace_level not in ("op", "microbatch"):
+        raise ScenarioError([("", "trace_level", f"={trace_level!r} must be 'op' or 'microbatch'")])
+    if not trace and (trace_level != "op" or trace_ranks is not None):
+        raise ScenarioError([("", "trace_level",
+                              ": trace_level and trace_ranks shape the trace: give trace= too")])
+    pairs = []
+    for rank, factor in (stragglers or {}).items():
+        if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < 2**31:
+            raise ScenarioError([("", "stragglers", f": rank {rank!r} is not a global rank")])
+        pairs.append((rank, float(factor)))
+    ranks = None
+    if trace_ranks is not None:
+        ranks = sorted({int(r) for r in trace_ranks})
+        if any(r < 0 or r >= 2**31 for r in ranks):
+            raise ScenarioError([("", "trace_ranks", f"={ranks} must be pipeline ranks")])
     problems, runtime, text = _stepsim.predict(s, os.fspath(trace) if trace else "", gpipe,
-                                               int(train_tokens or 0))
+                                               int(train_tokens or 0), pairs,
+                                               trace_level == "microbatch", ranks)
     _raise_if(problems, runtime)
     return json.loads(text)
 

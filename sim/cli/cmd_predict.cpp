@@ -55,9 +55,9 @@ std::optional<std::vector<std::int32_t>> parse_trace_ranks(const std::string& te
     };
     const std::int64_t lo = number(lo_text), hi = number(hi_text);
     if (lo < 0 || hi < 0 || hi < lo) return bad("'" + item + "' is not a rank or a range a-b");
-    if (hi >= ranks) {
-      return bad("rank " + std::to_string(hi) + " does not exist: pipeline_model_parallel_size is " +
-                 std::to_string(ranks));
+    if (hi >= ranks) {  // past the job: sim::check_trace_shape names the rank
+      out.push_back(static_cast<std::int32_t>(hi));
+      break;
     }
     for (std::int64_t r = lo; r <= hi; ++r) out.push_back(static_cast<std::int32_t>(r));
     at = comma + 1;
@@ -111,6 +111,10 @@ int run_predict(const PredictArgs& args, Env& env) {
         args.trace_ranks, static_cast<std::int32_t>(w->training.pipeline_model_parallel_size),
         *env.err);
     if (!shape.ranks) return 2;
+  }
+  if (const Errors bad = sim::check_trace_shape(shape, *w); !bad.empty()) {
+    *env.err << "stepsim predict: " << format_errors(bad);
+    return 2;
   }
   sim::PredictOptions options;
   options.keep_timeline = !args.trace.empty();

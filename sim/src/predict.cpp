@@ -27,6 +27,21 @@ PredictOutcome predict(const Workload& w, const PredictOptions& options) {
   return {PredictRun{std::move(result).value(), (*cost)->describe()}, {}, false};
 }
 
+Errors check_trace_shape(const TraceShape& shape, const Workload& w) {
+  Errors errors;
+  if (!shape.ranks) return errors;
+  const std::int64_t pp = w.training.pipeline_model_parallel_size;
+  for (const std::int32_t r : *shape.ranks) {
+    if (r >= 0 && r < pp) continue;
+    errors.push_back(Error{"", "--trace-ranks",
+                           ": rank " + std::to_string(r) +
+                               " does not exist: pipeline_model_parallel_size is " +
+                               std::to_string(pp)});
+    break;
+  }
+  return errors;
+}
+
 Result<std::size_t> write_trace_file(const PredictRun& run, const std::string& trace_path,
                                      const TraceShape& shape) {
   std::ofstream trace(trace_path, std::ios::binary);

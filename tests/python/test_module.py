@@ -200,3 +200,38 @@ def test_objectives_per_gpu_and_time_to_train():
     del spec["train_tokens"]
     with pytest.raises(stepsim.ScenarioError, match="train_tokens"):
         stepsim.sweep(spec)
+
+
+def test_stragglers_and_trace_shape_match_the_cli(stepsim_bin, tmp_path):
+    cli = subprocess.run([stepsim_bin, "predict", GPT3, "--straggler", "0=1.25", "--format",
+                          "json"], capture_output=True, text=True, check=True)
+    slow = stepsim.predict(GPT3, stragglers={0: 1.25})
+    assert slow == json.loads(cli.stdout)
+    assert slow["step_time_s"] > stepsim.predict(GPT3)["step_time_s"]
+
+    trace = tmp_path / "mb.json"
+    stepsim.predict(GPT3, trace=trace, trace_level="microbatch", trace_ranks=[0, 7])
+    events = json.loads(trace.read_text())["traceEvents"]
+    pids = {e["pid"] for e in events if e["ph"] == "X"}
+    assert pids == {0, 7}
+    full = tmp_path / "op.json"
+    stepsim.predict(GPT3, trace=full, trace_ranks=[0, 7])
+    assert len(json.loads(full.read_text())["traceEvents"]) > len(events)
+
+
+def test_bad_stragglers_and_trace_shape_raise():
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.predict(GPT3, stragglers={64: 1.2})
+    assert e.value.key == "--straggler"
+    with pytest.raises(stepsim.ScenarioError):
+        stepsim.predict(GPT3, stragglers={0: float("nan")})
+    with pytest.raises(stepsim.ScenarioError):
+        stepsim.predict(GPT3, stragglers={0: 1e300})
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.predict(GPT3, trace="/tmp/x.json", trace_ranks=[8])
+    assert e.value.key == "--trace-ranks"
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.predict(GPT3, trace_level="microbatch")
+    assert e.value.key == "trace_level"
+    with pytest.raises(stepsim.ScenarioError):
+        stepsim.predict(GPT3, trace="/tmp/x.json", trace_level="layer")

@@ -142,7 +142,7 @@ TEST(PredictCli, StragglerSlowsTheStepAndBadOnesExitTwo) {
   ASSERT_EQ(slow.status, 0) << slow.out;
   EXPECT_GT(nlohmann::json::parse(slow.out)["step_time_s"].get<double>(),
             nlohmann::json::parse(base.out)["step_time_s"].get<double>());
-  for (const char* bad : {"64=1.2", "5", "x=2", "5=fast", "5=0", "5=1.2,6=1.3"}) {
+  for (const char* bad : {"64=1.2", "5", "x=2", "5=fast", "5=0", "5=1.2,6=1.3", "5=1e308"}) {
     const auto r = run_stepsim("predict " + scenario + " --straggler " + bad);
     EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
     EXPECT_NE(r.out.find("--straggler"), std::string::npos) << bad << ": " << r.out;

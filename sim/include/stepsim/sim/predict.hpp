@@ -27,6 +27,10 @@ struct TraceShape {
   std::optional<std::vector<std::int32_t>> ranks;
 };
 
+/// Errors of `shape` for the job `w`: a pipeline rank outside [0, pipeline_model_parallel_size)
+/// (key "--trace-ranks"). Empty when the shape applies.
+Errors check_trace_shape(const TraceShape& shape, const Workload& w);
+
 struct PredictRun {
   SimulationResult result;
   std::string cost_model;  ///< the cost model's description (report's `cost_model`)
