@@ -101,7 +101,7 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
     py::gil_scoped_release release;
     outcome = sim::predict(s.workload, options);
   }
-  if (!outcome->run) return {problems_of(outcome->errors), outcome->runtime_failure, ""};
+  if (!outcome->run) return {problems_of(outcome->errors), exit_status(outcome->errors) != 2, ""};
   std::ostringstream out;
   sim::ReportOptions report;
   report.train_tokens = a.train_tokens;
@@ -172,7 +172,9 @@ std::tuple<Problems, bool, std::string, std::vector<std::string>> sweep(
     py::gil_scoped_release release;
     outcome = sim::run_sweep_plan(*spec, options);
   }
-  if (!outcome->plan) return {problems_of(outcome->errors), outcome->runtime_failure, "", {}};
+  if (!outcome->plan) {
+    return {problems_of(outcome->errors), exit_status(outcome->errors) != 2, "", {}};
+  }
   const sim::SweepPlan& plan = *outcome->plan;
   std::ostringstream summary;
   sim::write_sweep_json(summary, *plan.summary, plan.wall_s, plan.jobs, plan.ranks);

@@ -124,9 +124,9 @@ int run_predict(const PredictArgs& args, Env& env) {
   options.stragglers = std::move(*stragglers);
   const sim::PredictOutcome outcome = sim::predict(*w, options);
   if (!outcome.run) {
-    *env.err << (outcome.runtime_failure ? "stepsim predict: " : "")
-             << format_errors(outcome.errors);
-    return outcome.runtime_failure ? 1 : 2;
+    const int status = exit_status(outcome.errors);
+    *env.err << (status == 2 ? "" : "stepsim predict: ") << format_errors(outcome.errors);
+    return status;
   }
   const sim::PredictRun& run = *outcome.run;
   sim::ReportOptions report;

@@ -180,7 +180,7 @@ int run(const SweepOptions& o, Env& env) {
   if (bar) bar->finish(outcome.plan ? outcome.plan->stats.fed : 0);
   if (!outcome.plan) {
     err << format_errors(outcome.errors);
-    return outcome.runtime_failure ? 1 : 2;
+    return exit_status(outcome.errors);
   }
   for (const std::string& note : outcome.plan->notes) err << "stepsim sweep: " << note << '\n';
   if (!outcome.plan->root) return 0;

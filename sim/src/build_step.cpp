@@ -65,8 +65,10 @@ class Builder {
 
   Result<BuiltStep> build() {
     if (static_cast<std::int32_t>(plan_.stages.size()) != p_) {
-      return Error{"", "", "plan has " + std::to_string(plan_.stages.size()) +
-                               " stages but the schedule " + std::to_string(p_)};
+      return Error{"", "",
+                   "plan has " + std::to_string(plan_.stages.size()) + " stages but the schedule " +
+                       std::to_string(p_),
+                   ErrorKind::kInternal};
     }
     build_templates();
     if (Status ok = make_buckets(); !ok.ok()) return ok.errors();
@@ -406,8 +408,10 @@ class Builder {
       const std::int32_t recv = transfer_of_key_[key];
       if (recv == kNoTask) {
         const Task& t = out_.graph.task(task);
-        return Error{"", "", "schedule bug: rank " + std::to_string(t.rank) +
-                                 " computes with a tensor it never receives"};
+        return Error{"", "",
+                     "schedule bug: rank " + std::to_string(t.rank) +
+                         " computes with a tensor it never receives",
+                     ErrorKind::kInternal};
       }
       out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(recv)}, task);
     }
@@ -583,8 +587,10 @@ class Builder {
   Status match_embedding_group() {
     if (embedding_tasks_.empty()) return ok_status();
     if (embedding_tasks_.size() != 2) {
-      return Error{"", "", "plan bug: " + std::to_string(embedding_tasks_.size()) +
-                               " stages take part in the embedding-group all-reduce, expected 2"};
+      return Error{"", "",
+                   "plan bug: " + std::to_string(embedding_tasks_.size()) +
+                       " stages take part in the embedding-group all-reduce, expected 2",
+                   ErrorKind::kInternal};
     }
     const std::int32_t id = out_.graph.new_rendezvous();
     for (const TaskId t : embedding_tasks_) out_.graph.set_rendezvous(t, id);

@@ -76,7 +76,8 @@ class Engine {
                        "simulation deadlock: " + std::to_string(n - finished) +
                            " tasks never ran (first: task " + std::to_string(u) + " on rank " +
                            std::to_string(t.rank) + ", stream " + std::string(to_string(t.stream)) +
-                           "); the schedule's communication does not match up"};
+                           "); the schedule's communication does not match up",
+                       ErrorKind::kInternal};
         }
       }
     }

@@ -12,19 +12,15 @@ namespace stepsim::sim {
 
 PredictOutcome predict(const Workload& w, const PredictOptions& options) {
   Result<std::unique_ptr<CostModel>> cost = make_cost_model(w);
-  if (!cost.ok()) return {std::nullopt, cost.errors(), false};
+  if (!cost.ok()) return {std::nullopt, cost.errors()};
   const WorkloadPlan plan = decompose(w);
   SimulateOptions simulate_options;
   simulate_options.keep_timeline = options.keep_timeline;
   simulate_options.gpipe = options.gpipe;
   simulate_options.stragglers = options.stragglers;
   Result<SimulationResult> result = simulate(w, plan, **cost, simulate_options);
-  if (!result.ok()) {
-    // A straggler outside the job is bad input; anything else is an internal failure.
-    const bool bad_input = result.errors().front().key == "--straggler";
-    return {std::nullopt, result.errors(), !bad_input};
-  }
-  return {PredictRun{std::move(result).value(), (*cost)->describe()}, {}, false};
+  if (!result.ok()) return {std::nullopt, result.errors()};
+  return {PredictRun{std::move(result).value(), (*cost)->describe()}, {}};
 }
 
 Errors check_trace_shape(const TraceShape& shape, const Workload& w) {

@@ -115,8 +115,14 @@ Result<std::vector<SweepRow>> merged_rows(std::vector<SweepRow> known, const std
   return known;
 }
 
-SweepPlanOutcome bad_input(Errors errors) { return {std::nullopt, std::move(errors), false}; }
-SweepPlanOutcome runtime(Errors errors) { return {std::nullopt, std::move(errors), true}; }
+SweepPlanOutcome bad_input(Errors errors) { return {std::nullopt, std::move(errors)}; }
+/// The outputs failed: what the errors describe is a runtime failure, whatever reported it.
+SweepPlanOutcome runtime(Errors errors) {
+  for (Error& e : errors) {
+    if (e.kind == ErrorKind::kInput) e.kind = ErrorKind::kRuntime;
+  }
+  return {std::nullopt, std::move(errors)};
+}
 
 }  // namespace
 
@@ -189,7 +195,7 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
     // Rank 0 merges everyone's rows with the resumed ones and feeds them, in order, to the
     // real outputs; nothing is evaluated again.
     const std::string gathered = o.gather(rank_rows.str());
-    if (!plan.root) return {std::move(plan), {}, false};
+    if (!plan.root) return {std::move(plan), {}};
     auto all = merged_rows(std::move(run.known), gathered, columns);
     if (!all) return runtime(all.errors());
     SweepRunOptions merge;
@@ -212,7 +218,7 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
     if (!f.flush()) return runtime({Error{o.out, "", "cannot write the rows"}});
   }
   plan.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {std::move(plan), {}, false};
+  return {std::move(plan), {}};
 }
 
 Result<Workload> sweep_configuration(const SweepSpec& spec, std::int64_t index) {

@@ -193,6 +193,30 @@ TEST(Simulate, StragglersMustBeInOneReplicaAndExist) {
   EXPECT_FALSE(simulate(w, plan, UnitCost(0.0), o).ok());
 }
 
+// Errors have kinds (issue 15): the caller maps them to exit statuses without guessing from
+// the key. A request the job cannot honour is bad input; a plan that does not match the
+// schedule is a bug.
+TEST(Simulate, RefusalsAreInputErrorsAndBrokenPlansInternalOnes) {
+  const Workload w = uniform_workload(2, 2, 4);
+  const WorkloadPlan plan = uniform_plan(2, 2, 1.0, 2.0);
+  SimulateOptions gpipe;
+  gpipe.gpipe = true;
+  const Result<SimulationResult> no_virtual = simulate(w, plan, UnitCost(0.0), gpipe);
+  ASSERT_FALSE(no_virtual.ok());
+  EXPECT_EQ(no_virtual.errors().front().key, "training.virtual_pipeline_model_parallel_size");
+  EXPECT_EQ(exit_status(no_virtual.errors()), 2);
+  SimulateOptions straggler;
+  straggler.stragglers = {Straggler{.rank = 7, .factor = 1.5}};
+  const Result<SimulationResult> absent = simulate(w, plan, UnitCost(0.0), straggler);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(exit_status(absent.errors()), 2);
+  const Result<SimulationResult> short_plan =
+      simulate(w, uniform_plan(1, 2, 1.0, 2.0), UnitCost(0.0));
+  ASSERT_FALSE(short_plan.ok());
+  EXPECT_EQ(short_plan.errors().front().kind, ErrorKind::kInternal);
+  EXPECT_EQ(exit_status(short_plan.errors()), 1);
+}
+
 TEST(Simulate, CriticalChainPartsAddUpToTheStepTime) {
   for (const std::int32_t v : {1, 2}) {
     const Workload w = uniform_workload(4, v, 8);

@@ -261,7 +261,7 @@ TEST(SweepRun, SearchSpaceWithAutoKnobsIsBoundedBeforeAnyWork) {
   ASSERT_FALSE(refused.plan.has_value());
   ASSERT_EQ(refused.errors.size(), 1U);
   EXPECT_EQ(refused.errors[0].key, "search");
-  EXPECT_FALSE(refused.runtime_failure);
+  EXPECT_EQ(exit_status(refused.errors), 2);
   EXPECT_NE(refused.errors[0].message.find("more than 46 configurations"), std::string::npos);
   o.max_configurations = 47;
   const sim::SweepPlanOutcome run = sim::run_sweep_plan(spec, o);

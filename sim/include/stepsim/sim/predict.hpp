@@ -36,12 +36,12 @@ struct PredictRun {
   std::string cost_model;  ///< the cost model's description (report's `cost_model`)
 };
 
-/// The run, or why not: bad input (the cost model's profile, a straggler outside the job:
-/// exit 2) or a runtime failure of the simulation (exit 1).
+/// The run, or why not; the errors' kinds tell bad input (the cost model's profile, a
+/// straggler outside the job, GPipe with virtual stages: exit 2) from an internal failure of
+/// the simulation (a deadlock, a non-finite prediction: exit 1), see exit_status.
 struct PredictOutcome {
   std::optional<PredictRun> run;
   Errors errors;
-  bool runtime_failure = false;
 };
 
 PredictOutcome predict(const Workload& w, const PredictOptions& options);

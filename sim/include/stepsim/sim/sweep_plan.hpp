@@ -56,12 +56,11 @@ struct SweepPlan {
   std::vector<std::string> notes;
 };
 
-/// A failed run: bad input (a profile, a CSV from another sweep: exit 2) or a runtime
-/// failure (an output that cannot be written: exit 1).
+/// A failed run; the errors' kinds tell bad input (a profile, a CSV from another sweep: exit
+/// 2) from a runtime failure (an output that cannot be written: exit 1), see exit_status.
 struct SweepPlanOutcome {
   std::optional<SweepPlan> plan;
   Errors errors;
-  bool runtime_failure = false;
 };
 
 /// Runs the sweep `spec` (which must outlive the returned summary).
