@@ -6,6 +6,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "stepsim/core/published_runs.hpp"
 #include "stepsim/sim/accuracy.hpp"
 
@@ -17,15 +18,9 @@ int run_accuracy(const std::string& runs_file, Env& env) {
   const std::string path =
       runs_file.empty() ? env.scenarios_dir + "/published/runs.json" : runs_file;
   Result<std::vector<PublishedRun>> runs = load_published_runs(path);
-  if (!runs.ok()) {
-    *env.err << format_errors(runs.errors());
-    return 2;
-  }
+  if (!runs.ok()) return report_errors(runs.errors(), env);
   Result<sim::AccuracyReport> report = sim::accuracy_report(*runs, env.scenarios_dir);
-  if (!report.ok()) {
-    *env.err << format_errors(report.errors());
-    return 2;
-  }
+  if (!report.ok()) return report_errors(report.errors(), env);
   sim::write_accuracy_table(*report, *env.out);
   std::set<std::string> sources;
   for (const sim::AccuracyRow& r : report->rows) sources.insert(r.source);

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "stepsim/calibration/regress.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 
@@ -21,15 +22,9 @@ struct RegressArgs {
 int run_regress(const RegressArgs& a, Env& env) {
   auto factory = [](const Workload& w) { return make_cost_model(w); };
   auto run = calib::regress(a.dir, a.tolerance, env.scenarios_dir, factory);
-  if (!run) {
-    *env.err << format_errors(run.errors());
-    return 2;
-  }
+  if (!run) return report_errors(run.errors(), env);
   *env.out << calib::format_regress_table(*run);
-  if (auto h = calib::append_history(a.dir, *run); !h) {
-    *env.err << format_errors(h.errors());
-    return 1;
-  }
+  if (auto h = calib::append_history(a.dir, *run); !h) return report_errors(h.errors(), env);
   return run->pass ? 0 : 1;
 }
 
