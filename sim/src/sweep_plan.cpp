@@ -115,6 +115,76 @@ Result<std::vector<SweepRow>> merged_rows(std::vector<SweepRow> known, const std
   return known;
 }
 
+/// The options and the size of the search space, checked before any work (bad input).
+Errors check_plan_options(const SweepSpec& spec, const SweepPlanOptions& o) {
+  if (o.resume && !csv_out(o.out)) {
+    return {Error{o.out, "", "--resume continues a CSV given with --out FILE.csv"}};
+  }
+  if (o.ranks > 1 && !o.gather)
+    return {Error{"", "", "a split over ranks needs a gather function"}};
+  // The listed values are bounded when the spec loads; "auto" axes multiply them by counts
+  // known only while enumerating, so the whole search space is bounded here, before any work.
+  const std::int64_t total = count_configurations(spec, o.max_configurations);
+  if (total > o.max_configurations) {
+    return {Error{spec.file, "search",
+                  " enumerates more than " + std::to_string(o.max_configurations) +
+                      " configurations with its \"auto\" knobs, beyond stepsim's limit for one "
+                      "sweep; list the values of some \"auto\" knobs or split the sweep"}};
+  }
+  return {};
+}
+
+/// Where rank 0 (or a single process) writes the rows.
+struct RowsFile {
+  const std::vector<std::string>& columns;
+  bool header = true;          ///< the file still needs its header line
+  std::int64_t first_new = 0;  ///< index of the first row not resumed
+};
+
+/// Rank 0 of a split: merges every rank's rows (`gathered`) with the resumed ones (`known`)
+/// and feeds them, in order, to the real outputs; nothing is evaluated again. Runtime errors.
+Errors merge_ranks(const SweepSpec& spec, const SweepEvaluator& evaluator,
+                   const SweepPlanOptions& o, const RowsFile& file, std::vector<SweepRow> known,
+                   const std::string& gathered, SweepPlan& plan, Outputs& outputs) {
+  auto all = merged_rows(std::move(known), gathered, file.columns);
+  if (!all) return all.errors();
+  SweepRunOptions merge;
+  merge.known = std::move(all).value();
+  Errors e = open_outputs(o, file.columns, file.header, file.first_new, *plan.summary, outputs);
+  if (!e.empty()) return e;
+  auto merged = run_sweep(spec, evaluator, merge, outputs.sinks);
+  if (!merged) return merged.errors();
+  // Totals over every rank: rows of this run (not resumed) that any rank evaluated.
+  plan.stats.fed = plan.summary->evaluated();
+  plan.stats.evaluated = plan.summary->evaluated() - plan.resumed;
+  return {};
+}
+
+/// Closes the rows file, or writes the JSON rows (runtime errors).
+Errors close_outputs(const SweepPlanOptions& o, Outputs& outputs) {
+  if (outputs.csv_file.is_open()) {
+    outputs.csv_file.close();
+    if (!outputs.csv_file) return {Error{o.out, "", "writing the rows failed"}};
+  }
+  if (outputs.json_rows) {
+    std::ofstream f(o.out, std::ios::binary);
+    outputs.json_rows->write(f);
+    if (!f.flush()) return {Error{o.out, "", "cannot write the rows"}};
+  }
+  return {};
+}
+
+/// This process's share of the planner's work (threads, rank of a split, cancel flag).
+SweepRunOptions run_options(const SweepPlanOptions& o) {
+  SweepRunOptions run;
+  run.jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  run.rank = o.rank;
+  run.ranks = o.ranks;
+  run.cancel = o.cancel;
+  return run;
+}
+
 SweepPlanOutcome bad_input(Errors errors) { return {std::nullopt, std::move(errors)}; }
 /// The outputs failed: what the errors describe is a runtime failure, whatever reported it.
 SweepPlanOutcome runtime(Errors errors) {
@@ -127,22 +197,7 @@ SweepPlanOutcome runtime(Errors errors) {
 }  // namespace
 
 SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o) {
-  if (o.resume && !csv_out(o.out)) {
-    return bad_input({Error{o.out, "", "--resume continues a CSV given with --out FILE.csv"}});
-  }
-  if (o.ranks > 1 && !o.gather) {
-    return bad_input({Error{"", "", "a split over ranks needs a gather function"}});
-  }
-  // The listed values are bounded when the spec loads; "auto" axes multiply them by counts
-  // known only while enumerating, so the whole search space is bounded here, before any work.
-  const std::int64_t total = count_configurations(spec, o.max_configurations);
-  if (total > o.max_configurations) {
-    return bad_input({Error{spec.file, "search",
-                            " enumerates more than " + std::to_string(o.max_configurations) +
-                                " configurations with its \"auto\" knobs, beyond stepsim's "
-                                "limit for one sweep; list the values of some \"auto\" knobs "
-                                "or split the sweep"}});
-  }
+  if (Errors bad = check_plan_options(spec, o); !bad.empty()) return bad_input(std::move(bad));
   SweepPlan plan;
   plan.root = o.rank == 0;
   plan.ranks = o.ranks;
@@ -151,11 +206,7 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
   const std::vector<std::string> columns = sweep_columns(spec);
   const SweepEvaluator evaluator(spec, models->views);
 
-  SweepRunOptions run;
-  run.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  run.rank = o.rank;
-  run.ranks = o.ranks;
-  run.cancel = o.cancel;
+  SweepRunOptions run = run_options(o);
   bool header = true;
   if (o.resume) {
     auto known = resume_rows(o, columns, header);
@@ -192,31 +243,13 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
   }
   plan.stats = *stats;
   if (o.ranks > 1) {
-    // Rank 0 merges everyone's rows with the resumed ones and feeds them, in order, to the
-    // real outputs; nothing is evaluated again.
     const std::string gathered = o.gather(rank_rows.str());
     if (!plan.root) return {std::move(plan), {}};
-    auto all = merged_rows(std::move(run.known), gathered, columns);
-    if (!all) return runtime(all.errors());
-    SweepRunOptions merge;
-    merge.known = std::move(all).value();
-    Errors e = open_outputs(o, columns, header, first_new, *plan.summary, outputs);
+    Errors e = merge_ranks(spec, evaluator, o, RowsFile{columns, header, first_new},
+                           std::move(run.known), gathered, plan, outputs);
     if (!e.empty()) return runtime(std::move(e));
-    auto merged = run_sweep(spec, evaluator, merge, outputs.sinks);
-    if (!merged) return runtime(merged.errors());
-    // Totals over every rank: rows of this run (not resumed) that any rank evaluated.
-    plan.stats.fed = plan.summary->evaluated();
-    plan.stats.evaluated = plan.summary->evaluated() - plan.resumed;
   }
-  if (outputs.csv_file.is_open()) {
-    outputs.csv_file.close();
-    if (!outputs.csv_file) return runtime({Error{o.out, "", "writing the rows failed"}});
-  }
-  if (outputs.json_rows) {
-    std::ofstream f(o.out, std::ios::binary);
-    outputs.json_rows->write(f);
-    if (!f.flush()) return runtime({Error{o.out, "", "cannot write the rows"}});
-  }
+  if (Errors e = close_outputs(o, outputs); !e.empty()) return runtime(std::move(e));
   plan.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {std::move(plan), {}};
 }
