@@ -1,6 +1,7 @@
 // Scaled-down validation: --num-layers and --world-size applied to a loaded scenario.
 
 #include "stepsim/calibration/validate.hpp"
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/validate.hpp"
 
 namespace stepsim::calib {
@@ -10,7 +11,14 @@ Result<Workload> apply_overrides(Workload w, const ScaleOverrides& o) {
   auto& t = w.training;
   if (o.num_layers < 0) errors.push_back(Error{"", "--num-layers", "must be positive"});
   if (o.world_size < 0) errors.push_back(Error{"", "--world-size", "must be positive"});
-  if (o.num_layers > 0) {
+  if (o.num_layers > 0 && uneven_pipeline(t)) {
+    // Which smaller split would keep the job's shape is a choice, not a derivation.
+    errors.push_back(Error{"", "--num-layers",
+                           "=" + std::to_string(o.num_layers) +
+                               " cannot scale down uneven pipeline stages "
+                               "(decoder_first/last_pipeline_num_layers, account_for_*, "
+                               "pipeline_model_parallel_layout): give a scaled-down scenario"});
+  } else if (o.num_layers > 0) {
     const std::int64_t per_chunk =
         t.pipeline_model_parallel_size * t.virtual_pipeline_model_parallel_size;
     if (t.interleaved() && o.num_layers % per_chunk != 0) {

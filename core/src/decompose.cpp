@@ -11,6 +11,7 @@
 #include "recompute_layout.hpp"
 #include "stepsim/core/flops.hpp"
 #include "stepsim/core/memory_model.hpp"
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/rank_layout.hpp"
 #include "workload_dims.hpp"
 
@@ -152,11 +153,8 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
 
 LayerRange layers_of(const TrainingConfig& t, const ModelConfig& m, std::int32_t stage,
                      std::int32_t chunk) {
-  const std::int64_t p = std::max<std::int64_t>(1, t.pipeline_model_parallel_size);
-  const std::int64_t v = std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
-  const std::int64_t per_chunk = m.num_layers / (p * v);
-  const std::int64_t block = chunk * p + stage;
-  return {static_cast<std::int32_t>(block * per_chunk), static_cast<std::int32_t>(per_chunk)};
+  const ChunkLayers c = chunk_layers(t, m, stage, chunk);
+  return {c.first, c.count};
 }
 
 WorkloadPlan decompose(const Workload& w) {

@@ -393,8 +393,31 @@ std::string megatron_args_of(const Workload& w) {
   num("--global-batch-size", t.global_batch_size);
   num("--tensor-model-parallel-size", t.tensor_model_parallel_size);
   num("--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
+  const bool first_last =
+      t.decoder_first_pipeline_num_layers > 0 || t.decoder_last_pipeline_num_layers > 0;
+  if (t.decoder_first_pipeline_num_layers > 0) {
+    num("--decoder-first-pipeline-num-layers", t.decoder_first_pipeline_num_layers);
+  }
+  if (t.decoder_last_pipeline_num_layers > 0) {
+    num("--decoder-last-pipeline-num-layers", t.decoder_last_pipeline_num_layers);
+  }
+  if (t.account_for_embedding_in_pipeline_split) flag("--account-for-embedding-in-pipeline-split");
+  if (t.account_for_loss_in_pipeline_split) flag("--account-for-loss-in-pipeline-split");
+  if (!t.pipeline_model_parallel_layout.empty()) {
+    // Its characters (E t L m | * ( ) digits, commas) need quoting from the shell, never '.
+    flag("--pipeline-model-parallel-layout");
+    out += " '" + t.pipeline_model_parallel_layout + "'";
+  }
+  // A layout's stages set the virtual stages; Megatron refuses
+  // --num-layers-per-virtual-pipeline-stage with uneven first/last stages.
+  if (t.virtual_pipeline_model_parallel_size > 1 && t.pipeline_model_parallel_layout.empty()) {
+    if (first_last) {
+      num("--num-virtual-stages-per-pipeline-rank", t.virtual_pipeline_model_parallel_size);
+    } else {
+      num("--num-layers-per-virtual-pipeline-stage", t.num_layers_per_virtual_pipeline_stage);
+    }
+  }
   if (t.virtual_pipeline_model_parallel_size > 1) {
-    num("--num-layers-per-virtual-pipeline-stage", t.num_layers_per_virtual_pipeline_stage);
     if (t.microbatch_group_size_per_vp_stage != t.pipeline_model_parallel_size) {
       num("--microbatch-group-size-per-virtual-pipeline-stage",
           t.microbatch_group_size_per_vp_stage);

@@ -13,6 +13,7 @@
 #include "json_fields.hpp"
 #include "load_internal.hpp"
 #include "stepsim/core/assert.hpp"
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/schema.hpp"
 #include "stepsim/core/validate.hpp"
 
@@ -89,9 +90,11 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
           r.error(key, "=" + detail::describe(*given) + " must be one of " + listed + " or null");
         break;
       }
+      case KnobKind::kString:
+        STEPSIM_ASSERT(k.set == nullptr);  // strings are read by hand (parse_training)
+        break;
       case KnobKind::kReal:
       case KnobKind::kSystem:
-      case KnobKind::kString:
         STEPSIM_ASSERT(!"read_section: no such key kind in model or training");
         break;
     }
@@ -113,9 +116,20 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
 bool interleaving_requested(const ModelConfig& m, const TrainingConfig& t) {
   if (t.virtual_pipeline_model_parallel_size > 1) return true;
   const std::int64_t p = t.pipeline_model_parallel_size;
+  if (!t.pipeline_model_parallel_layout.empty()) {
+    const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
+    const auto n = stages ? static_cast<std::int64_t>(stages->size()) : 0;
+    return p > 0 && n % p == 0 && n / p > 1;
+  }
+  // Megatron refuses num_layers_per_virtual_pipeline_stage with first/last stage sizes.
+  if (t.decoder_first_pipeline_num_layers > 0 || t.decoder_last_pipeline_num_layers > 0) {
+    return false;
+  }
   const std::int64_t per_chunk = t.num_layers_per_virtual_pipeline_stage;
-  if (per_chunk <= 0 || p <= 0 || m.num_layers <= 0 || m.num_layers % p != 0) return false;
-  const std::int64_t per_stage = m.num_layers / p;
+  const std::int64_t counted = m.num_layers + (t.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                               (t.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (per_chunk <= 0 || p <= 0 || m.num_layers <= 0 || counted % p != 0) return false;
+  const std::int64_t per_stage = counted / p;
   return per_stage % per_chunk == 0 && per_stage / per_chunk > 1;
 }
 
@@ -156,9 +170,9 @@ void apply_megatron_adjustments(const SectionValues& given, Workload& w) {
 
 // Megatron: "No more than one of ... can be set at the same time".
 void check_virtual_stage_forms(ObjectReader& r) {
-  constexpr std::string_view kForms[] = {"num_layers_per_virtual_pipeline_stage",
-                                         "virtual_pipeline_model_parallel_size",
-                                         "num_virtual_stages_per_pipeline_rank"};
+  constexpr std::string_view kForms[] = {
+      "num_layers_per_virtual_pipeline_stage", "virtual_pipeline_model_parallel_size",
+      "num_virtual_stages_per_pipeline_rank", "pipeline_model_parallel_layout"};
   std::vector<std::string_view> given;
   for (const std::string_view key : kForms) {
     if (r.raw(key) != nullptr) given.push_back(key);
@@ -173,6 +187,15 @@ void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& error
   check_virtual_stage_forms(r);
   TrainingConfig& t = w.training;
   const SectionValues given = read_section(r, object, "training", errors, w);
+  if (const nlohmann::json* layout = r.raw("pipeline_model_parallel_layout")) {
+    if (!layout->is_string() || layout->get<std::string>().empty()) {
+      r.error("pipeline_model_parallel_layout",
+              "=" + detail::describe(*layout) +
+                  " must be a non-empty layout string (e.g. \"Et*4|(t*4|)*6,t*3L\")");
+    } else {
+      t.pipeline_model_parallel_layout = layout->get<std::string>();
+    }
+  }
   // Megatron: --recompute-activations sets recompute_granularity = 'selective'.
   if (const auto v = given.of("recompute_activations"); v && v->integer != 0) {
     if (t.recompute_granularity == RecomputeGranularity::kFull) {

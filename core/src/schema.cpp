@@ -154,7 +154,10 @@ const std::array kSchema = {
     // ---- model ----
     KeyInfo{STEPSIM_INT("model.num_layers", model.num_layers), .required = true,
             .sweep = Sweep::kListed, .flags = "--num-layers", .default_text = "must be given",
-            .check = "> 0; divisible by pipeline_model_parallel_size", .doc = "transformer layers"},
+            .check = "> 0; divisible by pipeline_model_parallel_size (embedding/loss counted with "
+                     "account_for_*), unless decoder_first/last_pipeline_num_layers or "
+                     "pipeline_model_parallel_layout split it",
+            .doc = "transformer layers"},
     KeyInfo{STEPSIM_INT("model.hidden_size", model.hidden_size), .required = true,
             .sweep = Sweep::kListed, .flags = "--hidden-size", .default_text = "must be given",
             .check = "> 0; divisible by num_attention_heads unless kv_channels is given",
@@ -285,7 +288,7 @@ const std::array kSchema = {
     KeyInfo{
         STEPSIM_INT("training.pipeline_model_parallel_size", training.pipeline_model_parallel_size),
         .sweep = Sweep::kAuto, .autoable = true, .flags = "--pipeline-model-parallel-size",
-        .default_text = "1", .check = "divides num_layers", .doc = "p"},
+        .default_text = "1", .check = "divides num_layers (see model.num_layers)", .doc = "p"},
     KeyInfo{STEPSIM_INT("training.virtual_pipeline_model_parallel_size",
                         training.virtual_pipeline_model_parallel_size),
             .sweep = Sweep::kAuto, .autoable = true,
@@ -294,7 +297,7 @@ const std::array kSchema = {
             .check = "divides num_layers / pipeline_model_parallel_size; with > 1: "
                      "pipeline_model_parallel_size > 2 (> 1 with overlap_p2p_comm), "
                      "num_microbatches >= pipeline_model_parallel_size; give at most one of the "
-                     "three virtual-stage keys",
+                     "three virtual-stage keys and pipeline_model_parallel_layout",
             .doc = "model chunks per pipeline rank v (the interleaved schedule)"},
     KeyInfo{STEPSIM_INT("training.num_virtual_stages_per_pipeline_rank",
                         training.virtual_pipeline_model_parallel_size),
@@ -372,6 +375,45 @@ const std::array kSchema = {
             .check = "in [pipeline_model_parallel_size, num_microbatches]; num_microbatches mod it "
                      "is 0 or >= pipeline_model_parallel_size; only with interleaving",
             .doc = "N of the interleaved schedule"},
+    // uneven pipeline stages (pipeline_split.hpp)
+    KeyInfo{STEPSIM_INT("training.decoder_first_pipeline_num_layers",
+                        training.decoder_first_pipeline_num_layers),
+            .sweep = Sweep::kListed, .flags = "--decoder-first-pipeline-num-layers",
+            .default_text = "none (even split)",
+            .check = "> 0; pipeline_model_parallel_size > 1; divisible by the virtual stages; "
+                     "the layers left divide evenly over the middle stages (and their virtual "
+                     "stages); not with account_for_*, pipeline_model_parallel_layout or "
+                     "num_layers_per_virtual_pipeline_stage",
+            .doc = "transformer layers of the first pipeline rank (uneven stages)"},
+    KeyInfo{STEPSIM_INT("training.decoder_last_pipeline_num_layers",
+                        training.decoder_last_pipeline_num_layers),
+            .sweep = Sweep::kListed, .flags = "--decoder-last-pipeline-num-layers",
+            .default_text = "none (even split)", .check = "as decoder_first_pipeline_num_layers",
+            .doc = "transformer layers of the last pipeline rank (uneven stages)"},
+    KeyInfo{STEPSIM_BOOL("training.account_for_embedding_in_pipeline_split",
+                         training.account_for_embedding_in_pipeline_split),
+            .sweep = Sweep::kListed, .flags = "--account-for-embedding-in-pipeline-split=true",
+            .default_text = "false",
+            .check = "num_layers + 1 divisible by pipeline_model_parallel_size (and the virtual "
+                     "stages); not with decoder_first/last_pipeline_num_layers",
+            .doc = "the embedding counts as one layer in the split: the first virtual stage "
+                   "builds one transformer layer fewer"},
+    KeyInfo{STEPSIM_BOOL("training.account_for_loss_in_pipeline_split",
+                         training.account_for_loss_in_pipeline_split),
+            .sweep = Sweep::kListed, .flags = "--account-for-loss-in-pipeline-split=true",
+            .default_text = "false", .check = "as account_for_embedding_in_pipeline_split",
+            .doc = "the loss counts as one layer in the split: the last virtual stage builds "
+                   "one transformer layer fewer"},
+    KeyInfo{.key = "training.pipeline_model_parallel_layout",
+            .kind = KnobKind::kString,
+            .flags = "--pipeline-model-parallel-layout",
+            .default_text = "none",
+            .check = "E t L characters, '|' between stages, x*n and (...)*n repeat, commas "
+                     "ignored; stages = pipeline_model_parallel_size x virtual stages; E first, L "
+                     "last, each once; num_layers t's; no m (multi-token prediction); not with "
+                     "decoder_first/last_*, account_for_* or a virtual-stage key",
+            .doc = "every stage's layers, virtual stage by virtual stage (Megatron's layout "
+                   "string); sets the virtual stages"},
 };
 
 #undef STEPSIM_INT
@@ -395,12 +437,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
      .flag = "--expert-model-parallel-size",
      .neutral_value = "1"},
     {.dest = "expert_tensor_parallel_size", .flag = "--expert-tensor-parallel-size"},
-    {.dest = "decoder_first_pipeline_num_layers", .flag = "--decoder-first-pipeline-num-layers"},
-    {.dest = "decoder_last_pipeline_num_layers", .flag = "--decoder-last-pipeline-num-layers"},
-    {.dest = "account_for_embedding_in_pipeline_split",
-     .flag = "--account-for-embedding-in-pipeline-split"},
-    {.dest = "account_for_loss_in_pipeline_split", .flag = "--account-for-loss-in-pipeline-split"},
-    {.dest = "pipeline_model_parallel_layout", .flag = "--pipeline-model-parallel-layout"},
     {.dest = "num_distributed_optimizer_instances",
      .flag = "--num-distributed-optimizer-instances",
      .neutral_value = "1"},

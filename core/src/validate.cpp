@@ -5,6 +5,7 @@
 
 #include "stepsim/core/validate.hpp"
 
+#include "stepsim/core/pipeline_split.hpp"
 #include "validate_internal.hpp"
 
 namespace stepsim {
@@ -17,8 +18,6 @@ using detail::str;
 std::string_view name_of(RecomputeMethod m) {
   return m == RecomputeMethod::kBlock ? "\"block\"" : "\"uniform\"";
 }
-
-bool divides(std::int64_t d, std::int64_t n) { return d > 0 && n % d == 0; }
 
 void check_model(const Workload& w, Checker& check) {
   const ModelConfig& m = w.model;
@@ -59,13 +58,9 @@ void check_model(const Workload& w, Checker& check) {
 
 void check_pipeline(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
-  const std::int64_t layers = w.model.num_layers;
   const std::int64_t p = t.pipeline_model_parallel_size;
   const std::int64_t v = t.virtual_pipeline_model_parallel_size;
-  if (p > 0 && layers > 0 && layers % p != 0) {
-    check.fail("training.pipeline_model_parallel_size",
-               std::string("=") + str(p) + " does not divide num_layers=" + str(layers));
-  }
+  detail::check_pipeline_split(w, check);
   if (v <= 1 || p <= 0) return;
   if (p == 1 || (p == 2 && !t.overlap_p2p_comm)) {
     check.fail("training.pipeline_model_parallel_size",
@@ -73,22 +68,6 @@ void check_pipeline(const Workload& w, Checker& check) {
                    ": the interleaved schedule (virtual_pipeline_model_parallel_size=" + str(v) +
                    ") needs pipeline_model_parallel_size > 2, or > 1 with "
                    "overlap_p2p_comm");
-  }
-  if (layers > 0 && layers % p == 0) {
-    const std::int64_t per_stage = layers / p;
-    if (per_stage % v != 0) {
-      check.fail("training.virtual_pipeline_model_parallel_size",
-                 std::string("=") + str(v) +
-                     " does not divide the layers per pipeline stage (num_layers/"
-                     "pipeline_model_parallel_size=" +
-                     str(per_stage) + ")");
-    } else if (t.num_layers_per_virtual_pipeline_stage > 0 &&
-               t.num_layers_per_virtual_pipeline_stage != per_stage / v) {
-      check.fail("training.num_layers_per_virtual_pipeline_stage",
-                 std::string("=") + str(t.num_layers_per_virtual_pipeline_stage) +
-                     " times virtual_pipeline_model_parallel_size=" + str(v) +
-                     " is not the layers per pipeline stage (" + str(per_stage) + ")");
-    }
   }
   // schedules.py, forward_backward_pipelining_with_interleaving.
   const std::int64_t m = t.num_microbatches;
@@ -164,14 +143,16 @@ void check_recompute(const Workload& w, Checker& check) {
       check.fail("training.recompute_granularity",
                  "=\"full\" needs recompute_method \"uniform\" or \"block\"");
     }
-    const std::int64_t layers = w.model.num_layers;
-    const std::int64_t p = t.pipeline_model_parallel_size;
-    const std::int64_t v = t.virtual_pipeline_model_parallel_size;
-    if (layers > 0 && divides(p, layers) && divides(v, layers / p) &&
-        t.recompute_num_layers > layers / p / v) {
-      check.fail("training.recompute_num_layers", std::string("=") + str(t.recompute_num_layers) +
-                                                      " must be between 1 and the layers per " +
-                                                      "model chunk (" + str(layers / p / v) + ")");
+    // Megatron caps a uniform group at the chunk's end; a count beyond the largest chunk is
+    // a mistake either way.
+    if (detail::pipeline_split_valid(w)) {
+      const std::int64_t most = pipeline_split(t, w.model).max_chunk_layers();
+      if (t.recompute_num_layers > most) {
+        check.fail("training.recompute_num_layers",
+                   std::string("=") + str(t.recompute_num_layers) +
+                       " must be between 1 and the layers per model chunk (" + str(most) +
+                       (uneven_pipeline(t) ? " in the largest chunk" : "") + ")");
+      }
     }
   }
   if (t.distribute_saved_activations) {
@@ -221,31 +202,6 @@ void check_training(const Workload& w, Checker& check) {
                    : "=true but system \"" + s.name + "\" has no " + dtype +
                          " peak FLOP/s (peak_flops_" + dtype + "=0)");
   }
-}
-
-// Derives v from num_layers_per_virtual_pipeline_stage (Megatron sets v = None when it is 1),
-// or num_layers_per_virtual_pipeline_stage from v.
-void derive_virtual_stages(Workload& w, Checker& check) {
-  TrainingConfig& t = w.training;
-  const std::int64_t layers = w.model.num_layers;
-  const std::int64_t p = t.pipeline_model_parallel_size;
-  if (layers <= 0 || !divides(p, layers)) return;
-  const std::int64_t per_stage = layers / p;
-  if (t.num_layers_per_virtual_pipeline_stage > 0) {
-    if (per_stage % t.num_layers_per_virtual_pipeline_stage != 0) {
-      check.fail("training.num_layers_per_virtual_pipeline_stage",
-                 std::string("=") + str(t.num_layers_per_virtual_pipeline_stage) +
-                     " does not divide the layers per pipeline stage (num_layers/"
-                     "pipeline_model_parallel_size=" +
-                     str(per_stage) + ")");
-      t.num_layers_per_virtual_pipeline_stage = 0;
-      return;
-    }
-    t.virtual_pipeline_model_parallel_size = per_stage / t.num_layers_per_virtual_pipeline_stage;
-  } else if (divides(t.virtual_pipeline_model_parallel_size, per_stage)) {
-    t.num_layers_per_virtual_pipeline_stage = per_stage / t.virtual_pipeline_model_parallel_size;
-  }
-  if (t.virtual_pipeline_model_parallel_size == 1) t.num_layers_per_virtual_pipeline_stage = 0;
 }
 
 void apply_model_defaults(Workload& w, Checker& check) {
@@ -304,7 +260,7 @@ Errors finalize_workload(Workload& w, const std::string& file) {
   TrainingConfig& t = w.training;
   t.data_parallel_size = 0;  // derived below; stale values would mislead the rules
   t.num_microbatches = 0;
-  derive_virtual_stages(w, check);
+  detail::derive_virtual_stages(w);
   if (t.microbatch_group_size_per_vp_stage != 0 &&
       t.microbatch_group_size_per_vp_stage != t.pipeline_model_parallel_size &&
       t.virtual_pipeline_model_parallel_size == 1) {

@@ -24,4 +24,18 @@ inline std::string str(std::int64_t v) { return std::to_string(v); }
 /// Sizes beyond 64-bit products or beyond what a simulation can enumerate.
 void check_limits(const Workload& w, Checker& check);
 
+/// Sets virtual_pipeline_model_parallel_size from pipeline_model_parallel_layout (its stages
+/// over p) or from num_layers_per_virtual_pipeline_stage (the layers per stage, embedding and
+/// loss counted when asked, over it), or num_layers_per_virtual_pipeline_stage from v for an
+/// even split. Reports nothing: check_pipeline_split does (validate_pipeline_split.cpp).
+void derive_virtual_stages(Workload& w);
+
+/// Megatron's rules on the layer split: even split, first/last stage sizes, embedding/loss
+/// counted as layers, or an explicit layout (with the virtual stages each implies).
+void check_pipeline_split(const Workload& w, Checker& check);
+
+/// Whether check_pipeline_split finds nothing (and the sizes are known): pipeline_split() may
+/// then be asked.
+bool pipeline_split_valid(const Workload& w);
+
 }  // namespace stepsim::detail

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "stepsim/core/flops.hpp"
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/sim/json_writer.hpp"
 #include "stepsim/sim/report.hpp"
 
@@ -64,6 +65,9 @@ void write_memory_json(const Workload& w, std::ostream& out) {
     j.field("parameters", r.parameters);
     j.field("in_flight_microbatches", r.in_flight);
     j.field("fits", m.peak_bytes <= w.system.memory_bytes);
+    if (uneven_pipeline(w.training)) {
+      j.field("transformer_layers", pipeline_split(w.training, w.model).stage_layers(m.stage));
+    }
     j.end_object();
   }
   j.end_array();
@@ -92,6 +96,10 @@ void write_memory_text(const Workload& w, std::ostream& out) {
         << gib(m.optimizer_bytes) << std::setw(13) << gib(m.activations_bytes) << std::setw(10)
         << gib(m.layer_activations_bytes) << std::setw(11) << r.in_flight << std::setw(9)
         << gib(m.peak_bytes) << (m.peak_bytes > capacity ? "  exceeds memory" : "") << '\n';
+  }
+  if (uneven_pipeline(w.training)) {
+    out << "uneven stages: " << stage_layers_text(pipeline_split(w.training, w.model))
+        << " transformer layers per stage\n";
   }
   const std::int64_t peak = largest_peak(rows);
   out << (peak <= capacity ? "fits" : "does not fit") << ": largest peak " << gib(peak)

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "stepsim/core/flops.hpp"
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/sim/json_writer.hpp"
 
 namespace stepsim::sim {
@@ -64,6 +65,24 @@ std::string_view method_key(RecomputeMethod m) {
   return "?";
 }
 
+/// Which keys made the stages uneven, for the text report.
+std::string uneven_split_name(const TrainingConfig& t) {
+  if (!t.pipeline_model_parallel_layout.empty()) {
+    return "pipeline_model_parallel_layout " + t.pipeline_model_parallel_layout;
+  }
+  std::string out;
+  const auto add = [&out](const std::string& what) { out += (out.empty() ? "" : ", ") + what; };
+  if (t.decoder_first_pipeline_num_layers > 0) {
+    add("first stage " + std::to_string(t.decoder_first_pipeline_num_layers));
+  }
+  if (t.decoder_last_pipeline_num_layers > 0) {
+    add("last stage " + std::to_string(t.decoder_last_pipeline_num_layers));
+  }
+  if (t.account_for_embedding_in_pipeline_split) add("embedding counted as a layer");
+  if (t.account_for_loss_in_pipeline_split) add("loss counted as a layer");
+  return out;
+}
+
 /// "12.3 days" / "5.1 hours" / "42 min".
 std::string duration(double s) {
   if (s >= 2 * 86400.0) return fmt("%.1f days", s / 86400.0);
@@ -90,6 +109,39 @@ double megatron_tflops_per_gpu(const Workload& w, double step_time_s) {
   return megatron_logged_flops_per_step(w) / (step_time_s * gpus) / 1e12;
 }
 
+namespace {
+
+/// The uneven split's keys and layers per stage and chunk, inside "configuration".
+void write_pipeline_split_json(JsonWriter& j, const Workload& w) {
+  const TrainingConfig& t = w.training;
+  if (t.decoder_first_pipeline_num_layers > 0) {
+    j.field("decoder_first_pipeline_num_layers", t.decoder_first_pipeline_num_layers);
+  }
+  if (t.decoder_last_pipeline_num_layers > 0) {
+    j.field("decoder_last_pipeline_num_layers", t.decoder_last_pipeline_num_layers);
+  }
+  if (t.account_for_embedding_in_pipeline_split) {
+    j.field("account_for_embedding_in_pipeline_split", true);
+  }
+  if (t.account_for_loss_in_pipeline_split) j.field("account_for_loss_in_pipeline_split", true);
+  if (!t.pipeline_model_parallel_layout.empty()) {
+    j.field("pipeline_model_parallel_layout", std::string_view(t.pipeline_model_parallel_layout));
+  }
+  const PipelineSplit split = pipeline_split(t, w.model);
+  j.key("layers_per_stage").begin_array();
+  for (std::int32_t r = 0; r < split.p; ++r) j.value(split.stage_layers(r));
+  j.end_array();
+  j.key("layers_per_chunk").begin_array();
+  for (std::int32_t r = 0; r < split.p; ++r) {
+    j.begin_array();
+    for (std::int32_t c = 0; c < split.v; ++c) j.value(split.at(r, c).count);
+    j.end_array();
+  }
+  j.end_array();
+}
+
+}  // namespace
+
 void write_configuration_json(JsonWriter& j, const Workload& w) {
   const TrainingConfig& t = w.training;
   j.key("configuration").begin_object();
@@ -111,6 +163,7 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("overlap_param_gather", t.overlap_param_gather);
   j.field("overlap_p2p_comm", t.overlap_p2p_comm);
   j.field("microbatch_group_size_per_vp_stage", t.microbatch_group_size_per_vp_stage);
+  if (uneven_pipeline(t)) write_pipeline_split_json(j, w);
   j.field("dtype", to_string(t.params_dtype));
   j.field("seq_length", w.model.seq_length);
   j.field("system", std::string_view(w.system.name));
@@ -143,6 +196,10 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   if (t.interleaved()) out << ", " << t.virtual_pipeline_model_parallel_size << " virtual stages";
   out << ", SP " << (t.sequence_parallel ? "on" : "off") << ", recompute " << recompute_name(t)
       << (t.use_distributed_optimizer ? ", distributed optimizer" : "") << "\n";
+  if (uneven_pipeline(t)) {
+    out << "  layers      " << stage_layers_text(pipeline_split(t, m))
+        << " per pipeline stage (uneven: " << uneven_split_name(t) << ")\n";
+  }
   out << "  batch       micro-batch " << t.micro_batch_size << ", " << t.num_microbatches
       << " micro-batches per pipeline, global batch " << t.global_batch_size << "\n";
   out << "  schedule    " << schedule_name(result.schedule->params.kind) << "\n";
@@ -208,11 +265,13 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   for (const std::string& warning : p.warnings) out << "  warning: " << warning << "\n";
 }
 
-void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages) {
+void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages,
+                       const PipelineSplit* split) {
   j.key("stages").begin_array();
   for (const StageSummary& s : stages) {
     j.begin_object();
     j.field("stage", s.stage);
+    if (split != nullptr) j.field("transformer_layers", split->stage_layers(s.stage));
     j.field("busy_s", s.busy_s);
     j.field("bubble_s", s.bubble_s);
     j.field("exposed_comm_s", s.exposed_comm_s);
@@ -264,7 +323,12 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   j.field("virtual_pipeline_model_parallel_size", sp.virtual_size);
   j.field("num_microbatches", sp.microbatches);
   j.end_object();
-  write_stages_json(j, p.stages);
+  if (uneven_pipeline(w.training)) {
+    const PipelineSplit split = pipeline_split(w.training, w.model);
+    write_stages_json(j, p.stages, &split);
+  } else {
+    write_stages_json(j, p.stages);
+  }
   const CriticalPath& cp = p.critical_path;
   j.key("critical_path").begin_object();
   j.field("stage", cp.rank);

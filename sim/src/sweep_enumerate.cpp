@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "stepsim/core/assert.hpp"
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/sim/sweep.hpp"
 
 namespace stepsim::sim {
@@ -100,9 +101,19 @@ void reset_derived_fields(Workload& w, const SweepSpec& spec) {
   } else {
     t.num_layers_per_virtual_pipeline_stage = 0;
   }
+  // A layout sets v itself (its stages over p), re-derived for each pipeline size.
+  std::int64_t layout_v = 0;
+  if (!t.pipeline_model_parallel_layout.empty()) {
+    t.virtual_pipeline_model_parallel_size = 1;
+    const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
+    const std::int64_t p = t.pipeline_model_parallel_size;
+    if (stages && p > 0 && static_cast<std::int64_t>(stages->size()) % p == 0) {
+      layout_v = static_cast<std::int64_t>(stages->size()) / p;
+    }
+  }
   if (dflt(d.overlap_p2p_comm, "training.overlap_p2p_comm")) {
     // Megatron's default is on; it is switched off without interleaving.
-    t.overlap_p2p_comm = virtual_size_of(t, m, virtual_from_layers(spec)) > 1;
+    t.overlap_p2p_comm = layout_v > 1 || virtual_size_of(t, m, virtual_from_layers(spec)) > 1;
   }
 }
 

@@ -59,5 +59,49 @@ TEST(MemoryCrossCheck, FewerMicrobatchesThanStages) {
   expect_simulated_peaks_match(w);
 }
 
+// Uneven stages (Megatron's --decoder-first/last-pipeline-num-layers): 18 layers on the first
+// and last rank, 22 on the two middle ones, 2 virtual stages each. Weights, activations and
+// compute follow each stage's own layers, and the engine's memory still matches the oracle.
+TEST(MemoryCrossCheck, UnevenFirstAndLastStages) {
+  Workload w = testing::make_workload(testing::llama2_70b(), 8, 4, 1, 1, 8, 2);
+  w.name = "llama2-uneven-first-last";
+  w.training.num_layers_per_virtual_pipeline_stage = 0;
+  w.training.decoder_first_pipeline_num_layers = 18;
+  w.training.decoder_last_pipeline_num_layers = 18;
+  expect_simulated_peaks_match(w);
+
+  const WorkloadPlan plan = decompose(w);
+  ASSERT_EQ(plan.stages.size(), 4U);
+  EXPECT_EQ(plan.stages[0].chunks[0].num_layers, 9);
+  EXPECT_EQ(plan.stages[1].chunks[1].num_layers, 11);
+  EXPECT_EQ(plan.stages[1].chunks[1].first_layer, 40 + 9);
+  EXPECT_LT(plan.stages[0].parameters, plan.stages[1].parameters);
+  const RooflineCostModel cost(w.system);
+  const Result<sim::SimulationResult> result = sim::simulate(w, plan, cost);
+  ASSERT_TRUE(result.ok()) << format_errors(result.errors());
+  const std::vector<sim::StageSummary>& stages = result->prediction.stages;
+  // The middle stages do 22/18 of the first stage's layer work; the first stage waits on them.
+  EXPECT_GT(stages[1].busy_s, stages[0].busy_s * 1.1);
+  EXPECT_GT(stages[0].bubble_s, stages[1].bubble_s);
+}
+
+// A layout with a virtual stage that holds nothing (rank 0's second) and one that holds only
+// the loss (rank 3's second): empty chunks still pass activations along.
+TEST(MemoryCrossCheck, LayoutWithEmptyVirtualStages) {
+  Workload w = testing::make_workload(testing::llama2_70b(), 8, 4, 1, 1, 8, 2);
+  w.name = "llama2-layout-empty";
+  w.training.num_layers_per_virtual_pipeline_stage = 0;
+  w.training.pipeline_model_parallel_layout = "E|t*20|t*20|t*20||t*10|t*10|L";
+  expect_simulated_peaks_match(w);
+  const WorkloadPlan plan = decompose(w);
+  EXPECT_EQ(plan.stages[0].chunks[0].num_layers, 0);
+  EXPECT_TRUE(plan.stages[0].chunks[0].has_embedding);
+  EXPECT_EQ(plan.stages[0].chunks[1].num_layers, 0);
+  EXPECT_TRUE(plan.stages[0].chunks[1].forward.empty());
+  EXPECT_EQ(plan.stages[3].chunks[1].num_layers, 0);
+  EXPECT_TRUE(plan.stages[3].chunks[1].has_loss);
+  EXPECT_EQ(plan.stages[1].chunks[1].first_layer, 60);
+}
+
 }  // namespace
 }  // namespace stepsim

@@ -17,8 +17,9 @@ struct LayerRange {
   bool operator==(const LayerRange&) const = default;
 };
 
-/// Megatron's assignment: with v chunks, chunk c of rank r holds the (c*p + r)-th block of
-/// num_layers / (p*v) consecutive layers.
+/// Megatron's assignment (pipeline_split.hpp's chunk_layers): evenly, chunk c of rank r holds
+/// the (c*p + r)-th block of num_layers / (p*v) consecutive layers; uneven stages as Megatron
+/// assigns them (first/last stage sizes, embedding/loss counted, or a layout).
 LayerRange layers_of(const TrainingConfig& t, const ModelConfig& m, std::int32_t stage,
                      std::int32_t chunk);
 

@@ -58,8 +58,18 @@ struct TrainingConfig {
   std::int64_t pipeline_model_parallel_size = 1;
   /// Model chunks per pipeline rank (v); 1 without interleaving.
   std::int64_t virtual_pipeline_model_parallel_size = 1;
-  /// Layers per model chunk; 0 without interleaving.
+  /// Layers per model chunk; 0 without interleaving, and with uneven stages unless given
+  /// (with the embedding/loss counted as layers it is Megatron's count, those included).
   std::int64_t num_layers_per_virtual_pipeline_stage = 0;
+  /// Uneven stages (see pipeline_split.hpp). Transformer layers of the first / last pipeline
+  /// rank (all its virtual stages); 0 = not given (Megatron's None).
+  std::int64_t decoder_first_pipeline_num_layers = 0;
+  std::int64_t decoder_last_pipeline_num_layers = 0;
+  /// The embedding / the loss counted as one layer each in the even split.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  /// Megatron's layout string ("Et*3|(t*4|)*6,t*3L"); empty = not given.
+  std::string pipeline_model_parallel_layout;
   bool sequence_parallel = false;
   std::int64_t micro_batch_size = 0;
   std::int64_t global_batch_size = 0;

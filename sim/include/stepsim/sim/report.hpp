@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/scenario.hpp"
 #include "stepsim/sim/simulate.hpp"
 
@@ -42,11 +43,16 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
 
 /// The resolved configuration every JSON output echoes under "configuration": all parallel
 /// sizes (derived ones included), batch, recompute, overlaps, dtype, system; so that rows
-/// of many runs join without their scenario files.
+/// of many runs join without their scenario files. Uneven stages add the keys that asked for
+/// them and "layers_per_stage" / "layers_per_chunk" (transformer layers per pipeline rank,
+/// and per rank and virtual stage); an even split prints none of these.
 void write_configuration_json(JsonWriter& j, const Workload& w);
 
-/// The "stages" array both the predict JSON and the trace's summary carry.
-void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages);
+/// The "stages" array both the predict JSON and the trace's summary carry. With `split`
+/// (given for uneven stages only, so that even runs print as before) each stage also says
+/// how many transformer layers it holds ("transformer_layers").
+void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages,
+                       const PipelineSplit* split = nullptr);
 
 /// Chrome trace event JSON of `timeline` (one pid per rank, one tid per stream, memory
 /// counters, and a "stepsim" summary object with the stages).
