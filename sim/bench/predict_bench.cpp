@@ -1,6 +1,8 @@
 // How fast `stepsim predict` simulates the two reference configurations at op
 // granularity: GPT-3 175B on 64 A100s (t8 p8 v3, 64 micro-batches) and the 1T model on
-// 3072 A100s (t8 p64 d6, 512 micro-batches). Each iteration runs what predict runs: load,
+// 3072 A100s (t8 p64 d6, 512 micro-batches); and uneven stages: Llama 3.1 405B on 512 H100s
+// (t8 p8 v8, embedding and loss counted as layers, 96 micro-batches, without the recipe's
+// context parallelism). Each iteration runs what predict runs: load,
 // cost model, decomposition, schedule, task graph, engine, report metrics.
 //
 //   build/bin/stepsim_predict_bench [--benchmark_filter=...]
@@ -60,7 +62,12 @@ void BM_PredictGpt_1T_A100x3072(benchmark::State& state) {
   predict_scenario(state, "gpt-1t-a100-3072.json");
 }
 
+void BM_PredictLlama31_405B_H100x512_Uneven(benchmark::State& state) {
+  predict_scenario(state, "llama31-405b-h100-512-nocp.json");
+}
+
 BENCHMARK(BM_PredictGpt3_175B_A100x64)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PredictLlama31_405B_H100x512_Uneven)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictGpt_1T_A100x3072)->Unit(benchmark::kMillisecond);
 
 }  // namespace
