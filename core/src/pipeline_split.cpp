@@ -49,13 +49,18 @@ Error too_long() {
 Result<std::string> unroll(std::string_view text, bool parenthesised) {
   std::string out;
   std::size_t i = 0;
+  std::size_t next_close = 0;  // the first ')' after the last '(' looked at (npos: none)
   while (i < text.size()) {
     std::size_t group_begin = i;
     std::size_t group_end = i;  // one past the group
     std::size_t star = std::string_view::npos;
     if (parenthesised && text[i] == '(') {
-      // [^)]+ cannot cross a ')', so the only candidate ends at the first ')' after i.
-      const std::size_t close = text.find(')', i + 1);
+      // [^)]+ cannot cross a ')', so the only candidate ends at the first ')' after i. The
+      // search resumes where the last one ended, so a run of '(' costs linear time.
+      if (next_close != std::string_view::npos && next_close <= i) {
+        next_close = text.find(')', i + 1);
+      }
+      const std::size_t close = next_close;
       if (close != std::string_view::npos && close > i + 1) {
         group_begin = i + 1;
         group_end = close;

@@ -48,6 +48,11 @@ void check_layout(const Workload& w, Checker& check) {
                         "\"pipeline_model_parallel_layout cannot be set with other pipeline "
                         "layout arguments\")");
   }
+  if (layout.size() > kMaxLayoutText) {
+    check.fail(key, "=\"" + layout.substr(0, 40) + "...\" is longer than " + str(kMaxLayoutText) +
+                        " characters (write repetitions as x*n or (...)*n)");
+    return;
+  }
   const auto parsed = parse_pipeline_layout(layout);
   if (!parsed) {
     for (const Error& e : parsed.errors()) check.fail(key, given + e.message);

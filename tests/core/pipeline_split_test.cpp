@@ -311,6 +311,22 @@ TEST(PipelineLayout, RejectsHostileText) {
   }
 }
 
+// A run of '(' without ')' (a quadratic search once) and a text beyond the bound.
+TEST(PipelineLayout, LongHostileTextIsRejected) {
+  const std::string open(200000, '(');
+  const auto parsed = parse_pipeline_layout(open);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.errors().front().key, "training.pipeline_model_parallel_layout");
+  Case c{"long layout", 8, 2, 0};
+  Workload w = workload_of(c);
+  w.training.pipeline_model_parallel_layout = "Et*4|" + std::string(kMaxLayoutText, ',') + "t*4L";
+  const Errors errors = finalize_workload(w, "long.json");
+  EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const Error& e) {
+    return e.key == "training.pipeline_model_parallel_layout" &&
+           e.message.find("is longer than") != std::string::npos;
+  })) << format_errors(errors);
+}
+
 TEST(PipelineSplit, EvenSplitIsTheOldBlockOrder) {
   // Without uneven settings the split is Megatron's (c*p + r)-th block of L/(p*v) layers.
   const Case c{"even", 96, 8, 3};

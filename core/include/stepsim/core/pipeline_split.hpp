@@ -63,6 +63,8 @@ Result<std::vector<std::string>> parse_pipeline_layout(std::string_view layout);
 
 /// Longest unrolled layout accepted (a bound on hostile repetition counts).
 inline constexpr std::size_t kMaxLayoutLength = 1 << 20;
+/// Longest layout text a scenario may give (Megatron's are a few dozen characters).
+inline constexpr std::size_t kMaxLayoutText = 1 << 16;
 
 /// Layers per pipeline stage, "8,16,...,16,6" style, for reports ("" for no pipeline).
 std::string stage_layers_text(const PipelineSplit& split);
