@@ -61,7 +61,7 @@ int run_calibrate(const CalibrateArgs& a, Env& env) {
     *env.err << "stepsim calibrate: ";
     if (outcome.world_size > 1) *env.err << "rank " << outcome.rank << ": ";
     *env.err << format_errors(outcome.errors);
-    return 1;
+    return exit_status(outcome.errors);  // a journal of another run is bad input
   }
   if (outcome.root) calib::write_calibrate_report(*env.out, request, outcome);
   return 0;

@@ -149,6 +149,20 @@ TEST(CalibrateCli, ScenarioAddsItsExactShapes) {
   EXPECT_EQ(bad.status, 2) << bad.output;
 }
 
+// A journal that is not this calibration's is bad input (exit 2, naming the file and line),
+// not a runtime failure: the error's kind decides.
+TEST(CalibrateCli, AForeignJournalIsBadInput) {
+  const std::string out = temp_dir() + "/foreign.json";
+  {
+    std::ofstream journal(out + ".journal");
+    journal << "{\"not\": \"a journal\"}\n";
+  }
+  const Ran ran = run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --quick --out " + out);
+  EXPECT_EQ(ran.status, 2) << ran.output;
+  EXPECT_NE(ran.output.find(out + ".journal: line 1"), std::string::npos) << ran.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 TEST(CalibrateCli, BadInputExitsTwoAndMissingDeviceOne) {
   const Ran bad_backend = run(std::string(STEPSIM_BIN) + " calibrate --backend tpu --out x.json");
   EXPECT_EQ(bad_backend.status, 2) << bad_backend.output;

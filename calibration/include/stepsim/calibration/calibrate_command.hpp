@@ -41,7 +41,7 @@ struct CalibrateOutcome {
   std::optional<CalibrationRun> run;  ///< absent on failure
   std::string journal_path;
   bool profile_written = false;  ///< complete and written to `out` (journal removed)
-  Errors errors;                 ///< runtime failures (exit 1)
+  Errors errors;  ///< failures: runtime (a device, MPI, a file) or a foreign journal (input)
 };
 
 /// Starts MPI, measures and (rank 0, when complete) writes the profile. `err` (rank 0's
