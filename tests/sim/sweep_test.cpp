@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "stepsim/core/load.hpp"
+#include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/validate.hpp"
 #include "stepsim/sim/sweep_plan.hpp"
 #include "sweep_test_util.hpp"
@@ -130,6 +132,31 @@ TEST(SweepEnumerate, PaddedVocabularyFollowsTensorParallel) {
   ASSERT_TRUE(finalize_workload(configs[1].workload, "x").empty());
   EXPECT_EQ(configs[0].workload.model.padded_vocab_size, 50304);  // multiple of 128
   EXPECT_EQ(configs[1].workload.model.padded_vocab_size, 51200);  // multiple of 1024
+}
+
+// Uneven stages are listed knobs: each value is Megatron's split, invalid ones cut by the
+// rule they break; "auto" is refused (the valid first/last sizes depend on p, v and each other).
+TEST(SweepEnumerate, UnevenStagesAreListedKnobs) {
+  const SweepSpec spec = must(small_sweep(R"({"training.pipeline_model_parallel_size": [2],
+      "training.decoder_first_pipeline_num_layers": [1, 3, 4]})"));
+  std::vector<sim::SweepConfig> configs = all_configs(spec);
+  ASSERT_EQ(configs.size(), 3u);
+  std::vector<std::string> splits;
+  for (sim::SweepConfig& c : configs) {
+    const Errors errors = finalize_workload(c.workload, "x");
+    if (!errors.empty()) {
+      EXPECT_EQ(errors.front().key, "training.decoder_first_pipeline_num_layers");
+      splits.emplace_back("invalid");
+      continue;
+    }
+    splits.push_back(stage_layers_text(pipeline_split(c.workload.training, c.workload.model)));
+  }
+  // 4 layers over 2 stages: the first takes 1 or 3, the last the rest; 4 leaves it none.
+  EXPECT_EQ(splits, (std::vector<std::string>{"1,3", "3,1", "invalid"}));
+  const std::vector<std::string> columns = sim::sweep_columns(spec);
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "training.decoder_first_pipeline_num_layers"),
+            columns.end());
+  EXPECT_FALSE(small_sweep(R"({"training.decoder_first_pipeline_num_layers": "auto"})").ok());
 }
 
 TEST(SweepEvaluate, CutReasonsAreCountedByKey) {
