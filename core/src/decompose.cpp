@@ -104,7 +104,8 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   plan.recompute_activation_bytes = acts.recompute_bytes;
   plan.parameters = chunk_parameters(w, stage, chunk);
 
-  if (x.dp > 1) {
+  // A chunk without parameters (an empty stage of an uneven layout) has nothing to reduce.
+  if (x.dp > 1 && plan.parameters > 0) {
     Op& op = plan.grad_sync.emplace_back();
     const bool scatter = tc.use_distributed_optimizer;
     op.name = scatter ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";

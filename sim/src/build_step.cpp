@@ -320,6 +320,8 @@ class Builder {
     const auto ri = static_cast<std::size_t>(r);
     const StagePlan& stage = plan_.stages[ri];
     const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
+    // A model chunk without parameters (an empty stage of an uneven layout) has no buckets.
+    if (chunk.parameters == 0) return kNoTask;
     // The chunk's share of the stage's gather, then cut into its buckets.
     Op& chunk_op = out_.bucket_ops.emplace_back(*g.op);
     auto& coll = std::get<CollectiveOp>(chunk_op.shape);

@@ -103,5 +103,24 @@ TEST(MemoryCrossCheck, LayoutWithEmptyVirtualStages) {
   EXPECT_EQ(plan.stages[1].chunks[1].first_layer, 60);
 }
 
+// The same layout with data parallelism, the distributed optimizer and both DDP overlaps:
+// the empty chunk reduces and gathers nothing, and the step still simulates.
+TEST(MemoryCrossCheck, LayoutWithEmptyVirtualStagesAndDdpOverlap) {
+  Workload w = testing::make_workload(testing::llama2_70b(), 8, 4, 2, 1, 8, 2);
+  w.name = "llama2-layout-empty-ddp";
+  w.training.num_layers_per_virtual_pipeline_stage = 0;
+  w.training.pipeline_model_parallel_layout = "E|t*20|t*20|t*20||t*10|t*10|L";
+  w.training.use_distributed_optimizer = true;
+  w.training.overlap_grad_reduce = true;
+  w.training.overlap_param_gather = true;
+  const WorkloadPlan plan = decompose(w);
+  EXPECT_TRUE(plan.stages[0].chunks[1].grad_sync.empty());
+  EXPECT_FALSE(plan.stages[0].chunks[0].grad_sync.empty());
+  const RooflineCostModel cost(w.system);
+  const Result<sim::SimulationResult> result = sim::simulate(w, plan, cost);
+  ASSERT_TRUE(result.ok()) << format_errors(result.errors());
+  EXPECT_GT(result->prediction.step_time_s, 0.0);
+}
+
 }  // namespace
 }  // namespace stepsim
