@@ -26,6 +26,18 @@ std::int64_t node_of_stage(const Workload& w, std::int32_t stage) {
          std::max<std::int64_t>(1, w.system.gpus_per_node);
 }
 
+/// total * part / whole (part <= whole) without overflowing 64 bits: exact whenever the
+/// product fits, as before; past that (a 400B model's parameter gather times a chunk's
+/// parameters) the quotient's remainder is scaled in long double.
+std::int64_t share_of(std::int64_t total, std::int64_t part, std::int64_t whole) {
+  std::int64_t product = 0;
+  if (!__builtin_mul_overflow(total, part, &product)) return product / whole;
+  const std::int64_t remainder = total % whole;
+  return total / whole * part + static_cast<std::int64_t>(static_cast<long double>(remainder) *
+                                                          static_cast<long double>(part) /
+                                                          static_cast<long double>(whole));
+}
+
 /// The cost model with compute kernels (GEMMs, attention, memory-bound) `factor` times as
 /// long; collectives and transfers as they are.
 class ScaledCompute final : public CostModel {
@@ -325,7 +337,8 @@ class Builder {
     // The chunk's share of the stage's gather, then cut into its buckets.
     Op& chunk_op = out_.bucket_ops.emplace_back(*g.op);
     auto& coll = std::get<CollectiveOp>(chunk_op.shape);
-    coll.bytes = stage.parameters > 0 ? coll.bytes * chunk.parameters / stage.parameters : 0;
+    coll.bytes =
+        stage.parameters > 0 ? share_of(coll.bytes, chunk.parameters, stage.parameters) : 0;
     const std::vector<DdpBucket>& buckets = buckets_of(r, c);
     std::vector<std::size_t> order(buckets.size());
     for (std::size_t b = 0; b < order.size(); ++b) order[b] = b;
@@ -578,9 +591,10 @@ class Builder {
     STEPSIM_ASSERT(coll != nullptr && parameters > 0);
     const std::int64_t total = coll->bytes;
     std::int64_t before = 0;
-    for (std::size_t i = 0; i < b; ++i) before += total * buckets[i].parameters / parameters;
+    for (std::size_t i = 0; i < b; ++i)
+      before += share_of(total, buckets[i].parameters, parameters);
     coll->bytes = b + 1 == buckets.size() ? total - before
-                                          : total * buckets[b].parameters / parameters;
+                                          : share_of(total, buckets[b].parameters, parameters);
     return out;
   }
 
