@@ -57,12 +57,51 @@ std::int64_t data_parallel_of(const TrainingConfig& t) {
   return tp > 0 && t.world_size % tp == 0 ? t.world_size / tp : 0;
 }
 
+/// The layers Megatron's even split divides: the embedding and the loss count when asked.
+std::int64_t counted_layers(const TrainingConfig& t, const ModelConfig& m) {
+  return m.num_layers + (t.account_for_embedding_in_pipeline_split ? 1 : 0) +
+         (t.account_for_loss_in_pipeline_split ? 1 : 0);
+}
+
+bool first_or_last_given(const TrainingConfig& t) {
+  return t.decoder_first_pipeline_num_layers > 0 || t.decoder_last_pipeline_num_layers > 0;
+}
+
+/// A layout's stage count (0 without one, or for a layout that does not parse).
+std::int64_t layout_stages(const TrainingConfig& t) {
+  if (t.pipeline_model_parallel_layout.empty()) return 0;
+  const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
+  return stages ? static_cast<std::int64_t>(stages->size()) : 0;
+}
+
+/// Transformer layers of the fullest pipeline rank under `pp` (0: no valid split), for the
+/// virtual-stage and recompute domains; a layout is never re-split.
+std::int64_t largest_stage_layers(const TrainingConfig& t, const ModelConfig& m, std::int64_t pp) {
+  if (pp <= 0 || !t.pipeline_model_parallel_layout.empty()) return 0;
+  if (!first_or_last_given(t)) {
+    const std::int64_t counted = counted_layers(t, m);
+    return counted % pp == 0 ? counted / pp : 0;
+  }
+  const std::int64_t first = t.decoder_first_pipeline_num_layers;
+  const std::int64_t last = t.decoder_last_pipeline_num_layers;
+  const std::int64_t middle_stages = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const std::int64_t middle = m.num_layers - first - last;
+  if (pp < 2 || middle < 0 || (middle_stages == 0) != (middle == 0)) return 0;
+  if (middle_stages > 0 && middle % middle_stages != 0) return 0;
+  return std::max({first, last, middle_stages > 0 ? middle / middle_stages : 0});
+}
+
 std::int64_t virtual_size_of(const TrainingConfig& t, const ModelConfig& m, bool from_layers) {
+  if (const std::int64_t stages = layout_stages(t); stages > 0) {
+    const std::int64_t p = t.pipeline_model_parallel_size;
+    return p > 0 && stages % p == 0 ? stages / p : 0;
+  }
   if (!from_layers) return t.virtual_pipeline_model_parallel_size;
   const std::int64_t n = t.num_layers_per_virtual_pipeline_stage;
   if (n <= 0) return 1;
   const std::int64_t per_rank = t.pipeline_model_parallel_size * n;
-  return per_rank > 0 && m.num_layers % per_rank == 0 ? m.num_layers / per_rank : 0;
+  const std::int64_t counted = counted_layers(t, m);
+  return per_rank > 0 && counted % per_rank == 0 ? counted / per_rank : 0;
 }
 
 bool virtual_from_layers(const SweepSpec& spec) {
@@ -102,18 +141,10 @@ void reset_derived_fields(Workload& w, const SweepSpec& spec) {
     t.num_layers_per_virtual_pipeline_stage = 0;
   }
   // A layout sets v itself (its stages over p), re-derived for each pipeline size.
-  std::int64_t layout_v = 0;
-  if (!t.pipeline_model_parallel_layout.empty()) {
-    t.virtual_pipeline_model_parallel_size = 1;
-    const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
-    const std::int64_t p = t.pipeline_model_parallel_size;
-    if (stages && p > 0 && static_cast<std::int64_t>(stages->size()) % p == 0) {
-      layout_v = static_cast<std::int64_t>(stages->size()) / p;
-    }
-  }
+  if (!t.pipeline_model_parallel_layout.empty()) t.virtual_pipeline_model_parallel_size = 1;
   if (dflt(d.overlap_p2p_comm, "training.overlap_p2p_comm")) {
     // Megatron's default is on; it is switched off without interleaving.
-    t.overlap_p2p_comm = layout_v > 1 || virtual_size_of(t, m, virtual_from_layers(spec)) > 1;
+    t.overlap_p2p_comm = virtual_size_of(t, m, virtual_from_layers(spec)) > 1;
   }
 }
 
@@ -141,20 +172,28 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   if (key == "training.pipeline_model_parallel_size") {
     std::vector<std::int64_t> out;
     if (tp <= 0 || t.world_size % tp != 0) return {};
+    // Uneven stages: first/last sizes leave any p > 1 to the rules; a layout fixes p x v.
+    const std::int64_t stages = layout_stages(t);
     for (std::int64_t d : divisors(t.world_size / tp)) {
-      if (m.num_layers % d == 0) out.push_back(d);
+      const bool fits = stages > 0               ? stages % d == 0
+                        : first_or_last_given(t) ? d > 1
+                                                 : counted_layers(t, m) % d == 0;
+      if (fits) out.push_back(d);
     }
     return integers(out);
   }
-  const bool layers_ok = pp > 0 && m.num_layers % pp == 0;
+  const std::int64_t stage_layers = largest_stage_layers(t, m, pp);
   if (key == "training.virtual_pipeline_model_parallel_size" ||
       key == "training.num_layers_per_virtual_pipeline_stage") {
     const bool as_size = key == "training.virtual_pipeline_model_parallel_size";
-    if (!layers_ok) return {};
+    // A layout sets v; first/last sizes take v, never layers per virtual stage.
+    if (!t.pipeline_model_parallel_layout.empty()) return {integer(as_size ? 1 : 0)};
+    if (!as_size && first_or_last_given(t)) return {integer(0)};
+    if (stage_layers <= 0) return {};
     if (pp == 1) return {integer(as_size ? 1 : 0)};
     std::vector<std::int64_t> out;
-    for (std::int64_t d : divisors(m.num_layers / pp)) {
-      out.push_back(as_size ? d : (d == 1 ? 0 : m.num_layers / (pp * d)));
+    for (std::int64_t d : divisors(stage_layers)) {
+      out.push_back(as_size ? d : (d == 1 ? 0 : stage_layers / d));
     }
     if (!as_size) std::sort(out.begin(), out.end());
     return integers(out);
@@ -172,8 +211,15 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   }
   if (key == "training.recompute_num_layers") {
     if (!full) return {integer(0)};
-    const std::int64_t per_chunk =
-        layers_ok && v > 0 && (m.num_layers / pp) % v == 0 ? m.num_layers / pp / v : 0;
+    std::int64_t per_chunk =
+        stage_layers > 0 && v > 0 && stage_layers % v == 0 ? stage_layers / v : 0;
+    if (!t.pipeline_model_parallel_layout.empty()) {
+      // A layout's chunks: the most transformer layers any of its stages holds.
+      const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
+      for (const std::string& stage : stages ? *stages : std::vector<std::string>{}) {
+        per_chunk = std::max<std::int64_t>(per_chunk, std::count(stage.begin(), stage.end(), 't'));
+      }
+    }
     if (per_chunk <= 0) return {};
     if (t.recompute_method == RecomputeMethod::kUniform) return integers(divisors(per_chunk));
     std::vector<std::int64_t> out;

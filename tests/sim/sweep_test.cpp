@@ -159,6 +159,25 @@ TEST(SweepEnumerate, UnevenStagesAreListedKnobs) {
   EXPECT_FALSE(small_sweep(R"({"training.decoder_first_pipeline_num_layers": "auto"})").ok());
 }
 
+// "auto" pipeline sizes divide the layers Megatron splits: 4 layers + embedding + loss = 6
+// counted, so 1 and 2 of the 8 GPUs' divisors (4 without the flags).
+TEST(SweepEnumerate, AutoPipelineSizesFollowTheCountedLayers) {
+  std::string base = test::small_base();
+  const std::string flag = R"("bf16": true)";
+  base.replace(base.find(flag), flag.size(),
+               flag + R"(, "account_for_embedding_in_pipeline_split": true,
+                         "account_for_loss_in_pipeline_split": true)");
+  const std::string text =
+      R"({"base": )" + base + R"(, "search": {"training.pipeline_model_parallel_size": "auto"}})";
+  const SweepSpec spec = must(load_sweep_text(text, "test-sweep.json", ".", test::load_options()));
+  std::vector<std::int64_t> sizes;
+  for (sim::SweepConfig& c : all_configs(spec)) {
+    EXPECT_TRUE(finalize_workload(c.workload, "x").empty());
+    sizes.push_back(c.workload.training.pipeline_model_parallel_size);
+  }
+  EXPECT_EQ(sizes, (std::vector<std::int64_t>{1, 2}));
+}
+
 TEST(SweepEvaluate, CutReasonsAreCountedByKey) {
   const SweepSpec spec = must(small_sweep(
       R"({"training.world_size": [8, 16], "training.tensor_model_parallel_size": [1, 3]})",
