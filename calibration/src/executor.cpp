@@ -56,6 +56,11 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
       out.push_back(layout.global_rank(0, c.dp, c.tp));
       out.push_back(layout.global_rank(layout.pp - 1, c.dp, c.tp));
       break;
+    case CommGroup::kTensorData:
+      for (std::int32_t d = 0; d < layout.dp; ++d) {
+        for (std::int32_t t = 0; t < layout.tp; ++t) out.push_back(layout.global_rank(c.pp, d, t));
+      }
+      break;
   }
   return out;
 }
@@ -131,6 +136,11 @@ Result<double> Runner::run_task(const ExecTask& t) {
         } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
           return b_.memory_bound(s);
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
+          if (s.group == CommGroup::kTensorData) {
+            return runtime_error(t.name +
+                                 ": the executor has no tensor-and-data-parallel group (FP8 amax "
+                                 "reduction): FP8 scenarios cannot be validated yet");
+          }
           const GroupId g = s.group == CommGroup::kTensor ? groups_.tp
                             : s.group == CommGroup::kData ? groups_.dp
                                                           : groups_.embedding;

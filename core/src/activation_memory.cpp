@@ -27,17 +27,23 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed) {
   const double tok = as_d(x.tokens);
   const double e = as_d(x.e);
   const double t = as_d(x.t);
+  // FP8 (Transformer Engine): the linears save their inputs as FP8 (1 byte; the transposed
+  // copy wgrad reads, or with SP the row-wise shard that backward re-gathers) instead of
+  // 16-bit ones; tensors other ops also save stay as they are.
+  const double linear_in = x.fp8 ? 1.0 : e;
   // Outside the TP regions (sequence-sharded with SP): the inputs of the two norms, of QKV
   // and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks.
-  const double outside = tok * as_d(x.h) * (4.0 * e + 2.0) / (x.sp ? t : 1.0);
+  const double outside = tok * as_d(x.h) * (2.0 * e + 2.0 * linear_in + 2.0) / (x.sp ? t : 1.0);
   // Core attention inputs: unfused attention keeps Q and the head-expanded K and V for the
   // two batched GEMMs; flash attention and checkpointed core attention keep Q, K, V as
   // the QKV GEMM produced them.
   const bool expanded = !x.flash && !core_attention_recomputed;
   const double qkv = expanded ? 3.0 * tok * as_d(x.attn_n()) * e : tok * as_d(x.qkv_n()) * e;
-  const double proj_in = tok * as_d(x.attn_n()) * e;
+  // The projection's input is also the fused attention's saved output (not the unfused one's).
+  const double proj_in =
+      tok * as_d(x.attn_n()) * (x.fp8 ? (x.flash ? e + linear_in : linear_in) : e);
   // MLP: GeLU keeps its input and FC2 its input; SwiGLU keeps its two-part input.
-  const double mlp = tok * as_d(x.ffn_n()) * e * (x.swiglu ? 3.0 : 2.0);
+  const double mlp = tok * as_d(x.ffn_n()) * ((x.swiglu ? 2.0 : 1.0) * e + linear_in);
   // Softmax output, dropout mask (1 byte) and dropout output: the 5as/h term.
   const double scores = expanded ? as_d(x.score_elems()) * (2.0 * e + 1.0) : 0.0;
   return outside + qkv + proj_in + mlp + scores;

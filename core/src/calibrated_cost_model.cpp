@@ -214,8 +214,7 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
 // interpolated efficiency comes from large, compute-bound samples cannot beat that traffic
 // at the profile's measured memory bandwidth (the system's roofline when it has none).
 double CalibratedCostModel::gemm_memory_floor_s(const GemmOp& op) const {
-  const double bytes = static_cast<double>(bytes_of(op.dtype) * op.batch) *
-                       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n);
+  const double bytes = gemm_bytes_of(op.dtype, op.m, op.n, op.k, op.batch);
   const double bandwidth =
       profile_->memory_fit.samples > 0
           ? profile_->memory_fit.bandwidth_bytes_per_s

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "embedding_ops.hpp"
+#include "fp8_ops.hpp"
 #include "layer_ops.hpp"
 #include "recompute_layout.hpp"
 #include "stepsim/core/flops.hpp"
@@ -39,6 +40,10 @@ struct Layout {
   }
   std::int64_t dp_nodes(std::int64_t stage) const {
     return ranks.nodes_spanned("dp", first_rank(stage), gpus_per_node);
+  }
+  /// Nodes spanned by the stage's tensor x data parallel group (FP8 amax reduction).
+  std::int64_t tp_dp_nodes(std::int64_t stage) const {
+    return ranks.nodes_spanned("tp-dp", first_rank(stage), gpus_per_node);
   }
   std::int64_t embedding_nodes() const {
     return first_rank(0) / gpus_per_node == first_rank(p - 1) / gpus_per_node ? 1 : 2;
@@ -91,11 +96,20 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   for (std::int32_t l = range.first; l < range.first + range.count; ++l) {
     detail::emit_layer_forward(fwd, l, Phase::kForward);
   }
+  const bool amax_reduction = x.fp8 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
+  if (amax_reduction) {
+    detail::emit_fp8_amax_reduction(fwd, range.count, true, tc.fp8_amax_history_len, x.t * x.dp,
+                                    layout.tp_dp_nodes(stage));
+  }
   if (plan.has_loss) detail::emit_output_forward(fwd);
 
   OpList bwd(plan.backward, x);
   if (plan.has_loss) detail::emit_output_backward(bwd);
   emit_chunk_backward(bwd, tc, range);
+  if (amax_reduction) {
+    detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_amax_history_len, x.t * x.dp,
+                                    layout.tp_dp_nodes(stage));
+  }
   if (plan.has_embedding) detail::emit_embedding_backward(bwd);
 
   plan.p2p_bytes = x.sp_tokens * x.h * x.e;
@@ -115,6 +129,36 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
                             CommGroup::kData, plan.parameters * 4, x.dp, layout.dp_nodes(stage)};
   }
   return plan;
+}
+
+/// The FP8 copies (and transposes) of the layers' linear weights that Transformer Engine makes
+/// in a step's first micro-batch (is_first_microbatch) and caches for the others: one
+/// cast-transpose kernel per weight, charged to the end of the step before, on the compute
+/// stream after the optimizer (and after the parameter all-gather when that is not
+/// overlapped with the next forward), where the next step's first forward would run them.
+void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
+                          std::int32_t step_index) {
+  std::vector<Op>& ops = stage.step_ops;
+  std::vector<std::int32_t> deps{step_index};
+  const TrainingConfig& tc = w.training;
+  if (tc.use_distributed_optimizer && x.dp > 1 && !tc.overlap_param_gather) {
+    deps.push_back(static_cast<std::int32_t>(ops.size()) - 1);  // dp_param_all_gather
+  }
+  const std::int64_t weights[] = {x.qkv_n() * x.h, x.h * x.attn_n(), x.fc1_n() * x.h,
+                                  x.h * x.ffn_n()};
+  for (const ChunkPlan& chunk : stage.chunks) {
+    for (std::int32_t l = chunk.first_layer; l < chunk.first_layer + chunk.num_layers; ++l) {
+      for (const std::int64_t elements : weights) {
+        Op& cast = ops.emplace_back();
+        cast.name = "fp8_weight_cast";
+        cast.layer = l;
+        cast.phase = Phase::kStep;
+        cast.stream = Stream::kCompute;
+        cast.shape = MemoryBoundOp{detail::fp8_weight_cast_bytes(x, elements)};
+        cast.deps = deps;
+      }
+    }
+  }
 }
 
 void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout) {
@@ -148,6 +192,7 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
                                 stage.parameters * x.e, x.dp, layout.dp_nodes(stage.stage)};
     gather.deps.push_back(step_index);
   }
+  if (x.fp8) add_fp8_weight_casts(stage, w, x, step_index);
 }
 
 }  // namespace
@@ -174,7 +219,8 @@ WorkloadPlan decompose(const Workload& w) {
       stage.chunks.push_back(build_chunk(w, x, layout, r, c));
       stage.parameters += stage.chunks.back().parameters;
     }
-    stage.static_bytes = static_memory(w.training, stage.parameters).total();
+    stage.static_bytes =
+        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r)).total();
     build_step_ops(stage, w, x, layout);
   }
   return plan;

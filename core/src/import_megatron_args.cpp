@@ -440,6 +440,17 @@ std::string megatron_args_of(const Workload& w) {
   if (t.overlap_param_gather) flag("--overlap-param-gather");
   if (t.params_dtype == DType::kBf16) flag("--bf16");
   if (t.params_dtype == DType::kFp16) flag("--fp16");
+  if (t.fp8_enabled()) {
+    flag("--fp8-format");
+    out += t.fp8 == Fp8Format::kE4m3 ? " e4m3" : " hybrid";
+    constexpr std::string_view kRecipes[] = {"delayed", "tensorwise", "blockwise", "mxfp8",
+                                             "custom"};
+    flag("--fp8-recipe");
+    out += ' ';
+    out += kRecipes[static_cast<std::size_t>(t.fp8_recipe)];
+  }
+  if (t.fp8_param_gather) flag("--fp8-param-gather");
+  if (t.fp8_amax_history_len != 1) num("--fp8-amax-history-len", t.fp8_amax_history_len);
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "layer_ops.hpp"
 
+#include "fp8_ops.hpp"
+
 namespace stepsim::detail {
 
 // Byte counts follow the kernels Megatron runs (read + write, no cache reuse):
@@ -87,10 +89,14 @@ void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
 /// Backward of a row-parallel linear (projection, FC2): its input is not sequence-sharded,
 /// so no communication inside; with SP the output gradient arrives by an all-gather (the
 /// backward of the forward reduce-scatter).
-void emit_row_parallel_backward(OpList& ops, std::string_view dgrad_name,
+void emit_row_parallel_backward(OpList& ops, std::string_view prefix, std::string_view dgrad_name,
                                 std::string_view wgrad_name, std::int32_t layer,
                                 std::int64_t in_k) {
   const Dims& x = ops.dims();
+  if (x.fp8) {
+    emit_fp8_row_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, in_k);
+    return;
+  }
   gather_input(ops, layer, Phase::kBackwardInput);
   ops.gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, x.h);
   ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
@@ -126,28 +132,58 @@ void emit_column_parallel_backward(OpList& ops, std::string_view dgrad_name,
   if (reduce >= 0) ops.wait(reduce);
 }
 
+namespace {
+
+/// The input side of a LayerNormColumnParallelLinear (QKV, FC1): the norm, then the
+/// sequence-parallel all-gather (FP8: the FP8 gather or the FP8 transpose).
+void emit_norm_linear_input(OpList& ops, std::string_view norm_name, std::string_view prefix,
+                            std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  if (x.fp8) {
+    ops.memory(norm_name, layer, phase, fp8_norm_forward_bytes(x, x.sp_tokens));
+    emit_fp8_norm_linear_input(ops, prefix, layer, phase);
+    return;
+  }
+  ops.memory(norm_name, layer, phase, norm_forward_bytes(x, x.sp_tokens));
+  gather_input(ops, layer, phase);
+}
+
+/// Backward of a layer's LayerNormColumnParallelLinear (QKV, FC1).
+void emit_norm_linear_backward(OpList& ops, std::string_view prefix, std::string_view dgrad_name,
+                               std::string_view wgrad_name, std::int32_t layer,
+                               std::int64_t out_n, bool bias) {
+  const Dims& x = ops.dims();
+  if (x.fp8) {
+    emit_fp8_column_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, out_n, x.h);
+    return;
+  }
+  emit_column_parallel_backward(ops, dgrad_name, wgrad_name, layer, out_n, x.h, bias);
+}
+
+}  // namespace
+
 void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
   // Attention block.
-  ops.memory("ln1", layer, phase, norm_forward_bytes(x, x.sp_tokens));
-  gather_input(ops, layer, phase);
-  ops.gemm("qkv_gemm", layer, phase, x.tokens, x.qkv_n(), x.h);
+  emit_norm_linear_input(ops, "ln1", "qkv", layer, phase);
+  ops.linear_gemm("qkv_gemm", layer, phase, x.tokens, x.qkv_n(), x.h);
   if (x.bias) ops.memory("qkv_bias", layer, phase, x.tokens * x.qkv_n() * 2 * x.e);
   if (x.rope) ops.memory("rope", layer, phase, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
   emit_core_attention_forward(ops, layer, phase);
-  ops.gemm("proj_gemm", layer, phase, x.tokens, x.h, x.attn_n());
+  if (x.fp8) emit_fp8_row_linear_input(ops, "proj", layer, phase, x.attn_n());
+  ops.linear_gemm("proj_gemm", layer, phase, x.tokens, x.h, x.attn_n());
   reduce_output(ops, layer, phase);
   ops.memory("attn_bda", layer, phase, bda_forward_bytes(x));
   // MLP block.
-  ops.memory("ln2", layer, phase, norm_forward_bytes(x, x.sp_tokens));
-  gather_input(ops, layer, phase);
-  ops.gemm("fc1_gemm", layer, phase, x.tokens, x.fc1_n(), x.h);
+  emit_norm_linear_input(ops, "ln2", "fc1", layer, phase);
+  ops.linear_gemm("fc1_gemm", layer, phase, x.tokens, x.fc1_n(), x.h);
   if (x.swiglu) {
     ops.memory("swiglu", layer, phase, x.tokens * x.ffn_n() * 3 * x.e);
   } else {
     ops.memory("bias_gelu", layer, phase, x.tokens * x.ffn_n() * 2 * x.e);
   }
-  ops.gemm("fc2_gemm", layer, phase, x.tokens, x.h, x.ffn_n());
+  if (x.fp8) emit_fp8_row_linear_input(ops, "fc2", layer, phase, x.ffn_n());
+  ops.linear_gemm("fc2_gemm", layer, phase, x.tokens, x.h, x.ffn_n());
   reduce_output(ops, layer, phase);
   ops.memory("mlp_bda", layer, phase, bda_forward_bytes(x));
 }
@@ -157,22 +193,22 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
   const Phase ph = Phase::kBackwardInput;
   // MLP block.
   ops.memory("mlp_bda_bwd", layer, ph, bda_backward_bytes(x));
-  emit_row_parallel_backward(ops, "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
+  emit_row_parallel_backward(ops, "fc2", "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
   if (x.swiglu) {
     ops.memory("swiglu_bwd", layer, ph, x.tokens * x.ffn_n() * 5 * x.e);
   } else {
     // dGeLU, plus the bias gradient's reduction over tokens when there is a bias.
     ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);
   }
-  emit_column_parallel_backward(ops, "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), x.h, false);
+  emit_norm_linear_backward(ops, "fc1", "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), false);
   ops.memory("ln2_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
   // Attention block.
   ops.memory("attn_bda_bwd", layer, ph, bda_backward_bytes(x));
-  emit_row_parallel_backward(ops, "proj_dgrad", "proj_wgrad", layer, x.attn_n());
+  emit_row_parallel_backward(ops, "proj", "proj_dgrad", "proj_wgrad", layer, x.attn_n());
   if (selective_recompute) emit_core_attention_forward(ops, layer, Phase::kRecompute);
   emit_core_attention_backward(ops, layer);
   if (x.rope) ops.memory("rope_bwd", layer, ph, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
-  emit_column_parallel_backward(ops, "qkv_dgrad", "qkv_wgrad", layer, x.qkv_n(), x.h, x.bias);
+  emit_norm_linear_backward(ops, "qkv", "qkv_dgrad", "qkv_wgrad", layer, x.qkv_n(), x.bias);
   ops.memory("ln1_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
 }
 

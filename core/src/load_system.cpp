@@ -25,12 +25,16 @@ using nlohmann::json;
 constexpr double kHuge = 1e30;  // upper bound for rates: anything above is a typo
 
 // Every figure a system file holds, as the dotted key its citation goes under in `sources`:
-// the schema's numeric "system." rows.
-std::vector<std::string_view> cited_keys() {
-  std::vector<std::string_view> keys;
+// the schema's numeric "system." rows. An optional figure (peak_flops_fp8) is cited when given.
+struct CitedKey {
+  std::string_view key;
+  bool required = true;
+};
+std::vector<CitedKey> cited_keys() {
+  std::vector<CitedKey> keys;
   for (const KeyInfo& k : scenario_schema()) {
     if (k.key.starts_with("system.") && (k.kind == KnobKind::kInt || k.kind == KnobKind::kReal)) {
-      keys.push_back(k.key.substr(std::string_view("system.").size()));
+      keys.push_back({k.key.substr(std::string_view("system.").size()), k.required});
     }
   }
   return keys;
@@ -49,10 +53,11 @@ struct NumberRule {
 constexpr double kMinFlops = 1e9;
 constexpr double kMinBandwidth = 1e6;
 constexpr double kMinEfficiency = 0.01;
-constexpr std::array<NumberRule, 13> kNumberRules = {{
+constexpr std::array<NumberRule, 14> kNumberRules = {{
     {"peak_flops_fp32", kMinFlops, kHuge, true},
     {"peak_flops_fp16", kMinFlops, kHuge, true},
     {"peak_flops_bf16", kMinFlops, kHuge, true},
+    {"peak_flops_fp8", kMinFlops, kHuge, true},
     {"hbm_bandwidth_Bps", kMinBandwidth, kHuge, false},
     {"intra_node.bandwidth_Bps", kMinBandwidth, kHuge, false},
     {"intra_node.latency_s", 0, 1, true},
@@ -66,8 +71,9 @@ constexpr std::array<NumberRule, 13> kNumberRules = {{
 }};
 
 // Reads the number `key` of `r` (whose path within a system is `dotted`) under its rule.
-std::optional<double> ruled_number(ObjectReader& r, std::string_view key, std::string_view dotted) {
-  const auto v = r.number(key, true, -std::numeric_limits<double>::max(),
+std::optional<double> ruled_number(ObjectReader& r, std::string_view key, std::string_view dotted,
+                                   bool required = true) {
+  const auto v = r.number(key, required, -std::numeric_limits<double>::max(),
                           std::numeric_limits<double>::max());
   if (!v) return std::nullopt;
   if (auto problem = system_number_problem(dotted, *v)) {
@@ -113,8 +119,10 @@ void check_sources(ObjectReader& parent, Errors& errors) {
   const json* object = parent.object("sources", true);
   if (object == nullptr) return;
   ObjectReader r(*object, parent.file(), parent.path("sources"), errors);
-  for (const std::string_view key : cited_keys()) {
+  for (const auto& [key, required] : cited_keys()) {
     const json* cited = r.raw(key);
+    // An optional figure (a top-level key) needs its citation only when the file gives it.
+    if (!required && cited == nullptr && parent.raw(key) == nullptr) continue;
     if (cited == nullptr) {
       r.error(key, " must cite where the figure " + parent.path(key) + " comes from");
     } else if (!cited->is_string() || cited->get<std::string>().empty()) {
@@ -150,6 +158,7 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   s.peak_flops_fp32 = fp32.value_or(0);
   s.peak_flops_fp16 = fp16.value_or(0);
   s.peak_flops_bf16 = bf16.value_or(0);
+  s.peak_flops_fp8 = ruled_number(r, "peak_flops_fp8", "peak_flops_fp8", false).value_or(0);
   if (fp32 && fp16 && bf16 && *fp32 <= 0 && *fp16 <= 0 && *bf16 <= 0) {
     r.error("peak_flops_bf16", "=0: at least one of peak_flops_fp32/fp16/bf16 must be positive");
   }

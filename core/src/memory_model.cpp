@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "stepsim/core/decompose.hpp"
 #include "stepsim/core/flops.hpp"
 #include "workload_dims.hpp"
 
@@ -54,18 +55,29 @@ struct Held {
 
 }  // namespace
 
-StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters) {
+StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
+                           std::int64_t fp8_weight_elements) {
   const bool mixed = t.params_dtype != DType::kFp32;
   // Mixed precision keeps fp32 master weights beside the two Adam moments.
   const std::int64_t optimizer_per_param = mixed ? 12 : 8;
   StaticMemory s;
-  s.weights_bytes = parameters * bytes_of(t.params_dtype);
+  s.weights_bytes = parameters * bytes_of(t.params_dtype) + 2 * fp8_weight_elements;
   s.gradients_bytes = parameters * 4;  // fp32 main grads
   const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size);
   const std::int64_t sharded =
       t.use_distributed_optimizer ? detail::ceil_div(parameters, dp) : parameters;
   s.optimizer_bytes = sharded * optimizer_per_param;
   return s;
+}
+
+std::int64_t fp8_weight_elements(const Workload& w, std::int32_t stage) {
+  if (!w.training.fp8_enabled()) return 0;
+  const detail::Dims x = detail::dims_of(w);
+  std::int64_t layers = 0;
+  for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
+    layers += layers_of(w.training, w.model, stage, c).count;
+  }
+  return layers * (x.qkv_n() * x.h + x.h * x.attn_n() + x.fc1_n() * x.h + x.h * x.ffn_n());
 }
 
 std::int64_t max_in_flight(const TrainingConfig& t, std::int32_t stage) {
@@ -118,7 +130,7 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     }
     for (std::int64_t k = total - warmup; k < total; ++k) backward(k);
 
-    const StaticMemory s = static_memory(tc, params);
+    const StaticMemory s = static_memory(tc, params, fp8_weight_elements(w, r));
     StageMemory m;
     m.stage = r;
     m.weights_bytes = s.weights_bytes;

@@ -47,6 +47,14 @@ class OpList {
     return compute(name, layer, phase, GemmOp{m, n, k, batch, dims_.dtype}, workspace_bytes);
   }
 
+  /// A GEMM of a transformer layer's linear (QKV, projection, FC1, FC2): FP8 operands under
+  /// Transformer Engine's FP8 autocast (the output stays 16-bit), else the params dtype.
+  std::int32_t linear_gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
+                           std::int64_t n, std::int64_t k) {
+    return compute(name, layer, phase,
+                   GemmOp{m, n, k, 1, dims_.fp8 ? DType::kFp8 : dims_.dtype});
+  }
+
   /// Issues a tensor-parallel collective of `bytes` (nccl-tests size) after the last compute.
   std::int32_t tp_collective(CollectiveKind kind, std::int32_t layer, Phase phase,
                              std::int64_t bytes) {

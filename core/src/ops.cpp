@@ -61,6 +61,7 @@ std::string_view to_string(CommGroup g) {
     case CommGroup::kTensor: return "tp";
     case CommGroup::kData: return "dp";
     case CommGroup::kEmbedding: return "embedding";
+    case CommGroup::kTensorData: return "tp_dp";
   }
   return "?";
 }

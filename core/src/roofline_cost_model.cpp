@@ -32,8 +32,7 @@ double RooflineCostModel::gemm_s(const GemmOp& op) const {
   const double compute =
       flops / (system_.peak_flops(op.dtype) * gemm_efficiency(system_.efficiency, flops));
   // A GEMM also streams its operands once; small-k GEMMs can be bandwidth bound.
-  const double bytes = static_cast<double>(bytes_of(op.dtype) * op.batch) *
-                       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n);
+  const double bytes = gemm_bytes_of(op.dtype, op.m, op.n, op.k, op.batch);
   const double memory =
       bytes / (system_.hbm_bandwidth_bytes_per_s * system_.efficiency.memory_max);
   return system_.efficiency.kernel_launch_s + std::max(compute, memory);

@@ -17,6 +17,9 @@ constexpr std::array<std::string_view, 3> kPosition = {"learned_absolute", "rope
 constexpr std::array<std::string_view, 2> kNorm = {"LayerNorm", "RMSNorm"};
 constexpr std::array<std::string_view, 5> kAttentionBackend = {"auto", "flash", "fused", "unfused",
                                                                "local"};
+constexpr std::array<std::string_view, 3> kFp8Format = {"none", "e4m3", "hybrid"};
+constexpr std::array<std::string_view, 5> kFp8Recipe = {"delayed", "tensorwise", "blockwise",
+                                                        "mxfp8", "custom"};
 
 KnobValue int_value(std::int64_t v) { return KnobValue{.integer = v}; }
 KnobValue real_value(double v) { return KnobValue{.real = v}; }
@@ -111,6 +114,10 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "0 or FLOP/s in [1e9, 1e30]; cited",
             .doc = "dense BF16 tensor-core peak; 0 if unsupported"},
+    KeyInfo{STEPSIM_REAL("system.peak_flops_fp8", system.peak_flops_fp8),
+            .sweep = Sweep::kListed, .default_text = "0 (no FP8 tensor cores)",
+            .check = "0 or FLOP/s in [1e9, 1e30]; cited when given",
+            .doc = "dense FP8 (E4M3/E5M2) tensor-core peak; training.fp8 needs it"},
     KeyInfo{STEPSIM_REAL("system.hbm_bandwidth_Bps", system.hbm_bandwidth_bytes_per_s),
             .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "bytes/s in [1e6, 1e30]; cited", .doc = "device memory bandwidth"},
@@ -414,6 +421,28 @@ const std::array kSchema = {
                      "decoder_first/last_*, account_for_* or a virtual-stage key",
             .doc = "every stage's layers, virtual stage by virtual stage (Megatron's layout "
                    "string); sets the virtual stages"},
+    KeyInfo{STEPSIM_ENUM("training.fp8", training.fp8, Fp8Format), .choices = kFp8Format,
+            .null_choice = true, .sweep = Sweep::kListed, .flags = "--fp8-format",
+            .default_text = "null (no FP8)",
+            .check = "\"e4m3\", \"hybrid\" or null; the system has a peak_flops_fp8",
+            .doc = "FP8 GEMMs in the transformer layers' linears (Transformer Engine): e4m3 "
+                   "everywhere, or hybrid (E5M2 gradients); embedding, attention and output "
+                   "layer stay 16-bit"},
+    KeyInfo{STEPSIM_ENUM("training.fp8_recipe", training.fp8_recipe, Fp8Recipe),
+            .choices = kFp8Recipe, .sweep = Sweep::kListed, .flags = "--fp8-recipe",
+            .default_text = "\"delayed\"",
+            .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; only "
+                     "\"delayed\" is modelled yet",
+            .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
+                   "backward of a model chunk), or per-tensor / per-block current scaling"},
+    KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),
+            .sweep = Sweep::kListed, .flags = "--fp8-param-gather=true",
+            .default_text = "false", .check = "needs fp8 and use_distributed_optimizer",
+            .doc = "FP8 parameters: the distributed optimizer all-gathers them in 1 byte and no "
+                   "16-bit copy of the linears' weights is kept"},
+    KeyInfo{STEPSIM_INT("training.fp8_amax_history_len", training.fp8_amax_history_len),
+            .sweep = Sweep::kListed, .flags = "--fp8-amax-history-len", .default_text = "1",
+            .check = "> 0", .doc = "amax history per FP8 tensor (delayed scaling)"},
 };
 
 #undef STEPSIM_INT
@@ -447,12 +476,13 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "step_batch_size_schedule", .flag = "--step-batch-size-schedule"},
     {.dest = "decoder_seq_length", .flag = "--decoder-seq-length"},
     // precision
-    {.dest = "fp8", .flag = "--fp8-format"},
-    {.dest = "fp8_recipe", .flag = "--fp8-recipe"},
-    {.dest = "fp8_param_gather", .flag = "--fp8-param-gather"},
-    {.dest = "fp8_amax_history_len", .flag = "--fp8-amax-history-len"},
-    {.dest = "fp8_amax_compute_algo", .flag = "--fp8-amax-compute-algo"},
-    {.dest = "fp8_margin", .flag = "--fp8-margin"},
+    // numerics of delayed scaling only: the same kernels and bytes either way
+    {.dest = "fp8_amax_compute_algo", .flag = "--fp8-amax-compute-algo", .changes_job = kHarmless},
+    {.dest = "fp8_margin", .flag = "--fp8-margin", .changes_job = kHarmless},
+    {.dest = "fp8_wgrad", .flag = "--no-fp8-wgrad"},
+    {.dest = "fp8_dot_product_attention", .flag = "--fp8-dot-product-attention"},
+    {.dest = "fp8_multi_head_attention", .flag = "--fp8-multi-head-attention"},
+    {.dest = "tp_only_amax_red", .flag = "--tp-only-amax-red"},
     {.dest = "fp4", .flag = "--fp4-format"},
     {.dest = "first_last_layers_bf16", .flag = "--first-last-layers-bf16"},
     {.dest = "grad_reduce_in_bf16", .flag = "--grad-reduce-in-bf16"},

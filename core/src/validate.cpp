@@ -250,6 +250,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   check_recompute(w, check);
   check_training(w, check);
   detail::check_limits(w, check);
+  detail::check_fp8(w, check);
   return errors;
 }
 

@@ -38,4 +38,7 @@ void check_pipeline_split(const Workload& w, Checker& check);
 /// then be asked.
 bool pipeline_split_valid(const Workload& w);
 
+/// FP8 (Transformer Engine) rules: Megatron-LM's, the system's FP8 peak, the modelled recipes.
+void check_fp8(const Workload& w, Checker& check);
+
 }  // namespace stepsim::detail

@@ -35,6 +35,7 @@ struct Dims {
   bool layernorm = true;  ///< LayerNorm (weight + bias) rather than RMSNorm
   bool tied = true;       ///< input embedding and output layer share their weight
   bool dist_saved = false;  ///< distribute_saved_activations in effect
+  bool fp8 = false;         ///< the layers' linears run FP8 GEMMs (Transformer Engine)
   std::int64_t tp_nodes = 1;  ///< nodes a TP group spans
 
   // Per-rank widths after tensor-parallel slicing.
@@ -84,6 +85,7 @@ inline Dims dims_of(const Workload& w) {
   // Megatron rejects distribute_saved_activations with sequence parallelism and with t = 1.
   x.dist_saved = tc.distribute_saved_activations && !x.sp && x.t > 1 &&
                  tc.recompute_granularity == RecomputeGranularity::kFull;
+  x.fp8 = tc.fp8_enabled();
   const std::int64_t gpn = w.system.gpus_per_node > 0 ? w.system.gpus_per_node : 1;
   x.tp_nodes = ceil_div(x.t, gpn);
   return x;

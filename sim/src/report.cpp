@@ -103,6 +103,34 @@ TimeToTrain time_to_train(const Workload& w, double step_time_s, std::int64_t to
   return t;
 }
 
+std::string_view fp8_format_key(Fp8Format f) {
+  switch (f) {
+    case Fp8Format::kNone: return "none";
+    case Fp8Format::kE4m3: return "e4m3";
+    case Fp8Format::kHybrid: return "hybrid";
+  }
+  return "?";
+}
+
+std::string_view fp8_recipe_key(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed: return "delayed";
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kBlockwise: return "blockwise";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+    case Fp8Recipe::kCustom: return "custom";
+  }
+  return "?";
+}
+
+std::optional<Utilisation> fp8_peak_utilisation(const Workload& w, const Prediction& p) {
+  const double peak = w.system.peak_flops(w.training.params_dtype);
+  if (!w.training.fp8_enabled() || w.system.peak_flops_fp8 <= 0 || peak <= 0) return std::nullopt;
+  // MFU and HFU count the same FLOPs against the FP8 peak instead of the params dtype's.
+  const double scale = peak / w.system.peak_flops_fp8;
+  return Utilisation{.mfu = p.mfu * scale, .hfu = p.hfu * scale};
+}
+
 double megatron_tflops_per_gpu(const Workload& w, double step_time_s) {
   const double gpus = static_cast<double>(w.training.world_size);
   if (step_time_s <= 0 || gpus <= 0) return 0.0;
@@ -165,6 +193,13 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("microbatch_group_size_per_vp_stage", t.microbatch_group_size_per_vp_stage);
   if (uneven_pipeline(t)) write_pipeline_split_json(j, w);
   j.field("dtype", to_string(t.params_dtype));
+  if (t.fp8_enabled()) {
+    // Only with FP8 on, so that every other configuration's output stays as it was.
+    j.field("fp8", fp8_format_key(t.fp8));
+    j.field("fp8_recipe", fp8_recipe_key(t.fp8_recipe));
+    j.field("fp8_param_gather", t.fp8_param_gather);
+    j.field("fp8_amax_history_len", t.fp8_amax_history_len);
+  }
   j.field("seq_length", w.model.seq_length);
   j.field("system", std::string_view(w.system.name));
   j.field("gpu", std::string_view(w.system.gpu_name));
@@ -205,6 +240,13 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   out << "  schedule    " << schedule_name(result.schedule->params.kind) << "\n";
   out << "  system      " << w.system.name << " (" << w.system.gpu_name << ", "
       << w.system.gpus_per_node << " per node)\n";
+  if (t.fp8_enabled()) {
+    out << "  precision   FP8 " << fp8_format_key(t.fp8) << " (" << fp8_recipe_key(t.fp8_recipe)
+        << " scaling, amax history " << t.fp8_amax_history_len << ")"
+        << (t.fp8_param_gather ? ", FP8 parameter all-gather" : "")
+        << " in the layers' linears; embedding, attention and output layer "
+        << to_string(t.params_dtype) << "\n";
+  }
   out << "  cost model  " << cost_model << "\n\n";
 
   out << "  step time        " << fmt("%.4f s", p.step_time_s) << "\n";
@@ -219,6 +261,12 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
       << fmt("%.1f%%", 100.0 * p.hfu) << " of "
       << fmt("%.0f", w.system.peak_flops(t.params_dtype) / 1e12) << " TFLOP/s "
       << to_string(t.params_dtype) << " peak\n";
+  if (const auto fp8 = fp8_peak_utilisation(w, p)) {
+    out << "  FP8 peak         MFU " << fmt("%.1f%%", 100.0 * fp8->mfu) << ", HFU "
+        << fmt("%.1f%%", 100.0 * fp8->hfu) << " of "
+        << fmt("%.0f", w.system.peak_flops_fp8 / 1e12)
+        << " TFLOP/s FP8 peak (the same FLOPs; the line above is Megatron-LM's)\n";
+  }
   out << "  pipeline bubble  " << fmt("%.1f%%", 100.0 * p.bubble_fraction) << " of compute\n";
   out << "  peak memory      " << gib(p.peak_memory_bytes) << " of " << gib(w.system.memory_bytes)
       << (p.fits_in_memory ? " (fits)" : " (DOES NOT FIT)") << "\n";
@@ -300,6 +348,10 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   j.field("bubble_fraction", p.bubble_fraction);
   j.field("mfu", p.mfu);
   j.field("hfu", p.hfu);
+  if (const auto fp8 = fp8_peak_utilisation(w, p)) {
+    j.field("mfu_fp8_peak", fp8->mfu);
+    j.field("hfu_fp8_peak", fp8->hfu);
+  }
   j.field("tflops_per_gpu", p.tflops_per_gpu);
   j.field("megatron_tflops_per_gpu", megatron_tflops_per_gpu(w, p.step_time_s));
   j.field("tokens_per_s", p.tokens_per_s);

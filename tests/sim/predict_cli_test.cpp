@@ -193,38 +193,44 @@ TEST(PredictCli, MegatronArgsBuildTheScenarioAndListIgnoredFlags) {
   EXPECT_NE(incomplete.out.find("--megatron-args"), std::string::npos) << incomplete.out;
   // A flag that changes the job and is not modelled: exit 2 naming it; --allow-unmodelled
   // predicts, with a loud banner and the list in the JSON.
-  const std::string fp8 = line + " --fp8-format hybrid";
+  // FP8 on a GPU without FP8 tensor cores: exit 2 naming the key and the system.
+  const auto no_fp8 = run_stepsim("predict --system systems/dgx-a100-80gb.json --megatron-args '" +
+                                  line + " --fp8-format hybrid'");
+  EXPECT_EQ(no_fp8.status, 2) << no_fp8.out;
+  EXPECT_NE(no_fp8.out.find("training.fp8"), std::string::npos) << no_fp8.out;
+  EXPECT_NE(no_fp8.out.find("dgx-a100-80gb"), std::string::npos) << no_fp8.out;
+  const std::string fp4 = line + " --fp4-format nvfp4";
   const auto refused = run_stepsim(
       "predict --system systems/dgx-a100-80gb.json "
       "--megatron-args '" +
-      fp8 + "'");
+      fp4 + "'");
   EXPECT_EQ(refused.status, 2) << refused.out;
-  EXPECT_NE(refused.out.find("--fp8-format hybrid changes the job"), std::string::npos)
+  EXPECT_NE(refused.out.find("--fp4-format nvfp4 changes the job"), std::string::npos)
       << refused.out;
   const auto allowed = run_stepsim(
       "predict --system systems/dgx-a100-80gb.json "
       "--allow-unmodelled --megatron-args '" +
-          fp8 + "'",
+          fp4 + "'",
       false);
   ASSERT_EQ(allowed.status, 0) << allowed.out;
-  EXPECT_NE(allowed.out.find("!!! NOT THE JOB AS LAUNCHED: stepsim does not model --fp8-format "
-                             "hybrid"),
+  EXPECT_NE(allowed.out.find("!!! NOT THE JOB AS LAUNCHED: stepsim does not model --fp4-format "
+                             "nvfp4"),
             std::string::npos)
       << allowed.out;
   const auto allowed_json = run_stepsim(
       "predict --format json --allow-unmodelled --system "
       "systems/dgx-a100-80gb.json --megatron-args '" +
-          fp8 + "'",
+          fp4 + "'",
       false);
   ASSERT_EQ(allowed_json.status, 0) << allowed_json.out;
   EXPECT_EQ(nlohmann::json::parse(allowed_json.out)["unmodelled"],
-            nlohmann::json::array({"--fp8-format hybrid"}));
+            nlohmann::json::array({"--fp4-format nvfp4"}));
   // import-megatron writes the scenario that check, memory and sweep take.
   const auto scenario =
       run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + line + "'", false);
   ASSERT_EQ(scenario.status, 0) << scenario.out;
   EXPECT_EQ(nlohmann::json::parse(scenario.out)["training"]["tensor_model_parallel_size"], 8);
-  EXPECT_EQ(run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + fp8 + "'").status,
+  EXPECT_EQ(run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + fp4 + "'").status,
             2);
   const auto both = run_stepsim("predict " + kScenarios + "/gpt3-175b-a100-64.json "
                                 "--megatron-args '" + line + "' --system systems/dgx-a100-80gb.json");

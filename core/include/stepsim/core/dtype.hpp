@@ -16,6 +16,17 @@ constexpr std::int64_t bytes_of(DType t) {
   return t == DType::kFp32 ? 4 : t == DType::kFp8 ? 1 : 2;
 }
 
+/// Bytes a GEMM with `t` operands reads and writes: FP8 GEMMs (Transformer Engine's
+/// cuBLASLt calls) write their output in bf16.
+constexpr double gemm_bytes_of(DType t, std::int64_t m, std::int64_t n, std::int64_t k,
+                               std::int64_t batch) {
+  if (t == DType::kFp8) {
+    return static_cast<double>(batch) * (static_cast<double>(m * k + k * n) +
+                                         2.0 * static_cast<double>(m * n));
+  }
+  return static_cast<double>(bytes_of(t) * batch) * static_cast<double>(m * k + k * n + m * n);
+}
+
 std::string_view to_string(DType t);
 std::optional<DType> parse_dtype(std::string_view s);  ///< "fp32" | "fp16" | "bf16" | "fp8"
 

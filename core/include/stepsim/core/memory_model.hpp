@@ -48,7 +48,15 @@ struct StaticMemory {
   bool operator==(const StaticMemory&) const = default;
 };
 
-StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters);
+/// `fp8_weight_elements`: weights of the layers' linears on the rank when they run in FP8
+/// (fp8_weight_elements()); Transformer Engine keeps an FP8 copy and an FP8 transpose of each
+/// (2 bytes per element, cached across micro-batches), counted under weights_bytes.
+StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
+                           std::int64_t fp8_weight_elements = 0);
+
+/// Elements of the transformer layers' linear weights (QKV, projection, FC1, FC2) on pipeline
+/// rank `stage`, per TP rank, when `w` trains in FP8; 0 otherwise.
+std::int64_t fp8_weight_elements(const Workload& w, std::int32_t stage);
 
 /// Micro-batches (virtual micro-batches with interleaving) whose activations pipeline rank
 /// `stage` holds at most at once under Megatron's schedule: min(p - r, m) for 1F1B,

@@ -42,7 +42,9 @@ struct MemoryBoundOp {
 };
 
 enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter };
-enum class CommGroup : std::uint8_t { kTensor, kData, kEmbedding };
+/// kTensorData: the tensor- and data-parallel ranks of one pipeline stage together
+/// (Megatron's amax reduction group, over which FP8 delayed scaling reduces its amaxes).
+enum class CommGroup : std::uint8_t { kTensor, kData, kEmbedding, kTensorData };
 
 /// A collective over a process group. `bytes` is nccl-tests' "size": the full buffer
 /// (all-reduce: the reduced tensor; all-gather: the gathered output; reduce-scatter: the

@@ -20,6 +20,11 @@ enum class Normalization : std::uint8_t { kLayerNorm, kRmsNorm };
 /// auto, flash and fused run a fused attention kernel (Transformer Engine's flash-attn or
 /// cuDNN fused attention: no s x s scores in memory); unfused and local materialise them.
 enum class AttentionBackend : std::uint8_t { kAuto, kFlash, kFused, kUnfused, kLocal };
+/// Megatron-Core's --fp8-format (TransformerConfig.fp8): none, e4m3 everywhere, or hybrid (E4M3
+/// activations and weights, E5M2 gradients).
+enum class Fp8Format : std::uint8_t { kNone, kE4m3, kHybrid };
+/// Megatron-Core's --fp8-recipe (megatron/core/enums.py Fp8Recipe), in the schema's order.
+enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8, kCustom };
 
 struct ModelConfig {
   std::int64_t num_layers = 0;
@@ -84,12 +89,20 @@ struct TrainingConfig {
   /// N of the interleaved schedule; = pipeline_model_parallel_size by default.
   std::int64_t microbatch_group_size_per_vp_stage = 0;
   DType params_dtype = DType::kFp32;  ///< kBf16 with "bf16": true, kFp16 with "fp16": true
+  /// FP8 GEMMs in the transformer layers' linears (Transformer Engine); kNone = off.
+  Fp8Format fp8 = Fp8Format::kNone;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  ///< only kDelayed is modelled (validate.cpp)
+  /// The distributed optimizer all-gathers FP8 parameters (1 byte each) and the model keeps
+  /// no 16-bit copy of the FP8 weights.
+  bool fp8_param_gather = false;
+  std::int64_t fp8_amax_history_len = 1;  ///< delayed scaling's amax history per FP8 tensor
 
   // Derived at load.
   std::int64_t data_parallel_size = 0;  ///< world_size / (t * p)
   std::int64_t num_microbatches = 0;    ///< global_batch_size / (micro_batch_size * dp)
 
   bool interleaved() const { return virtual_pipeline_model_parallel_size > 1; }
+  bool fp8_enabled() const { return fp8 != Fp8Format::kNone; }
   bool operator==(const TrainingConfig&) const = default;
 };
 
@@ -116,8 +129,8 @@ struct SystemConfig {
   double peak_flops_fp32 = 0;  ///< dense FLOP/s per GPU (TF32 tensor cores where available)
   double peak_flops_fp16 = 0;
   double peak_flops_bf16 = 0;
-  /// Dense FP8 FLOP/s per GPU; 0 = not given (system files do not carry it yet, and no
-  /// decomposed op is FP8 yet: only calibration profiles hold FP8 GEMM samples).
+  /// Dense FP8 (E4M3/E5M2) tensor-core FLOP/s per GPU; 0 = the GPU has no FP8 tensor cores
+  /// (or its system file does not give the figure): FP8 training is then a validation error.
   double peak_flops_fp8 = 0;
   std::int64_t memory_bytes = 0;       ///< device memory per GPU
   double hbm_bandwidth_bytes_per_s = 0;

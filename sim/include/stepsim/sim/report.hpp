@@ -2,8 +2,10 @@
 // Writers for predictions: a text report readable at a glance, the `predict` JSON contract
 // (docs/outputs.md), and Chrome trace JSON (docs/trace.md). Writers take the stream.
 
+#include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/scenario.hpp"
@@ -32,6 +34,20 @@ TimeToTrain time_to_train(const Workload& w, double step_time_s, std::int64_t to
 /// Model TFLOP/s per GPU as Megatron-LM logs it ("throughput per GPU (TFLOP/s/GPU)"): its
 /// analytic FLOPs of a step (megatron_logged_flops_per_step) over step time and world size.
 double megatron_tflops_per_gpu(const Workload& w, double step_time_s);
+
+/// Utilisation against a peak other than the params dtype's.
+struct Utilisation {
+  double mfu = 0;
+  double hfu = 0;
+};
+/// With FP8 training: MFU and HFU of the same FLOPs against the system's FP8 peak (the
+/// prediction's own mfu/hfu are against the params dtype's peak, as Megatron-LM reports).
+/// nullopt without FP8.
+std::optional<Utilisation> fp8_peak_utilisation(const Workload& w, const Prediction& p);
+
+/// Megatron-LM's spelling of --fp8-format and --fp8-recipe values.
+std::string_view fp8_format_key(Fp8Format f);
+std::string_view fp8_recipe_key(Fp8Recipe r);
 
 void write_prediction_text(const Workload& w, const SimulationResult& result,
                            const std::string& cost_model, std::ostream& out,

@@ -1,0 +1,134 @@
+#include "fp8_ops.hpp"
+
+#include <string>
+
+namespace stepsim::detail {
+
+// Byte counts (read + written) of TE's quantize kernels on Hopper, delayed scaling (a
+// Float8Quantizer, whose scale is known before the kernel runs):
+// - cast-transpose: reads the 16-bit tensor once and writes its FP8 copy and FP8 transpose
+//   (e + 2 bytes per element). Hopper runs FP8 GEMMs only in the TN layout
+//   (is_non_tn_fp8_gemm_supported() is false before Blackwell), so wgrad and dgrad read
+//   transposed FP8 copies, made here.
+// - cast: reads 16 bits, writes 8 (e + 1).
+// - transpose of an FP8 tensor (after an FP8 all-gather, or of a norm's FP8 output): reads 1
+//   and writes 1 byte per element.
+// Bias gradients are fused into the grad-output cast-transpose (bgrad_quantize) except where
+// the gradient is all-gathered first (TE's grad_output_preprocess sums it unfused).
+
+namespace {
+
+std::string named(std::string_view prefix, std::string_view what) {
+  std::string s(prefix);
+  s += what;
+  return s;
+}
+
+}  // namespace
+
+std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens) {
+  return tokens * x.h * (x.e + 1) + tokens * (x.layernorm ? 8 : 4);
+}
+
+void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
+                                Phase phase) {
+  const Dims& x = ops.dims();
+  if (x.sp) {
+    // The norm quantized row-wise only ("All-gather is not supported with FP8 column-wise
+    // data"); the shards are gathered in FP8: 1 byte per element on the wire.
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+    return;
+  }
+  // The norm kernel writes the FP8 output; the FP8 transpose for wgrad is a second kernel
+  // (nvte_transpose inside TE's norm API).
+  ops.memory(named(prefix, "_input_transpose"), layer, phase, x.tokens * x.h * 2);
+}
+
+void emit_fp8_row_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
+                               Phase phase, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * in_k * (x.e + 2));
+}
+
+void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
+                                       std::string_view dgrad_name, std::string_view wgrad_name,
+                                       std::int32_t layer, std::int64_t out_n, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  // The output gradient [tokens, out_n] in FP8 (dgrad) and transposed (wgrad), bias
+  // gradient fused.
+  ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
+             x.tokens * out_n * (x.e + 2));
+  if (x.sp) {
+    // The saved FP8 input shard is re-gathered for wgrad. On Hopper the gathered input must
+    // be transposed, so _all_gather_fp8 waits for the gather at once (no overlap with
+    // dgrad) and transposes it.
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
+                               x.tokens * in_k));
+    ops.memory(named(prefix, "_input_transpose_bwd"), layer, Phase::kBackwardWeight,
+               x.tokens * in_k * 2);
+  }
+  ops.linear_gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
+  // The input gradient leaves the GEMM 16-bit and is reduced as without FP8, asynchronously
+  // beside wgrad.
+  std::int32_t reduce = -1;
+  if (x.sp) {
+    reduce = ops.tp_collective(CollectiveKind::kReduceScatter, layer, Phase::kBackwardInput,
+                               x.tokens * in_k * x.e);
+  } else if (x.t > 1) {
+    reduce = ops.tp_collective(CollectiveKind::kAllReduce, layer, Phase::kBackwardInput,
+                               x.tokens * in_k * x.e);
+  }
+  ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
+  if (reduce >= 0) ops.wait(reduce);
+}
+
+void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
+                                    std::string_view dgrad_name, std::string_view wgrad_name,
+                                    std::int32_t layer, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  if (x.sp) {
+    // The gradient shard is cast row-wise, all-gathered in FP8, then transposed for wgrad
+    // once the gather is done; its bias gradient is summed unfused.
+    ops.memory(named(prefix, "_grad_cast"), layer, Phase::kBackwardInput,
+               x.sp_tokens * x.h * (x.e + 1));
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
+                               x.tokens * x.h));
+    ops.memory(named(prefix, "_grad_transpose"), layer, Phase::kBackwardInput,
+               x.tokens * x.h * 2);
+    if (x.bias) {
+      ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight,
+                 x.sp_tokens * x.h * x.e);
+    }
+  } else {
+    ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
+               x.tokens * x.h * (x.e + 2));
+  }
+  ops.linear_gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, x.h);
+  ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
+}
+
+void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
+                             std::int64_t amax_history_len, std::int64_t group_size,
+                             std::int64_t nodes) {
+  const std::int64_t tensors =
+      layers * (forward ? kFp8ForwardTensorsPerLayer : kFp8BackwardTensorsPerLayer);
+  const Phase phase = forward ? Phase::kForward : Phase::kBackwardInput;
+  constexpr std::int32_t kNoLayer = -1;
+  if (group_size > 1) {
+    // torch.distributed.all_reduce(..., async_op=False) on the concatenated amaxes.
+    ops.wait(ops.collective(forward ? "fp8_amax_all_reduce" : "fp8_amax_all_reduce_bwd",
+                            kNoLayer, phase, Stream::kTensorComm,
+                            CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensorData,
+                                         tensors * 4, group_size, nodes}));
+  }
+  // fused_amax_and_scale_update_after_reduction: reads the reduced amaxes, reads and rolls
+  // each amax history (read + write), reads the scale and writes scale and its inverse.
+  ops.memory(forward ? "fp8_amax_update" : "fp8_amax_update_bwd", kNoLayer, phase,
+             tensors * 4 * (1 + 2 * amax_history_len + 3));
+}
+
+std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements) {
+  return elements * (x.e + 2);
+}
+
+}  // namespace stepsim::detail

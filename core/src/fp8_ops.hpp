@@ -1,0 +1,60 @@
+#pragma once
+// FP8 training as Transformer Engine runs it on Hopper (transformer_engine/pytorch/module/
+// linear.py, layernorm_linear.py, distributed.py, quantization.py), delayed scaling: the
+// quantize kernels around each FP8 linear of a transformer layer, the FP8 tensor-parallel
+// all-gathers, and the amax reductions. Megatron's TE spec builds QKV and FC1 as
+// LayerNormColumnParallelLinear (the norm writes FP8 itself) and the projection and FC2 as
+// RowParallelLinear; the embedding, core attention and output layer stay 16-bit.
+// Internal to stepsim_core.
+
+#include <cstdint>
+#include <string_view>
+
+#include "op_list.hpp"
+
+namespace stepsim::detail {
+
+/// Bytes of a norm that writes its output in FP8 (1 byte) instead of the params dtype.
+std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens);
+
+/// Forward, after the norm of a LayerNormLinear (QKV, FC1; input width h): with SP the FP8
+/// all-gather of the norm's FP8 output, else the transpose of it that wgrad reads.
+void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
+                                Phase phase);
+
+/// Forward, before the GEMM of a row-parallel Linear (projection, FC2) with input width
+/// `in_k`: one cast-transpose kernel writes the FP8 input and its FP8 transpose.
+void emit_fp8_row_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
+                               Phase phase, std::int64_t in_k);
+
+/// Backward of a LayerNormColumnParallelLinear in FP8 (see emit_column_parallel_backward).
+void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
+                                       std::string_view dgrad_name, std::string_view wgrad_name,
+                                       std::int32_t layer, std::int64_t out_n, std::int64_t in_k);
+
+/// Backward of a RowParallelLinear in FP8 with input width `in_k`.
+void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
+                                    std::string_view dgrad_name, std::string_view wgrad_name,
+                                    std::int32_t layer, std::int64_t in_k);
+
+/// FP8 tensors with delayed-scaling state per transformer layer: 3 in forward (input,
+/// weight, output) and 2 in backward (grad output, grad input) for each of its 4 linears
+/// (TE's fp8_meta "scaling_fwd" / "scaling_bwd").
+constexpr std::int64_t kFp8ForwardTensorsPerLayer = 4 * 3;
+constexpr std::int64_t kFp8BackwardTensorsPerLayer = 4 * 2;
+
+/// Delayed scaling at the end of a model chunk's forward (the exit of the FP8 autocast that
+/// wraps Megatron's TransformerBlock) or backward (after its first FP8 module's backward):
+/// one blocking MAX all-reduce of the chunk's amaxes (4 bytes each) over the amax reduction
+/// group (tensor x data parallel ranks of the stage, `group_size` ranks on `nodes` nodes),
+/// then TE's fused amax-and-scale update over the amax histories.
+void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
+                             std::int64_t amax_history_len, std::int64_t group_size,
+                             std::int64_t nodes);
+
+/// Bytes of casting one weight of `elements` from the params dtype to FP8 and its FP8
+/// transpose (one cast-transpose kernel); TE does it on a step's first micro-batch only
+/// (is_first_microbatch) and caches both for the others and for backward.
+std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements);
+
+}  // namespace stepsim::detail

@@ -1,0 +1,54 @@
+// Megatron-LM's FP8 rules (megatron/training/arguments.py, TransformerConfig.__post_init__ in
+// megatron/core/transformer/transformer_config.py) and what stepsim models of FP8 so far.
+
+#include <string>
+
+#include "validate_internal.hpp"
+
+namespace stepsim::detail {
+
+namespace {
+
+std::string_view recipe_name(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kDelayed: return "delayed";
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kBlockwise: return "blockwise";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+    case Fp8Recipe::kCustom: return "custom";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void check_fp8(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  if (t.fp8_param_gather && !t.fp8_enabled()) {
+    // TransformerConfig: "fp8_param must be used together with fp8 mode."
+    check.fail("training.fp8_param_gather", "=true needs fp8 (Megatron-LM's --fp8-format)");
+  }
+  if (t.fp8_param_gather && !t.use_distributed_optimizer) {
+    // arguments.py: "--fp8-param-gather only supported with distributed optimizer, ..."
+    check.fail("training.fp8_param_gather", "=true needs use_distributed_optimizer");
+  }
+  if (t.fp8_param_gather && t.fp8_enabled() && t.use_distributed_optimizer) {
+    check.fail("training.fp8_param_gather",
+               "=true (FP8 parameters, 1-byte parameter all-gather) is not modelled yet");
+  }
+  if (!t.fp8_enabled()) return;
+  const SystemConfig& s = w.system;
+  const bool system_given = s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
+  if (system_given && s.peak_flops_fp8 <= 0) {
+    check.fail("training.fp8", std::string("=\"") + (t.fp8 == Fp8Format::kE4m3 ? "e4m3" : "hybrid") +
+                                   "\" but system \"" + s.name + "\" (" + s.gpu_name +
+                                   ") has no FP8 tensor cores (no peak_flops_fp8)");
+  }
+  if (t.fp8_recipe != Fp8Recipe::kDelayed) {
+    check.fail("training.fp8_recipe", std::string("=\"") + std::string(recipe_name(t.fp8_recipe)) +
+                                          "\" is not modelled yet (only \"delayed\", Megatron-LM's "
+                                          "default, is)");
+  }
+}
+
+}  // namespace stepsim::detail
