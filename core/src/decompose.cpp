@@ -98,7 +98,8 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   }
   const bool amax_reduction = x.fp8 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
   if (amax_reduction) {
-    detail::emit_fp8_amax_reduction(fwd, range.count, true, tc.fp8_amax_history_len, x.t * x.dp,
+    detail::emit_fp8_amax_reduction(fwd, range.count, true, tc.fp8_param_gather,
+                                    tc.fp8_amax_history_len, x.t * x.dp,
                                     layout.tp_dp_nodes(stage));
   }
   if (plan.has_loss) detail::emit_output_forward(fwd);
@@ -107,7 +108,8 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   if (plan.has_loss) detail::emit_output_backward(bwd);
   emit_chunk_backward(bwd, tc, range);
   if (amax_reduction) {
-    detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_amax_history_len, x.t * x.dp,
+    detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_param_gather,
+                                    tc.fp8_amax_history_len, x.t * x.dp,
                                     layout.tp_dp_nodes(stage));
   }
   if (plan.has_embedding) detail::emit_embedding_backward(bwd);
@@ -149,12 +151,15 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
   for (const ChunkPlan& chunk : stage.chunks) {
     for (std::int32_t l = chunk.first_layer; l < chunk.first_layer + chunk.num_layers; ++l) {
       for (const std::int64_t elements : weights) {
+        // FP8 parameters (fp8_param_gather) arrive in FP8: only their transposes are made.
         Op& cast = ops.emplace_back();
-        cast.name = "fp8_weight_cast";
+        cast.name = tc.fp8_param_gather ? "fp8_weight_transpose" : "fp8_weight_cast";
         cast.layer = l;
         cast.phase = Phase::kStep;
         cast.stream = Stream::kCompute;
-        cast.shape = MemoryBoundOp{detail::fp8_weight_cast_bytes(x, elements)};
+        cast.shape = MemoryBoundOp{tc.fp8_param_gather
+                                       ? detail::fp8_weight_transpose_bytes(elements)
+                                       : detail::fp8_weight_cast_bytes(x, elements)};
         cast.deps = deps;
       }
     }
@@ -181,15 +186,36 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   step.phase = Phase::kStep;
   step.stream = Stream::kCompute;
   step.shape = MemoryBoundOp{shard * optimizer_bytes_per_param(tc.params_dtype)};
+  // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank.
+  const std::int64_t fp8_params = tc.fp8_param_gather ? fp8_weight_elements(w, stage.stage) : 0;
+  if (fp8_params > 0) {
+    std::get<MemoryBoundOp>(step.shape).bytes +=
+        detail::ceil_div(fp8_params, x.dp) * detail::kFp8ParamQuantizeExtraBytes;
+  }
   if (embedding >= 0) step.deps.push_back(embedding);
   const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
+  if (fp8_params > 0 && x.dp > 1) {
+    // quantize_param_shard: the FP8 parameters' amaxes (one per weight) MAX-reduced over DP.
+    std::int64_t layers = 0;
+    for (const ChunkPlan& c : stage.chunks) layers += c.num_layers;
+    Op& amax = ops.emplace_back();
+    amax.name = "fp8_param_amax_all_reduce";
+    amax.phase = Phase::kStep;
+    amax.stream = Stream::kDataComm;
+    amax.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kData,
+                              layers * detail::kFp8LinearsPerLayer * 4, x.dp,
+                              layout.dp_nodes(stage.stage)};
+    amax.deps.push_back(step_index);
+  }
   if (tc.use_distributed_optimizer && x.dp > 1) {
+    // With fp8_param_gather the FP8 parameters are gathered in 1 byte, the rest in 16 bits.
     Op& gather = ops.emplace_back();
     gather.name = "dp_param_all_gather";
     gather.phase = Phase::kStep;
     gather.stream = Stream::kDataComm;
     gather.shape = CollectiveOp{CollectiveKind::kAllGather, CommGroup::kData,
-                                stage.parameters * x.e, x.dp, layout.dp_nodes(stage.stage)};
+                                (stage.parameters - fp8_params) * x.e + fp8_params, x.dp,
+                                layout.dp_nodes(stage.stage)};
     gather.deps.push_back(step_index);
   }
   if (x.fp8) add_fp8_weight_casts(stage, w, x, step_index);

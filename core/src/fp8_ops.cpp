@@ -108,10 +108,12 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
 }
 
 void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
-                             std::int64_t amax_history_len, std::int64_t group_size,
-                             std::int64_t nodes) {
-  const std::int64_t tensors =
-      layers * (forward ? kFp8ForwardTensorsPerLayer : kFp8BackwardTensorsPerLayer);
+                             bool fp8_params, std::int64_t amax_history_len,
+                             std::int64_t group_size, std::int64_t nodes) {
+  const std::int64_t per_layer =
+      forward ? kFp8ForwardTensorsPerLayer - (fp8_params ? kFp8LinearsPerLayer : 0)
+              : kFp8BackwardTensorsPerLayer;
+  const std::int64_t tensors = layers * per_layer;
   const Phase phase = forward ? Phase::kForward : Phase::kBackwardInput;
   constexpr std::int32_t kNoLayer = -1;
   if (group_size > 1) {
@@ -130,5 +132,7 @@ void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
 std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements) {
   return elements * (x.e + 2);
 }
+
+std::int64_t fp8_weight_transpose_bytes(std::int64_t elements) { return elements * 2; }
 
 }  // namespace stepsim::detail

@@ -39,9 +39,11 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
 
 /// FP8 tensors with delayed-scaling state per transformer layer: 3 in forward (input,
 /// weight, output) and 2 in backward (grad output, grad input) for each of its 4 linears
-/// (TE's fp8_meta "scaling_fwd" / "scaling_bwd").
-constexpr std::int64_t kFp8ForwardTensorsPerLayer = 4 * 3;
-constexpr std::int64_t kFp8BackwardTensorsPerLayer = 4 * 2;
+/// (TE's fp8_meta "scaling_fwd" / "scaling_bwd"). FP8 parameters (fp8_param_gather) have
+/// their weight amaxes reduced after the optimizer step instead: 2 per linear in forward.
+constexpr std::int64_t kFp8LinearsPerLayer = 4;
+constexpr std::int64_t kFp8ForwardTensorsPerLayer = kFp8LinearsPerLayer * 3;
+constexpr std::int64_t kFp8BackwardTensorsPerLayer = kFp8LinearsPerLayer * 2;
 
 /// Delayed scaling at the end of a model chunk's forward (the exit of the FP8 autocast that
 /// wraps Megatron's TransformerBlock) or backward (after its first FP8 module's backward):
@@ -49,12 +51,22 @@ constexpr std::int64_t kFp8BackwardTensorsPerLayer = 4 * 2;
 /// group (tensor x data parallel ranks of the stage, `group_size` ranks on `nodes` nodes),
 /// then TE's fused amax-and-scale update over the amax histories.
 void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
-                             std::int64_t amax_history_len, std::int64_t group_size,
-                             std::int64_t nodes);
+                             bool fp8_params, std::int64_t amax_history_len,
+                             std::int64_t group_size, std::int64_t nodes);
 
 /// Bytes of casting one weight of `elements` from the params dtype to FP8 and its FP8
 /// transpose (one cast-transpose kernel); TE does it on a step's first micro-batch only
 /// (is_first_microbatch) and caches both for the others and for backward.
 std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements);
+
+/// With fp8_param_gather the weights arrive FP8 from the all-gather and TE's
+/// post_all_gather_processing makes their FP8 transposes: read 1, write 1 byte per element.
+std::int64_t fp8_weight_transpose_bytes(std::int64_t elements);
+
+/// With fp8_param_gather, Megatron's quantize_param_shard writes the updated FP8 parameter
+/// shard from the fp32 master shard through a 16-bit copy (main_param.to(bf16), then
+/// cast_to_fp8): 4 + 2 + 2 + 1 bytes per element, 3 more than the plain 16-bit copy the
+/// optimizer's traffic already counts.
+constexpr std::int64_t kFp8ParamQuantizeExtraBytes = 3;
 
 }  // namespace stepsim::detail

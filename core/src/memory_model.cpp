@@ -61,7 +61,9 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
   // Mixed precision keeps fp32 master weights beside the two Adam moments.
   const std::int64_t optimizer_per_param = mixed ? 12 : 8;
   StaticMemory s;
-  s.weights_bytes = parameters * bytes_of(t.params_dtype) + 2 * fp8_weight_elements;
+  const std::int64_t sixteen_bit =
+      t.fp8_param_gather ? parameters - fp8_weight_elements : parameters;
+  s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements;
   s.gradients_bytes = parameters * 4;  // fp32 main grads
   const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size);
   const std::int64_t sharded =

@@ -32,10 +32,6 @@ void check_fp8(const Workload& w, Checker& check) {
     // arguments.py: "--fp8-param-gather only supported with distributed optimizer, ..."
     check.fail("training.fp8_param_gather", "=true needs use_distributed_optimizer");
   }
-  if (t.fp8_param_gather && t.fp8_enabled() && t.use_distributed_optimizer) {
-    check.fail("training.fp8_param_gather",
-               "=true (FP8 parameters, 1-byte parameter all-gather) is not modelled yet");
-  }
   if (!t.fp8_enabled()) return;
   const SystemConfig& s = w.system;
   const bool system_given = s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;

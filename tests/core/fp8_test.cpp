@@ -208,6 +208,56 @@ TEST(Fp8, MemoryHoldsFp8WeightCopiesAndFp8LinearInputs) {
   EXPECT_EQ(static_memory(w.training, 1000, 600).weights_bytes, 1000 * 2 + 600 * 2);
 }
 
+TEST(Fp8, ParamGatherSendsOneByteWeightsAndKeepsNo16BitCopy) {
+  // GPT-3 175B, t = 8, p = 2, dp = 4, distributed optimizer: 48 layers per stage.
+  Workload w = fp8_workload(gpt3_175b(), 8, true, 4);
+  w.training.use_distributed_optimizer = true;
+  const std::int64_t fp8 = 48 * 12 * 12288LL * 12288 / 8;
+  const auto step_op = [](const StagePlan& s, const std::string& name) -> const Op* {
+    for (const Op& op : s.step_ops) {
+      if (op.name == name) return &op;
+    }
+    return nullptr;
+  };
+  const WorkloadPlan bf16_gather = decompose(w);
+  w.training.fp8_param_gather = true;
+  const WorkloadPlan plan = decompose(w);
+  const StagePlan& s = plan.stages[0];
+  ASSERT_EQ(s.parameters, bf16_gather.stages[0].parameters);
+  // The all-gather: the linears' weights in 1 byte, everything else in 2.
+  const Op* gather = step_op(s, "dp_param_all_gather");
+  ASSERT_NE(gather, nullptr);
+  EXPECT_EQ(std::get<CollectiveOp>(gather->shape).bytes, (s.parameters - fp8) * 2 + fp8);
+  EXPECT_EQ(std::get<CollectiveOp>(step_op(bf16_gather.stages[0], "dp_param_all_gather")->shape)
+                .bytes,
+            s.parameters * 2);
+  // The weight amaxes reduced over DP, one per weight.
+  const Op* amax = step_op(s, "fp8_param_amax_all_reduce");
+  ASSERT_NE(amax, nullptr);
+  EXPECT_EQ(std::get<CollectiveOp>(amax->shape).bytes, 48 * 4 * 4);
+  EXPECT_EQ(std::get<CollectiveOp>(amax->shape).group_size, 4);
+  // The optimizer writes the FP8 shard through a bf16 copy: 3 more bytes per FP8 element.
+  EXPECT_EQ(std::get<MemoryBoundOp>(step_op(s, "optimizer_step")->shape).bytes -
+                std::get<MemoryBoundOp>(step_op(bf16_gather.stages[0], "optimizer_step")->shape)
+                    .bytes,
+            (fp8 + 3) / 4 * 3);
+  // Only transposes of the gathered FP8 weights (read 1, write 1), no casts.
+  std::int64_t transposed = 0;
+  for (const Op& op : s.step_ops) {
+    EXPECT_NE(op.name, "fp8_weight_cast");
+    if (op.name == "fp8_weight_transpose") transposed += std::get<MemoryBoundOp>(op.shape).bytes;
+  }
+  EXPECT_EQ(transposed, fp8 * 2);
+  // Forward amaxes: input and output per linear (weights are reduced by the optimizer).
+  for (const Op& op : s.chunks[0].forward) {
+    if (op.name == "fp8_amax_all_reduce") {
+      EXPECT_EQ(std::get<CollectiveOp>(op.shape).bytes, 48 * 8 * 4);
+    }
+  }
+  // Memory: FP8 data + transpose of the linears, 16-bit for the rest.
+  EXPECT_EQ(static_memory(w.training, 1000, 600).weights_bytes, 400 * 2 + 600 * 2);
+}
+
 TEST(Fp8, ValidationNamesTheSystemAndUnmodelledRecipes) {
   Workload w = fp8_workload(gpt3_175b(), 8, true);
   w.system.peak_flops_fp8 = 0;
@@ -228,11 +278,11 @@ TEST(Fp8, ValidationNamesTheSystemAndUnmodelledRecipes) {
   ASSERT_EQ(errors.size(), 1U);
   EXPECT_EQ(errors[0].key, "training.fp8_param_gather");
   w.training.use_distributed_optimizer = true;
+  EXPECT_TRUE(validate_workload(w, "s.json").empty());
+  w.training.fp8 = Fp8Format::kNone;
   errors = validate_workload(w, "s.json");
   ASSERT_EQ(errors.size(), 1U);
-  EXPECT_NE(errors[0].message.find("not modelled yet"), std::string::npos);
-  w.training.fp8_param_gather = false;
-  EXPECT_TRUE(validate_workload(w, "s.json").empty());
+  EXPECT_EQ(errors[0].key, "training.fp8_param_gather");
 }
 
 }  // namespace

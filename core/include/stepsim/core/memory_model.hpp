@@ -50,7 +50,9 @@ struct StaticMemory {
 
 /// `fp8_weight_elements`: weights of the layers' linears on the rank when they run in FP8
 /// (fp8_weight_elements()); Transformer Engine keeps an FP8 copy and an FP8 transpose of each
-/// (2 bytes per element, cached across micro-batches), counted under weights_bytes.
+/// (2 bytes per element, cached across micro-batches), counted under weights_bytes. With
+/// fp8_param_gather those weights are FP8 parameters: their 16-bit copy is gone, the FP8 data
+/// and its transpose remain (2 bytes per element instead of 2 + params dtype).
 StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
                            std::int64_t fp8_weight_elements = 0);
 
