@@ -442,7 +442,8 @@ const std::array kSchema = {
                    "16-bit copy of the linears' weights is kept"},
     KeyInfo{STEPSIM_INT("training.fp8_amax_history_len", training.fp8_amax_history_len),
             .sweep = Sweep::kListed, .flags = "--fp8-amax-history-len", .default_text = "1",
-            .check = "> 0", .doc = "amax history per FP8 tensor (delayed scaling)"},
+            .check = "> 0; at most 2^24 (stepsim's limit)",
+            .doc = "amax history per FP8 tensor (delayed scaling)"},
 };
 
 #undef STEPSIM_INT

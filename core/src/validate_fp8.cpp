@@ -9,6 +9,10 @@ namespace stepsim::detail {
 
 namespace {
 
+// TE keeps the history of every FP8 tensor on the GPU and rolls it each step; beyond 2^24 steps
+// it is no job, and the amax update's byte count stays far inside int64 (stepsim's own limit).
+constexpr std::int64_t kMaxAmaxHistory = std::int64_t{1} << 24;
+
 std::string_view recipe_name(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::kDelayed: return "delayed";
@@ -31,6 +35,11 @@ void check_fp8(const Workload& w, Checker& check) {
   if (t.fp8_param_gather && !t.use_distributed_optimizer) {
     // arguments.py: "--fp8-param-gather only supported with distributed optimizer, ..."
     check.fail("training.fp8_param_gather", "=true needs use_distributed_optimizer");
+  }
+  if (t.fp8_amax_history_len > kMaxAmaxHistory) {
+    check.fail("training.fp8_amax_history_len",
+               "=" + str(t.fp8_amax_history_len) + " exceeds stepsim's limit of " +
+                   str(kMaxAmaxHistory) + " steps");
   }
   if (!t.fp8_enabled()) return;
   const SystemConfig& s = w.system;
