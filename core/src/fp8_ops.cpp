@@ -15,6 +15,13 @@ namespace stepsim::detail {
 //   and writes 1 byte per element.
 // Bias gradients are fused into the grad-output cast-transpose (bgrad_quantize) except where
 // the gradient is all-gathered first (TE's grad_output_preprocess sums it unfused).
+// Per-tensor current scaling ("tensorwise", Float8CurrentScalingQuantizer::quantize_impl)
+// first reads the tensor once more for its amax (nvte_compute_amax), MAX-reduces that amax
+// over the TP group where TE sets one (the input of a sequence-parallel column linear, the
+// grad output of a sequence-parallel row linear: a blocking 4-byte all-reduce), then casts;
+// a LayerNormLinear's norm writes its 16-bit output with the amax (FUSED_NORM_AMAX_FP8), then
+// one cast(-transpose) kernel quantizes it. The scale computation is one thread's work and
+// is left out. No amax history and no per-chunk reduction.
 
 namespace {
 
@@ -24,15 +31,44 @@ std::string named(std::string_view prefix, std::string_view what) {
   return s;
 }
 
+/// Current scaling: the amax kernel over `elements` 16-bit values, then, where TE reduces
+/// the amax over the TP group, that blocking all-reduce.
+void current_amax(OpList& ops, std::string_view prefix, std::int32_t layer, Phase phase,
+                  std::int64_t elements, bool tp_reduced) {
+  const Dims& x = ops.dims();
+  if (!x.fp8_current) return;
+  ops.memory(named(prefix, "_amax"), layer, phase, elements * x.e);
+  if (tp_reduced && x.t > 1) {
+    ops.wait(ops.collective("fp8_amax_all_reduce", layer, phase, Stream::kTensorComm,
+                            CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 4, x.t,
+                                         x.tp_nodes}));
+  }
+}
+
 }  // namespace
 
 std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens) {
-  return tokens * x.h * (x.e + 1) + tokens * (x.layernorm ? 8 : 4);
+  // Current scaling: the norm writes 16 bits (and the amax); delayed: FP8 directly.
+  return tokens * x.h * (x.fp8_current ? 2 * x.e : x.e + 1) + tokens * (x.layernorm ? 8 : 4);
 }
 
 void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
                                 Phase phase) {
   const Dims& x = ops.dims();
+  if (x.fp8_current) {
+    // The norm's amax (computed by the norm) is reduced over TP with SP, then one cast
+    // kernel: row-wise only before the gather, with the transpose without SP.
+    if (x.sp && x.t > 1) {
+      ops.wait(ops.collective("fp8_amax_all_reduce", layer, phase, Stream::kTensorComm,
+                              CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 4,
+                                           x.t, x.tp_nodes}));
+      ops.memory(named(prefix, "_input_cast"), layer, phase, x.sp_tokens * x.h * (x.e + 1));
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+      return;
+    }
+    ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * x.h * (x.e + 2));
+    return;
+  }
   if (x.sp) {
     // The norm quantized row-wise only ("All-gather is not supported with FP8 column-wise
     // data"); the shards are gathered in FP8: 1 byte per element on the wire.
@@ -47,6 +83,7 @@ void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32
 void emit_fp8_row_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
                                Phase phase, std::int64_t in_k) {
   const Dims& x = ops.dims();
+  current_amax(ops, prefix, layer, phase, x.tokens * in_k, false);
   ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * in_k * (x.e + 2));
 }
 
@@ -56,6 +93,7 @@ void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
   const Dims& x = ops.dims();
   // The output gradient [tokens, out_n] in FP8 (dgrad) and transposed (wgrad), bias
   // gradient fused.
+  current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * out_n, false);
   ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
              x.tokens * out_n * (x.e + 2));
   if (x.sp) {
@@ -89,6 +127,8 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
   if (x.sp) {
     // The gradient shard is cast row-wise, all-gathered in FP8, then transposed for wgrad
     // once the gather is done; its bias gradient is summed unfused.
+    current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.sp_tokens * x.h,
+                 true);
     ops.memory(named(prefix, "_grad_cast"), layer, Phase::kBackwardInput,
                x.sp_tokens * x.h * (x.e + 1));
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
@@ -100,6 +140,8 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
                  x.sp_tokens * x.h * x.e);
     }
   } else {
+    current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * x.h,
+                 false);
     ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
                x.tokens * x.h * (x.e + 2));
   }
@@ -130,7 +172,8 @@ void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
 }
 
 std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements) {
-  return elements * (x.e + 2);
+  // Current scaling reads the weight once more for its amax.
+  return elements * (x.e + 2 + (x.fp8_current ? x.e : 0));
 }
 
 std::int64_t fp8_weight_transpose_bytes(std::int64_t elements) { return elements * 2; }

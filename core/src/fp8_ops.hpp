@@ -1,6 +1,7 @@
 #pragma once
 // FP8 training as Transformer Engine runs it on Hopper (transformer_engine/pytorch/module/
-// linear.py, layernorm_linear.py, distributed.py, quantization.py), delayed scaling: the
+// linear.py, layernorm_linear.py, distributed.py, quantization.py, csrc/quantizer.cpp),
+// delayed or per-tensor current ("tensorwise") scaling: the
 // quantize kernels around each FP8 linear of a transformer layer, the FP8 tensor-parallel
 // all-gathers, and the amax reductions. Megatron's TE spec builds QKV and FC1 as
 // LayerNormColumnParallelLinear (the norm writes FP8 itself) and the projection and FC2 as

@@ -432,7 +432,8 @@ const std::array kSchema = {
             .choices = kFp8Recipe, .sweep = Sweep::kListed, .flags = "--fp8-recipe",
             .default_text = "\"delayed\"",
             .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; only "
-                     "\"delayed\" is modelled yet",
+                     "\"delayed\" and \"tensorwise\" are modelled yet (fp8_param_gather only with "
+                     "\"delayed\")",
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
                    "backward of a model chunk), or per-tensor / per-block current scaling"},
     KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),

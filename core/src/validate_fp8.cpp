@@ -49,10 +49,15 @@ void check_fp8(const Workload& w, Checker& check) {
                                    "\" but system \"" + s.name + "\" (" + s.gpu_name +
                                    ") has no FP8 tensor cores (no peak_flops_fp8)");
   }
-  if (t.fp8_recipe != Fp8Recipe::kDelayed) {
+  if (t.fp8_recipe != Fp8Recipe::kDelayed && t.fp8_recipe != Fp8Recipe::kTensorwise) {
     check.fail("training.fp8_recipe", std::string("=\"") + std::string(recipe_name(t.fp8_recipe)) +
-                                          "\" is not modelled yet (only \"delayed\", Megatron-LM's "
-                                          "default, is)");
+                                          "\" is not modelled yet (\"delayed\", Megatron-LM's "
+                                          "default, and \"tensorwise\" are)");
+  }
+  if (t.fp8_recipe == Fp8Recipe::kTensorwise && t.fp8_param_gather) {
+    // Megatron quantizes FP8 parameter shards per recipe; only delayed scaling's is modelled.
+    check.fail("training.fp8_param_gather",
+               "=true with fp8_recipe=\"tensorwise\" is not modelled yet (only with \"delayed\")");
   }
 }
 

@@ -36,6 +36,7 @@ struct Dims {
   bool tied = true;       ///< input embedding and output layer share their weight
   bool dist_saved = false;  ///< distribute_saved_activations in effect
   bool fp8 = false;         ///< the layers' linears run FP8 GEMMs (Transformer Engine)
+  bool fp8_current = false;  ///< with per-tensor current scaling (fp8_recipe "tensorwise")
   std::int64_t tp_nodes = 1;  ///< nodes a TP group spans
 
   // Per-rank widths after tensor-parallel slicing.
@@ -86,6 +87,7 @@ inline Dims dims_of(const Workload& w) {
   x.dist_saved = tc.distribute_saved_activations && !x.sp && x.t > 1 &&
                  tc.recompute_granularity == RecomputeGranularity::kFull;
   x.fp8 = tc.fp8_enabled();
+  x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
   const std::int64_t gpn = w.system.gpus_per_node > 0 ? w.system.gpus_per_node : 1;
   x.tp_nodes = ceil_div(x.t, gpn);
   return x;

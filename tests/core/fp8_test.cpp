@@ -258,6 +258,46 @@ TEST(Fp8, ParamGatherSendsOneByteWeightsAndKeepsNo16BitCopy) {
   EXPECT_EQ(static_memory(w.training, 1000, 600).weights_bytes, 400 * 2 + 600 * 2);
 }
 
+TEST(Fp8, TensorwiseScalingReadsEachTensorForItsAmaxAndReducesItOverTp) {
+  // GPT-3 175B, t = 8, SP, per-tensor current scaling.
+  Workload w = fp8_workload(gpt3_175b(), 8, true, 4);
+  w.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  const WorkloadPlan plan = decompose(w);
+  const ChunkPlan& c = plan.stages[0].chunks[0];
+  const std::int64_t T = 2048, Ts = 256, h = 12288, attn = 1536;
+  // The norm writes bf16 (and the amax); the shard is cast, then gathered in FP8.
+  EXPECT_EQ(bytes_of_op(c.forward, "ln1", 3), Ts * h * 4 + Ts * 8);
+  EXPECT_EQ(bytes_of_op(c.forward, "qkv_input_cast", 3), Ts * h * 3);
+  // Row inputs: an amax read, then the cast-transpose.
+  EXPECT_EQ(bytes_of_op(c.forward, "proj_amax", 3), T * attn * 2);
+  EXPECT_EQ(bytes_of_op(c.forward, "proj_input_cast_transpose", 3), T * attn * 4);
+  EXPECT_EQ(bytes_of_op(c.backward, "qkv_grad_amax", 3), T * 3 * attn * 2);
+  EXPECT_EQ(bytes_of_op(c.backward, "fc2_grad_amax", 3), Ts * h * 2);
+  // 4-byte amax all-reduces over TP for the two SP column inputs (forward) and the two SP
+  // row grad outputs (backward); no per-chunk reduction, no amax history.
+  std::int64_t tp_amax = 0;
+  for (const std::vector<Op>* list : {&c.forward, &c.backward}) {
+    for (const Op& op : *list) {
+      EXPECT_NE(op.name, "fp8_amax_update");
+      EXPECT_NE(op.name, "fp8_amax_update_bwd");
+      if (op.name == "fp8_amax_all_reduce" && op.layer == 3) {
+        const auto& coll = std::get<CollectiveOp>(op.shape);
+        EXPECT_EQ(coll.group, CommGroup::kTensor);
+        EXPECT_EQ(coll.group_size, 8);
+        EXPECT_EQ(coll.bytes, 4);
+        ++tp_amax;
+      }
+    }
+  }
+  EXPECT_EQ(tp_amax, 4);
+  // Weight casts read the weight once more for the amax.
+  std::int64_t bytes = 0;
+  for (const Op& op : plan.stages[0].step_ops) {
+    if (op.name == "fp8_weight_cast") bytes += std::get<MemoryBoundOp>(op.shape).bytes;
+  }
+  EXPECT_EQ(bytes, 48 * 12 * 12288LL * 12288 / 8 * 6);
+}
+
 TEST(Fp8, ValidationNamesTheSystemAndUnmodelledRecipes) {
   Workload w = fp8_workload(gpt3_175b(), 8, true);
   w.system.peak_flops_fp8 = 0;
@@ -267,11 +307,11 @@ TEST(Fp8, ValidationNamesTheSystemAndUnmodelledRecipes) {
   EXPECT_EQ(errors[0].key, "training.fp8");
   EXPECT_NE(errors[0].message.find("dgx-a100"), std::string::npos);
   w.system.peak_flops_fp8 = 1979e12;
-  w.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  w.training.fp8_recipe = Fp8Recipe::kBlockwise;
   errors = validate_workload(w, "s.json");
   ASSERT_EQ(errors.size(), 1U);
   EXPECT_EQ(errors[0].key, "training.fp8_recipe");
-  EXPECT_NE(errors[0].message.find("\"tensorwise\" is not modelled yet"), std::string::npos);
+  EXPECT_NE(errors[0].message.find("\"blockwise\" is not modelled yet"), std::string::npos);
   w.training.fp8_recipe = Fp8Recipe::kDelayed;
   w.training.fp8_param_gather = true;
   errors = validate_workload(w, "s.json");
