@@ -242,7 +242,9 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
       << w.system.gpus_per_node << " per node)\n";
   if (t.fp8_enabled()) {
     out << "  precision   FP8 " << fp8_format_key(t.fp8) << " (" << fp8_recipe_key(t.fp8_recipe)
-        << " scaling, amax history " << t.fp8_amax_history_len << ") in the layers' linears"
+        << " scaling";
+    if (t.fp8_recipe == Fp8Recipe::kDelayed) out << ", amax history " << t.fp8_amax_history_len;
+    out << ") in the layers' linears"
         << (t.fp8_param_gather ? ", FP8 parameters (1-byte all-gather)" : "")
         << "; embedding, attention and output layer "
         << to_string(t.params_dtype) << "\n";
