@@ -85,6 +85,31 @@ TEST(MemoryCrossCheck, UnevenFirstAndLastStages) {
   EXPECT_GT(stages[0].bubble_s, stages[1].bubble_s);
 }
 
+// An uneven split without interleaving (1F1B): the first and last stages hold fewer layers
+// than the middle ones, so fewer weights and activations, and spend less time computing.
+TEST(MemoryCrossCheck, UnevenStagesOneFOneB) {
+  Workload w = testing::make_workload(testing::llama2_70b(), 8, 4, 1, 1, 8);
+  w.name = "llama2-uneven-1f1b";
+  w.training.decoder_first_pipeline_num_layers = 14;
+  w.training.decoder_last_pipeline_num_layers = 18;  // middle: (80 - 32) / 2 = 24 each
+  expect_simulated_peaks_match(w);
+  const WorkloadPlan plan = decompose(w);
+  EXPECT_EQ(plan.stages[0].chunks[0].num_layers, 14);
+  EXPECT_EQ(plan.stages[2].chunks[0].num_layers, 24);
+  EXPECT_EQ(plan.stages[2].chunks[0].first_layer, 38);
+  EXPECT_EQ(plan.stages[3].chunks[0].num_layers, 18);
+  const std::vector<StageMemory> memory = analytic_memory(w);
+  EXPECT_LT(memory[0].weights_bytes, memory[1].weights_bytes);
+  EXPECT_LT(memory[3].weights_bytes, memory[2].weights_bytes);
+  EXPECT_LT(memory[3].layer_activations_bytes, memory[2].layer_activations_bytes);
+  const RooflineCostModel cost(w.system);
+  const Result<sim::SimulationResult> result = sim::simulate(w, plan, cost);
+  ASSERT_TRUE(result.ok()) << format_errors(result.errors());
+  const std::vector<sim::StageSummary>& stages = result->prediction.stages;
+  EXPECT_GT(stages[1].busy_s, stages[0].busy_s * 1.5);  // 24 layers against 14
+  EXPECT_GT(stages[1].busy_s, stages[3].busy_s);
+}
+
 // A layout with a virtual stage that holds nothing (rank 0's second) and one that holds only
 // the loss (rank 3's second): empty chunks still pass activations along.
 TEST(MemoryCrossCheck, LayoutWithEmptyVirtualStages) {
