@@ -3,7 +3,7 @@
 #include "stepsim/calibration/executor.hpp"
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -106,12 +106,19 @@ class Runner {
   const std::vector<ExecTask>& tasks_;
   std::int32_t virtual_stages_;
   Groups groups_;
-  std::mutex mutex_;  // guards m_ against the watchdog thread
-  // The step in progress; the watchdog reads the first done_in_step_ entries.
+  Status timed_out_error(std::unique_lock<std::mutex>& lock);
+
+  // Everything the watchdog thread reads is guarded by mutex_ and copied under it: fire()
+  // hands on_timeout a snapshot, so the rank's own thread, when it is slow and not hung,
+  // goes on recording timings and appending steps while the caller reads the snapshot.
+  std::mutex mutex_;
+  std::condition_variable reported_cv_;
+  // The step in progress; the watchdog copies the first done_in_step_ entries.
   std::vector<TaskTiming> timings_;
-  std::atomic<std::size_t> done_in_step_{0};
-  std::atomic<bool> measuring_{false};
-  std::atomic<bool> timed_out_{false};  // the watchdog fired; m_.failure says why
+  std::size_t done_in_step_ = 0;
+  bool measuring_ = false;
+  bool timed_out_ = false;  // the watchdog fired; m_.failure says why
+  bool reported_ = false;   // on_timeout returned
 };
 
 Result<double> Runner::run_task(const ExecTask& t) {
@@ -184,26 +191,39 @@ std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s
 
 void Runner::fire(std::int32_t step, std::int64_t task, double idle_s) {
   const std::string message = describe(step, task, idle_s);
+  Measurement snapshot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     m_.complete = false;
     m_.failure = message;
-    if (measuring_.load()) {
-      const std::size_t done = done_in_step_.load(std::memory_order_acquire);
-      m_.unfinished_step.assign(timings_.begin(),
-                                timings_.begin() + static_cast<std::ptrdiff_t>(done));
+    timed_out_ = true;
+    snapshot = m_;
+    if (measuring_) {
+      snapshot.unfinished_step.assign(
+          timings_.begin(), timings_.begin() + static_cast<std::ptrdiff_t>(done_in_step_));
     }
-    timed_out_.store(true);
-    // The caller decides what follows: this rank's thread may be blocked for good in the
-    // backend, so it normally stops the job from here (the lock keeps m_ still meanwhile).
-    options_.on_timeout(message, m_);
   }
+  // The caller decides what follows: this rank's thread may be blocked for good in the
+  // backend, so it normally stops the job from here. It reads only its snapshot: a slow rank
+  // may record timings and append a step meanwhile, but it returns the timeout only once
+  // on_timeout has returned (the caller's report comes first).
+  options_.on_timeout(message, snapshot);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reported_ = true;
+  }
+  reported_cv_.notify_all();
+}
+
+Status Runner::timed_out_error(std::unique_lock<std::mutex>& lock) {
+  reported_cv_.wait(lock, [this] { return reported_; });
+  return runtime_error(m_.failure);
 }
 
 Status Runner::enter_task(std::size_t i) {
-  if (timed_out_.load()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return runtime_error(m_.failure);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (timed_out_) return timed_out_error(lock);
   }
   if (options_.before_task) options_.before_task(tasks_[i]);
   return ok_status();
@@ -226,11 +246,17 @@ Status Runner::run() {
   if (auto a = b_.align_clocks(); !a) return a.errors();
 
   const std::int32_t total = options_.warmup_steps + options_.steps;
-  timings_.assign(tasks_.size(), TaskTiming{});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    timings_.assign(tasks_.size(), TaskTiming{});
+  }
   for (std::int32_t step = 0; step < total; ++step) {
     const bool measured = step >= options_.warmup_steps;
-    measuring_.store(measured);
-    done_in_step_.store(0);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      measuring_ = measured;
+      done_in_step_ = 0;
+    }
     enter(step, -1);
     if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
@@ -240,8 +266,9 @@ Status Runner::run() {
       auto r = run_task(tasks_[i]);
       const double end = b_.now_s();
       if (!r) return r.errors();
+      std::lock_guard<std::mutex> lock(mutex_);
       timings_[i] = TaskTiming{start, end, *r};
-      done_in_step_.store(i + 1, std::memory_order_release);
+      done_in_step_ = i + 1;
     }
     if (options_.on_step_done) options_.on_step_done(step);
     if (!measured) continue;
@@ -276,9 +303,9 @@ Status Runner::run() {
     m_.steps.push_back(std::move(per_rank));
     m_.step_times_s.push_back(last > first ? last - first : 0.0);
   }
-  measuring_.store(false);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (timed_out_.load()) return runtime_error(m_.failure);
+  std::unique_lock<std::mutex> lock(mutex_);
+  measuring_ = false;
+  if (timed_out_) return timed_out_error(lock);
   m_.complete = true;
   return ok_status();
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <utility>
 
@@ -111,6 +112,7 @@ class Validation {
   std::int64_t steps_done_ = 0;
   std::int32_t steps_run_ = 0;  // warm-up included, over every round
   bool steps_failed_ = false;
+  mutable std::mutex measured_mutex_;  // guards out_.measured against the watchdog's thread
 };
 
 bool Validation::fail(ValidateStage stage, Errors errors) {
@@ -175,8 +177,15 @@ void Validation::report_timeout(const std::string& message, const Measurement& p
     q_.on_timeout(message, nullptr);
     return;
   }
-  // Keep what was measured so far: rank 0 holds every completed step.
-  Measurement so_far = out_.measured;
+  // Keep what was measured so far: rank 0 holds every completed step. This runs on the
+  // watchdog's thread; the earlier rounds' steps are copied under the lock that run_steps
+  // appends under, `partial` is the executor's own snapshot. The prediction and the cost
+  // model it reads change only between rounds, when no executor (and no watchdog) runs.
+  Measurement so_far;
+  {
+    std::lock_guard<std::mutex> lock(measured_mutex_);
+    so_far = out_.measured;
+  }
   append_steps(so_far, partial);
   const ValidationReport report = make_report(so_far);
   q_.on_timeout(message, &report);
@@ -216,6 +225,7 @@ Status Validation::run_steps(int round) {
     return m.errors();
   }
   steps_run_ += o.warmup_steps + o.steps;
+  std::lock_guard<std::mutex> lock(measured_mutex_);
   append_steps(out_.measured, std::move(m).value());
   return ok_status();
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -304,6 +305,72 @@ TEST(Executor, ReportsATimeoutToTheCallerAndFailsTheRun) {
   EXPECT_EQ(partial.failure, message);
   EXPECT_EQ(partial.unfinished_step.size(), 5U);
   EXPECT_EQ(exit_status(m.errors()), 1);
+}
+
+// A rank that is slow, not hung: the caller's on_timeout returns instead of stopping the job.
+// The callback reads only a snapshot taken under the executor's lock, so the rank's own
+// thread goes on meanwhile: here it finishes step 0 and appends it while the callback still
+// runs (the callback waits for step 1's barrier, which comes after the append). The snapshot
+// stays what it was when the watchdog fired, and the run fails at the next task only after
+// the callback has returned. Before the snapshot, the callback held the lock the append
+// needs, and this test waited out its 30 s bound and failed.
+TEST(Executor, ASlowRankGoesOnWhileTheCallerReadsItsSnapshot) {
+  const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  const std::size_t n = build_stage_tasks(w, plan, *sim.schedule, 0).size();
+  ASSERT_GT(n, 1U);
+  FakeBackend b(0, 2, {2, 1, 1});
+  ExecutorOptions o;
+  o.warmup_steps = 0;
+  o.steps = 2;
+  o.timeout_s = 0.2;  // far above a task of the fake backend, even on a loaded machine
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool fired = false;
+  bool appended = false;
+  bool returned = false;
+  bool appended_while_reporting = false;
+  std::string message;
+  Measurement partial;
+  std::size_t calls = 0;
+  int barriers = 0;
+  o.before_task = [&](const ExecTask&) {
+    if (calls++ != n - 1) return;
+    // Slow in the last task of step 0: it goes on once the watchdog has fired.
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return fired; });
+  };
+  b.on_barrier = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (++barriers == 2) appended = true;  // step 1 starts: step 0 is in the measurement
+    cv.notify_all();
+  };
+  o.on_timeout = [&](const std::string& m, const Measurement& so_far) {
+    std::unique_lock<std::mutex> lock(mutex);
+    fired = true;
+    cv.notify_all();
+    appended_while_reporting =
+        cv.wait_for(lock, std::chrono::seconds(30), [&] { return appended; });
+    message = m;
+    partial = so_far;
+    returned = true;
+  };
+  auto m = execute_schedule(w, plan, *sim.schedule, b, o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(returned);
+  EXPECT_TRUE(appended_while_reporting);
+  EXPECT_EQ(barriers, 2);
+  EXPECT_EQ(m.errors().front().kind, ErrorKind::kRuntime);
+  EXPECT_EQ(m.errors().front().message, message);
+  EXPECT_NE(message.find("in step 0, task " + std::to_string(n - 1) + " '"), std::string::npos)
+      << message;
+  EXPECT_TRUE(partial.steps.empty());
+  EXPECT_TRUE(partial.step_times_s.empty());
+  EXPECT_EQ(partial.unfinished_step.size(), n - 1);
+  EXPECT_FALSE(partial.complete);
+  EXPECT_EQ(partial.failure, message);
+  EXPECT_EQ(calls, n);  // step 1's first task is refused: the timeout ends the run there
 }
 
 TEST(Executor, RefusesAWorldOfTheWrongSize) {

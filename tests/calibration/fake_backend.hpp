@@ -5,6 +5,7 @@
 // executor issued and in which order. Collectives and P2P complete at once (no peers).
 
 #include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,7 +67,10 @@ class FakeBackend final : public Backend {
     p2p_calls_.push_back(requests);
     return advance(s.str(), 1e-5 + static_cast<double>(bytes) * 1e-9);
   }
-  Result<double> barrier(GroupId) override { return 0.0; }
+  Result<double> barrier(GroupId) override {
+    if (on_barrier) on_barrier();
+    return 0.0;
+  }
   double now_s() const override { return clock_s_; }
   Result<double> align_clocks() override { return 0.0; }
   Result<std::vector<std::vector<double>>> gather_to_root(
@@ -79,6 +83,8 @@ class FakeBackend final : public Backend {
   /// Every compute/communication call, in order ("gemm 128x768x256", "p2p send>1 ...").
   const std::vector<std::string>& log() const { return log_; }
   const std::vector<std::vector<P2PRequest>>& p2p_calls() const { return p2p_calls_; }
+  /// Called at each barrier (the executor starts every step with one); may be empty.
+  std::function<void()> on_barrier;
 
  private:
   Result<double> advance(std::string entry, double seconds) {

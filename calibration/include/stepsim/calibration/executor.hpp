@@ -140,12 +140,14 @@ struct ExecutorOptions {
   double timeout_s = 60;
   /// Called once, on the watchdog's thread of the rank that made no progress for
   /// `timeout_s`, with a message naming the rank, the step and the task it waits in (and the
-  /// ranks it waits for), and what was measured so far (complete steps at rank 0; the
-  /// unfinished step's tasks on this rank). The rank's own thread is then blocked in the
-  /// backend, so stopping the job is the caller's decision: `validate` writes the partial
-  /// report and calls Backend::abort_all. If it returns and the rank moves on,
-  /// execute_schedule returns the message as a runtime error at the next task. Empty: no
-  /// watchdog runs.
+  /// ranks it waits for), and a snapshot of what was measured so far (complete steps at rank
+  /// 0; the unfinished step's tasks on this rank), copied under the executor's lock: the
+  /// callback shares nothing with the rank's own thread. That thread is normally blocked in
+  /// the backend, so stopping the job is the caller's decision: `validate` writes the partial
+  /// report and calls MpiSession::abort_all. If the rank was only slow, it goes on meanwhile
+  /// (it may finish its task and append the step) and, at its next task, waits for the
+  /// callback to return; execute_schedule then returns the message as a runtime error.
+  /// Empty: no watchdog runs.
   std::function<void(const std::string& message, const Measurement& partial)> on_timeout;
   /// Called on every rank when it has run all its tasks of a step (warm-up steps included),
   /// with the step's index in this run; for progress reports.
