@@ -38,6 +38,8 @@ inline CollectiveCounts collective_counts(CollectiveKind kind, std::int64_t byte
       return {per, per * group_size, per};
     case CollectiveKind::kReduceScatter:
       return {per * group_size, per, per};
+    case CollectiveKind::kAllToAll:
+      return {per * group_size, per * group_size, per};
   }
   return {total, total, total};
 }
@@ -58,6 +60,9 @@ inline float expected_value(CollectiveKind kind, std::int64_t g, std::int64_t n,
       return pattern_value(j / per_rank, j % per_rank);
     case CollectiveKind::kReduceScatter:
       return static_cast<float>(ranks_sum * (((g * per_rank + j) % 13) + 1));
+    case CollectiveKind::kAllToAll:
+      // Slice j / per_rank comes from that rank's slice g.
+      return pattern_value(j / per_rank, g * per_rank + j % per_rank);
   }
   return 0.0F;
 }

@@ -61,6 +61,8 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
         for (std::int32_t t = 0; t < layout.tp; ++t) out.push_back(layout.global_rank(c.pp, d, t));
       }
       break;
+    case CommGroup::kContext:
+      break;  // context parallelism: refused by check_world_size
   }
   return out;
 }
@@ -313,6 +315,12 @@ Status Runner::run() {
 }  // namespace
 
 Status check_world_size(const Workload& w, const Backend& backend) {
+  if (w.training.context_parallel_size > 1) {
+    return Error{w.source_file, "training.context_parallel_size",
+                 "=" + std::to_string(w.training.context_parallel_size) +
+                     ": the validator does not run context parallelism yet (stepsim predict "
+                     "models it)"};
+  }
   const std::int32_t want = layout_of(w).world_size();
   if (backend.world_size() == want) return ok_status();
   return Error{w.source_file, "training.world_size",

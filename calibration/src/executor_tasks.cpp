@@ -65,6 +65,8 @@ OpCategory category_of(const Op& op) {
               return OpCategory::kAllGather;
             case CollectiveKind::kReduceScatter:
               return OpCategory::kReduceScatter;
+            case CollectiveKind::kAllToAll:
+              break;  // context parallelism: rejected by check_world_size
           }
           return OpCategory::kAllReduce;
         } else {
@@ -108,6 +110,8 @@ sim::SliceKind slice_kind_of(const Op& op) {
       return sim::SliceKind::kPipelineComm;
     case Stream::kDataComm:
       return sim::SliceKind::kDataComm;
+    case Stream::kContextComm:
+      return sim::SliceKind::kContextComm;
     case Stream::kCompute:
       break;
   }

@@ -33,13 +33,13 @@ Result<Workload> apply_overrides(Workload w, const ScaleOverrides& o) {
     }
   }
   if (o.world_size > 0) {
-    const std::int64_t model_parallel =
-        t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
+    const std::int64_t model_parallel = t.tensor_model_parallel_size *
+                                        t.context_parallel_size * t.pipeline_model_parallel_size;
     if (o.world_size % model_parallel != 0) {
       errors.push_back(Error{"", "--world-size",
                              "=" + std::to_string(o.world_size) +
                                  " is not divisible by tensor_model_parallel_size * "
-                                 "pipeline_model_parallel_size=" +
+                                 "context_parallel_size * pipeline_model_parallel_size=" +
                                  std::to_string(model_parallel)});
     } else {
       // Fewer replicas, same micro-batches per pipeline: the global batch follows dp.

@@ -50,7 +50,11 @@ std::array<double, 3> gemm_coords(const GemmOp& g) {
 }
 
 std::array<double, 3> attention_coords(const AttentionOp& a) {
-  return {log2_of(a.batch * a.heads), log2_of(a.seq), log2_of(a.head_dim)};
+  // A context-parallel step attends seq queries to kv_seq() keys: placed at the geometric
+  // mean of the two lengths, the square kernel of the same score-tile count.
+  const double seq = a.kv_seq() == a.seq ? log2_of(a.seq)
+                                         : 0.5 * (log2_of(a.seq) + log2_of(a.kv_seq()));
+  return {log2_of(a.batch * a.heads), seq, log2_of(a.head_dim)};
 }
 
 std::string gemm_text(const GemmOp& g) {
@@ -63,6 +67,7 @@ std::string attention_text(const AttentionOp& a) {
   return std::string(to_string(a.dtype)) + (a.backward ? " backward" : " forward") +
          (a.causal ? " causal" : "") + " batch=" + std::to_string(a.batch) +
          " heads=" + std::to_string(a.heads) + " seq=" + std::to_string(a.seq) +
+         (a.kv_seq() != a.seq ? " seq_kv=" + std::to_string(a.kv_seq()) : std::string()) +
          " head_dim=" + std::to_string(a.head_dim);
 }
 
@@ -224,8 +229,12 @@ double CalibratedCostModel::gemm_memory_floor_s(const GemmOp& op) const {
 
 double CalibratedCostModel::attention_s(const AttentionOp& op) const {
   if (op.flops() <= 0) return 0.0;
-  const auto measured = attention_measured_.find(AttentionKey{
-      op.dtype, op.backward, op.causal, op.batch, op.heads, op.kv_heads, op.seq, op.head_dim});
+  // Profiles measure self-attention (seq_kv = seq); a rectangular kernel is interpolated.
+  const auto measured =
+      op.kv_seq() != op.seq
+          ? attention_measured_.end()
+          : attention_measured_.find(AttentionKey{op.dtype, op.backward, op.causal, op.batch,
+                                                  op.heads, op.kv_heads, op.seq, op.head_dim});
   if (measured != attention_measured_.end()) return measured->second;
   auto table = attention_tables_.find(AttentionClass{op.dtype, op.backward, op.causal});
   if (table == attention_tables_.end() && op.dtype != DType::kFp32) {
@@ -272,14 +281,15 @@ double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const 
   // The matmuls run inside the fused kernel's tiles: no memory floor for the s x s scores,
   // which never reach HBM; the kernel's own traffic is added below.
   const auto tile_s = [this](const GemmOp& g) { return gemm_with_floor_s(g, false); };
-  const GemmOp scores{op.seq, op.seq, op.head_dim, bh, op.dtype};
-  const GemmOp values{op.seq, op.head_dim, op.seq, bh, op.dtype};
+  const GemmOp scores{op.seq, op.kv_seq(), op.head_dim, bh, op.dtype};
+  const GemmOp values{op.seq, op.head_dim, op.kv_seq(), bh, op.dtype};
   const double seconds =
       op.backward ? 2.0 * tile_s(scores) + 3.0 * tile_s(values) : tile_s(scores) + tile_s(values);
   // A fused kernel keeps the s x s scores on chip: HBM sees Q, K, V and O (forward), and
   // Q, K, V, O, dO, dQ, dK, dV (backward).
   const std::int64_t q_bytes = bytes_of(op.dtype) * op.batch * op.heads * op.seq * op.head_dim;
-  const std::int64_t kv_bytes = bytes_of(op.dtype) * op.batch * op.kv_heads * op.seq * op.head_dim;
+  const std::int64_t kv_bytes =
+      bytes_of(op.dtype) * op.batch * op.kv_heads * op.kv_seq() * op.head_dim;
   const std::int64_t traffic = (op.backward ? 4 : 2) * (q_bytes + kv_bytes);
   return seconds + memory_bound_s(MemoryBoundOp{traffic});
 }
@@ -322,6 +332,13 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
       if (const auto measured = on_curve(curve->second, op.bytes)) return *measured;
     }
     return linear_s(exact->second, op.bytes, what);
+  }
+  if (op.kind == CollectiveKind::kAllToAll) {
+    // Profiles hold no all-to-all samples yet, and NCCL's tuning model has none (it runs
+    // all-to-all as grouped sends and receives): the roofline of the system file.
+    warn("no all-to-all samples in the profile: roofline of " + fallback_.describe() + " used",
+         what);
+    return fallback_.collective_s(op);
   }
   // A group the profile did not measure, on a platform NCCL runs on: NCCL's own model of the
   // algorithm and protocol it would pick there (nccl_model.hpp), not a rescaled neighbour.

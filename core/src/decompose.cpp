@@ -30,7 +30,8 @@ using detail::OpList;
 std::int64_t optimizer_bytes_per_param(DType params) { return params == DType::kFp32 ? 32 : 38; }
 
 /// Where the ranks of the job sit: Megatron's RankGenerator (order tp-cp-ep-dp-pp) and the
-/// node size. The representative rank of a stage is its first rank (TP rank 0 of DP replica 0).
+/// node size. The representative rank of a stage is its first rank (TP rank 0 of CP rank 0 of
+/// DP replica 0).
 struct Layout {
   RankGenerator ranks;
   std::int64_t gpus_per_node = 1;
@@ -38,8 +39,10 @@ struct Layout {
   std::int64_t first_rank(std::int64_t stage) const {
     return ranks.rank(ParallelCoords{.pp = stage});
   }
+  /// Nodes of the group that reduces gradients: Megatron's data-parallel group with context
+  /// parallelism ("dp-cp"; the "dp" group without CP).
   std::int64_t dp_nodes(std::int64_t stage) const {
-    return ranks.nodes_spanned("dp", first_rank(stage), gpus_per_node);
+    return ranks.nodes_spanned("dp-cp", first_rank(stage), gpus_per_node);
   }
   /// Nodes spanned by the stage's tensor x data parallel group (FP8 amax reduction).
   std::int64_t tp_dp_nodes(std::int64_t stage) const {
@@ -120,15 +123,17 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   plan.recompute_activation_bytes = acts.recompute_bytes;
   plan.parameters = chunk_parameters(w, stage, chunk);
 
-  // A chunk without parameters (an empty stage of an uneven layout) has nothing to reduce.
-  if (x.dp > 1 && plan.parameters > 0) {
+  // Context-parallel ranks hold the same parameters: gradients are reduced over dp * cp. A
+  // chunk without parameters (an empty stage of an uneven layout) has nothing to reduce.
+  const std::int64_t dp_cp = x.dp * x.cp;
+  if (dp_cp > 1 && plan.parameters > 0) {
     Op& op = plan.grad_sync.emplace_back();
     const bool scatter = tc.use_distributed_optimizer;
     op.name = scatter ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";
     op.phase = Phase::kStep;
     op.stream = Stream::kDataComm;
     op.shape = CollectiveOp{scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                            CommGroup::kData, plan.parameters * 4, x.dp, layout.dp_nodes(stage)};
+                            CommGroup::kData, plan.parameters * 4, dp_cp, layout.dp_nodes(stage)};
   }
   return plan;
 }
@@ -143,7 +148,7 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
   std::vector<Op>& ops = stage.step_ops;
   std::vector<std::int32_t> deps{step_index};
   const TrainingConfig& tc = w.training;
-  if (tc.use_distributed_optimizer && x.dp > 1 && !tc.overlap_param_gather) {
+  if (tc.use_distributed_optimizer && x.dp * x.cp > 1 && !tc.overlap_param_gather) {
     deps.push_back(static_cast<std::int32_t>(ops.size()) - 1);  // dp_param_all_gather
   }
   const std::int64_t weights[] = {x.qkv_n() * x.h, x.h * x.attn_n(), x.fc1_n() * x.h,
@@ -179,8 +184,9 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
                             x.vocab_n() * x.h * 4, 2, layout.embedding_nodes()};
     embedding = 0;
   }
+  const std::int64_t dp_cp = x.dp * x.cp;
   const std::int64_t shard =
-      tc.use_distributed_optimizer ? detail::ceil_div(stage.parameters, x.dp) : stage.parameters;
+      tc.use_distributed_optimizer ? detail::ceil_div(stage.parameters, dp_cp) : stage.parameters;
   Op& step = ops.emplace_back();
   step.name = "optimizer_step";
   step.phase = Phase::kStep;
@@ -190,11 +196,11 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   const std::int64_t fp8_params = tc.fp8_param_gather ? fp8_weight_elements(w, stage.stage) : 0;
   if (fp8_params > 0) {
     std::get<MemoryBoundOp>(step.shape).bytes +=
-        detail::ceil_div(fp8_params, x.dp) * detail::kFp8ParamQuantizeExtraBytes;
+        detail::ceil_div(fp8_params, dp_cp) * detail::kFp8ParamQuantizeExtraBytes;
   }
   if (embedding >= 0) step.deps.push_back(embedding);
   const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
-  if (fp8_params > 0 && x.dp > 1) {
+  if (fp8_params > 0 && dp_cp > 1) {
     // quantize_param_shard: the FP8 parameters' amaxes (one per weight) MAX-reduced over DP.
     std::int64_t layers = 0;
     for (const ChunkPlan& c : stage.chunks) layers += c.num_layers;
@@ -203,18 +209,18 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
     amax.phase = Phase::kStep;
     amax.stream = Stream::kDataComm;
     amax.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kData,
-                              layers * detail::kFp8LinearsPerLayer * 4, x.dp,
+                              layers * detail::kFp8LinearsPerLayer * 4, dp_cp,
                               layout.dp_nodes(stage.stage)};
     amax.deps.push_back(step_index);
   }
-  if (tc.use_distributed_optimizer && x.dp > 1) {
+  if (tc.use_distributed_optimizer && dp_cp > 1) {
     // With fp8_param_gather the FP8 parameters are gathered in 1 byte, the rest in 16 bits.
     Op& gather = ops.emplace_back();
     gather.name = "dp_param_all_gather";
     gather.phase = Phase::kStep;
     gather.stream = Stream::kDataComm;
     gather.shape = CollectiveOp{CollectiveKind::kAllGather, CommGroup::kData,
-                                (stage.parameters - fp8_params) * x.e + fp8_params, x.dp,
+                                (stage.parameters - fp8_params) * x.e + fp8_params, dp_cp,
                                 layout.dp_nodes(stage.stage)};
     gather.deps.push_back(step_index);
   }
@@ -231,7 +237,8 @@ LayerRange layers_of(const TrainingConfig& t, const ModelConfig& m, std::int32_t
 
 WorkloadPlan decompose(const Workload& w) {
   const Dims x = detail::dims_of(w);
-  const Layout layout{.ranks = RankGenerator(ParallelSizes{.tp = x.t, .dp = x.dp, .pp = x.p}),
+  const Layout layout{.ranks = RankGenerator(
+                          ParallelSizes{.tp = x.t, .cp = x.cp, .dp = x.dp, .pp = x.p}),
                       .gpus_per_node = std::max<std::int64_t>(1, w.system.gpus_per_node),
                       .p = x.p};
 

@@ -7,8 +7,10 @@ namespace stepsim {
 FlopsSummary count_flops(const Workload& w) {
   const WorkloadPlan plan = decompose(w);
   const TrainingConfig& t = w.training;
-  // Ops are one TP rank's share; every TP rank, micro-batch and replica does the same.
+  // Ops are one TP and CP rank's share; every TP rank, CP rank, micro-batch and replica does
+  // the same (context-parallel attention counts whole score-matrix rows: AttentionOp).
   const double scale = static_cast<double>(t.tensor_model_parallel_size) *
+                       static_cast<double>(t.context_parallel_size) *
                        static_cast<double>(t.num_microbatches) *
                        static_cast<double>(t.data_parallel_size);
   FlopsSummary out;

@@ -235,6 +235,22 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       value_of(i);
       continue;
     }
+    if (flag == "--cp-comm-type") {
+      // nargs='+': one type for every layer, or one per layer.
+      std::vector<std::string> types;
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) types.push_back(args[++i]);
+      if (types.empty()) {
+        errors.push_back(Error{kLabel, flag, " needs a value"});
+      } else if (std::any_of(types.begin(), types.end(),
+                             [&](const std::string& t) { return t != types.front(); })) {
+        unmodelled.emplace_back(flag + " (one type per layer)",
+                                " changes the job and stepsim does not model per-layer context-"
+                                "parallel communication types yet");
+      } else {
+        training["cp_comm_type"] = types.front();
+      }
+      continue;
+    }
     const auto& flags = flag_table();
     const auto spec =
         std::find_if(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; });

@@ -47,6 +47,10 @@ void reduce_output(OpList& ops, std::int32_t layer, Phase phase) {
 
 void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
+  if (x.cp > 1) {
+    emit_cp_attention_forward(ops, layer, phase);
+    return;
+  }
   if (x.flash) {
     ops.compute("attn_flash", layer, phase,
                 AttentionOp{x.b, x.heads(), x.groups(), x.s, x.d, true, false, x.dtype});
@@ -67,6 +71,10 @@ void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
 void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
   const Dims& x = ops.dims();
   const Phase ph = Phase::kBackwardInput;
+  if (x.cp > 1) {
+    emit_cp_attention_backward(ops, layer);
+    return;
+  }
   if (x.flash) {
     ops.compute("attn_flash_bwd", layer, ph,
                 AttentionOp{x.b, x.heads(), x.groups(), x.s, x.d, true, true, x.dtype});

@@ -24,6 +24,12 @@ void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase);
 /// core attention backward, as Megatron's checkpointed core attention does.
 void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompute);
 
+/// Core attention with context parallelism (cp_attention_ops.cpp): Transformer Engine's
+/// ring (p2p), Ulysses all-to-all (a2a) or KV all-gather (allgather), forward (kForward or
+/// kRecompute) and backward, with their communication on the CP stream.
+void emit_cp_attention_forward(OpList& ops, std::int32_t layer, Phase phase);
+void emit_cp_attention_backward(OpList& ops, std::int32_t layer);
+
 /// Backward of a column-parallel linear (QKV, FC1, output layer), Megatron's
 /// LinearWithGradAccumulationAndAsyncCommunication: dgrad GEMM, the input-grad all-reduce
 /// (reduce-scatter with SP, after re-gathering the input) issued asynchronously, the wgrad

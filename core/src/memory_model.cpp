@@ -65,7 +65,10 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
       t.fp8_param_gather ? parameters - fp8_weight_elements : parameters;
   s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements;
   s.gradients_bytes = parameters * 4;  // fp32 main grads
-  const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size);
+  // Megatron's distributed optimizer shards over the data-parallel group with context
+  // parallelism (dp * cp ranks hold replicas of the same parameters).
+  const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size) *
+                          std::max<std::int64_t>(1, t.context_parallel_size);
   const std::int64_t sharded =
       t.use_distributed_optimizer ? detail::ceil_div(parameters, dp) : parameters;
   s.optimizer_bytes = sharded * optimizer_per_param;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "stepsim/core/assert.hpp"
+
 namespace stepsim {
 
 namespace {
@@ -25,7 +27,10 @@ int coll_index(CollectiveKind k) {
       return kAllGather;
     case CollectiveKind::kReduceScatter:
       return kReduceScatter;
+    case CollectiveKind::kAllToAll:
+      break;
   }
+  STEPSIM_ASSERT(!"NCCL's tuning model has no all-to-all (grouped sends and receives)");
   return kAllReduce;
 }
 

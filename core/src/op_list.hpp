@@ -62,9 +62,35 @@ class OpList {
                       CollectiveOp{kind, CommGroup::kTensor, bytes, dims_.t, dims_.tp_nodes});
   }
 
+  /// Issues a context-parallel collective (all-to-all, all-gather, reduce-scatter) of `bytes`
+  /// (nccl-tests size) on the CP stream after the last compute.
+  std::int32_t cp_collective(std::string_view name, CollectiveKind kind, std::int32_t layer,
+                             Phase phase, std::int64_t bytes) {
+    return collective(name, layer, phase, Stream::kContextComm,
+                      CollectiveOp{kind, CommGroup::kContext, bytes, dims_.cp, dims_.cp_nodes});
+  }
+
+  /// Issues one step of the context-parallel ring on the CP stream after the last compute:
+  /// every CP rank sends `bytes` to the next and receives as many from the previous (a
+  /// batched send/recv pair; across nodes when the CP group spans several).
+  std::int32_t cp_ring_step(std::string_view name, std::int32_t layer, Phase phase,
+                            std::int64_t bytes) {
+    return collective_like(name, layer, phase, Stream::kContextComm,
+                           P2POp{bytes, dims_.cp_nodes > 1});
+  }
+
   std::int32_t collective(std::string_view name, std::int32_t layer, Phase phase,
                           Stream stream, const CollectiveOp& c) {
     Op& op = push(name, layer, phase, stream, c);
+    if (last_compute_ >= 0) op.deps.push_back(last_compute_);
+    return static_cast<std::int32_t>(ops_.size()) - 1;
+  }
+
+  /// A communication op of any shape after the last compute (NCCL's stream waits for the
+  /// stream that enqueues it).
+  std::int32_t collective_like(std::string_view name, std::int32_t layer, Phase phase,
+                               Stream stream, OpShape shape) {
+    Op& op = push(name, layer, phase, stream, std::move(shape));
     if (last_compute_ >= 0) op.deps.push_back(last_compute_);
     return static_cast<std::int32_t>(ops_.size()) - 1;
   }
@@ -81,6 +107,7 @@ class OpList {
       case CollectiveKind::kAllReduce: return "tp_all_reduce";
       case CollectiveKind::kAllGather: return "tp_all_gather";
       case CollectiveKind::kReduceScatter: return "tp_reduce_scatter";
+      case CollectiveKind::kAllToAll: break;
     }
     return "tp_collective";
   }

@@ -4,20 +4,34 @@
 
 namespace stepsim {
 
+namespace {
+
+/// Forward: QK^T and attention*V, 2 matmuls of 2*scores*d each per head. Backward does twice
+/// the forward's matmul work (dQ, dK from dS; dV, dP from dO).
+double attention_flops(const AttentionOp& a, double scores) {
+  const double fwd =
+      4.0 * scores * static_cast<double>(a.head_dim) * static_cast<double>(a.batch * a.heads);
+  return a.backward ? 2.0 * fwd : fwd;
+}
+
+}  // namespace
+
 double AttentionOp::flops() const {
-  // Forward: QK^T and attention*V, 2 matmuls of 2*s*s*d each per head. Backward does twice
-  // the forward's matmul work (dQ, dK from dS; dV, dP from dO).
-  const double per_head = 4.0 * static_cast<double>(seq) * static_cast<double>(seq) *
-                          static_cast<double>(head_dim);
-  const double fwd = per_head * static_cast<double>(batch * heads);
-  return backward ? 2.0 * fwd : fwd;
+  return attention_flops(*this, static_cast<double>(seq) * static_cast<double>(kv_seq()));
+}
+
+double AttentionOp::counted_flops() const {
+  if (counted_scores <= 0) return flops();
+  return attention_flops(*this, static_cast<double>(counted_scores));
 }
 
 double Op::flops() const {
   return std::visit(
       [](const auto& s) -> double {
         using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<T, GemmOp> || std::is_same_v<T, AttentionOp>) {
+        if constexpr (std::is_same_v<T, AttentionOp>) {
+          return s.counted_flops();
+        } else if constexpr (std::is_same_v<T, GemmOp>) {
           return s.flops();
         } else {
           return 0.0;
@@ -43,6 +57,7 @@ std::string_view to_string(Stream s) {
     case Stream::kTensorComm: return "tp_comm";
     case Stream::kPipelineComm: return "pp_comm";
     case Stream::kDataComm: return "dp_comm";
+    case Stream::kContextComm: return "cp_comm";
   }
   return "?";
 }
@@ -52,6 +67,7 @@ std::string_view to_string(CollectiveKind k) {
     case CollectiveKind::kAllReduce: return "all_reduce";
     case CollectiveKind::kAllGather: return "all_gather";
     case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kAllToAll: return "all_to_all";
   }
   return "?";
 }
@@ -62,6 +78,7 @@ std::string_view to_string(CommGroup g) {
     case CommGroup::kData: return "dp";
     case CommGroup::kEmbedding: return "embedding";
     case CommGroup::kTensorData: return "tp_dp";
+    case CommGroup::kContext: return "cp";
   }
   return "?";
 }

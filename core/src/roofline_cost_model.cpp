@@ -71,6 +71,17 @@ double RooflineCostModel::bus_bandwidth_bytes_per_s(std::int64_t group_size,
 
 double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
+  if (op.kind == CollectiveKind::kAllToAll) {
+    // NCCL runs all-to-all as one round of grouped sends and receives (no ring, no algorithm
+    // choice in its tuning model): every member sends (n-1)/n of its buffer at once, the
+    // bus-bandwidth factor nccl-tests uses for alltoall (doc/PERFORMANCE.md,
+    // https://github.com/NVIDIA/nccl-tests), over the same per-GPU link share as a ring.
+    const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);
+    const double hop =
+        op.nodes_spanned > 1 ? system_.inter_node.latency_s : system_.intra_node.latency_s;
+    return system_.efficiency.kernel_launch_s + hop +
+           static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / busbw;
+  }
   // On NVIDIA NVSwitch platforms a collective costs what NCCL's own model says of the
   // algorithm and protocol NCCL picks (nccl_model.hpp); its latencies include the launch.
   if (const auto comm = nccl_comm(system_, op.group_size, op.nodes_spanned)) {

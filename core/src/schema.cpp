@@ -20,6 +20,8 @@ constexpr std::array<std::string_view, 5> kAttentionBackend = {"auto", "flash", 
 constexpr std::array<std::string_view, 3> kFp8Format = {"none", "e4m3", "hybrid"};
 constexpr std::array<std::string_view, 5> kFp8Recipe = {"delayed", "tensorwise", "blockwise",
                                                         "mxfp8", "custom"};
+// Megatron-LM's --cp-comm-type values (arguments.py), in CpCommType's order.
+constexpr std::array<std::string_view, 4> kCpCommType = {"p2p", "a2a", "allgather", "a2a+p2p"};
 
 KnobValue int_value(std::int64_t v) { return KnobValue{.integer = v}; }
 KnobValue real_value(double v) { return KnobValue{.real = v}; }
@@ -243,7 +245,8 @@ const std::array kSchema = {
     // ---- training ----
     KeyInfo{STEPSIM_INT("training.world_size", training.world_size), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given",
-            .check = "divisible by tensor_model_parallel_size * pipeline_model_parallel_size",
+            .check = "divisible by tensor_model_parallel_size * context_parallel_size * "
+                     "pipeline_model_parallel_size",
             .doc = "GPUs of the job (the launcher's nodes x processes per node)"},
     KeyInfo{STEPSIM_INT("training.global_batch_size", training.global_batch_size), .required = true,
             .sweep = Sweep::kListed, .flags = "--global-batch-size",
@@ -292,6 +295,26 @@ const std::array kSchema = {
             .check = "divides num_attention_heads, num_query_groups, ffn_hidden_size, "
                      "padded_vocab_size",
             .doc = "t"},
+    KeyInfo{STEPSIM_ENUM("training.cp_comm_type", training.cp_comm_type, CpCommType),
+            .choices = kCpCommType, .sweep = Sweep::kListed, .flags = "--cp-comm-type",
+            .default_text = "\"p2p\"",
+            .check = "\"p2p\", \"a2a\", \"allgather\"; \"a2a+p2p\" needs "
+                     "hierarchical_context_parallel_sizes (not modelled yet); with \"a2a\": "
+                     "num_attention_heads and num_query_groups divisible by "
+                     "tensor_model_parallel_size * context_parallel_size; one value for every "
+                     "layer",
+            .doc = "how context-parallel attention exchanges keys and values: p2p (KV ring, "
+                   "overlapped with the attention steps), a2a (Ulysses all-to-all of Q, K, V and "
+                   "the output), allgather (KV all-gather, dKV reduce-scatter)"},
+    KeyInfo{STEPSIM_INT("training.context_parallel_size", training.context_parallel_size),
+            .sweep = Sweep::kAuto, .autoable = true, .flags = "--context-parallel-size",
+            .default_text = "1",
+            .check = "> 1 needs seq_length divisible by 2 * context_parallel_size (seq_length "
+                     "/ context_parallel_size divisible by tensor_model_parallel_size with "
+                     "sequence_parallel) and attention_backend \"auto\" or \"fused\" "
+                     "(Transformer Engine's fused attention)",
+            .doc = "cp: each sequence split over cp GPUs (s / cp tokens each); world_size = t * "
+                   "cp * p * dp; gradients reduced over dp * cp"},
     KeyInfo{
         STEPSIM_INT("training.pipeline_model_parallel_size", training.pipeline_model_parallel_size),
         .sweep = Sweep::kAuto, .autoable = true, .flags = "--pipeline-model-parallel-size",
@@ -460,8 +483,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     // the model family: a training script other than pretrain_gpt.py
     {.dest = "model_type", .flag = "pretrain_*.py"},
     // parallelism
-    {.dest = "context_parallel_size", .flag = "--context-parallel-size", .neutral_value = "1"},
-    {.dest = "cp_comm_type", .flag = "--cp-comm-type", .neutral_value = "p2p"},
     {.dest = "hierarchical_context_parallel_sizes",
      .flag = "--hierarchical-context-parallel-sizes"},
     {.dest = "expert_model_parallel_size",

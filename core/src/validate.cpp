@@ -96,17 +96,37 @@ void check_pipeline(const Workload& w, Checker& check) {
   }
 }
 
+/// t * cp * p (Megatron's total_model_size), or 0 when a size is unknown or it overflows.
+std::int64_t model_parallel_size(const TrainingConfig& t) {
+  const std::int64_t tp = t.tensor_model_parallel_size;
+  const std::int64_t cp = t.context_parallel_size;
+  const std::int64_t pp = t.pipeline_model_parallel_size;
+  std::int64_t tcp = 0;
+  std::int64_t size = 0;
+  if (tp <= 0 || cp <= 0 || pp <= 0 || __builtin_mul_overflow(tp, cp, &tcp) ||
+      __builtin_mul_overflow(tcp, pp, &size)) {
+    return 0;
+  }
+  return size;
+}
+
 void check_batch(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
   const std::int64_t tp = t.tensor_model_parallel_size;
+  const std::int64_t cp = t.context_parallel_size;
   const std::int64_t pp = t.pipeline_model_parallel_size;
-  std::int64_t model_size = 0;
-  if (t.world_size > 0 && tp > 0 && pp > 0 &&
-      (__builtin_mul_overflow(tp, pp, &model_size) || t.world_size % model_size != 0)) {
-    check.fail("training.world_size", std::string("=") + str(t.world_size) +
-                                          " is not divisible by tensor_model_parallel_size*"
-                                          "pipeline_model_parallel_size=" +
-                                          str(tp) + "*" + str(pp));
+  const std::int64_t model_size = model_parallel_size(t);
+  if (t.world_size > 0 && tp > 0 && cp > 0 && pp > 0 &&
+      (model_size == 0 || t.world_size % model_size != 0)) {
+    // arguments.py: "world size is not divisible by total_model_size" (t * p * cp).
+    check.fail("training.world_size",
+               std::string("=") + str(t.world_size) +
+                   (cp == 1 ? " is not divisible by tensor_model_parallel_size*"
+                              "pipeline_model_parallel_size=" +
+                                  str(tp) + "*" + str(pp)
+                            : " is not divisible by tensor_model_parallel_size*"
+                              "context_parallel_size*pipeline_model_parallel_size=" +
+                                  str(tp) + "*" + str(cp) + "*" + str(pp)));
   }
   const std::int64_t dp = t.data_parallel_size;
   std::int64_t per_step = 0;
@@ -167,6 +187,82 @@ void check_recompute(const Workload& w, Checker& check) {
   }
 }
 
+// Context parallelism: megatron/training/arguments.py (seq_length multiple of 2 * cp,
+// a2a+p2p needs hierarchical sizes), megatron/core/transformer/dot_product_attention.py
+// (the local attention asserts cp == 1) and Transformer Engine's
+// pytorch/attention/dot_product_attention/context_parallel.py (attn_forward_func_with_cp:
+// FlashAttention not with Megatron's sbhd layout; a2a: heads divisible by cp) and utils.py
+// (UnfusedDotProductAttention disabled with CP).
+void check_context_parallel(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const ModelConfig& m = w.model;
+  const std::int64_t cp = t.context_parallel_size;
+  if (t.cp_comm_type == CpCommType::kA2aP2p) {
+    check.fail("training.cp_comm_type",
+               "=\"a2a+p2p\" needs hierarchical_context_parallel_sizes (Megatron-LM asserts "
+               "it), which stepsim does not model yet");
+  }
+  if (cp <= 1) return;
+  const std::string key = "training.context_parallel_size";
+  const std::string cps = "=" + str(cp);
+  const std::int64_t s = m.seq_length;
+  // cp > s / 2 first: 2 * cp cannot overflow after it.
+  const bool balanced = s > 0 && cp <= s / 2 && s % (2 * cp) == 0;
+  if (s > 0 && !balanced) {
+    check.fail("model.seq_length",
+               std::string("=") + str(s) + " is not a multiple of 2*context_parallel_size=2*" +
+                   str(cp) +
+                   " (Transformer Engine splits each sequence into 2*cp chunks for causal "
+                   "load balance)");
+  }
+  const std::int64_t tp = t.tensor_model_parallel_size;
+  if (t.sequence_parallel && tp > 1 && balanced && (s / cp) % tp != 0) {
+    check.fail("model.seq_length",
+               std::string("=") + str(s) + ": its context-parallel share seq_length/" +
+                   "context_parallel_size=" + str(s / cp) +
+                   " is not divisible by tensor_model_parallel_size=" + str(tp) +
+                   ", which sequence_parallel splits it by");
+  }
+  switch (m.attention_backend) {
+    case AttentionBackend::kAuto:
+    case AttentionBackend::kFused:
+      break;
+    case AttentionBackend::kFlash:
+      check.fail(key, cps +
+                          " needs Transformer Engine's fused (cuDNN) attention: its "
+                          "FlashAttention backend does not support context parallelism with "
+                          "Megatron's sbhd layout; give attention_backend \"auto\" or "
+                          "\"fused\"");
+      break;
+    case AttentionBackend::kUnfused:
+    case AttentionBackend::kLocal:
+      check.fail(key, cps +
+                          (m.use_flash_attn
+                               ? " needs Transformer Engine's fused (cuDNN) attention, but "
+                                 "use_flash_attn=true picks FlashAttention, which does not "
+                                 "support context parallelism with Megatron's sbhd layout; give "
+                                 "attention_backend \"auto\" or \"fused\""
+                               : " needs Transformer Engine's fused attention (Megatron-LM's "
+                                 "local DotProductAttention asserts context_parallel_size == 1); "
+                                 "give attention_backend \"auto\" or \"fused\""));
+      break;
+  }
+  if (t.cp_comm_type == CpCommType::kA2a && tp > 0) {
+    const std::int64_t a = m.num_attention_heads;
+    const std::int64_t g = m.num_query_groups;
+    if (a > 0 && a % tp == 0 && (a / tp) % cp != 0) {
+      check.fail(key, cps + " does not divide the attention heads per tensor-parallel rank "
+                            "(num_attention_heads/tensor_model_parallel_size=" +
+                          str(a / tp) + "), which cp_comm_type \"a2a\" scatters over the CP group");
+    }
+    if (g > 0 && g % tp == 0 && (g / tp) % cp != 0) {
+      check.fail(key, cps + " does not divide the key/value heads per tensor-parallel rank "
+                            "(num_query_groups/tensor_model_parallel_size=" +
+                          str(g / tp) + "), which cp_comm_type \"a2a\" scatters over the CP group");
+    }
+  }
+}
+
 void check_training(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
   if (t.sequence_parallel && t.tensor_model_parallel_size == 1) {
@@ -176,7 +272,7 @@ void check_training(const Workload& w, Checker& check) {
   // tensor parallel size" (sequence parallelism splits the sequence).
   const std::int64_t seq = w.model.seq_length;
   if (t.sequence_parallel && t.tensor_model_parallel_size > 1 && seq > 0 &&
-      seq % t.tensor_model_parallel_size != 0) {
+      t.context_parallel_size == 1 && seq % t.tensor_model_parallel_size != 0) {
     check.fail("model.seq_length",
                std::string("=") + str(seq) + " is not divisible by tensor_model_parallel_size=" +
                    str(t.tensor_model_parallel_size) + ", which sequence_parallel splits it by");
@@ -249,6 +345,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   check_pipeline(w, check);
   check_recompute(w, check);
   check_training(w, check);
+  check_context_parallel(w, check);
   detail::check_limits(w, check);
   detail::check_fp8(w, check);
   return errors;
@@ -275,11 +372,8 @@ Errors finalize_workload(Workload& w, const std::string& file) {
   if (t.recompute_granularity == RecomputeGranularity::kFull && t.recompute_num_layers == 0) {
     t.recompute_num_layers = 1;
   }
-  std::int64_t model_size = 0;
-  if (t.world_size > 0 && t.tensor_model_parallel_size > 0 && t.pipeline_model_parallel_size > 0 &&
-      !__builtin_mul_overflow(t.tensor_model_parallel_size, t.pipeline_model_parallel_size,
-                              &model_size) &&
-      t.world_size % model_size == 0) {
+  const std::int64_t model_size = model_parallel_size(t);
+  if (t.world_size > 0 && model_size > 0 && t.world_size % model_size == 0) {
     t.data_parallel_size = t.world_size / model_size;
   }
   std::int64_t per_step = 0;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "stepsim/core/dtype.hpp"
+#include "stepsim/core/rank_layout.hpp"
 #include "stepsim/core/scenario.hpp"
 
 namespace stepsim::detail {
@@ -21,8 +22,11 @@ struct Dims {
   std::int64_t vocab = 0;  ///< padded vocabulary
   std::int64_t max_pos = 0;
   std::int64_t t = 1, p = 1, v = 1, dp = 1;
+  std::int64_t cp = 1;  ///< context-parallel size: a rank holds s/cp tokens of each sequence
+  CpCommType cp_comm = CpCommType::kP2p;
+  std::int64_t cp_nodes = 1;  ///< nodes a CP group spans
   std::int64_t layers = 0;
-  std::int64_t tokens = 0;     ///< s*b, as a GEMM's m (all-gathered with SP)
+  std::int64_t tokens = 0;     ///< (s/cp)*b, as a GEMM's m (all-gathered with SP)
   std::int64_t sp_tokens = 0;  ///< tokens a rank holds outside the TP regions: s*b/t with SP
   std::int64_t e = 2;          ///< bytes per activation element (params dtype)
   DType dtype = DType::kBf16;
@@ -70,9 +74,11 @@ inline Dims dims_of(const Workload& w) {
   x.p = tc.pipeline_model_parallel_size;
   x.v = tc.virtual_pipeline_model_parallel_size;
   x.dp = tc.data_parallel_size > 0 ? tc.data_parallel_size : 1;
+  x.cp = tc.context_parallel_size > 0 ? tc.context_parallel_size : 1;
+  x.cp_comm = tc.cp_comm_type;
   x.layers = mc.num_layers;
   x.sp = tc.sequence_parallel && x.t > 1;
-  x.tokens = x.s * x.b;
+  x.tokens = x.s / x.cp * x.b;
   x.sp_tokens = x.sp ? x.tokens / x.t : x.tokens;
   x.dtype = tc.params_dtype;
   x.e = bytes_of(tc.params_dtype);
@@ -90,6 +96,11 @@ inline Dims dims_of(const Workload& w) {
   x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
   const std::int64_t gpn = w.system.gpus_per_node > 0 ? w.system.gpus_per_node : 1;
   x.tp_nodes = ceil_div(x.t, gpn);
+  if (x.cp > 1) {
+    // Megatron's layout (tp-cp-ep-dp-pp): the CP group of the representative rank (rank 0).
+    const RankGenerator ranks(ParallelSizes{.tp = x.t, .cp = x.cp, .dp = x.dp, .pp = x.p});
+    x.cp_nodes = ranks.nodes_spanned("cp", 0, gpn);
+  }
   return x;
 }
 

@@ -26,6 +26,7 @@ constexpr std::array<Rgb, kKindCount> kPalette = {{
     {0xd4, 0x60, 0x7a},  // annotation: rose
     {0x9e, 0x9e, 0x9e},  // other: grey
     {0xf6, 0xc9, 0xc9},  // bubble: pale red
+    {0xc2, 0x3b, 0x8f},  // CP comm: magenta
 }};
 
 std::uint8_t mix(std::uint8_t from, double amount) {

@@ -33,6 +33,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {Kind::kAnnotation, "user_annotation", "Annotation"},
     {Kind::kOther, "other", "Other"},
     {Kind::kBubble, "bubble", "Bubble (idle)"},
+    {Kind::kContextComm, "cp_comm", "CP comm"},
 }};
 
 template <typename T>
@@ -159,7 +160,8 @@ Kind kind_from_category_and_name(std::string_view category, std::string_view nam
 }
 
 bool is_comm(Kind kind) {
-  return kind == Kind::kTensorComm || kind == Kind::kPipelineComm || kind == Kind::kDataComm;
+  return kind == Kind::kTensorComm || kind == Kind::kPipelineComm || kind == Kind::kDataComm ||
+         kind == Kind::kContextComm;
 }
 
 std::string stream_name(std::int32_t stream) {
@@ -172,6 +174,8 @@ std::string stream_name(std::int32_t stream) {
       return "pp_comm";
     case kStreamDataComm:
       return "dp_comm";
+    case kStreamContextComm:
+      return "cp_comm";
     default:
       return "stream " + std::to_string(stream);
   }

@@ -20,6 +20,7 @@ std::int64_t node_of_stage(const Workload& w, std::int32_t stage) {
   // a stage is its TP rank 0 of DP replica 0.
   const TrainingConfig& t = w.training;
   const RankGenerator ranks(ParallelSizes{.tp = t.tensor_model_parallel_size,
+                                           .cp = t.context_parallel_size,
                                            .dp = std::max<std::int64_t>(1, t.data_parallel_size),
                                            .pp = t.pipeline_model_parallel_size});
   return ranks.rank(ParallelCoords{.pp = stage}) /

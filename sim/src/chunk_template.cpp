@@ -10,7 +10,7 @@ namespace stepsim::sim {
 ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial) {
   ChunkTemplate t;
   t.ops.resize(ops.size());
-  std::array<double, 4> stream_end{};  // last end per Stream
+  std::array<double, kStreamCount> stream_end{};  // last end per Stream
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const auto stream = static_cast<std::size_t>(op.stream);

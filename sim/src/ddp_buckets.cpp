@@ -60,7 +60,10 @@ std::int32_t first_use(const ChunkPlan& chunk, const Op& backward_op) {
 
 std::int64_t ddp_bucket_size(const TrainingConfig& t, std::int32_t stage, std::int32_t chunk) {
   if (!t.overlap_grad_reduce || stage > 0 || chunk > 0) return 0;
-  return std::max<std::int64_t>(40'000'000, 1'000'000 * t.data_parallel_size);
+  // megatron/training/training.py, resolve_ddp_bucket_size: max(40M, 1M * the size of the
+  // data-parallel group with context parallelism).
+  return std::max<std::int64_t>(40'000'000,
+                                1'000'000 * t.data_parallel_size * t.context_parallel_size);
 }
 
 Result<std::vector<DdpBucket>> ddp_buckets(const Workload& w, const ChunkPlan& chunk,

@@ -56,6 +56,16 @@ std::string_view granularity_key(RecomputeGranularity g) {
   return "?";
 }
 
+std::string_view cp_comm_key(CpCommType c) {
+  switch (c) {
+    case CpCommType::kP2p: return "p2p";
+    case CpCommType::kA2a: return "a2a";
+    case CpCommType::kAllGather: return "allgather";
+    case CpCommType::kA2aP2p: return "a2a+p2p";
+  }
+  return "?";
+}
+
 std::string_view method_key(RecomputeMethod m) {
   switch (m) {
     case RecomputeMethod::kNone: return "none";
@@ -225,9 +235,11 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
       << m.num_attention_heads << " heads";
   if (m.num_query_groups != m.num_attention_heads) out << " (" << m.num_query_groups << " query groups)";
   out << ", seq " << m.seq_length << ", vocab " << m.padded_vocab_size << "\n";
-  out << "  parallel    TP " << t.tensor_model_parallel_size << " x PP "
-      << t.pipeline_model_parallel_size << " x DP " << t.data_parallel_size << " = "
+  out << "  parallel    TP " << t.tensor_model_parallel_size;
+  if (t.context_parallel_size > 1) out << " x CP " << t.context_parallel_size;
+  out << " x PP " << t.pipeline_model_parallel_size << " x DP " << t.data_parallel_size << " = "
       << t.world_size << " GPUs";
+  if (t.context_parallel_size > 1) out << ", cp_comm_type " << cp_comm_key(t.cp_comm_type);
   if (t.interleaved()) out << ", " << t.virtual_pipeline_model_parallel_size << " virtual stages";
   out << ", SP " << (t.sequence_parallel ? "on" : "off") << ", recompute " << recompute_name(t)
       << (t.use_distributed_optimizer ? ", distributed optimizer" : "") << "\n";

@@ -182,6 +182,7 @@ Result<std::vector<double>> straggler_scale(const Workload& w,
   const std::int64_t world = t.world_size;
   // Megatron's rank layout, the one RankGenerator (core/rank_layout.hpp).
   const RankGenerator layout(ParallelSizes{.tp = t.tensor_model_parallel_size,
+                                           .cp = t.context_parallel_size,
                                            .dp = std::max<std::int64_t>(1, t.data_parallel_size),
                                            .pp = t.pipeline_model_parallel_size});
   std::vector<double> scale(static_cast<std::size_t>(t.pipeline_model_parallel_size), 1.0);
@@ -300,7 +301,7 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   cp.bubble_s = std::max(0.0, pred.step_time_s - cp.compute_s - cp.tp_comm_s - cp.p2p_s -
                                   cp.dp_comm_s - cp.optimizer_s);
 
-  // FLOPs: the representative rank of each stage stands for its t * dp peers.
+  // FLOPs: the representative rank of each stage stands for its t * cp * dp peers.
   double model_flops = 0, hardware_flops = 0;
   std::int64_t tasks = 0;
   for (const ActionRef& a : step.actions) {
@@ -314,6 +315,7 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   pred.engine_tasks = static_cast<std::int64_t>(step.graph.size());
   pred.critical_chain = walk_critical_chain(step, run);
   const double replicas = static_cast<double>(w.training.tensor_model_parallel_size *
+                                              w.training.context_parallel_size *
                                               w.training.data_parallel_size);
   model_flops *= replicas;
   hardware_flops *= replicas;

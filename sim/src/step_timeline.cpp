@@ -26,6 +26,7 @@ SliceKind kind_of(const Op& op) {
     case Stream::kTensorComm: return SliceKind::kTensorComm;
     case Stream::kPipelineComm: return SliceKind::kPipelineComm;
     case Stream::kDataComm: return SliceKind::kDataComm;
+    case Stream::kContextComm: return SliceKind::kContextComm;
     case Stream::kCompute: break;
   }
   if (std::holds_alternative<CollectiveOp>(op.shape)) {
@@ -61,6 +62,8 @@ std::string describe_shape(const OpShape& shape) {
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           return "flash b=" + std::to_string(s.batch) + " heads=" + std::to_string(s.heads) +
                  " kv=" + std::to_string(s.kv_heads) + " s=" + std::to_string(s.seq) +
+                 (s.seq_kv > 0 ? " s_kv=" + std::to_string(s.seq_kv) : std::string()) +
+                 (s.causal ? "" : " full") +
                  " d=" + std::to_string(s.head_dim) + (s.backward ? " bwd" : " fwd");
         } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
           return bytes_text(s.bytes) + " moved";

@@ -53,7 +53,8 @@ std::vector<KnobValue> booleans(bool allow_true) {
 }
 
 std::int64_t data_parallel_of(const TrainingConfig& t) {
-  const std::int64_t tp = t.tensor_model_parallel_size * t.pipeline_model_parallel_size;
+  const std::int64_t tp = t.tensor_model_parallel_size * t.context_parallel_size *
+                          t.pipeline_model_parallel_size;
   return tp > 0 && t.world_size % tp == 0 ? t.world_size / tp : 0;
 }
 
@@ -169,12 +170,36 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
     }
     return integers(out);
   }
-  if (key == "training.pipeline_model_parallel_size") {
+  const std::int64_t cp = t.context_parallel_size;
+  if (key == "training.context_parallel_size") {
+    // Megatron's and Transformer Engine's rules (validate.cpp): seq_length a multiple of 2*cp,
+    // fused attention, heads per TP rank divisible by cp with a2a; a2a+p2p is not modelled.
     std::vector<std::int64_t> out;
     if (tp <= 0 || t.world_size % tp != 0) return {};
+    const bool fused = m.attention_backend == AttentionBackend::kAuto ||
+                       m.attention_backend == AttentionBackend::kFused;
+    for (std::int64_t d : divisors(t.world_size / tp)) {
+      if (d == 1) {
+        out.push_back(d);
+        continue;
+      }
+      if (!fused || t.cp_comm_type == CpCommType::kA2aP2p) continue;
+      if (m.seq_length % (2 * d) != 0) continue;
+      if (t.sequence_parallel && tp > 1 && (m.seq_length / d) % tp != 0) continue;
+      if (t.cp_comm_type == CpCommType::kA2a &&
+          ((m.num_attention_heads / tp) % d != 0 || (groups / tp) % d != 0)) {
+        continue;
+      }
+      out.push_back(d);
+    }
+    return integers(out);
+  }
+  if (key == "training.pipeline_model_parallel_size") {
+    std::vector<std::int64_t> out;
+    if (tp <= 0 || cp <= 0 || t.world_size % (tp * cp) != 0) return {};
     // Uneven stages: first/last sizes leave any p > 1 to the rules; a layout fixes p x v.
     const std::int64_t stages = layout_stages(t);
-    for (std::int64_t d : divisors(t.world_size / tp)) {
+    for (std::int64_t d : divisors(t.world_size / (tp * cp))) {
       const bool fits = stages > 0               ? stages % d == 0
                         : first_or_last_given(t) ? d > 1
                                                  : counted_layers(t, m) % d == 0;

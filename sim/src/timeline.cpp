@@ -16,6 +16,7 @@ std::string_view to_string(SliceKind k) {
     case SliceKind::kPipelineComm: return "pp_comm";
     case SliceKind::kDataComm: return "dp_comm";
     case SliceKind::kOptimizer: return "optimizer";
+    case SliceKind::kContextComm: return "cp_comm";
   }
   return "?";
 }

@@ -60,13 +60,38 @@ TEST(MegatronArgs, LaunchLineToScenario) {
   EXPECT_FALSE(r->notes.empty());
 }
 
+// --context-parallel-size and --cp-comm-type (nargs='+': one type, or one per layer) map
+// onto the schema's keys; per-layer types that differ are not modelled.
+TEST(MegatronArgs, ContextParallelFlags) {
+  const std::string base =
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 "
+      "--num-attention-heads 8 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+      "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --context-parallel-size 4 ";
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(base + "--cp-comm-type a2a", o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_EQ(w.training.context_parallel_size, 4);
+  EXPECT_EQ(w.training.cp_comm_type, CpCommType::kA2a);
+  EXPECT_EQ(w.training.data_parallel_size, 1) << "8 GPUs = t 2 x cp 4";
+  auto same = scenario_from_megatron_args(base + "--cp-comm-type allgather allgather", o);
+  ASSERT_TRUE(same.ok()) << format_errors(same.errors());
+  EXPECT_EQ(load(same->scenario_json).training.cp_comm_type, CpCommType::kAllGather);
+  auto mixed = scenario_from_megatron_args(base + "--cp-comm-type p2p a2a", o);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(format_errors(mixed.errors()).find("--cp-comm-type (one type per layer)"),
+            std::string::npos)
+      << format_errors(mixed.errors());
+}
+
 // A flag that changes the job and is not modelled is an error naming it; so is a flag stepsim
 // does not know. --allow-unmodelled keeps going and lists them in the scenario.
 TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   const std::string line =
       "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 "
       "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
-      "--vocab-size 1000 --fp4-format nvfp4 --context-parallel-size 1 --lr 1e-4 "
+      "--vocab-size 1000 --fp4-format nvfp4 --expert-model-parallel-size 1 --lr 1e-4 "
       "--frobnicate 3 --bf16";
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";
@@ -79,7 +104,7 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   EXPECT_NE(errors.find("--frobnicate 3 is not a Megatron-LM flag stepsim knows"),
             std::string::npos)
       << errors;
-  EXPECT_EQ(r.errors().size(), 2u) << errors;  // --context-parallel-size 1 is the default
+  EXPECT_EQ(r.errors().size(), 2u) << errors;  // --expert-model-parallel-size 1 is the default
   o.allow_unmodelled = true;
   auto allowed = scenario_from_megatron_args(line, o);
   ASSERT_TRUE(allowed.ok()) << format_errors(allowed.errors());
@@ -87,7 +112,8 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
             (std::vector<std::string>{"--fp4-format nvfp4", "--frobnicate 3"}));
   const Workload w = load(allowed->scenario_json);
   EXPECT_EQ(w.unmodelled, allowed->unmodelled);
-  EXPECT_EQ(allowed->ignored_flags, (std::vector<std::string>{"--context-parallel-size", "--lr"}));
+  EXPECT_EQ(allowed->ignored_flags,
+            (std::vector<std::string>{"--expert-model-parallel-size", "--lr"}));
   // No --attention-backend: Megatron-Core's default, auto (a fused attention kernel).
   EXPECT_EQ(w.model.attention_backend, AttentionBackend::kAuto);
   EXPECT_TRUE(w.model.fused_attention());

@@ -81,9 +81,9 @@ TEST(Schema, KnobTableIsTheSweepableRowsInOrder) {
 }
 
 TEST(Schema, UnknownKeyMessages) {
-  EXPECT_EQ(unknown_key_message("training", "context_parallel_size"),
-            " is a Megatron-LM argument (--context-parallel-size) that stepsim does not model "
-            "yet");
+  EXPECT_EQ(unknown_key_message("training", "expert_model_parallel_size"),
+            " is a Megatron-LM argument (--expert-model-parallel-size) that stepsim does not "
+            "model yet");
   EXPECT_EQ(unknown_key_message("training", "tensor_model_paralel_size"),
             " is not a known key; did you mean \"training.tensor_model_parallel_size\"?");
   // A key of the other section.

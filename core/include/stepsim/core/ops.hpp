@@ -2,6 +2,7 @@
 // The vocabulary of work: what one representative GPU executes. Shapes are per rank (after
 // tensor-parallel slicing). Durations are not here: a CostModel turns an op into seconds.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -25,13 +26,27 @@ struct AttentionOp {
   std::int64_t batch = 0;
   std::int64_t heads = 0;     ///< query heads on this rank
   std::int64_t kv_heads = 0;  ///< key/value heads (query groups) on this rank
-  std::int64_t seq = 0;
+  std::int64_t seq = 0;       ///< query positions per sequence
   std::int64_t head_dim = 0;
   bool causal = true;
   bool backward = false;
   DType dtype = DType::kBf16;
-  /// Matmul FLOPs actually performed (causal masking not exploited, as Megatron counts).
+  /// Key/value positions per sequence; 0 = seq (self-attention over one block). A
+  /// context-parallel step attends seq queries to another block of keys.
+  std::int64_t seq_kv = 0;
+  /// FLOP accounting only (model and hardware FLOPs, MFU/HFU): the score-matrix entries per
+  /// head and sequence this kernel stands for in Megatron's count, which ignores the causal
+  /// mask; 0 = seq * kv_seq(). Context-parallel kernels that skip fully masked half-chunks
+  /// (Transformer Engine's ring sections, its all-gather steps) stand for the whole rows of
+  /// the score matrix their queries own, so counted FLOPs do not depend on the parallel layout.
+  std::int64_t counted_scores = 0;
+
+  std::int64_t kv_seq() const { return seq_kv > 0 ? seq_kv : seq; }
+  /// Matmul FLOPs of the kernel's seq x kv_seq() rectangle (causal masking not exploited, as
+  /// Megatron counts): what cost models price.
   double flops() const;
+  /// FLOPs this kernel adds to the step's count (counted_scores in place of the rectangle).
+  double counted_flops() const;
   bool operator==(const AttentionOp&) const = default;
 };
 
@@ -41,10 +56,14 @@ struct MemoryBoundOp {
   bool operator==(const MemoryBoundOp&) const = default;
 };
 
-enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter };
-/// kTensorData: the tensor- and data-parallel ranks of one pipeline stage together
-/// (Megatron's amax reduction group, over which FP8 delayed scaling reduces its amaxes).
-enum class CommGroup : std::uint8_t { kTensor, kData, kEmbedding, kTensorData };
+/// kAllToAll: every member sends 1/n of its buffer to each other member (context parallelism's
+/// Ulysses exchange; NCCL runs it as grouped sends and receives).
+enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
+/// kData: Megatron's data-parallel group with context parallelism (dp * cp ranks: gradients
+/// are reduced and the distributed optimizer sharded over it). kTensorData: the tensor- and
+/// data-parallel ranks of one pipeline stage together (Megatron's amax reduction group, over
+/// which FP8 delayed scaling reduces its amaxes). kContext: the context-parallel group.
+enum class CommGroup : std::uint8_t { kTensor, kData, kEmbedding, kTensorData, kContext };
 
 /// A collective over a process group. `bytes` is nccl-tests' "size": the full buffer
 /// (all-reduce: the reduced tensor; all-gather: the gathered output; reduce-scatter: the
@@ -58,7 +77,8 @@ struct CollectiveOp {
   bool operator==(const CollectiveOp&) const = default;
 };
 
-/// One pipeline message between adjacent stages.
+/// One pipeline message between adjacent stages, or one step of the context-parallel ring
+/// (every CP rank sends its block to the next and receives one from the previous).
 struct P2POp {
   std::int64_t bytes = 0;
   bool inter_node = false;
@@ -75,8 +95,10 @@ enum class Phase : std::uint8_t {
   kStep,            ///< once per step: gradient reduction, optimizer
 };
 
-/// Where an op is issued, like a CUDA stream.
-enum class Stream : std::uint8_t { kCompute, kTensorComm, kPipelineComm, kDataComm };
+/// Where an op is issued, like a CUDA stream. kContextComm: context-parallel exchanges of
+/// keys and values (Transformer Engine's cp_stream and NCCL's stream for the CP group).
+enum class Stream : std::uint8_t { kCompute, kTensorComm, kPipelineComm, kDataComm, kContextComm };
+inline constexpr std::size_t kStreamCount = 5;
 
 /// One op of a plan. Ops of a list run on their stream in list order; `deps` add explicit
 /// cross-stream waits on earlier ops of the same list.

@@ -25,6 +25,12 @@ enum class AttentionBackend : std::uint8_t { kAuto, kFlash, kFused, kUnfused, kL
 enum class Fp8Format : std::uint8_t { kNone, kE4m3, kHybrid };
 /// Megatron-Core's --fp8-recipe (megatron/core/enums.py Fp8Recipe), in the schema's order.
 enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8, kCustom };
+/// Megatron-LM's --cp-comm-type (Transformer Engine's cp_comm_type): how context-parallel
+/// attention exchanges keys and values. kP2p: TE's KV ring (AttnFuncWithCPAndKVP2P); kA2a:
+/// Ulysses all-to-all of Q, K, V and the output (AttnFuncWithCPAndQKVOA2A); kAllGather: KV
+/// all-gather (AttnFuncWithCPAndKVAllGather); kA2aP2p: the hierarchical form, which needs
+/// --hierarchical-context-parallel-sizes and is not modelled (the loader rejects it).
+enum class CpCommType : std::uint8_t { kP2p, kA2a, kAllGather, kA2aP2p };
 
 struct ModelConfig {
   std::int64_t num_layers = 0;
@@ -61,6 +67,10 @@ struct TrainingConfig {
   std::int64_t world_size = 0;
   std::int64_t tensor_model_parallel_size = 1;
   std::int64_t pipeline_model_parallel_size = 1;
+  /// cp: every sequence split over cp GPUs (s / cp tokens each), attention exchanging keys and
+  /// values over the CP group as cp_comm_type says. World = t * cp * p * dp.
+  std::int64_t context_parallel_size = 1;
+  CpCommType cp_comm_type = CpCommType::kP2p;
   /// Model chunks per pipeline rank (v); 1 without interleaving.
   std::int64_t virtual_pipeline_model_parallel_size = 1;
   /// Layers per model chunk; 0 without interleaving, and with uneven stages unless given
@@ -98,7 +108,7 @@ struct TrainingConfig {
   std::int64_t fp8_amax_history_len = 1;  ///< delayed scaling's amax history per FP8 tensor
 
   // Derived at load.
-  std::int64_t data_parallel_size = 0;  ///< world_size / (t * p)
+  std::int64_t data_parallel_size = 0;  ///< world_size / (t * cp * p)
   std::int64_t num_microbatches = 0;    ///< global_batch_size / (micro_batch_size * dp)
 
   bool interleaved() const { return virtual_pipeline_model_parallel_size > 1; }

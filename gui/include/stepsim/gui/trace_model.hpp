@@ -34,8 +34,9 @@ enum class Kind : std::uint8_t {
   kAnnotation,     ///< "user_annotation", "gpu_user_annotation" (record_function ranges)
   kOther,  ///< a `cat` neither format defines
   kBubble,
+  kContextComm,  ///< "cp_comm": context-parallel exchanges of keys and values
 };
-inline constexpr std::size_t kKindCount = 17;
+inline constexpr std::size_t kKindCount = 18;
 
 /// A kind from a slice's `cat` and name: stepsim's categories, the PyTorch profiler's (and
 /// its older capitalised names: Kernel, Memcpy, Memset, Runtime, Operator, Python), NCCL
@@ -56,6 +57,7 @@ inline constexpr std::int32_t kStreamCompute = 0;
 inline constexpr std::int32_t kStreamTensorComm = 1;
 inline constexpr std::int32_t kStreamPipelineComm = 2;
 inline constexpr std::int32_t kStreamDataComm = 3;
+inline constexpr std::int32_t kStreamContextComm = 4;
 /// "compute", "tp_comm", "pp_comm", "dp_comm", or "stream N" for other ids.
 std::string stream_name(std::int32_t stream);
 

@@ -19,6 +19,7 @@ enum class SliceKind : std::uint8_t {
   kPipelineComm,
   kDataComm,
   kOptimizer,
+  kContextComm,  ///< context-parallel exchanges of keys and values ("cp_comm")
 };
 
 std::string_view to_string(SliceKind k);
