@@ -213,6 +213,8 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("seq_length", w.model.seq_length);
   j.field("system", std::string_view(w.system.name));
   j.field("gpu", std::string_view(w.system.gpu_name));
+  j.field("context_parallel_size", t.context_parallel_size);
+  j.field("cp_comm_type", cp_comm_key(t.cp_comm_type));
   j.end_object();
 }
 

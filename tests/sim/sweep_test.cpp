@@ -124,6 +124,25 @@ TEST(SweepEnumerate, SameWorkloadAsTheLoaderForEveryConfiguration) {
   EXPECT_GT(valid, 20);
 }
 
+TEST(SweepEnumerate, AutoContextParallelKeepsMegatronsAndTransformerEnginesRules) {
+  // world 8, 8 heads, 2 KV groups, seq 256, fused attention. t | 8 and 2 groups: {1, 2}. cp |
+  // 8/t with 256 % 2cp = 0: p2p {1,2,4,8} for t 1, {1,2,4} for t 2; a2a also needs the KV
+  // heads per TP rank (2/t) divisible by cp: {1,2} for t 1, {1} for t 2.
+  const SweepSpec spec = must(small_sweep(R"({"model.num_query_groups": [2],
+      "model.attention_backend": ["auto"], "training.tensor_model_parallel_size": "auto",
+      "training.cp_comm_type": ["p2p", "a2a"], "training.context_parallel_size": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(spec), (4 + 2) + (3 + 1));
+  for (sim::SweepConfig c : all_configs(spec)) {
+    const TrainingConfig& t = c.workload.training;
+    EXPECT_TRUE(finalize_workload(c.workload, "test-sweep.json").empty())
+        << "t" << t.tensor_model_parallel_size << " cp" << t.context_parallel_size;
+    EXPECT_EQ(t.data_parallel_size * t.tensor_model_parallel_size * t.context_parallel_size, 8);
+  }
+  // Without fused attention context parallelism is not offered at all.
+  const SweepSpec unfused = must(small_sweep(R"({"training.context_parallel_size": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(unfused), 1);
+}
+
 TEST(SweepEnumerate, PaddedVocabularyFollowsTensorParallel) {
   const SweepSpec spec = must(small_sweep(R"({"training.tensor_model_parallel_size": [1, 8]})"));
   auto configs = all_configs(spec);
