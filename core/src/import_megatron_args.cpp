@@ -408,6 +408,13 @@ std::string megatron_args_of(const Workload& w) {
   num("--micro-batch-size", t.micro_batch_size);
   num("--global-batch-size", t.global_batch_size);
   num("--tensor-model-parallel-size", t.tensor_model_parallel_size);
+  if (t.context_parallel_size > 1) {
+    num("--context-parallel-size", t.context_parallel_size);
+    constexpr std::string_view kCpComm[] = {"p2p", "a2a", "allgather", "a2a+p2p"};
+    flag("--cp-comm-type");
+    out += ' ';
+    out += kCpComm[static_cast<std::size_t>(t.cp_comm_type)];
+  }
   num("--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
   const bool first_last =
       t.decoder_first_pipeline_num_layers > 0 || t.decoder_last_pipeline_num_layers > 0;
