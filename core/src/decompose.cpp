@@ -44,9 +44,10 @@ struct Layout {
   std::int64_t dp_nodes(std::int64_t stage) const {
     return ranks.nodes_spanned("dp-cp", first_rank(stage), gpus_per_node);
   }
-  /// Nodes spanned by the stage's tensor x data parallel group (FP8 amax reduction).
+  /// Nodes spanned by the stage's tensor x data parallel group with context parallelism (FP8
+  /// amax reduction: fp8_utils.py asks get_amax_reduction_group(with_context_parallel=True)).
   std::int64_t tp_dp_nodes(std::int64_t stage) const {
-    return ranks.nodes_spanned("tp-dp", first_rank(stage), gpus_per_node);
+    return ranks.nodes_spanned("tp-cp-dp", first_rank(stage), gpus_per_node);
   }
   std::int64_t embedding_nodes() const {
     return first_rank(0) / gpus_per_node == first_rank(p - 1) / gpus_per_node ? 1 : 2;
@@ -102,7 +103,7 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   const bool amax_reduction = x.fp8 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
   if (amax_reduction) {
     detail::emit_fp8_amax_reduction(fwd, range.count, true, tc.fp8_param_gather,
-                                    tc.fp8_amax_history_len, x.t * x.dp,
+                                    tc.fp8_amax_history_len, x.t * x.cp * x.dp,
                                     layout.tp_dp_nodes(stage));
   }
   if (plan.has_loss) detail::emit_output_forward(fwd);
@@ -112,7 +113,7 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   emit_chunk_backward(bwd, tc, range);
   if (amax_reduction) {
     detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_param_gather,
-                                    tc.fp8_amax_history_len, x.t * x.dp,
+                                    tc.fp8_amax_history_len, x.t * x.cp * x.dp,
                                     layout.tp_dp_nodes(stage));
   }
   if (plan.has_embedding) detail::emit_embedding_backward(bwd);
