@@ -62,12 +62,12 @@ void BM_PredictGpt_1T_A100x3072(benchmark::State& state) {
   predict_scenario(state, "gpt-1t-a100-3072.json");
 }
 
-void BM_PredictLlama31_405B_H100x512_Uneven(benchmark::State& state) {
-  predict_scenario(state, "llama31-405b-h100-512-nocp.json");
+void BM_PredictLlama31_405B_H100x512_Cp2Uneven(benchmark::State& state) {
+  predict_scenario(state, "llama31-405b-h100-512.json");
 }
 
 BENCHMARK(BM_PredictGpt3_175B_A100x64)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_PredictLlama31_405B_H100x512_Uneven)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PredictLlama31_405B_H100x512_Cp2Uneven)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictGpt_1T_A100x3072)->Unit(benchmark::kMillisecond);
 
 }  // namespace
