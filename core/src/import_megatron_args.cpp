@@ -461,6 +461,9 @@ std::string megatron_args_of(const Workload& w) {
   if (t.use_distributed_optimizer) flag("--use-distributed-optimizer");
   if (t.overlap_grad_reduce) flag("--overlap-grad-reduce");
   if (t.overlap_param_gather) flag("--overlap-param-gather");
+  if (t.ddp_bucket_size > 0) num("--ddp-bucket-size", t.ddp_bucket_size);
+  if (t.ddp_num_buckets > 0) num("--ddp-num-buckets", t.ddp_num_buckets);
+  if (!t.align_param_gather) flag("--no-align-param-gather");
   if (t.params_dtype == DType::kBf16) flag("--bf16");
   if (t.params_dtype == DType::kFp16) flag("--fp16");
   if (t.fp8_enabled()) {

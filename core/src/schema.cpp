@@ -397,6 +397,24 @@ const std::array kSchema = {
             .default_text = "true with interleaving, false without (as Megatron-LM)",
             .check = "only with interleaving",
             .doc = "pipeline sends/receives overlapped with compute (interleaved schedule)"},
+    KeyInfo{STEPSIM_INT("training.ddp_bucket_size", training.ddp_bucket_size),
+            .sweep = Sweep::kListed, .flags = "--ddp-bucket-size",
+            .default_text = "none: max(40000000, 1000000 * data_parallel_size)",
+            .check = "> 0 (Megatron makes one bucket per parameter at <= 0: not modelled); not "
+                     "with ddp_num_buckets (Cannot specify both num_buckets and bucket_size)",
+            .doc = "parameters per data-parallel gradient bucket (first model chunk of the first "
+                   "pipeline rank, with overlap_grad_reduce; Megatron buckets nothing else)"},
+    KeyInfo{STEPSIM_INT("training.ddp_num_buckets", training.ddp_num_buckets),
+            .sweep = Sweep::kListed, .flags = "--ddp-num-buckets", .default_text = "none",
+            .check = "> 0; not with ddp_bucket_size",
+            .doc = "buckets per rank instead of a size: bucket size = the first pipeline rank's "
+                   "parameters // this (training.py resolve_ddp_bucket_size)"},
+    KeyInfo{STEPSIM_BOOL("training.align_param_gather", training.align_param_gather),
+            .sweep = Sweep::kListed, .flags = "--no-align-param-gather=false",
+            .default_text = "true (Megatron forces it off without interleaving)",
+            .doc = "with overlap_param_gather and interleaving: every pipeline rank launches its "
+                   "parameter all-gathers from the schedule (false: each chunk's first forward "
+                   "launches its own and waits)"},
     KeyInfo{STEPSIM_INT("training.microbatch_group_size_per_vp_stage",
                         training.microbatch_group_size_per_vp_stage),
             .sweep = Sweep::kAuto, .autoable = true,
@@ -495,6 +513,10 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "use_torch_fsdp2", .flag = "--use-torch-fsdp2"},
     {.dest = "use_megatron_fsdp", .flag = "--use-megatron-fsdp"},
     {.dest = "data_parallel_sharding_strategy", .flag = "--data-parallel-sharding-strategy"},
+    // data-parallel buckets: pads each bucket of the distributed optimizer to a multiple of
+    // lcm(dp, 128, 2^16) elements for NCCL's bus bandwidth (param_layout.py)
+    {.dest = "ddp_pad_buckets_for_high_nccl_busbw",
+     .flag = "--ddp-pad-buckets-for-high-nccl-busbw"},
     {.dest = "rampup_batch_size", .flag = "--rampup-batch-size"},
     {.dest = "step_batch_size_schedule", .flag = "--step-batch-size-schedule"},
     {.dest = "decoder_seq_length", .flag = "--decoder-seq-length"},

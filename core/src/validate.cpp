@@ -283,6 +283,15 @@ void check_training(const Workload& w, Checker& check) {
   if (t.overlap_param_gather && !t.overlap_grad_reduce) {
     check.fail("training.overlap_param_gather", "=true needs overlap_grad_reduce");
   }
+  // distributed_data_parallel_config.py __post_init__.
+  if (t.ddp_num_buckets != 0 && t.ddp_bucket_size != 0) {
+    check.fail("training.ddp_num_buckets",
+               "=" + str(t.ddp_num_buckets) + " and ddp_bucket_size=" + str(t.ddp_bucket_size) +
+                   " are both given: Cannot specify both num_buckets and bucket_size");
+  }
+  // Both must be positive when given (the loader's rule for every size; 0 is "not given"):
+  // Megatron asserts num_buckets > 0 and makes one bucket per parameter with a bucket size
+  // <= 0, which stepsim does not model.
   if (t.overlap_p2p_comm && !t.interleaved()) {
     check.fail("training.overlap_p2p_comm",
                "=true applies only to the interleaved schedule (virtual pipeline stages)");

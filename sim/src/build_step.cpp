@@ -193,7 +193,7 @@ class Builder {
     std::vector<std::int32_t> cursor;
     cursor.reserve(8);
     std::vector<std::int32_t>& backward = backward_tasks_[ri];
-    if (gather.on && v_ > 1) {
+    if (gather.on && gather.aligned) {
       // align_param_gather: chunks 0 and 1 are gathered when the step's schedule starts.
       for (const std::int32_t c : {0, 1}) dispatch_param_gather(r, c, cursor, gather);
     }
@@ -263,6 +263,9 @@ class Builder {
   /// forward, so a simulated steady-state step starts with it).
   struct ParamGather {
     bool on = false;
+    /// align_param_gather with interleaving: the schedule dispatches the gathers (Megatron's
+    /// param_sync_func); otherwise each chunk's forward pre-hook does.
+    bool aligned = false;
     const Op* op = nullptr;  ///< the stage's dp_param_all_gather step op (all its chunks)
     /// Per forward action of the rank (in program order): the chunk whose gather Megatron
     /// dispatches before it (align_param_gather, interleaved), or -1.
@@ -293,6 +296,7 @@ class Builder {
     const std::int32_t r = program.rank;
     if (!param_gather_overlapped(r)) return g;
     g.on = true;
+    g.aligned = v_ > 1 && w_.training.align_param_gather;
     g.op = param_gather_op(r);
     std::vector<std::int32_t> chunk_of_forward;
     for (const Action& a : program.actions) {
@@ -303,7 +307,7 @@ class Builder {
     for (std::size_t k = n; k-- > 0;) g.first_forward[static_cast<std::size_t>(chunk_of_forward[k])] = k;
     g.dispatch_at.assign(n, -1);
     g.done.assign(static_cast<std::size_t>(v_), kNoTask);
-    if (v_ > 1) {
+    if (g.aligned) {
       // schedules.py, forward_step_helper_preprocess: before forward virtual micro-batch k,
       // if k + rank is the first micro-batch of chunk c, gather chunk c + 1 (when 1 < c + 1 < v).
       for (std::size_t k = 0; k + static_cast<std::size_t>(r) < n; ++k) {
@@ -343,7 +347,7 @@ class Builder {
     const std::vector<DdpBucket>& buckets = buckets_of(r, c);
     std::vector<std::size_t> order(buckets.size());
     for (std::size_t b = 0; b < order.size(); ++b) order[b] = b;
-    if (v_ == 1) std::reverse(order.begin(), order.end());
+    if (!g.aligned) std::reverse(order.begin(), order.end());
     const ChunkTemplate& tmpl =
         out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kForward, v_))];
     double end = 0, start_after = 0;
@@ -361,7 +365,7 @@ class Builder {
       start_after = std::max(start_after, end - tmpl.ops[use].start_s);
     }
     done = last;
-    if (v_ == 1 && buckets.size() > 1) {
+    if (!g.aligned && buckets.size() > 1) {
       const TaskId delay = add(Task{r, Stream::kCompute, TaskKind::kDelay, start_after, -1, -1});
       add_edges(cursor, delay);
       done = static_cast<std::int32_t>(delay.value);
@@ -460,11 +464,12 @@ class Builder {
   Status make_buckets() {
     buckets_.resize(static_cast<std::size_t>(p_ * v_));
     for (std::int32_t r = 0; r < p_; ++r) {
+      const std::int64_t stage_parameters = plan_.stages[static_cast<std::size_t>(r)].parameters;
       for (std::int32_t c = 0; c < v_; ++c) {
         const ChunkPlan& chunk =
             plan_.stages[static_cast<std::size_t>(r)].chunks[static_cast<std::size_t>(c)];
         Result<std::vector<DdpBucket>> made =
-            ddp_buckets(w_, chunk, ddp_bucket_size(w_.training, r, c));
+            ddp_buckets(w_, chunk, ddp_bucket_size(w_.training, stage_parameters, r, c));
         if (!made.ok()) return made.errors();
         buckets_[static_cast<std::size_t>(r * v_ + c)] = std::move(made).value();
       }

@@ -26,11 +26,15 @@ struct DdpBucket {
 };
 
 /// The bucket size, in parameters, of the DDP instance that wraps `chunk` of pipeline rank
-/// `stage`; 0 means one bucket for the whole chunk. Megatron: `--ddp-bucket-size`, default
-/// max(40M, 1M * dp) (DistributedDataParallel.__init__); no bucketing without
-/// overlap_grad_reduce, on pipeline ranks after the first, or for model chunks after the
-/// first (megatron/training: disable_bucketing = model_chunk_idx > 0).
-std::int64_t ddp_bucket_size(const TrainingConfig& t, std::int32_t stage, std::int32_t chunk);
+/// `stage`, which holds `stage_parameters` parameters over all its chunks; 0 means one bucket
+/// for the whole chunk. Megatron (training.py resolve_ddp_bucket_size): with
+/// `--ddp-num-buckets` n, the rank's parameters // n; else `--ddp-bucket-size`, default
+/// max(40M, 1M * dp); no bucketing without overlap_grad_reduce, on pipeline ranks after the
+/// first, or for model chunks after the first (per_chunk_bucket_sizes). A size under one
+/// parameter (n above the parameters) is 1: one bucket per module here, where Megatron has
+/// one per parameter.
+std::int64_t ddp_bucket_size(const TrainingConfig& t, std::int64_t stage_parameters,
+                             std::int32_t stage, std::int32_t chunk);
 
 /// The buckets of `chunk`, in the order Megatron creates them (and dispatches their
 /// reductions): backward order, the one nearest the output first. Parameters are walked in

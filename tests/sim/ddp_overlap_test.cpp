@@ -66,6 +66,9 @@ struct StepOptions {
   std::int64_t grad_bytes = 4;
   std::int64_t param_bytes = 0;  ///< > 0: distributed optimizer
   bool overlap_param_gather = false;
+  std::int64_t ddp_bucket_size = 0;  ///< Megatron's --ddp-bucket-size; 0: not given
+  std::int64_t ddp_num_buckets = 0;  ///< --ddp-num-buckets; 0: not given
+  bool align_param_gather = true;    ///< false: --no-align-param-gather
 };
 
 Step make_step(std::int32_t p, std::int32_t v, std::int32_t m, const StepOptions& o) {
@@ -89,6 +92,9 @@ Step make_step(std::int32_t p, std::int32_t v, std::int32_t m, const StepOptions
   t.overlap_grad_reduce = o.overlap_grad_reduce;
   t.use_distributed_optimizer = o.param_bytes > 0;
   t.overlap_param_gather = o.overlap_param_gather;
+  t.ddp_bucket_size = o.ddp_bucket_size;
+  t.ddp_num_buckets = o.ddp_num_buckets;
+  t.align_param_gather = o.align_param_gather;
   w.system.gpus_per_node = 8;
   w.system.memory_bytes = 1LL << 40;
   w.system.peak_flops_fp32 = 1;
@@ -263,6 +269,87 @@ TEST(DdpOverlap, InterleavedParamGatherWaitsForTheWholeChunk) {
   }
   EXPECT_NEAR(first_forward, 0.24, 1e-9);
   EXPECT_NEAR(off.prediction.step_time_s - on.prediction.step_time_s, 0.24, 1e-9);
+}
+
+TEST(DdpOverlap, BucketSizeKeySetsTheBuckets) {
+  // BucketReductionsQueueOnTheDataParallelStream (40 bytes per parameter, 14.8 s) with
+  // ddp_bucket_size 80M: FC2's 40M weight leaves the bucket open, FC1's closes it at 80M
+  // (final at 11), QKV's 40M make the second (final at 12). Reductions of 3.2 s and 1.6 s:
+  // [11, 14.2] and [14.2, 15.8], one second later than three 40M buckets.
+  StepOptions o = grad_overlap(true, 40);
+  o.ddp_bucket_size = 80'000'000;
+  const SimulationResult r = run(make_step(1, 1, 2, o));
+  EXPECT_NEAR(r.prediction.step_time_s, 15.8, 1e-9);
+  const std::vector<Slice> buckets = dp_slices(r, 0);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_NEAR(buckets[0].start_s, 11.0, 1e-9);
+  EXPECT_NEAR(buckets[0].end_s, 14.2, 1e-9);
+  EXPECT_NEAR(buckets[1].start_s, 14.2, 1e-9);
+  EXPECT_NEAR(buckets[1].end_s, 15.8, 1e-9);
+  // 120M (the whole chunk) or more: one bucket, final at 12 and reduced for 4.8 s, as
+  // without overlap_grad_reduce.
+  o.ddp_bucket_size = 120'000'000;
+  EXPECT_NEAR(run(make_step(1, 1, 2, o)).prediction.step_time_s, 16.8, 1e-9);
+}
+
+TEST(DdpOverlap, NumBucketsKeyDividesTheRanksParameters) {
+  // ddp_num_buckets n: bucket size = the rank's 120M parameters // n (training.py).
+  // n = 2: 60M, so FC2 + FC1 (80M) and QKV (40M), as with 80M buckets: 15.8 s. n = 1: one
+  // 120M bucket: 16.8 s. n = 3: 40M, Megatron's default here: 14.8 s. n above the
+  // parameters: size 1, one bucket per module: 14.8 s.
+  StepOptions o = grad_overlap(true, 40);
+  const std::pair<std::int64_t, double> cases[] = {
+      {2, 15.8}, {1, 16.8}, {3, 14.8}, {200'000'000, 14.8}};
+  for (const auto& [n, step] : cases) {
+    o.ddp_num_buckets = n;
+    EXPECT_NEAR(run(make_step(1, 1, 2, o)).prediction.step_time_s, step, 1e-9) << "n = " << n;
+  }
+  o.ddp_num_buckets = 2;
+  EXPECT_EQ(dp_slices(run(make_step(1, 1, 2, o)), 0).size(), 2u);
+}
+
+TEST(DdpOverlap, UnalignedParamGatherWaitsInEachChunksFirstForward) {
+  // InterleavedParamGatherWaitsForTheWholeChunk with --no-align-param-gather: no gathers at
+  // the schedule's start; each chunk's first forward launches its gathers and waits for
+  // them. Rank 0's chunk 0 has three 40M buckets gathered in forward order (0.08 s each), so
+  // its first forward starts at 0.08, as without interleaving (0.24 aligned); every other
+  // chunk is one bucket whose 0.24 s gather starts where its first forward would have and
+  // delays it by 0.24 s.
+  const std::int32_t p = 2, v = 2, m = 4;
+  StepOptions o{.overlap_grad_reduce = true, .param_bytes = 2, .overlap_param_gather = true};
+  const SimulationResult aligned = run(make_step(p, v, m, o));
+  o.align_param_gather = false;
+  const SimulationResult own = run(make_step(p, v, m, o));
+  std::map<std::pair<std::int32_t, std::int32_t>, double> first_forward, gather_start, gather_end;
+  for (const Slice& s : own.timeline.slices) {
+    const auto key = std::make_pair(s.rank, s.chunk);
+    if (s.stream == Stream::kCompute && s.kind == SliceKind::kForward &&
+        first_forward.count(key) == 0) {
+      first_forward[key] = s.start_s;
+    }
+    if (s.stream == Stream::kDataComm && s.op == "dp_param_all_gather") {
+      if (gather_start.count(key) == 0) gather_start[key] = s.start_s;
+      gather_end[key] = s.end_s;
+    }
+  }
+  ASSERT_EQ(first_forward.size(), static_cast<std::size_t>(p * v));
+  ASSERT_EQ(gather_start.size(), static_cast<std::size_t>(p * v));
+  EXPECT_NEAR(first_forward.at({0, 0}), 0.08, 1e-9);
+  EXPECT_NEAR(gather_start.at({0, 0}), 0.0, 1e-9);
+  EXPECT_NEAR(gather_end.at({0, 0}), 0.24, 1e-9);
+  for (std::int32_t r = 0; r < p; ++r) {
+    for (std::int32_t c = 0; c < v; ++c) {
+      if (r == 0 && c == 0) continue;
+      const auto key = std::make_pair(r, c);
+      EXPECT_NEAR(gather_end.at(key) - gather_start.at(key), 0.24, 1e-9) << r << " " << c;
+      EXPECT_NEAR(first_forward.at(key), gather_end.at(key), 1e-9) << r << " " << c;
+    }
+  }
+  // Rank 1's first forward takes rank 0's activation at 3.08 and waits 0.24 s for its own
+  // gather: 3.32 (aligned: gathered from 0, it starts at 3.24 when the activation comes).
+  EXPECT_NEAR(gather_start.at({1, 0}), 3.08, 1e-9);
+  EXPECT_NEAR(first_forward.at({1, 0}), 3.32, 1e-9);
+  EXPECT_GT(own.prediction.step_time_s, aligned.prediction.step_time_s);
 }
 
 TEST(DdpOverlap, ShippedLlama2PredictsLessWithOverlapGradReduce) {

@@ -96,6 +96,16 @@ struct TrainingConfig {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool overlap_p2p_comm = false;
+  /// Megatron's data-parallel gradient buckets (DistributedDataParallelConfig; used by
+  /// sim/src/ddp_buckets.hpp): `--ddp-bucket-size` in parameters and `--ddp-num-buckets`;
+  /// 0 = not given (Megatron's None: max(40M, 1M * dp) parameters per bucket).
+  std::int64_t ddp_bucket_size = 0;
+  std::int64_t ddp_num_buckets = 0;
+  /// With overlap_param_gather and interleaving, every pipeline rank launches its parameter
+  /// all-gathers from the schedule (Megatron's default); false (`--no-align-param-gather`):
+  /// each chunk's forward pre-hook launches them as it needs them. Megatron forces it off
+  /// without interleaving, where it changes nothing.
+  bool align_param_gather = true;
   /// N of the interleaved schedule; = pipeline_model_parallel_size by default.
   std::int64_t microbatch_group_size_per_vp_stage = 0;
   DType params_dtype = DType::kFp32;  ///< kBf16 with "bf16": true, kFp16 with "fp16": true
