@@ -29,7 +29,8 @@ struct DdpBucket {
 /// `stage`, which holds `stage_parameters` parameters over all its chunks; 0 means one bucket
 /// for the whole chunk. Megatron (training.py resolve_ddp_bucket_size): with
 /// `--ddp-num-buckets` n, the rank's parameters // n; else `--ddp-bucket-size`, default
-/// max(40M, 1M * dp); no bucketing without overlap_grad_reduce, on pipeline ranks after the
+/// max(40M, 1M * dp * cp) (the data-parallel group with context parallelism); no bucketing
+/// without overlap_grad_reduce, on pipeline ranks after the
 /// first, or for model chunks after the first (per_chunk_bucket_sizes). A size under one
 /// parameter (n above the parameters) is 1: one bucket per module here, where Megatron has
 /// one per parameter.
