@@ -181,7 +181,8 @@ void add_predict_command(CLI::App& app, Env& env) {
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
   cmd->add_option("--megatron-args", args->megatron.line,
                   "build the scenario from a Megatron-LM launch line instead of a file "
-                  "(a flag that changes the job and is not modelled is an error)");
+                  "(a flag that changes the job and is not modelled is an error)")
+      ->check(launch_line_validator());
   cmd->add_option("--world-size", args->megatron.world_size,
                   "with --megatron-args: GPUs of the run (default: from torchrun's "
                   "--nnodes x --nproc_per_node in the line)")

@@ -87,6 +87,13 @@ std::optional<SweepSpec> load_spec(const SweepOptions& o, Env& env) {
   LoadOptions options;
   options.scenarios_dir = env.scenarios_dir;
   std::string base_override;
+  const std::string orphan = launch_line_options_without_line(
+      MegatronArgs{.line = o.megatron_args, .world_size = o.world_size, .system = o.system,
+                   .allow_unmodelled = o.allow_unmodelled});
+  if (!orphan.empty()) {
+    *env.err << "stepsim sweep: " << orphan << "\n";
+    return std::nullopt;
+  }
   if (!o.megatron_args.empty()) {
     const std::optional<std::string> imported =
         import_megatron_args_or_report(MegatronArgs{.line = o.megatron_args,
@@ -212,7 +219,8 @@ void add_sweep_command(CLI::App& app, Env& env) {
   cmd->add_flag("--resume", o->resume, "continue a partial --out CSV: skip its rows");
   cmd->add_flag("--progress", o->progress, "draw the progress bar even when stderr is no tty");
   cmd->add_option("--megatron-args", o->megatron_args,
-                  "take the base scenario from a Megatron-LM launch line");
+                  "take the base scenario from a Megatron-LM launch line")
+      ->check(launch_line_validator());
   cmd->add_option("--world-size", o->world_size, "with --megatron-args: GPUs of the run")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--system", o->system, "with --megatron-args: system file");

@@ -7,6 +7,7 @@
 #include <string>
 
 namespace CLI {
+class Validator;
 class App;
 }
 

@@ -47,6 +47,30 @@ void add_allow_unmodelled_flag(CLI::App* cmd, MegatronArgs& args) {
                 "and are not modelled (the report then warns and lists them)");
 }
 
+CLI::Validator launch_line_validator() {
+  return CLI::Validator(
+      [](const std::string& line) -> std::string {
+        if (line.find_first_not_of(" \t\r\n") != std::string::npos) return "";
+        return "an empty launch line: give Megatron-LM's command line, e.g. \"torchrun "
+               "--nproc_per_node 8 pretrain_gpt.py --num-layers 32 ...\"";
+      },
+      "LINE");
+}
+
+std::string launch_line_options_without_line(const MegatronArgs& args) {
+  if (!args.line.empty()) return "";
+  std::string given;
+  const auto add = [&given](bool present, const char* option) {
+    if (present) given += std::string(given.empty() ? "" : ", ") + option;
+  };
+  add(!args.system.empty(), "--system");
+  add(args.world_size != 0, "--world-size");
+  add(args.allow_unmodelled, "--allow-unmodelled");
+  if (given.empty()) return "";
+  const bool several = given.find(',') != std::string::npos;
+  return given + (several ? " apply" : " applies") + " only with --megatron-args, which was not given";
+}
+
 std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& args, Env& env) {
   MegatronImportOptions import;
   import.world_size = args.world_size;
@@ -76,6 +100,11 @@ std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& ar
 
 std::optional<Workload> load_scenario_or_args(const std::string& path, const MegatronArgs& args,
                                               Env& env) {
+  if (const std::string orphan = launch_line_options_without_line(args); !orphan.empty()) {
+    *env.err << "stepsim: " << orphan << "\n";
+    env.exit_code = 2;
+    return std::nullopt;
+  }
   if (args.line.empty()) return load_or_report(path, env);
   if (!path.empty()) {
     *env.err << "stepsim: give either a scenario file or --megatron-args, not both\n";

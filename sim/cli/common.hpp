@@ -48,6 +48,14 @@ void print_notes(const Workload& w, Env& env);
 /// Registers --allow-unmodelled on `cmd`.
 void add_allow_unmodelled_flag(CLI::App* cmd, MegatronArgs& args);
 
+/// Refuses a blank --megatron-args value (it would otherwise mean "not given", and the
+/// default scenario would be predicted instead of the job asked for).
+CLI::Validator launch_line_validator();
+
+/// The options that only apply to a launch line, given without one: an error message
+/// naming them, or "" when there is none.
+std::string launch_line_options_without_line(const MegatronArgs& args);
+
 /// The scenario JSON text built from a Megatron-LM launch line. Prints the flags stepsim
 /// ignores and the assumptions made to *env.err. On failure prints the errors, sets
 /// env.exit_code = 2 and returns nullopt.

@@ -237,5 +237,26 @@ TEST(PredictCli, MegatronArgsBuildTheScenarioAndListIgnoredFlags) {
   EXPECT_EQ(both.status, 2) << both.out;
 }
 
+TEST(PredictCli, AnEmptyLaunchLineOrItsOptionsAloneAreNotTheDefaultJob) {
+  // An empty --megatron-args used to mean "not given": the default scenario was predicted,
+  // on its own system, whatever --system said.
+  for (const char* args : {"predict --megatron-args ''", "predict --megatron-args '  '",
+                           "predict --megatron-args '' --system systems/dgx-h100-80gb.json"}) {
+    const auto r = run_stepsim(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("an empty launch line"), std::string::npos) << args << ": " << r.out;
+  }
+  const auto orphan = run_stepsim("predict --system systems/dgx-h100-80gb.json --world-size 8");
+  EXPECT_EQ(orphan.status, 2) << orphan.out;
+  EXPECT_NE(orphan.out.find("--system, --world-size apply only with --megatron-args"),
+            std::string::npos)
+      << orphan.out;
+  const auto sweep = run_stepsim("sweep " + kScenarios + "/sweeps/gpt3-175b-a100.json --allow-unmodelled");
+  EXPECT_EQ(sweep.status, 2) << sweep.out;
+  EXPECT_NE(sweep.out.find("--allow-unmodelled applies only with --megatron-args"),
+            std::string::npos)
+      << sweep.out;
+}
+
 }  // namespace
 }  // namespace stepsim
