@@ -184,7 +184,9 @@ TEST(Fp8, WeightCastsOncePerStepPerLinear) {
   // No FP8 anywhere without fp8.
   Workload bf16 = fp8_workload(gpt3_175b(), 8, true);
   bf16.training.fp8 = Fp8Format::kNone;
-  for (const Op& op : decompose(bf16).stages[0].step_ops) EXPECT_NE(op.name, "fp8_weight_cast");
+  // (the plan held by name: a range-for over a temporary's member would dangle in C++20)
+  const WorkloadPlan bf16_plan = decompose(bf16);
+  for (const Op& op : bf16_plan.stages[0].step_ops) EXPECT_NE(op.name, "fp8_weight_cast");
 }
 
 TEST(Fp8, MemoryHoldsFp8WeightCopiesAndFp8LinearInputs) {
