@@ -36,6 +36,8 @@ Result<double> repredict(const Record& rec, const std::string& dir,
   return sim->prediction.step_time_s;
 }
 
+}  // namespace
+
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -44,8 +46,6 @@ std::string utc_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
-
-}  // namespace
 
 Result<RegressRun> regress(const std::string& dir, double tolerance,
                            const std::string& scenarios_dir, const CostModelFactory& factory) {

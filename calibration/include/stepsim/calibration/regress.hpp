@@ -53,6 +53,9 @@ struct RecordInputs {
 };
 
 /// Writes `dir/<id>.record.json` and the profile copy; creates `dir`. Returns the record path.
+/// Now, in UTC, as ISO 8601 ("2026-11-23T08:10:58Z"): the date of records and regress runs.
+std::string utc_now();
+
 Result<std::string> write_record(const std::string& dir, const RecordInputs& in);
 
 /// Reads one record file. Errors name the file and the key.
