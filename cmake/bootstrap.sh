@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 packages="cmake ninja-build g++ libboost-graph-dev libeigen3-dev nlohmann-json3-dev \
-libcli11-dev libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
+libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev \
 qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev \
 python3-dev pybind11-dev python3-pytest python3-pandas python3-matplotlib"
 missing=""

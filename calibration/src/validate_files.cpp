@@ -10,6 +10,7 @@
 
 #include "stepsim/calibration/regress.hpp"
 #include "stepsim/calibration/validate_command.hpp"
+#include "stepsim/core/output_file.hpp"
 #include "stepsim/sim/report.hpp"
 
 namespace stepsim::calib {
@@ -24,7 +25,6 @@ std::string host_name() {
 /// The measured median step at `path`, the prediction beside it (stem + ".predicted").
 Status write_traces(const std::string& path, const ValidateOutcome& o) {
   const ValidationReport& report = o.report;
-  std::ofstream m(path, std::ios::binary | std::ios::trunc);
   std::vector<sim::StageSummary> stages;
   for (const auto& st : report.stages) {
     sim::StageSummary summary;
@@ -34,16 +34,19 @@ Status write_traces(const std::string& path, const ValidateOutcome& o) {
     summary.exposed_comm_s = st.measured.comm_s;
     stages.push_back(summary);
   }
-  sim::write_chrome_trace(measured_timeline(o.measured, median_step(o.measured)), stages, m);
-  const std::filesystem::path pp(path);
+  const Status measured = write_output_file(path, [&](std::ostream& out) {
+    sim::write_chrome_trace(measured_timeline(o.measured, median_step(o.measured)), stages, out);
+  });
+  if (!measured) return measured;
+  // trace.json -> trace.predicted.json, trace.json.gz -> trace.predicted.json.gz
+  const bool gz = is_gzip_path(path);
+  const std::filesystem::path pp(gz ? path.substr(0, path.size() - 3) : path);
   const std::string ppath =
-      (pp.parent_path() / (pp.stem().string() + ".predicted" + pp.extension().string())).string();
-  std::ofstream p(ppath, std::ios::binary | std::ios::trunc);
-  sim::write_chrome_trace(o.predicted->timeline, o.predicted->prediction.stages, p);
-  if (!m.good() || !p.good()) {
-    return Error{path, "", "cannot write the traces", ErrorKind::kRuntime};
-  }
-  return ok_status();
+      (pp.parent_path() / (pp.stem().string() + ".predicted" + pp.extension().string())).string() +
+      (gz ? ".gz" : "");
+  return write_output_file(ppath, [&](std::ostream& out) {
+    sim::write_chrome_trace(o.predicted->timeline, o.predicted->prediction.stages, out);
+  });
 }
 
 }  // namespace

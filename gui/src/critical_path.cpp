@@ -130,10 +130,33 @@ class PathFinder {
   std::map<std::pair<std::int32_t, std::int32_t>, std::vector<SliceRef>> transfers_;
 };
 
+// The simulator's own chain: every slice of a link's lane that lies inside the link's span.
+CriticalPath path_of_chain(const TraceModel& model) {
+  CriticalPath path;
+  for (const ChainLink& link : model.summary.critical_chain) {
+    const std::int64_t l = model.find_lane(link.rank, link.stream);
+    if (l < 0) continue;  // a rank the trace left out (--trace-ranks)
+    const Lane& lane = model.lanes[static_cast<std::size_t>(l)];
+    const double start = link.start_us - model.origin_us;
+    const double end = link.end_us - model.origin_us;
+    for (std::size_t i = lane.time.first_starting_at_or_after(start - kTouchToleranceUs);
+         i < lane.size() && lane.time.start_us[i] < end - kTouchToleranceUs; ++i) {
+      if (lane.time.end_us[i] > end + kTouchToleranceUs) continue;
+      path.slices.push_back(SliceRef{static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(i)});
+      path.busy_us += lane.time.end_us[i] - lane.time.start_us[i];
+    }
+  }
+  return path;
+}
+
 }  // namespace
 
 CriticalPath critical_path(const TraceModel& model) {
   if (model.slice_count() == 0) return {};
+  if (!model.summary.critical_chain.empty()) {
+    CriticalPath chain = path_of_chain(model);
+    if (!chain.slices.empty()) return chain;
+  }
   return PathFinder(model).run();
 }
 

@@ -58,6 +58,7 @@ class SummaryReader {
     if (number(root, "stepsim", "memory_capacity_bytes", value, false)) {
       out.memory_capacity_bytes = static_cast<std::int64_t>(value);
     }
+    read_chain(root, out);
     auto stages = root.find("stages");
     if (stages == root.end()) return;
     if (!stages->is_array()) {
@@ -85,6 +86,38 @@ class SummaryReader {
       stage.stage = static_cast<std::int32_t>(id);
       stage.peak_memory_bytes = static_cast<std::int64_t>(peak);
       out.stages.push_back(stage);
+    }
+  }
+
+  // `critical_chain`: [{rank, tid, start_s, end_s}, ...] as the simulator writes it.
+  void read_chain(const json& root, TraceSummary& out) {
+    auto chain = root.find("critical_chain");
+    if (chain == root.end()) return;
+    if (!chain->is_array()) {
+      problem("stepsim.critical_chain", " must be an array of {rank, tid, start_s, end_s}");
+      return;
+    }
+    for (std::size_t i = 0; i < chain->size(); ++i) {
+      const json& link = (*chain)[i];
+      const std::string path = "stepsim.critical_chain[" + std::to_string(i) + "]";
+      if (!link.is_object()) {
+        problem(path, " must be an object");
+        continue;
+      }
+      double rank = 0, tid = 0, start = 0, end = 0;
+      bool ok = number(link, path, "rank", rank, true, 1 << 24);
+      ok = number(link, path, "tid", tid, true, 1 << 24) && ok;
+      ok = number(link, path, "start_s", start, true, 1e12) && ok;
+      ok = number(link, path, "end_s", end, true, 1e12) && ok;
+      if (ok && end < start) {
+        problem(path + ".end_s", " must not be before start_s");
+        ok = false;
+      }
+      if (!ok) continue;
+      out.critical_chain.push_back(ChainLink{.rank = static_cast<std::int32_t>(rank),
+                                             .stream = static_cast<std::int32_t>(tid),
+                                             .start_us = start * 1e6,
+                                             .end_us = end * 1e6});
     }
   }
 

@@ -8,9 +8,16 @@
 #include <cstring>
 #include <filesystem>
 
+#include "stepsim/core/output_file.hpp"
 #include "stepsim/gui/trace_reader.hpp"
 
 namespace stepsim::gui {
+
+namespace {
+// A compressed trace is held decompressed in memory while it is parsed: refuse one that
+// would not fit rather than exhausting the machine (a gzip "bomb" or a mistaken file).
+constexpr std::size_t kMaxDecompressedBytes = std::size_t{8} << 30;
+}  // namespace
 
 Result<TraceModel> read_trace_file(const std::string& path) {
   std::error_code ec;
@@ -37,8 +44,14 @@ Result<TraceModel> read_trace_file(const std::string& path) {
   if (data == MAP_FAILED)
     return Error{path, "", std::string("cannot read: ") + std::strerror(map_errno)};
   ::madvise(data, size, MADV_SEQUENTIAL);
-  Result<TraceModel> result =
-      parse_trace(std::string_view(static_cast<const char*>(data), size), path);
+  const std::string_view bytes(static_cast<const char*>(data), size);
+  if (looks_gzipped(bytes)) {  // trace.json.gz (predict --trace FILE.json.gz)
+    Result<std::string> text = gunzip(bytes, path, kMaxDecompressedBytes);
+    ::munmap(data, size);
+    if (!text) return text.errors();
+    return parse_trace(*text, path);
+  }
+  Result<TraceModel> result = parse_trace(bytes, path);
   ::munmap(data, size);
   return result;
 }

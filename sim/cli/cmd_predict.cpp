@@ -163,7 +163,8 @@ void add_predict_command(CLI::App& app, Env& env) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("--trace", args->trace,
-                  "write the simulated timeline as a Chrome trace (Perfetto, stepsim-viewer)");
+                  "write the simulated timeline as a Chrome trace (Perfetto, stepsim-viewer), with the "
+                  "critical path as flow arrows; FILE.json.gz writes it gzip-compressed");
   cmd->add_option("--trace-level", args->trace_level,
                   "op: one slice per op; microbatch: one per forward/backward action and stream")
       ->check(CLI::IsMember({"op", "microbatch"}))

@@ -130,7 +130,7 @@ void add_validate_command(CLI::App& app, Env& env) {
   cmd->add_option("--out", args->files.report_json, "Write the comparison as JSON (REPORT.json)");
   cmd->add_option("--trace", args->files.trace,
                   "Write the measured step as a Chrome trace (and the prediction beside it, "
-                  "FILE stem + .predicted)");
+                  "FILE stem + .predicted); FILE.json.gz writes both gzip-compressed");
   cmd->add_option("--record", args->files.record_dir,
                   "Store the measurement in DIR for 'stepsim regress'");
   cmd->add_option("--num-layers", args->request.overrides.num_layers,

@@ -6,6 +6,7 @@
 
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/core/output_file.hpp"
 #include "stepsim/sim/report.hpp"
 
 namespace stepsim::sim {
@@ -40,13 +41,13 @@ Errors check_trace_shape(const TraceShape& shape, const Workload& w) {
 
 Result<std::size_t> write_trace_file(const PredictRun& run, const std::string& trace_path,
                                      const TraceShape& shape) {
-  std::ofstream trace(trace_path, std::ios::binary);
-  if (!trace) return Error{trace_path, "", "cannot write the trace file"};
   Timeline timeline =
       shape.microbatch_level ? microbatch_level(run.result.timeline) : run.result.timeline;
   if (shape.ranks) keep_ranks(timeline, *shape.ranks);
-  write_chrome_trace(timeline, run.result.prediction.stages, trace);
-  if (!trace.flush()) return Error{trace_path, "", "writing the trace file failed"};
+  const Status written = write_output_file(trace_path, [&](std::ostream& out) {
+    write_chrome_trace(timeline, run.result.prediction.stages, out);
+  });
+  if (!written) return written.errors();
   return timeline.slices.size();
 }
 

@@ -112,13 +112,36 @@ std::string chain_label(const BuiltStep& step, const Task& task) {
   return "";
 }
 
-CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run) {
-  CriticalChain out;
+/// The engine's critical chain: from the task that ended last back through the
+/// predecessors that released each task, returned first to last.
+std::vector<std::uint32_t> chain_tasks(const EngineResult& run) {
   std::vector<std::uint32_t> chain;
   for (std::uint32_t u = run.last_task; u != TaskTiming::kNone; u = run.timings[u].critical_pred) {
     chain.push_back(u);
   }
   std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+/// The chain's tasks that show on the timeline (not joins or delays, not zero-length), as
+/// trace links.
+std::vector<ChainLink> chain_links(const BuiltStep& step, const EngineResult& run) {
+  std::vector<ChainLink> links;
+  for (const std::uint32_t u : chain_tasks(run)) {
+    const Task& task = step.graph.tasks()[u];
+    const TaskTiming& t = run.timings[u];
+    if (task.kind == TaskKind::kJoin || task.kind == TaskKind::kDelay || !(t.end_s > t.start_s)) {
+      continue;
+    }
+    links.push_back(ChainLink{.rank = task.rank, .stream = task.stream, .start_s = t.start_s,
+                              .end_s = t.end_s});
+  }
+  return links;
+}
+
+CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run) {
+  CriticalChain out;
+  const std::vector<std::uint32_t> chain = chain_tasks(run);
   out.tasks = static_cast<std::int64_t>(chain.size());
   struct Span {
     std::uint32_t first, last;
@@ -345,6 +368,7 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
     tl.memory = memory.curves;
     tl.memory_capacity_bytes = w.system.memory_bytes;
     expand_slices(step, run, plan, tl);
+    tl.critical_chain = chain_links(step, run);
   }
   return out;
 }

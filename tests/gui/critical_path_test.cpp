@@ -48,6 +48,36 @@ TEST(CriticalPath, SingleRankIsItsChainOfSlices) {
   EXPECT_EQ(names(*r, path), (std::vector<std::string>{"r0 a", "r0 c", "r0 b"}));
 }
 
+// A prediction's summary carries the engine's chain: the path is the slices inside its
+// links, even where the slice-only walk would pick another predecessor (here "side", which
+// ends last before "b" starts, is not on the chain: "b" waited for "a" and "c").
+TEST(CriticalPath, FollowsTheSimulatorsChainWhenTheTraceHasOne) {
+  auto r = parse_trace(R"({"traceEvents":[
+      {"ph":"X","name":"a","cat":"forward","pid":0,"tid":0,"ts":100,"dur":10},
+      {"ph":"X","name":"c","cat":"tp_comm","pid":0,"tid":1,"ts":110,"dur":4},
+      {"ph":"X","name":"side","cat":"dp_comm","pid":0,"tid":3,"ts":112,"dur":3},
+      {"ph":"X","name":"b1","cat":"forward","pid":0,"tid":0,"ts":115,"dur":5},
+      {"ph":"X","name":"b2","cat":"forward","pid":0,"tid":0,"ts":120,"dur":5},
+      {"ph":"s","name":"critical path","cat":"critical_path","id":1,"pid":0,"tid":0,"ts":100},
+      {"ph":"f","bp":"e","name":"critical path","cat":"critical_path","id":1,"pid":0,"tid":1,"ts":110}],
+      "stepsim":{"label":"predicted","critical_chain":[
+        {"rank":0,"tid":0,"start_s":0.0001,"end_s":0.00011},
+        {"rank":0,"tid":1,"start_s":0.00011,"end_s":0.000114},
+        {"rank":0,"tid":0,"start_s":0.000115,"end_s":0.000125}]}})",
+                       "chain.json");
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  ASSERT_EQ(r->summary.critical_chain.size(), 3u);
+  const CriticalPath path = critical_path(*r);
+  EXPECT_EQ(names(*r, path), (std::vector<std::string>{"r0 a", "r0 c", "r0 b1", "r0 b2"}));
+  EXPECT_NEAR(path.busy_us, 24, 1e-9);
+  // A bad chain is named by its key.
+  auto bad = parse_trace(R"({"traceEvents":[{"ph":"X","pid":0,"tid":0,"ts":0,"dur":1}],
+      "stepsim":{"critical_chain":[{"rank":0,"tid":0,"start_s":2,"end_s":1}]}})",
+                         "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(format_errors(bad.errors()).find("stepsim.critical_chain[0].end_s"), std::string::npos);
+}
+
 TEST(CriticalPath, EmptyModelHasNoPath) { EXPECT_TRUE(critical_path(TraceModel{}).slices.empty()); }
 
 }  // namespace

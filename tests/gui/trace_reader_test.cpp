@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <sstream>
+
+#include "stepsim/core/output_file.hpp"
 
 #include "synthetic_trace.hpp"
 #include "test_data.hpp"
@@ -199,6 +204,31 @@ TEST(TraceReader, MissingFileAndEmptyTraceAreErrors) {
       "s.json");
   ASSERT_FALSE(bad_summary.ok());
   EXPECT_TRUE(mentions(bad_summary.errors(), "stepsim.stages[0].busy_s is missing"));
+}
+
+// FILE.json.gz (predict --trace FILE.json.gz) opens like the plain file; a damaged one is
+// an error naming the file.
+TEST(TraceReader, ReadsGzipCompressedTraces) {
+  const std::string text = R"({"traceEvents":[
+      {"ph":"X","name":"a","cat":"forward","pid":0,"tid":0,"ts":5,"dur":10}]})";
+  const std::string path = ::testing::TempDir() + "/stepsim_viewer_gz.json.gz";
+  ASSERT_TRUE(write_output_file(path, [&](std::ostream& out) { out << text; }).ok());
+  auto r = read_trace_file(path);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  EXPECT_EQ(r->slice_count(), 1u);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes.substr(0, bytes.size() - 12);
+  }
+  auto cut = read_trace_file(path);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_TRUE(mentions(cut.errors(), path + ": is not valid gzip data"));
+  std::remove(path.c_str());
 }
 
 TEST(TraceReader, ReadsWhatTheSyntheticWriterWrites) {

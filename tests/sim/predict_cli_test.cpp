@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "../support/cli_runner.hpp"
+#include "stepsim/core/output_file.hpp"
 
 namespace stepsim {
 namespace {
@@ -132,6 +135,79 @@ TEST(PredictCli, TraceLevelAndRanksShapeTheTrace) {
   EXPECT_EQ(run_stepsim("predict " + scenario + " --trace-level microbatch").status, 2);
   std::remove(op.c_str());
   std::remove(mb.c_str());
+}
+
+// Slices on one track nest or do not overlap (the trace contract), also where a rank sends
+// and receives at once (interleaved 1F1B with overlapped P2P: receives have their own
+// track); the engine's critical chain is in the summary and drawn as flow events, each end
+// bound to a slice on its track, the chain's links in time order; FILE.json.gz holds the
+// same bytes compressed.
+TEST(PredictCli, TraceTracksNestAndCarryTheCriticalChain) {
+  const std::string scenario = kScenarios + "/llama2-70b-h100-64.json";
+  const std::string plain = ::testing::TempDir() + "/stepsim_trace_chain.json";
+  const std::string gz = ::testing::TempDir() + "/stepsim_trace_chain.json.gz";
+  ASSERT_EQ(run_stepsim("predict " + scenario + " --format json --trace " + plain).status, 0);
+  ASSERT_EQ(run_stepsim("predict " + scenario + " --format json --trace " + gz).status, 0);
+  const std::string text = read_file(plain);
+  const std::string packed = read_file(gz);
+  ASSERT_TRUE(looks_gzipped(packed));
+  EXPECT_LT(packed.size() * 5, text.size());
+  const Result<std::string> unpacked = gunzip(packed, gz, text.size() + 1);
+  ASSERT_TRUE(unpacked.ok());
+  EXPECT_EQ(*unpacked, text);
+  EXPECT_FALSE(gunzip(packed, gz, text.size() - 1).ok());  // the size limit holds
+  EXPECT_FALSE(gunzip(packed.substr(0, packed.size() / 2), gz, text.size()).ok());
+
+  const auto j = nlohmann::json::parse(text);
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
+  std::map<std::pair<int, int>, std::string> names;
+  std::vector<nlohmann::json> flows;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      const double ts = e["ts"].get<double>();
+      tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(ts, ts + e["dur"].get<double>());
+    } else if (e["ph"] == "M" && e["name"] == "thread_name") {
+      names[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"];
+    } else if (e["ph"] == "s" || e["ph"] == "f") {
+      flows.push_back(e);
+    }
+  }
+  EXPECT_EQ(names.at({1, 2}), "pp_comm");
+  EXPECT_EQ(names.at({1, 5}), "pp_recv");
+  for (auto& [track, slices] : tracks) {
+    std::sort(slices.begin(), slices.end());
+    std::vector<double> open;  // ends of the enclosing slices
+    for (const auto& [start, end] : slices) {
+      while (!open.empty() && open.back() <= start + 1e-6) open.pop_back();
+      EXPECT_TRUE(open.empty() || end <= open.back() + 1e-6)
+          << "rank " << track.first << " tid " << track.second << ": a slice at " << start
+          << " us overlaps another without nesting";
+      open.push_back(end);
+    }
+  }
+  const auto& chain = j["stepsim"]["critical_chain"];
+  ASSERT_GT(chain.size(), 100u);
+  for (std::size_t i = 1; i < chain.size(); ++i) {
+    EXPECT_GE(chain[i]["start_s"].get<double>(), chain[i - 1]["end_s"].get<double>() - 1e-9);
+  }
+  EXPECT_NEAR(chain.back()["end_s"].get<double>(), j["stepsim"]["step_time_s"].get<double>(), 1e-9);
+  ASSERT_GT(flows.size(), 100u);
+  ASSERT_EQ(flows.size() % 2, 0u);
+  for (std::size_t i = 0; i < flows.size(); i += 2) {
+    EXPECT_EQ(flows[i]["ph"], "s");
+    EXPECT_EQ(flows[i + 1]["ph"], "f");
+    EXPECT_EQ(flows[i]["id"], flows[i + 1]["id"]);
+    EXPECT_LE(flows[i]["ts"].get<double>(), flows[i + 1]["ts"].get<double>());
+    for (const auto* e : {&flows[i], &flows[i + 1]}) {
+      const auto& slices = tracks[{(*e)["pid"].get<int>(), (*e)["tid"].get<int>()}];
+      const double ts = (*e)["ts"].get<double>();
+      EXPECT_TRUE(std::any_of(slices.begin(), slices.end(),
+                              [ts](const auto& s) { return s.first <= ts && ts < s.second; }))
+          << "flow " << (*e)["id"] << " at " << ts << " us is not inside a slice of its track";
+    }
+  }
+  std::remove(plain.c_str());
+  std::remove(gz.c_str());
 }
 
 TEST(PredictCli, StragglerSlowsTheStepAndBadOnesExitTwo) {

@@ -1,6 +1,8 @@
 #pragma once
-// The critical path of a step, recovered from the trace alone (the trace has no dependency
-// edges). Method: start at the slice that ends last; repeatedly step to its predecessor,
+// The critical path of a step. A stepsim prediction carries the engine's own chain (the
+// `stepsim` object's `critical_chain`: tasks through dependencies): the path is then every
+// slice inside the chain's links. Other traces (measured ones, the PyTorch profiler's) have
+// no dependency edges, and the path is recovered from the slices alone. Method: start at the slice that ends last; repeatedly step to its predecessor,
 // the slice that ends latest, no later than the current slice starts, among
 //   (a) the slices of the same rank, on any stream (stream order and cross-stream waits
 //       both show up as "ended just before I started"), and

@@ -135,6 +135,16 @@ struct StageSummary {
   bool operator==(const StageSummary&) const = default;
 };
 
+/// One task of the simulator's critical chain (the `stepsim` object's `critical_chain`):
+/// a span on one lane. Times in microseconds from the step's start (absolute, like `ts`).
+struct ChainLink {
+  std::int32_t rank = 0;
+  std::int32_t stream = 0;
+  double start_us = 0;
+  double end_us = 0;
+  bool operator==(const ChainLink&) const = default;
+};
+
 /// The trace's `stepsim` object, when present.
 struct TraceSummary {
   bool present = false;
@@ -143,6 +153,9 @@ struct TraceSummary {
   std::int32_t ranks = 0;
   std::int64_t memory_capacity_bytes = 0;  ///< 0 when unknown
   std::vector<StageSummary> stages;
+  /// The engine's critical chain, first to last; empty for measured traces and traces of
+  /// other tools (the viewer then recovers a path from the slices alone).
+  std::vector<ChainLink> critical_chain;
 };
 
 /// Memory in use on one rank: a step function, bytes[i] from time_us[i] on.

@@ -68,6 +68,17 @@ struct MemoryPoint {
   bool operator==(const MemoryPoint&) const = default;
 };
 
+/// One task of the engine's critical chain (a forward or backward action, a transfer, a
+/// collective or step op): where and when it ran. Traces draw the chain as flow events
+/// between the slices of consecutive links.
+struct ChainLink {
+  std::int32_t rank = 0;  ///< for a transfer: the sending rank
+  Stream stream = Stream::kCompute;
+  double start_s = 0;
+  double end_s = 0;
+  bool operator==(const ChainLink&) const = default;
+};
+
 struct Timeline {
   std::string label;  ///< "predicted" | "measured"
   double step_time_s = 0;
@@ -75,6 +86,9 @@ struct Timeline {
   std::vector<Slice> slices;                     ///< sorted by (start, rank, stream)
   std::vector<std::vector<MemoryPoint>> memory;  ///< per rank
   std::int64_t memory_capacity_bytes = 0;
+  /// The engine's critical chain, first link to last (predicted timelines; empty for
+  /// measured ones, which have no dependency edges).
+  std::vector<ChainLink> critical_chain;
   bool operator==(const Timeline&) const = default;
 };
 
@@ -84,7 +98,8 @@ struct Timeline {
 Timeline microbatch_level(const Timeline& timeline);
 
 /// Keeps only the slices and memory counters of `ranks` (`predict --trace-ranks`); the
-/// others' memory curves become empty. Ranks out of range are ignored.
+/// others' memory curves become empty. Ranks out of range are ignored. The critical chain
+/// stays whole: a trace draws only its steps between slices that are kept.
 void keep_ranks(Timeline& timeline, const std::vector<std::int32_t>& ranks);
 
 }  // namespace stepsim::sim
