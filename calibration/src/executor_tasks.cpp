@@ -1,4 +1,5 @@
-// The per-rank task list of the validator: the simulator's program, flattened.
+// The per-rank task list of the validator: the simulator's program, flattened, named and
+// described in the simulator's own vocabulary (stepsim/sim/op_vocabulary.hpp).
 
 #include <algorithm>
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "stepsim/calibration/executor.hpp"
 #include "stepsim/core/assert.hpp"
+#include "stepsim/sim/op_vocabulary.hpp"
 
 namespace stepsim::calib {
 
@@ -76,96 +78,19 @@ OpCategory category_of(const Op& op) {
       op.shape);
 }
 
-std::string detail_of(const Op& op) {
-  std::ostringstream d;
-  std::visit(
-      [&d](const auto& s) {
-        using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<T, GemmOp>) {
-          d << "m=" << s.m << " n=" << s.n << " k=" << s.k;
-          if (s.batch != 1) d << " batch=" << s.batch;
-          d << ' ' << to_string(s.dtype);
-        } else if constexpr (std::is_same_v<T, AttentionOp>) {
-          d << "b=" << s.batch << " heads=" << s.heads << " kv_heads=" << s.kv_heads
-            << " s=" << s.seq << " d=" << s.head_dim << (s.backward ? " backward " : " ")
-            << to_string(s.dtype);
-        } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
-          d << "bytes=" << s.bytes;
-        } else if constexpr (std::is_same_v<T, CollectiveOp>) {
-          d << to_string(s.kind) << ' ' << to_string(s.group) << " x" << s.group_size
-            << " bytes=" << s.bytes;
-        } else {
-          d << "bytes=" << s.bytes;
-        }
-      },
-      op.shape);
-  return d.str();
-}
-
-sim::SliceKind slice_kind_of(const Op& op) {
-  switch (op.stream) {
-    case Stream::kTensorComm:
-      return sim::SliceKind::kTensorComm;
-    case Stream::kPipelineComm:
-      return sim::SliceKind::kPipelineComm;
-    case Stream::kDataComm:
-      return sim::SliceKind::kDataComm;
-    case Stream::kContextComm:
-      return sim::SliceKind::kContextComm;
-    case Stream::kCompute:
-      break;
-  }
-  switch (op.phase) {
-    case Phase::kForward:
-      return sim::SliceKind::kForward;
-    case Phase::kBackwardInput:
-      return sim::SliceKind::kBackwardInput;
-    case Phase::kBackwardWeight:
-      return sim::SliceKind::kBackwardWeight;
-    case Phase::kRecompute:
-      return sim::SliceKind::kRecompute;
-    case Phase::kStep:
-      return sim::SliceKind::kOptimizer;
-  }
-  return sim::SliceKind::kForward;
-}
-
-/// The simulator's slice names (sim/src/step_timeline.cpp): "F mb3 c1 L12 qkv_gemm" inside
-/// an action (recompute, dgrad and wgrad ops all under "B"), "c0 grad_all_reduce" for a
-/// chunk's gradient reduction, the op's name for step ops.
-std::string slice_name(const Op& op, std::int32_t microbatch, std::int32_t chunk) {
-  std::ostringstream n;
-  if (microbatch >= 0) {
-    n << (op.phase == Phase::kForward ? "F" : "B") << " mb" << microbatch << " c" << chunk << ' ';
-    if (op.layer >= 0) n << 'L' << op.layer << ' ';
-  } else if (chunk >= 0) {
-    n << 'c' << chunk << ' ';
-  }
-  n << op.name;
-  return n.str();
-}
-
-/// "send_act mb3 to stage 1", as the simulator names one transfer.
-std::string transfer_name(const sim::Transfer& tr) {
-  return std::string(tr.send ? "send_" : "recv_") +
-         (tr.tensor == sim::TensorKind::kActivation ? "act" : "grad") + " mb" +
-         std::to_string(tr.microbatch) + (tr.send ? " to " : " from ") + "stage " +
-         std::to_string(tr.peer);
-}
-
 ExecTask op_task(const Op& op, std::int32_t microbatch, std::int32_t chunk) {
   ExecTask t;
   t.kind = ExecTask::Kind::kOp;
   t.op = op;
   t.category = category_of(op);
   t.stream = op.stream;
-  t.slice_kind = slice_kind_of(op);
+  t.slice_kind = sim::slice_kind_of(op);
   t.microbatch = microbatch;
   t.chunk = chunk;
   t.layer = op.layer;
-  t.name = slice_name(op, microbatch, chunk);
+  t.name = sim::op_slice_name(op, microbatch, chunk);
   t.op_name = op.name;
-  t.detail = detail_of(op);
+  t.detail = sim::describe_shape(op.shape);
   return t;
 }
 
@@ -191,7 +116,7 @@ ExecTask comm_task(const WorkloadPlan& plan, const sim::CommCall& call, std::int
   for (const auto& tr : call.transfers) {
     const std::int64_t bytes = transfer_bytes(plan, tr, p);
     t.transfer_bytes.push_back(bytes);
-    t.transfer_names.push_back(transfer_name(tr));
+    t.transfer_names.push_back(sim::transfer_slice_name(tr));
     if (detail.tellp() > 0) detail << "; ";
     detail << (tr.send ? "send " : "recv ")
            << (tr.tensor == sim::TensorKind::kActivation ? "activation" : "gradient") << " mb"

@@ -12,7 +12,4 @@ namespace stepsim::sim {
 void expand_slices(const BuiltStep& step, const EngineResult& run, const WorkloadPlan& plan,
                    Timeline& out);
 
-/// "m=2048 n=4608 k=12288 bf16", "all_reduce tp x8 96.0 MiB", ...
-std::string describe_shape(const OpShape& shape);
-
 }  // namespace stepsim::sim

@@ -101,6 +101,29 @@ TEST(ExecutorTasks, IssueOrderEqualsTheSerialisedSimulation) {
   }
 }
 
+// One vocabulary (stepsim/sim/op_vocabulary.hpp): every op the executor issues is named,
+// coloured and described exactly as the simulator's slice of it, so a measured trace reads
+// like the predicted one.
+TEST(ExecutorTasks, OpsAreNamedKindedAndDescribedAsTheSimulatorDoes) {
+  for (const auto& c : kCases) {
+    const Workload w = tiny_workload(c.shape);
+    const WorkloadPlan plan = decompose(w);
+    const auto sim = simulate_serialised(w, plan);
+    for (std::int32_t s = 0; s < static_cast<std::int32_t>(c.shape.p); ++s) {
+      std::vector<std::tuple<std::string, sim::SliceKind, std::string>> predicted, executed;
+      for (const auto& slice : sim.timeline.slices) {
+        if (slice.rank == s && slice.stream != Stream::kPipelineComm) {
+          predicted.emplace_back(slice.name, slice.kind, slice.detail);
+        }
+      }
+      for (const auto& t : build_stage_tasks(w, plan, *sim.schedule, s)) {
+        if (t.kind == ExecTask::Kind::kOp) executed.emplace_back(t.name, t.slice_kind, t.detail);
+      }
+      EXPECT_EQ(executed, predicted) << c.name << " stage " << s;
+    }
+  }
+}
+
 TEST(ExecutorTasks, EveryMeasuredSliceMatchesAPredictedOneByIdentity) {
   // A measurement of exactly the tasks the executor issues (any timings) is matched slice
   // for slice with the serialised prediction by identity (stage, phase, micro-batch, chunk,
