@@ -26,9 +26,6 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
     return Error{"", "", "cuda backend: unknown process group " + std::to_string(group.value),
                  ErrorKind::kRuntime};
   }
-  if (op.kind == CollectiveKind::kAllToAll) {
-    return Error{"", "", "cuda backend: all-to-all is not measured yet"};
-  }
   const std::int64_t n = world_.group_size(group);
   const std::int64_t g = world_.group_rank(group);
   const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
@@ -63,7 +60,16 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
         STEPSIM_NCCL_TRY(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream_));
         break;
       case CollectiveKind::kAllToAll:
-        break;  // refused above
+        // NCCL has no all-to-all call: grouped sends and receives, one pair per member, as
+        // nccl-tests' alltoall and Megatron's MoE dispatcher run it.
+        STEPSIM_NCCL_TRY(ncclGroupStart());
+        for (std::int64_t peer = 0; peer < n; ++peer) {
+          const std::size_t at = static_cast<std::size_t>(peer) * per;
+          STEPSIM_NCCL_TRY(ncclSend(send + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
+          STEPSIM_NCCL_TRY(ncclRecv(recv + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
+        }
+        STEPSIM_NCCL_TRY(ncclGroupEnd());
+        break;
     }
     STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));
     STEPSIM_CUDA_TRY(cudaEventSynchronize(stop_));

@@ -70,6 +70,7 @@ __global__ void check_collective_kernel(const float* out, std::int64_t count, in
     if (kind == 0) want = static_cast<float>(ranks_sum * ((j % 13) + 1));
     if (kind == 1) want = pattern_value(j / per, j % per);
     if (kind == 2) want = static_cast<float>(ranks_sum * (((g * per + j) % 13) + 1));
+    if (kind == 3) want = pattern_value(j / per, g * per + j % per);  // all-to-all
     if (out[j] != want) ++local;
   }
   if (local != 0) atomicAdd(wrong, local);

@@ -33,6 +33,8 @@ std::string_view to_string(OpCategory c) {
       return "all_gather";
     case OpCategory::kReduceScatter:
       return "reduce_scatter";
+    case OpCategory::kAllToAll:
+      return "all_to_all";
     case OpCategory::kP2P:
       return "p2p";
   }
@@ -68,7 +70,7 @@ OpCategory category_of(const Op& op) {
             case CollectiveKind::kReduceScatter:
               return OpCategory::kReduceScatter;
             case CollectiveKind::kAllToAll:
-              break;  // context parallelism: rejected by check_world_size
+              return OpCategory::kAllToAll;
           }
           return OpCategory::kAllReduce;
         } else {

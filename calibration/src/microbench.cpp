@@ -41,8 +41,10 @@ void add_collectives(std::vector<BenchPoint>& out, const std::vector<std::int32_
                      std::int32_t g, const std::vector<std::int64_t>& sizes) {
   for (const GroupLayout layout : layouts_for(node_ids, g)) {
     const std::int64_t spanned = nodes_spanned(node_ids, g, layout);
-    for (const CollectiveKind kind :
-         {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    // All-to-all too: context parallelism's a2a and the MoE dispatcher run it, and neither
+    // NCCL's tuning model nor a ring formula prices it (grouped sends and receives).
+    for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                                      CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll}) {
       for (const std::int64_t bytes : sizes) {
         out.emplace_back(CollectivePoint{kind, g, layout, spanned, round_up(bytes, 4 * g)});
       }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "stepsim/core/nccl_model.hpp"
@@ -333,16 +335,22 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
     }
     return linear_s(exact->second, op.bytes, what);
   }
-  if (op.kind == CollectiveKind::kAllToAll) {
-    // Profiles hold no all-to-all samples yet, and NCCL's tuning model has none (it runs
-    // all-to-all as grouped sends and receives): the roofline of the system file.
+  const bool all_to_all = op.kind == CollectiveKind::kAllToAll;
+  if (all_to_all &&
+      std::none_of(collective_fits_.begin(), collective_fits_.end(), [](const auto& entry) {
+        return std::get<0>(entry.first) == CollectiveKind::kAllToAll;
+      })) {
+    // NCCL's tuning model has no all-to-all (it runs it as grouped sends and receives), and
+    // no other collective stands in for one: the roofline of the system file.
     warn("no all-to-all samples in the profile: roofline of " + fallback_.describe() + " used",
          what);
     return fallback_.collective_s(op);
   }
   // A group the profile did not measure, on a platform NCCL runs on: NCCL's own model of the
   // algorithm and protocol it would pick there (nccl_model.hpp), not a rescaled neighbour.
-  if (const auto comm = nccl_comm(fallback_system_, op.group_size, op.nodes_spanned)) {
+  // All-to-all has no such model: the nearest measured all-to-all below.
+  if (const auto comm = all_to_all ? std::nullopt
+                                   : nccl_comm(fallback_system_, op.group_size, op.nodes_spanned)) {
     const NcclChoice choice = NcclModel(*comm).choose(op.kind, op.bytes);
     warn("collective group not measured in the profile: NCCL's own tuning model used",
          what + " (" + std::string(to_string(choice.algo)) + "/" +
@@ -357,6 +365,7 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
   for (const auto& [key, fit] : collective_fits_) {
     const auto& [kind, group_size, nodes] = key;
     if ((nodes > 1) != (op.nodes_spanned > 1)) continue;
+    if (all_to_all && kind != CollectiveKind::kAllToAll) continue;
     const double fit_per_node = static_cast<double>(group_size) / static_cast<double>(nodes);
     // Across nodes a group's bus bandwidth is its members' share of the NICs, which grows
     // with the members per node: only a group with as many members per node carries over.

@@ -178,15 +178,15 @@ class ObjectReader {
     std::string s;
     string(name, s);
     if (!has(name) || !at(name).is_string()) return;
-    for (CollectiveKind k :
-         {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                             CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll}) {
       if (to_string(k) == s) {
         out = k;
         return;
       }
     }
     error(path(name),
-          cat("=\"", s, "\" is not a collective (all_reduce, all_gather or reduce_scatter)"));
+          cat("=\"", s, "\" is not a collective (all_reduce, all_gather, reduce_scatter or all_to_all)"));
   }
 
   /// Calls `each(element_json, element_key)` for each element of the array `name`.

@@ -36,8 +36,8 @@ TEST(CpuBackendMpi, CollectivesAreCorrectOnSplitGroups) {
   EXPECT_EQ(b->group_size(pairs.value()), std::min(2, n - b->world_rank() / 2 * 2));
   EXPECT_EQ(b->group_size(alone.value()), 1);
   for (const GroupId g : {GroupId{0}, pairs.value(), alone.value()}) {
-    for (const CollectiveKind kind :
-         {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                                      CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll}) {
       for (const std::int64_t bytes : {std::int64_t{64}, std::int64_t{1} << 20}) {
         CollectiveOp op;
         op.kind = kind;

@@ -199,6 +199,32 @@ TEST(CalibratedCostModel, OtherKindIsRescaledWhenItsKindIsMissing) {
   EXPECT_NEAR(m.collective_s(rs), 10e-6 + (1 << 24) / 200e9, 1e-12);
 }
 
+// All-to-all (grouped sends and receives) is priced only from all-to-all samples: without
+// them the system's roofline, never another collective's fit; with them their fit, and for
+// another group size the nearest all-to-all rescaled like any collective.
+TEST(CalibratedCostModel, AllToAllUsesOnlyAllToAllSamples) {
+  const RooflineCostModel roofline(test_system());
+  const CollectiveOp a2a8{CollectiveKind::kAllToAll, CommGroup::kContext, 1 << 24, 8, 1};
+  const CollectiveOp a2a4{CollectiveKind::kAllToAll, CommGroup::kContext, 1 << 24, 4, 1};
+  const CalibratedCostModel without = model();
+  EXPECT_EQ(without.collective_s(a2a8), roofline.collective_s(a2a8));
+  ASSERT_EQ(without.warnings().size(), 1u);
+  EXPECT_NE(without.warnings()[0].find("no all-to-all samples"), std::string::npos);
+
+  auto p = std::make_shared<Profile>(*test_profile());
+  for (std::int64_t b = 1 << 16; b <= (1 << 28); b *= 4) {
+    p->collectives.push_back(
+        {CollectiveKind::kAllToAll, 8, 1, b, 15e-6 + static_cast<double>(b) / 120e9, ""});
+  }
+  fit_profile(*p);
+  const CalibratedCostModel with(p, "test.json", test_system());
+  EXPECT_NEAR(with.collective_s(a2a8), 15e-6 + (1 << 24) / 120e9, 1e-12);
+  EXPECT_TRUE(with.warnings().empty());
+  // 4 ranks from 8: latency by (4-1)/(8-1) steps, bus bandwidth kept: algbw_4 = busbw / (3/4).
+  const double busbw = 120e9 * 7.0 / 8.0;
+  EXPECT_NEAR(with.collective_s(a2a4), 15e-6 * 3.0 / 7.0 + (1 << 24) * (3.0 / 4.0) / busbw, 1e-12);
+}
+
 TEST(CalibratedCostModel, InterNodeNeverBorrowsAnIntraNodeFit) {
   const CalibratedCostModel m = model();
   const RooflineCostModel roofline(test_system());

@@ -27,6 +27,7 @@ Profile sample_profile() {
   p.memory.push_back({1 << 30, 0.7e-3, "babelstream"});
   p.collectives.push_back({CollectiveKind::kReduceScatter, 8, 2, 1 << 24, 3.3e-4, ""});
   p.collectives.push_back({CollectiveKind::kAllGather, 8, 2, 1 << 26, 1.1e-3, ""});
+  p.collectives.push_back({CollectiveKind::kAllToAll, 4, 1, 1 << 20, 4.4e-5, ""});
   p.p2p.push_back({true, 1 << 22, 2.2e-4, ""});
   p.p2p.push_back({false, 1 << 22, 2.3e-5, ""});
   fit_profile(p);
@@ -65,7 +66,7 @@ TEST(ProfileJson, MissingFitsAreMadeFromSamples) {
   const Result<Profile> back = parse_profile(text, "no-fits.json");
   ASSERT_TRUE(back.ok()) << format_errors(back.errors());
   EXPECT_EQ(back.value(), p);
-  EXPECT_EQ(back.value().collective_fits.size(), 2u);
+  EXPECT_EQ(back.value().collective_fits.size(), 3u);
 }
 
 // Every problem of the file, each naming the file and the key.
@@ -76,7 +77,7 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
     "gemm": [{"m": 128, "n": 128, "k": 128, "dtype": "bf16", "seconds": 1e-5},
              {"m": -1, "n": 128, "k": 128, "dtype": "int8", "seconds": 1e-5}],
     "memory": [{"bytes": 1024, "seconds": 0}],
-    "collectives": [{"kind": "all_to_all", "group_size": 8, "nodes_spanned": 1,
+    "collectives": [{"kind": "broadcast", "group_size": 8, "nodes_spanned": 1,
                      "bytes": 1024, "seconds": 1e-5},
                     {"kind": "all_reduce", "group_size": 2, "nodes_spanned": 4,
                      "bytes": 1024, "seconds": 1e-5}],
@@ -89,7 +90,7 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
            "bad.json: gemm[1].m=-1 must be at least 1\n",
            "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16, bf16 or fp8)\n",
            "bad.json: memory[0].seconds must be a finite positive number\n",
-           "bad.json: collectives[0].kind=\"all_to_all\" is not a collective",
+           "bad.json: collectives[0].kind=\"broadcast\" is not a collective",
            "bad.json: collectives[1].nodes_spanned=4 must not exceed group_size=2\n",
            "bad.json: p2p[0].inter_node must be true or false\n",
            "bad.json: p2p[0].colour is not a known key\n",

@@ -65,8 +65,9 @@ enum class OpCategory : std::uint8_t {
   kAllGather,
   kReduceScatter,
   kP2P,
+  kAllToAll,  ///< context parallelism's a2a, the MoE dispatcher's dispatch and combine
 };
-inline constexpr int kOpCategories = 7;
+inline constexpr int kOpCategories = 8;
 std::string_view to_string(OpCategory c);
 
 /// One task of a rank's step: a plan op (compute or collective) or one CommCall (one
