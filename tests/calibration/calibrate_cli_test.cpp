@@ -57,15 +57,19 @@ TEST(CalibrateCli, TwoRanksQuickCpuCalibrationWritesAProfile) {
   EXPECT_FALSE(p.value().memory.empty());
   EXPECT_FALSE(p.value().collectives.empty());
   EXPECT_FALSE(p.value().p2p.empty());
-  // A fit per collective kind over the pair of ranks.
+  // A fit per collective kind over the pair of ranks: all-reduce, all-gather, reduce-scatter
+  // and all-to-all.
   std::size_t pair_fits = 0;
+  bool all_to_all = false;
   for (const auto& f : p.value().collective_fits) {
     if (f.group_size == 2) {
       ++pair_fits;
+      all_to_all = all_to_all || f.kind == CollectiveKind::kAllToAll;
       EXPECT_GT(f.fit.bandwidth_bytes_per_s, 0.0);
     }
   }
-  EXPECT_EQ(pair_fits, 3u);
+  EXPECT_EQ(pair_fits, 4u);
+  EXPECT_TRUE(all_to_all);
   EXPECT_FALSE(p.value().p2p_fits.empty());
 }
 
