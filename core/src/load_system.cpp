@@ -53,7 +53,7 @@ struct NumberRule {
 constexpr double kMinFlops = 1e9;
 constexpr double kMinBandwidth = 1e6;
 constexpr double kMinEfficiency = 0.01;
-constexpr std::array<NumberRule, 14> kNumberRules = {{
+constexpr std::array<NumberRule, 16> kNumberRules = {{
     {"peak_flops_fp32", kMinFlops, kHuge, true},
     {"peak_flops_fp16", kMinFlops, kHuge, true},
     {"peak_flops_bf16", kMinFlops, kHuge, true},
@@ -68,6 +68,8 @@ constexpr std::array<NumberRule, 14> kNumberRules = {{
     {"efficiency.memory_max", kMinEfficiency, 1, false},
     {"efficiency.kernel_launch_s", 0, 1, true},
     {"efficiency.link_max", kMinEfficiency, 1, false},
+    {"interference.compute_slowdown", 1, 10, false},
+    {"interference.collective_slowdown", 1, 10, false},
 }};
 
 // Reads the number `key` of `r` (whose path within a system is `dotted`) under its rule.
@@ -115,6 +117,31 @@ RooflineEfficiency parse_efficiency(ObjectReader& parent, Errors& errors) {
   return e;
 }
 
+// The optional interference block: both factors when given (1, none, when absent).
+Interference parse_interference(ObjectReader& parent, Errors& errors) {
+  Interference k;
+  const json* object = parent.object("interference", false);
+  if (object == nullptr) return k;
+  ObjectReader r(*object, parent.file(), parent.path("interference"), errors);
+  if (auto v = ruled_number(r, "compute_slowdown", "interference.compute_slowdown")) {
+    k.compute_slowdown = *v;
+  }
+  if (auto v = ruled_number(r, "collective_slowdown", "interference.collective_slowdown")) {
+    k.collective_slowdown = *v;
+  }
+  r.reject_unknown_keys();
+  return k;
+}
+
+// Whether the system object gives the figure at dotted path `key` ("a.b": object a, key b).
+bool gives(ObjectReader& parent, std::string_view key) {
+  const auto dot = key.find('.');
+  if (dot == std::string_view::npos) return parent.raw(key) != nullptr;
+  const json* object = parent.raw(key.substr(0, dot));
+  return object != nullptr && object->is_object() &&
+         object->contains(std::string(key.substr(dot + 1)));
+}
+
 void check_sources(ObjectReader& parent, Errors& errors) {
   const json* object = parent.object("sources", true);
   if (object == nullptr) return;
@@ -122,7 +149,7 @@ void check_sources(ObjectReader& parent, Errors& errors) {
   for (const auto& [key, required] : cited_keys()) {
     const json* cited = r.raw(key);
     // An optional figure (a top-level key) needs its citation only when the file gives it.
-    if (!required && cited == nullptr && parent.raw(key) == nullptr) continue;
+    if (!required && cited == nullptr && !gives(parent, key)) continue;
     if (cited == nullptr) {
       r.error(key, " must cite where the figure " + parent.path(key) + " comes from");
     } else if (!cited->is_string() || cited->get<std::string>().empty()) {
@@ -171,6 +198,7 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   s.intra_node = parse_link(r, "intra_node", errors);
   s.inter_node = parse_link(r, "inter_node", errors);
   s.efficiency = parse_efficiency(r, errors);
+  s.interference = parse_interference(r, errors);
   check_sources(r, errors);
   r.reject_unknown_keys();
   return s;

@@ -159,6 +159,16 @@ const std::array kSchema = {
             .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "fraction in [0.01, 1]; cited",
             .doc = "NCCL bus bandwidth over link bandwidth"},
+    KeyInfo{STEPSIM_REAL("system.interference.compute_slowdown",
+                         system.interference.compute_slowdown),
+            .sweep = Sweep::kListed, .default_text = "1 (no interference)",
+            .check = "factor in [1, 10]; cited when given",
+            .doc = "compute kernels' time factor while an NCCL kernel runs beside them"},
+    KeyInfo{STEPSIM_REAL("system.interference.collective_slowdown",
+                         system.interference.collective_slowdown),
+            .sweep = Sweep::kListed, .default_text = "1 (no interference)",
+            .check = "factor in [1, 10]; cited when given",
+            .doc = "an NCCL kernel's time factor while compute kernels run beside it"},
 
     // ---- model ----
     KeyInfo{STEPSIM_INT("model.num_layers", model.num_layers), .required = true,

@@ -26,6 +26,7 @@ struct PredictArgs {
   std::string trace_ranks;  ///< "0,3" or "0-3,7"; empty: every rank
   std::vector<std::string> stragglers;  ///< "RANK=FACTOR"
   bool gpipe = false;
+  bool no_contention = false;
   double train_tokens = 0;
   MegatronArgs megatron;
 };
@@ -119,6 +120,7 @@ int run_predict(const PredictArgs& args, Env& env) {
   sim::PredictOptions options;
   options.keep_timeline = !args.trace.empty();
   options.gpipe = args.gpipe;
+  options.contention = !args.no_contention;
   auto stragglers = parse_stragglers(args.stragglers, *env.err);
   if (!stragglers) return 2;
   options.stragglers = std::move(*stragglers);
@@ -180,6 +182,10 @@ void add_predict_command(CLI::App& app, Env& env) {
       ->check(CLI::Range(1.0, 1e18));
   cmd->add_flag("--gpipe", args->gpipe,
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
+  cmd->add_flag("--no-contention", args->no_contention,
+                "every overlap free: no link sharing between concurrent transfers and "
+                "collectives, no slowdown of compute beside NCCL kernels (system.interference); "
+                "to see what contention costs");
   cmd->add_option("--megatron-args", args->megatron.line,
                   "build the scenario from a Megatron-LM launch line instead of a file "
                   "(a flag that changes the job and is not modelled is an error)")

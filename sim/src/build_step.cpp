@@ -110,9 +110,9 @@ class Builder {
       for (std::int32_t c = 0; c < v_; ++c) {
         const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
         out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kForward, v_))] =
-            time_ops(chunk.forward, cost, options_.serialize_streams);
+            time_ops(chunk.forward, cost, options_.serialize_streams, options_.interference);
         out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kBackward, v_))] =
-            time_ops(chunk.backward, cost, options_.serialize_streams);
+            time_ops(chunk.backward, cost, options_.serialize_streams, options_.interference);
       }
     }
   }
@@ -213,9 +213,13 @@ class Builder {
         }
         const auto payload = static_cast<std::int32_t>(out_.actions.size());
         out_.actions.push_back(ActionRef{r, a, ti});
-        const TaskId id = add(Task{r, Stream::kCompute, TaskKind::kCompute,
-                                   out_.templates[static_cast<std::size_t>(ti)].duration_s, -1,
-                                   payload});
+        const TaskId id =
+            add(Task{.rank = r,
+                     .stream = Stream::kCompute,
+                     .kind = TaskKind::kCompute,
+                     .duration_s = out_.templates[static_cast<std::size_t>(ti)].duration_s,
+                     .payload = payload,
+                     .resources = {.compute_gpu = r}});
         add_edges(cursor, id);
         if (wait_gather != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(wait_gather)}, id);
         const std::int32_t vs = a.chunk * p_ + r;
@@ -253,7 +257,7 @@ class Builder {
       // validator's single host thread (calibration/executor.hpp).
       if (call.blocking || options_.serialize_streams) cursor.assign(posted_.begin(), posted_.end());
     }
-    const TaskId end = add(Task{r, Stream::kCompute, TaskKind::kJoin, 0.0, -1, -1});
+    const TaskId end = add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
     add_edges(cursor, end);
     end_of_program[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(end.value);
   }
@@ -366,7 +370,10 @@ class Builder {
     }
     done = last;
     if (!g.aligned && buckets.size() > 1) {
-      const TaskId delay = add(Task{r, Stream::kCompute, TaskKind::kDelay, start_after, -1, -1});
+      const TaskId delay = add(Task{.rank = r,
+                                    .stream = Stream::kCompute,
+                                    .kind = TaskKind::kDelay,
+                                    .duration_s = start_after});
       add_edges(cursor, delay);
       done = static_cast<std::int32_t>(delay.value);
     }
@@ -404,9 +411,14 @@ class Builder {
       const double duration = b.duration_s;
       const auto payload = static_cast<std::int32_t>(out_.transfers.size());
       out_.transfers.push_back(ref);
-      task = static_cast<std::int32_t>(
-          add(Task{sender, Stream::kPipelineComm, TaskKind::kTransfer, duration, -1, payload})
-              .value);
+      task = static_cast<std::int32_t>(add(Task{.rank = sender,
+                                                .stream = Stream::kPipelineComm,
+                                                .kind = TaskKind::kTransfer,
+                                                .duration_s = duration,
+                                                .payload = payload,
+                                                .resources = transfer_resources(
+                                                    sender, receiver, b.inter_node)})
+                                           .value);
     }
     add_edges(cursor, TaskId{static_cast<std::uint32_t>(task)});
     TransferRef& ref = out_.transfers[static_cast<std::size_t>(out_.graph.task(TaskId{
@@ -441,11 +453,41 @@ class Builder {
   TaskId add_op_task(std::int32_t r, std::int32_t chunk, const Op& op, std::int32_t bucket) {
     const auto payload = static_cast<std::int32_t>(out_.step_ops.size());
     out_.step_ops.push_back(StepOpRef{.rank = r, .chunk = chunk, .bucket = bucket, .op = &op});
-    const bool comm = std::holds_alternative<CollectiveOp>(op.shape);
+    const auto* coll = std::get_if<CollectiveOp>(&op.shape);
     const Stream stream = options_.serialize_streams ? Stream::kCompute : op.stream;
-    const double seconds = comm ? cost_.op_s(op) : scale_of(r) * cost_.op_s(op);
-    return add(Task{r, stream, comm ? TaskKind::kCollective : TaskKind::kStepOp, seconds, -1,
-                    payload});
+    const double seconds = coll != nullptr ? cost_.op_s(op) : scale_of(r) * cost_.op_s(op);
+    return add(Task{.rank = r,
+                    .stream = stream,
+                    .kind = coll != nullptr ? TaskKind::kCollective : TaskKind::kStepOp,
+                    .duration_s = seconds,
+                    .payload = payload,
+                    .resources = coll != nullptr ? collective_resources(r, *coll)
+                                                 : TaskResources{.compute_gpu = r}});
+  }
+
+  // A P2P transfer moves its bytes out of the sender's NIC rail (across nodes) or NVLink
+  // port and into the receiver's. NCCL's send/receive kernels take one or two CTAs: no
+  // interference with compute is modelled for them.
+  static TaskResources transfer_resources(std::int32_t sender, std::int32_t receiver,
+                                          bool inter_node) {
+    TaskResources out;
+    out.links[0] = ResourceRef{sender, inter_node ? ResourceKind::kNicTx : ResourceKind::kNvlinkTx};
+    out.links[1] = ResourceRef{receiver, inter_node ? ResourceKind::kNicRx : ResourceKind::kNvlinkRx};
+    out.link_count = 2;
+    return out;
+  }
+
+  // A collective's ring sends and receives on every member: both directions of the rank's NIC
+  // rail when its group spans nodes, of its NVLink port otherwise; as an NCCL kernel it
+  // interferes with the compute on its GPU (unless it is not NCCL's: CollectiveOp::nccl).
+  static TaskResources collective_resources(std::int32_t r, const CollectiveOp& op) {
+    TaskResources out;
+    const bool nic = op.nodes_spanned > 1;
+    out.links[0] = ResourceRef{r, nic ? ResourceKind::kNicTx : ResourceKind::kNvlinkTx};
+    out.links[1] = ResourceRef{r, nic ? ResourceKind::kNicRx : ResourceKind::kNvlinkRx};
+    out.link_count = 2;
+    if (op.nccl) out.nccl_gpu = r;
+    return out;
   }
 
   // Megatron's gradient reduction (the DDP of each model chunk, bucketed as in
@@ -528,7 +570,7 @@ class Builder {
     }
     const std::int32_t last_grad_task = stream_prev;
     // Step ops wait for the end of the program and every gradient reduction.
-    const TaskId gate = add(Task{r, Stream::kCompute, TaskKind::kJoin, 0.0, -1, -1});
+    const TaskId gate = add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
     if (end_of_program != kNoTask) {
       out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(end_of_program)}, gate);
     }
@@ -572,7 +614,8 @@ class Builder {
     STEPSIM_ASSERT(bucket.ready_op >= 0 &&
                    static_cast<std::size_t>(bucket.ready_op) < tmpl.ops.size());
     const double offset = tmpl.ops[static_cast<std::size_t>(bucket.ready_op)].end_s;
-    const TaskId id = add(Task{r, Stream::kCompute, TaskKind::kDelay, offset, -1, -1});
+    const TaskId id = add(
+        Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kDelay, .duration_s = offset});
     for (const std::int32_t p : last_backward_preds_[slot]) {
       out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(p)}, id);
     }

@@ -20,6 +20,8 @@ struct BuildOptions {
   /// Per pipeline stage: compute kernels take this many times as long (stragglers); empty
   /// or 1: as the cost model says.
   std::vector<double> compute_scale;
+  /// Compute-communication interference inside actions (time_ops); factors 1: none.
+  Interference interference;
 };
 
 /// What a task's payload index refers to, per TaskKind.

@@ -2,35 +2,166 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "stepsim/core/assert.hpp"
 
 namespace stepsim::sim {
 
-ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial) {
-  ChunkTemplate t;
-  t.ops.resize(ops.size());
+namespace {
+
+enum class Role : std::uint8_t { kOther, kCompute, kNccl };
+
+// Compute kernels on the compute stream and NCCL kernels (TP and CP collectives and ring
+// exchanges) interfere when they run together; everything else runs at its own speed.
+Role role_of(const Op& op) {
+  if (const auto* c = std::get_if<CollectiveOp>(&op.shape)) return c->nccl ? Role::kNccl : Role::kOther;
+  if (const auto* p = std::get_if<P2POp>(&op.shape)) return p->nccl ? Role::kNccl : Role::kOther;
+  return op.stream == Stream::kCompute ? Role::kCompute : Role::kOther;
+}
+
+// Stream order and deps with fixed durations (list scheduling).
+void list_schedule(const std::vector<Op>& ops, const std::vector<double>& duration, bool serial,
+                   std::vector<OpTiming>& out) {
   std::array<double, kStreamCount> stream_end{};  // last end per Stream
+  double last_end = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const auto stream = static_cast<std::size_t>(op.stream);
-    double start = serial ? t.duration_s : stream_end[stream];
+    double start = serial ? last_end : stream_end[stream];
     for (const std::int32_t d : op.deps) {
       STEPSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i);
-      start = std::max(start, t.ops[static_cast<std::size_t>(d)].end_s);
+      start = std::max(start, out[static_cast<std::size_t>(d)].end_s);
     }
-    const double duration = cost.op_s(op);
-    t.ops[i] = OpTiming{start, start + duration};
-    stream_end[stream] = start + duration;
-    t.duration_s = std::max(t.duration_s, start + duration);
+    out[i] = OpTiming{start, start + duration[i]};
+    stream_end[stream] = start + duration[i];
+    last_end = std::max(last_end, start + duration[i]);
+  }
+}
+
+// Whether a compute kernel and an NCCL kernel ever run at the same time.
+bool interferes(const std::vector<Op>& ops, const std::vector<OpTiming>& t,
+                const std::vector<Role>& role) {
+  std::vector<OpTiming> compute;  // in stream order: sorted by start and by end
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (role[i] == Role::kCompute && t[i].end_s > t[i].start_s) compute.push_back(t[i]);
+  }
+  if (compute.empty()) return false;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (role[i] != Role::kNccl || t[i].end_s <= t[i].start_s) continue;
+    // The first compute kernel ending after this one starts.
+    const auto it = std::upper_bound(compute.begin(), compute.end(), t[i].start_s,
+                                     [](double s, const OpTiming& c) { return s < c.end_s; });
+    if (it != compute.end() && it->start_s < t[i].end_s) return true;
+  }
+  return false;
+}
+
+// Stream order and deps with rates: while a compute kernel and an NCCL kernel run together,
+// the compute kernel progresses at 1 / compute_slowdown of its speed alone and the NCCL kernel
+// at 1 / collective_slowdown. Rates change only when an op starts or ends.
+void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
+                   const std::vector<Role>& role, const Interference& k,
+                   std::vector<OpTiming>& out) {
+  const std::size_t n = ops.size();
+  std::array<std::vector<std::size_t>, kStreamCount> queue;
+  for (std::size_t i = 0; i < n; ++i) queue[static_cast<std::size_t>(ops[i].stream)].push_back(i);
+  std::array<std::size_t, kStreamCount> head{};
+  std::array<std::int64_t, kStreamCount> running;
+  running.fill(-1);
+  std::vector<double> left(duration);
+  std::vector<bool> done(n, false);
+  std::size_t finished = 0;
+  double now = 0;
+  while (finished < n) {
+    // Start every op whose stream is free and whose deps have ended, until none can.
+    for (bool started = true; started;) {
+      started = false;
+      for (std::size_t s = 0; s < kStreamCount; ++s) {
+        if (running[s] >= 0 || head[s] >= queue[s].size()) continue;
+        const std::size_t i = queue[s][head[s]];
+        bool ready = true;
+        for (const std::int32_t d : ops[i].deps) ready = ready && done[static_cast<std::size_t>(d)];
+        if (!ready) continue;
+        out[i].start_s = now;
+        ++head[s];
+        if (left[i] <= 0) {  // zero-time op
+          out[i].end_s = now;
+          done[i] = true;
+          ++finished;
+        } else {
+          running[s] = static_cast<std::int64_t>(i);
+        }
+        started = true;
+      }
+    }
+    bool compute = false, nccl = false;
+    for (const std::int64_t r : running) {
+      if (r < 0) continue;
+      compute = compute || role[static_cast<std::size_t>(r)] == Role::kCompute;
+      nccl = nccl || role[static_cast<std::size_t>(r)] == Role::kNccl;
+    }
+    const auto rate = [&](std::size_t i) {
+      if (role[i] == Role::kCompute && nccl) return 1.0 / k.compute_slowdown;
+      if (role[i] == Role::kNccl && compute) return 1.0 / k.collective_slowdown;
+      return 1.0;
+    };
+    double next = std::numeric_limits<double>::infinity();
+    for (const std::int64_t r : running) {
+      if (r >= 0) next = std::min(next, now + left[static_cast<std::size_t>(r)] / rate(static_cast<std::size_t>(r)));
+    }
+    if (finished == n) break;
+    STEPSIM_ASSERT(next < std::numeric_limits<double>::infinity());
+    for (auto& r : running) {
+      if (r < 0) continue;
+      const auto i = static_cast<std::size_t>(r);
+      const double end = now + left[i] / rate(i);
+      if (end <= next) {
+        out[i].end_s = next;
+        left[i] = 0;
+        done[i] = true;
+        ++finished;
+        r = -1;
+      } else {
+        left[i] -= rate(i) * (next - now);
+      }
+    }
+    now = next;
+  }
+}
+
+}  // namespace
+
+ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
+                       const Interference& interference) {
+  ChunkTemplate t;
+  const std::size_t n = ops.size();
+  t.ops.resize(n);
+  std::vector<double> duration(n);
+  for (std::size_t i = 0; i < n; ++i) duration[i] = cost.op_s(ops[i]);
+  list_schedule(ops, duration, serial, t.ops);
+  bool rated = false;
+  if (!serial && (interference.compute_slowdown != 1 || interference.collective_slowdown != 1)) {
+    std::vector<Role> role(n);
+    for (std::size_t i = 0; i < n; ++i) role[i] = role_of(ops[i]);
+    // Fast path: nothing overlaps, so the fixed durations are the times.
+    if (interferes(ops, t.ops, role)) {
+      rate_schedule(ops, duration, role, interference, t.ops);
+      rated = true;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    const double took = rated ? t.ops[i].end_s - t.ops[i].start_s : duration[i];
+    t.duration_s = std::max(t.duration_s, t.ops[i].end_s);
     const double flops = op.flops();
     t.hardware_flops += flops;
     if (op.phase == Phase::kRecompute) {
-      t.recompute_s += duration;
+      t.recompute_s += took;
     } else {
       t.model_flops += flops;
     }
-    if (op.stream == Stream::kCompute) t.compute_busy_s += duration;
+    if (op.stream == Stream::kCompute) t.compute_busy_s += took;
     if (op.workspace_bytes > 0) {
       t.workspace_ops.emplace_back(static_cast<std::int32_t>(i), op.workspace_bytes);
     }

@@ -2,7 +2,8 @@
 // A chunk template: one model chunk's forward or backward op list timed once, as offsets
 // from the action's start. The engine schedules whole actions; stamping a template at an
 // action's start gives every op's exact times, because inside an action the ops of one
-// representative rank interact only with its own streams (TP peers are symmetric).
+// representative rank interact only with its own streams (TP peers are symmetric). When the
+// engine slows a whole action (a DP collective beside it), its ops stretch in proportion.
 
 #include <cstdint>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "stepsim/core/cost_model.hpp"
 #include "stepsim/core/ops.hpp"
+#include "stepsim/core/scenario.hpp"
 
 namespace stepsim::sim {
 
@@ -34,6 +36,11 @@ struct ChunkTemplate {
 
 /// Times `ops` with stream order and explicit deps (see Op in ops.hpp). With `serial`, every
 /// op waits for the one before it, whatever its stream (a single-threaded executor).
-ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial);
+/// Otherwise compute-stream kernels and NCCL kernels (CollectiveOp/P2POp with `nccl`: the TP
+/// and CP communication) that run at the same time slow each other by `interference`'s
+/// factors (resource_model.hpp): both progress at 1/factor of their speed alone while they
+/// overlap. Default (factors 1): fixed durations, free overlap.
+ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
+                       const Interference& interference = {});
 
 }  // namespace stepsim::sim

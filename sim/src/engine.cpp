@@ -1,21 +1,39 @@
 #include "stepsim/sim/engine.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <string>
+
+#include "resource_model.hpp"
+#include "stepsim/core/assert.hpp"
 
 namespace stepsim::sim {
 
 namespace {
 
 struct Event {
-  double time_s;  // when the task ends
+  double time_s;  // when the task ends at its current rate
   std::uint32_t task;
+  std::uint32_t version;  // stale when the task's rate changed since
 };
+
+// Earliest first; at one instant, in task order.
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    if (a.time_s != b.time_s) return a.time_s > b.time_s;
+    return a.task > b.task;
+  }
+};
+
+std::uint32_t resource_index(const ResourceRef& r) {
+  return static_cast<std::uint32_t>(r.gpu) * kResourceKinds + static_cast<std::uint32_t>(r.kind);
+}
 
 class Engine {
  public:
   using Vertex = boost::graph_traits<TaskGraph::Csr>::vertex_descriptor;
 
-  explicit Engine(const TaskGraph& graph) : graph_(graph) {
+  Engine(const TaskGraph& graph, const EngineOptions& options) : graph_(graph), options_(options) {
     const std::size_t n = graph.size();
     pending_.assign(n, 0);
     ready_s_.assign(n, 0.0);
@@ -42,35 +60,34 @@ class Engine {
       const std::int32_t g = graph.tasks()[u].rendezvous;
       if (g >= 0) group_members_[fill[static_cast<std::size_t>(g)]++] = u;
     }
+    group_running_.assign(groups, 0);
+    if (options.contention) init_resources();
+    events_.reserve(n);
   }
 
   Result<EngineResult> run() {
     const std::size_t n = graph_.size();
     for (std::uint32_t u = 0; u < n; ++u) {
-      if (pending_[u] == 0) make_ready(u);
+      if (pending_[u] == 0) make_ready(u, 0.0);
     }
-    const auto& csr = graph_.graph();
+    settle(0.0);
     std::size_t finished = 0;
-    for (std::size_t next = 0; next < events_.size(); ++next) {
-      const Event ev = events_[next];
-      ++finished;
-      if (ev.time_s > result_.makespan_s || result_.last_task == TaskTiming::kNone) {
-        result_.makespan_s = ev.time_s;
-        result_.last_task = ev.task;
+    while (!events_.empty()) {
+      const double now = events_.front().time_s;
+      // Every end at this instant (and the zero-time tasks they release), then one re-solve.
+      while (!events_.empty() && events_.front().time_s <= now) {
+        std::pop_heap(events_.begin(), events_.end(), Later{});
+        const Event ev = events_.back();
+        events_.pop_back();
+        if (ev.version != version_of(ev.task)) continue;
+        ++finished;
+        finish(ev.task, now);
       }
-      auto [e, end] = boost::out_edges(static_cast<Vertex>(ev.task), csr);
-      for (; e != end; ++e) {
-        const auto v = static_cast<std::uint32_t>(boost::target(*e, csr));
-        if (crit_[v] == TaskTiming::kNone || ev.time_s > ready_s_[v]) {
-          ready_s_[v] = ev.time_s;
-          crit_[v] = ev.task;
-        }
-        if (--pending_[v] == 0) make_ready(v);
-      }
+      settle(now);
     }
     if (finished != n) {
       for (std::uint32_t u = 0; u < n; ++u) {
-        if (pending_[u] != 0 || !started(u)) {
+        if (pending_[u] != 0 || !started_[u]) {
           const Task& t = graph_.tasks()[u];
           return Error{"", "",
                        "simulation deadlock: " + std::to_string(n - finished) +
@@ -81,25 +98,159 @@ class Engine {
         }
       }
     }
+    for (std::size_t u = 0; u < slowed_.size(); ++u) {
+      result_.timings[u].contended = slowed_[u];
+      result_.contended_tasks += slowed_[u] ? 1 : 0;
+    }
     return std::move(result_);
   }
 
  private:
-  bool started(std::uint32_t u) const { return started_[u]; }
+  // ---- resources (contention on) ----
 
-  void start(std::uint32_t u, double at_s, std::uint32_t crit) {
-    TaskTiming& t = result_.timings[u];
-    t.start_s = at_s;
-    t.end_s = at_s + graph_.tasks()[u].duration_s;
-    t.critical_pred = crit;
-    started_[u] = true;
-    events_.push_back(Event{t.end_s, u});
+  void init_resources() {
+    std::int32_t gpus = 0;
+    for (const Task& t : graph_.tasks()) {
+      const TaskResources& r = t.resources;
+      gpus = std::max({gpus, r.compute_gpu + 1, r.nccl_gpu + 1});
+      for (std::uint8_t i = 0; i < r.link_count; ++i) gpus = std::max(gpus, r.links[i].gpu + 1);
+    }
+    const std::size_t count = static_cast<std::size_t>(gpus) * kResourceKinds;
+    std::vector<bool> is_sm(count, false);
+    for (std::size_t g = 0; g < static_cast<std::size_t>(gpus); ++g) {
+      is_sm[g * kResourceKinds + static_cast<std::size_t>(ResourceKind::kSm)] = true;
+    }
+    const std::size_t n = graph_.size();
+    model_.emplace(std::vector<double>(count, 1.0), std::move(is_sm), options_.interference, n);
+    model_flow_.assign(n, false);
+    remaining_.assign(n, 0.0);
+    rate_.assign(n, 1.0);
+    since_.assign(n, 0.0);
+    version_.assign(n, 0);
+    slowed_.assign(n, false);
   }
 
-  void make_ready(std::uint32_t u) {
+  std::uint32_t version_of(std::uint32_t u) const { return model_ ? version_[u] : 0; }
+
+  static void append_uses(const TaskResources& r, std::vector<FlowUse>& out) {
+    if (r.compute_gpu >= 0) {
+      out.push_back(FlowUse{.resource = resource_index({r.compute_gpu, ResourceKind::kSm})});
+    }
+    if (r.nccl_gpu >= 0) {
+      out.push_back(FlowUse{.resource = resource_index({r.nccl_gpu, ResourceKind::kSm}),
+                            .weight = 0,
+                            .nccl_kernel = true});
+    }
+    for (std::uint8_t i = 0; i < r.link_count; ++i) {
+      out.push_back(FlowUse{.resource = resource_index(r.links[i])});
+    }
+  }
+
+  // The tasks of flow `flow` (a rendezvous group's first member stands for the group).
+  template <class F>
+  void for_members(std::uint32_t flow, F&& f) {
+    const std::int32_t g = graph_.tasks()[flow].rendezvous;
+    if (g < 0) {
+      f(flow);
+      return;
+    }
+    const auto gi = static_cast<std::size_t>(g);
+    for (std::uint32_t i = group_offsets_[gi]; i < group_offsets_[gi + 1]; ++i) f(group_members_[i]);
+  }
+
+  std::uint32_t flow_of(std::uint32_t u) const {
+    const std::int32_t g = graph_.tasks()[u].rendezvous;
+    return g < 0 ? u : group_members_[group_offsets_[static_cast<std::size_t>(g)]];
+  }
+
+  // Applies the rates the model re-solved: each changed flow's running members advance their
+  // work at the old rate up to `now` and are re-planned at the new one.
+  void settle(double now) {
+    if (!model_) return;
+    model_->update([&](std::uint32_t flow, double rate) {
+      STEPSIM_ASSERT(rate > 0);
+      for_members(flow, [&](std::uint32_t u) {
+        if (!running(u)) return;
+        remaining_[u] = std::max(0.0, remaining_[u] - rate_[u] * (now - since_[u]));
+        since_[u] = now;
+        rate_[u] = rate;
+        if (rate < 1) slowed_[u] = true;
+        ++version_[u];
+        push(Event{now + remaining_[u] / rate, u, version_[u]});
+      });
+    });
+  }
+
+  // A started task's end is -1 until it ends.
+  bool running(std::uint32_t u) const { return started_[u] && result_.timings[u].end_s < 0; }
+
+  // ---- the event kernel ----
+
+  void push(const Event& e) {
+    events_.push_back(e);
+    std::push_heap(events_.begin(), events_.end(), Later{});
+  }
+
+  void finish(std::uint32_t u, double now) {
+    TaskTiming& t = result_.timings[u];
+    t.end_s = now;
+    if (result_.last_task == TaskTiming::kNone || now > result_.makespan_s) {
+      result_.makespan_s = now;
+      result_.last_task = u;
+    }
+    if (model_ && model_flow_[u]) {
+      const std::int32_t g = graph_.tasks()[u].rendezvous;
+      if (g < 0 || --group_running_[static_cast<std::size_t>(g)] == 0) {
+        model_->remove_flow(flow_of(u));
+      }
+    }
+    const auto& csr = graph_.graph();
+    auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
+    for (; e != end; ++e) {
+      const auto v = static_cast<std::uint32_t>(boost::target(*e, csr));
+      if (crit_[v] == TaskTiming::kNone || now > ready_s_[v]) {
+        ready_s_[v] = now;
+        crit_[v] = u;
+      }
+      if (--pending_[v] == 0) make_ready(v, now);
+    }
+  }
+
+  // Starts `members` (one task, or a whole rendezvous group) at `at`.
+  void start_flow(const std::uint32_t* members, std::size_t count, double at, std::uint32_t crit) {
+    bool holds = false;
+    if (model_) {
+      for (std::size_t i = 0; i < count; ++i) holds |= !graph_.tasks()[members[i]].resources.empty();
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint32_t u = members[i];
+      TaskTiming& t = result_.timings[u];
+      t.start_s = at;
+      t.end_s = -1;  // running
+      t.critical_pred = crit;
+      started_[u] = true;
+      const double duration = graph_.tasks()[u].duration_s;
+      if (!holds) {
+        push(Event{at + duration, u, version_of(u)});
+        continue;
+      }
+      model_flow_[u] = true;
+      remaining_[u] = duration;
+      since_[u] = at;
+      rate_[u] = 1;
+    }
+    if (!holds) return;
+    uses_.clear();
+    for (std::size_t i = 0; i < count; ++i) append_uses(graph_.tasks()[members[i]].resources, uses_);
+    const std::int32_t g = graph_.tasks()[members[0]].rendezvous;
+    if (g >= 0) group_running_[static_cast<std::size_t>(g)] = static_cast<std::uint32_t>(count);
+    model_->add_flow(members[0], uses_, 1.0);
+  }
+
+  void make_ready(std::uint32_t u, double now) {
     const std::int32_t g = graph_.tasks()[u].rendezvous;
     if (g < 0) {
-      start(u, ready_s_[u], crit_[u]);
+      start_flow(&u, 1, now, crit_[u]);
       return;
     }
     const auto gi = static_cast<std::size_t>(g);
@@ -108,12 +259,12 @@ class Engine {
       group_crit_[gi] = crit_[u];
     }
     if (--group_left_[gi] > 0) return;
-    for (std::uint32_t i = group_offsets_[gi]; i < group_offsets_[gi + 1]; ++i) {
-      start(group_members_[i], group_ready_s_[gi], group_crit_[gi]);
-    }
+    start_flow(&group_members_[group_offsets_[gi]], group_offsets_[gi + 1] - group_offsets_[gi],
+               now, group_crit_[gi]);
   }
 
   const TaskGraph& graph_;
+  EngineOptions options_;
   std::vector<std::uint32_t> pending_;
   std::vector<double> ready_s_;
   std::vector<std::uint32_t> crit_;
@@ -122,16 +273,27 @@ class Engine {
   std::vector<std::uint32_t> group_crit_;
   std::vector<std::uint32_t> group_offsets_;
   std::vector<std::uint32_t> group_members_;
+  std::vector<std::uint32_t> group_running_;
   std::vector<bool> started_;
-  std::vector<Event> events_;  // completions, in the order tasks started
+  std::vector<Event> events_;  // a binary heap (Later)
+  // Contention on: the model and, per task in it, its work left at `since_`, its rate, and
+  // the version of its planned end.
+  std::optional<ResourceModel> model_;
+  std::vector<bool> model_flow_;
+  std::vector<double> remaining_;
+  std::vector<double> rate_;
+  std::vector<double> since_;
+  std::vector<std::uint32_t> version_;
+  std::vector<bool> slowed_;
+  std::vector<FlowUse> uses_;  // scratch
   EngineResult result_;
 };
 
 }  // namespace
 
-Result<EngineResult> run_engine(const TaskGraph& graph) {
+Result<EngineResult> run_engine(const TaskGraph& graph, const EngineOptions& options) {
   STEPSIM_ASSERT(graph.finalized());
-  return Engine(graph).run();
+  return Engine(graph, options).run();
 }
 
 }  // namespace stepsim::sim

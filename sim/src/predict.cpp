@@ -19,6 +19,7 @@ PredictOutcome predict(const Workload& w, const PredictOptions& options) {
   simulate_options.keep_timeline = options.keep_timeline;
   simulate_options.gpipe = options.gpipe;
   simulate_options.stragglers = options.stragglers;
+  simulate_options.contention = options.contention;
   Result<SimulationResult> result = simulate(w, plan, **cost, simulate_options);
   if (!result.ok()) return {std::nullopt, result.errors()};
   return {PredictRun{std::move(result).value(), (*cost)->describe()}, {}};

@@ -40,13 +40,15 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
       case TaskKind::kCompute: {
         const ActionRef& ref = step.actions[static_cast<std::size_t>(task.payload)];
         const ChunkTemplate& t = step.templates[static_cast<std::size_t>(ref.template_index)];
-        rt.compute_s += t.compute_busy_s;
-        rt.exposed_tp_s += t.exposed_comm_s;
+        // An action slowed by a collective beside it stretches as a whole.
+        const double stretch = when.stretch(t.duration_s);
+        rt.compute_s += t.compute_busy_s * stretch;
+        rt.exposed_tp_s += t.exposed_comm_s * stretch;
         compute[r].push_back(span);
         break;
       }
       case TaskKind::kStepOp:
-        rt.optimizer_s += task.duration_s;
+        rt.optimizer_s += task.duration_s * when.stretch(task.duration_s);
         compute[r].push_back(span);
         break;
       case TaskKind::kTransfer: {
@@ -156,8 +158,9 @@ CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run
       case TaskKind::kCompute: {
         const ActionRef& ref = step.actions[static_cast<std::size_t>(task.payload)];
         const ChunkTemplate& t = step.templates[static_cast<std::size_t>(ref.template_index)];
-        out.compute_s += t.compute_busy_s;
-        out.tp_comm_s += std::max(0.0, d - t.compute_busy_s);
+        const double busy = t.compute_busy_s * run.timings[u].stretch(t.duration_s);
+        out.compute_s += busy;
+        out.tp_comm_s += std::max(0.0, d - busy);
         break;
       }
       case TaskKind::kTransfer: out.p2p_s += d; break;
@@ -274,7 +277,10 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                  schedule->params.virtual_size == params.virtual_size &&
                  schedule->params.microbatches == params.microbatches &&
                  schedule->params.kind == params.kind);
-  BuildOptions build_options{.serialize_streams = options.serialize_streams, .compute_scale = {}};
+  BuildOptions build_options{.serialize_streams = options.serialize_streams,
+                             .compute_scale = {},
+                             .interference = options.contention ? w.system.interference
+                                                                : Interference{}};
   if (!options.stragglers.empty()) {
     Result<std::vector<double>> scale = straggler_scale(w, options.stragglers);
     if (!scale.ok()) return scale.errors();
@@ -283,7 +289,9 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   Result<BuiltStep> built = build_step(w, plan, *schedule, cost, build_options);
   if (!built.ok()) return built.errors();
   const BuiltStep& step = *built;
-  Result<EngineResult> ran = run_engine(step.graph);
+  Result<EngineResult> ran =
+      run_engine(step.graph, EngineOptions{.contention = options.contention,
+                                           .interference = w.system.interference});
   if (!ran.ok()) return ran.errors();
   const EngineResult& run = *ran;
 

@@ -32,10 +32,11 @@ StepMemory simulate_memory(const BuiltStep& step, const EngineResult& run,
     const bool forward = ref.action.type == ActionType::kForward;
     if (!forward) ev.push_back({when.start_s, chunk.recompute_activation_bytes, seq++});
     const ChunkTemplate& tmpl = step.templates[static_cast<std::size_t>(ref.template_index)];
+    const double stretch = when.stretch(tmpl.duration_s);
     for (const auto& [op, bytes] : tmpl.workspace_ops) {
       const OpTiming& at = tmpl.ops[static_cast<std::size_t>(op)];
-      ev.push_back({when.start_s + at.start_s, bytes, seq++});
-      ev.push_back({when.start_s + at.end_s, -bytes, seq++});
+      ev.push_back({when.start_s + at.start_s * stretch, bytes, seq++});
+      ev.push_back({when.start_s + at.end_s * stretch, -bytes, seq++});
     }
     ev.push_back(forward ? MemoryEvent{when.end_s, chunk.stored_activation_bytes, seq++}
                          : MemoryEvent{when.end_s,

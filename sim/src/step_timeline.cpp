@@ -22,14 +22,15 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
                                    .chunks[static_cast<std::size_t>(ref.action.chunk)];
       const auto& ops = ref.action.type == ActionType::kForward ? chunk.forward : chunk.backward;
       const ChunkTemplate& tmpl = step.templates[static_cast<std::size_t>(ref.template_index)];
+      const double stretch = when.stretch(tmpl.duration_s);
       for (std::size_t k = 0; k < ops.size(); ++k) {
         const Op& op = ops[k];
         Slice s;
         s.rank = ref.rank;
         s.stream = op.stream;
         s.kind = slice_kind_of(op);
-        s.start_s = when.start_s + tmpl.ops[k].start_s;
-        s.end_s = when.start_s + tmpl.ops[k].end_s;
+        s.start_s = when.start_s + tmpl.ops[k].start_s * stretch;
+        s.end_s = when.start_s + tmpl.ops[k].end_s * stretch;
         s.microbatch = ref.action.microbatch;
         s.chunk = ref.action.chunk;
         s.layer = op.layer;

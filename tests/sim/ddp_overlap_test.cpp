@@ -172,6 +172,30 @@ TEST(DdpOverlap, BucketsOfTheFirstStageReduceDuringTheLastBackward) {
   EXPECT_EQ(dp_slices(off, 0)[0].name, "c0 dp_grad_all_reduce");
 }
 
+TEST(DdpOverlap, OverlappedBucketsAndTheBackwardSlowEachOther) {
+  // The case above with compute-communication interference: compute beside an NCCL kernel
+  // 1.2 times as long, the collective 1.5 times. B1 [9, ...] has 3 s of work; buckets become
+  // ready at 10, 11, 12 (fixed offsets into B1's template) and need 0.16 s each alone.
+  // b0 [10, 10.24]: at 1/1.5 speed, 0.16 * 1.5 = 0.24 s; B1 does 0.24 / 1.2 = 0.2 s of work
+  //   in it: 1.2 done at 10.24, 1.96 at 11.
+  // b1 [11, 11.24] likewise: 2.16 done at 11.24, 2.92 at 12.
+  // b2 from 12 beside B1's last 0.08 s of work, done at 1/1.2: B1 ends at 12.096; b2 has done
+  //   0.096 / 1.5 = 0.064 s of its 0.16 and does the other 0.096 alone: 12.192.
+  // Without overlap the all-reduce runs after B1 with nothing beside it: 12.48 as before.
+  Step on = make_step(1, 1, 2, grad_overlap(true));
+  on.w.system.interference = Interference{.compute_slowdown = 1.2, .collective_slowdown = 1.5};
+  Step off = make_step(1, 1, 2, grad_overlap(false));
+  off.w.system.interference = on.w.system.interference;
+  const SimulationResult slowed = run(on);
+  EXPECT_NEAR(slowed.prediction.step_time_s, 12.192, 1e-9);
+  EXPECT_NEAR(run(off).prediction.step_time_s, 12.48, 1e-9);
+  const std::vector<Slice> buckets = dp_slices(slowed, 0);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_NEAR(buckets[0].end_s, 10.24, 1e-9);
+  EXPECT_NEAR(buckets[1].end_s, 11.24, 1e-9);
+  EXPECT_NEAR(buckets[2].end_s, 12.192, 1e-9);
+}
+
 TEST(DdpOverlap, BucketReductionsQueueOnTheDataParallelStream) {
   // 40 bytes per parameter: each bucket reduces for 1.6 s, longer than the 1 s between
   // ready points, so they queue: [10, 11.6], [11.6, 13.2], [13.2, 14.8]. Without overlap:

@@ -74,6 +74,10 @@ struct CollectiveOp {
   std::int64_t bytes = 0;
   std::int64_t group_size = 1;
   std::int64_t nodes_spanned = 1;  ///< nodes the group's members live on (1 = NVLink only)
+  /// An NCCL kernel, which takes SMs and HBM bandwidth from the compute beside it (the
+  /// engine's interference, sim/src/resource_model.hpp); false: an implementation whose SM
+  /// cost is in its own duration (Transformer Engine's userbuffers), not interfered again.
+  bool nccl = true;
   bool operator==(const CollectiveOp&) const = default;
 };
 
@@ -82,6 +86,7 @@ struct CollectiveOp {
 struct P2POp {
   std::int64_t bytes = 0;
   bool inter_node = false;
+  bool nccl = true;  ///< as CollectiveOp::nccl
   bool operator==(const P2POp&) const = default;
 };
 

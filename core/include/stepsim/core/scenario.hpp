@@ -143,6 +143,15 @@ struct RooflineEfficiency {
   bool operator==(const RooflineEfficiency&) const = default;
 };
 
+/// Compute-communication interference on one GPU (sim/src/resource_model.hpp): while an NCCL
+/// kernel runs beside compute kernels, both take longer, since NCCL's kernels hold SMs (one
+/// CTA per channel) and HBM bandwidth. Each figure cited in the system file; 1 = none.
+struct Interference {
+  double compute_slowdown = 1;     ///< compute kernels' time factor beside an NCCL kernel
+  double collective_slowdown = 1;  ///< an NCCL kernel's time factor beside compute kernels
+  bool operator==(const Interference&) const = default;
+};
+
 struct SystemConfig {
   std::string name;
   std::string gpu_name;
@@ -159,6 +168,7 @@ struct SystemConfig {
   LinkSpec intra_node;
   LinkSpec inter_node;
   RooflineEfficiency efficiency;
+  Interference interference;
 
   double peak_flops(DType t) const {
     switch (t) {

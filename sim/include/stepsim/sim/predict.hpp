@@ -18,6 +18,7 @@ struct PredictOptions {
   bool keep_timeline = false;  ///< fill the timeline (for a trace file)
   bool gpipe = false;          ///< GPipe instead of Megatron's 1F1B
   std::vector<Straggler> stragglers;  ///< slower GPUs (see SimulateOptions)
+  bool contention = true;  ///< false: `--no-contention`, every overlap free (SimulateOptions)
 };
 
 /// What a trace file holds: every op or one slice per action (microbatch level), and which

@@ -113,6 +113,12 @@ struct SimulateOptions {
   /// collective) and the replicas without one wait for it at the gradient reduction.
   /// Communication is not slowed.
   std::vector<Straggler> stragglers;
+  /// Resource contention (sim/src/resource_model.hpp): concurrent transfers and collectives
+  /// share NIC rails and NVLink ports max-min fairly, and compute beside an NCCL kernel
+  /// interferes with it (system.interference), in the engine and inside each action (TP and
+  /// CP communication beside the compute stream). false (`predict --no-contention`): every
+  /// overlap is free, each task takes its cost-model time.
+  bool contention = true;
 };
 
 struct SimulationResult {

@@ -6,6 +6,7 @@
 // Tasks that share a rendezvous id start together once all of them are ready and end
 // together (collectives over several simulated ranks, both sides of a P2P transfer).
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -32,13 +33,39 @@ enum class TaskKind : std::uint8_t {
                 ///< moment a DDP bucket's gradients become final inside a backward)
 };
 
+/// A resource of one simulated GPU (see sim/src/resource_model.hpp). Each direction of its
+/// NVLink/NVSwitch port and of its NIC rail is a resource of its own (full duplex).
+enum class ResourceKind : std::uint8_t { kSm, kNvlinkTx, kNvlinkRx, kNicTx, kNicRx };
+inline constexpr std::uint32_t kResourceKinds = 5;
+
+struct ResourceRef {
+  std::int32_t gpu = -1;  ///< the simulated rank whose resource it is; -1: none
+  ResourceKind kind = ResourceKind::kSm;
+  bool operator==(const ResourceRef&) const = default;
+};
+
+/// What a task holds while it runs. Compute (actions, step ops) holds its GPU's SMs; a
+/// transfer the sending direction of the sender's link and the receiving one of the
+/// receiver's; a collective both directions of its rank's link and, as an NCCL kernel, a
+/// share of its GPU's SMs (interference with the compute beside it). Empty: holds nothing
+/// and runs in its duration whatever else runs (joins, delays, --no-contention).
+struct TaskResources {
+  std::int32_t compute_gpu = -1;  ///< runs compute kernels on this GPU's SMs
+  std::int32_t nccl_gpu = -1;     ///< runs an NCCL kernel on this GPU's SMs
+  std::array<ResourceRef, 4> links{};  ///< link directions it moves bytes over
+  std::uint8_t link_count = 0;
+  bool empty() const { return compute_gpu < 0 && nccl_gpu < 0 && link_count == 0; }
+  bool operator==(const TaskResources&) const = default;
+};
+
 struct Task {
   std::int32_t rank = 0;
   Stream stream = Stream::kCompute;
   TaskKind kind = TaskKind::kCompute;
-  double duration_s = 0;
+  double duration_s = 0;  ///< alone on its resources (the cost model's time)
   std::int32_t rendezvous = -1;  ///< tasks with the same id >= 0 start and end together
   std::int32_t payload = -1;     ///< builder-defined index (action, op) for reporting
+  TaskResources resources{};
 };
 
 class TaskGraph {

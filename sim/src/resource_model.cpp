@@ -1,0 +1,224 @@
+#include "resource_model.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "stepsim/core/assert.hpp"
+
+namespace stepsim::sim {
+
+namespace {
+
+// A resource counts as saturated when less than this share of its capacity is left, and a
+// flow as at its bound within this share of it: progressive filling subtracts, so exact
+// zeros are not to be expected.
+constexpr double kSaturated = 1e-12;
+
+// Progressive filling over one component. `uses(i)` gives flow i's uses with resources
+// renumbered 0..capacity.size()-1 by the caller; writes rate[i].
+template <class Uses>
+void fill(std::size_t flows, const std::vector<double>& capacity, Uses&& uses,
+          const std::vector<double>& bound, std::vector<double>& rate, std::vector<double>& left,
+          std::vector<double>& weight_sum) {
+  rate.assign(flows, 0.0);
+  left = capacity;
+  std::vector<bool> fixed(flows, false);
+  std::size_t unfixed = flows;
+  double level = 0;  // the common rate of every unfixed flow
+  while (unfixed > 0) {
+    weight_sum.assign(capacity.size(), 0.0);
+    for (std::size_t i = 0; i < flows; ++i) {
+      if (fixed[i]) continue;
+      for (const FlowUse& u : uses(i)) weight_sum[u.resource] += u.weight;
+    }
+    // How far every unfixed rate can rise: to the first resource to saturate or the first
+    // bound to be reached.
+    double step = std::numeric_limits<double>::infinity();
+    for (std::size_t r = 0; r < capacity.size(); ++r) {
+      if (weight_sum[r] > 0) step = std::min(step, std::max(0.0, left[r]) / weight_sum[r]);
+    }
+    for (std::size_t i = 0; i < flows; ++i) {
+      if (!fixed[i]) step = std::min(step, bound[i] - level);
+    }
+    step = std::max(0.0, step);
+    level += step;
+    for (std::size_t r = 0; r < capacity.size(); ++r) left[r] -= step * weight_sum[r];
+    bool progress = false;
+    for (std::size_t i = 0; i < flows; ++i) {
+      if (fixed[i]) continue;
+      bool fix = level >= bound[i] * (1 - kSaturated);
+      for (const FlowUse& u : uses(i)) {
+        if (u.weight > 0 && left[u.resource] <= kSaturated * capacity[u.resource]) fix = true;
+      }
+      if (fix) {
+        fixed[i] = true;
+        rate[i] = std::min(level, bound[i]);
+        --unfixed;
+        progress = true;
+      }
+    }
+    STEPSIM_ASSERT(progress);  // each round saturates a resource or reaches a bound
+  }
+}
+
+}  // namespace
+
+ResourceModel::ResourceModel(std::vector<double> capacity, std::vector<bool> is_sm,
+                             Interference coefficients, std::size_t max_flows)
+    : capacity_(std::move(capacity)), is_sm_(std::move(is_sm)), coefficients_(coefficients) {
+  STEPSIM_ASSERT(capacity_.size() == is_sm_.size());
+  const std::size_t n = capacity_.size();
+  users_.resize(n);
+  compute_count_.assign(n, 0);
+  nccl_count_.assign(n, 0);
+  touched_.assign(n, false);
+  resource_mark_.assign(n, 0);
+  use_begin_.assign(max_flows, 0);
+  use_count_.assign(max_flows, 0);
+  bound_.assign(max_flows, 1.0);
+  rate_.assign(max_flows, 0.0);
+  active_.assign(max_flows, false);
+  added_.assign(max_flows, false);
+  mark_.assign(max_flows, 0);
+}
+
+void ResourceModel::touch(std::uint32_t resource) {
+  if (touched_[resource]) return;
+  touched_[resource] = true;
+  touched_list_.push_back(resource);
+}
+
+void ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound) {
+  STEPSIM_ASSERT(flow < active_.size() && !active_[flow] && uses.size() <= 255 && bound > 0);
+  use_begin_[flow] = static_cast<std::uint32_t>(uses_.size());
+  use_count_[flow] = static_cast<std::uint8_t>(uses.size());
+  uses_.insert(uses_.end(), uses.begin(), uses.end());
+  bound_[flow] = bound;
+  rate_[flow] = 0;
+  active_[flow] = true;
+  added_[flow] = true;
+  for (const FlowUse& u : uses) {
+    STEPSIM_ASSERT(u.resource < capacity_.size());
+    users_[u.resource].push_back(flow);
+    touch(u.resource);
+    if (!is_sm_[u.resource]) continue;
+    // The first compute flow (or NCCL kernel) on a GPU changes the bounds of the other kind:
+    // their components are touched through this resource.
+    if (u.nccl_kernel) ++nccl_count_[u.resource];
+    if (u.weight > 0) ++compute_count_[u.resource];
+  }
+}
+
+void ResourceModel::remove_flow(std::uint32_t flow) {
+  STEPSIM_ASSERT(flow < active_.size() && active_[flow]);
+  active_[flow] = false;
+  added_[flow] = false;
+  rate_[flow] = 0;
+  for (const FlowUse& u : uses_of(flow)) {
+    auto& users = users_[u.resource];
+    const auto it = std::find(users.begin(), users.end(), flow);
+    STEPSIM_ASSERT(it != users.end());
+    users.erase(it);  // keeps the remaining users in start order (deterministic)
+    touch(u.resource);
+    if (!is_sm_[u.resource]) continue;
+    if (u.nccl_kernel) --nccl_count_[u.resource];
+    if (u.weight > 0) --compute_count_[u.resource];
+  }
+}
+
+double ResourceModel::bound_of(std::uint32_t flow) const {
+  double bound = bound_[flow];
+  for (const FlowUse& u : uses_of(flow)) {
+    if (!is_sm_[u.resource]) continue;
+    if (u.nccl_kernel && compute_count_[u.resource] > 0) {
+      bound = std::min(bound, bound_[flow] / coefficients_.collective_slowdown);
+    }
+    if (u.weight > 0 && nccl_count_[u.resource] > 0) {
+      bound = std::min(bound, bound_[flow] / coefficients_.compute_slowdown);
+    }
+  }
+  return bound;
+}
+
+void ResourceModel::solve_touched() {
+  for (const std::uint32_t start : touched_list_) {
+    touched_[start] = false;
+    if (resource_mark_[start] == generation_ + 1) continue;  // already in a component
+    // The component: flows and resources reachable from `start` through active flows.
+    component_flows_.clear();
+    component_resources_.clear();
+    stack_.assign(1, start);
+    resource_mark_[start] = generation_ + 1;
+    while (!stack_.empty()) {
+      const std::uint32_t r = stack_.back();
+      stack_.pop_back();
+      component_resources_.push_back(r);
+      for (const std::uint32_t f : users_[r]) {
+        if (mark_[f] == generation_ + 1) continue;
+        mark_[f] = generation_ + 1;
+        component_flows_.push_back(f);
+        for (const FlowUse& u : uses_of(f)) {
+          if (resource_mark_[u.resource] == generation_ + 1) continue;
+          resource_mark_[u.resource] = generation_ + 1;
+          stack_.push_back(u.resource);
+        }
+      }
+    }
+    if (!component_flows_.empty()) solve_component(component_flows_, component_resources_);
+  }
+  touched_list_.clear();
+  ++generation_;
+  std::sort(changed_.begin(), changed_.end());
+}
+
+void ResourceModel::solve_component(const std::vector<std::uint32_t>& flows,
+                                    const std::vector<std::uint32_t>& resources) {
+  const auto report = [&](std::uint32_t f, double rate) {
+    if (rate != rate_[f] || added_[f]) {
+      rate_[f] = rate;
+      added_[f] = false;
+      changed_.push_back(f);
+    }
+  };
+  // The fast path: one flow alone takes its bound unless a resource caps it.
+  if (flows.size() == 1) {
+    const std::uint32_t f = flows[0];
+    double rate = bound_of(f);
+    for (const FlowUse& u : uses_of(f)) {
+      if (u.weight > 0) rate = std::min(rate, capacity_[u.resource] / u.weight);
+    }
+    report(f, rate);
+    return;
+  }
+  // Renumber the component's resources 0..n-1 for the filling.
+  std::vector<double> capacity(resources.size());
+  std::vector<std::vector<FlowUse>> uses(flows.size());
+  std::vector<double> bound(flows.size());
+  for (std::size_t j = 0; j < resources.size(); ++j) capacity[j] = capacity_[resources[j]];
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    bound[i] = bound_of(flows[i]);
+    for (const FlowUse& u : uses_of(flows[i])) {
+      const auto it = std::find(resources.begin(), resources.end(), u.resource);
+      STEPSIM_ASSERT(it != resources.end());
+      uses[i].push_back(FlowUse{.resource = static_cast<std::uint32_t>(it - resources.begin()),
+                                .weight = u.weight,
+                                .nccl_kernel = u.nccl_kernel});
+    }
+  }
+  std::vector<double> rate;
+  fill(flows.size(), capacity, [&](std::size_t i) -> const std::vector<FlowUse>& { return uses[i]; },
+       bound, rate, left_, weight_sum_);
+  for (std::size_t i = 0; i < flows.size(); ++i) report(flows[i], rate[i]);
+}
+
+std::vector<double> max_min_rates(const std::vector<double>& capacity,
+                                  const std::vector<std::vector<FlowUse>>& uses,
+                                  const std::vector<double>& bound) {
+  STEPSIM_ASSERT(uses.size() == bound.size());
+  std::vector<double> rate, left, weight_sum;
+  fill(uses.size(), capacity, [&](std::size_t i) -> const std::vector<FlowUse>& { return uses[i]; },
+       bound, rate, left, weight_sum);
+  return rate;
+}
+
+}  // namespace stepsim::sim
