@@ -82,6 +82,7 @@ struct PredictArgs {
   std::vector<std::pair<std::int32_t, double>> stragglers;  ///< (global rank, factor)
   bool microbatch_level = false;
   std::optional<std::vector<std::int32_t>> trace_ranks;
+  bool contention = true;  ///< false: --no-contention
 };
 
 /// (problems, runtime_failure, predict JSON text). The GIL is released while simulating.
@@ -89,6 +90,7 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
   sim::PredictOptions options;
   options.keep_timeline = !a.trace.empty();
   options.gpipe = a.gpipe;
+  options.contention = a.contention;
   for (const auto& [rank, factor] : a.stragglers) options.stragglers.push_back({rank, factor});
   sim::TraceShape shape;
   shape.microbatch_level = a.microbatch_level;
@@ -229,9 +231,10 @@ PYBIND11_MODULE(_stepsim, m) {
   m.def("predict", [](const Scenario& s, const std::string& trace, bool gpipe,
                       std::int64_t train_tokens,
                       std::vector<std::pair<std::int32_t, double>> stragglers,
-                      bool microbatch_level, std::optional<std::vector<std::int32_t>> trace_ranks) {
+                      bool microbatch_level, std::optional<std::vector<std::int32_t>> trace_ranks,
+                      bool contention) {
     return predict(s, PredictArgs{trace, gpipe, train_tokens, std::move(stragglers),
-                                  microbatch_level, std::move(trace_ranks)});
+                                  microbatch_level, std::move(trace_ranks), contention});
   });
   m.def("memory", &memory);
   m.def("schedule", &schedule);

@@ -127,7 +127,7 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
             trace: str | os.PathLike | None = None, gpipe: bool = False,
             train_tokens: int | float | None = None,
             stragglers: dict[int, float] | None = None, trace_level: str = "op",
-            trace_ranks: Iterable[int] | None = None) -> dict[str, Any]:
+            trace_ranks: Iterable[int] | None = None, contention: bool = True) -> dict[str, Any]:
     """Simulates one training step: the ``stepsim predict --format json`` document as a dict
     (step_time_s, tokens_per_s, mfu, hfu, tflops_per_gpu, stages, critical_path, ...).
     ``trace`` writes the step as a Chrome trace file (docs/trace.md), shaped by
@@ -135,7 +135,8 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
     all when None); ``gpipe`` simulates GPipe instead of Megatron's 1F1B; ``train_tokens`` adds
     ``time_to_train`` (steps, time, GPU-hours for that many tokens, as ``--train-tokens``);
     ``stragglers`` maps a global rank to how many times as long its kernels take (as
-    ``--straggler RANK=FACTOR``)."""
+    ``--straggler RANK=FACTOR``); ``contention=False`` makes every overlap free (no link
+    sharing, no compute-communication interference), as ``--no-contention``."""
     if full_rank:
         raise NotImplementedError(
             "stepsim.predict(full_rank=True): simulating every GPU is not modelled yet; "
@@ -160,7 +161,8 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
             raise ScenarioError([("", "trace_ranks", f"={ranks} must be pipeline ranks")])
     problems, runtime, text = _stepsim.predict(s, os.fspath(trace) if trace else "", gpipe,
                                                int(train_tokens or 0), pairs,
-                                               trace_level == "microbatch", ranks)
+                                               trace_level == "microbatch", ranks,
+                                               bool(contention))
     _raise_if(problems, runtime)
     return json.loads(text)
 

@@ -219,6 +219,14 @@ def test_stragglers_and_trace_shape_match_the_cli(stepsim_bin, tmp_path):
     assert len(json.loads(full.read_text())["traceEvents"]) > len(events)
 
 
+def test_contention_switch_matches_the_cli(stepsim_bin):
+    cli = subprocess.run([stepsim_bin, "predict", GPT3, "--no-contention", "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    free = stepsim.predict(GPT3, contention=False)
+    assert free == json.loads(cli.stdout)
+    assert free["step_time_s"] < stepsim.predict(GPT3)["step_time_s"]
+
+
 def test_bad_stragglers_and_trace_shape_raise():
     with pytest.raises(stepsim.ScenarioError) as e:
         stepsim.predict(GPT3, stragglers={64: 1.2})
