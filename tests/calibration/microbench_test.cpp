@@ -38,7 +38,8 @@ TEST(BenchPlan, CpuQuickGridsAreSmallAndComplete) {
     EXPECT_EQ(c.nodes_spanned, 1);
     EXPECT_EQ(c.bytes % 8, 0);
   }
-  EXPECT_EQ(kinds.size(), 3u);
+  EXPECT_EQ(kinds.size(), 4u);  // all-reduce, all-gather, reduce-scatter, all-to-all
+  EXPECT_TRUE(kinds.count(CollectiveKind::kAllToAll));
   const auto p2p = only<P2PPoint>(plan);
   ASSERT_FALSE(p2p.empty());
   EXPECT_FALSE(p2p[0].inter_node);
