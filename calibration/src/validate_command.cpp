@@ -69,6 +69,12 @@ Result<Workload> load_workload(const ValidateRequest& q) {
                  " is not validated yet: the executor does not run Transformer Engine's FP8 "
                  "casts and amax reductions (predict prices them)"};
   }
+  if (w.training.tp_comm_overlap) {
+    // The executor runs NCCL collectives only: no userbuffers ring exchange or SM margin.
+    return Error{q.scenario, "training.tp_comm_overlap",
+                 "=true is not validated yet: the executor does not run Transformer Engine's "
+                 "userbuffers (predict prices them)"};
+  }
   if (!q.profile.empty()) w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile, q.profile};
   if (!q.calibrate.empty()) {
     w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile,

@@ -17,6 +17,12 @@ double CostModel::shape_s(const OpShape& shape) const {
       shape);
 }
 
-double CostModel::op_s(const Op& op) const { return shape_s(op.shape); }
+// A kernel confined to a share of the SMs runs at that share of its full-GPU rate (a GEMM's
+// tiles are spread over fewer SMs; wave quantisation ignored): the profile's or roofline's
+// per-shape time scaled by 1 / sm_share.
+double CostModel::op_s(const Op& op) const {
+  const double seconds = shape_s(op.shape);
+  return op.sm_share < 1.0 ? seconds / op.sm_share : seconds;
+}
 
 }  // namespace stepsim

@@ -108,15 +108,25 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
   }
   if (plan.has_loss) detail::emit_output_forward(fwd);
 
-  OpList bwd(plan.backward, x);
-  if (plan.has_loss) detail::emit_output_backward(bwd);
-  emit_chunk_backward(bwd, tc, range);
-  if (amax_reduction) {
-    detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_param_gather,
-                                    tc.fp8_amax_history_len, x.t * x.cp * x.dp,
-                                    layout.tp_dp_nodes(stage));
+  const auto emit_backward = [&](std::vector<Op>& list, bool defer_wgrad) {
+    OpList bwd(list, x);
+    if (plan.has_loss) detail::emit_output_backward(bwd, defer_wgrad);
+    emit_chunk_backward(bwd, tc, range);
+    if (amax_reduction) {
+      detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_param_gather,
+                                      tc.fp8_amax_history_len, x.t * x.cp * x.dp,
+                                      layout.tp_dp_nodes(stage));
+    }
+    if (plan.has_embedding) detail::emit_embedding_backward(bwd);
+  };
+  emit_backward(plan.backward, false);
+  // Megatron defers only on the last pipeline stage (its post_process model chunk).
+  if (plan.has_loss && tc.defer_embedding_wgrad_compute && x.p > 1) {
+    emit_backward(plan.backward_wgrad_deferred, true);
+    OpList drain(plan.deferred_wgrad, x);
+    detail::emit_output_deferred_wgrad(drain);
+    plan.deferred_wgrad_bytes = x.sp_tokens * x.h * x.e + x.tokens * x.vocab_n() * x.e;
   }
-  if (plan.has_embedding) detail::emit_embedding_backward(bwd);
 
   plan.p2p_bytes = x.sp_tokens * x.h * x.e;
   const ChunkActivations acts = chunk_activations(w, stage, chunk);

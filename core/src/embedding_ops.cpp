@@ -80,15 +80,24 @@ void emit_output_forward(OpList& ops) {
   ops.memory("ce_softmax", kNoLayer, ph, logits * 8);
 }
 
-void emit_output_backward(OpList& ops) {
+void emit_output_backward(OpList& ops, bool defer_wgrad) {
   const Dims& x = ops.dims();
   const std::int64_t logits = x.tokens * x.vocab_n();
   // grad = (softmax - one_hot) * grad_output in place, then the cast back to params dtype.
   ops.memory("cross_entropy_bwd", kNoLayer, Phase::kBackwardInput, logits * (8 + 4 + x.e));
   emit_column_parallel_backward(ops, "logits_dgrad", "logits_wgrad", kNoLayer, x.vocab_n(), x.h,
-                                false);
+                                false, !defer_wgrad);
   ops.memory("final_norm_bwd", kNoLayer, Phase::kBackwardInput,
              norm_backward_bytes(x, x.sp_tokens));
+}
+
+void emit_output_deferred_wgrad(OpList& ops) {
+  const Dims& x = ops.dims();
+  if (x.sp) {
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, kNoLayer, Phase::kBackwardWeight,
+                               x.tokens * x.h * x.e));
+  }
+  ops.gemm("logits_wgrad", kNoLayer, Phase::kBackwardWeight, x.vocab_n(), x.h, x.tokens);
 }
 
 }  // namespace stepsim::detail

@@ -16,7 +16,12 @@ void emit_embedding_backward(OpList& ops);
 /// Final norm, logits GEMM (its fp32 logits as workspace), cross-entropy forward.
 void emit_output_forward(OpList& ops);
 /// Cross-entropy backward, logits GEMM backward, final norm backward.
-void emit_output_backward(OpList& ops);
+/// `defer_wgrad`: the output layer's wgrad (and its input all-gather) deferred to the drain.
+void emit_output_backward(OpList& ops, bool defer_wgrad = false);
+
+/// One deferred micro-batch's share of drain_embedding_wgrad_compute: the all-gather of the
+/// output layer's input (with SP) and its wgrad GEMM, in that order.
+void emit_output_deferred_wgrad(OpList& ops);
 
 /// Transient bytes of the output layer: fp32 logits of one micro-batch, s*b*V/t*4.
 std::int64_t logits_workspace_bytes(const Dims& x);

@@ -477,6 +477,14 @@ std::string megatron_args_of(const Workload& w) {
   }
   if (t.fp8_param_gather) flag("--fp8-param-gather");
   if (t.fp8_amax_history_len != 1) num("--fp8-amax-history-len", t.fp8_amax_history_len);
+  if (t.tp_comm_overlap) flag("--tp-comm-overlap");
+  if (!t.tp_comm_overlap_ag) flag("--disable-tp-comm-overlap-ag");
+  if (!t.tp_comm_overlap_rs) flag("--disable-tp-comm-overlap-rs");
+  if (t.tp_comm_overlap_rs_dgrad) flag("--tp-comm-overlap-rs-dgrad");
+  if (!t.tp_comm_bulk_dgrad) flag("--disable-tp-comm-bulk-dgrad");
+  if (!t.tp_comm_bulk_wgrad) flag("--disable-tp-comm-bulk-wgrad");
+  if (t.defer_embedding_wgrad_compute) flag("--defer-embedding-wgrad-compute");
+  if (t.wgrad_deferral_limit != 0) num("--wgrad-deferral-limit", t.wgrad_deferral_limit);
   return out;
 }
 

@@ -60,7 +60,8 @@ const json* ObjectReader::find(std::string_view key, bool required) {
 
 const json* ObjectReader::raw(std::string_view key) { return find(key, false); }
 
-std::optional<std::int64_t> ObjectReader::positive_int(std::string_view key, bool required) {
+std::optional<std::int64_t> ObjectReader::positive_int(std::string_view key, bool required,
+                                                       bool zero_allowed) {
   const json* v = find(key, required);
   if (v == nullptr) return std::nullopt;
   if (v->is_number_unsigned()) {
@@ -75,8 +76,9 @@ std::optional<std::int64_t> ObjectReader::positive_int(std::string_view key, boo
     return std::nullopt;
   }
   const auto n = v->get<std::int64_t>();
-  if (n <= 0) {
-    error(key, std::string("=") + std::to_string(n) + " must be positive");
+  if (n < 0 || (n == 0 && !zero_allowed)) {
+    error(key, std::string("=") + std::to_string(n) +
+                   (zero_allowed ? " must be 0 or positive" : " must be positive"));
     return std::nullopt;
   }
   return n;

@@ -27,8 +27,9 @@ class ObjectReader {
   /// `object` must outlive the reader. `prefix` is the dotted path of the object ("" at top).
   ObjectReader(const nlohmann::json& object, std::string file, std::string prefix, Errors& errors);
 
-  /// A positive integer (JSON integer, not a float; fits in int64).
-  std::optional<std::int64_t> positive_int(std::string_view key, bool required);
+  /// A positive integer (JSON integer, not a float; fits in int64); with `zero_allowed` 0 too.
+  std::optional<std::int64_t> positive_int(std::string_view key, bool required,
+                                           bool zero_allowed = false);
   /// A true/false value.
   std::optional<bool> boolean(std::string_view key);
   /// A string; non-empty when `required`.

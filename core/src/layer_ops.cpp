@@ -105,6 +105,10 @@ void emit_row_parallel_backward(OpList& ops, std::string_view prefix, std::strin
     emit_fp8_row_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, in_k);
     return;
   }
+  if (x.ub_ag) {
+    emit_ub_row_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, in_k);
+    return;
+  }
   gather_input(ops, layer, Phase::kBackwardInput);
   ops.gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, x.h);
   ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
@@ -114,10 +118,11 @@ void emit_row_parallel_backward(OpList& ops, std::string_view prefix, std::strin
 
 void emit_column_parallel_backward(OpList& ops, std::string_view dgrad_name,
                                    std::string_view wgrad_name, std::int32_t layer,
-                                   std::int64_t out_n, std::int64_t in_k, bool bias) {
+                                   std::int64_t out_n, std::int64_t in_k, bool bias,
+                                   bool wgrad) {
   const Dims& x = ops.dims();
   std::int32_t gathered = -1;
-  if (x.sp) {
+  if (x.sp && wgrad) {
     // Re-gather the sequence-sharded input for the weight gradient, overlapped with dgrad.
     gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
                                  x.tokens * in_k * x.e);
@@ -125,15 +130,15 @@ void emit_column_parallel_backward(OpList& ops, std::string_view dgrad_name,
   ops.gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
   std::int32_t reduce = -1;
   if (x.sp) {
-    ops.wait(gathered);
+    if (gathered >= 0) ops.wait(gathered);
     reduce = ops.tp_collective(CollectiveKind::kReduceScatter, layer, Phase::kBackwardInput,
                                x.tokens * in_k * x.e);
   } else if (has_tp(x)) {
     reduce = ops.tp_collective(CollectiveKind::kAllReduce, layer, Phase::kBackwardInput,
                                x.tokens * in_k * x.e);
   }
-  ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
-  if (bias) {
+  if (wgrad) ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
+  if (bias && wgrad) {
     // grad_bias = grad_output.sum(dim=0)
     ops.memory("qkv_bias_bwd", layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
   }
@@ -153,7 +158,32 @@ void emit_norm_linear_input(OpList& ops, std::string_view norm_name, std::string
     return;
   }
   ops.memory(norm_name, layer, phase, norm_forward_bytes(x, x.sp_tokens));
-  gather_input(ops, layer, phase);
+  if (!x.ub_ag) gather_input(ops, layer, phase);  // else the ring exchange of the GEMM
+}
+
+/// The GEMM of a LayerNormColumnParallelLinear (QKV, FC1) after its input side: one GEMM, or
+/// Transformer Engine's AG+GEMM ring exchange.
+void emit_norm_linear_gemm(OpList& ops, std::string_view prefix, std::string_view gemm_name,
+                           std::int32_t layer, Phase phase, std::int64_t out_n) {
+  const Dims& x = ops.dims();
+  if (x.ub_ag) {
+    emit_ub_ag_fprop(ops, prefix, gemm_name, layer, phase, out_n, x.h);
+    return;
+  }
+  ops.linear_gemm(gemm_name, layer, phase, x.tokens, out_n, x.h);
+}
+
+/// A RowParallelLinear's forward (projection, FC2): the GEMM and the all-reduce (reduce-scatter
+/// with SP), or Transformer Engine's pipelined GEMM+RS.
+void emit_row_linear_forward(OpList& ops, std::string_view gemm_name, std::int32_t layer,
+                             Phase phase, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  if (x.ub_rs) {
+    emit_ub_rs_fprop(ops, gemm_name, layer, phase, in_k);
+    return;
+  }
+  ops.linear_gemm(gemm_name, layer, phase, x.tokens, x.h, in_k);
+  reduce_output(ops, layer, phase);
 }
 
 /// Backward of a layer's LayerNormColumnParallelLinear (QKV, FC1).
@@ -165,6 +195,10 @@ void emit_norm_linear_backward(OpList& ops, std::string_view prefix, std::string
     emit_fp8_column_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, out_n, x.h);
     return;
   }
+  if (x.ub_bulk_dgrad || x.ub_bulk_wgrad || x.ub_rs_dgrad) {
+    emit_ub_column_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, out_n, x.h, bias);
+    return;
+  }
   emit_column_parallel_backward(ops, dgrad_name, wgrad_name, layer, out_n, x.h, bias);
 }
 
@@ -174,25 +208,23 @@ void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
   // Attention block.
   emit_norm_linear_input(ops, "ln1", "qkv", layer, phase);
-  ops.linear_gemm("qkv_gemm", layer, phase, x.tokens, x.qkv_n(), x.h);
+  emit_norm_linear_gemm(ops, "qkv", "qkv_gemm", layer, phase, x.qkv_n());
   if (x.bias) ops.memory("qkv_bias", layer, phase, x.tokens * x.qkv_n() * 2 * x.e);
   if (x.rope) ops.memory("rope", layer, phase, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
   emit_core_attention_forward(ops, layer, phase);
   if (x.fp8) emit_fp8_row_linear_input(ops, "proj", layer, phase, x.attn_n());
-  ops.linear_gemm("proj_gemm", layer, phase, x.tokens, x.h, x.attn_n());
-  reduce_output(ops, layer, phase);
+  emit_row_linear_forward(ops, "proj_gemm", layer, phase, x.attn_n());
   ops.memory("attn_bda", layer, phase, bda_forward_bytes(x));
   // MLP block.
   emit_norm_linear_input(ops, "ln2", "fc1", layer, phase);
-  ops.linear_gemm("fc1_gemm", layer, phase, x.tokens, x.fc1_n(), x.h);
+  emit_norm_linear_gemm(ops, "fc1", "fc1_gemm", layer, phase, x.fc1_n());
   if (x.swiglu) {
     ops.memory("swiglu", layer, phase, x.tokens * x.ffn_n() * 3 * x.e);
   } else {
     ops.memory("bias_gelu", layer, phase, x.tokens * x.ffn_n() * 2 * x.e);
   }
   if (x.fp8) emit_fp8_row_linear_input(ops, "fc2", layer, phase, x.ffn_n());
-  ops.linear_gemm("fc2_gemm", layer, phase, x.tokens, x.h, x.ffn_n());
-  reduce_output(ops, layer, phase);
+  emit_row_linear_forward(ops, "fc2_gemm", layer, phase, x.ffn_n());
   ops.memory("mlp_bda", layer, phase, bda_forward_bytes(x));
 }
 

@@ -35,8 +35,28 @@ void emit_cp_attention_backward(OpList& ops, std::int32_t layer);
 /// (reduce-scatter with SP, after re-gathering the input) issued asynchronously, the wgrad
 /// GEMM concurrently, then the wait. `out_n` is the per-rank output width, `in_k` the input
 /// width.
+/// With `wgrad` false (a deferred output-layer wgrad) the input's all-gather and the wgrad
+/// GEMM are left out.
 void emit_column_parallel_backward(OpList& ops, std::string_view dgrad_name,
                                    std::string_view wgrad_name, std::int32_t layer,
-                                   std::int64_t out_n, std::int64_t in_k, bool bias);
+                                   std::int64_t out_n, std::int64_t in_k, bool bias,
+                                   bool wgrad = true);
+
+/// TP-communication overlap (tp_overlap_ops.cpp; Dims::ub_*): Transformer Engine's
+/// userbuffers. A column-parallel forward GEMM after its norm as the AG+GEMM ring exchange
+/// (with the copy into the userbuffer); a row-parallel forward GEMM pipelined with its
+/// reduce-scatter; a row-parallel backward with the ring-exchange dgrad; a LayerNorm
+/// column-parallel backward with the bulk overlaps or the pipelined dgrad reduce-scatter.
+void emit_ub_ag_fprop(OpList& ops, std::string_view prefix, std::string_view gemm_name,
+                      std::int32_t layer, Phase phase, std::int64_t out_n, std::int64_t in_k);
+void emit_ub_rs_fprop(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
+                      std::int64_t in_k);
+void emit_ub_row_parallel_backward(OpList& ops, std::string_view prefix,
+                                   std::string_view dgrad_name, std::string_view wgrad_name,
+                                   std::int32_t layer, std::int64_t in_k);
+void emit_ub_column_parallel_backward(OpList& ops, std::string_view prefix,
+                                      std::string_view dgrad_name, std::string_view wgrad_name,
+                                      std::int32_t layer, std::int64_t out_n, std::int64_t in_k,
+                                      bool bias);
 
 }  // namespace stepsim::detail

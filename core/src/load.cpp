@@ -65,7 +65,7 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
     switch (k.kind) {
       case KnobKind::kInt: {
         const std::size_t before = errors.size();
-        if (auto v = r.positive_int(key, k.required)) {
+        if (auto v = r.positive_int(key, k.required, k.zero_allowed)) {
           value = KnobValue{.integer = *v};
         } else if (errors.size() != before && k.set != nullptr) {
           k.set(w, KnobValue{.integer = 0});

@@ -25,7 +25,8 @@ using nlohmann::json;
 constexpr double kHuge = 1e30;  // upper bound for rates: anything above is a typo
 
 // Every figure a system file holds, as the dotted key its citation goes under in `sources`:
-// the schema's numeric "system." rows. An optional figure (peak_flops_fp8) is cited when given.
+// the schema's numeric "system." rows. An optional figure (peak_flops_fp8, sm_count) is cited
+// when given.
 struct CitedKey {
   std::string_view key;
   bool required = true;
@@ -195,6 +196,7 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   }
   if (auto v = r.positive_int("gpus_per_node", true)) s.gpus_per_node = *v;
   if (auto v = r.positive_int("nics_per_node", true)) s.nics_per_node = *v;
+  if (auto v = r.positive_int("sm_count", false)) s.sm_count = *v;
   s.intra_node = parse_link(r, "intra_node", errors);
   s.inter_node = parse_link(r, "inter_node", errors);
   s.efficiency = parse_efficiency(r, errors);

@@ -109,6 +109,15 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
       params += chunk_parameters(w, r, c);
       transient = std::max(transient, acts[static_cast<std::size_t>(c)].transient_bytes);
     }
+    // defer_embedding_wgrad_compute: the last stage keeps each deferred micro-batch's
+    // output-layer input and logits gradient until the drain after its last backward.
+    const bool defers = tc.defer_embedding_wgrad_compute && p > 1 && r == p - 1;
+    std::int64_t deferred_bytes = 0;
+    if (defers) {
+      const detail::Dims x = detail::dims_of(w);
+      deferred_bytes = x.sp_tokens * x.h * x.e + x.tokens * x.vocab_n() * x.e;
+    }
+    std::int64_t deferred = 0;
     // Replay the rank's schedule: warm-up forwards, steady 1F1B, cool-down backwards.
     Held held;
     Held peak;
@@ -126,6 +135,12 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
       }
       held.total -= a.stored_bytes;
       held.layers -= a.layer_stored_bytes;
+      if (defers && c == v - 1 &&
+          (tc.wgrad_deferral_limit == 0 || deferred < tc.wgrad_deferral_limit)) {
+        held.total += deferred_bytes;
+        ++deferred;
+        if (held.total > peak.total) peak = held;
+      }
     };
     const std::int64_t warmup = warmup_of(tc, r);
     for (std::int64_t k = 0; k < warmup; ++k) forward(k);

@@ -95,6 +95,22 @@ class OpList {
     return static_cast<std::int32_t>(ops_.size()) - 1;
   }
 
+  /// A communication op whose only explicit wait is op `after` (-1: none), not the last
+  /// compute: a side stream started before compute that was issued after it (Transformer
+  /// Engine's userbuffers ring exchange beside its GEMM chunks).
+  std::int32_t comm_after(std::string_view name, std::int32_t layer, Phase phase, Stream stream,
+                          OpShape shape, std::int32_t after) {
+    Op& op = push(name, layer, phase, stream, std::move(shape));
+    if (after >= 0) op.deps.push_back(after);
+    return static_cast<std::int32_t>(ops_.size()) - 1;
+  }
+
+  /// The op at `index` of the list, to adjust what the appenders do not set (Op::sm_share).
+  Op& at(std::int32_t index) { return ops_[static_cast<std::size_t>(index)]; }
+
+  /// The last compute op appended (-1: none yet).
+  std::int32_t last_compute() const { return last_compute_; }
+
   /// The next compute op waits for op `index` (a collective's handle.wait()).
   void wait(std::int32_t index) {
     STEPSIM_ASSERT(pending_count_ < pending_.size());

@@ -100,6 +100,9 @@ const std::array kSchema = {
     KeyInfo{STEPSIM_INT("system.nics_per_node", system.nics_per_node), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
             .doc = "compute-fabric NICs per node"},
+    KeyInfo{STEPSIM_INT("system.sm_count", system.sm_count), .sweep = Sweep::kListed,
+            .default_text = "0 (not given)", .check = "> 0; cited when given",
+            .doc = "streaming multiprocessors per GPU; training.tp_comm_overlap needs it"},
     KeyInfo{STEPSIM_INT("system.memory_bytes", system.memory_bytes), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
             .doc = "device memory per GPU, bytes"},
@@ -496,6 +499,58 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .flags = "--fp8-amax-history-len", .default_text = "1",
             .check = "> 0; at most 2^24 (stepsim's limit)",
             .doc = "amax history per FP8 tensor (delayed scaling)"},
+    // TP-communication overlap (tp_overlap_ops.cpp): Megatron's ModelParallelConfig flags,
+    // handed to Transformer Engine's linears (megatron/core/extensions/transformer_engine.py)
+    KeyInfo{STEPSIM_BOOL("training.tp_comm_overlap", training.tp_comm_overlap),
+            .sweep = Sweep::kAuto, .autoable = true, .flags = "--tp-comm-overlap=true",
+            .default_text = "false",
+            .check = "needs sequence_parallel (so tensor_model_parallel_size > 1: Megatron turns "
+                     "sequence_parallel off at 1) and Transformer Engine (transformer_impl); "
+                     "not modelled yet: a TP group across nodes, fp8; the system gives sm_count; "
+                     "hidden_size divisible by 4 (the pipelined reduce-scatter's chunks)",
+            .doc = "Transformer Engine's userbuffers around the layers' linears: AG+GEMM ring "
+                   "exchange, GEMM+RS pipelined, bulk dgrad/wgrad overlaps"},
+    KeyInfo{STEPSIM_BOOL("training.tp_comm_overlap_ag", training.tp_comm_overlap_ag),
+            .sweep = Sweep::kListed,
+            .flags = "--disable-tp-comm-overlap-ag=false --no-tp-comm-overlap-ag=false",
+            .default_text = "true", .check = "no effect without tp_comm_overlap",
+            .doc = "all-gather overlapped by ring exchange with the QKV/FC1 forward and the "
+                   "projection/FC2 dgrad GEMMs"},
+    KeyInfo{STEPSIM_BOOL("training.tp_comm_overlap_rs", training.tp_comm_overlap_rs),
+            .sweep = Sweep::kListed,
+            .flags = "--disable-tp-comm-overlap-rs=false --no-tp-comm-overlap-rs=false",
+            .default_text = "true", .check = "no effect without tp_comm_overlap",
+            .doc = "reduce-scatter pipelined with the projection/FC2 forward GEMMs (4 chunks)"},
+    KeyInfo{STEPSIM_BOOL("training.tp_comm_overlap_rs_dgrad", training.tp_comm_overlap_rs_dgrad),
+            .sweep = Sweep::kListed, .flags = "--tp-comm-overlap-rs-dgrad=true",
+            .default_text = "false", .check = "no effect without tp_comm_overlap",
+            .doc = "QKV/FC1 dgrad GEMM pipelined with its reduce-scatter (Transformer Engine then "
+                   "drops the bulk overlaps)"},
+    KeyInfo{STEPSIM_BOOL("training.tp_comm_bulk_dgrad", training.tp_comm_bulk_dgrad),
+            .sweep = Sweep::kListed,
+            .flags = "--disable-tp-comm-bulk-dgrad=false --no-tp-comm-bulk-dgrad=false",
+            .default_text = "true", .check = "no effect without tp_comm_overlap",
+            .doc = "QKV/FC1 backward: the input all-gather as a userbuffers kernel beside the "
+                   "dgrad GEMM"},
+    KeyInfo{STEPSIM_BOOL("training.tp_comm_bulk_wgrad", training.tp_comm_bulk_wgrad),
+            .sweep = Sweep::kListed,
+            .flags = "--disable-tp-comm-bulk-wgrad=false --no-tp-comm-bulk-wgrad=false",
+            .default_text = "true", .check = "no effect without tp_comm_overlap",
+            .doc = "QKV/FC1 backward: the dgrad reduce-scatter as a userbuffers kernel beside "
+                   "the wgrad GEMM"},
+    KeyInfo{STEPSIM_BOOL("training.defer_embedding_wgrad_compute",
+                         training.defer_embedding_wgrad_compute),
+            .sweep = Sweep::kListed, .flags = "--defer-embedding-wgrad-compute=true",
+            .default_text = "false",
+            .check = "needs pipeline_model_parallel_size > 1 (and gradient accumulation fusion, "
+                     "Megatron's default)",
+            .doc = "the output layer's weight-gradient GEMMs of the last pipeline stage run at "
+                   "the end of its backward, during the pipeline flush"},
+    KeyInfo{STEPSIM_INT("training.wgrad_deferral_limit", training.wgrad_deferral_limit),
+            .sweep = Sweep::kListed, .flags = "--wgrad-deferral-limit", .default_text = "0",
+            .check = ">= 0; no effect without defer_embedding_wgrad_compute",
+            .doc = "micro-batches whose output-layer wgrad is deferred (0 = all)",
+            .zero_allowed = true},
 };
 
 #undef STEPSIM_INT
@@ -545,10 +600,15 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "disable_bf16_reduced_precision_matmul",
      .flag = "--disable-bf16-reduced-precision-matmul"},
     // communication overlap and kernels
-    {.dest = "tp_comm_overlap", .flag = "--tp-comm-overlap"},
+    // a YAML file of per-GEMM userbuffers settings (methods, num_sm, num_splits, ...) that
+    // override Transformer Engine's defaults: not read
     {.dest = "tp_comm_overlap_cfg", .flag = "--tp-comm-overlap-cfg"},
-    {.dest = "defer_embedding_wgrad_compute", .flag = "--defer-embedding-wgrad-compute"},
-    {.dest = "wgrad_deferral_limit", .flag = "--wgrad-deferral-limit"},
+    // deprecated since Transformer Engine 1.6: Megatron hands TE tp_comm_overlap_ag/_rs instead
+    {.dest = "tp_comm_split_ag", .flag = "--disable-tp-comm-split-ag", .changes_job = kHarmless},
+    {.dest = "tp_comm_split_rs", .flag = "--disable-tp-comm-split-rs", .changes_job = kHarmless},
+    {.dest = "tp_comm_bootstrap_backend",
+     .flag = "--tp-comm-bootstrap-backend",
+     .changes_job = kHarmless},
     {.dest = "overlap_moe_expert_parallel_comm", .flag = "--overlap-moe-expert-parallel-comm"},
     {.dest = "use_nccl_ub", .flag = "--use-nccl-ub"},
     {.dest = "cuda_graph_impl", .flag = "--cuda-graph-impl", .neutral_value = "none"},

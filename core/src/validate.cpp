@@ -357,6 +357,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   check_context_parallel(w, check);
   detail::check_limits(w, check);
   detail::check_fp8(w, check);
+  detail::check_tp_overlap(w, check);
   return errors;
 }
 

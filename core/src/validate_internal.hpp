@@ -41,4 +41,8 @@ bool pipeline_split_valid(const Workload& w);
 /// FP8 (Transformer Engine) rules: Megatron-LM's, the system's FP8 peak, the modelled recipes.
 void check_fp8(const Workload& w, Checker& check);
 
+/// TP-communication overlap (Transformer Engine's userbuffers) and deferred embedding wgrad:
+/// Megatron-LM's rules, TE's limits, what is not modelled yet.
+void check_tp_overlap(const Workload& w, Checker& check);
+
 }  // namespace stepsim::detail

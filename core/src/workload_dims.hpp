@@ -42,6 +42,16 @@ struct Dims {
   bool fp8 = false;         ///< the layers' linears run FP8 GEMMs (Transformer Engine)
   bool fp8_current = false;  ///< with per-tensor current scaling (fp8_recipe "tensorwise")
   std::int64_t tp_nodes = 1;  ///< nodes a TP group spans
+  // TP-communication overlap as Transformer Engine's linears resolve it (tp_overlap_ops.cpp):
+  // the AG+GEMM ring exchange (QKV/FC1 fprop, projection/FC2 dgrad), the GEMM+RS pipeline
+  // (projection/FC2 fprop), QKV/FC1 dgrad GEMM+RS pipelined, the bulk overlaps (off with it).
+  bool ub_ag = false;
+  bool ub_rs = false;
+  bool ub_rs_dgrad = false;
+  bool ub_bulk_dgrad = false;
+  bool ub_bulk_wgrad = false;
+  /// Share of the SMs a GEMM beside a userbuffers kernel runs on: (sm_count - num_sm) / sm_count.
+  double ub_gemm_sm_share = 1.0;
 
   // Per-rank widths after tensor-parallel slicing.
   std::int64_t heads() const { return a / t; }
@@ -56,6 +66,12 @@ struct Dims {
 };
 
 inline std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1) / y; }
+
+/// Transformer Engine's initialize_ub defaults (transformer_engine/pytorch/module/base.py
+/// get_default_config) for the methods other than ring_exchange: num_sm = 16 SMs for the
+/// userbuffers kernel, set_sm_margin (the GEMM runs on sm_count - num_sm SMs), num_splits = 4.
+inline constexpr std::int64_t kUbCommSms = 16;
+inline constexpr std::int64_t kUbPipelineSplits = 4;
 
 inline Dims dims_of(const Workload& w) {
   const ModelConfig& mc = w.model;
@@ -94,6 +110,18 @@ inline Dims dims_of(const Workload& w) {
                  tc.recompute_granularity == RecomputeGranularity::kFull;
   x.fp8 = tc.fp8_enabled();
   x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
+  // layernorm_linear.py / linear.py: every overlap needs sequence parallelism; the bulk
+  // overlaps give way to the dgrad GEMM+RS pipeline.
+  const bool ub = tc.tp_comm_overlap && x.sp && !x.fp8;  // FP8 userbuffers: rejected
+  x.ub_ag = ub && tc.tp_comm_overlap_ag;
+  x.ub_rs = ub && tc.tp_comm_overlap_rs;
+  x.ub_rs_dgrad = ub && tc.tp_comm_overlap_rs_dgrad;
+  x.ub_bulk_dgrad = ub && tc.tp_comm_bulk_dgrad && !x.ub_rs_dgrad;
+  x.ub_bulk_wgrad = ub && tc.tp_comm_bulk_wgrad && !x.ub_rs_dgrad;
+  if (ub && w.system.sm_count > kUbCommSms) {
+    x.ub_gemm_sm_share = static_cast<double>(w.system.sm_count - kUbCommSms) /
+                         static_cast<double>(w.system.sm_count);
+  }
   const std::int64_t gpn = w.system.gpus_per_node > 0 ? w.system.gpus_per_node : 1;
   x.tp_nodes = ceil_div(x.t, gpn);
   if (x.cp > 1) {

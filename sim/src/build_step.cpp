@@ -113,6 +113,11 @@ class Builder {
             time_ops(chunk.forward, cost, options_.serialize_streams, options_.interference);
         out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kBackward, v_))] =
             time_ops(chunk.backward, cost, options_.serialize_streams, options_.interference);
+        if (!chunk.backward_wgrad_deferred.empty()) {
+          deferred_template_ = static_cast<std::int32_t>(out_.templates.size());
+          out_.templates.push_back(time_ops(chunk.backward_wgrad_deferred, cost,
+                                            options_.serialize_streams, options_.interference));
+        }
       }
     }
   }
@@ -201,7 +206,16 @@ class Builder {
     for (const ProgramItem& item : program.items) {
       if (item.kind == ProgramItem::Kind::kCompute) {
         const Action& a = item.action;
-        const std::int32_t ti = template_index(r, a.chunk, a.type, v_);
+        std::int32_t ti = template_index(r, a.chunk, a.type, v_);
+        bool wgrad_deferred = false;
+        if (deferred_template_ >= 0 && a.type == ActionType::kBackward && r == p_ - 1 &&
+            a.chunk == v_ - 1 && defers_next_wgrad()) {
+          // LinearWithGradAccumulationAndAsyncCommunication: the first wgrad_deferral_limit
+          // backwards (all with 0) append their logits gradient to the buffer.
+          ti = deferred_template_;
+          wgrad_deferred = true;
+          ++deferred_;
+        }
         std::int32_t wait_gather = kNoTask;
         if (gather.on && a.type == ActionType::kForward) {
           const auto k = static_cast<std::size_t>(forward_index++);
@@ -212,7 +226,7 @@ class Builder {
           }
         }
         const auto payload = static_cast<std::int32_t>(out_.actions.size());
-        out_.actions.push_back(ActionRef{r, a, ti});
+        out_.actions.push_back(ActionRef{r, a, ti, wgrad_deferred});
         const TaskId id =
             add(Task{.rank = r,
                      .stream = Stream::kCompute,
@@ -257,9 +271,58 @@ class Builder {
       // validator's single host thread (calibration/executor.hpp).
       if (call.blocking || options_.serialize_streams) cursor.assign(posted_.begin(), posted_.end());
     }
+    if (r == p_ - 1 && deferred_ > 0) add_wgrad_drain(r, cursor);
     const TaskId end = add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
     add_edges(cursor, end);
     end_of_program[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(end.value);
+  }
+
+  bool defers_next_wgrad() const {
+    const std::int64_t limit = w_.training.wgrad_deferral_limit;
+    return limit == 0 || deferred_ < limit;
+  }
+
+  /// finish_embedding_wgrad_compute (schedules.py) at the end of the last stage's program,
+  /// before finalize_model_grads: drain_embedding_wgrad_compute (megatron/core/utils.py)
+  /// all-gathers the first deferred input synchronously, then for each deferred micro-batch
+  /// i issues the all-gather of input i + 1 (NCCL's stream waits for the compute issued
+  /// before it: wgrad i - 1) and runs wgrad i (after gather i); the last wgrad after.
+  void add_wgrad_drain(std::int32_t r, std::vector<std::int32_t>& cursor) {
+    const std::int32_t c = v_ - 1;
+    const ChunkPlan& chunk = plan_.stages[static_cast<std::size_t>(r)].chunks[static_cast<std::size_t>(c)];
+    const Op& gemm = chunk.deferred_wgrad.back();
+    const Op* gather = chunk.deferred_wgrad.size() > 1 ? &chunk.deferred_wgrad.front() : nullptr;
+    const auto edge = [this](std::int32_t from, TaskId to) {
+      if (from != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(from)}, to);
+    };
+    std::int32_t gathered = kNoTask;
+    if (gather != nullptr) {
+      const TaskId g = add_op_task(r, c, *gather, -1);
+      add_edges(cursor, g);
+      gathered = static_cast<std::int32_t>(g.value);
+    }
+    std::int32_t prev_gemm = kNoTask;
+    for (std::int64_t i = 0; i < deferred_; ++i) {
+      std::int32_t next_gathered = kNoTask;
+      if (gather != nullptr && i + 1 < deferred_) {
+        const TaskId g = add_op_task(r, c, *gather, -1);
+        edge(gathered, g);
+        edge(prev_gemm, g);
+        if (prev_gemm == kNoTask) add_edges(cursor, g);
+        next_gathered = static_cast<std::int32_t>(g.value);
+      }
+      const TaskId id = add_op_task(r, c, gemm, -1);
+      out_.step_ops.back().frees_bytes = chunk.deferred_wgrad_bytes;
+      if (gathered != kNoTask) {
+        edge(gathered, id);
+      } else if (prev_gemm == kNoTask) {
+        add_edges(cursor, id);
+      }
+      edge(prev_gemm, id);
+      prev_gemm = static_cast<std::int32_t>(id.value);
+      gathered = next_gathered;
+    }
+    cursor.assign(1, prev_gemm);
   }
 
   /// Where one rank gathers its parameters with overlap_param_gather (Megatron's
@@ -682,6 +745,8 @@ class Builder {
   std::vector<std::size_t> last_backward_key_;
   std::vector<std::vector<DdpBucket>> buckets_;  // [rank * v + chunk]
   std::vector<std::int32_t> dp_stream_last_;     // per rank: the last task on its DP stream
+  std::int32_t deferred_template_ = -1;  // the last stage's backward with the wgrad deferred
+  std::int64_t deferred_ = 0;            // backwards whose output-layer wgrad was deferred
 };
 
 }  // namespace

@@ -29,6 +29,9 @@ struct ActionRef {
   std::int32_t rank = 0;
   Action action;
   std::int32_t template_index = 0;  ///< into BuiltStep::templates
+  /// A backward of the last stage whose output-layer wgrad is deferred
+  /// (defer_embedding_wgrad_compute): its ops are ChunkPlan::backward_wgrad_deferred.
+  bool wgrad_deferred = false;
 };
 
 /// A P2P transfer, simulated as one task shared by its two ranks.
@@ -47,6 +50,9 @@ struct StepOpRef {
   std::int32_t chunk = -1;   ///< gradient sync of a chunk; -1 for step ops
   std::int32_t bucket = -1;  ///< DDP bucket of a chunk reduced in several; -1 otherwise
   const Op* op = nullptr;    ///< points into the WorkloadPlan or BuiltStep::bucket_ops
+  /// A deferred output-layer wgrad GEMM of the drain: the bytes its micro-batch held
+  /// (ChunkPlan::deferred_wgrad_bytes), freed when it ends.
+  std::int64_t frees_bytes = 0;
 };
 
 struct BuiltStep {
@@ -57,7 +63,8 @@ struct BuiltStep {
   /// The gradient collectives of single DDP buckets (a chunk's grad_sync op cut to a
   /// bucket's bytes); a deque, so that StepOpRef::op stays valid as it grows.
   std::deque<Op> bucket_ops;
-  /// Index: ((stage * v) + chunk) * 2 + (0 forward, 1 backward).
+  /// Index: ((stage * v) + chunk) * 2 + (0 forward, 1 backward); then, with
+  /// defer_embedding_wgrad_compute, the last stage's backward with the wgrad deferred.
   std::vector<ChunkTemplate> templates;
   std::int32_t chunks_per_rank = 1;
 };

@@ -66,9 +66,11 @@ std::string describe_shape(const OpShape& shape) {
           return std::string(to_string(s.kind)) + " " + std::string(to_string(s.group)) + " x" +
                  std::to_string(s.group_size) + " " + bytes_text(s.bytes) +
                  (s.nodes_spanned > 1 ? " across " + std::to_string(s.nodes_spanned) + " nodes"
-                                      : "");
+                                      : "") +
+                 (s.nccl ? "" : " userbuffers");
         } else {
-          return bytes_text(s.bytes) + (s.inter_node ? " inter-node" : " intra-node");
+          return bytes_text(s.bytes) + (s.inter_node ? " inter-node" : " intra-node") +
+                 (s.nccl ? "" : " userbuffers");
         }
       },
       shape);

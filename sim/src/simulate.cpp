@@ -47,10 +47,14 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
         compute[r].push_back(span);
         break;
       }
-      case TaskKind::kStepOp:
-        rt.optimizer_s += task.duration_s * when.stretch(task.duration_s);
+      case TaskKind::kStepOp: {
+        // The deferred output-layer wgrads of the drain are backward compute, not optimizer.
+        const StepOpRef& ref = step.step_ops[static_cast<std::size_t>(task.payload)];
+        (ref.op->phase == Phase::kStep ? rt.optimizer_s : rt.compute_s) +=
+            task.duration_s * when.stretch(task.duration_s);
         compute[r].push_back(span);
         break;
+      }
       case TaskKind::kTransfer: {
         // One task for both ranks: the receiver waits for it as much as the sender.
         const TransferRef& ref = step.transfers[static_cast<std::size_t>(task.payload)];
@@ -165,7 +169,11 @@ CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run
       }
       case TaskKind::kTransfer: out.p2p_s += d; break;
       case TaskKind::kCollective: out.dp_comm_s += d; break;
-      case TaskKind::kStepOp: out.optimizer_s += d; break;
+      case TaskKind::kStepOp:
+        (step.step_ops[static_cast<std::size_t>(task.payload)].op->phase == Phase::kStep
+             ? out.optimizer_s
+             : out.compute_s) += d;
+        break;
       case TaskKind::kDelay: out.wait_s += d; break;
       case TaskKind::kJoin: continue;
     }
@@ -340,6 +348,11 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
     model_flops += t.model_flops;
     hardware_flops += t.hardware_flops;
     tasks += static_cast<std::int64_t>(t.ops.size());
+  }
+  for (const StepOpRef& ref : step.step_ops) {
+    if (ref.op->phase == Phase::kStep) continue;
+    model_flops += ref.op->flops();  // the drained output-layer wgrads
+    hardware_flops += ref.op->flops();
   }
   tasks += static_cast<std::int64_t>(step.transfers.size() + step.step_ops.size());
   pred.simulated_tasks = tasks;

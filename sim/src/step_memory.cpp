@@ -22,6 +22,15 @@ StepMemory simulate_memory(const BuiltStep& step, const EngineResult& run,
   const auto& tasks = step.graph.tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& task = tasks[i];
+    if (task.kind == TaskKind::kStepOp) {
+      // A deferred output-layer wgrad of the drain frees its micro-batch's buffers.
+      const StepOpRef& op = step.step_ops[static_cast<std::size_t>(task.payload)];
+      if (op.frees_bytes > 0) {
+        events[static_cast<std::size_t>(op.rank)].push_back(
+            {run.timings[i].end_s, -op.frees_bytes, seq++});
+      }
+      continue;
+    }
     if (task.kind != TaskKind::kCompute) continue;
     const ActionRef& ref = step.actions[static_cast<std::size_t>(task.payload)];
     const ChunkPlan& chunk = plan.stages[static_cast<std::size_t>(ref.rank)]
@@ -38,6 +47,7 @@ StepMemory simulate_memory(const BuiltStep& step, const EngineResult& run,
       ev.push_back({when.start_s + at.start_s * stretch, bytes, seq++});
       ev.push_back({when.start_s + at.end_s * stretch, -bytes, seq++});
     }
+    if (ref.wgrad_deferred) ev.push_back({when.end_s, chunk.deferred_wgrad_bytes, seq++});
     ev.push_back(forward ? MemoryEvent{when.end_s, chunk.stored_activation_bytes, seq++}
                          : MemoryEvent{when.end_s,
                                        -(chunk.stored_activation_bytes +

@@ -20,7 +20,9 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
       const ActionRef& ref = step.actions[static_cast<std::size_t>(task.payload)];
       const ChunkPlan& chunk = plan.stages[static_cast<std::size_t>(ref.rank)]
                                    .chunks[static_cast<std::size_t>(ref.action.chunk)];
-      const auto& ops = ref.action.type == ActionType::kForward ? chunk.forward : chunk.backward;
+      const auto& ops = ref.action.type == ActionType::kForward ? chunk.forward
+                        : ref.wgrad_deferred                    ? chunk.backward_wgrad_deferred
+                                                                : chunk.backward;
       const ChunkTemplate& tmpl = step.templates[static_cast<std::size_t>(ref.template_index)];
       const double stretch = when.stretch(tmpl.duration_s);
       for (std::size_t k = 0; k < ops.size(); ++k) {
@@ -72,7 +74,10 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
       s.rank = ref.rank;
       s.stream = task.stream;
       s.kind = slice_kind_of(*ref.op);
-      if (task.kind == TaskKind::kStepOp) s.kind = SliceKind::kOptimizer;
+      // Step ops are the optimizer's, except the drained output-layer wgrads (a backward phase).
+      if (task.kind == TaskKind::kStepOp && ref.op->phase == Phase::kStep) {
+        s.kind = SliceKind::kOptimizer;
+      }
       s.start_s = when.start_s;
       s.end_s = when.end_s;
       s.chunk = ref.chunk;

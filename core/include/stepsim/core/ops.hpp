@@ -115,6 +115,10 @@ struct Op {
   OpShape shape;
   std::vector<std::int32_t> deps;  ///< indices of earlier ops in the same list
   std::int64_t workspace_bytes = 0;  ///< transient memory held while the op runs
+  /// Share of the GPU's SMs a compute op runs on: < 1 for a GEMM that Transformer Engine
+  /// launches with an SM margin beside a userbuffers communication kernel (set_sm_margin:
+  /// sm_count - num_sm SMs). CostModel::op_s prices it as the full-GPU time / sm_share.
+  double sm_share = 1.0;
 
   /// Arithmetic of this op (GEMM/attention FLOPs); 0 for memory-bound and communication.
   double flops() const;

@@ -32,6 +32,18 @@ struct ChunkPlan {
   std::vector<Op> grad_sync;
   std::int64_t parameters = 0;  ///< parameters held by this chunk on this rank
 
+  /// defer_embedding_wgrad_compute (the last virtual stage, p > 1): the backward of a
+  /// micro-batch whose output-layer weight gradient is deferred (Megatron's
+  /// LinearWithGradAccumulationAndAsyncCommunication with wgrad_compute false: no all-gather
+  /// of the input, no logits_wgrad), and the work each such micro-batch leaves for
+  /// drain_embedding_wgrad_compute at the end of the stage's backward: the input all-gather
+  /// (with SP) and the wgrad GEMM. Empty otherwise.
+  std::vector<Op> backward_wgrad_deferred;
+  std::vector<Op> deferred_wgrad;
+  /// Held by each deferred micro-batch until the drain: the output layer's input
+  /// (embedding_activation_buffer) and the logits gradient (grad_output_buffer).
+  std::int64_t deferred_wgrad_bytes = 0;
+
   bool operator==(const ChunkPlan&) const = default;
 };
 

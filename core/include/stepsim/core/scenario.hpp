@@ -116,6 +116,20 @@ struct TrainingConfig {
   /// no 16-bit copy of the FP8 weights.
   bool fp8_param_gather = false;
   std::int64_t fp8_amax_history_len = 1;  ///< delayed scaling's amax history per FP8 tensor
+  /// TP-communication overlap (Megatron's --tp-comm-overlap: Transformer Engine's userbuffers
+  /// around the layers' linears, tp_overlap_ops.cpp). The per-GEMM switches are
+  /// ModelParallelConfig's, defaults Megatron's; TE derives each linear's overlaps from them.
+  bool tp_comm_overlap = false;
+  bool tp_comm_overlap_ag = true;        ///< AG+GEMM ring exchange (QKV/FC1 fprop, proj/FC2 dgrad)
+  bool tp_comm_overlap_rs = true;        ///< GEMM+RS pipelined (proj/FC2 fprop)
+  bool tp_comm_overlap_rs_dgrad = false;  ///< QKV/FC1 dgrad GEMM+RS pipelined (bulk off)
+  bool tp_comm_bulk_dgrad = true;        ///< QKV/FC1: input all-gather beside the dgrad GEMM
+  bool tp_comm_bulk_wgrad = true;        ///< QKV/FC1: dgrad reduce-scatter beside the wgrad GEMM
+  /// The output layer's weight-gradient GEMMs of the last pipeline stage deferred to the end
+  /// of its backward (Megatron's drain_embedding_wgrad_compute); wgrad_deferral_limit caps the
+  /// micro-batches deferred (0 = all).
+  bool defer_embedding_wgrad_compute = false;
+  std::int64_t wgrad_deferral_limit = 0;
 
   // Derived at load.
   std::int64_t data_parallel_size = 0;  ///< world_size / (t * cp * p)
@@ -165,6 +179,9 @@ struct SystemConfig {
   double hbm_bandwidth_bytes_per_s = 0;
   std::int64_t gpus_per_node = 0;
   std::int64_t nics_per_node = 0;
+  /// Streaming multiprocessors per GPU; 0 = not given (TP-communication overlap needs it:
+  /// Transformer Engine runs GEMMs on sm_count - num_sm SMs beside its comm kernels).
+  std::int64_t sm_count = 0;
   LinkSpec intra_node;
   LinkSpec inter_node;
   RooflineEfficiency efficiency;

@@ -64,6 +64,7 @@ struct KeyInfo {
   std::string_view default_text = {};  ///< the default, as the reference prints it
   std::string_view check = {};         ///< the rule(s) the value obeys, as the reference prints it
   std::string_view doc = {};           ///< one line
+  bool zero_allowed = false;  ///< kInt: 0 is a valid value (e.g. wgrad_deferral_limit's "all")
 };
 
 /// Every key, in table order: the top level, the system figures, the model, the training

@@ -1,0 +1,170 @@
+// TP-communication overlap as Transformer Engine's userbuffers run it under Megatron-LM's
+// --tp-comm-overlap (megatron/training/initialize.py _initialize_tp_communicators ->
+// transformer_engine/pytorch/module/base.py initialize_ub; the linears in
+// transformer_engine/pytorch/module/linear.py and layernorm_linear.py; the kernels' schedule in
+// transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp). initialize_ub's default
+// method per GEMM:
+// - ring_exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad): CommOverlapP2PBase::
+//   split_overlap_ag. The local shard is copied into the userbuffer (copy_into_buffer), then
+//   tp steps: step i multiplies the chunk it holds (tokens / tp rows) while the copy engine
+//   (use_ce = true) sends that chunk to the next rank and receives the next chunk from the
+//   previous one; step i + 1 waits for that receive. No SM margin (set_sm_margin is false for
+//   ring_exchange): the GEMM chunks run on every SM. The row-parallel wgrad ("external")
+//   reuses the gathered output gradient: no exchange of its own.
+// - pipeline (proj_fprop, fc2_fprop): CommOverlapBase::split_overlap_rs. The GEMM's output
+//   features in num_splits = 4 chunks; chunk i's reduce-scatter (a userbuffers kernel on
+//   num_sm = 16 SMs) starts when the chunk's GEMM ends, beside the next chunk's GEMM, which
+//   runs on sm_count - 16 SMs (set_sm_margin).
+// - bulk (qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad): CommOverlapBase::bulk_overlap. The
+//   input all-gather the wgrad needs (after copying the norm output into the userbuffer) beside
+//   the dgrad GEMM, and the dgrad's reduce-scatter beside the wgrad GEMM: userbuffers kernels
+//   on 16 SMs, the GEMMs on sm_count - 16. With tp_comm_overlap_rs_dgrad the dgrad GEMM and its
+//   reduce-scatter are pipelined instead (split_overlap_rs) and the bulk overlaps are off.
+// These transfers are not NCCL: their CollectiveOp/P2POp carry nccl = false. Their time is the
+// cost model's for the same bytes on the same links (the copy engine's intra-node transfer, a
+// collective over the tensor group): NVLink's bandwidth bounds both. A GEMM on a share of the
+// SMs is priced at the cost model's full-GPU time over that share (Op::sm_share).
+
+#include <string>
+
+#include "layer_ops.hpp"
+
+namespace stepsim::detail {
+
+namespace {
+
+std::string named(std::string_view prefix, std::string_view suffix) {
+  std::string out(prefix);
+  out += suffix;
+  return out;
+}
+
+/// Rows of chunk `i` of `total` split in `parts` (the remainder on the first chunks).
+std::int64_t chunk_of(std::int64_t total, std::int64_t parts, std::int64_t i) {
+  return total / parts + (i < total % parts ? 1 : 0);
+}
+
+/// split_overlap_ag: tp GEMM chunks of tokens / tp rows (output width n, input width k)
+/// beside tp - 1 copy-engine exchanges of a k-wide chunk, the first exchange starting with
+/// the first chunk.
+void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
+                        std::int64_t n, std::int64_t k, bool linear) {
+  const Dims& x = ops.dims();
+  const std::int32_t start = ops.last_compute();
+  std::int32_t exchange = -1;
+  for (std::int64_t i = 0; i < x.t; ++i) {
+    const std::int64_t rows = chunk_of(x.tokens, x.t, i);
+    if (exchange >= 0) ops.wait(exchange);
+    if (linear) {
+      ops.linear_gemm(gemm_name, layer, phase, rows, n, k);
+    } else {
+      ops.gemm(gemm_name, layer, phase, rows, n, k);
+    }
+    if (i + 1 < x.t) {
+      // Send the chunk just multiplied, receive the next: one batched send/recv pair.
+      exchange = ops.comm_after("tp_ring_exchange", layer, phase, Stream::kTensorComm,
+                                P2POp{.bytes = rows * k * x.e, .inter_node = false, .nccl = false},
+                                i == 0 ? start : -1);
+    }
+  }
+}
+
+/// split_overlap_rs: the GEMM (tokens x n_total x k) in kUbPipelineSplits chunks of output
+/// features on the SMs the reduce-scatter leaves, each chunk's reduce-scatter after it; the
+/// next compute waits for the last.
+void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
+                       std::int64_t n_total, std::int64_t k, bool linear) {
+  const Dims& x = ops.dims();
+  std::int32_t reduce = -1;
+  for (std::int64_t i = 0; i < kUbPipelineSplits; ++i) {
+    const std::int64_t cols = chunk_of(n_total, kUbPipelineSplits, i);
+    const std::int32_t gemm = linear ? ops.linear_gemm(gemm_name, layer, phase, x.tokens, cols, k)
+                                     : ops.gemm(gemm_name, layer, phase, x.tokens, cols, k);
+    ops.at(gemm).sm_share = x.ub_gemm_sm_share;
+    reduce = ops.collective("tp_ub_reduce_scatter", layer, phase, Stream::kTensorComm,
+                            CollectiveOp{.kind = CollectiveKind::kReduceScatter,
+                                         .group = CommGroup::kTensor,
+                                         .bytes = x.tokens * cols * x.e,
+                                         .group_size = x.t,
+                                         .nodes_spanned = x.tp_nodes,
+                                         .nccl = false});
+  }
+  ops.wait(reduce);
+}
+
+CollectiveOp ub_collective(const Dims& x, CollectiveKind kind, std::int64_t bytes) {
+  return CollectiveOp{.kind = kind,
+                      .group = CommGroup::kTensor,
+                      .bytes = bytes,
+                      .group_size = x.t,
+                      .nodes_spanned = x.tp_nodes,
+                      .nccl = false};
+}
+
+}  // namespace
+
+void emit_ub_ag_fprop(OpList& ops, std::string_view prefix, std::string_view gemm_name,
+                      std::int32_t layer, Phase phase, std::int64_t out_n, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  // fill_userbuffers_buffer_for_all_gather: the norm's output into the local chunk.
+  ops.memory(named(prefix, "_ub_copy"), layer, phase, 2 * x.sp_tokens * in_k * x.e);
+  ring_exchange_gemm(ops, gemm_name, layer, phase, out_n, in_k, true);
+}
+
+void emit_ub_rs_fprop(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
+                      std::int64_t in_k) {
+  pipelined_gemm_rs(ops, gemm_name, layer, phase, ops.dims().h, in_k, true);
+}
+
+void emit_ub_row_parallel_backward(OpList& ops, std::string_view prefix,
+                                   std::string_view dgrad_name, std::string_view wgrad_name,
+                                   std::int32_t layer, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  // grad_output_preprocess: the output gradient into the local chunk of the userbuffer.
+  ops.memory(named(prefix, "_dgrad_ub_copy"), layer, Phase::kBackwardInput,
+             2 * x.sp_tokens * x.h * x.e);
+  ring_exchange_gemm(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, x.h, false);
+  ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
+}
+
+void emit_ub_column_parallel_backward(OpList& ops, std::string_view prefix,
+                                      std::string_view dgrad_name, std::string_view wgrad_name,
+                                      std::int32_t layer, std::int64_t out_n, std::int64_t in_k,
+                                      bool bias) {
+  const Dims& x = ops.dims();
+  const std::int64_t bytes = x.tokens * in_k * x.e;
+  std::int32_t gathered = -1;
+  if (x.ub_bulk_dgrad) {
+    ops.memory(named(prefix, "_wgrad_input_ub_copy"), layer, Phase::kBackwardWeight,
+               2 * x.sp_tokens * in_k * x.e);
+    gathered = ops.collective("tp_ub_all_gather", layer, Phase::kBackwardWeight,
+                              Stream::kTensorComm,
+                              ub_collective(x, CollectiveKind::kAllGather, bytes));
+  } else {
+    // gather_along_first_dim(async_op=True): NCCL, overlapped with the dgrad GEMM.
+    gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight, bytes);
+  }
+  std::int32_t reduce = -1;
+  if (x.ub_rs_dgrad) {
+    pipelined_gemm_rs(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, out_n, false);
+    ops.wait(gathered);
+  } else {
+    const std::int32_t dgrad =
+        ops.gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
+    if (x.ub_bulk_dgrad) ops.at(dgrad).sm_share = x.ub_gemm_sm_share;
+    ops.wait(gathered);
+    reduce = x.ub_bulk_wgrad
+                 ? ops.collective("tp_ub_reduce_scatter", layer, Phase::kBackwardInput,
+                                  Stream::kTensorComm,
+                                  ub_collective(x, CollectiveKind::kReduceScatter, bytes))
+                 : ops.tp_collective(CollectiveKind::kReduceScatter, layer,
+                                     Phase::kBackwardInput, bytes);
+  }
+  const std::int32_t wgrad =
+      ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
+  if (x.ub_bulk_wgrad) ops.at(wgrad).sm_share = x.ub_gemm_sm_share;
+  if (bias) ops.memory("qkv_bias_bwd", layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
+  if (reduce >= 0) ops.wait(reduce);
+}
+
+}  // namespace stepsim::detail
