@@ -63,6 +63,11 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
       break;
     case CommGroup::kContext:
       break;  // context parallelism: refused by check_world_size
+    case CommGroup::kExpert:
+    case CommGroup::kExpertTensor:
+    case CommGroup::kExpertTensorExpert:
+    case CommGroup::kExpertData:
+      break;  // mixture of experts: refused by check_world_size
   }
   return out;
 }
@@ -320,6 +325,12 @@ Status check_world_size(const Workload& w, const Backend& backend) {
                  "=" + std::to_string(w.training.context_parallel_size) +
                      ": the validator does not run context parallelism yet (stepsim predict "
                      "models it)"};
+  }
+  if (w.model.moe()) {
+    return Error{w.source_file, "model.num_experts",
+                 "=" + std::to_string(w.model.num_experts) +
+                     ": the validator does not run mixture-of-experts layers yet (stepsim predict "
+                     "models them)"};
   }
   const std::int32_t want = layout_of(w).world_size();
   if (backend.world_size() == want) return ok_status();

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "embedding_ops.hpp"
+#include "moe_ops.hpp"
 #include "recompute_layout.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/memory_model.hpp"
@@ -22,8 +23,8 @@ double as_d(std::int64_t v) { return static_cast<double>(v); }
 
 /// Bytes one layer keeps for backward when nothing in it is recomputed; with
 /// `core_attention_recomputed` the core attention (selective recompute) keeps only its
-/// inputs.
-double layer_stored_bytes(const Dims& x, bool core_attention_recomputed) {
+/// inputs. `moe`: an MoE layer, whose MLP half keeps moe_mlp_stored_bytes instead.
+double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool moe = false) {
   const double tok = as_d(x.tokens);
   const double e = as_d(x.e);
   const double t = as_d(x.t);
@@ -43,7 +44,8 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed) {
   const double proj_in =
       tok * as_d(x.attn_n()) * (x.fp8 ? (x.flash ? e + linear_in : linear_in) : e);
   // MLP: GeLU keeps its input and FC2 its input; SwiGLU keeps its two-part input.
-  const double mlp = tok * as_d(x.ffn_n()) * ((x.swiglu ? 2.0 : 1.0) * e + linear_in);
+  const double mlp = moe ? detail::moe_mlp_stored_bytes(x)
+                         : tok * as_d(x.ffn_n()) * ((x.swiglu ? 2.0 : 1.0) * e + linear_in);
   // Softmax output, dropout mask (1 byte) and dropout output: the 5as/h term.
   const double scores = expanded ? as_d(x.score_elems()) * (2.0 * e + 1.0) : 0.0;
   return outside + qkv + proj_in + mlp + scores;
@@ -86,8 +88,13 @@ ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::i
   ChunkActivations out;
   double layers = 0.0;
   double recompute = 0.0;
+  std::int64_t moe_layers = 0;
+  for (std::int32_t l = range.first; l < range.first + range.count; ++l) moe_layers += x.is_moe(l);
   if (layout.full()) {
-    const double plain = layer_stored_bytes(x, false);
+    // With MoE layers the re-run group is priced at the larger of the two layer kinds.
+    const double plain = moe_layers > 0 ? std::max(layer_stored_bytes(x, false),
+                                                   layer_stored_bytes(x, false, true))
+                                        : layer_stored_bytes(x, false);
     layers = as_d(layout.checkpoints()) * checkpoint_bytes(x) + as_d(layout.plain_layers()) * plain;
     if (layout.largest_group() > 0) {
       // The re-run group holds all its activations; its first layer's input is the stored
@@ -95,7 +102,9 @@ ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::i
       recompute = as_d(layout.largest_group()) * plain - (x.dist_saved ? 0.0 : checkpoint_bytes(x));
     }
   } else {
-    layers = as_d(range.count) * layer_stored_bytes(x, selective);
+    layers = moe_layers > 0 ? as_d(range.count - moe_layers) * layer_stored_bytes(x, selective) +
+                                  as_d(moe_layers) * layer_stored_bytes(x, selective, true)
+                            : as_d(range.count) * layer_stored_bytes(x, selective);
     if (selective && range.count > 0) recompute = selective_recompute_bytes(x);
   }
   double extras = 0.0;

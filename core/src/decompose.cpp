@@ -49,6 +49,12 @@ struct Layout {
   std::int64_t tp_dp_nodes(std::int64_t stage) const {
     return ranks.nodes_spanned("tp-cp-dp", first_rank(stage), gpus_per_node);
   }
+  /// Nodes of the expert data-parallel group of the stage's first rank (Megatron's expert
+  /// rank generator: tp = etp, ep, dp = expert dp, pp).
+  std::int64_t edp_nodes(const Dims& x, std::int64_t stage) const {
+    const RankGenerator experts(ParallelSizes{.tp = x.etp, .ep = x.ep, .dp = x.edp, .pp = x.p});
+    return experts.nodes_spanned("dp", experts.rank(ParallelCoords{.pp = stage}), gpus_per_node);
+  }
   std::int64_t embedding_nodes() const {
     return first_rank(0) / gpus_per_node == first_rank(p - 1) / gpus_per_node ? 1 : 2;
   }
@@ -136,15 +142,28 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
 
   // Context-parallel ranks hold the same parameters: gradients are reduced over dp * cp. A
   // chunk without parameters (an empty stage of an uneven layout) has nothing to reduce.
+  // The routed experts' gradients are reduced over the expert data-parallel group instead
+  // (Megatron's DDP keeps them in buffers of their own).
   const std::int64_t dp_cp = x.dp * x.cp;
-  if (dp_cp > 1 && plan.parameters > 0) {
+  const std::int64_t experts = chunk_expert_parameters(w, stage, chunk);
+  const std::int64_t dense = plan.parameters - experts;
+  const bool scatter = tc.use_distributed_optimizer;
+  if (dp_cp > 1 && dense > 0) {
     Op& op = plan.grad_sync.emplace_back();
-    const bool scatter = tc.use_distributed_optimizer;
     op.name = scatter ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";
     op.phase = Phase::kStep;
     op.stream = Stream::kDataComm;
     op.shape = CollectiveOp{scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                            CommGroup::kData, plan.parameters * 4, dp_cp, layout.dp_nodes(stage)};
+                            CommGroup::kData, dense * 4, dp_cp, layout.dp_nodes(stage)};
+  }
+  if (x.edp > 1 && experts > 0) {
+    Op& op = plan.grad_sync.emplace_back();
+    op.name = scatter ? "edp_grad_reduce_scatter" : "edp_grad_all_reduce";
+    op.phase = Phase::kStep;
+    op.stream = Stream::kDataComm;
+    op.shape = CollectiveOp{scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                            CommGroup::kExpertData, experts * 4, x.edp,
+                            layout.edp_nodes(x, stage)};
   }
   return plan;
 }
@@ -196,8 +215,15 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
     embedding = 0;
   }
   const std::int64_t dp_cp = x.dp * x.cp;
-  const std::int64_t shard =
-      tc.use_distributed_optimizer ? detail::ceil_div(stage.parameters, dp_cp) : stage.parameters;
+  std::int64_t experts = 0;
+  for (const ChunkPlan& c : stage.chunks) experts += chunk_expert_parameters(w, stage.stage, c.chunk);
+  const std::int64_t dense = stage.parameters - experts;
+  // The distributed optimizer shards the dense parameters over dp * cp, the routed experts'
+  // over the expert data-parallel group.
+  const std::int64_t shard = tc.use_distributed_optimizer
+                                 ? detail::ceil_div(dense, dp_cp) +
+                                       (experts > 0 ? detail::ceil_div(experts, x.edp) : 0)
+                                 : stage.parameters;
   Op& step = ops.emplace_back();
   step.name = "optimizer_step";
   step.phase = Phase::kStep;
@@ -231,8 +257,17 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
     gather.phase = Phase::kStep;
     gather.stream = Stream::kDataComm;
     gather.shape = CollectiveOp{CollectiveKind::kAllGather, CommGroup::kData,
-                                (stage.parameters - fp8_params) * x.e + fp8_params, dp_cp,
+                                (dense - fp8_params) * x.e + fp8_params, dp_cp,
                                 layout.dp_nodes(stage.stage)};
+    gather.deps.push_back(step_index);
+  }
+  if (tc.use_distributed_optimizer && x.edp > 1 && experts > 0) {
+    Op& gather = ops.emplace_back();
+    gather.name = "edp_param_all_gather";
+    gather.phase = Phase::kStep;
+    gather.stream = Stream::kDataComm;
+    gather.shape = CollectiveOp{CollectiveKind::kAllGather, CommGroup::kExpertData,
+                                experts * x.e, x.edp, layout.edp_nodes(x, stage.stage)};
     gather.deps.push_back(step_index);
   }
   if (x.fp8) add_fp8_weight_casts(stage, w, x, step_index);
@@ -263,8 +298,12 @@ WorkloadPlan decompose(const Workload& w) {
       stage.chunks.push_back(build_chunk(w, x, layout, r, c));
       stage.parameters += stage.chunks.back().parameters;
     }
+    std::int64_t experts = 0;
+    for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
+      experts += chunk_expert_parameters(w, r, c);
+    }
     stage.static_bytes =
-        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r)).total();
+        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts).total();
     build_step_ops(stage, w, x, layout);
   }
   return plan;

@@ -1,6 +1,7 @@
 #include "stepsim/core/flops.hpp"
 
 #include "stepsim/core/decompose.hpp"
+#include "stepsim/core/moe.hpp"
 
 namespace stepsim {
 
@@ -15,6 +16,7 @@ FlopsSummary count_flops(const Workload& w) {
                        static_cast<double>(t.data_parallel_size);
   FlopsSummary out;
   out.parameters = count_parameters(w.model);
+  out.active_parameters = count_active_parameters(w.model);
   out.stage_model_flops_per_microbatch.reserve(plan.stages.size());
   double model = 0.0;
   double recompute = 0.0;
@@ -40,8 +42,7 @@ FlopsSummary count_flops(const Workload& w) {
 
 double megatron_logged_flops_per_step(const Workload& w) {
   // Megatron-LM, megatron/training/training.py, num_floating_point_operations() and its
-  // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), for num_experts = None,
-  // mtp_num_layers = None, no multi-latent or linear attention, no attention output gate:
+  // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), for mtp_num_layers = None, no multi-latent or linear attention, no attention output gate:
   //   tokens * (6 h ffn (3 if swiglu else 2) L + 6 (h (q + 2 kv) + q h) L + 6 h V)
   //   + batch * s^2 * L * 6 q / 2 * 2
   // with q = kv_channels * heads, kv = kv_channels * query groups, batch = global batch.
@@ -55,7 +56,18 @@ double megatron_logged_flops_per_step(const Workload& w) {
   const double s = static_cast<double>(m.seq_length);
   const double batch = static_cast<double>(w.training.global_batch_size);
   const double tokens = batch * s;
-  const double mlp = fwd_bwd_fma * h * static_cast<double>(m.ffn_hidden_size) * ffn_factor * layers;
+  // MoE: num_experts_routed_to = topk experts of moe_ffn_hidden_size plus the shared experts
+  // on the layers moe_layer_freq marks, the dense MLP on the others (the router GEMM is not
+  // counted, as Megatron does not count it).
+  double moe_layers = 0.0;
+  for (const bool is_moe : moe_layer_pattern(m)) moe_layers += is_moe ? 1.0 : 0.0;
+  const double dense_layers = layers - moe_layers;
+  const double moe_width =
+      static_cast<double>(m.moe_ffn() * m.moe_router_topk + m.moe_shared_expert_intermediate_size);
+  const double mlp =
+      m.moe() ? fwd_bwd_fma * h * ffn_factor *
+                    (static_cast<double>(m.ffn_hidden_size) * dense_layers + moe_width * moe_layers)
+              : fwd_bwd_fma * h * static_cast<double>(m.ffn_hidden_size) * ffn_factor * layers;
   const double attn_linear = fwd_bwd_fma * (h * (q + 2.0 * kv) + q * h) * layers;
   const double logits = fwd_bwd_fma * h * static_cast<double>(m.padded_vocab_size);
   const double attn_core = fwd_bwd_fma * q / 2.0 * 2.0 * layers;

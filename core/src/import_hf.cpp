@@ -2,7 +2,10 @@
 // names its fields differently; all map onto Megatron's argument names. Fields that change
 // the cost but that stepsim does not model are reported as notes, never silently dropped.
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "stepsim/core/import.hpp"
 #include "stepsim/core/json_input.hpp"
@@ -36,6 +39,12 @@ constexpr HfNames kLlama{"hidden_size",
                          true,
                          false,
                          false};
+/// Mixture-of-experts families: Mixtral (transformers' MixtralConfig: num_local_experts,
+/// num_experts_per_tok, every layer sparse, experts of intermediate_size) and Qwen2/Qwen3-MoE
+/// (Qwen2MoeConfig, Qwen3MoeConfig: num_experts, num_experts_per_tok, moe_intermediate_size,
+/// decoder_sparse_step, mlp_only_layers; Qwen2-MoE's shared_expert_intermediate_size).
+enum class MoeFamily : std::uint8_t { kNone, kMixtral, kQwen };
+
 constexpr HfNames kGpt2{"n_embd", "n_layer", "n_head", "n_inner", "n_positions",
                         false,    false,     false,    true,      true};
 constexpr HfNames kNeoX{"hidden_size",
@@ -68,9 +77,17 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
                                      ? doc["model_type"].get<std::string>()
                                      : "";
   const HfNames* names = nullptr;
+  MoeFamily moe = MoeFamily::kNone;
   if (out.architecture == "LlamaForCausalLM" || out.architecture == "MistralForCausalLM" ||
       (out.architecture.empty() && (model_type == "llama" || model_type == "mistral"))) {
     names = &kLlama;
+  } else if (out.architecture == "MixtralForCausalLM" || out.architecture == "Qwen2MoeForCausalLM" ||
+             out.architecture == "Qwen3MoeForCausalLM" ||
+             (out.architecture.empty() &&
+              (model_type == "mixtral" || model_type == "qwen2_moe" || model_type == "qwen3_moe"))) {
+    names = &kLlama;
+    moe = out.architecture == "MixtralForCausalLM" || model_type == "mixtral" ? MoeFamily::kMixtral
+                                                                            : MoeFamily::kQwen;
   } else if (out.architecture == "GPT2LMHeadModel" ||
              (out.architecture.empty() && model_type == "gpt2")) {
     names = &kGpt2;
@@ -80,8 +97,9 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   } else {
     return Error{file_label, "architectures",
                  std::string("=") + (out.architecture.empty() ? model_type : out.architecture) +
-                     " is not supported (LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel, "
-                     "GPTNeoXForCausalLM)"};
+                     " is not supported (LlamaForCausalLM, MistralForCausalLM, "
+                     "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+                     "GPT2LMHeadModel, GPTNeoXForCausalLM)"};
   }
   if (out.architecture.empty()) out.architecture = model_type;
 
@@ -181,6 +199,59 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   }
   if (doc.contains("rope_scaling") && !doc["rope_scaling"].is_null()) {
     out.notes.push_back("rope_scaling does not change the cost and is ignored");
+  }
+  if (moe == MoeFamily::kMixtral) {
+    model["num_experts"] = integer("num_local_experts", true, 0);
+    model["moe_router_topk"] = integer("num_experts_per_tok", true, 0);
+    model["moe_ffn_hidden_size"] = model["ffn_hidden_size"];
+  } else if (moe == MoeFamily::kQwen) {
+    model["num_experts"] = integer("num_experts", true, 0);
+    model["moe_router_topk"] = integer("num_experts_per_tok", true, 0);
+    model["moe_ffn_hidden_size"] = integer("moe_intermediate_size", true, 0);
+    const std::int64_t shared = doc.contains("shared_expert_intermediate_size")
+                                    ? integer("shared_expert_intermediate_size", false, 0)
+                                    : 0;
+    if (shared > 0) {
+      model["moe_shared_expert_intermediate_size"] = shared;
+      out.notes.push_back(
+          "the shared expert's sigmoid gate (Megatron's moe_shared_expert_gate) is not modelled");
+    }
+    // Layer i is sparse unless listed in mlp_only_layers, when (i + 1) % decoder_sparse_step
+    // == 0 (transformers' Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer).
+    const std::int64_t layers = model["num_layers"].get<std::int64_t>();
+    const std::int64_t step = integer("decoder_sparse_step", false, 1);
+    std::vector<bool> dense(static_cast<std::size_t>(std::max<std::int64_t>(0, layers)), false);
+    if (doc.contains("mlp_only_layers") && doc["mlp_only_layers"].is_array()) {
+      for (const auto& v : doc["mlp_only_layers"]) {
+        if (v.is_number_integer() && v.get<std::int64_t>() >= 0 &&
+            v.get<std::int64_t>() < layers) {
+          dense[static_cast<std::size_t>(v.get<std::int64_t>())] = true;
+        } else {
+          errors.push_back(Error{file_label, "mlp_only_layers",
+                                 "=" + doc["mlp_only_layers"].dump() +
+                                     " must list layer indices below num_hidden_layers"});
+          break;
+        }
+      }
+    }
+    std::string pattern;
+    bool all_sparse = true;
+    for (std::int64_t i = 0; i < layers; ++i) {
+      const bool sparse = !dense[static_cast<std::size_t>(i)] && step > 0 && (i + 1) % step == 0;
+      all_sparse = all_sparse && sparse;
+      pattern += pattern.empty() ? "[" : ",";
+      pattern += sparse ? "1" : "0";
+    }
+    if (!all_sparse && layers > 0) model["moe_layer_freq"] = pattern + "]";
+    if (model_type == "qwen3_moe" || out.architecture == "Qwen3MoeForCausalLM") {
+      out.notes.push_back(
+          "Qwen3's QK layernorm (q_norm, k_norm: Megatron's --qk-layernorm) is not modelled");
+    }
+  }
+  if (moe != MoeFamily::kNone) {
+    out.notes.push_back(
+        "routing is modelled as balanced; the router's aux loss (router_aux_loss_coef) is not "
+        "priced");
   }
   if (!errors.empty()) return errors;
   json wrapped = json::object();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -289,6 +290,17 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     std::int64_t v = 0;
     if (spec->row->kind == KnobKind::kInt) {
       if (int_of(i, v)) section[key] = v;
+    } else if (spec->row->kind == KnobKind::kReal) {
+      const std::string real_flag = args[i];
+      if (const std::string* s = value_of(i)) {
+        char* end = nullptr;
+        const double d = std::strtod(s->c_str(), &end);
+        if (s->empty() || end != s->c_str() + s->size()) {
+          errors.push_back(Error{kLabel, real_flag, std::string("=") + *s + " must be a number"});
+        } else {
+          section[key] = d;
+        }
+      }
     } else if (const std::string* s = value_of(i)) {
       section[key] = *s;
     }

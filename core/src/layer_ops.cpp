@@ -1,6 +1,7 @@
 #include "layer_ops.hpp"
 
 #include "fp8_ops.hpp"
+#include "moe_ops.hpp"
 
 namespace stepsim::detail {
 
@@ -215,7 +216,12 @@ void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
   if (x.fp8) emit_fp8_row_linear_input(ops, "proj", layer, phase, x.attn_n());
   emit_row_linear_forward(ops, "proj_gemm", layer, phase, x.attn_n());
   ops.memory("attn_bda", layer, phase, bda_forward_bytes(x));
-  // MLP block.
+  // MLP block (an MoE layer's: moe_ops.cpp).
+  if (x.is_moe(layer)) {
+    emit_moe_forward(ops, layer, phase);
+    ops.memory("mlp_bda", layer, phase, bda_forward_bytes(x));
+    return;
+  }
   emit_norm_linear_input(ops, "ln2", "fc1", layer, phase);
   emit_norm_linear_gemm(ops, "fc1", "fc1_gemm", layer, phase, x.fc1_n());
   if (x.swiglu) {
@@ -233,15 +239,20 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
   const Phase ph = Phase::kBackwardInput;
   // MLP block.
   ops.memory("mlp_bda_bwd", layer, ph, bda_backward_bytes(x));
-  emit_row_parallel_backward(ops, "fc2", "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
-  if (x.swiglu) {
-    ops.memory("swiglu_bwd", layer, ph, x.tokens * x.ffn_n() * 5 * x.e);
+  if (x.is_moe(layer)) {
+    emit_moe_backward(ops, layer);
   } else {
-    // dGeLU, plus the bias gradient's reduction over tokens when there is a bias.
-    ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);
+    emit_row_parallel_backward(ops, "fc2", "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
+    if (x.swiglu) {
+      ops.memory("swiglu_bwd", layer, ph, x.tokens * x.ffn_n() * 5 * x.e);
+    } else {
+      // dGeLU, plus the bias gradient's reduction over tokens when there is a bias.
+      ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);
+    }
+    emit_norm_linear_backward(ops, "fc1", "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), false);
+    ops.memory("ln2_bwd", layer, ph,
+               norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
   }
-  emit_norm_linear_backward(ops, "fc1", "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), false);
-  ops.memory("ln2_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
   // Attention block.
   ops.memory("attn_bda_bwd", layer, ph, bda_backward_bytes(x));
   emit_row_parallel_backward(ops, "proj", "proj_dgrad", "proj_wgrad", layer, x.attn_n());

@@ -94,6 +94,8 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
         STEPSIM_ASSERT(k.set == nullptr);  // strings are read by hand (parse_training)
         break;
       case KnobKind::kReal:
+        if (auto v = r.number(key, false, 0, 1e6)) value = KnobValue{.real = *v};
+        break;
       case KnobKind::kSystem:
         STEPSIM_ASSERT(!"read_section: no such key kind in model or training");
         break;
@@ -137,6 +139,18 @@ void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, 
   const SectionValues given = read_section(r, object, "model", errors, w);
   if (r.raw("vocab_size") == nullptr && r.raw("padded_vocab_size") == nullptr) {
     r.error("vocab_size", " (or padded_vocab_size) must be given");
+  }
+  // Megatron's moe_freq_type: an integer, or a string holding one or a list pattern.
+  if (const json* freq = r.raw("moe_layer_freq")) {
+    if (freq->is_number_integer()) {
+      w.model.moe_layer_freq = std::to_string(freq->get<std::int64_t>());
+    } else if (freq->is_string() && !freq->get<std::string>().empty()) {
+      w.model.moe_layer_freq = freq->get<std::string>();
+    } else {
+      r.error("moe_layer_freq", "=" + detail::describe(*freq) +
+                                    " must be an integer or a list pattern such as "
+                                    "\"([0]*3+[1]*58)\"");
+    }
   }
   const ModelConfig& m = w.model;
   if (given.of("attention_backend") && m.use_flash_attn &&

@@ -56,7 +56,7 @@ struct Held {
 }  // namespace
 
 StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
-                           std::int64_t fp8_weight_elements) {
+                           std::int64_t fp8_weight_elements, std::int64_t expert_parameters) {
   const bool mixed = t.params_dtype != DType::kFp32;
   // Mixed precision keeps fp32 master weights beside the two Adam moments.
   const std::int64_t optimizer_per_param = mixed ? 12 : 8;
@@ -69,8 +69,14 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
   // parallelism (dp * cp ranks hold replicas of the same parameters).
   const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size) *
                           std::max<std::int64_t>(1, t.context_parallel_size);
+  // The routed experts' states shard over the expert data-parallel group instead.
+  const std::int64_t edp = std::max<std::int64_t>(1, t.expert_data_parallel_size);
   const std::int64_t sharded =
-      t.use_distributed_optimizer ? detail::ceil_div(parameters, dp) : parameters;
+      !t.use_distributed_optimizer ? parameters
+      : expert_parameters > 0
+          ? detail::ceil_div(parameters - expert_parameters, dp) +
+                detail::ceil_div(expert_parameters, edp)
+          : detail::ceil_div(parameters, dp);
   s.optimizer_bytes = sharded * optimizer_per_param;
   return s;
 }
@@ -103,10 +109,12 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
   std::vector<ChunkActivations> acts(static_cast<std::size_t>(v));
   for (std::int32_t r = 0; r < p; ++r) {
     std::int64_t params = 0;
+    std::int64_t experts = 0;
     std::int64_t transient = 0;
     for (std::int32_t c = 0; c < v; ++c) {
       acts[static_cast<std::size_t>(c)] = chunk_activations(w, r, c);
       params += chunk_parameters(w, r, c);
+      experts += chunk_expert_parameters(w, r, c);
       transient = std::max(transient, acts[static_cast<std::size_t>(c)].transient_bytes);
     }
     // defer_embedding_wgrad_compute: the last stage keeps each deferred micro-batch's
@@ -150,7 +158,7 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     }
     for (std::int64_t k = total - warmup; k < total; ++k) backward(k);
 
-    const StaticMemory s = static_memory(tc, params, fp8_weight_elements(w, r));
+    const StaticMemory s = static_memory(tc, params, fp8_weight_elements(w, r), experts);
     StageMemory m;
     m.stage = r;
     m.weights_bytes = s.weights_bytes;

@@ -70,6 +70,27 @@ class OpList {
                       CollectiveOp{kind, CommGroup::kContext, bytes, dims_.cp, dims_.cp_nodes});
   }
 
+  /// Issues a collective of the MoE layer's token dispatcher (all-to-all over EP, all-gather or
+  /// reduce-scatter over the expert TP or expert TP x EP group) of `bytes` (nccl-tests size)
+  /// after the last compute. Megatron waits for each at once (the compute stream consumes the
+  /// tokens), so they share the TP communication stream.
+  std::int32_t expert_collective(std::string_view name, CollectiveKind kind, CommGroup group,
+                                 std::int32_t layer, Phase phase, std::int64_t bytes) {
+    std::int64_t size = dims_.ep;
+    std::int64_t nodes = dims_.ep_nodes;
+    if (group == CommGroup::kExpertTensor) {
+      size = dims_.etp;
+      nodes = dims_.etp_nodes;
+    } else if (group == CommGroup::kExpertTensorExpert) {
+      size = dims_.etp * dims_.ep;
+      nodes = dims_.tp_ep_nodes;
+    }
+    STEPSIM_ASSERT(group == CommGroup::kExpert || group == CommGroup::kExpertTensor ||
+                   group == CommGroup::kExpertTensorExpert);
+    return collective(name, layer, phase, Stream::kTensorComm,
+                      CollectiveOp{kind, group, bytes, size, nodes});
+  }
+
   /// Issues one step of the context-parallel ring on the CP stream after the last compute:
   /// every CP rank sends `bytes` to the next and receives as many from the previous (a
   /// batched send/recv pair; across nodes when the CP group spans several).

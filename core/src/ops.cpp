@@ -79,6 +79,10 @@ std::string_view to_string(CommGroup g) {
     case CommGroup::kEmbedding: return "embedding";
     case CommGroup::kTensorData: return "tp_dp";
     case CommGroup::kContext: return "cp";
+    case CommGroup::kExpert: return "ep";
+    case CommGroup::kExpertTensor: return "etp";
+    case CommGroup::kExpertTensorExpert: return "etp_ep";
+    case CommGroup::kExpertData: return "edp";
   }
   return "?";
 }

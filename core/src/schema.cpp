@@ -22,6 +22,11 @@ constexpr std::array<std::string_view, 5> kFp8Recipe = {"delayed", "tensorwise",
                                                         "mxfp8", "custom"};
 // Megatron-LM's --cp-comm-type values (arguments.py), in CpCommType's order.
 constexpr std::array<std::string_view, 4> kCpCommType = {"p2p", "a2a", "allgather", "a2a+p2p"};
+// Megatron-Core's MoE choices (arguments.py, transformer_config.py), in the enums' order.
+constexpr std::array<std::string_view, 3> kMoeDispatcher = {"allgather", "alltoall", "flex"};
+constexpr std::array<std::string_view, 6> kMoeLoadBalancing = {
+    "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none"};
+constexpr std::array<std::string_view, 3> kMoeRouterDtype = {"none", "fp32", "fp64"};
 
 KnobValue int_value(std::int64_t v) { return KnobValue{.integer = v}; }
 KnobValue real_value(double v) { return KnobValue{.real = v}; }
@@ -254,6 +259,35 @@ const std::array kSchema = {
             .choices = kNorm, .sweep = Sweep::kListed, .flags = "--normalization",
             .default_text = "\"LayerNorm\"", .check = "\"LayerNorm\", \"RMSNorm\"",
             .doc = "normalization layer"},
+    // mixture of experts (moe.hpp, moe_ops.cpp; rules in validate_moe.cpp)
+    KeyInfo{STEPSIM_INT("model.num_experts", model.num_experts), .sweep = Sweep::kListed,
+            .flags = "--num-experts", .default_text = "none (a dense model)",
+            .check = "> 0; divisible by expert_model_parallel_size",
+            .doc = "routed experts per MoE layer (Megatron-Core's MoELayer)"},
+    KeyInfo{STEPSIM_INT("model.moe_router_topk", model.moe_router_topk), .sweep = Sweep::kListed,
+            .flags = "--moe-router-topk", .default_text = "2",
+            .check = "between 1 and num_experts; needs num_experts",
+            .doc = "experts each token is routed to"},
+    KeyInfo{STEPSIM_INT("model.moe_ffn_hidden_size", model.moe_ffn_hidden_size),
+            .sweep = Sweep::kListed, .flags = "--moe-ffn-hidden-size",
+            .default_text = "ffn_hidden_size",
+            .check = "needs num_experts; divisible by expert_tensor_parallel_size",
+            .doc = "one routed expert's FFN width"},
+    KeyInfo{STEPSIM_INT("model.moe_shared_expert_intermediate_size",
+                        model.moe_shared_expert_intermediate_size),
+            .sweep = Sweep::kListed, .flags = "--moe-shared-expert-intermediate-size",
+            .default_text = "none (no shared experts)",
+            .check = "> 0; needs num_experts; divisible by tensor_model_parallel_size",
+            .doc = "FFN width of the shared experts every token also passes (all of them "
+                   "together, SharedExpertMLP)"},
+    KeyInfo{.key = "model.moe_layer_freq",
+            .kind = KnobKind::kString,
+            .flags = "--moe-layer-freq",
+            .default_text = "1",
+            .check = "an integer N > 0 (layers 0, N, 2N, ... are MoE layers) or Megatron's list "
+                     "pattern, e.g. \"([0]*3+[1]*58)\", with num_layers 0/1 entries; needs "
+                     "num_experts",
+            .doc = "which layers are MoE layers (the others keep the dense MLP)"},
 
     // ---- training ----
     KeyInfo{STEPSIM_INT("training.world_size", training.world_size), .required = true,
@@ -551,6 +585,65 @@ const std::array kSchema = {
             .check = ">= 0; no effect without defer_embedding_wgrad_compute",
             .doc = "micro-batches whose output-layer wgrad is deferred (0 = all)",
             .zero_allowed = true},
+    // expert parallelism and the MoE layer's execution (moe_ops.cpp; validate_moe.cpp)
+    KeyInfo{STEPSIM_INT("training.expert_model_parallel_size",
+                        training.expert_model_parallel_size),
+            .sweep = Sweep::kListed, .flags = "--expert-model-parallel-size",
+            .default_text = "1",
+            .check = "> 1 needs num_experts, which it divides; world_size divisible by "
+                     "expert_tensor_parallel_size * expert_model_parallel_size * "
+                     "pipeline_model_parallel_size",
+            .doc = "ep: the routed experts split over ep GPUs (the expert rank generator's ep)"},
+    KeyInfo{STEPSIM_INT("training.expert_tensor_parallel_size",
+                        training.expert_tensor_parallel_size),
+            .sweep = Sweep::kListed, .flags = "--expert-tensor-parallel-size",
+            .default_text = "tensor_model_parallel_size",
+            .check = "divides moe_ffn_hidden_size; 1 with add_bias_linear (Bias in Moe is only "
+                     "supported when ETP==1)",
+            .doc = "tensor parallelism inside each expert; expert data-parallel size = "
+                   "world_size / (pipeline * expert_model_parallel * expert_tensor_parallel)"},
+    KeyInfo{STEPSIM_ENUM("training.moe_token_dispatcher_type", training.moe_token_dispatcher_type,
+                         MoeDispatcher),
+            .choices = kMoeDispatcher, .sweep = Sweep::kListed,
+            .flags = "--moe-token-dispatcher-type", .default_text = "\"allgather\"",
+            .check = "\"allgather\", \"alltoall\"; \"flex\" (DeepEP, HybridEP) is not modelled "
+                     "yet",
+            .doc = "how tokens reach their experts: all-gather over the expert TP x EP group and "
+                   "reduce-scatter back, or all-to-all over EP (all-gather/reduce-scatter over "
+                   "expert TP)"},
+    KeyInfo{STEPSIM_BOOL("training.moe_grouped_gemm", training.moe_grouped_gemm),
+            .sweep = Sweep::kListed, .flags = "--moe-grouped-gemm=true", .default_text = "false",
+            .doc = "one grouped GEMM over the local experts (TEGroupedMLP) instead of one GEMM "
+                   "per expert (SequentialMLP)"},
+    KeyInfo{STEPSIM_ENUM("training.moe_router_load_balancing_type",
+                         training.moe_router_load_balancing_type, MoeLoadBalancing),
+            .choices = kMoeLoadBalancing, .sweep = Sweep::kListed,
+            .flags = "--moe-router-load-balancing-type", .default_text = "\"aux_loss\"",
+            .check = "\"aux_loss\", \"seq_aux_loss\", \"global_aux_loss\", \"none\"; "
+                     "\"sinkhorn\" and \"quantile_balancing\" are not modelled yet; "
+                     "moe_expert_capacity_factor only with aux_loss, seq_aux_loss, "
+                     "global_aux_loss or none",
+            .doc = "the router's load balancing (routing is modelled as balanced: every expert "
+                   "gets tokens * topk / num_experts)"},
+    KeyInfo{STEPSIM_REAL("training.moe_expert_capacity_factor",
+                         training.moe_expert_capacity_factor),
+            .sweep = Sweep::kListed, .flags = "--moe-expert-capacity-factor",
+            .default_text = "none (no token dropping)",
+            .check = "> 0; needs num_experts and a load balancing type other than sinkhorn",
+            .doc = "expert capacity = ceil(tokens * topk / num_experts * this) per expert and "
+                   "source rank; tokens beyond it are dropped"},
+    KeyInfo{STEPSIM_BOOL("training.moe_pad_expert_input_to_capacity",
+                         training.moe_pad_expert_input_to_capacity),
+            .sweep = Sweep::kListed, .flags = "--moe-pad-expert-input-to-capacity=true",
+            .default_text = "false",
+            .check = "needs moe_expert_capacity_factor",
+            .doc = "every expert's input padded to its capacity (dispatch, GEMMs and combine "
+                   "carry the padding)"},
+    KeyInfo{STEPSIM_ENUM("training.moe_router_dtype", training.moe_router_dtype, MoeRouterDtype),
+            .choices = kMoeRouterDtype, .null_choice = true, .sweep = Sweep::kListed,
+            .flags = "--moe-router-dtype", .default_text = "null (the params dtype)",
+            .check = "null, \"fp32\"; \"fp64\" is not modelled yet",
+            .doc = "dtype of the router GEMM, its scores and the routing probabilities"},
 };
 
 #undef STEPSIM_INT
@@ -568,10 +661,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     // parallelism
     {.dest = "hierarchical_context_parallel_sizes",
      .flag = "--hierarchical-context-parallel-sizes"},
-    {.dest = "expert_model_parallel_size",
-     .flag = "--expert-model-parallel-size",
-     .neutral_value = "1"},
-    {.dest = "expert_tensor_parallel_size", .flag = "--expert-tensor-parallel-size"},
     {.dest = "num_distributed_optimizer_instances",
      .flag = "--num-distributed-optimizer-instances",
      .neutral_value = "1"},
@@ -648,21 +737,21 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "recompute_modules", .flag = "--recompute-modules"},
     {.dest = "cpu_offloading", .flag = "--cpu-offloading"},
     // mixture of experts
-    {.dest = "num_experts", .flag = "--num-experts"},
-    {.dest = "moe_router_topk", .flag = "--moe-router-topk"},
-    {.dest = "moe_ffn_hidden_size", .flag = "--moe-ffn-hidden-size"},
-    {.dest = "moe_shared_expert_intermediate_size",
-     .flag = "--moe-shared-expert-intermediate-size"},
-    {.dest = "moe_layer_freq", .flag = "--moe-layer-freq"},
-    {.dest = "moe_token_dispatcher_type", .flag = "--moe-token-dispatcher-type"},
-    {.dest = "moe_grouped_gemm", .flag = "--moe-grouped-gemm"},
-    {.dest = "moe_router_load_balancing_type", .flag = "--moe-router-load-balancing-type"},
-    {.dest = "moe_aux_loss_coeff", .flag = "--moe-aux-loss-coeff"},
+    // the aux-loss and z-loss kernels are [tokens, num_experts] reductions, not priced yet
+    {.dest = "moe_aux_loss_coeff", .flag = "--moe-aux-loss-coeff", .neutral_value = "0.0"},
     {.dest = "moe_z_loss_coeff", .flag = "--moe-z-loss-coeff"},
-    {.dest = "moe_expert_capacity_factor", .flag = "--moe-expert-capacity-factor"},
-    {.dest = "moe_pad_expert_input_to_capacity", .flag = "--moe-pad-expert-input-to-capacity"},
-    {.dest = "moe_router_dtype", .flag = "--moe-router-dtype"},
     {.dest = "moe_permute_fusion", .flag = "--moe-permute-fusion"},
+    {.dest = "moe_shared_expert_overlap", .flag = "--moe-shared-expert-overlap"},
+    {.dest = "moe_router_num_groups", .flag = "--moe-router-num-groups"},
+    {.dest = "moe_router_group_topk", .flag = "--moe-router-group-topk"},
+    {.dest = "moe_router_pre_softmax", .flag = "--moe-router-pre-softmax"},
+    {.dest = "moe_router_score_function", .flag = "--moe-router-score-function",
+     .neutral_value = "softmax"},
+    {.dest = "moe_router_enable_expert_bias", .flag = "--moe-router-enable-expert-bias"},
+    {.dest = "moe_router_fusion", .flag = "--moe-router-fusion"},
+    {.dest = "moe_layer_recompute", .flag = "--moe-layer-recompute"},
+    {.dest = "moe_latent_size", .flag = "--moe-latent-size"},
+    {.dest = "moe_flex_dispatcher_backend", .flag = "--moe-flex-dispatcher-backend"},
     // harmless: hyper-parameters, data, checkpoints, logging, initialisation, profiling
     {.dest = "lr", .flag = "--lr", .changes_job = kHarmless},
     {.dest = "min_lr", .flag = "--min-lr", .changes_job = kHarmless},

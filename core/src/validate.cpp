@@ -358,6 +358,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_limits(w, check);
   detail::check_fp8(w, check);
   detail::check_tp_overlap(w, check);
+  detail::check_moe(w, check);
   return errors;
 }
 
@@ -385,6 +386,17 @@ Errors finalize_workload(Workload& w, const std::string& file) {
   const std::int64_t model_size = model_parallel_size(t);
   if (t.world_size > 0 && model_size > 0 && t.world_size % model_size == 0) {
     t.data_parallel_size = t.world_size / model_size;
+  }
+  // parallel_state.py: expert_data_parallel_size = world_size // (etp * ep * pp).
+  t.expert_data_parallel_size = 0;
+  std::int64_t expert_model = 0;
+  if (t.world_size > 0 && t.expert_model_parallel_size > 0 && t.expert_tensor_parallel() > 0 &&
+      t.pipeline_model_parallel_size > 0 &&
+      !__builtin_mul_overflow(t.expert_model_parallel_size, t.expert_tensor_parallel(),
+                              &expert_model) &&
+      !__builtin_mul_overflow(expert_model, t.pipeline_model_parallel_size, &expert_model) &&
+      t.world_size % expert_model == 0) {
+    t.expert_data_parallel_size = t.world_size / expert_model;
   }
   std::int64_t per_step = 0;
   if (t.data_parallel_size > 0 && t.micro_batch_size > 0 && t.global_batch_size > 0 &&

@@ -38,6 +38,10 @@ void check_pipeline_split(const Workload& w, Checker& check);
 /// then be asked.
 bool pipeline_split_valid(const Workload& w);
 
+/// Mixture-of-experts and expert-parallel rules (validate_moe.cpp): Megatron-LM's, and the
+/// MoE settings stepsim does not model yet.
+void check_moe(const Workload& w, Checker& check);
+
 /// FP8 (Transformer Engine) rules: Megatron-LM's, the system's FP8 peak, the modelled recipes.
 void check_fp8(const Workload& w, Checker& check);
 

@@ -4,8 +4,10 @@
 // Internal to stepsim_core.
 
 #include <cstdint>
+#include <vector>
 
 #include "stepsim/core/dtype.hpp"
+#include "stepsim/core/moe.hpp"
 #include "stepsim/core/rank_layout.hpp"
 #include "stepsim/core/scenario.hpp"
 
@@ -52,6 +54,34 @@ struct Dims {
   bool ub_bulk_wgrad = false;
   /// Share of the SMs a GEMM beside a userbuffers kernel runs on: (sm_count - num_sm) / sm_count.
   double ub_gemm_sm_share = 1.0;
+
+  // Mixture of experts (moe_ops.cpp); experts = 0 for a dense model.
+  std::int64_t experts = 0;   ///< routed experts per MoE layer
+  std::int64_t topk = 0;      ///< experts per token
+  std::int64_t moe_f = 0;     ///< one routed expert's FFN width
+  std::int64_t shared_f = 0;  ///< the shared experts' FFN width (0: none)
+  std::int64_t ep = 1;        ///< expert-parallel size
+  std::int64_t etp = 1;       ///< expert tensor-parallel size
+  std::int64_t edp = 1;       ///< expert data-parallel size
+  std::int64_t ep_nodes = 1;     ///< nodes the EP group of the representative rank spans
+  std::int64_t etp_nodes = 1;    ///< ... its expert TP group
+  std::int64_t tp_ep_nodes = 1;  ///< ... its expert TP x EP group (the allgather dispatcher's)
+  MoeDispatcher dispatcher = MoeDispatcher::kAllGather;
+  bool grouped_gemm = false;
+  double capacity_factor = 0;  ///< 0: no capacity
+  bool pad_to_capacity = false;
+  DType router_dtype = DType::kBf16;  ///< the router GEMM's and the routing probabilities' dtype
+  std::vector<bool> moe_layer;        ///< per global layer: an MoE layer
+
+  bool is_moe(std::int32_t layer) const {
+    return layer >= 0 && static_cast<std::size_t>(layer) < moe_layer.size() &&
+           moe_layer[static_cast<std::size_t>(layer)];
+  }
+  std::int64_t local_experts() const { return experts / ep; }
+  std::int64_t expert_ffn_n() const { return moe_f / etp; }  ///< per-rank expert FFN width
+  std::int64_t expert_fc1_n() const { return (swiglu ? 2 : 1) * moe_f / etp; }
+  std::int64_t shared_ffn_n() const { return shared_f / t; }
+  std::int64_t shared_fc1_n() const { return (swiglu ? 2 : 1) * shared_f / t; }
 
   // Per-rank widths after tensor-parallel slicing.
   std::int64_t heads() const { return a / t; }
@@ -128,6 +158,29 @@ inline Dims dims_of(const Workload& w) {
     // Megatron's layout (tp-cp-ep-dp-pp): the CP group of the representative rank (rank 0).
     const RankGenerator ranks(ParallelSizes{.tp = x.t, .cp = x.cp, .dp = x.dp, .pp = x.p});
     x.cp_nodes = ranks.nodes_spanned("cp", 0, gpn);
+  }
+  if (mc.moe()) {
+    x.experts = mc.num_experts;
+    x.topk = mc.moe_router_topk;
+    x.moe_f = mc.moe_ffn();
+    x.shared_f = mc.moe_shared_expert_intermediate_size;
+    x.ep = tc.expert_model_parallel_size > 0 ? tc.expert_model_parallel_size : 1;
+    x.etp = tc.expert_tensor_parallel() > 0 ? tc.expert_tensor_parallel() : 1;
+    x.edp = tc.expert_data_parallel_size > 0 ? tc.expert_data_parallel_size : 1;
+    x.dispatcher = tc.moe_token_dispatcher_type;
+    x.grouped_gemm = tc.moe_grouped_gemm;
+    x.capacity_factor = tc.moe_expert_capacity_factor;
+    x.pad_to_capacity = tc.moe_pad_expert_input_to_capacity;
+    x.router_dtype = tc.moe_router_dtype == MoeRouterDtype::kNone ? x.dtype : DType::kFp32;
+    x.moe_layer = moe_layer_pattern(mc);
+    if (tc.world_size > 0 && tc.expert_data_parallel_size > 0) {
+      // Megatron's expert rank generator (tp = etp, ep, dp = expert dp, pp; cp = 1).
+      const RankGenerator experts(
+          ParallelSizes{.tp = x.etp, .ep = x.ep, .dp = x.edp, .pp = x.p});
+      x.ep_nodes = experts.nodes_spanned("ep", 0, gpn);
+      x.etp_nodes = experts.nodes_spanned("tp", 0, gpn);
+      x.tp_ep_nodes = experts.nodes_spanned("tp-ep", 0, gpn);
+    }
   }
   return x;
 }

@@ -29,8 +29,9 @@ std::int64_t module_parameters(const Workload& w, const Op& op) {
     if (tied && w.training.pipeline_model_parallel_size == 1) return -1;
     return gemm->m * gemm->n;
   }
-  // A weight gradient GEMM (m x n = the weight), plus the bias (m) with add_bias_linear.
-  return gemm->m * gemm->n + (m.add_bias_linear ? gemm->m : 0);
+  // A weight gradient GEMM (m x n = the weight), plus the bias (m) with add_bias_linear; a
+  // grouped GEMM (the local experts of an MoE layer) holds `batch` of them.
+  return gemm->batch * (gemm->m * gemm->n + (m.add_bias_linear ? gemm->m : 0));
 }
 
 /// The forward op that first uses the parameters `backward_op` finalises (same layer).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "stepsim/core/flops.hpp"
+#include "stepsim/core/moe.hpp"
 #include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/sim/json_writer.hpp"
 
@@ -62,6 +63,15 @@ std::string_view cp_comm_key(CpCommType c) {
     case CpCommType::kA2a: return "a2a";
     case CpCommType::kAllGather: return "allgather";
     case CpCommType::kA2aP2p: return "a2a+p2p";
+  }
+  return "?";
+}
+
+std::string_view dispatcher_key(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllGather: return "allgather";
+    case MoeDispatcher::kAllToAll: return "alltoall";
+    case MoeDispatcher::kFlex: return "flex";
   }
   return "?";
 }
@@ -215,6 +225,18 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("gpu", std::string_view(w.system.gpu_name));
   j.field("context_parallel_size", t.context_parallel_size);
   j.field("cp_comm_type", cp_comm_key(t.cp_comm_type));
+  if (w.model.moe()) {
+    // Only with experts, so that every dense configuration's output stays as it was.
+    j.field("num_experts", w.model.num_experts);
+    j.field("moe_router_topk", w.model.moe_router_topk);
+    j.field("expert_model_parallel_size", t.expert_model_parallel_size);
+    j.field("expert_tensor_parallel_size", t.expert_tensor_parallel());
+    j.field("expert_data_parallel_size", t.expert_data_parallel_size);
+    j.field("moe_token_dispatcher_type", dispatcher_key(t.moe_token_dispatcher_type));
+    j.field("moe_grouped_gemm", t.moe_grouped_gemm);
+    j.field("parameters", count_parameters(w.model));
+    j.field("active_parameters", count_active_parameters(w.model));
+  }
   j.end_object();
 }
 
@@ -248,6 +270,15 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   if (uneven_pipeline(t)) {
     out << "  layers      " << stage_layers_text(pipeline_split(t, m))
         << " per pipeline stage (uneven: " << uneven_split_name(t) << ")\n";
+  }
+  if (m.moe()) {
+    out << "  experts     " << m.num_experts << " routed, top-" << m.moe_router_topk << ", EP "
+        << t.expert_model_parallel_size << " x ETP " << t.expert_tensor_parallel()
+        << " x expert DP " << t.expert_data_parallel_size << ", "
+        << dispatcher_key(t.moe_token_dispatcher_type) << " dispatcher"
+        << (t.moe_grouped_gemm ? ", grouped GEMM" : "") << "; "
+        << fmt("%.2fB", static_cast<double>(count_parameters(m)) / 1e9) << " parameters, "
+        << fmt("%.2fB", static_cast<double>(count_active_parameters(m)) / 1e9) << " active\n";
   }
   out << "  batch       micro-batch " << t.micro_batch_size << ", " << t.num_microbatches
       << " micro-batches per pipeline, global batch " << t.global_batch_size << "\n";

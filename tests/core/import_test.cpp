@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "stepsim/core/flops.hpp"
 #include "stepsim/core/load.hpp"
+#include "stepsim/core/moe.hpp"
 
 namespace stepsim {
 namespace {
@@ -91,7 +93,7 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   const std::string line =
       "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 "
       "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
-      "--vocab-size 1000 --fp4-format nvfp4 --expert-model-parallel-size 1 --lr 1e-4 "
+      "--vocab-size 1000 --fp4-format nvfp4 --num-distributed-optimizer-instances 1 --lr 1e-4 "
       "--frobnicate 3 --bf16";
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";
@@ -104,7 +106,8 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   EXPECT_NE(errors.find("--frobnicate 3 is not a Megatron-LM flag stepsim knows"),
             std::string::npos)
       << errors;
-  EXPECT_EQ(r.errors().size(), 2u) << errors;  // --expert-model-parallel-size 1 is the default
+  // --num-distributed-optimizer-instances 1 is the default
+  EXPECT_EQ(r.errors().size(), 2u) << errors;
   o.allow_unmodelled = true;
   auto allowed = scenario_from_megatron_args(line, o);
   ASSERT_TRUE(allowed.ok()) << format_errors(allowed.errors());
@@ -113,7 +116,7 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   const Workload w = load(allowed->scenario_json);
   EXPECT_EQ(w.unmodelled, allowed->unmodelled);
   EXPECT_EQ(allowed->ignored_flags,
-            (std::vector<std::string>{"--expert-model-parallel-size", "--lr"}));
+            (std::vector<std::string>{"--num-distributed-optimizer-instances", "--lr"}));
   // No --attention-backend: Megatron-Core's default, auto (a fused attention kernel).
   EXPECT_EQ(w.model.attention_backend, AttentionBackend::kAuto);
   EXPECT_TRUE(w.model.fused_attention());
@@ -291,8 +294,69 @@ TEST(ImportHf, Gpt2AndNeoX) {
   EXPECT_EQ(neox->notes.size(), 4u);
 }
 
+// Mixture-of-experts configs (the published config.json of each model, abridged to the fields
+// that shape the model): their parameter counts match the published totals and active sizes.
+TEST(ImportHf, MixtralAndQwen3MoeParameterCounts) {
+  struct Case {
+    const char* config;
+    double total, active, active_tolerance;
+    std::int64_t experts, topk;
+  };
+  const Case cases[] = {
+      // mistralai/Mixtral-8x7B-v0.1: 46.7B total, 12.9B active.
+      {R"({"architectures": ["MixtralForCausalLM"], "hidden_act": "silu", "hidden_size": 4096,
+          "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mixtral",
+          "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+          "num_key_value_heads": 8, "num_local_experts": 8, "rms_norm_eps": 1e-05,
+          "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02, "sliding_window": null,
+          "tie_word_embeddings": false, "vocab_size": 32000})",
+       46.7e9, 12.9e9, 0.01, 8, 2},
+      // Qwen/Qwen3-30B-A3B: 30.5B total, 3.3B active (two significant digits: 2%).
+      {R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false,
+          "decoder_sparse_step": 1, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
+          "intermediate_size": 6144, "max_position_embeddings": 40960, "mlp_only_layers": [],
+          "model_type": "qwen3_moe", "moe_intermediate_size": 768, "num_attention_heads": 32,
+          "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
+          "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_scaling": null,
+          "sliding_window": null, "tie_word_embeddings": false, "vocab_size": 151936})",
+       30.5e9, 3.3e9, 0.02, 128, 8},
+      // Qwen/Qwen3-235B-A22B: 235B total, 22B active.
+      {R"({"architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false,
+          "decoder_sparse_step": 1, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+          "intermediate_size": 12288, "max_position_embeddings": 40960, "mlp_only_layers": [],
+          "model_type": "qwen3_moe", "moe_intermediate_size": 1536, "num_attention_heads": 64,
+          "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 94,
+          "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_scaling": null,
+          "sliding_window": null, "tie_word_embeddings": false, "vocab_size": 151936})",
+       235e9, 22e9, 0.01, 128, 8},
+  };
+  for (const Case& c : cases) {
+    auto r = model_from_hf_config(c.config, "config.json", 4096);
+    ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+    const Workload w = load(with_training(r->model_json));
+    EXPECT_EQ(w.model.num_experts, c.experts);
+    EXPECT_EQ(w.model.moe_router_topk, c.topk);
+    EXPECT_NEAR(static_cast<double>(count_parameters(w.model)) / c.total, 1.0, 0.01);
+    EXPECT_NEAR(static_cast<double>(count_active_parameters(w.model)) / c.active, 1.0,
+                c.active_tolerance);
+  }
+  // Qwen's dense layers (mlp_only_layers, decoder_sparse_step) become a moe_layer_freq list.
+  auto dense_first = model_from_hf_config(
+      R"({"architectures": ["Qwen2MoeForCausalLM"], "hidden_size": 1024,
+          "intermediate_size": 4096, "max_position_embeddings": 4096, "moe_intermediate_size": 512,
+          "num_attention_heads": 8, "num_experts": 8, "num_experts_per_tok": 2,
+          "num_hidden_layers": 4, "num_key_value_heads": 8, "vocab_size": 1000,
+          "mlp_only_layers": [0], "decoder_sparse_step": 1,
+          "shared_expert_intermediate_size": 2048})",
+      "config.json", 1024);
+  ASSERT_TRUE(dense_first.ok()) << format_errors(dense_first.errors());
+  const Workload q = load(with_training(dense_first->model_json));
+  EXPECT_EQ(q.model.moe_layer_freq, "[0,1,1,1]");
+  EXPECT_EQ(q.model.moe_shared_expert_intermediate_size, 2048);
+}
+
 TEST(ImportHf, ErrorsNameTheKey) {
-  auto unsupported = model_from_hf_config(R"({"architectures": ["MixtralForCausalLM"]})", "c.json");
+  auto unsupported = model_from_hf_config(R"({"architectures": ["DeepseekV3ForCausalLM"]})", "c.json");
   ASSERT_FALSE(unsupported.ok());
   EXPECT_EQ(unsupported.errors().front().key, "architectures");
   auto missing = model_from_hf_config(R"({"model_type": "llama", "hidden_size": -1})", "c.json");

@@ -81,9 +81,8 @@ TEST(Schema, KnobTableIsTheSweepableRowsInOrder) {
 }
 
 TEST(Schema, UnknownKeyMessages) {
-  EXPECT_EQ(unknown_key_message("training", "expert_model_parallel_size"),
-            " is a Megatron-LM argument (--expert-model-parallel-size) that stepsim does not "
-            "model yet");
+  EXPECT_EQ(unknown_key_message("training", "moe_z_loss_coeff"),
+            " is a Megatron-LM argument (--moe-z-loss-coeff) that stepsim does not model yet");
   EXPECT_EQ(unknown_key_message("training", "tensor_model_paralel_size"),
             " is not a known key; did you mean \"training.tensor_model_parallel_size\"?");
   // A key of the other section.
@@ -98,15 +97,15 @@ TEST(Schema, UnknownKeysInAScenario) {
   o.scenarios_dir = STEPSIM_SCENARIOS_DIR;
   const std::string text = R"({"name": "x", "model": {"num_layers": 8, "hidden_size": 512,
     "num_attention_heads": 8, "seq_length": 256, "vocab_size": 1000, "colr": 1,
-    "num_experts": 8}, "training": {"world_size": 8, "micro_batch_size": 1,
+    "moe_z_loss_coeff": 0.001}, "training": {"world_size": 8, "micro_batch_size": 1,
     "global_batch_size": 8, "tensor_model_paralel_size": 2},
     "system": "systems/dgx-a100-80gb.json"})";
   auto w = load_scenario_text(text, "s.json", ".", o);
   ASSERT_FALSE(w.ok());
   const std::string errors = format_errors(w.errors());
   EXPECT_NE(errors.find("model.colr is not a known key"), std::string::npos) << errors;
-  EXPECT_NE(errors.find("model.num_experts is a Megatron-LM argument (--num-experts) that "
-                        "stepsim does not model yet"),
+  EXPECT_NE(errors.find("model.moe_z_loss_coeff is a Megatron-LM argument (--moe-z-loss-coeff) "
+                        "that stepsim does not model yet"),
             std::string::npos)
       << errors;
   EXPECT_NE(errors.find("training.tensor_model_paralel_size is not a known key; did you mean "

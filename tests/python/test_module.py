@@ -53,10 +53,10 @@ def test_bad_scenario_raises_scenario_error_with_file_key_rule():
 
 def test_unknown_key_and_missing_file_raise():
     d = gpt3_dict()
-    d["training"]["expert_model_parallel_size"] = 2
+    d["training"]["moe_z_loss_coeff"] = 0.001
     with pytest.raises(stepsim.ScenarioError) as e:
         stepsim.load(d)
-    assert e.value.key.startswith("training.expert_model_parallel_size")
+    assert e.value.key.startswith("training.moe_z_loss_coeff")
     with pytest.raises(stepsim.ScenarioError) as e:
         stepsim.load("/nonexistent/s.json")
     assert e.value.file == "/nonexistent/s.json"

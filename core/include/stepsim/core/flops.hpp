@@ -12,6 +12,9 @@ struct FlopsSummary {
   double model_flops_per_step = 0;     ///< forward + backward, no recompute, whole model
   double hardware_flops_per_step = 0;  ///< including recomputed forward work
   std::int64_t parameters = 0;         ///< whole model (all TP/PP shards, one replica)
+  /// Parameters a token passes through (MoE: topk routed experts per layer); = parameters
+  /// for a dense model.
+  std::int64_t active_parameters = 0;
   std::vector<double> stage_model_flops_per_microbatch;  ///< per pipeline rank, per TP rank
   bool operator==(const FlopsSummary&) const = default;
 };
@@ -27,9 +30,13 @@ std::int64_t count_parameters(const ModelConfig& m);
 /// embeddings holds its own copy of the word embedding for the output layer.
 std::int64_t chunk_parameters(const Workload& w, std::int32_t stage, std::int32_t chunk);
 
+/// The routed experts' parameters among chunk_parameters(w, stage, chunk): their gradients are
+/// reduced over the expert data-parallel group and their optimizer states sharded over it.
+std::int64_t chunk_expert_parameters(const Workload& w, std::int32_t stage, std::int32_t chunk);
+
 /// The FLOPs Megatron-LM counts for one step of `w` when it logs "throughput per GPU
 /// (TFLOP/s/GPU)" (divided by the iteration time and world size): its analytic formula,
-/// num_floating_point_operations() in megatron/training/training.py, for a dense model with
+/// num_floating_point_operations() in megatron/training/training.py (MoE terms included), with
 /// full causal masks (BSHD, no padding): model FLOPs only (3 x 2 FLOPs per multiply-add,
 /// recompute not counted), attention scores halved for the causal mask, logits included.
 double megatron_logged_flops_per_step(const Workload& w);

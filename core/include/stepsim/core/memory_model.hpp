@@ -53,8 +53,12 @@ struct StaticMemory {
 /// (2 bytes per element, cached across micro-batches), counted under weights_bytes. With
 /// fp8_param_gather those weights are FP8 parameters: their 16-bit copy is gone, the FP8 data
 /// and its transpose remain (2 bytes per element instead of 2 + params dtype).
+/// `expert_parameters`: the routed experts' share of `parameters` (chunk_expert_parameters),
+/// whose optimizer states the distributed optimizer shards over the expert data-parallel group
+/// (expert_data_parallel_size) rather than dp * cp.
 StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
-                           std::int64_t fp8_weight_elements = 0);
+                           std::int64_t fp8_weight_elements = 0,
+                           std::int64_t expert_parameters = 0);
 
 /// Elements of the transformer layers' linear weights (QKV, projection, FC1, FC2) on pipeline
 /// rank `stage`, per TP rank, when `w` trains in FP8; 0 otherwise.

@@ -63,7 +63,22 @@ enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatte
 /// are reduced and the distributed optimizer sharded over it). kTensorData: the tensor- and
 /// data-parallel ranks of one pipeline stage together (Megatron's amax reduction group, over
 /// which FP8 delayed scaling reduces its amaxes). kContext: the context-parallel group.
-enum class CommGroup : std::uint8_t { kTensor, kData, kEmbedding, kTensorData, kContext };
+/// Mixture of experts (Megatron's expert rank generator, order tp-ep-dp-pp): kExpert, the
+/// expert-parallel group (the alltoall dispatcher's all-to-all); kExpertTensor, the experts'
+/// tensor-parallel group; kExpertTensorExpert, the two together (the allgather dispatcher's
+/// group); kExpertData, the expert data-parallel group over which the experts' gradients are
+/// reduced and their optimizer states sharded.
+enum class CommGroup : std::uint8_t {
+  kTensor,
+  kData,
+  kEmbedding,
+  kTensorData,
+  kContext,
+  kExpert,
+  kExpertTensor,
+  kExpertTensorExpert,
+  kExpertData
+};
 
 /// A collective over a process group. `bytes` is nccl-tests' "size": the full buffer
 /// (all-reduce: the reduced tensor; all-gather: the gathered output; reduce-scatter: the

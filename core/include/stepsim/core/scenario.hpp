@@ -31,6 +31,23 @@ enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8,
 /// all-gather (AttnFuncWithCPAndKVAllGather); kA2aP2p: the hierarchical form, which needs
 /// --hierarchical-context-parallel-sizes and is not modelled (the loader rejects it).
 enum class CpCommType : std::uint8_t { kP2p, kA2a, kAllGather, kA2aP2p };
+/// Megatron-Core's --moe-token-dispatcher-type, in the schema's order. kAllGather
+/// (MoEAllGatherTokenDispatcher: all-gather over the expert tensor x expert group, reduce-scatter
+/// back), kAllToAll (MoEAlltoAllTokenDispatcher: all-to-all over the EP group, all-gather and
+/// reduce-scatter over the expert TP group), kFlex (DeepEP/HybridEP: not modelled, rejected).
+enum class MoeDispatcher : std::uint8_t { kAllGather, kAllToAll, kFlex };
+/// Megatron-Core's --moe-router-load-balancing-type, in the schema's order.
+enum class MoeLoadBalancing : std::uint8_t {
+  kAuxLoss,
+  kSeqAuxLoss,
+  kGlobalAuxLoss,
+  kSinkhorn,
+  kQuantileBalancing,
+  kNone
+};
+/// Megatron-Core's --moe-router-dtype: kNone = the params dtype; kFp64 is rejected (no FP64
+/// tensor-core peak in the system files).
+enum class MoeRouterDtype : std::uint8_t { kNone, kFp32, kFp64 };
 
 struct ModelConfig {
   std::int64_t num_layers = 0;
@@ -53,6 +70,22 @@ struct ModelConfig {
   bool add_bias_linear = true;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
   Normalization normalization = Normalization::kLayerNorm;
+
+  // Mixture of experts (Megatron-Core's MoELayer). num_experts = 0: a dense model (Megatron's
+  // None); then none of the moe_ keys apply.
+  std::int64_t num_experts = 0;
+  std::int64_t moe_router_topk = 2;  ///< experts each token is routed to
+  std::int64_t moe_ffn_hidden_size = 0;  ///< one expert's FFN width; = ffn_hidden_size when 0
+  std::int64_t moe_shared_expert_intermediate_size = 0;  ///< 0 = no shared experts
+  /// Megatron's --moe-layer-freq: an integer N (every N-th layer, from layer 0, is an MoE
+  /// layer) or its list pattern "([0]*3+[1]*58)", one 0/1 per layer (moe.hpp parses it).
+  std::string moe_layer_freq = "1";
+
+  bool moe() const { return num_experts > 0; }
+  /// One routed expert's FFN width (Megatron defaults moe_ffn_hidden_size to ffn_hidden_size).
+  std::int64_t moe_ffn() const {
+    return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn_hidden_size;
+  }
 
   /// Whether attention runs as one fused kernel (flash-attn or cuDNN fused attention).
   bool fused_attention() const {
@@ -131,11 +164,33 @@ struct TrainingConfig {
   bool defer_embedding_wgrad_compute = false;
   std::int64_t wgrad_deferral_limit = 0;
 
+  // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
+  // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).
+  std::int64_t expert_model_parallel_size = 1;
+  std::int64_t expert_tensor_parallel_size = 0;  ///< = tensor_model_parallel_size when 0
+  MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllGather;
+  /// Transformer Engine's grouped GEMM for the local experts (TEGroupedMLP) instead of one
+  /// GEMM per expert (SequentialMLP).
+  bool moe_grouped_gemm = false;
+  MoeLoadBalancing moe_router_load_balancing_type = MoeLoadBalancing::kAuxLoss;
+  double moe_expert_capacity_factor = 0;  ///< 0 = no capacity (Megatron's None): no dropping
+  bool moe_pad_expert_input_to_capacity = false;
+  MoeRouterDtype moe_router_dtype = MoeRouterDtype::kNone;
+
   // Derived at load.
   std::int64_t data_parallel_size = 0;  ///< world_size / (t * cp * p)
   std::int64_t num_microbatches = 0;    ///< global_batch_size / (micro_batch_size * dp)
+  /// Expert data-parallel size: world_size / (pipeline * expert_model_parallel *
+  /// expert_tensor_parallel), Megatron's parallel_state; the experts' gradients are reduced
+  /// and their optimizer states sharded over it.
+  std::int64_t expert_data_parallel_size = 0;
 
   bool interleaved() const { return virtual_pipeline_model_parallel_size > 1; }
+  /// The experts' tensor-parallel size (Megatron defaults it to tensor_model_parallel_size).
+  std::int64_t expert_tensor_parallel() const {
+    return expert_tensor_parallel_size > 0 ? expert_tensor_parallel_size
+                                           : tensor_model_parallel_size;
+  }
   bool fp8_enabled() const { return fp8 != Fp8Format::kNone; }
   bool operator==(const TrainingConfig&) const = default;
 };

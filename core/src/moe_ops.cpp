@@ -1,0 +1,342 @@
+// The MLP half of Megatron-Core's MoE layer (megatron/core/transformer/moe/) per rank:
+//   MoELayer.forward: shared_experts_compute (SharedExpertMLP, unless overlapped: not
+//   modelled), route (TopKRouter: gating GEMM in moe_router_dtype, softmax, top-k), preprocess
+//   and dispatch (token_dispatcher.py), routed_experts_compute (TEGroupedMLP with
+//   moe_grouped_gemm, else SequentialMLP: fc1, activation times the routing probability, fc2),
+//   combine, postprocess (+ the shared experts' output).
+// MoEAlltoAllTokenDispatcher: permute (tokens by expert), all-to-all of tokens and probs over
+// EP, all-gather over expert TP, sort by local expert; the way back mirrors it (unsort,
+// reduce-scatter over expert TP in the probs' dtype, all-to-all, unpermute).
+// MoEAllGatherTokenDispatcher: all-gather of routing map, probs and tokens over the expert
+// TP x EP group, local permute, experts, unpermute into the gathered shape in the probs'
+// dtype, reduce-scatter back.
+// Routing is balanced: each source rank sends tokens * topk / num_experts rows to every
+// expert; with a capacity factor each expert takes at most ceil(that * factor) of them (all of
+// it with padding). Permutes, sorts and activations are memory-bound kernels priced by the
+// bytes they read and write.
+
+#include "moe_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "layer_ops.hpp"
+
+namespace stepsim::detail {
+
+std::int64_t MoeTokens::expert_rows() const { return per_expert * local_experts; }
+
+MoeTokens moe_tokens(const Dims& x) {
+  MoeTokens n;
+  n.tokens = x.sp_tokens;
+  n.local_experts = x.local_experts();
+  n.routed = n.tokens * x.topk;
+  if (x.capacity_factor > 0) {
+    // moe_utils.get_capacity(num_tokens = tokens * topk, num_experts, capacity_factor).
+    const auto capacity = static_cast<std::int64_t>(std::ceil(
+        static_cast<double>(n.routed) / static_cast<double>(x.experts) * x.capacity_factor));
+    n.routed = x.pad_to_capacity ? capacity * x.experts : std::min(n.routed, capacity * x.experts);
+  }
+  n.gathered = n.tokens * x.etp * x.ep;
+  // Rows of the local experts: every rank of the expert TP x EP group sends them routed *
+  // local_experts / num_experts rows; over the local experts, evenly.
+  n.per_expert = ceil_div(n.routed * x.etp * x.ep, x.experts);
+  return n;
+}
+
+namespace {
+
+std::int64_t probs_bytes(const Dims& x) { return bytes_of(x.router_dtype); }
+
+/// One GEMM of the local experts: a grouped GEMM over them (TEGroupedMLP), or one GEMM per
+/// expert (SequentialMLP).
+void expert_gemm(OpList& ops, std::string_view name, std::int32_t layer, Phase phase,
+                 std::int64_t m, std::int64_t n, std::int64_t k) {
+  const Dims& x = ops.dims();
+  if (x.grouped_gemm) {
+    ops.gemm(name, layer, phase, m, n, k, x.local_experts());
+    return;
+  }
+  for (std::int64_t e = 0; e < x.local_experts(); ++e) ops.gemm(name, layer, phase, m, n, k);
+}
+
+// Router: softmax over the logits (read, write), top-k (read the scores, write values and
+// int64 indices), the dense probs and the boolean routing map scattered back.
+std::int64_t router_topk_bytes(const Dims& x, const MoeTokens& n) {
+  const std::int64_t pb = probs_bytes(x);
+  return n.tokens * x.experts * (4 * pb + 1) + n.tokens * x.topk * (pb + 8);
+}
+
+void emit_router_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  ops.compute("router_gemm", layer, phase,
+              GemmOp{n.tokens, x.experts, x.h, 1, x.router_dtype});
+  ops.memory("router_topk", layer, phase, router_topk_bytes(x, n));
+}
+
+void emit_router_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  ops.memory("router_topk_bwd", layer, Phase::kBackwardInput,
+             n.tokens * x.experts * 3 * probs_bytes(x));
+  ops.compute("router_dgrad", layer, Phase::kBackwardInput,
+              GemmOp{n.tokens, x.h, x.experts, 1, x.router_dtype});
+  ops.compute("router_wgrad", layer, Phase::kBackwardWeight,
+              GemmOp{x.experts, x.h, n.tokens, 1, x.router_dtype});
+}
+
+/// SharedExpertMLP: a tensor-parallel MLP (attention TP group, sequence parallel) of width
+/// moe_shared_expert_intermediate_size on every token.
+void emit_shared_forward(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  if (x.shared_f == 0) return;
+  if (x.sp) {
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h * x.e));
+  }
+  ops.gemm("shared_fc1_gemm", layer, phase, x.tokens, x.shared_fc1_n(), x.h);
+  ops.memory(x.swiglu ? "shared_swiglu" : "shared_gelu", layer, phase,
+             x.tokens * x.shared_ffn_n() * (x.swiglu ? 3 : 2) * x.e);
+  ops.gemm("shared_fc2_gemm", layer, phase, x.tokens, x.h, x.shared_ffn_n());
+  if (x.t > 1) {
+    ops.wait(ops.tp_collective(x.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                               layer, phase, x.tokens * x.h * x.e));
+  }
+}
+
+void emit_shared_backward(OpList& ops, std::int32_t layer) {
+  const Dims& x = ops.dims();
+  if (x.shared_f == 0) return;
+  const Phase ph = Phase::kBackwardInput;
+  if (x.sp) {
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, ph, x.tokens * x.h * x.e));
+  }
+  ops.gemm("shared_fc2_dgrad", layer, ph, x.tokens, x.shared_ffn_n(), x.h);
+  ops.gemm("shared_fc2_wgrad", layer, Phase::kBackwardWeight, x.h, x.shared_ffn_n(), x.tokens);
+  ops.memory(x.swiglu ? "shared_swiglu_bwd" : "shared_gelu_bwd", layer, ph,
+             x.tokens * x.shared_ffn_n() * (x.swiglu ? 5 : 3) * x.e);
+  emit_column_parallel_backward(ops, "shared_fc1_dgrad", "shared_fc1_wgrad", layer,
+                                x.shared_fc1_n(), x.h, false);
+}
+
+/// The local experts: fc1, the activation scaled by each row's routing probability, fc2.
+void emit_experts_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  const std::int64_t rows = n.expert_rows();
+  expert_gemm(ops, "expert_fc1_gemm", layer, phase, n.per_expert, x.expert_fc1_n(), x.h);
+  ops.memory(x.swiglu ? "expert_swiglu" : "expert_gelu", layer, phase,
+             rows * x.expert_ffn_n() * (x.swiglu ? 3 : 2) * x.e + rows * probs_bytes(x));
+  expert_gemm(ops, "expert_fc2_gemm", layer, phase, n.per_expert, x.h, x.expert_ffn_n());
+}
+
+void emit_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  const std::int64_t rows = n.expert_rows();
+  const Phase ph = Phase::kBackwardInput;
+  const Phase wg = Phase::kBackwardWeight;
+  expert_gemm(ops, "expert_fc2_dgrad", layer, ph, n.per_expert, x.expert_ffn_n(), x.h);
+  expert_gemm(ops, "expert_fc2_wgrad", layer, wg, x.h, x.expert_ffn_n(), n.per_expert);
+  // The activation's backward also makes the routing probabilities' gradient.
+  ops.memory(x.swiglu ? "expert_swiglu_bwd" : "expert_gelu_bwd", layer, ph,
+             rows * x.expert_ffn_n() * (x.swiglu ? 5 : 3) * x.e + rows * 2 * probs_bytes(x));
+  expert_gemm(ops, "expert_fc1_dgrad", layer, ph, n.per_expert, x.h, x.expert_fc1_n());
+  expert_gemm(ops, "expert_fc1_wgrad", layer, wg, x.expert_fc1_n(), x.h, n.per_expert);
+}
+
+void emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  const std::int64_t pb = probs_bytes(x);
+  const std::int64_t rows = n.routed * x.etp;  // after the expert-TP all-gather
+  ops.memory("moe_permute", layer, phase,
+             (n.tokens + n.routed) * x.h * x.e + n.routed * pb + n.tokens * x.experts);
+  if (x.ep > 1) {
+    const auto tokens = ops.expert_collective("moe_dispatch_all_to_all", CollectiveKind::kAllToAll,
+                                              CommGroup::kExpert, layer, phase,
+                                              n.routed * x.h * x.e);
+    const auto probs = ops.expert_collective("moe_dispatch_probs_all_to_all",
+                                             CollectiveKind::kAllToAll, CommGroup::kExpert, layer,
+                                             phase, n.routed * pb);
+    ops.wait(tokens);
+    ops.wait(probs);
+  }
+  if (x.etp > 1) {
+    const auto tokens = ops.expert_collective("moe_etp_all_gather", CollectiveKind::kAllGather,
+                                              CommGroup::kExpertTensor, layer, phase,
+                                              rows * x.h * x.e);
+    const auto probs = ops.expert_collective("moe_etp_probs_all_gather", CollectiveKind::kAllGather,
+                                             CommGroup::kExpertTensor, layer, phase, rows * pb);
+    ops.wait(tokens);
+    ops.wait(probs);
+  }
+  if (n.local_experts > 1) {
+    ops.memory("moe_sort_chunks", layer, phase, rows * (x.h * x.e + pb) * 2);
+  }
+  emit_experts_forward(ops, layer, phase, n);
+  if (n.local_experts > 1) ops.memory("moe_unsort_chunks", layer, phase, rows * x.h * x.e * 2);
+  if (x.etp > 1) {
+    ops.wait(ops.expert_collective("moe_etp_reduce_scatter", CollectiveKind::kReduceScatter,
+                                   CommGroup::kExpertTensor, layer, phase, rows * x.h * pb));
+  }
+  if (x.ep > 1) {
+    ops.wait(ops.expert_collective("moe_combine_all_to_all", CollectiveKind::kAllToAll,
+                                   CommGroup::kExpert, layer, phase, n.routed * x.h * x.e));
+  }
+  ops.memory("moe_unpermute", layer, phase, (n.routed + n.tokens) * x.h * x.e);
+}
+
+void emit_alltoall_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  const Phase ph = Phase::kBackwardInput;
+  const std::int64_t pb = probs_bytes(x);
+  const std::int64_t rows = n.routed * x.etp;
+  ops.memory("moe_unpermute_bwd", layer, ph, (n.routed + n.tokens) * x.h * x.e);
+  if (x.ep > 1) {
+    ops.wait(ops.expert_collective("moe_combine_all_to_all_bwd", CollectiveKind::kAllToAll,
+                                   CommGroup::kExpert, layer, ph, n.routed * x.h * x.e));
+  }
+  if (x.etp > 1) {
+    ops.wait(ops.expert_collective("moe_etp_reduce_scatter_bwd", CollectiveKind::kAllGather,
+                                   CommGroup::kExpertTensor, layer, ph, rows * x.h * pb));
+  }
+  if (n.local_experts > 1) ops.memory("moe_unsort_chunks_bwd", layer, ph, rows * x.h * x.e * 2);
+  emit_experts_backward(ops, layer, n);
+  if (n.local_experts > 1) {
+    ops.memory("moe_sort_chunks_bwd", layer, ph, rows * (x.h * x.e + pb) * 2);
+  }
+  if (x.etp > 1) {
+    const auto tokens = ops.expert_collective("moe_etp_all_gather_bwd",
+                                              CollectiveKind::kReduceScatter,
+                                              CommGroup::kExpertTensor, layer, ph,
+                                              rows * x.h * x.e);
+    const auto probs = ops.expert_collective("moe_etp_probs_all_gather_bwd",
+                                             CollectiveKind::kReduceScatter,
+                                             CommGroup::kExpertTensor, layer, ph, rows * pb);
+    ops.wait(tokens);
+    ops.wait(probs);
+  }
+  if (x.ep > 1) {
+    // Backward launch order: probs all-to-all, then tokens (token_dispatcher.py).
+    const auto probs = ops.expert_collective("moe_dispatch_probs_all_to_all_bwd",
+                                             CollectiveKind::kAllToAll, CommGroup::kExpert, layer,
+                                             ph, n.routed * pb);
+    const auto tokens = ops.expert_collective("moe_dispatch_all_to_all_bwd",
+                                              CollectiveKind::kAllToAll, CommGroup::kExpert, layer,
+                                              ph, n.routed * x.h * x.e);
+    ops.wait(probs);
+    ops.wait(tokens);
+  }
+  ops.memory("moe_permute_bwd", layer, ph, (n.tokens + n.routed) * x.h * x.e + n.routed * pb);
+}
+
+void emit_allgather_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  const std::int64_t pb = probs_bytes(x);
+  const std::int64_t g = n.gathered;
+  const std::int64_t rows = n.expert_rows();
+  if (x.etp * x.ep > 1) {
+    const CommGroup group = CommGroup::kExpertTensorExpert;
+    const auto map = ops.expert_collective("moe_gather_routing_map", CollectiveKind::kAllGather,
+                                           group, layer, phase, g * x.experts);
+    const auto probs = ops.expert_collective("moe_gather_probs", CollectiveKind::kAllGather,
+                                             group, layer, phase, g * x.experts * pb);
+    const auto tokens = ops.expert_collective("moe_gather_tokens", CollectiveKind::kAllGather,
+                                              group, layer, phase, g * x.h * x.e);
+    ops.wait(map);
+    ops.wait(probs);
+    ops.wait(tokens);
+  }
+  ops.memory("moe_permute", layer, phase,
+             rows * x.h * x.e * 2 + g * n.local_experts * (1 + pb) + rows * pb);
+  emit_experts_forward(ops, layer, phase, n);
+  ops.memory("moe_unpermute", layer, phase, rows * x.h * x.e + g * x.h * pb);
+  if (x.etp * x.ep > 1) {
+    ops.wait(ops.expert_collective("moe_reduce_scatter", CollectiveKind::kReduceScatter,
+                                   CommGroup::kExpertTensorExpert, layer, phase, g * x.h * pb));
+  }
+}
+
+void emit_allgather_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
+  const Dims& x = ops.dims();
+  const Phase ph = Phase::kBackwardInput;
+  const std::int64_t pb = probs_bytes(x);
+  const std::int64_t g = n.gathered;
+  const std::int64_t rows = n.expert_rows();
+  const CommGroup group = CommGroup::kExpertTensorExpert;
+  if (x.etp * x.ep > 1) {
+    ops.wait(ops.expert_collective("moe_reduce_scatter_bwd", CollectiveKind::kAllGather, group,
+                                   layer, ph, g * x.h * pb));
+  }
+  ops.memory("moe_unpermute_bwd", layer, ph, g * x.h * pb + rows * x.h * x.e);
+  emit_experts_backward(ops, layer, n);
+  ops.memory("moe_permute_bwd", layer, ph, rows * x.h * x.e + g * x.h * x.e);
+  if (x.etp * x.ep > 1) {
+    const auto tokens = ops.expert_collective("moe_gather_tokens_bwd",
+                                              CollectiveKind::kReduceScatter, group, layer, ph,
+                                              g * x.h * x.e);
+    const auto probs = ops.expert_collective("moe_gather_probs_bwd",
+                                             CollectiveKind::kReduceScatter, group, layer, ph,
+                                             g * x.experts * pb);
+    ops.wait(tokens);
+    ops.wait(probs);
+  }
+}
+
+}  // namespace
+
+void emit_moe_forward(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  const MoeTokens n = moe_tokens(x);
+  ops.memory("ln2", layer, phase, norm_forward_bytes(x, n.tokens));
+  emit_shared_forward(ops, layer, phase);
+  emit_router_forward(ops, layer, phase, n);
+  if (x.dispatcher == MoeDispatcher::kAllToAll) {
+    emit_alltoall_forward(ops, layer, phase, n);
+  } else {
+    emit_allgather_forward(ops, layer, phase, n);
+  }
+  // postprocess: output + shared_expert_output.
+  if (x.shared_f > 0) ops.memory("moe_shared_add", layer, phase, n.tokens * x.h * 3 * x.e);
+}
+
+void emit_moe_backward(OpList& ops, std::int32_t layer) {
+  const Dims& x = ops.dims();
+  const MoeTokens n = moe_tokens(x);
+  if (x.dispatcher == MoeDispatcher::kAllToAll) {
+    emit_alltoall_backward(ops, layer, n);
+  } else {
+    emit_allgather_backward(ops, layer, n);
+  }
+  emit_router_backward(ops, layer, n);
+  emit_shared_backward(ops, layer);
+  // The norm's output gradient sums the routed path's, the router's (and the shared
+  // experts'); then the norm's own backward and the residual branch's gradient.
+  ops.memory("moe_input_grad_add", layer, Phase::kBackwardInput,
+             n.tokens * x.h * 3 * x.e * (x.shared_f > 0 ? 2 : 1));
+  ops.memory("ln2_bwd", layer, Phase::kBackwardInput,
+             norm_backward_bytes(x, n.tokens) + n.tokens * x.h * 3 * x.e);
+}
+
+MoeParameters moe_mlp_parameters(const Dims& x) {
+  MoeParameters p;
+  p.dense = x.h * x.experts + (x.bias ? x.experts : 0);
+  if (x.shared_f > 0) p.dense += x.h * x.shared_fc1_n() + x.shared_ffn_n() * x.h;
+  p.experts = x.local_experts() * (x.h * x.expert_fc1_n() + x.expert_ffn_n() * x.h +
+                                   (x.bias ? x.expert_fc1_n() + x.h : 0));
+  return p;
+}
+
+double moe_mlp_stored_bytes(const Dims& x) {
+  const MoeTokens n = moe_tokens(x);
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double e = d(x.e);
+  const double pb = d(probs_bytes(x));
+  const double rows = d(n.expert_rows());
+  // The router's probabilities (softmax output kept for its backward); the experts' fc1
+  // input, activation input and fc2 input, and the rows' probabilities.
+  double bytes = d(n.tokens * x.experts) * pb +
+                 rows * (d(x.h + x.expert_fc1_n() + x.expert_ffn_n()) * e + pb);
+  // The shared experts: activation input and fc2 input (their fc1 input is the norm's output,
+  // kept sequence-sharded like the dense MLP's).
+  if (x.shared_f > 0) bytes += d(x.tokens) * d(x.shared_fc1_n() + x.shared_ffn_n()) * e;
+  return bytes;
+}
+
+}  // namespace stepsim::detail

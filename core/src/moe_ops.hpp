@@ -1,0 +1,43 @@
+#pragma once
+// The MLP half of a Megatron-Core MoE layer (megatron/core/transformer/moe/: moe_layer.py,
+// router.py, token_dispatcher.py, experts.py, shared_experts.py) per rank, in the order it
+// runs, in place of the dense MLP on the layers moe_layer_freq marks. Internal to stepsim_core.
+
+#include <cstdint>
+
+#include "op_list.hpp"
+
+namespace stepsim::detail {
+
+/// Per-rank token counts of one MoE layer for one micro-batch under balanced routing (every
+/// expert gets tokens * topk / num_experts of each source rank's tokens).
+struct MoeTokens {
+  std::int64_t tokens = 0;      ///< tokens entering the layer on this rank (sequence-parallel)
+  std::int64_t routed = 0;      ///< rows of the permuted buffer a rank sends (all-to-all)
+  std::int64_t gathered = 0;    ///< allgather dispatcher: tokens of the whole expert TP x EP group
+  std::int64_t per_expert = 0;  ///< rows each local expert's GEMMs run (m)
+  std::int64_t expert_rows() const;  ///< rows of all local experts together
+  std::int64_t local_experts = 0;
+};
+
+MoeTokens moe_tokens(const Dims& x);
+
+/// From the pre-MLP norm through the shared experts, the router, the dispatch, the local
+/// experts and the combine to the MoE layer's output (the caller adds the bias-dropout-add).
+void emit_moe_forward(OpList& ops, std::int32_t layer, Phase phase);
+
+/// Backward of emit_moe_forward, from the combine's gradient down to the pre-MLP norm.
+void emit_moe_backward(OpList& ops, std::int32_t layer);
+
+/// Parameters of one MoE layer's MLP half on one rank: router (replicated), shared experts
+/// (TP-sharded) and the local experts (EP x ETP-sharded); `experts` is the latter alone.
+struct MoeParameters {
+  std::int64_t dense = 0;    ///< router and shared experts: reduced over data parallelism
+  std::int64_t experts = 0;  ///< the local routed experts: reduced over expert data parallelism
+};
+MoeParameters moe_mlp_parameters(const Dims& x);
+
+/// Activation bytes one MoE layer's MLP half keeps for backward (one micro-batch, one rank).
+double moe_mlp_stored_bytes(const Dims& x);
+
+}  // namespace stepsim::detail

@@ -1,0 +1,158 @@
+// Megatron-LM's rules on mixture of experts and expert parallelism, and what stepsim does not
+// model of them yet. Sources: megatron/training/arguments.py (validate_args: the expert
+// parallelism checks), megatron/core/transformer/transformer_config.py (__post_init__),
+// megatron/core/parallel_state.py (initialize_model_parallel: the expert rank generator),
+// megatron/core/transformer/moe/moe_layer.py and shared_experts.py.
+
+#include "stepsim/core/moe.hpp"
+#include "validate_internal.hpp"
+
+namespace stepsim::detail {
+
+namespace {
+
+constexpr std::string_view kNotModelled = " is not modelled yet";
+
+/// The MoE keys that only apply with num_experts: each one given without it is an error.
+void check_without_experts(const Workload& w, Checker& check) {
+  const ModelConfig& m = w.model;
+  const TrainingConfig& t = w.training;
+  if (t.expert_model_parallel_size > 1) {
+    // transformer_config.py: "num_moe_experts must be non None to use expert-parallel."
+    check.fail("training.expert_model_parallel_size",
+               "=" + str(t.expert_model_parallel_size) +
+                   " needs num_experts (num_experts must be non None to use expert-parallel)");
+  }
+  if (m.moe_ffn_hidden_size > 0) {
+    check.fail("model.moe_ffn_hidden_size",
+               "=" + str(m.moe_ffn_hidden_size) +
+                   " is set but num_experts is None: give num_experts or leave it out");
+  }
+  if (m.moe_shared_expert_intermediate_size > 0) {
+    check.fail("model.moe_shared_expert_intermediate_size",
+               "=" + str(m.moe_shared_expert_intermediate_size) + " needs num_experts");
+  }
+  if (t.moe_expert_capacity_factor > 0) {
+    check.fail("training.moe_expert_capacity_factor", " needs num_experts");
+  }
+  if (t.moe_pad_expert_input_to_capacity) {
+    check.fail("training.moe_pad_expert_input_to_capacity", "=true needs num_experts");
+  }
+}
+
+}  // namespace
+
+void check_moe(const Workload& w, Checker& check) {
+  const ModelConfig& m = w.model;
+  const TrainingConfig& t = w.training;
+  if (!m.moe()) {
+    check_without_experts(w, check);
+    return;
+  }
+  const std::int64_t e = m.num_experts;
+  const std::int64_t ep = t.expert_model_parallel_size;
+  const std::int64_t etp = t.expert_tensor_parallel();
+  const std::int64_t tp = t.tensor_model_parallel_size;
+  // arguments.py: "Number of experts should be a multiple of expert model parallel_size."
+  if (ep > 0 && e % ep != 0) {
+    check.fail("training.expert_model_parallel_size",
+               "=" + str(ep) + " does not divide num_experts=" + str(e) +
+                   " (Number of experts should be a multiple of expert model parallel_size)");
+  }
+  if (m.moe_router_topk > e) {
+    check.fail("model.moe_router_topk", "=" + str(m.moe_router_topk) +
+                                            " exceeds num_experts=" + str(e) +
+                                            " (the router's top-k picks among the experts)");
+  }
+  if (m.num_layers > 0) {
+    const auto pattern = parse_moe_layer_freq(m.moe_layer_freq, m.num_layers);
+    if (!pattern) {
+      for (const Error& err : pattern.errors()) check.fail(err.key, err.message);
+    }
+  }
+  const std::int64_t moe_f = m.moe_ffn();
+  if (etp > 0 && moe_f > 0 && moe_f % etp != 0) {
+    check.fail("training.expert_tensor_parallel_size",
+               "=" + str(etp) + " does not divide moe_ffn_hidden_size=" + str(moe_f));
+  }
+  // transformer_config.py: "Bias in Moe is only supported when ETP==1".
+  if (m.add_bias_linear && etp > 1) {
+    check.fail("training.expert_tensor_parallel_size",
+               "=" + str(etp) +
+                   " with add_bias_linear=true: Bias in Moe is only supported when ETP==1 "
+                   "(give disable_bias_linear, i.e. add_bias_linear=false)");
+  }
+  const std::int64_t shared = m.moe_shared_expert_intermediate_size;
+  if (shared > 0) {
+    // shared_experts.py: "bias is not supported in the shared experts".
+    if (m.add_bias_linear) {
+      check.fail("model.moe_shared_expert_intermediate_size",
+                 "=" + str(shared) +
+                     " with add_bias_linear=true: bias is not supported in the shared experts, "
+                     "please set --disable-bias-linear instead");
+    }
+    if (tp > 0 && shared % tp != 0) {
+      check.fail("model.moe_shared_expert_intermediate_size",
+                 "=" + str(shared) + " is not divisible by tensor_model_parallel_size=" +
+                     str(tp));
+    }
+  }
+  // moe_layer.py: "During training, performance may degrade if MoE and tensor parallelism are
+  // enabled without also enabling sequence parallelism." (a ValueError).
+  if (tp > 1 && !t.sequence_parallel) {
+    check.fail("training.sequence_parallel",
+               "=false with tensor_model_parallel_size=" + str(tp) +
+                   " and num_experts: Megatron-Core's MoE layer needs sequence parallelism with "
+                   "tensor parallelism");
+  }
+  // parallel_state.py: world_size divisible by the expert tensor x model x pipeline size.
+  const std::int64_t pp = t.pipeline_model_parallel_size;
+  std::int64_t expert_model = 0;
+  if (t.world_size > 0 && ep > 0 && etp > 0 && pp > 0 &&
+      (__builtin_mul_overflow(ep, etp, &expert_model) ||
+       __builtin_mul_overflow(expert_model, pp, &expert_model) ||
+       t.world_size % expert_model != 0)) {
+    check.fail("training.world_size",
+               "=" + str(t.world_size) +
+                   " is not divisible by expert_tensor_parallel_size*expert_model_parallel_size*"
+                   "pipeline_model_parallel_size=" +
+                   str(etp) + "*" + str(ep) + "*" + str(pp));
+  }
+  // transformer_config.py: capacity factor and load balancing.
+  const bool capacity = t.moe_expert_capacity_factor > 0;
+  const MoeLoadBalancing lb = t.moe_router_load_balancing_type;
+  if (capacity && (lb == MoeLoadBalancing::kSinkhorn || lb == MoeLoadBalancing::kQuantileBalancing)) {
+    check.fail("training.moe_expert_capacity_factor",
+               " only works with aux_loss, seq_aux_loss, global_aux_loss or none load balancing");
+  }
+  if (t.moe_pad_expert_input_to_capacity && !capacity) {
+    check.fail("training.moe_pad_expert_input_to_capacity",
+               "=true: moe_expert_capacity_factor must be set to use "
+               "moe_pad_expert_input_to_capacity");
+  }
+  // What stepsim does not model yet.
+  if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
+    check.fail("training.moe_token_dispatcher_type",
+               std::string("=\"flex\" (DeepEP/HybridEP)") + std::string(kNotModelled));
+  }
+  if (capacity && t.moe_token_dispatcher_type == MoeDispatcher::kAllGather) {
+    check.fail("training.moe_expert_capacity_factor",
+               std::string(" with moe_token_dispatcher_type \"allgather\"") +
+                   std::string(kNotModelled) + " (give \"alltoall\")");
+  }
+  if (lb == MoeLoadBalancing::kSinkhorn || lb == MoeLoadBalancing::kQuantileBalancing) {
+    check.fail("training.moe_router_load_balancing_type",
+               std::string(lb == MoeLoadBalancing::kSinkhorn ? "=\"sinkhorn\""
+                                                             : "=\"quantile_balancing\"") +
+                   std::string(kNotModelled));
+  }
+  if (t.moe_router_dtype == MoeRouterDtype::kFp64) {
+    check.fail("training.moe_router_dtype", std::string("=\"fp64\"") + std::string(kNotModelled));
+  }
+  if (t.fp8_enabled()) {
+    check.fail("training.fp8", std::string(" with num_experts (FP8 expert GEMMs)") +
+                                   std::string(kNotModelled));
+  }
+}
+
+}  // namespace stepsim::detail
