@@ -497,6 +497,47 @@ std::string megatron_args_of(const Workload& w) {
   if (!t.tp_comm_bulk_wgrad) flag("--disable-tp-comm-bulk-wgrad");
   if (t.defer_embedding_wgrad_compute) flag("--defer-embedding-wgrad-compute");
   if (t.wgrad_deferral_limit != 0) num("--wgrad-deferral-limit", t.wgrad_deferral_limit);
+  if (m.moe()) {
+    const auto word = [&](std::string_view name, std::string_view value) {
+      flag(name);
+      out += ' ';
+      out += value;
+    };
+    const auto real = [&](std::string_view name, double v) {
+      char buf[32];
+      const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
+      word(name, std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
+    };
+    num("--num-experts", m.num_experts);
+    num("--moe-router-topk", m.moe_router_topk);
+    if (m.moe_ffn_hidden_size > 0) num("--moe-ffn-hidden-size", m.moe_ffn_hidden_size);
+    if (m.moe_shared_expert_intermediate_size > 0) {
+      num("--moe-shared-expert-intermediate-size", m.moe_shared_expert_intermediate_size);
+    }
+    // A list pattern's characters need quoting from the shell, never '.
+    if (m.moe_layer_freq != "1") word("--moe-layer-freq", "'" + m.moe_layer_freq + "'");
+    if (t.expert_model_parallel_size > 1) {
+      num("--expert-model-parallel-size", t.expert_model_parallel_size);
+    }
+    if (t.expert_tensor_parallel_size > 0) {
+      num("--expert-tensor-parallel-size", t.expert_tensor_parallel_size);
+    }
+    constexpr std::string_view kDispatchers[] = {"allgather", "alltoall", "flex"};
+    word("--moe-token-dispatcher-type",
+         kDispatchers[static_cast<std::size_t>(t.moe_token_dispatcher_type)]);
+    if (t.moe_grouped_gemm) flag("--moe-grouped-gemm");
+    constexpr std::string_view kBalancing[] = {"aux_loss", "seq_aux_loss", "global_aux_loss",
+                                               "sinkhorn", "quantile_balancing", "none"};
+    if (t.moe_router_load_balancing_type != MoeLoadBalancing::kAuxLoss) {
+      word("--moe-router-load-balancing-type",
+           kBalancing[static_cast<std::size_t>(t.moe_router_load_balancing_type)]);
+    }
+    if (t.moe_expert_capacity_factor > 0) {
+      real("--moe-expert-capacity-factor", t.moe_expert_capacity_factor);
+    }
+    if (t.moe_pad_expert_input_to_capacity) flag("--moe-pad-expert-input-to-capacity");
+    if (t.moe_router_dtype == MoeRouterDtype::kFp32) word("--moe-router-dtype", "fp32");
+  }
   return out;
 }
 
