@@ -536,6 +536,7 @@ std::string megatron_args_of(const Workload& w) {
       real("--moe-expert-capacity-factor", t.moe_expert_capacity_factor);
     }
     if (t.moe_pad_expert_input_to_capacity) flag("--moe-pad-expert-input-to-capacity");
+    if (t.moe_aux_loss_coeff > 0) real("--moe-aux-loss-coeff", t.moe_aux_loss_coeff);
     if (t.moe_router_dtype == MoeRouterDtype::kFp32) word("--moe-router-dtype", "fp32");
   }
   return out;

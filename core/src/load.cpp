@@ -94,6 +94,7 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
         STEPSIM_ASSERT(k.set == nullptr);  // strings are read by hand (parse_training)
         break;
       case KnobKind::kReal:
+        // MoE coefficients and factors: >= 0 (a capacity factor of 0 is refused by its rule).
         if (auto v = r.number(key, false, 0, 1e6)) value = KnobValue{.real = *v};
         break;
       case KnobKind::kSystem:
@@ -209,6 +210,12 @@ void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& error
     } else {
       t.pipeline_model_parallel_layout = layout->get<std::string>();
     }
+  }
+  // A capacity factor of 0 would drop every token; Megatron's "no capacity" is leaving it out.
+  if (const nlohmann::json* cf = r.raw("moe_expert_capacity_factor");
+      cf != nullptr && cf->is_number() && cf->get<double>() <= 0) {
+    r.error("moe_expert_capacity_factor",
+            "=" + detail::describe(*cf) + " must be > 0 (leave it out for no capacity)");
   }
   // Megatron: --recompute-activations sets recompute_granularity = 'selective'.
   if (const auto v = given.of("recompute_activations"); v && v->integer != 0) {

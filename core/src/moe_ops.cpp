@@ -72,10 +72,24 @@ void emit_router_forward(OpList& ops, std::int32_t layer, Phase phase, const Moe
   ops.compute("router_gemm", layer, phase,
               GemmOp{n.tokens, x.experts, x.h, 1, x.router_dtype});
   ops.memory("router_topk", layer, phase, router_topk_bytes(x, n));
+  if (!x.aux_loss) return;
+  // router.py _apply_aux_loss: tokens per expert (the routing map summed over tokens; per
+  // sequence with seq_aux_loss), all-reduced over the TP group (int64), then the
+  // probabilities summed over tokens and the loss (switch_load_balancing_loss_func).
+  ops.memory("router_aux_loss", layer, phase, n.tokens * x.experts * (1 + probs_bytes(x)));
+  if (x.t > 1) {
+    ops.wait(ops.tp_collective(CollectiveKind::kAllReduce, layer, phase,
+                               x.experts * 8 * (x.seq_aux_loss ? x.b : 1)));
+  }
 }
 
 void emit_router_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
   const Dims& x = ops.dims();
+  if (x.aux_loss) {
+    // The aux loss's gradient broadcast over the probabilities and added to the scores'.
+    ops.memory("router_aux_loss_bwd", layer, Phase::kBackwardInput,
+               n.tokens * x.experts * 3 * probs_bytes(x));
+  }
   ops.memory("router_topk_bwd", layer, Phase::kBackwardInput,
              n.tokens * x.experts * 3 * probs_bytes(x));
   ops.compute("router_dgrad", layer, Phase::kBackwardInput,

@@ -629,9 +629,17 @@ const std::array kSchema = {
                          training.moe_expert_capacity_factor),
             .sweep = Sweep::kListed, .flags = "--moe-expert-capacity-factor",
             .default_text = "none (no token dropping)",
-            .check = "> 0; needs num_experts and a load balancing type other than sinkhorn",
+            .check = "> 0 (Megatron's None when not given); needs num_experts and a load "
+                     "balancing type other than sinkhorn",
             .doc = "expert capacity = ceil(tokens * topk / num_experts * this) per expert and "
                    "source rank; tokens beyond it are dropped"},
+    KeyInfo{STEPSIM_REAL("training.moe_aux_loss_coeff", training.moe_aux_loss_coeff),
+            .sweep = Sweep::kListed, .flags = "--moe-aux-loss-coeff", .default_text = "0",
+            .check = ">= 0; needs num_experts; with global_aux_loss or context parallelism not "
+                     "modelled yet",
+            .doc = "load-balancing loss coefficient: > 0 with aux_loss or seq_aux_loss runs the "
+                   "router's aux-loss kernels (tokens per expert, their all-reduce over the TP "
+                   "group, the probabilities' sums and their gradient)"},
     KeyInfo{STEPSIM_BOOL("training.moe_pad_expert_input_to_capacity",
                          training.moe_pad_expert_input_to_capacity),
             .sweep = Sweep::kListed, .flags = "--moe-pad-expert-input-to-capacity=true",
@@ -737,8 +745,7 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "recompute_modules", .flag = "--recompute-modules"},
     {.dest = "cpu_offloading", .flag = "--cpu-offloading"},
     // mixture of experts
-    // the aux-loss and z-loss kernels are [tokens, num_experts] reductions, not priced yet
-    {.dest = "moe_aux_loss_coeff", .flag = "--moe-aux-loss-coeff", .neutral_value = "0.0"},
+    // the z-loss kernels are [tokens, num_experts] reductions, not priced yet
     {.dest = "moe_z_loss_coeff", .flag = "--moe-z-loss-coeff"},
     {.dest = "moe_permute_fusion", .flag = "--moe-permute-fusion"},
     {.dest = "moe_shared_expert_overlap", .flag = "--moe-shared-expert-overlap"},

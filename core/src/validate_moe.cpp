@@ -38,6 +38,7 @@ void check_without_experts(const Workload& w, Checker& check) {
   if (t.moe_pad_expert_input_to_capacity) {
     check.fail("training.moe_pad_expert_input_to_capacity", "=true needs num_experts");
   }
+  if (t.moe_aux_loss_coeff > 0) check.fail("training.moe_aux_loss_coeff", " needs num_experts");
 }
 
 }  // namespace
@@ -144,6 +145,18 @@ void check_moe(const Workload& w, Checker& check) {
     check.fail("training.moe_router_load_balancing_type",
                std::string(lb == MoeLoadBalancing::kSinkhorn ? "=\"sinkhorn\""
                                                              : "=\"quantile_balancing\"") +
+                   std::string(kNotModelled));
+  }
+  if (t.moe_aux_loss_coeff > 0 && lb == MoeLoadBalancing::kGlobalAuxLoss) {
+    check.fail("training.moe_aux_loss_coeff",
+               std::string(" with moe_router_load_balancing_type \"global_aux_loss\"") +
+                   std::string(kNotModelled));
+  }
+  if (t.moe_aux_loss_coeff > 0 && t.context_parallel_size > 1 &&
+      (lb == MoeLoadBalancing::kAuxLoss || lb == MoeLoadBalancing::kSeqAuxLoss)) {
+    check.fail("training.moe_aux_loss_coeff",
+               std::string(" with context_parallel_size > 1 (the tokens-per-expert all-reduce "
+                           "over the TP x CP group)") +
                    std::string(kNotModelled));
   }
   if (t.moe_router_dtype == MoeRouterDtype::kFp64) {

@@ -69,6 +69,10 @@ struct Dims {
   MoeDispatcher dispatcher = MoeDispatcher::kAllGather;
   bool grouped_gemm = false;
   double capacity_factor = 0;  ///< 0: no capacity
+  /// The router runs aux_loss / seq_aux_loss kernels (moe_aux_loss_coeff > 0); seq_aux_loss
+  /// counts tokens per expert per sequence.
+  bool aux_loss = false;
+  bool seq_aux_loss = false;
   bool pad_to_capacity = false;
   DType router_dtype = DType::kBf16;  ///< the router GEMM's and the routing probabilities' dtype
   std::vector<bool> moe_layer;        ///< per global layer: an MoE layer
@@ -170,6 +174,10 @@ inline Dims dims_of(const Workload& w) {
     x.dispatcher = tc.moe_token_dispatcher_type;
     x.grouped_gemm = tc.moe_grouped_gemm;
     x.capacity_factor = tc.moe_expert_capacity_factor;
+    const MoeLoadBalancing lb = tc.moe_router_load_balancing_type;
+    x.aux_loss = tc.moe_aux_loss_coeff > 0 &&
+                 (lb == MoeLoadBalancing::kAuxLoss || lb == MoeLoadBalancing::kSeqAuxLoss);
+    x.seq_aux_loss = x.aux_loss && lb == MoeLoadBalancing::kSeqAuxLoss;
     x.pad_to_capacity = tc.moe_pad_expert_input_to_capacity;
     x.router_dtype = tc.moe_router_dtype == MoeRouterDtype::kNone ? x.dtype : DType::kFp32;
     x.moe_layer = moe_layer_pattern(mc);

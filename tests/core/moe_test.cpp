@@ -193,6 +193,28 @@ TEST(MoeGradients, ExpertDataParallelReduction) {
             ((chunk.parameters - expert_params + 7) / 8 + expert_params / 2) * 12);
 }
 
+// moe_aux_loss_coeff > 0 with aux_loss runs the router's aux-loss kernels and, with tensor
+// parallelism, all-reduces the tokens per expert (int64) over the TP group.
+TEST(MoeRouter, AuxLossKernelsOnlyWithACoefficient) {
+  Workload w = moe_workload(2, 4, 4, 1, "alltoall");
+  EXPECT_TRUE(named(decompose(w).stages[0].chunks[0].forward, "router_aux_loss").empty());
+  w.training.moe_aux_loss_coeff = 0.01;
+  const WorkloadPlan plan = decompose(w);
+  const auto& fwd = plan.stages[0].chunks[0].forward;
+  ASSERT_EQ(named(fwd, "router_aux_loss").size(), 1u);
+  EXPECT_EQ(named(plan.stages[0].chunks[0].backward, "router_aux_loss_bwd").size(), 1u);
+  bool reduced = false;
+  for (std::size_t i = 0; i + 1 < fwd.size(); ++i) {
+    if (fwd[i].name != "router_aux_loss" || fwd[i].layer != 0) continue;
+    const auto* c = std::get_if<CollectiveOp>(&fwd[i + 1].shape);
+    reduced = c != nullptr && c->kind == CollectiveKind::kAllReduce && c->bytes == 8 * 8 &&
+              c->group == CommGroup::kTensor;
+  }
+  EXPECT_TRUE(reduced);
+  w.training.moe_router_load_balancing_type = MoeLoadBalancing::kNone;
+  EXPECT_TRUE(named(decompose(w).stages[0].chunks[0].forward, "router_aux_loss").empty());
+}
+
 // Published totals and active sizes: Mixtral 8x7B 46.7B / 12.9B (Mistral AI, "Mixtral of
 // experts", 2024); Qwen3-235B-A22B 235B / 22B and Qwen3-30B-A3B 30.5B / 3.3B (Qwen3 model
 // cards and technical report, arXiv:2505.09388).

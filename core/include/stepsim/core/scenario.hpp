@@ -174,6 +174,9 @@ struct TrainingConfig {
   bool moe_grouped_gemm = false;
   MoeLoadBalancing moe_router_load_balancing_type = MoeLoadBalancing::kAuxLoss;
   double moe_expert_capacity_factor = 0;  ///< 0 = no capacity (Megatron's None): no dropping
+  /// The load-balancing loss coefficient; > 0 runs the router's aux-loss kernels (and the
+  /// tokens-per-expert all-reduce over the TP group) with aux_loss or seq_aux_loss.
+  double moe_aux_loss_coeff = 0;
   bool moe_pad_expert_input_to_capacity = false;
   MoeRouterDtype moe_router_dtype = MoeRouterDtype::kNone;
 
