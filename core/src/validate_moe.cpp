@@ -162,6 +162,12 @@ void check_moe(const Workload& w, Checker& check) {
   if (t.moe_router_dtype == MoeRouterDtype::kFp64) {
     check.fail("training.moe_router_dtype", std::string("=\"fp64\"") + std::string(kNotModelled));
   }
+  if (t.tp_comm_overlap && shared > 0) {
+    check.fail("training.tp_comm_overlap",
+               std::string("=true with moe_shared_expert_intermediate_size (the shared experts' "
+                           "userbuffer overlap)") +
+                   std::string(kNotModelled));
+  }
   if (t.fp8_enabled()) {
     check.fail("training.fp8", std::string(" with num_experts (FP8 expert GEMMs)") +
                                    std::string(kNotModelled));
