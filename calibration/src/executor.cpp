@@ -8,7 +8,9 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "watchdog.hpp"
@@ -18,7 +20,20 @@ namespace {
 
 struct Groups {
   GroupId tp, dp, embedding;
+  // With experts (RankLayout::moe): Megatron's expert groups.
+  GroupId ep, etp, etp_ep, edp;
 };
+
+/// The group of `token` ("ep", "tp", "tp-ep", "dp") of Megatron's expert rank generator that
+/// holds `me`, made with Backend::split: the group's lowest rank is its colour, `me`'s place
+/// in Megatron's order its key (every rank splits once per token, in the same order).
+Result<GroupId> split_expert_group(Backend& b, const RankLayout& layout, std::int32_t me,
+                                   std::string_view token) {
+  const std::vector<std::int64_t> members = layout.expert_generator().group_of(token, me);
+  const auto at = std::find(members.begin(), members.end(), me);
+  return b.split(static_cast<std::int32_t>(*std::min_element(members.begin(), members.end())),
+                 static_cast<std::int32_t>(at - members.begin()));
+}
 
 Error runtime_error(const std::string& message) {
   return Error{"", "", message, ErrorKind::kRuntime};
@@ -38,7 +53,18 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
   const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
   auto emb = b.split(member ? c.dp * layout.tp + c.tp : world + me, c.pp);
   if (!emb) return emb.errors();
-  return Groups{*tp, *dp, *emb};
+  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .ep = {}, .etp = {}, .etp_ep = {},
+                .edp = {}};
+  if (!layout.moe) return groups;
+  for (const auto& [token, out] : {std::pair<std::string_view, GroupId*>{"ep", &groups.ep},
+                                   {"tp", &groups.etp},
+                                   {"tp-ep", &groups.etp_ep},
+                                   {"dp", &groups.edp}}) {
+    auto g = split_expert_group(b, layout, me, token);
+    if (!g) return g.errors();
+    *out = *g;
+  }
+  return groups;
 }
 
 /// World ranks of the group `g` of rank `me`, for fault messages.
@@ -66,8 +92,17 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
     case CommGroup::kExpert:
     case CommGroup::kExpertTensor:
     case CommGroup::kExpertTensorExpert:
-    case CommGroup::kExpertData:
-      break;  // mixture of experts: refused by check_world_size
+    case CommGroup::kExpertData: {
+      if (!layout.moe) break;
+      const std::string_view token = g == CommGroup::kExpert         ? "ep"
+                                     : g == CommGroup::kExpertTensor ? "tp"
+                                     : g == CommGroup::kExpertData   ? "dp"
+                                                                     : "tp-ep";
+      for (const std::int64_t r : layout.expert_generator().group_of(token, me)) {
+        out.push_back(static_cast<std::int32_t>(r));
+      }
+      break;
+    }
   }
   return out;
 }
@@ -155,9 +190,24 @@ Result<double> Runner::run_task(const ExecTask& t) {
                                  ": the executor has no tensor-and-data-parallel group (FP8 amax "
                                  "reduction): FP8 scenarios cannot be validated yet");
           }
-          const GroupId g = s.group == CommGroup::kTensor ? groups_.tp
-                            : s.group == CommGroup::kData ? groups_.dp
-                                                          : groups_.embedding;
+          if (s.group == CommGroup::kContext) {
+            return runtime_error(t.name + ": the executor has no context-parallel group");
+          }
+          const bool expert = s.group == CommGroup::kExpert ||
+                              s.group == CommGroup::kExpertTensor ||
+                              s.group == CommGroup::kExpertTensorExpert ||
+                              s.group == CommGroup::kExpertData;
+          if (expert && !m_.layout.moe) {
+            return runtime_error(t.name + ": an expert-parallel collective in a model without "
+                                          "experts");
+          }
+          const GroupId g = s.group == CommGroup::kTensor               ? groups_.tp
+                            : s.group == CommGroup::kData               ? groups_.dp
+                            : s.group == CommGroup::kExpert             ? groups_.ep
+                            : s.group == CommGroup::kExpertTensor       ? groups_.etp
+                            : s.group == CommGroup::kExpertTensorExpert ? groups_.etp_ep
+                            : s.group == CommGroup::kExpertData         ? groups_.edp
+                                                                        : groups_.embedding;
           if (b_.group_size(g) != s.group_size) {
             return runtime_error(t.name + ": " + std::string(to_string(s.group)) +
                                  " group of rank " + std::to_string(me_) + " has " +
@@ -325,12 +375,6 @@ Status check_world_size(const Workload& w, const Backend& backend) {
                  "=" + std::to_string(w.training.context_parallel_size) +
                      ": the validator does not run context parallelism yet (stepsim predict "
                      "models it)"};
-  }
-  if (w.model.moe()) {
-    return Error{w.source_file, "model.num_experts",
-                 "=" + std::to_string(w.model.num_experts) +
-                     ": the validator does not run mixture-of-experts layers yet (stepsim predict "
-                     "models them)"};
   }
   const std::int32_t want = layout_of(w).world_size();
   if (backend.world_size() == want) return ok_status();

@@ -14,9 +14,14 @@
 namespace stepsim::calib {
 
 RankLayout layout_of(const Workload& w) {
-  return RankLayout{static_cast<std::int32_t>(w.training.tensor_model_parallel_size),
-                    static_cast<std::int32_t>(w.training.pipeline_model_parallel_size),
-                    static_cast<std::int32_t>(w.training.data_parallel_size)};
+  const TrainingConfig& t = w.training;
+  const bool moe = w.model.moe();
+  return RankLayout{.tp = static_cast<std::int32_t>(t.tensor_model_parallel_size),
+                    .pp = static_cast<std::int32_t>(t.pipeline_model_parallel_size),
+                    .dp = static_cast<std::int32_t>(t.data_parallel_size),
+                    .ep = moe ? static_cast<std::int32_t>(t.expert_model_parallel_size) : 1,
+                    .etp = moe ? static_cast<std::int32_t>(t.expert_tensor_parallel()) : 1,
+                    .moe = moe};
 }
 
 std::string_view to_string(OpCategory c) {

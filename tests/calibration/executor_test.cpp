@@ -38,6 +38,7 @@ const Case kCases[] = {
     {"tp2_sequence_parallel", Shape{2, 1, 1, 1, 2, true}},
     {"dp2_all_reduce", Shape{1, 1, 2, 1, 2}},
     {"tp2_pp2_dp2_distributed_optimizer", Shape{2, 2, 2, 1, 4, true, true}},
+    {"ep2_moe", Shape{1, 1, 2, 1, 2, false, false, 4, 2}},
 };
 
 sim::SimulationResult simulate_serialised(const Workload& w, const WorkloadPlan& plan) {
@@ -63,7 +64,10 @@ std::vector<std::string> executed_names(const std::vector<ExecTask>& tasks) {
 std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t rank) {
   const auto c = l.coord_of(rank);
   const bool embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
-  return {l.tp, l.dp, embedding ? 2 : 1};
+  if (!l.moe) return {l.tp, l.dp, embedding ? 2 : 1};
+  // Then the expert groups: EP, expert TP, expert TP x EP, expert DP.
+  return {l.tp, l.dp, embedding ? 2 : 1, l.ep, l.etp, l.etp * l.ep,
+          l.world_size() / (l.pp * l.ep * l.etp)};
 }
 
 TEST(RankLayout, FollowsMegatronTensorThenDataThenPipeline) {
@@ -394,6 +398,38 @@ TEST(Executor, ASlowRankGoesOnWhileTheCallerReadsItsSnapshot) {
   EXPECT_FALSE(partial.complete);
   EXPECT_EQ(partial.failure, message);
   EXPECT_EQ(calls, n);  // step 1's first task is refused: the timeout ends the run there
+}
+
+// With experts the executor makes Megatron's expert groups after the dense ones (EP, expert
+// TP, expert TP x EP, expert DP; each coloured by its lowest rank, keyed by the rank's place)
+// and runs the dispatcher's all-to-alls on the EP group.
+TEST(Executor, RunsTheMoeDispatcherOnTheExpertParallelGroup) {
+  const Workload w = tiny_workload(Shape{1, 1, 2, 1, 2, false, false, 4, 2});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  // tp, dp, embedding, then ep (2), etp (1), etp x ep (2), expert dp (1).
+  FakeBackend b(1, 2, {1, 2, 1, 2, 1, 2, 1});
+  ExecutorOptions o;
+  o.warmup_steps = 0;
+  o.steps = 1;
+  auto m = execute_schedule(w, plan, *sim.schedule, b, o);
+  ASSERT_TRUE(m.ok()) << format_errors(m.errors());
+  EXPECT_TRUE(m->complete);
+  const std::vector<std::string> splits(b.log().begin(), b.log().begin() + 7);
+  EXPECT_EQ(splits[3], "split color=0 key=1");  // EP group {0, 1}: rank 1 is second
+  EXPECT_EQ(splits[4], "split color=1 key=0");  // expert TP group {1}
+  EXPECT_EQ(splits[5], "split color=0 key=1");  // expert TP x EP {0, 1}
+  EXPECT_EQ(splits[6], "split color=1 key=0");  // expert DP {1}
+  std::size_t all_to_all = 0;
+  for (const std::string& entry : b.log()) {
+    if (entry.starts_with("collective all_to_all group=4 ")) ++all_to_all;
+    EXPECT_FALSE(entry.starts_with("collective all_to_all") &&
+                 !entry.starts_with("collective all_to_all group=4 "))
+        << entry;
+  }
+  // Per MoE layer and micro-batch: tokens and probabilities dispatched, tokens combined
+  // (forward), and the gradients of all three back (backward): 4 layers x 2 micro-batches x 6.
+  EXPECT_EQ(all_to_all, 4u * 2u * 6u);
 }
 
 TEST(Executor, RefusesAWorldOfTheWrongSize) {

@@ -14,6 +14,8 @@ struct Shape {
   std::int64_t t = 1, p = 1, dp = 1, v = 1, m = 4;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
+  std::int64_t experts = 0;  ///< > 0: every layer's MLP is that many top-2 experts
+  std::int64_t ep = 1;       ///< expert_model_parallel_size (alltoall dispatcher)
 };
 
 inline Workload tiny_workload(const Shape& s) {
@@ -45,6 +47,16 @@ inline Workload tiny_workload(const Shape& s) {
   t.num_microbatches = s.m;
   t.global_batch_size = s.m * s.dp;
   t.params_dtype = DType::kFp32;
+  if (s.experts > 0) {
+    m.num_experts = s.experts;
+    m.moe_router_topk = 2;
+    m.moe_ffn_hidden_size = 128;
+    t.expert_model_parallel_size = s.ep;
+    t.expert_tensor_parallel_size = s.t;
+    t.moe_token_dispatcher_type = MoeDispatcher::kAllToAll;
+    t.moe_grouped_gemm = true;
+    t.expert_data_parallel_size = t.world_size / (s.p * s.ep * s.t);
+  }
   SystemConfig& sys = w.system;
   sys.name = "test";
   sys.gpu_name = "test";

@@ -27,11 +27,16 @@
 namespace stepsim::calib {
 
 /// Megatron's rank layout (core's RankGenerator, order tp-cp-ep-dp-pp) for the sizes the
-/// executor runs: tensor-parallel fastest, then data-parallel, then pipeline.
+/// executor runs: tensor-parallel fastest, then data-parallel, then pipeline. With experts,
+/// Megatron's second generator over the same ranks gives the expert groups: tp = expert
+/// tensor-parallel size, ep, dp = expert data-parallel size, pp (cp = 1).
 struct RankLayout {
   std::int32_t tp = 1;
   std::int32_t pp = 1;
   std::int32_t dp = 1;
+  std::int32_t ep = 1;   ///< expert_model_parallel_size (1 without experts)
+  std::int32_t etp = 1;  ///< expert_tensor_parallel_size, resolved (1 without experts)
+  bool moe = false;      ///< the model has MoE layers: the expert groups exist
 
   struct Coord {
     std::int32_t pp = 0, dp = 0, tp = 0;
@@ -40,6 +45,11 @@ struct RankLayout {
 
   RankGenerator generator() const {
     return RankGenerator(ParallelSizes{.tp = tp, .dp = dp, .pp = pp});
+  }
+  /// Megatron's expert rank generator (parallel_state.py's expert_decoder_rank_generator).
+  RankGenerator expert_generator() const {
+    return RankGenerator(
+        ParallelSizes{.tp = etp, .ep = ep, .dp = world_size() / (pp * ep * etp), .pp = pp});
   }
   std::int32_t world_size() const { return tp * pp * dp; }
   std::int32_t global_rank(std::int32_t pp_idx, std::int32_t dp_idx, std::int32_t tp_idx) const {
