@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -180,11 +181,15 @@ Result<double> CpuBackend::attention(const AttentionOp& op) {
                  "and kv_heads dividing heads",
                  ErrorKind::kRuntime};
   }
+  // s queries attend skv keys (context parallelism's ring steps and all-gather attend a
+  // block of keys other than their own); a causal mask is aligned bottom-right, as
+  // Transformer Engine's is for such blocks: query r sees keys up to r + (skv - s).
   const std::int64_t s = op.seq;
+  const std::int64_t skv = op.kv_seq();
   const std::int64_t d = op.head_dim;
   const std::int64_t q_elems = op.batch * op.heads * s * d;
-  const std::int64_t kv_elems = op.batch * op.kv_heads * s * d;
-  const std::int64_t bytes = (3 * q_elems + 4 * kv_elems + 4 * s * s) * 4;
+  const std::int64_t kv_elems = op.batch * op.kv_heads * skv * d;
+  const std::int64_t bytes = (3 * q_elems + 4 * kv_elems + 4 * s * skv) * 4;
   if (bytes > kMaxCpuBytes) return too_big("attention", bytes);
 
   using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -203,8 +208,8 @@ Result<double> CpuBackend::attention(const AttentionOp& op) {
     k[i] = static_cast<float>(static_cast<std::int64_t>(i % 11) - 5) / 16.0F;
     v[i] = static_cast<float>(static_cast<std::int64_t>(i % 7) - 3) / 8.0F;
   }
-  RowMatrix scores(s, s);
-  RowMatrix d_scores(s, s);
+  RowMatrix scores(s, skv);
+  RowMatrix d_scores(s, skv);
   RowMatrix dq(s, d);
   const float scale = 1.0F / std::sqrt(static_cast<float>(d));
   const std::int64_t group = op.heads / op.kv_heads;
@@ -215,19 +220,22 @@ Result<double> CpuBackend::attention(const AttentionOp& op) {
     Map qm(q.data() + (b * op.heads + h) * s * d, s, d);
     Map om(o.data() + (b * op.heads + h) * s * d, s, d);
     Map dom(d_o.data() + (b * op.heads + h) * s * d, s, d);
-    Map km(k.data() + kvh * s * d, s, d);
-    Map vm(v.data() + kvh * s * d, s, d);
-    Map dkm(dk.data() + kvh * s * d, s, d);
-    Map dvm(dv.data() + kvh * s * d, s, d);
+    Map km(k.data() + kvh * skv * d, skv, d);
+    Map vm(v.data() + kvh * skv * d, skv, d);
+    Map dkm(dk.data() + kvh * skv * d, skv, d);
+    Map dvm(dv.data() + kvh * skv * d, skv, d);
     // S = QK^T (recomputed in backward, as flash attention does), masked row softmax.
     scores.noalias() = (qm * km.transpose()) * scale;
     for (Eigen::Index r = 0; r < s; ++r) {
-      const Eigen::Index last = op.causal ? r + 1 : s;
+      const Eigen::Index last =
+          op.causal ? std::clamp<Eigen::Index>(r + 1 + (skv - s), 0, skv) : skv;
       auto row = scores.row(r);
-      const float mx = row.head(last).maxCoeff();
-      row.head(last) = (row.head(last).array() - mx).exp();
-      row.head(last) /= row.head(last).sum();
-      if (last < s) row.tail(s - last).setZero();
+      if (last > 0) {
+        const float mx = row.head(last).maxCoeff();
+        row.head(last) = (row.head(last).array() - mx).exp();
+        row.head(last) /= row.head(last).sum();
+      }
+      if (last < skv) row.tail(skv - last).setZero();
     }
     if (!op.backward) {
       om.noalias() = scores * vm;

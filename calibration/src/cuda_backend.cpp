@@ -256,6 +256,13 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
     return Error{"", "", "cuda backend: attention runs in bf16, fp16 or fp32, not fp8",
                  ErrorKind::kRuntime};
   }
+  if (op.kv_seq() != op.seq) {
+    return Error{"", "",
+                 "cuda backend: attention of " + std::to_string(op.seq) + " queries over " +
+                     std::to_string(op.kv_seq()) +
+                     " keys (a context-parallel step) is not run yet; the CPU backend runs it",
+                 ErrorKind::kRuntime};
+  }
   // Unfused attention: per key/value head, its group of G query heads stacked as G*s rows,
   // so one strided batch of b*kv products serves grouped-query attention too.
   const cuda::ElemType t = elem_type(op.dtype);

@@ -20,6 +20,7 @@ namespace {
 
 struct Groups {
   GroupId tp, dp, embedding;
+  GroupId cp;  ///< with context parallelism (RankLayout::cp > 1)
   // With experts (RankLayout::moe): Megatron's expert groups.
   GroupId ep, etp, etp_ep, edp;
 };
@@ -35,6 +36,10 @@ Result<GroupId> split_expert_group(Backend& b, const RankLayout& layout, std::in
                  static_cast<std::int32_t>(at - members.begin()));
 }
 
+/// The tag of context-parallel ring messages: above every pipeline tag (p2p_tag stays far
+/// below it), the last one P2PRequest leaves to callers (32767 is the backends' handshake).
+constexpr std::int32_t kContextRingTag = 32766;
+
 Error runtime_error(const std::string& message) {
   return Error{"", "", message, ErrorKind::kRuntime};
 }
@@ -44,17 +49,25 @@ Error runtime_error(const std::string& message) {
 Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me) {
   const auto c = layout.coord_of(me);
   const std::int32_t world = layout.world_size();
-  auto tp = b.split(c.pp * layout.dp + c.dp, c.tp);
+  // Colours number the groups; keys give Megatron's order inside them (cp varies faster
+  // than dp in its layout, so the data-parallel group with context parallelism, over which
+  // gradients are reduced, is ordered by (dp, cp)).
+  auto tp = b.split((c.pp * layout.dp + c.dp) * layout.cp + c.cp, c.tp);
   if (!tp) return tp.errors();
-  auto dp = b.split(c.pp * layout.tp + c.tp, c.dp);
+  auto dp = b.split(c.pp * layout.tp + c.tp, c.dp * layout.cp + c.cp);
   if (!dp) return dp.errors();
   // Embedding group: the first and last pipeline stage of the same (dp, tp) position. Ranks
   // outside it get a group of their own, which they never use.
   const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
-  auto emb = b.split(member ? c.dp * layout.tp + c.tp : world + me, c.pp);
+  auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp);
   if (!emb) return emb.errors();
-  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .ep = {}, .etp = {}, .etp_ep = {},
-                .edp = {}};
+  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .cp = {}, .ep = {}, .etp = {},
+                .etp_ep = {}, .edp = {}};
+  if (layout.cp > 1) {
+    auto cp = b.split((c.pp * layout.dp + c.dp) * layout.tp + c.tp, c.cp);
+    if (!cp) return cp.errors();
+    groups.cp = *cp;
+  }
   if (!layout.moe) return groups;
   for (const auto& [token, out] : {std::pair<std::string_view, GroupId*>{"ep", &groups.ep},
                                    {"tp", &groups.etp},
@@ -73,22 +86,29 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
   std::vector<std::int32_t> out;
   switch (g) {
     case CommGroup::kTensor:
-      for (std::int32_t t = 0; t < layout.tp; ++t) out.push_back(layout.global_rank(c.pp, c.dp, t));
+      for (std::int32_t t = 0; t < layout.tp; ++t) {
+        out.push_back(layout.global_rank(c.pp, c.dp, t, c.cp));
+      }
       break;
     case CommGroup::kData:
-      for (std::int32_t d = 0; d < layout.dp; ++d) out.push_back(layout.global_rank(c.pp, d, c.tp));
+      for (std::int32_t d = 0; d < layout.dp; ++d) {
+        for (std::int32_t k = 0; k < layout.cp; ++k) out.push_back(layout.global_rank(c.pp, d, c.tp, k));
+      }
       break;
     case CommGroup::kEmbedding:
-      out.push_back(layout.global_rank(0, c.dp, c.tp));
-      out.push_back(layout.global_rank(layout.pp - 1, c.dp, c.tp));
+      out.push_back(layout.global_rank(0, c.dp, c.tp, c.cp));
+      out.push_back(layout.global_rank(layout.pp - 1, c.dp, c.tp, c.cp));
       break;
     case CommGroup::kTensorData:
       for (std::int32_t d = 0; d < layout.dp; ++d) {
-        for (std::int32_t t = 0; t < layout.tp; ++t) out.push_back(layout.global_rank(c.pp, d, t));
+        for (std::int32_t k = 0; k < layout.cp; ++k) {
+          for (std::int32_t t = 0; t < layout.tp; ++t) out.push_back(layout.global_rank(c.pp, d, t, k));
+        }
       }
       break;
     case CommGroup::kContext:
-      break;  // context parallelism: refused by check_world_size
+      for (std::int32_t k = 0; k < layout.cp; ++k) out.push_back(layout.global_rank(c.pp, c.dp, c.tp, k));
+      break;
     case CommGroup::kExpert:
     case CommGroup::kExpertTensor:
     case CommGroup::kExpertTensorExpert:
@@ -169,7 +189,7 @@ Result<double> Runner::run_task(const ExecTask& t) {
     for (std::size_t i = 0; i < t.comm.transfers.size(); ++i) {
       const auto& tr = t.comm.transfers[i];
       requests.push_back(P2PRequest{tr.send, t.transfer_bytes[i],
-                                    m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp),
+                                    m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp, coord_.cp),
                                     p2p_tag(tr, virtual_stages_)});
     }
     if (requests.empty()) return 0.0;
@@ -190,8 +210,9 @@ Result<double> Runner::run_task(const ExecTask& t) {
                                  ": the executor has no tensor-and-data-parallel group (FP8 amax "
                                  "reduction): FP8 scenarios cannot be validated yet");
           }
-          if (s.group == CommGroup::kContext) {
-            return runtime_error(t.name + ": the executor has no context-parallel group");
+          if (s.group == CommGroup::kContext && m_.layout.cp <= 1) {
+            return runtime_error(t.name + ": a context-parallel collective without context "
+                                          "parallelism");
           }
           const bool expert = s.group == CommGroup::kExpert ||
                               s.group == CommGroup::kExpertTensor ||
@@ -207,6 +228,7 @@ Result<double> Runner::run_task(const ExecTask& t) {
                             : s.group == CommGroup::kExpertTensor       ? groups_.etp
                             : s.group == CommGroup::kExpertTensorExpert ? groups_.etp_ep
                             : s.group == CommGroup::kExpertData         ? groups_.edp
+                            : s.group == CommGroup::kContext            ? groups_.cp
                                                                         : groups_.embedding;
           if (b_.group_size(g) != s.group_size) {
             return runtime_error(t.name + ": " + std::string(to_string(s.group)) +
@@ -216,9 +238,25 @@ Result<double> Runner::run_task(const ExecTask& t) {
           }
           return b_.collective(s, g);
         } else {
-          return runtime_error(t.name +
-                               ": a P2P op inside a chunk's op list cannot be executed; pipeline "
-                               "transfers come from the schedule's CommCalls");
+          // One step of the context-parallel ring (Transformer Engine's p2p attention): send
+          // this rank's block to the next CP rank, receive the previous one's. Every CP rank
+          // posts the same sequence of steps, and MPI/NCCL keep the order of messages per
+          // peer and tag, so one tag serves every step.
+          if (t.op.stream != Stream::kContextComm || m_.layout.cp <= 1) {
+            return runtime_error(t.name +
+                                 ": a P2P op inside a chunk's op list that is not a step of the "
+                                 "context-parallel ring; pipeline transfers come from the "
+                                 "schedule's CommCalls");
+          }
+          const std::int32_t n = m_.layout.cp;
+          const std::int32_t next = (coord_.cp + 1) % n;
+          const std::int32_t prev = (coord_.cp + n - 1) % n;
+          return b_.p2p({P2PRequest{true, s.bytes,
+                                    m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, next),
+                                    kContextRingTag},
+                         P2PRequest{false, s.bytes,
+                                    m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, prev),
+                                    kContextRingTag}});
         }
       },
       t.op.shape);
@@ -237,7 +275,7 @@ std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s
   if (t.kind == ExecTask::Kind::kComm) {
     std::vector<std::int32_t> peers;
     for (const auto& tr : t.comm.transfers) {
-      peers.push_back(m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp));
+      peers.push_back(m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp, coord_.cp));
     }
     s << ", waiting for rank(s) " << join_ranks(peers, me_);
   } else if (const auto* c = std::get_if<CollectiveOp>(&t.op.shape)) {
@@ -370,12 +408,6 @@ Status Runner::run() {
 }  // namespace
 
 Status check_world_size(const Workload& w, const Backend& backend) {
-  if (w.training.context_parallel_size > 1) {
-    return Error{w.source_file, "training.context_parallel_size",
-                 "=" + std::to_string(w.training.context_parallel_size) +
-                     ": the validator does not run context parallelism yet (stepsim predict "
-                     "models it)"};
-  }
   const std::int32_t want = layout_of(w).world_size();
   if (backend.world_size() == want) return ok_status();
   return Error{w.source_file, "training.world_size",

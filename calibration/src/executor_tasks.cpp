@@ -21,7 +21,8 @@ RankLayout layout_of(const Workload& w) {
                     .dp = static_cast<std::int32_t>(t.data_parallel_size),
                     .ep = moe ? static_cast<std::int32_t>(t.expert_model_parallel_size) : 1,
                     .etp = moe ? static_cast<std::int32_t>(t.expert_tensor_parallel()) : 1,
-                    .moe = moe};
+                    .moe = moe,
+                    .cp = static_cast<std::int32_t>(t.context_parallel_size)};
 }
 
 std::string_view to_string(OpCategory c) {

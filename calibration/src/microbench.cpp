@@ -184,6 +184,7 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
   // parameters (100+ GiB for a 70B model) could not even be allocated.
   const std::int64_t max_memory_bytes = std::int64_t{4} << 30;
   std::set<std::int64_t> too_large_memory;
+  std::int64_t rectangular_attention = 0;
   const auto world = static_cast<std::int32_t>(o.node_ids.size());
   auto visit_op = [&](const Op& op) {
     std::visit(
@@ -194,6 +195,20 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
             if constexpr (std::is_same_v<T, MemoryBoundOp>) {
               if (o.gpu && s.bytes > max_memory_bytes) {
                 too_large_memory.insert(s.bytes);
+                return;
+              }
+            }
+            if constexpr (std::is_same_v<T, AttentionOp>) {
+              // Profiles hold self-attention samples (seq_kv = seq); a context-parallel
+              // step's rectangle is priced from them by its FLOPs (CalibratedCostModel), so
+              // its class (mask, direction) gets a square sample of its query rows.
+              if (s.kv_seq() != s.seq) {
+                ++rectangular_attention;
+                AttentionOp square = s;
+                square.seq_kv = 0;
+                square.counted_scores = 0;
+                if (!o.gpu) square.dtype = DType::kFp32;
+                compute.emplace_back(square);
                 return;
               }
             }
@@ -244,6 +259,11 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
       groups += (groups.empty() ? "" : ", ") + std::to_string(g);
     skipped.push_back("collectives over groups of " + groups + " ranks: the world has " +
                       std::to_string(world) + " ranks (a group size must divide it)");
+  }
+  if (rectangular_attention > 0) {
+    skipped.push_back(std::to_string(rectangular_attention) +
+                      " attention kernels over another block of keys (context parallelism): "
+                      "measured as self-attention of their query rows, priced by their FLOPs");
   }
   if (!too_large_memory.empty()) {
     skipped.push_back(std::to_string(too_large_memory.size()) +

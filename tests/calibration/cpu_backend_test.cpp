@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "mpi_environment.hpp"
 #include "stepsim/calibration/backend.hpp"
 
@@ -69,6 +71,30 @@ TEST(CpuBackend, AttentionForwardAndBackward) {
   EXPECT_GT(bwd.value(), 0.0);
   a.kv_heads = 3;  // does not divide the 4 heads
   EXPECT_FALSE(b.attention(a).ok());
+}
+
+// Context parallelism's kernels attend their queries to another block of keys: more keys
+// than queries (the all-gather's causal bottom-right rectangle, the ring's full blocks) and
+// fewer (the ring's half chunks), forward and backward, with finite results.
+TEST(CpuBackend, AttentionOverAnotherBlockOfKeys) {
+  CpuBackend b(fast_options());
+  for (const auto& [seq, seq_kv, causal] : {std::tuple{32, 64, true}, std::tuple{32, 64, false},
+                                           std::tuple{64, 32, false}, std::tuple{64, 32, true}}) {
+    for (const bool backward : {false, true}) {
+      AttentionOp a;
+      a.batch = 1;
+      a.heads = 2;
+      a.kv_heads = 2;
+      a.seq = seq;
+      a.seq_kv = seq_kv;
+      a.causal = causal;
+      a.backward = backward;
+      a.head_dim = 16;
+      auto t = b.attention(a);
+      ASSERT_TRUE(t.ok()) << seq << "x" << seq_kv << ": " << format_errors(t.errors());
+      EXPECT_GT(t.value(), 0.0);
+    }
+  }
 }
 
 TEST(CpuBackend, SplitAndCollectivesWithOneRank) {

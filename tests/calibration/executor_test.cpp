@@ -39,6 +39,10 @@ const Case kCases[] = {
     {"dp2_all_reduce", Shape{1, 1, 2, 1, 2}},
     {"tp2_pp2_dp2_distributed_optimizer", Shape{2, 2, 2, 1, 4, true, true}},
     {"ep2_moe", Shape{1, 1, 2, 1, 2, false, false, 4, 2}},
+    {"cp2_p2p_ring", Shape{1, 1, 1, 1, 2, false, false, 0, 1, 2, CpCommType::kP2p}},
+    {"cp2_a2a", Shape{1, 1, 1, 1, 2, false, false, 0, 1, 2, CpCommType::kA2a}},
+    {"cp2_allgather", Shape{1, 1, 1, 1, 2, false, false, 0, 1, 2, CpCommType::kAllGather}},
+    {"tp2_cp2_pp2", Shape{2, 2, 1, 1, 4, true, false, 0, 1, 2, CpCommType::kP2p}},
 };
 
 sim::SimulationResult simulate_serialised(const Workload& w, const WorkloadPlan& plan) {
@@ -64,6 +68,7 @@ std::vector<std::string> executed_names(const std::vector<ExecTask>& tasks) {
 std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t rank) {
   const auto c = l.coord_of(rank);
   const bool embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
+  if (l.cp > 1) return {l.tp, l.dp * l.cp, embedding ? 2 : 1, l.cp};
   if (!l.moe) return {l.tp, l.dp, embedding ? 2 : 1};
   // Then the expert groups: EP, expert TP, expert TP x EP, expert DP.
   return {l.tp, l.dp, embedding ? 2 : 1, l.ep, l.etp, l.etp * l.ep,
@@ -189,6 +194,9 @@ TEST(Executor, PointToPointRequestsPairUpBetweenPeers) {
     const RankLayout l = layout_of(w);
     // (sender, receiver, tag) -> bytes, from the senders' and from the receivers' side.
     std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int64_t> sent, received;
+    // Context-parallel ring bytes per (sender, receiver): every step's message is matched in
+    // order under one tag, so only the totals must agree.
+    std::map<std::pair<std::int32_t, std::int32_t>, std::int64_t> ring_sent, ring_received;
     for (std::int32_t g = 0; g < l.world_size(); ++g) {
       FakeBackend b(g, l.world_size(), split_sizes(l, g));
       ExecutorOptions o;
@@ -200,6 +208,13 @@ TEST(Executor, PointToPointRequestsPairUpBetweenPeers) {
         for (const auto& r : call) {
           EXPECT_EQ(l.coord_of(r.peer).tp, l.coord_of(g).tp) << c.name;
           EXPECT_EQ(l.coord_of(r.peer).dp, l.coord_of(g).dp) << c.name;
+          if (r.tag == 32766) {  // the context-parallel ring: same stage, another CP rank
+            EXPECT_EQ(l.coord_of(r.peer).pp, l.coord_of(g).pp) << c.name;
+            EXPECT_NE(l.coord_of(r.peer).cp, l.coord_of(g).cp) << c.name;
+            (r.send ? ring_sent[{g, r.peer}] : ring_received[{r.peer, g}]) += r.bytes;
+            continue;
+          }
+          EXPECT_EQ(l.coord_of(r.peer).cp, l.coord_of(g).cp) << c.name;
           auto& side = r.send ? sent : received;
           const auto key = r.send ? std::tuple{g, r.peer, r.tag} : std::tuple{r.peer, g, r.tag};
           EXPECT_EQ(side.count(key), 0U) << c.name << ": tag " << r.tag << " used twice";
@@ -209,6 +224,9 @@ TEST(Executor, PointToPointRequestsPairUpBetweenPeers) {
     }
     EXPECT_EQ(sent, received) << c.name;
     EXPECT_EQ(sent.empty(), c.shape.p == 1) << c.name;
+    EXPECT_EQ(ring_sent, ring_received) << c.name;
+    EXPECT_EQ(ring_sent.empty(), c.shape.cp == 1 || c.shape.cp_comm != CpCommType::kP2p)
+        << c.name;
   }
 }
 

@@ -16,6 +16,8 @@ struct Shape {
   bool distributed_optimizer = false;
   std::int64_t experts = 0;  ///< > 0: every layer's MLP is that many top-2 experts
   std::int64_t ep = 1;       ///< expert_model_parallel_size (alltoall dispatcher)
+  std::int64_t cp = 1;       ///< context_parallel_size (fused attention)
+  CpCommType cp_comm = CpCommType::kP2p;
 };
 
 inline Workload tiny_workload(const Shape& s) {
@@ -36,7 +38,10 @@ inline Workload tiny_workload(const Shape& s) {
   t.tensor_model_parallel_size = s.t;
   t.pipeline_model_parallel_size = s.p;
   t.data_parallel_size = s.dp;
-  t.world_size = s.t * s.p * s.dp;
+  t.world_size = s.t * s.cp * s.p * s.dp;
+  t.context_parallel_size = s.cp;
+  t.cp_comm_type = s.cp_comm;
+  if (s.cp > 1) m.attention_backend = AttentionBackend::kFused;  // CP needs TE's attention
   t.virtual_pipeline_model_parallel_size = s.v;
   t.num_layers_per_virtual_pipeline_stage = s.v > 1 ? m.num_layers / (s.p * s.v) : 0;
   t.microbatch_group_size_per_vp_stage = s.v > 1 ? s.p : 0;

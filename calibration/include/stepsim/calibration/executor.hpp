@@ -37,29 +37,31 @@ struct RankLayout {
   std::int32_t ep = 1;   ///< expert_model_parallel_size (1 without experts)
   std::int32_t etp = 1;  ///< expert_tensor_parallel_size, resolved (1 without experts)
   bool moe = false;      ///< the model has MoE layers: the expert groups exist
+  std::int32_t cp = 1;   ///< context_parallel_size (between TP and DP in Megatron's order)
 
   struct Coord {
-    std::int32_t pp = 0, dp = 0, tp = 0;
+    std::int32_t pp = 0, dp = 0, tp = 0, cp = 0;
     bool operator==(const Coord&) const = default;
   };
 
   RankGenerator generator() const {
-    return RankGenerator(ParallelSizes{.tp = tp, .dp = dp, .pp = pp});
+    return RankGenerator(ParallelSizes{.tp = tp, .cp = cp, .dp = dp, .pp = pp});
   }
   /// Megatron's expert rank generator (parallel_state.py's expert_decoder_rank_generator).
   RankGenerator expert_generator() const {
     return RankGenerator(
         ParallelSizes{.tp = etp, .ep = ep, .dp = world_size() / (pp * ep * etp), .pp = pp});
   }
-  std::int32_t world_size() const { return tp * pp * dp; }
-  std::int32_t global_rank(std::int32_t pp_idx, std::int32_t dp_idx, std::int32_t tp_idx) const {
-    return static_cast<std::int32_t>(
-        generator().rank(ParallelCoords{.tp = tp_idx, .dp = dp_idx, .pp = pp_idx}));
+  std::int32_t world_size() const { return tp * cp * pp * dp; }
+  std::int32_t global_rank(std::int32_t pp_idx, std::int32_t dp_idx, std::int32_t tp_idx,
+                           std::int32_t cp_idx = 0) const {
+    return static_cast<std::int32_t>(generator().rank(
+        ParallelCoords{.tp = tp_idx, .cp = cp_idx, .dp = dp_idx, .pp = pp_idx}));
   }
   Coord coord_of(std::int32_t global) const {
     const ParallelCoords c = generator().coords(global);
     return Coord{static_cast<std::int32_t>(c.pp), static_cast<std::int32_t>(c.dp),
-                 static_cast<std::int32_t>(c.tp)};
+                 static_cast<std::int32_t>(c.tp), static_cast<std::int32_t>(c.cp)};
   }
   bool operator==(const RankLayout&) const = default;
 };
