@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <utility>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -51,6 +54,13 @@ Workload moe_workload(std::int64_t t, std::int64_t dp, std::int64_t ep, std::int
   auto w = load_scenario_text(text, "moe.json", ".", o);
   EXPECT_TRUE(w.ok()) << (w.ok() ? "" : format_errors(w.errors()));
   return w.ok() ? std::move(w).value() : Workload{};
+}
+
+/// Keeps a plan alive for the rest of the test program, so that pointers `named` returns into
+/// it stay valid (a temporary plan would be freed at the end of the full expression).
+const WorkloadPlan& kept(WorkloadPlan plan) {
+  static std::deque<WorkloadPlan> plans;
+  return plans.emplace_back(std::move(plan));
 }
 
 std::vector<const Op*> named(const std::vector<Op>& ops, const std::string& name,
@@ -105,7 +115,7 @@ TEST(MoeDispatch, AllToAllBytesPerRank) {
   }
   // With tensor parallelism (sequence parallel) each rank routes its s*b/t tokens.
   const Workload tp = moe_workload(2, 4, 4, 1, "alltoall");
-  const auto a2a = named(decompose(tp).stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
+  const auto a2a = named(kept(decompose(tp)).stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
   ASSERT_EQ(a2a.size(), 1u);
   EXPECT_EQ(std::get<CollectiveOp>(a2a[0]->shape).bytes, 2048 * 2 / 2 * 2 * 1024 * 2);
 }
@@ -113,7 +123,7 @@ TEST(MoeDispatch, AllToAllBytesPerRank) {
 // The allgather dispatcher gathers every token of the expert TP x EP group.
 TEST(MoeDispatch, AllGatherDispatcherGathersTheExpertGroup) {
   const Workload w = moe_workload(1, 8, 4, 1, "allgather");
-  const auto gather = named(decompose(w).stages[0].chunks[0].forward, "moe_gather_tokens");
+  const auto gather = named(kept(decompose(w)).stages[0].chunks[0].forward, "moe_gather_tokens");
   ASSERT_EQ(gather.size(), 1u);
   const auto& c = std::get<CollectiveOp>(gather[0]->shape);
   EXPECT_EQ(c.group, CommGroup::kExpertTensorExpert);
@@ -147,11 +157,11 @@ TEST(MoeExperts, GemmFlopsEqualActiveParameterFlops) {
 // Grouped GEMM: one batched GEMM over the local experts; SequentialMLP: one GEMM each.
 TEST(MoeExperts, GroupedOrSequential) {
   Workload w = moe_workload(1, 8, 2, 1, "alltoall");
-  const auto grouped = named(decompose(w).stages[0].chunks[0].forward, "expert_fc1_gemm");
+  const auto grouped = named(kept(decompose(w)).stages[0].chunks[0].forward, "expert_fc1_gemm");
   ASSERT_EQ(grouped.size(), 1u);
   EXPECT_EQ(std::get<GemmOp>(grouped[0]->shape).batch, 4);
   w.training.moe_grouped_gemm = false;
-  EXPECT_EQ(named(decompose(w).stages[0].chunks[0].forward, "expert_fc1_gemm").size(), 4u);
+  EXPECT_EQ(named(kept(decompose(w)).stages[0].chunks[0].forward, "expert_fc1_gemm").size(), 4u);
 }
 
 // Capacity: ceil(tokens * topk / experts * factor) rows per expert and source rank; padding
@@ -159,13 +169,13 @@ TEST(MoeExperts, GroupedOrSequential) {
 TEST(MoeExperts, CapacityFactorAndPadding) {
   Workload w = moe_workload(1, 8, 8, 1, "alltoall");
   w.training.moe_expert_capacity_factor = 0.5;
-  const auto dropped = named(decompose(w).stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
+  const auto dropped = named(kept(decompose(w)).stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
   const std::int64_t tokens = 2048 * 2;
   // Balanced routing sends tokens * 2 / 8 rows per expert; half of them fit.
   EXPECT_EQ(std::get<CollectiveOp>(dropped[0]->shape).bytes, tokens * 2 / 2 * 1024 * 2);
   w.training.moe_expert_capacity_factor = 1.5;
   w.training.moe_pad_expert_input_to_capacity = true;
-  const auto padded = named(decompose(w).stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
+  const auto padded = named(kept(decompose(w)).stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
   EXPECT_EQ(std::get<CollectiveOp>(padded[0]->shape).bytes, tokens * 2 * 3 / 2 * 1024 * 2);
 }
 
@@ -197,7 +207,7 @@ TEST(MoeGradients, ExpertDataParallelReduction) {
 // parallelism, all-reduces the tokens per expert (int64) over the TP group.
 TEST(MoeRouter, AuxLossKernelsOnlyWithACoefficient) {
   Workload w = moe_workload(2, 4, 4, 1, "alltoall");
-  EXPECT_TRUE(named(decompose(w).stages[0].chunks[0].forward, "router_aux_loss").empty());
+  EXPECT_TRUE(named(kept(decompose(w)).stages[0].chunks[0].forward, "router_aux_loss").empty());
   w.training.moe_aux_loss_coeff = 0.01;
   const WorkloadPlan plan = decompose(w);
   const auto& fwd = plan.stages[0].chunks[0].forward;
@@ -212,7 +222,7 @@ TEST(MoeRouter, AuxLossKernelsOnlyWithACoefficient) {
   }
   EXPECT_TRUE(reduced);
   w.training.moe_router_load_balancing_type = MoeLoadBalancing::kNone;
-  EXPECT_TRUE(named(decompose(w).stages[0].chunks[0].forward, "router_aux_loss").empty());
+  EXPECT_TRUE(named(kept(decompose(w)).stages[0].chunks[0].forward, "router_aux_loss").empty());
 }
 
 // Published totals and active sizes: Mixtral 8x7B 46.7B / 12.9B (Mistral AI, "Mixtral of
