@@ -83,6 +83,10 @@ struct PredictArgs {
   bool microbatch_level = false;
   std::optional<std::vector<std::int32_t>> trace_ranks;
   bool contention = true;  ///< false: --no-contention
+  bool full_rank = false;  ///< --full-rank
+  std::vector<std::pair<std::int32_t, double>> slow_nics;  ///< (node, factor): --slow-nic
+  double jitter = 0;       ///< --jitter SIGMA
+  std::uint64_t seed = 0;  ///< --seed
 };
 
 /// (problems, runtime_failure, predict JSON text). The GIL is released while simulating.
@@ -92,6 +96,10 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
   options.gpipe = a.gpipe;
   options.contention = a.contention;
   for (const auto& [rank, factor] : a.stragglers) options.stragglers.push_back({rank, factor});
+  options.full_rank = a.full_rank;
+  for (const auto& [node, factor] : a.slow_nics) options.slow_nics.push_back({node, factor});
+  options.jitter_sigma = a.jitter;
+  options.seed = a.seed;
   sim::TraceShape shape;
   shape.microbatch_level = a.microbatch_level;
   shape.ranks = a.trace_ranks;
@@ -232,9 +240,12 @@ PYBIND11_MODULE(_stepsim, m) {
                       std::int64_t train_tokens,
                       std::vector<std::pair<std::int32_t, double>> stragglers,
                       bool microbatch_level, std::optional<std::vector<std::int32_t>> trace_ranks,
-                      bool contention) {
+                      bool contention, bool full_rank,
+                      std::vector<std::pair<std::int32_t, double>> slow_nics, double jitter,
+                      std::uint64_t seed) {
     return predict(s, PredictArgs{trace, gpipe, train_tokens, std::move(stragglers),
-                                  microbatch_level, std::move(trace_ranks), contention});
+                                  microbatch_level, std::move(trace_ranks), contention, full_rank,
+                                  std::move(slow_nics), jitter, seed});
   });
   m.def("memory", &memory);
   m.def("schedule", &schedule);

@@ -127,7 +127,9 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
             trace: str | os.PathLike | None = None, gpipe: bool = False,
             train_tokens: int | float | None = None,
             stragglers: dict[int, float] | None = None, trace_level: str = "op",
-            trace_ranks: Iterable[int] | None = None, contention: bool = True) -> dict[str, Any]:
+            trace_ranks: Iterable[int] | None = None, contention: bool = True,
+            slow_nics: dict[int, float] | None = None, jitter: float = 0.0,
+            seed: int = 0) -> dict[str, Any]:
     """Simulates one training step: the ``stepsim predict --format json`` document as a dict
     (step_time_s, tokens_per_s, mfu, hfu, tflops_per_gpu, stages, critical_path, ...).
     ``trace`` writes the step as a Chrome trace file (docs/trace.md), shaped by
@@ -136,11 +138,12 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
     ``time_to_train`` (steps, time, GPU-hours for that many tokens, as ``--train-tokens``);
     ``stragglers`` maps a global rank to how many times as long its kernels take (as
     ``--straggler RANK=FACTOR``); ``contention=False`` makes every overlap free (no link
-    sharing, no compute-communication interference), as ``--no-contention``."""
-    if full_rank:
-        raise NotImplementedError(
-            "stepsim.predict(full_rank=True): simulating every GPU is not modelled yet; "
-            "stepsim simulates one representative rank per pipeline stage")
+    sharing, no compute-communication interference), as ``--no-contention``.
+    ``full_rank=True`` simulates every GPU (as ``--full-rank``); with it, stragglers may lie in
+    any data-parallel replica, ``slow_nics`` maps a node (global rank // gpus_per_node) to how
+    many times as slowly its NICs move bytes (as ``--slow-nic NODE=FACTOR``) and ``jitter``
+    scales each GPU's kernels by exp(jitter * z), z a standard normal drawn from ``seed`` (as
+    ``--jitter SIGMA --seed N``)."""
     s = load(scenario)
     if train_tokens is not None and not 1 <= train_tokens <= 1e18:
         raise ScenarioError([("", "train_tokens", f"={train_tokens} must lie in [1, 1e18]")])
@@ -154,6 +157,13 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
         if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < 2**31:
             raise ScenarioError([("", "stragglers", f": rank {rank!r} is not a global rank")])
         pairs.append((rank, float(factor)))
+    nics = []
+    for node, factor in (slow_nics or {}).items():
+        if not isinstance(node, int) or isinstance(node, bool) or not 0 <= node < 2**31:
+            raise ScenarioError([("", "slow_nics", f": node {node!r} is not a node index")])
+        nics.append((node, float(factor)))
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+        raise ScenarioError([("", "seed", f"={seed!r} must be an integer in [0, 2**64)")])
     ranks = None
     if trace_ranks is not None:
         ranks = sorted({int(r) for r in trace_ranks})
@@ -162,7 +172,8 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
     problems, runtime, text = _stepsim.predict(s, os.fspath(trace) if trace else "", gpipe,
                                                int(train_tokens or 0), pairs,
                                                trace_level == "microbatch", ranks,
-                                               bool(contention))
+                                               bool(contention), bool(full_rank), nics,
+                                               float(jitter), seed)
     _raise_if(problems, runtime)
     return json.loads(text)
 

@@ -25,6 +25,10 @@ struct PredictArgs {
   std::string trace_level = "op";
   std::string trace_ranks;  ///< "0,3" or "0-3,7"; empty: every rank
   std::vector<std::string> stragglers;  ///< "RANK=FACTOR"
+  std::vector<std::string> slow_nics;   ///< "NODE=FACTOR"
+  bool full_rank = false;
+  double jitter = 0;
+  std::uint64_t seed = 0;
   bool gpipe = false;
   bool no_contention = false;
   double train_tokens = 0;
@@ -66,30 +70,29 @@ std::optional<std::vector<std::int32_t>> parse_trace_ranks(const std::string& te
   return out;
 }
 
-/// Parses --straggler RANK=FACTOR flags; nullopt (with the message on `err`) when one is
-/// not of that form.
-std::optional<std::vector<sim::Straggler>> parse_stragglers(const std::vector<std::string>& flags,
-                                                           std::ostream& err) {
-  std::vector<sim::Straggler> out;
+/// Parses `flag` INDEX=FACTOR values (--straggler RANK=FACTOR, --slow-nic NODE=FACTOR);
+/// nullopt (with the message on `err`) when one is not of that form.
+std::optional<std::vector<std::pair<std::int32_t, double>>> parse_factors(
+    const std::vector<std::string>& flags, const char* flag, const char* form,
+    std::ostream& err) {
+  std::vector<std::pair<std::int32_t, double>> out;
   for (const std::string& s : flags) {
     const std::size_t eq = s.find('=');
-    sim::Straggler g;
-    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < s.size() &&
+    std::pair<std::int32_t, double> g;
+    bool ok = eq != std::string::npos && eq > 0 && eq < 10 && eq + 1 < s.size() &&
               s.find_first_not_of("0123456789") == eq;
     if (ok) {
       try {
         std::size_t used = 0;
-        g.rank = static_cast<std::int32_t>(std::stol(s.substr(0, eq)));
-        g.factor = std::stod(s.substr(eq + 1), &used);
+        g.first = static_cast<std::int32_t>(std::stol(s.substr(0, eq)));
+        g.second = std::stod(s.substr(eq + 1), &used);
         ok = used == s.size() - eq - 1;
       } catch (const std::exception&) {
         ok = false;
       }
     }
     if (!ok) {
-      err << "stepsim predict: --straggler '" << s
-          << "': expected RANK=FACTOR (a global rank and how many times as long its "
-             "kernels take, e.g. 5=1.2)\n";
+      err << "stepsim predict: " << flag << " '" << s << "': expected " << form << "\n";
       return std::nullopt;
     }
     out.push_back(g);
@@ -121,9 +124,21 @@ int run_predict(const PredictArgs& args, Env& env) {
   options.keep_timeline = !args.trace.empty();
   options.gpipe = args.gpipe;
   options.contention = !args.no_contention;
-  auto stragglers = parse_stragglers(args.stragglers, *env.err);
+  auto stragglers = parse_factors(args.stragglers, "--straggler",
+                                  "RANK=FACTOR (a global rank and how many times as long its "
+                                  "kernels take, e.g. 5=1.2)",
+                                  *env.err);
   if (!stragglers) return 2;
-  options.stragglers = std::move(*stragglers);
+  for (const auto& [rank, factor] : *stragglers) options.stragglers.push_back({rank, factor});
+  auto slow_nics = parse_factors(args.slow_nics, "--slow-nic",
+                                 "NODE=FACTOR (a node, global rank / gpus_per_node, and how many "
+                                 "times as long its NICs take to move the same bytes, e.g. 3=2)",
+                                 *env.err);
+  if (!slow_nics) return 2;
+  for (const auto& [node, factor] : *slow_nics) options.slow_nics.push_back({node, factor});
+  options.full_rank = args.full_rank;
+  options.jitter_sigma = args.jitter;
+  options.seed = args.seed;
   const sim::PredictOutcome outcome = sim::predict(*w, options);
   if (!outcome.run) {
     const int status = exit_status(outcome.errors);
@@ -174,8 +189,21 @@ void add_predict_command(CLI::App& app, Env& env) {
   cmd->add_option("--trace-ranks", args->trace_ranks,
                   "only these pipeline ranks in the trace, e.g. 0,3 or 0-3,7");
   cmd->add_option("--straggler", args->stragglers,
-                  "RANK=FACTOR: global rank RANK's kernels take FACTOR times as long (repeat the "
-                  "flag for several; all in one data-parallel replica)");
+                  "RANK=FACTOR: global rank RANK's kernels take FACTOR times as long, FACTOR in "
+                  "[0.001, 1000] (repeat the flag for several; all in one data-parallel replica "
+                  "unless --full-rank)");
+  cmd->add_flag("--full-rank", args->full_rank,
+                "simulate every GPU (each TP, CP peer and DP replica, collectives over their real "
+                "members on their real links) instead of one representative rank per stage; "
+                "stragglers anywhere, --slow-nic and --jitter need it");
+  cmd->add_option("--slow-nic", args->slow_nics,
+                  "NODE=FACTOR (with --full-rank): node NODE's NIC rails (global rank / "
+                  "gpus_per_node) move bytes FACTOR times as slowly, FACTOR in [0.001, 1000]");
+  cmd->add_option("--jitter", args->jitter,
+                  "SIGMA (with --full-rank): each GPU's kernels take exp(SIGMA * z) times as long, "
+                  "z a standard normal drawn per global rank from --seed; SIGMA in [0, 1]");
+  cmd->add_option("--seed", args->seed, "the --jitter draws' seed (std::mt19937_64)")
+      ->capture_default_str();
   cmd->add_option("--train-tokens", args->train_tokens,
                   "also report the steps, time and GPU-hours to train this many tokens "
                   "(e.g. 300e9)")

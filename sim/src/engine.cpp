@@ -121,7 +121,14 @@ class Engine {
       is_sm[g * kResourceKinds + static_cast<std::size_t>(ResourceKind::kSm)] = true;
     }
     const std::size_t n = graph_.size();
-    model_.emplace(std::vector<double>(count, 1.0), std::move(is_sm), options_.interference, n);
+    std::vector<double> capacity(count, 1.0);
+    const std::size_t slow = std::min(static_cast<std::size_t>(gpus), options_.nic_capacity.size());
+    for (std::size_t g = 0; g < slow; ++g) {
+      for (const ResourceKind k : {ResourceKind::kNicTx, ResourceKind::kNicRx}) {
+        capacity[g * kResourceKinds + static_cast<std::size_t>(k)] = options_.nic_capacity[g];
+      }
+    }
+    model_.emplace(std::move(capacity), std::move(is_sm), options_.interference, n);
     model_flow_.assign(n, false);
     remaining_.assign(n, 0.0);
     rate_.assign(n, 1.0);

@@ -20,6 +20,10 @@ PredictOutcome predict(const Workload& w, const PredictOptions& options) {
   simulate_options.gpipe = options.gpipe;
   simulate_options.stragglers = options.stragglers;
   simulate_options.contention = options.contention;
+  simulate_options.full_rank = options.full_rank;
+  simulate_options.slow_nics = options.slow_nics;
+  simulate_options.jitter_sigma = options.jitter_sigma;
+  simulate_options.seed = options.seed;
   Result<SimulationResult> result = simulate(w, plan, **cost, simulate_options);
   if (!result.ok()) return {std::nullopt, result.errors()};
   return {PredictRun{std::move(result).value(), (*cost)->describe()}, {}};

@@ -89,9 +89,9 @@ void ResourceModel::touch(std::uint32_t resource) {
 }
 
 void ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound) {
-  STEPSIM_ASSERT(flow < active_.size() && !active_[flow] && uses.size() <= 255 && bound > 0);
+  STEPSIM_ASSERT(flow < active_.size() && !active_[flow] && uses.size() <= 0xffff && bound > 0);
   use_begin_[flow] = static_cast<std::uint32_t>(uses_.size());
-  use_count_[flow] = static_cast<std::uint8_t>(uses.size());
+  use_count_[flow] = static_cast<std::uint16_t>(uses.size());
   uses_.insert(uses_.end(), uses.begin(), uses.end());
   bound_[flow] = bound;
   rate_[flow] = 0;

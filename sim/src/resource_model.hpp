@@ -87,7 +87,7 @@ class ResourceModel {
   // Per flow.
   std::vector<FlowUse> uses_;  // every flow's uses, appended at add_flow
   std::vector<std::uint32_t> use_begin_;
-  std::vector<std::uint8_t> use_count_;
+  std::vector<std::uint16_t> use_count_;  // a rendezvous flow: every member's uses
   std::vector<double> bound_;
   std::vector<double> rate_;
   std::vector<bool> active_;

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
+#include "build_full_rank.hpp"
 #include "build_step.hpp"
 #include "intervals.hpp"
 #include "step_memory.hpp"
@@ -208,46 +211,137 @@ CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run
   return out;
 }
 
+/// The error of a straggler outside the job or with a factor out of range, if any.
+std::optional<Error> bad_straggler(const Workload& w, const Straggler& s) {
+  const std::int64_t world = w.training.world_size;
+  std::ostringstream factor;
+  factor << s.factor;
+  const std::string what = " " + std::to_string(s.rank) + "=" + factor.str();
+  if (s.rank < 0 || s.rank >= world) {
+    return Error{"", "--straggler",
+                 what + ": rank " + std::to_string(s.rank) + " is not in the world of " +
+                     std::to_string(world) + " GPUs"};
+  }
+  // A GPU a thousand times slower (or faster) than its peers is not a straggler but another
+  // machine; the bound also keeps every duration finite.
+  if (!(s.factor >= 1e-3 && s.factor <= 1e3)) {
+    return Error{"", "--straggler", what + ": the factor must lie in [0.001, 1000]"};
+  }
+  return std::nullopt;
+}
+
+RankGenerator layout_of(const Workload& w) {
+  // Megatron's rank layout, the one RankGenerator (core/rank_layout.hpp).
+  const TrainingConfig& t = w.training;
+  return RankGenerator(ParallelSizes{.tp = t.tensor_model_parallel_size,
+                                     .cp = t.context_parallel_size,
+                                     .dp = std::max<std::int64_t>(1, t.data_parallel_size),
+                                     .pp = t.pipeline_model_parallel_size});
+}
+
 /// Per pipeline stage, how much longer its compute takes with `stragglers` (see
 /// SimulateOptions::stragglers); errors name --straggler.
 Result<std::vector<double>> straggler_scale(const Workload& w,
                                             const std::vector<Straggler>& stragglers) {
   const TrainingConfig& t = w.training;
-  const std::int64_t world = t.world_size;
-  // Megatron's rank layout, the one RankGenerator (core/rank_layout.hpp).
-  const RankGenerator layout(ParallelSizes{.tp = t.tensor_model_parallel_size,
-                                           .cp = t.context_parallel_size,
-                                           .dp = std::max<std::int64_t>(1, t.data_parallel_size),
-                                           .pp = t.pipeline_model_parallel_size});
+  const RankGenerator layout = layout_of(w);
+  STEPSIM_ASSERT(layout.world_size() == t.world_size);
   std::vector<double> scale(static_cast<std::size_t>(t.pipeline_model_parallel_size), 1.0);
   std::int64_t replica = -1;
   for (const Straggler& s : stragglers) {
-    std::ostringstream factor;
-    factor << s.factor;
-    const std::string what = " " + std::to_string(s.rank) + "=" + factor.str();
-    if (s.rank < 0 || s.rank >= world || world != layout.world_size()) {
-      return Error{"", "--straggler",
-                   what + ": rank " + std::to_string(s.rank) + " is not in the world of " +
-                       std::to_string(world) + " GPUs"};
-    }
-    // A GPU a thousand times slower (or faster) than its peers is not a straggler but another
-    // machine; the bound also keeps every duration finite.
-    if (!(s.factor >= 1e-3 && s.factor <= 1e3)) {
-      return Error{"", "--straggler", what + ": the factor must lie in [0.001, 1000]"};
-    }
+    if (std::optional<Error> bad = bad_straggler(w, s)) return *bad;
     const ParallelCoords at = layout.coords(s.rank);
     const std::int64_t dp_index = at.dp;
     if (replica >= 0 && dp_index != replica) {
+      std::ostringstream factor;
+      factor << s.factor;
       return Error{"", "--straggler",
-                   what + ": stragglers in different data-parallel replicas (" +
+                   " " + std::to_string(s.rank) + "=" + factor.str() +
+                       ": stragglers in different data-parallel replicas (" +
                        std::to_string(replica) + " and " + std::to_string(dp_index) +
-                       ") need every GPU simulated (--full-rank), which is not implemented yet"};
+                       ") need every GPU simulated: add --full-rank"};
     }
     replica = dp_index;
     double& f = scale[static_cast<std::size_t>(at.pp)];
     f = std::max(f, s.factor);
   }
   return scale;
+}
+
+/// Full-rank: per global rank, how much longer its compute takes: its straggler factor (the
+/// largest given for it; any rank may be one) times its jitter draw.
+Result<std::vector<double>> gpu_compute_scales(const Workload& w, const SimulateOptions& o) {
+  const std::int64_t world = w.training.world_size;
+  if (!(o.jitter_sigma >= 0 && o.jitter_sigma <= 1)) {
+    std::ostringstream sigma;
+    sigma << o.jitter_sigma;
+    return Error{"", "--jitter",
+                 " " + sigma.str() +
+                     ": SIGMA, the standard deviation of ln(compute factor), must lie in [0, 1]"};
+  }
+  std::vector<double> scale = o.jitter_sigma > 0 ? jitter_scales(world, o.jitter_sigma, o.seed)
+                                                 : std::vector<double>(static_cast<std::size_t>(world), 1.0);
+  std::vector<double> straggler(scale.size(), 0.0);
+  for (const Straggler& s : o.stragglers) {
+    if (std::optional<Error> bad = bad_straggler(w, s)) return *bad;
+    double& f = straggler[static_cast<std::size_t>(s.rank)];
+    f = std::max(f, s.factor);
+  }
+  for (std::size_t r = 0; r < scale.size(); ++r) {
+    if (straggler[r] > 0) scale[r] *= straggler[r];
+  }
+  return scale;
+}
+
+/// Full-rank: per global rank, its NIC's bandwidth as a share of the system file's (1 / the
+/// --slow-nic factor of its node); errors name --slow-nic.
+Result<std::vector<double>> nic_capacities(const Workload& w, const SimulateOptions& o) {
+  const std::int64_t world = w.training.world_size;
+  const std::int64_t per_node = std::max<std::int64_t>(1, w.system.gpus_per_node);
+  const std::int64_t nodes = (world + per_node - 1) / per_node;
+  std::vector<double> capacity;
+  for (const SlowNic& s : o.slow_nics) {
+    std::ostringstream factor;
+    factor << s.factor;
+    const std::string what = " " + std::to_string(s.node) + "=" + factor.str();
+    if (s.node < 0 || s.node >= nodes) {
+      return Error{"", "--slow-nic",
+                   what + ": node " + std::to_string(s.node) + " is not one of the job's " +
+                       std::to_string(nodes) + " nodes (global rank / gpus_per_node " +
+                       std::to_string(per_node) + ")"};
+    }
+    if (!(s.factor >= 1e-3 && s.factor <= 1e3)) {
+      return Error{"", "--slow-nic", what + ": the factor must lie in [0.001, 1000]"};
+    }
+    if (!o.contention) {
+      return Error{"", "--slow-nic",
+                   what + ": a slower NIC acts through the link model, which --no-contention "
+                          "turns off"};
+    }
+    capacity.resize(static_cast<std::size_t>(world), 1.0);
+    for (std::int64_t g = s.node * per_node; g < std::min(world, (s.node + 1) * per_node); ++g) {
+      double& c = capacity[static_cast<std::size_t>(g)];
+      c = std::min(c, 1.0 / s.factor);
+    }
+  }
+  return capacity;
+}
+
+/// The lane of `full` that holds the GPU whose work ended last, as a representative step's
+/// engine result: its tasks' timings, predecessors renamed into the lane.
+EngineResult project_lane(const FullRankStep& full, const EngineResult& run, std::int64_t lane) {
+  const std::uint32_t n = full.lane_tasks;
+  EngineResult out;
+  out.makespan_s = run.makespan_s;
+  const auto first = static_cast<std::size_t>(lane) * n;
+  out.timings.assign(run.timings.begin() + static_cast<std::ptrdiff_t>(first),
+                     run.timings.begin() + static_cast<std::ptrdiff_t>(first + n));
+  for (TaskTiming& t : out.timings) {
+    if (t.critical_pred != TaskTiming::kNone) t.critical_pred %= n;
+    out.contended_tasks += t.contended ? 1 : 0;
+  }
+  out.last_task = run.last_task == TaskTiming::kNone ? TaskTiming::kNone : run.last_task % n;
+  return out;
 }
 
 }  // namespace
@@ -289,19 +383,56 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                              .compute_scale = {},
                              .interference = options.contention ? w.system.interference
                                                                 : Interference{}};
-  if (!options.stragglers.empty()) {
-    Result<std::vector<double>> scale = straggler_scale(w, options.stragglers);
+  EngineOptions engine_options{.contention = options.contention,
+                               .interference = w.system.interference,
+                               .nic_capacity = {}};
+  std::optional<BuiltStep> representative;
+  std::unique_ptr<FullRankStep> full;
+  EngineResult full_run, lane_run;
+  if (!options.full_rank) {
+    if (!options.slow_nics.empty() || options.jitter_sigma != 0) {
+      return Error{"", options.slow_nics.empty() ? "--jitter" : "--slow-nic",
+                   ": per-GPU heterogeneity needs every GPU simulated: add --full-rank"};
+    }
+    if (!options.stragglers.empty()) {
+      Result<std::vector<double>> scale = straggler_scale(w, options.stragglers);
+      if (!scale.ok()) return scale.errors();
+      build_options.compute_scale = std::move(scale).value();
+    }
+    Result<BuiltStep> built = build_step(w, plan, *schedule, cost, build_options);
+    if (!built.ok()) return built.errors();
+    representative.emplace(std::move(built).value());
+    Result<EngineResult> ran = run_engine(representative->graph, engine_options);
+    if (!ran.ok()) return ran.errors();
+    lane_run = std::move(ran).value();
+  } else {
+    Result<std::vector<double>> scale = gpu_compute_scales(w, options);
     if (!scale.ok()) return scale.errors();
-    build_options.compute_scale = std::move(scale).value();
+    Result<std::vector<double>> nic = nic_capacities(w, options);
+    if (!nic.ok()) return nic.errors();
+    Result<std::unique_ptr<FullRankStep>> made =
+        build_full_rank(w, plan, *schedule, cost, build_options, *scale);
+    if (!made.ok()) return made.errors();
+    full = std::move(made).value();
+    engine_options.nic_capacity = std::move(nic).value();
+    Result<EngineResult> ran = run_engine(full->step.graph, engine_options);
+    if (!ran.ok()) return ran.errors();
+    full_run = std::move(ran).value();
   }
-  Result<BuiltStep> built = build_step(w, plan, *schedule, cost, build_options);
-  if (!built.ok()) return built.errors();
-  const BuiltStep& step = *built;
-  Result<EngineResult> ran =
-      run_engine(step.graph, EngineOptions{.contention = options.contention,
-                                           .interference = w.system.interference});
-  if (!ran.ok()) return ran.errors();
-  const EngineResult& run = *ran;
+  // Full-rank: the per-stage summaries, memory and timeline are those of the lane (one
+  // pipeline: fixed tp, cp, dp) holding the GPU whose work ended last.
+  std::int64_t lane = 0;
+  if (full) {
+    if (full_run.last_task != TaskTiming::kNone) {
+      lane = full->lane_of_rank[static_cast<std::size_t>(
+          full->step.graph.tasks()[full_run.last_task].rank)];
+    }
+    lane_run = project_lane(*full, full_run, lane);
+  }
+  const BuiltStep& step =
+      full ? full->builds[static_cast<std::size_t>(full->build_of_lane[static_cast<std::size_t>(lane)])]
+           : *representative;
+  const EngineResult& run = lane_run;
 
   SimulationResult out;
   Prediction& pred = out.prediction;
@@ -355,9 +486,16 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
     hardware_flops += ref.op->flops();
   }
   tasks += static_cast<std::int64_t>(step.transfers.size() + step.step_ops.size());
-  pred.simulated_tasks = tasks;
-  pred.engine_tasks = static_cast<std::int64_t>(step.graph.size());
-  pred.critical_chain = walk_critical_chain(step, run);
+  pred.simulated_tasks = full ? tasks * full->lanes : tasks;
+  pred.engine_tasks = static_cast<std::int64_t>(full ? full->step.graph.size() : step.graph.size());
+  if (full) {
+    pred.critical_chain = walk_critical_chain(full->step, full_run);
+    for (ChainSegment& s : pred.critical_chain.longest) {
+      s.rank = full->stage_of_rank[static_cast<std::size_t>(s.rank)];
+    }
+  } else {
+    pred.critical_chain = walk_critical_chain(step, run);
+  }
   const double replicas = static_cast<double>(w.training.tensor_model_parallel_size *
                                               w.training.context_parallel_size *
                                               w.training.data_parallel_size);
@@ -389,7 +527,14 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
     tl.memory = memory.curves;
     tl.memory_capacity_bytes = w.system.memory_bytes;
     expand_slices(step, run, plan, tl);
-    tl.critical_chain = chain_links(step, run);
+    if (full) {
+      tl.critical_chain = chain_links(full->step, full_run);
+      for (ChainLink& link : tl.critical_chain) {
+        link.rank = full->stage_of_rank[static_cast<std::size_t>(link.rank)];
+      }
+    } else {
+      tl.critical_chain = chain_links(step, run);
+    }
   }
   return out;
 }

@@ -74,9 +74,22 @@ def test_check_lists_every_problem():
     assert {"training.world_size", "training.micro_batch_size"} <= keys
 
 
-def test_full_rank_is_not_modelled_yet():
-    with pytest.raises(NotImplementedError, match="not modelled yet"):
-        stepsim.predict(GPT3, full_rank=True)
+def test_full_rank_matches_the_cli_and_the_representative_step(stepsim_bin):
+    full = stepsim.predict(GPT3, full_rank=True)
+    assert full["step_time_s"] == pytest.approx(stepsim.predict(GPT3)["step_time_s"], rel=1e-9)
+    cli = subprocess.run([stepsim_bin, "predict", GPT3, "--full-rank", "--jitter", "0.1",
+                          "--seed", "3", "--slow-nic", "1=2", "--straggler", "9=1.3",
+                          "--format", "json"], capture_output=True, text=True, check=True)
+    perturbed = stepsim.predict(GPT3, full_rank=True, jitter=0.1, seed=3, slow_nics={1: 2.0},
+                                stragglers={9: 1.3})
+    assert perturbed == json.loads(cli.stdout)
+    assert perturbed["step_time_s"] > full["step_time_s"]
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.predict(GPT3, jitter=0.1)
+    assert e.value.key == "--jitter"
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.predict(GPT3, full_rank=True, slow_nics={99: 2.0})
+    assert e.value.key == "--slow-nic"
 
 
 def test_trace_is_written(tmp_path):

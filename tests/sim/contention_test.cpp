@@ -125,7 +125,8 @@ TEST(EngineContention, GemmBesideACollectiveSlowsByTheCoefficients) {
                                       .resources = coll_res});
   g.finalize();
   const EngineOptions options{.contention = true,
-                              .interference = {.compute_slowdown = 1.2, .collective_slowdown = 1.5}};
+                              .interference = {.compute_slowdown = 1.2, .collective_slowdown = 1.5},
+                              .nic_capacity = {}};
   const Result<EngineResult> r = run_engine(g, options);
   ASSERT_TRUE(r.ok());
   EXPECT_NEAR(r->timings[coll.value].end_s, 6.0, 1e-12);

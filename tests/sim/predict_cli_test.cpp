@@ -225,6 +225,47 @@ TEST(PredictCli, StragglerSlowsTheStepAndBadOnesExitTwo) {
   }
 }
 
+TEST(PredictCli, FullRankMatchesTheRepresentativeStepAndTakesPerturbations) {
+  const std::string scenario = kScenarios + "/llama2-70b-h100-64.json --format json";
+  const auto base = run_stepsim("predict " + scenario, false);
+  const auto full = run_stepsim("predict " + scenario + " --full-rank", false);
+  ASSERT_EQ(base.status, 0);
+  ASSERT_EQ(full.status, 0) << full.out;
+  const auto b = nlohmann::json::parse(base.out), f = nlohmann::json::parse(full.out);
+  EXPECT_NEAR(f["step_time_s"].get<double>(), b["step_time_s"].get<double>(),
+              1e-9 * b["step_time_s"].get<double>());
+  // 64 GPUs, tp 4 p 4 dp 4: 16 lanes of the representative step.
+  EXPECT_EQ(f["engine_tasks"].get<std::int64_t>(), 16 * b["engine_tasks"].get<std::int64_t>());
+  // Stragglers in two replicas (ranks 20: dp 1, 40: dp 2), a slower NIC, seeded jitter.
+  const std::string perturbed =
+      "predict " + scenario + " --full-rank --straggler 20=1.2 --straggler 40=1.1 " +
+      "--slow-nic 3=2 --jitter 0.05 --seed 11";
+  const auto p1 = run_stepsim(perturbed, false);
+  const auto p2 = run_stepsim(perturbed, false);
+  ASSERT_EQ(p1.status, 0) << p1.out;
+  EXPECT_EQ(p1.out, p2.out);
+  EXPECT_GT(nlohmann::json::parse(p1.out)["step_time_s"].get<double>(),
+            f["step_time_s"].get<double>());
+  EXPECT_NE(run_stepsim(perturbed + "1", false).out, p1.out);  // seed 111
+  for (const char* bad :
+       {"--slow-nic 3=2", "--jitter 0.1", "--full-rank --slow-nic 8=2", "--full-rank --slow-nic x",
+        "--full-rank --slow-nic 3=0", "--full-rank --jitter 2", "--full-rank --jitter -1",
+        "--full-rank --slow-nic 3=2 --no-contention"}) {
+    const auto r = run_stepsim("predict " + scenario + " " + bad);
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
+    const std::string flag = std::string(bad).find("jitter") != std::string::npos ? "--jitter"
+                                                                                  : "--slow-nic";
+    EXPECT_NE(r.out.find(flag), std::string::npos) << bad << ": " << r.out;
+  }
+  const auto moe = run_stepsim("predict " + kScenarios + "/mixtral-8x7b-h100-64.json --full-rank");
+  EXPECT_EQ(moe.status, 2) << moe.out;
+  EXPECT_NE(moe.out.find("--full-rank with mixture-of-experts"), std::string::npos) << moe.out;
+  const auto help = run_stepsim("predict --help", false);
+  for (const char* flag : {"--full-rank", "--slow-nic", "--jitter", "--seed"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+}
+
 TEST(PredictCli, BadInputExitsTwoNamingTheFile) {
   const std::string bad = ::testing::TempDir() + "/stepsim_bad.json";
   {

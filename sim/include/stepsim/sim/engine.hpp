@@ -58,6 +58,10 @@ struct EngineOptions {
   /// in its duration (`predict --no-contention`).
   bool contention = true;
   Interference interference;
+  /// Per GPU (a resource's gpu index): the bandwidth of its NIC rail, both directions, as a
+  /// share of the costed one (0.5: a transfer alone on it takes twice as long); GPUs past
+  /// the end, or an empty vector: 1. Only with `contention` (the link model).
+  std::vector<double> nic_capacity;
 };
 
 /// Runs `graph`. Fails (as a bug report, not bad input) when tasks never become ready:

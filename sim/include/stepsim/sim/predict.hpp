@@ -19,6 +19,10 @@ struct PredictOptions {
   bool gpipe = false;          ///< GPipe instead of Megatron's 1F1B
   std::vector<Straggler> stragglers;  ///< slower GPUs (see SimulateOptions)
   bool contention = true;  ///< false: `--no-contention`, every overlap free (SimulateOptions)
+  bool full_rank = false;  ///< `--full-rank`: every GPU simulated (SimulateOptions)
+  std::vector<SlowNic> slow_nics;  ///< `--slow-nic NODE=FACTOR` (full-rank)
+  double jitter_sigma = 0;         ///< `--jitter SIGMA` (full-rank)
+  std::uint64_t seed = 0;          ///< `--seed N`: the jitter's draws
 };
 
 /// What a trace file holds: every op or one slice per action (microbatch level), and which

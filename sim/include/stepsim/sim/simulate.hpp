@@ -98,6 +98,15 @@ struct Straggler {
   bool operator==(const Straggler&) const = default;
 };
 
+/// A node whose NIC rails (every GPU's) move bytes `factor` times as slowly as the system
+/// file says (a degraded link, a slower NIC): a transfer or collective alone on one takes
+/// `factor` times as long. Full-rank mode only.
+struct SlowNic {
+  std::int32_t node = 0;  ///< global rank / gpus_per_node
+  double factor = 1;
+  bool operator==(const SlowNic&) const = default;
+};
+
 struct SimulateOptions {
   bool keep_timeline = false;  ///< fill SimulationResult::timeline (op-level slices, memory)
   bool gpipe = false;          ///< GPipe instead of Megatron's 1F1B (needs v = 1)
@@ -119,6 +128,17 @@ struct SimulateOptions {
   /// CP communication beside the compute stream). false (`predict --no-contention`): every
   /// overlap is free, each task takes its cost-model time.
   bool contention = true;
+  /// Simulate every GPU (`predict --full-rank`, sim/src/build_full_rank.hpp) instead of one
+  /// representative rank per stage: each TP, CP peer and DP replica explicit, collectives over
+  /// their real members on their real links. Stragglers may then lie anywhere; `slow_nics`
+  /// and `jitter_sigma` need it.
+  bool full_rank = false;
+  std::vector<SlowNic> slow_nics;  ///< slower NICs (full-rank, with contention)
+  /// Per-GPU compute jitter (full-rank): each GPU's kernels take exp(jitter_sigma * z) times
+  /// as long, z a standard normal drawn per global rank from `seed` (jitter_scales in
+  /// sim/src/build_full_rank.hpp); 0: none.
+  double jitter_sigma = 0;
+  std::uint64_t seed = 0;
 };
 
 struct SimulationResult {
