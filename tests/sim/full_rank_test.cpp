@@ -154,6 +154,9 @@ TEST(FullRank, SymmetricInputsGiveTheRepresentativeStepTime) {
   expect_same_step(load("llama31-8b-cp2-h100-8.json"), "llama3.1 8b cp2");
   // TP 2, DP 4, one stage.
   expect_same_step(load("llama3-8b-h100-8.json"), "llama3 8b t2 dp4");
+  // PP 8 with 1F1B, TP 8, DP 16 across 128 nodes (dp gradient all-reduce on the NICs).
+  expect_same_step(load("gpt3-175b-a100-1024.json"), "gpt3 t8 p8 dp16 1F1B");
+  expect_same_step(load("validation/pp2-1f1b.json"), "validation pp2 1F1B");
 }
 
 TEST(FullRank, MixtureOfExpertsIsNotModelledYet) {
