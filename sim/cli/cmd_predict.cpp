@@ -100,6 +100,27 @@ std::optional<std::vector<std::pair<std::int32_t, double>>> parse_factors(
   return out;
 }
 
+/// --straggler, --full-rank, --slow-nic, --jitter, --seed into `options`; false (with the
+/// message on `err`) when a value is not of its form (ranges: checked by the simulation).
+bool read_heterogeneity(const PredictArgs& args, sim::PredictOptions& options, std::ostream& err) {
+  auto stragglers = parse_factors(args.stragglers, "--straggler",
+                                  "RANK=FACTOR (a global rank and how many times as long its "
+                                  "kernels take, e.g. 5=1.2)",
+                                  err);
+  if (!stragglers) return false;
+  for (const auto& [rank, factor] : *stragglers) options.stragglers.push_back({rank, factor});
+  auto slow_nics = parse_factors(args.slow_nics, "--slow-nic",
+                                 "NODE=FACTOR (a node, global rank / gpus_per_node, and how many "
+                                 "times as long its NICs take to move the same bytes, e.g. 3=2)",
+                                 err);
+  if (!slow_nics) return false;
+  for (const auto& [node, factor] : *slow_nics) options.slow_nics.push_back({node, factor});
+  options.full_rank = args.full_rank;
+  options.jitter_sigma = args.jitter;
+  options.seed = args.seed;
+  return true;
+}
+
 int run_predict(const PredictArgs& args, Env& env) {
   if (args.trace.empty() && (args.trace_level != "op" || !args.trace_ranks.empty())) {
     *env.err << "stepsim predict: --trace-level and --trace-ranks shape the trace: give --trace "
@@ -124,21 +145,7 @@ int run_predict(const PredictArgs& args, Env& env) {
   options.keep_timeline = !args.trace.empty();
   options.gpipe = args.gpipe;
   options.contention = !args.no_contention;
-  auto stragglers = parse_factors(args.stragglers, "--straggler",
-                                  "RANK=FACTOR (a global rank and how many times as long its "
-                                  "kernels take, e.g. 5=1.2)",
-                                  *env.err);
-  if (!stragglers) return 2;
-  for (const auto& [rank, factor] : *stragglers) options.stragglers.push_back({rank, factor});
-  auto slow_nics = parse_factors(args.slow_nics, "--slow-nic",
-                                 "NODE=FACTOR (a node, global rank / gpus_per_node, and how many "
-                                 "times as long its NICs take to move the same bytes, e.g. 3=2)",
-                                 *env.err);
-  if (!slow_nics) return 2;
-  for (const auto& [node, factor] : *slow_nics) options.slow_nics.push_back({node, factor});
-  options.full_rank = args.full_rank;
-  options.jitter_sigma = args.jitter;
-  options.seed = args.seed;
+  if (!read_heterogeneity(args, options, *env.err)) return 2;
   const sim::PredictOutcome outcome = sim::predict(*w, options);
   if (!outcome.run) {
     const int status = exit_status(outcome.errors);

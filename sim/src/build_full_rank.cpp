@@ -1,10 +1,7 @@
 #include "build_full_rank.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <numbers>
-#include <random>
 #include <string>
 #include <unordered_map>
 
@@ -317,19 +314,6 @@ Result<std::unique_ptr<FullRankStep>> build_full_rank(const Workload& w, const W
                                                       const BuildOptions& options,
                                                       const std::vector<double>& gpu_compute_scale) {
   return FullRankBuilder(w, plan, schedule, cost, options, gpu_compute_scale).build();
-}
-
-std::vector<double> jitter_scales(std::int64_t ranks, double sigma, std::uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  constexpr double kUnit = 1.0 / 9007199254740992.0;  // 2^-53
-  std::vector<double> out(static_cast<std::size_t>(ranks), 1.0);
-  for (double& f : out) {
-    const double u1 = static_cast<double>(gen() >> 11) * kUnit;
-    const double u2 = static_cast<double>(gen() >> 11) * kUnit;
-    const double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
-    f = std::exp(sigma * z);
-  }
-  return out;
 }
 
 }  // namespace stepsim::sim

@@ -56,11 +56,4 @@ Result<std::unique_ptr<FullRankStep>> build_full_rank(const Workload& w, const W
                                                       const BuildOptions& options,
                                                       const std::vector<double>& gpu_compute_scale);
 
-/// Per-rank jitter: rank r's compute scale exp(sigma * z_r), lognormal with median 1, z_r a
-/// standard normal drawn by Box-Muller from std::mt19937_64(seed): for r = 0, 1, ... two
-/// 64-bit outputs a, b, u1 = (a >> 11) * 2^-53, u2 = (b >> 11) * 2^-53,
-/// z = sqrt(-2 ln(1 - u1)) * cos(2 pi u2). Implemented here (not std::normal_distribution,
-/// whose draws differ between standard libraries), so a seed gives the same factors anywhere.
-std::vector<double> jitter_scales(std::int64_t ranks, double sigma, std::uint64_t seed);
-
 }  // namespace stepsim::sim

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "../../sim/src/build_full_rank.hpp"
+#include "../../sim/src/heterogeneity.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
