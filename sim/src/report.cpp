@@ -324,6 +324,14 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
         << fmt("%.0f GPU-hours", tt.gpu_hours) << "\n";
   }
   out << "\n";
+  if (p.full_rank) {
+    const FullRankSummary& f = *p.full_rank;
+    out << "  full rank   all " << f.gpus << " GPUs simulated (" << f.paces
+        << (f.paces == 1 ? " pace" : " distinct replica paces") << "); global rank "
+        << f.critical_rank << " ended the step (the lowest of a tie): stages, critical path "
+        << "and memory below are its pipeline (tp " << f.tp << ", cp " << f.cp << ", dp " << f.dp
+        << ")\n\n";
+  }
 
   const CriticalPath& cp = p.critical_path;
   out << "  critical path (stage " << cp.rank << ", the last to finish):\n";
@@ -460,6 +468,19 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   }
   j.end_array();
   j.end_object();
+  if (p.full_rank) {
+    const FullRankSummary& f = *p.full_rank;
+    j.key("full_rank").begin_object();
+    j.field("gpus", f.gpus);
+    j.field("critical_rank", f.critical_rank);
+    j.key("lane").begin_object();
+    j.field("tp", f.tp);
+    j.field("cp", f.cp);
+    j.field("dp", f.dp);
+    j.end_object();
+    j.field("paces", f.paces);
+    j.end_object();
+  }
   j.field("simulated_tasks", p.simulated_tasks);
   j.field("engine_tasks", p.engine_tasks);
   j.field("stamped_ops", p.simulated_tasks);

@@ -374,6 +374,17 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   pred.simulated_tasks = full ? tasks * full->lanes : tasks;
   pred.engine_tasks = static_cast<std::int64_t>(full ? full->step.graph.size() : step.graph.size());
   if (full) {
+    const std::int32_t last = full_run.last_task == TaskTiming::kNone
+                                  ? 0
+                                  : full->step.graph.tasks()[full_run.last_task].rank;
+    const std::int64_t tp_size = w.training.tensor_model_parallel_size;
+    const std::int64_t cp_size = w.training.context_parallel_size;
+    pred.full_rank = FullRankSummary{.gpus = w.training.world_size,
+                                     .critical_rank = last,
+                                     .tp = lane % tp_size,
+                                     .cp = lane / tp_size % cp_size,
+                                     .dp = lane / (tp_size * cp_size),
+                                     .paces = static_cast<std::int32_t>(full->builds.size())};
     pred.critical_chain = walk_critical_chain(full->step, full_run);
     for (ChainSegment& s : pred.critical_chain.longest) {
       s.rank = full->stage_of_rank[static_cast<std::size_t>(s.rank)];

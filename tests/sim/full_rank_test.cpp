@@ -43,7 +43,7 @@ Op kernel(const char* name, Phase phase, double seconds) {
 }
 
 /// p 2, m 2 (1F1B), tp x dp GPUs per stage, forward 1 s, backward 2 s, free transfers, and
-/// a gradient all-reduce of `grad_s` over the dp group after the program (no overlap);
+/// a gradient all-reduce of `grad_s` (0: none) over the dp group after the program (no overlap);
 /// `gpus_per_node` GPUs a node.
 struct Small {
   Workload w;
@@ -79,7 +79,7 @@ Small small_case(std::int64_t tp, std::int64_t dp, double grad_s, std::int64_t g
     chunk.p2p_bytes = 1;
     chunk.stored_activation_bytes = 100;
     chunk.parameters = 1000;
-    if (dp > 1) {
+    if (dp > 1 && grad_s > 0) {
       Op& op = chunk.grad_sync.emplace_back();
       op.name = "dp_grad_all_reduce";
       op.phase = Phase::kStep;
@@ -94,10 +94,14 @@ Small small_case(std::int64_t tp, std::int64_t dp, double grad_s, std::int64_t g
   return s;
 }
 
-double step_time(const Small& s, const SimulateOptions& o) {
+double step_time(const Small& s, const SimulateOptions& o, std::int32_t paces = 0) {
   Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), o);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
-  return r.ok() ? r->prediction.step_time_s : -1.0;
+  if (!r.ok()) return -1.0;
+  if (paces > 0) {
+    EXPECT_EQ(r->prediction.full_rank.value_or(FullRankSummary{}).paces, paces);
+  }
+  return r->prediction.step_time_s;
 }
 
 SimulateOptions full_rank() {
@@ -136,6 +140,10 @@ void expect_same_step(const Loaded& s, const std::string& what) {
                                                t.context_parallel_size * t.data_parallel_size)
       << what;
   EXPECT_EQ(full->prediction.stages, rep->prediction.stages) << what;
+  EXPECT_FALSE(rep->prediction.full_rank.has_value());
+  ASSERT_TRUE(full->prediction.full_rank.has_value()) << what;
+  EXPECT_EQ(full->prediction.full_rank->gpus, t.world_size) << what;
+  EXPECT_EQ(full->prediction.full_rank->paces, 1) << what;
   EXPECT_NEAR(full->prediction.mfu, rep->prediction.mfu, 1e-9) << what;
 }
 
@@ -175,21 +183,21 @@ TEST(FullRank, AStragglerInOneReplicaHoldsEveryReplicaAtTheReduction) {
   // replicas: stage 0's [9,10]. Step: 10 s.
   const Small s = small_case(2, 2, 1.0, 8, 1);
   EXPECT_NEAR(step_time(s, SimulateOptions{}), 10.0, 1e-12);
-  EXPECT_NEAR(step_time(s, full_rank()), 10.0, 1e-12);
+  EXPECT_NEAR(step_time(s, full_rank(), 1), 10.0, 1e-12);
   // Rank 5 (tp 1, dp 0, stage 1) twice as slow: its TP peer (rank 4) waits for it inside every
   // action, so replica 0 runs stage 1 at half speed: stage 0 F0 [0,1] F1 [1,2]; stage 1 F0
   // [1,3] B0 [3,7]; stage 0 B0 [7,9]; stage 1 F1 [7,9] B1 [9,13]; stage 0 B1 [13,15]. Replica
   // 1 ends stage 0 at 9 but reduces with replica 0: [15,16]. Step: 16 s.
   SimulateOptions one = full_rank();
   one.stragglers = {Straggler{.rank = 5, .factor = 2.0}};
-  EXPECT_NEAR(step_time(s, one), 16.0, 1e-12);
+  EXPECT_NEAR(step_time(s, one, 2), 16.0, 1e-12);
   // Stragglers in two replicas (the representative mode refuses them): rank 3 (tp 1, dp 1,
   // stage 0) three times as slow as well. Replica 1: stage 0 F0 [0,3] F1 [3,6]; stage 1 F0
   // [3,4] B0 [4,6]; stage 0 B0 [6,12]; stage 1 F1 [6,7] B1 [7,9]; stage 0 B1 [12,18]. Stage
   // 0's reduction waits for replica 1 (18) and ends at 19.
   SimulateOptions two = one;
   two.stragglers.push_back(Straggler{.rank = 3, .factor = 3.0});
-  EXPECT_NEAR(step_time(s, two), 19.0, 1e-12);
+  EXPECT_NEAR(step_time(s, two, 2), 19.0, 1e-12);
   SimulateOptions representative = two;
   representative.full_rank = false;
   Result<SimulationResult> refused = simulate(s.w, s.plan, UnitCost(), representative);
@@ -201,6 +209,37 @@ TEST(FullRank, AStragglerInOneReplicaHoldsEveryReplicaAtTheReduction) {
   ASSERT_FALSE(outside.ok());
   EXPECT_EQ(outside.errors().front().key, "--straggler");
   EXPECT_EQ(exit_status(outside.errors()), 2);
+}
+
+TEST(FullRank, TheReportDescribesThePipelineThatEndedTheStep) {
+  // No gradient reduction: the replicas are independent. Rank 3 (tp 1, dp 1, stage 0) twice
+  // as slow: replica 1's stage 0 F0 [0,2] F1 [2,4]; stage 1 F0 [2,3] B0 [3,5] F1 [5,6] B1
+  // [6,8]; stage 0 B0 [5,9] B1 [9,13]. Replica 0 ends at 9 s. Its lowest rank, 2 (tp 0, dp 1, stage 0), ended the step; the stages are
+  // replica 1's: stage 0 busy 2 x (1 + 1 + 2 + 2) = 12 s.
+  const Small s = small_case(2, 2, 0.0, 8, 1);
+  SimulateOptions o = full_rank();
+  o.stragglers = {Straggler{.rank = 3, .factor = 2.0}};
+  Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), o);
+  ASSERT_TRUE(r.ok());
+  const Prediction& p = r->prediction;
+  EXPECT_NEAR(p.step_time_s, 13.0, 1e-12);
+  ASSERT_TRUE(p.full_rank.has_value());
+  EXPECT_EQ(p.full_rank->critical_rank, 2);
+  EXPECT_EQ(p.full_rank->tp, 0);
+  EXPECT_EQ(p.full_rank->dp, 1);
+  EXPECT_EQ(p.full_rank->paces, 2);
+  ASSERT_EQ(p.stages.size(), 2u);
+  EXPECT_NEAR(p.stages[0].busy_s, 12.0, 1e-12);
+  EXPECT_EQ(p.critical_path.rank, 0);  // a stage, as in the representative mode
+  std::ostringstream json;
+  write_prediction_json(s.w, *r, "unit", json);
+  const std::string text = json.str();
+  const std::size_t at = text.find("\"full_rank\": {");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string block = text.substr(at, text.find('}', text.find('}', at) + 1) - at);
+  for (const char* field : {"\"gpus\": 8", "\"critical_rank\": 2", "\"dp\": 1", "\"paces\": 2"}) {
+    EXPECT_NE(block.find(field), std::string::npos) << field << " in " << block;
+  }
 }
 
 TEST(FullRank, ASlowNicSlowsTheCrossNodeCollectiveByItsFactor) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,16 @@ struct CriticalChain {
   bool operator==(const CriticalChain&) const = default;
 };
 
+/// Full-rank mode (`predict --full-rank`): which GPUs were simulated and which pipeline the
+/// per-stage summaries, critical path, memory and timeline describe.
+struct FullRankSummary {
+  std::int64_t gpus = 0;            ///< GPUs simulated (world_size)
+  std::int32_t critical_rank = 0;   ///< global rank of the GPU whose work ended last
+  std::int64_t tp = 0, cp = 0, dp = 0;  ///< its lane: the pipeline `stages` describe
+  std::int32_t paces = 1;  ///< distinct per-stage paces, each one representative build
+  bool operator==(const FullRankSummary&) const = default;
+};
+
 struct Prediction {
   double step_time_s = 0;
   /// Pipeline bubble over compute, summed over stages: sum(bubble_s) / sum(busy_s). With
@@ -85,6 +96,7 @@ struct Prediction {
   /// (The contract's historical name; it counts stamped ops, not what the engine schedules.)
   std::int64_t simulated_tasks = 0;
   std::int64_t engine_tasks = 0;  ///< tasks the engine scheduled (one per action, transfer, ...)
+  std::optional<FullRankSummary> full_rank;  ///< set in full-rank mode only
   std::vector<std::string> warnings;
   bool operator==(const Prediction&) const = default;
 };
