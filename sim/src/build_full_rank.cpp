@@ -203,6 +203,11 @@ class FullRankBuilder {
     const auto lanes = static_cast<std::size_t>(out_->lanes);
     const TaskGraph& first = out_->builds.front().graph;
     const std::size_t edges = boost::num_edges(first.graph());
+    // TaskId is 32 bits (and payloads, rendezvous ids 31).
+    if (static_cast<std::uint64_t>(lanes) * n >= (1ULL << 31)) {
+      return not_modelled(std::to_string(lanes) + " pipelines of " + std::to_string(n) +
+                          " tasks (the task graph holds at most 2^31 tasks)");
+    }
     s.graph.reserve(lanes * n, lanes * edges);
     // Joined copies of a representative task u: actions over the lanes of one replica (key:
     // u and the replica), dp collectives over the lanes of one tp position (u and tp), the

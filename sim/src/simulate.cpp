@@ -424,9 +424,12 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
     tl.memory_capacity_bytes = w.system.memory_bytes;
     expand_slices(step, run, plan, tl);
     if (full) {
-      tl.critical_chain = chain_links(full->step, full_run);
-      for (ChainLink& link : tl.critical_chain) {
-        link.rank = full->stage_of_rank[static_cast<std::size_t>(link.rank)];
+      // The timeline is one lane's: the chain's stretches on other lanes ran at other times.
+      for (ChainLink link : chain_links(full->step, full_run)) {
+        const auto r = static_cast<std::size_t>(link.rank);
+        if (full->lane_of_rank[r] != lane) continue;
+        link.rank = full->stage_of_rank[r];
+        tl.critical_chain.push_back(link);
       }
     } else {
       tl.critical_chain = chain_links(step, run);
