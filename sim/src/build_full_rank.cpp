@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -18,56 +19,50 @@ Error not_modelled(const std::string& what) {
   return Error{"", "--full-rank", ": --full-rank with " + what + " is not modelled yet"};
 }
 
-/// What full-rank cannot represent yet, as errors: collectives inside an action over a group
-/// other than TP and CP (they would tie lanes of different data-parallel replicas together
-/// inside every forward and backward: MoE's expert all-to-alls, FP8 delayed scaling's amax
-/// reduction over tp-dp), and per-step collectives over groups other than dp and embedding.
-Errors unsupported(const Workload& w, const WorkloadPlan& plan) {
-  Errors out;
-  if (w.model.moe()) {
-    out.push_back(not_modelled("mixture-of-experts layers (model.num_experts=" +
-                               std::to_string(w.model.num_experts) + ")"));
-    return out;
+/// Megatron's process group of a CommGroup: the rank generator it comes from (the decoder's,
+/// order tp-cp-ep-dp-pp with ep 1, or the experts', tp = etp, ep, dp = expert dp) and the
+/// dimensions it spans. kEmbedding (first and last stage of one pipeline) has none.
+struct GroupToken {
+  bool expert = false;
+  const char* token = "";
+};
+
+std::optional<GroupToken> token_of(CommGroup g) {
+  switch (g) {
+    case CommGroup::kTensor: return GroupToken{false, "tp"};
+    case CommGroup::kContext: return GroupToken{false, "cp"};
+    case CommGroup::kData: return GroupToken{false, "dp-cp"};
+    case CommGroup::kTensorData: return GroupToken{false, "tp-cp-dp"};  // FP8 amax reduction
+    case CommGroup::kExpert: return GroupToken{true, "ep"};
+    case CommGroup::kExpertTensor: return GroupToken{true, "tp"};
+    case CommGroup::kExpertTensorExpert: return GroupToken{true, "tp-ep"};
+    case CommGroup::kExpertData: return GroupToken{true, "dp"};
+    case CommGroup::kEmbedding: break;
   }
-  const auto check_actions = [&](const std::vector<Op>& ops) {
-    for (const Op& op : ops) {
-      const auto* coll = std::get_if<CollectiveOp>(&op.shape);
-      if (coll == nullptr || coll->group == CommGroup::kTensor ||
-          coll->group == CommGroup::kContext) {
-        continue;
-      }
-      out.push_back(not_modelled("the " + op.name + " collective over the " +
-                                 std::string(to_string(coll->group)) +
-                                 " group inside forward and backward"));
-      return true;
-    }
-    return false;
-  };
-  const auto check_step = [&](const std::vector<Op>& ops) {
-    for (const Op& op : ops) {
-      const auto* coll = std::get_if<CollectiveOp>(&op.shape);
-      if (coll == nullptr || coll->group == CommGroup::kData ||
-          coll->group == CommGroup::kEmbedding) {
-        continue;
-      }
-      out.push_back(not_modelled("the per-step " + op.name + " collective over the " +
-                                 std::string(to_string(coll->group)) + " group"));
-      return true;
-    }
-    return false;
-  };
-  for (const StagePlan& stage : plan.stages) {
-    if (check_step(stage.step_ops)) return out;
-    for (const ChunkPlan& c : stage.chunks) {
-      if (check_actions(c.forward) || check_actions(c.backward) ||
-          check_actions(c.backward_wgrad_deferred) || check_actions(c.deferred_wgrad) ||
-          check_step(c.grad_sync)) {
-        return out;
-      }
-    }
-  }
-  return out;
+  return std::nullopt;
 }
+
+/// Union-find over global ranks (path halving; the smaller root wins, so roots do not
+/// depend on the order of the unions).
+struct RankSets {
+  std::vector<std::int32_t> parent;
+  explicit RankSets(std::int64_t n) : parent(static_cast<std::size_t>(n)) {
+    for (std::size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<std::int32_t>(i);
+  }
+  std::int32_t find(std::int32_t r) {
+    while (parent[static_cast<std::size_t>(r)] != r) {
+      auto& p = parent[static_cast<std::size_t>(r)];
+      p = parent[static_cast<std::size_t>(p)];
+      r = p;
+    }
+    return r;
+  }
+  void unite(std::int32_t a, std::int32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
+  }
+};
 
 class FullRankBuilder {
  public:
@@ -85,18 +80,25 @@ class FullRankBuilder {
     dp_ = std::max<std::int64_t>(1, t.data_parallel_size);
     pp_ = t.pipeline_model_parallel_size;
     gpus_per_node_ = std::max<std::int64_t>(1, w.system.gpus_per_node);
+    if (w.model.moe()) {
+      experts_.emplace(ParallelSizes{.tp = t.expert_tensor_parallel(),
+                                     .ep = t.expert_model_parallel_size,
+                                     .dp = std::max<std::int64_t>(1, t.expert_data_parallel_size),
+                                     .pp = pp_});
+    }
   }
 
   Result<std::unique_ptr<FullRankStep>> build() {
-    if (Errors bad = unsupported(w_, plan_); !bad.empty()) return bad;
-    if (layout_.world_size() != w_.training.world_size) {
+    const std::int64_t world = w_.training.world_size;
+    if (layout_.world_size() != world || (experts_ && experts_->world_size() != world)) {
       return Error{"", "", "rank layout of " + std::to_string(layout_.world_size()) +
-                               " GPUs but world_size " + std::to_string(w_.training.world_size),
+                               " GPUs but world_size " + std::to_string(world),
                    ErrorKind::kInternal};
     }
     out_ = std::make_unique<FullRankStep>();
     out_->lanes = tp_ * cp_ * dp_;
     map_ranks();
+    if (Status ok = join_action_groups(); !ok.ok()) return ok.errors();
     if (Status ok = make_builds(); !ok.ok()) return ok.errors();
     concatenate_refs();
     if (Status ok = copy_lanes(); !ok.ok()) return ok.errors();
@@ -132,20 +134,88 @@ class FullRankBuilder {
     return ri < scale_.size() ? scale_[ri] : 1.0;
   }
 
-  // One representative build per distinct pace: per data-parallel replica and stage, the
-  // slowest GPU of the stage's TP x CP group sets the pace of its actions.
+  // The GPUs whose actions run as one: those that share a collective inside a forward or
+  // backward (TP, CP; with MoE the expert groups; with FP8 delayed scaling the tp-cp-dp amax
+  // group), closed transitively. Each set's actions are one rendezvous, paced by its slowest
+  // member.
+  Status join_action_groups() {
+    const std::int64_t world = layout_.world_size();
+    RankSets sets(world);
+    std::vector<bool> seen(16, false);
+    const auto join = [&](const std::vector<Op>& ops) -> Status {
+      for (const Op& op : ops) {
+        const auto* coll = std::get_if<CollectiveOp>(&op.shape);
+        if (coll == nullptr || seen[static_cast<std::size_t>(coll->group)]) continue;
+        seen[static_cast<std::size_t>(coll->group)] = true;
+        const std::optional<GroupToken> tok = token_of(coll->group);
+        if (!tok || (tok->expert && !experts_)) {
+          return not_modelled("the " + op.name + " collective over the " +
+                              std::string(to_string(coll->group)) + " group inside an action");
+        }
+        const RankGenerator& gen = tok->expert ? *experts_ : layout_;
+        for (const std::vector<std::int64_t>& g : gen.groups(tok->token)) {
+          for (const std::int64_t r : g) {
+            sets.unite(static_cast<std::int32_t>(g.front()), static_cast<std::int32_t>(r));
+          }
+        }
+      }
+      return ok_status();
+    };
+    // TP and CP peers always: their exchanges inside an action (the CP ring's P2P, TE's
+    // userbuffers) are not all CollectiveOps over kTensor/kContext.
+    for (const std::vector<std::int64_t>& g : layout_.groups("tp-cp")) {
+      for (const std::int64_t r : g) {
+        sets.unite(static_cast<std::int32_t>(g.front()), static_cast<std::int32_t>(r));
+      }
+    }
+    for (const StagePlan& stage : plan_.stages) {
+      for (const ChunkPlan& c : stage.chunks) {
+        for (const std::vector<Op>* ops : {&c.forward, &c.backward, &c.backward_wgrad_deferred}) {
+          if (Status ok = join(*ops); !ok.ok()) return ok;
+        }
+      }
+    }
+    action_root_.resize(static_cast<std::size_t>(world));
+    root_pace_.assign(static_cast<std::size_t>(world), 0.0);
+    root_members_.assign(static_cast<std::size_t>(world), 0);
+    for (std::int32_t r = 0; r < world; ++r) {
+      const std::int32_t root = sets.find(r);
+      action_root_[static_cast<std::size_t>(r)] = root;
+      double& pace = root_pace_[static_cast<std::size_t>(root)];
+      pace = std::max(pace, scale_of_rank(r));
+      ++root_members_[static_cast<std::size_t>(root)];
+    }
+    return ok_status();
+  }
+
+  /// Per global rank, the index of its group of `g` (Megatron's group order), and the
+  /// group's size; computed once per kind.
+  const std::pair<std::vector<std::int32_t>, std::int64_t>& group_ids(CommGroup g) {
+    auto it = group_ids_.find(g);
+    if (it != group_ids_.end()) return it->second;
+    const std::optional<GroupToken> tok = token_of(g);
+    STEPSIM_ASSERT(tok && (!tok->expert || experts_));
+    const RankGenerator& gen = tok->expert ? *experts_ : layout_;
+    std::pair<std::vector<std::int32_t>, std::int64_t> out;
+    out.first.assign(static_cast<std::size_t>(gen.world_size()), 0);
+    const auto groups = gen.groups(tok->token);
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      for (const std::int64_t r : groups[i]) out.first[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(i);
+    }
+    out.second = static_cast<std::int64_t>(groups.front().size());
+    return group_ids_.emplace(g, std::move(out)).first->second;
+  }
+
+  // One representative build per distinct pace: per lane and stage, the slowest GPU of the
+  // set its actions run with (join_action_groups) sets the pace of its actions.
   Status make_builds() {
     std::map<std::vector<double>, std::int32_t> index;
     out_->build_of_lane.assign(static_cast<std::size_t>(out_->lanes), 0);
-    for (std::int64_t d = 0; d < dp_; ++d) {
+    for (std::int64_t l = 0; l < out_->lanes; ++l) {
       std::vector<double> pace(static_cast<std::size_t>(pp_), 0.0);
       for (std::int32_t s = 0; s < pp_; ++s) {
-        double& f = pace[static_cast<std::size_t>(s)];
-        for (std::int64_t c = 0; c < cp_; ++c) {
-          for (std::int64_t t = 0; t < tp_; ++t) {
-            f = std::max(f, scale_of_rank(rank_of(lane_of(t, c, d), s)));
-          }
-        }
+        const std::int32_t root = action_root_[static_cast<std::size_t>(rank_of(l, s))];
+        pace[static_cast<std::size_t>(s)] = root_pace_[static_cast<std::size_t>(root)];
       }
       auto [it, fresh] = index.emplace(pace, static_cast<std::int32_t>(out_->builds.size()));
       if (fresh) {
@@ -159,11 +229,7 @@ class FullRankBuilder {
                        ErrorKind::kInternal};
         }
       }
-      for (std::int64_t c = 0; c < cp_; ++c) {
-        for (std::int64_t t = 0; t < tp_; ++t) {
-          out_->build_of_lane[static_cast<std::size_t>(lane_of(t, c, d))] = it->second;
-        }
-      }
+      out_->build_of_lane[static_cast<std::size_t>(l)] = it->second;
     }
     out_->lane_tasks = static_cast<std::uint32_t>(out_->builds.front().graph.size());
     return ok_status();
@@ -209,14 +275,11 @@ class FullRankBuilder {
                           " tasks (the task graph holds at most 2^31 tasks)");
     }
     s.graph.reserve(lanes * n, lanes * edges);
-    // Joined copies of a representative task u: actions over the lanes of one replica (key:
-    // u and the replica), dp collectives over the lanes of one tp position (u and tp), the
+    // Joined copies of a representative task u: actions over their set (key: u and the
+    // set's root rank), collectives over their group (u and the group's index), the
     // embedding all-reduce per lane (its representative rendezvous and the lane).
-    const std::uint64_t join_actions = tp_ * cp_ > 1 ? 1 : 0;
     for (std::size_t l = 0; l < lanes; ++l) {
       const auto lane = static_cast<std::int64_t>(l);
-      const std::int64_t tp = lane % tp_;
-      const std::int64_t dp = lane / (tp_ * cp_);
       const auto k = static_cast<std::size_t>(out_->build_of_lane[l]);
       const BuiltStep& b = out_->builds[k];
       const Offsets& off = offsets_[k];
@@ -232,13 +295,15 @@ class FullRankBuilder {
         const std::int32_t rep_group = t.rendezvous;
         t.rendezvous = -1;
         switch (t.kind) {
-          case TaskKind::kCompute:
+          case TaskKind::kCompute: {
             t.payload += off.actions;
-            if (join_actions != 0) {
+            const std::int32_t root = action_root_[static_cast<std::size_t>(t.rank)];
+            if (root_members_[static_cast<std::size_t>(root)] > 1) {
               t.rendezvous = rendezvous((static_cast<std::uint64_t>(u) << 32) |
-                                        static_cast<std::uint64_t>(dp));
+                                        static_cast<std::uint64_t>(root));
             }
             break;
+          }
           case TaskKind::kTransfer: {
             const TransferRef& ref = b.transfers[static_cast<std::size_t>(t.payload)];
             t.payload += off.transfers;
@@ -261,16 +326,25 @@ class FullRankBuilder {
               t.rendezvous = rendezvous((static_cast<std::uint64_t>(n + static_cast<std::uint32_t>(rep_group)) << 32) |
                                         static_cast<std::uint64_t>(l));
             } else {
-              STEPSIM_ASSERT(coll.group == CommGroup::kData && rep_group < 0);
-              if (coll.group_size != dp_ * cp_) {
+              STEPSIM_ASSERT(rep_group < 0);
+              const std::optional<GroupToken> tok = token_of(coll.group);
+              if (!tok || (tok->expert && !experts_)) {
+                return not_modelled("the " + ref.op->name + " collective over the " +
+                                    std::string(to_string(coll.group)) + " group");
+              }
+              const auto& [ids, size] = group_ids(coll.group);
+              if (coll.group_size != size) {
                 return Error{"", "",
                              "plan bug: " + ref.op->name + " over " +
-                                 std::to_string(coll.group_size) + " ranks, the dp-cp group has " +
-                                 std::to_string(dp_ * cp_),
+                                 std::to_string(coll.group_size) + " ranks, its group has " +
+                                 std::to_string(size),
                              ErrorKind::kInternal};
               }
-              t.rendezvous = rendezvous((static_cast<std::uint64_t>(u) << 32) |
-                                        static_cast<std::uint64_t>(tp));
+              if (size > 1) {
+                t.rendezvous = rendezvous(
+                    (static_cast<std::uint64_t>(u) << 32) |
+                    static_cast<std::uint64_t>(ids[static_cast<std::size_t>(t.rank)]));
+              }
             }
             break;
           }
@@ -304,11 +378,16 @@ class FullRankBuilder {
   const BuildOptions& options_;
   const std::vector<double>& scale_;
   RankGenerator layout_;
+  std::optional<RankGenerator> experts_;  // MoE: Megatron's expert rank generator
   std::int64_t tp_ = 1, cp_ = 1, dp_ = 1, pp_ = 1, gpus_per_node_ = 1;
   std::unique_ptr<FullRankStep> out_;
   std::vector<std::int32_t> rank_table_;  // [lane * pp + stage] -> global rank
   std::vector<Offsets> offsets_;          // per build
   std::unordered_map<std::uint64_t, std::int32_t> rendezvous_of_;
+  std::vector<std::int32_t> action_root_;   // per rank: the root of its action set
+  std::vector<double> root_pace_;           // per root: the set's largest compute scale
+  std::vector<std::int32_t> root_members_;  // per root: the set's size
+  std::map<CommGroup, std::pair<std::vector<std::int32_t>, std::int64_t>> group_ids_;
 };
 
 }  // namespace

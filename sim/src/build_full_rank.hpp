@@ -9,16 +9,17 @@
 // port or NIC rail, inter-node or not as its real peer is) and its own collectives. Copies
 // that Megatron runs as one operation are joined (rendezvous: they start when every member
 // is ready, and every member continues after it):
-// - a forward or backward action, over its tensor- and context-parallel group (the per-layer
-//   TP and CP collectives inside it pace it to the group's slowest member: every member's
-//   action lasts as long as the slowest member's);
-// - a gradient reduction or parameter gather (CommGroup::kData: the dp * cp group), over
-//   the lanes of one tp position; its flow holds every member's link, so a slower NIC on one
-//   member slows the whole collective, and collectives of different groups share NICs with
-//   each other and with P2P transfers;
+// - a forward or backward action, over its action set: the GPUs it exchanges with inside an
+//   action (TP and CP peers; with MoE the expert groups, with FP8 delayed scaling the amax
+//   group), closed transitively; the collectives inside pace it to the set's slowest member
+//   (every member's action lasts as long as the slowest member's);
+// - a per-step collective (gradient reduction, parameter gather: the dp * cp group or the
+//   expert data-parallel group), over its Megatron group; its flow holds every member's
+//   link, so a slower NIC on one member slows the whole collective, and collectives of
+//   different groups share NICs with each other and with P2P transfers;
 // - the tied-embedding all-reduce, per lane (first and last stage of one pipeline).
-// The representative step of a lane is built with the pace of its data-parallel replica
-// (per stage: the slowest GPU's compute scale in that stage's TP x CP group), so durations,
+// The representative step of a lane is built with its pace (per stage: the slowest GPU's
+// compute scale in the stage's action set), so durations,
 // DDP bucket points and parameter-gather delays are the representative builder's own; lanes
 // of equal pace share one build.
 

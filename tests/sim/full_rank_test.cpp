@@ -167,13 +167,34 @@ TEST(FullRank, SymmetricInputsGiveTheRepresentativeStepTime) {
   expect_same_step(load("validation/pp2-1f1b.json"), "validation pp2 1F1B");
 }
 
-TEST(FullRank, MixtureOfExpertsIsNotModelledYet) {
-  const Loaded moe = load("mixtral-8x7b-h100-64.json");
-  Result<SimulationResult> r = simulate(moe.w, moe.plan, *moe.cost, full_rank());
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.errors().front().key, "--full-rank");
-  EXPECT_NE(r.errors().front().message.find("not modelled yet"), std::string::npos);
-  EXPECT_EQ(exit_status(r.errors()), 2);
+TEST(FullRank, ExpertAndAmaxGroupsJoinActionsAcrossReplicas) {
+  // MoE: the experts' all-to-alls (ep 8 across the dp replicas of a stage), FP8 delayed
+  // scaling: the amax all-reduce over tp-cp-dp. Symmetric: the representative step.
+  const Loaded mixtral = load("mixtral-8x7b-h100-64.json");
+  expect_same_step(mixtral, "mixtral t1 p4 ep8 dp16");
+  expect_same_step(load("qwen3-30b-a3b-h100-8.json"), "qwen3 30b-a3b");
+  const Loaded fp8 = load("llama3-8b-h100-8-fp8.json");
+  expect_same_step(fp8, "llama3 8b fp8 dp8");
+  // A straggler's actions pace every GPU they exchange with inside an action: in mixtral its
+  // expert-parallel group (8 replicas of stage 0), in the FP8 job every replica. Either way
+  // the gradient reduction then waits for it, which is what the representative mode assumes
+  // when it slows its stage: the same step time, from 2 distinct paces (its set's, 1).
+  for (const Loaded* job : {&mixtral, &fp8}) {
+    SimulateOptions o;
+    o.stragglers = {Straggler{.rank = 5, .factor = 1.5}};
+    Result<SimulationResult> rep = simulate(job->w, job->plan, *job->cost, o);
+    o.full_rank = true;
+    Result<SimulationResult> full = simulate(job->w, job->plan, *job->cost, o);
+    ASSERT_TRUE(rep.ok() && full.ok()) << job->w.name;
+    EXPECT_NEAR(full->prediction.step_time_s, rep->prediction.step_time_s,
+                1e-9 * rep->prediction.step_time_s)
+        << job->w.name;
+    EXPECT_GT(full->prediction.step_time_s,
+              simulate(job->w, job->plan, *job->cost, full_rank())->prediction.step_time_s);
+    EXPECT_EQ(full->prediction.full_rank.value_or(FullRankSummary{}).paces,
+              job == &fp8 ? 1 : 2)
+        << job->w.name;
+  }
 }
 
 TEST(FullRank, AStragglerInOneReplicaHoldsEveryReplicaAtTheReduction) {
