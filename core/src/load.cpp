@@ -297,6 +297,73 @@ void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_d
   sub.reject_unknown_keys();
 }
 
+/// The `heterogeneity` section: {"full_rank": bool, "stragglers": {"RANK": FACTOR, ...},
+/// "slow_nics": {"NODE": FACTOR, ...}, "jitter_sigma": SIGMA, "jitter_seed": N}, checked
+/// against the job (ranks and nodes inside it, factors in [0.001, 1000], SIGMA in [0, 1]; slow NICs,
+/// jitter and stragglers in several data-parallel replicas need full_rank).
+void parse_heterogeneity(ObjectReader& top, Errors& errors, Workload& w) {
+  const json* entry = top.object("heterogeneity", false);
+  if (entry == nullptr) return;
+  HeterogeneityConfig& h = w.heterogeneity;
+  ObjectReader r(*entry, top.file(), "heterogeneity", errors);
+  if (auto v = r.boolean("full_rank")) h.full_rank = *v;
+  const TrainingConfig& t = w.training;
+  const std::int64_t per_node = std::max<std::int64_t>(1, w.system.gpus_per_node);
+  const std::int64_t world = t.world_size;
+  const auto read_map = [&](std::string_view key, std::int64_t limit, const char* what,
+                            std::vector<std::pair<std::int64_t, double>>& out) {
+    const json* map = r.raw(key);
+    if (map == nullptr) return;
+    if (!map->is_object()) {
+      r.error(key, "=" + detail::describe(*map) + " must be an object {\"" + what +
+                       "\": FACTOR, ...}");
+      return;
+    }
+    for (const auto& item : map->items()) {
+      const std::string& index = item.key();
+      const bool number = !index.empty() && index.size() < 10 &&
+                          index.find_first_not_of("0123456789") == std::string::npos;
+      const std::int64_t i = number ? std::stoll(index) : -1;
+      if (!number || i >= limit) {
+        r.error(std::string(key) + "." + index,
+                ": \"" + index + "\" is not a " + what + " of the job (0.." +
+                    std::to_string(limit - 1) + ")");
+        continue;
+      }
+      const json& f = item.value();
+      if (!f.is_number() || !(f.get<double>() >= 1e-3 && f.get<double>() <= 1e3)) {
+        r.error(std::string(key) + "." + index,
+                "=" + detail::describe(f) + " must be a factor in [0.001, 1000]");
+        continue;
+      }
+      out.emplace_back(i, f.get<double>());
+    }
+  };
+  read_map("stragglers", world, "global rank", h.stragglers);
+  read_map("slow_nics", (world + per_node - 1) / per_node, "node", h.slow_nics);
+  if (auto v = r.number("jitter_sigma", false, 0, 1)) h.jitter_sigma = *v;
+  if (auto v = r.positive_int("jitter_seed", false, true)) h.jitter_seed = *v;
+  r.reject_unknown_keys();
+  if (h.full_rank) return;
+  if (!h.slow_nics.empty() || h.jitter_sigma > 0) {
+    r.error(h.slow_nics.empty() ? "jitter_sigma" : "slow_nics",
+            ": per-GPU heterogeneity needs every GPU simulated: set heterogeneity.full_rank true");
+  }
+  // Representative mode: the simulated replica holds the stragglers (RankGenerator order
+  // tp-cp-ep-dp-pp: the dp index of rank r is r / (tp * cp) % dp).
+  const std::int64_t replica_stride = t.tensor_model_parallel_size * t.context_parallel_size;
+  const std::int64_t model = replica_stride * t.pipeline_model_parallel_size;
+  if (replica_stride <= 0 || model <= 0 || world % model != 0) return;
+  const std::int64_t dp = world / model;
+  for (const auto& [rank, factor] : h.stragglers) {
+    if (rank / replica_stride % dp != h.stragglers.front().first / replica_stride % dp) {
+      r.error("stragglers", ": stragglers in different data-parallel replicas need every GPU "
+                            "simulated: set heterogeneity.full_rank true");
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 std::string resolve_path(const std::string& relative, const std::string& base_dir,
@@ -349,6 +416,7 @@ Result<Workload> load_scenario_text(std::string_view text, const std::string& fi
   }
   parse_system_entry(top, errors, base_dir, options, w.system);
   parse_cost_model(top, errors, base_dir, options, w.cost_model);
+  parse_heterogeneity(top, errors, w);
   top.reject_unknown_keys();
 
   const Errors rules = finalize_workload(w, file_label);

@@ -87,6 +87,39 @@ const std::array kSchema = {
             .check = "a list of strings",
             .doc = "job-changing launch-line flags stepsim left out (import-megatron "
                    "--allow-unmodelled): every report then warns that it predicts another job"},
+    // ---- heterogeneity (read by hand in load.cpp; predict's flags add to it) ----
+    KeyInfo{.key = "heterogeneity.full_rank",
+            .kind = KnobKind::kBool,
+            .default_text = "false",
+            .doc = "simulate every GPU (each TP, CP peer and DP replica, collectives over their "
+                   "real members) instead of one representative rank per stage (predict "
+                   "--full-rank)"},
+    KeyInfo{.key = "heterogeneity.stragglers",
+            .kind = KnobKind::kString,
+            .default_text = "{}",
+            .check = "{\"RANK\": FACTOR, ...}: global ranks of the job, factors in [0.001, 1000]; "
+                     "ranks in several data-parallel replicas need full_rank",
+            .doc = "GPUs whose compute kernels take FACTOR times as long (predict --straggler "
+                   "adds more)"},
+    KeyInfo{.key = "heterogeneity.slow_nics",
+            .kind = KnobKind::kString,
+            .default_text = "{}",
+            .check = "{\"NODE\": FACTOR, ...}: nodes of the job (global rank / gpus_per_node), "
+                     "factors in [0.001, 1000]; needs full_rank",
+            .doc = "nodes whose NIC rails move bytes FACTOR times as slowly (predict --slow-nic "
+                   "adds more)"},
+    KeyInfo{.key = "heterogeneity.jitter_sigma",
+            .kind = KnobKind::kReal,
+            .default_text = "0",
+            .check = "in [0, 1]; > 0 needs full_rank",
+            .doc = "each GPU's kernels take exp(sigma * z) times as long, z a standard normal "
+                   "drawn per global rank (lognormal, median 1; predict --jitter replaces it)"},
+    KeyInfo{.key = "heterogeneity.jitter_seed",
+            .kind = KnobKind::kInt,
+            .default_text = "0",
+            .check = ">= 0",
+            .doc = "seed of the jitter's draws (std::mt19937_64, Box-Muller; predict --seed "
+                   "with --jitter)"},
 
     // ---- system files (and inline systems) ----
     KeyInfo{.key = "system.name",

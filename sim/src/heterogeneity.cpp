@@ -133,6 +133,27 @@ Result<std::vector<double>> nic_capacities(const Workload& w, const SimulateOpti
   return capacity;
 }
 
+SimulateOptions with_heterogeneity(const Workload& w, const SimulateOptions& options) {
+  const HeterogeneityConfig& h = w.heterogeneity;
+  SimulateOptions out = options;
+  out.full_rank = options.full_rank || h.full_rank;
+  out.stragglers.clear();
+  for (const auto& [rank, factor] : h.stragglers) {
+    out.stragglers.push_back(Straggler{.rank = static_cast<std::int32_t>(rank), .factor = factor});
+  }
+  out.stragglers.insert(out.stragglers.end(), options.stragglers.begin(), options.stragglers.end());
+  out.slow_nics.clear();
+  for (const auto& [node, factor] : h.slow_nics) {
+    out.slow_nics.push_back(SlowNic{.node = static_cast<std::int32_t>(node), .factor = factor});
+  }
+  out.slow_nics.insert(out.slow_nics.end(), options.slow_nics.begin(), options.slow_nics.end());
+  if (options.jitter_sigma == 0) {
+    out.jitter_sigma = h.jitter_sigma;
+    out.seed = static_cast<std::uint64_t>(h.jitter_seed);
+  }
+  return out;
+}
+
 std::vector<double> jitter_scales(std::int64_t ranks, double sigma, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   constexpr double kUnit = 1.0 / 9007199254740992.0;  // 2^-53

@@ -12,6 +12,10 @@
 
 namespace stepsim::sim {
 
+/// `options` with the scenario's `heterogeneity` section added: its full_rank, its stragglers
+/// and slow NICs before the options' own, its jitter (and seed) unless the options give one.
+SimulateOptions with_heterogeneity(const Workload& w, const SimulateOptions& options);
+
 /// Representative mode: per pipeline stage, how much longer its compute takes with
 /// `stragglers` (see SimulateOptions::stragglers; all in one data-parallel replica).
 Result<std::vector<double>> straggler_scale(const Workload& w,

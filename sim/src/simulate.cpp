@@ -244,7 +244,9 @@ ScheduleParams schedule_params_of(const Workload& w) {
 }
 
 Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
-                                  const CostModel& cost, const SimulateOptions& options) {
+                                  const CostModel& cost, const SimulateOptions& given) {
+  // The scenario's heterogeneity section, with the caller's (predict's flags) added.
+  const SimulateOptions options = with_heterogeneity(w, given);
   ScheduleParams params = schedule_params_of(w);
   if (options.gpipe) {
     if (params.virtual_size != 1) {

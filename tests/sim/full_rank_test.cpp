@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "../../sim/src/heterogeneity.hpp"
@@ -293,6 +295,50 @@ TEST(FullRank, ASlowNicSlowsTheCrossNodeCollectiveByItsFactor) {
   Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), slow);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.errors().front().key, "--slow-nic");
+}
+
+TEST(FullRank, TheScenarioHeterogeneitySectionActsAsTheFlags) {
+  // llama2 70b (64 GPUs, 8 nodes) with the section, and without it but with the same options.
+  const std::string path = kScenarios + "/llama2-70b-h100-64.json";
+  Result<Workload> plain = load_scenario_file(path, LoadOptions{kScenarios});
+  ASSERT_TRUE(plain.ok());
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string section =
+      "\"heterogeneity\": {\"full_rank\": true, \"stragglers\": {\"20\": 1.2, \"40\": 1.1}, "
+      "\"slow_nics\": {\"3\": 2}, \"jitter_sigma\": 0.05, \"jitter_seed\": 11},";
+  const auto with = [&](const std::string& inserted) {
+    std::string t = text;
+    t.insert(t.find('{') + 1, inserted);
+    return load_scenario_text(t, "h.json", kScenarios, LoadOptions{kScenarios});
+  };
+  Result<Workload> het = with(section);
+  ASSERT_TRUE(het.ok()) << format_errors(het.errors());
+  EXPECT_TRUE(het->heterogeneity.full_rank);
+  ASSERT_EQ(het->heterogeneity.stragglers.size(), 2u);
+  std::unique_ptr<CostModel> cost = std::move(make_cost_model(*plain)).value();
+  const WorkloadPlan plan = decompose(*plain);
+  SimulateOptions flags = full_rank();
+  flags.stragglers = {Straggler{.rank = 20, .factor = 1.2}, Straggler{.rank = 40, .factor = 1.1}};
+  flags.slow_nics = {SlowNic{.node = 3, .factor = 2.0}};
+  flags.jitter_sigma = 0.05;
+  flags.seed = 11;
+  Result<SimulationResult> a = simulate(*plain, plan, *cost, flags);
+  Result<SimulationResult> b = simulate(*het, plan, *cost, SimulateOptions{});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->prediction, b->prediction);
+  // Bad values name the file and the key; per-GPU heterogeneity needs full_rank.
+  Result<Workload> bad = with(
+      "\"heterogeneity\": {\"stragglers\": {\"64\": 1.2, \"3\": 0}, \"jitter_sigma\": 0.1},");
+  ASSERT_FALSE(bad.ok());
+  std::string keys;
+  for (const Error& e : bad.errors()) keys += e.key + " ";
+  EXPECT_NE(keys.find("heterogeneity.stragglers.64"), std::string::npos) << keys;
+  EXPECT_NE(keys.find("heterogeneity.stragglers.3"), std::string::npos) << keys;
+  EXPECT_NE(keys.find("heterogeneity.jitter_sigma"), std::string::npos) << keys;
+  EXPECT_EQ(bad.errors().front().file, "h.json");
+  EXPECT_FALSE(with("\"heterogeneity\": {\"stragglers\": {\"20\": 1.2, \"40\": 1.1}},").ok());
+  EXPECT_TRUE(with("\"heterogeneity\": {\"stragglers\": {\"20\": 1.2, \"36\": 1.1}},").ok());  // both dp 1
 }
 
 std::string json_of(const Small& s, const SimulateOptions& o) {

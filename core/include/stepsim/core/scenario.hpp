@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stepsim/core/dtype.hpp"
@@ -265,6 +266,18 @@ struct CostModelSpec {
 };
 
 /// A validated scenario.
+/// Heterogeneous GPUs and links (the scenario's `heterogeneity` section; `predict`'s
+/// --full-rank, --straggler, --slow-nic, --jitter and --seed add to it). Everything but
+/// stragglers that share one data-parallel replica needs `full_rank`: every GPU simulated.
+struct HeterogeneityConfig {
+  bool full_rank = false;
+  std::vector<std::pair<std::int64_t, double>> stragglers;  ///< (global rank, kernel-time factor)
+  std::vector<std::pair<std::int64_t, double>> slow_nics;   ///< (node, NIC time factor)
+  double jitter_sigma = 0;  ///< per-GPU compute factor exp(sigma * z), z ~ N(0, 1)
+  std::int64_t jitter_seed = 0;  ///< the jitter's std::mt19937_64 seed
+  bool operator==(const HeterogeneityConfig&) const = default;
+};
+
 struct Workload {
   std::string name;
   std::string source_file;  ///< the scenario file it came from ("" for inline)
@@ -272,6 +285,7 @@ struct Workload {
   TrainingConfig training;
   SystemConfig system;
   CostModelSpec cost_model;
+  HeterogeneityConfig heterogeneity;
   /// Flags of the launch line the scenario came from that change the job and that stepsim
   /// does not model, kept with --allow-unmodelled: the prediction is of a different job, and
   /// every report says so. Empty for a job stepsim models fully.
