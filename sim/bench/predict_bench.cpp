@@ -3,7 +3,9 @@
 // 3072 A100s (t8 p64 d6, 512 micro-batches); and uneven stages: Llama 3.1 405B on 512 H100s
 // (t8 p8 v8, embedding and loss counted as layers, 96 micro-batches, without the recipe's
 // context parallelism). Each iteration runs what predict runs: load,
-// cost model, decomposition, schedule, task graph, engine, report metrics.
+// cost model, decomposition, schedule, task graph, engine, report metrics. Contention (link
+// sharing, compute-communication interference) is on, as in `predict`; the _NoContention
+// variant runs the same with every overlap free (`predict --no-contention`), to see its cost.
 //
 //   build/bin/stepsim_predict_bench [--benchmark_filter=...]
 
@@ -22,7 +24,7 @@ namespace {
 
 using namespace stepsim;
 
-void predict_scenario(benchmark::State& state, const char* file) {
+void predict_scenario(benchmark::State& state, const char* file, bool contention = true) {
   const LoadOptions options{STEPSIM_SCENARIOS_DIR};
   const std::string path = std::string(STEPSIM_SCENARIOS_DIR) + "/" + file;
   std::int64_t tasks = 0, stamped = 0;
@@ -38,7 +40,9 @@ void predict_scenario(benchmark::State& state, const char* file) {
       return;
     }
     const WorkloadPlan plan = decompose(*w);
-    Result<sim::SimulationResult> r = sim::simulate(*w, plan, **cost);
+    sim::SimulateOptions simulate_options;
+    simulate_options.contention = contention;
+    Result<sim::SimulationResult> r = sim::simulate(*w, plan, **cost, simulate_options);
     if (!r.ok()) {
       state.SkipWithError(format_errors(r.errors()).c_str());
       return;
@@ -58,6 +62,9 @@ void predict_scenario(benchmark::State& state, const char* file) {
 void BM_PredictGpt3_175B_A100x64(benchmark::State& state) {
   predict_scenario(state, "gpt3-175b-a100-64.json");
 }
+void BM_PredictGpt3_175B_A100x64_NoContention(benchmark::State& state) {
+  predict_scenario(state, "gpt3-175b-a100-64.json", false);
+}
 void BM_PredictGpt_1T_A100x3072(benchmark::State& state) {
   predict_scenario(state, "gpt-1t-a100-3072.json");
 }
@@ -67,6 +74,7 @@ void BM_PredictLlama31_405B_H100x512_Cp2Uneven(benchmark::State& state) {
 }
 
 BENCHMARK(BM_PredictGpt3_175B_A100x64)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PredictGpt3_175B_A100x64_NoContention)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictLlama31_405B_H100x512_Cp2Uneven)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictGpt_1T_A100x3072)->Unit(benchmark::kMillisecond);
 

@@ -22,7 +22,7 @@ void fill(std::size_t flows, const std::vector<double>& capacity, Uses&& uses,
           std::vector<double>& weight_sum) {
   rate.assign(flows, 0.0);
   left = capacity;
-  std::vector<bool> fixed(flows, false);
+  std::vector<bool> fixed(flows, false);  // components are small: a few flows
   std::size_t unfixed = flows;
   double level = 0;  // the common rate of every unfixed flow
   while (unfixed > 0) {
@@ -73,6 +73,7 @@ ResourceModel::ResourceModel(std::vector<double> capacity, std::vector<bool> is_
   nccl_count_.assign(n, 0);
   touched_.assign(n, false);
   resource_mark_.assign(n, 0);
+  local_index_.assign(n, 0);
   use_begin_.assign(max_flows, 0);
   use_count_.assign(max_flows, 0);
   bound_.assign(max_flows, 1.0);
@@ -190,25 +191,32 @@ void ResourceModel::solve_component(const std::vector<std::uint32_t>& flows,
     report(f, rate);
     return;
   }
-  // Renumber the component's resources 0..n-1 for the filling.
-  std::vector<double> capacity(resources.size());
-  std::vector<std::vector<FlowUse>> uses(flows.size());
-  std::vector<double> bound(flows.size());
-  for (std::size_t j = 0; j < resources.size(); ++j) capacity[j] = capacity_[resources[j]];
-  for (std::size_t i = 0; i < flows.size(); ++i) {
-    bound[i] = bound_of(flows[i]);
-    for (const FlowUse& u : uses_of(flows[i])) {
-      const auto it = std::find(resources.begin(), resources.end(), u.resource);
-      STEPSIM_ASSERT(it != resources.end());
-      uses[i].push_back(FlowUse{.resource = static_cast<std::uint32_t>(it - resources.begin()),
-                                .weight = u.weight,
-                                .nccl_kernel = u.nccl_kernel});
-    }
+  // Renumber the component's resources 0..n-1 for the filling (scratch kept across calls:
+  // this runs at every contended event).
+  local_capacity_.resize(resources.size());
+  for (std::size_t j = 0; j < resources.size(); ++j) {
+    local_capacity_[j] = capacity_[resources[j]];
+    local_index_[resources[j]] = static_cast<std::uint32_t>(j);
   }
-  std::vector<double> rate;
-  fill(flows.size(), capacity, [&](std::size_t i) -> const std::vector<FlowUse>& { return uses[i]; },
-       bound, rate, left_, weight_sum_);
-  for (std::size_t i = 0; i < flows.size(); ++i) report(flows[i], rate[i]);
+  local_uses_.clear();
+  local_begin_.assign(1, 0);
+  local_bound_.resize(flows.size());
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    local_bound_[i] = bound_of(flows[i]);
+    for (const FlowUse& u : uses_of(flows[i])) {
+      local_uses_.push_back(FlowUse{.resource = local_index_[u.resource],
+                                    .weight = u.weight,
+                                    .nccl_kernel = u.nccl_kernel});
+    }
+    local_begin_.push_back(static_cast<std::uint32_t>(local_uses_.size()));
+  }
+  fill(flows.size(), local_capacity_,
+       [&](std::size_t i) {
+         return std::span<const FlowUse>(local_uses_.data() + local_begin_[i],
+                                         local_begin_[i + 1] - local_begin_[i]);
+       },
+       local_bound_, local_rate_, left_, weight_sum_);
+  for (std::size_t i = 0; i < flows.size(); ++i) report(flows[i], local_rate_[i]);
 }
 
 std::vector<double> max_min_rates(const std::vector<double>& capacity,
@@ -216,7 +224,8 @@ std::vector<double> max_min_rates(const std::vector<double>& capacity,
                                   const std::vector<double>& bound) {
   STEPSIM_ASSERT(uses.size() == bound.size());
   std::vector<double> rate, left, weight_sum;
-  fill(uses.size(), capacity, [&](std::size_t i) -> const std::vector<FlowUse>& { return uses[i]; },
+  fill(uses.size(), capacity,
+       [&](std::size_t i) { return std::span<const FlowUse>(uses[i].data(), uses[i].size()); },
        bound, rate, left, weight_sum);
   return rate;
 }

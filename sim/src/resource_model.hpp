@@ -99,6 +99,10 @@ class ResourceModel {
   std::vector<std::uint32_t> component_flows_, component_resources_, stack_;
   std::vector<std::uint32_t> resource_mark_;
   std::vector<double> left_, weight_sum_;
+  std::vector<std::uint32_t> local_index_;  // per resource: its index in the component
+  std::vector<double> local_capacity_, local_bound_, local_rate_;
+  std::vector<FlowUse> local_uses_;
+  std::vector<std::uint32_t> local_begin_;
 };
 
 /// Max-min fair rates by progressive filling, for tests and for anyone solving one system
