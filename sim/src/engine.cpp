@@ -25,6 +25,24 @@ struct Later {
   }
 };
 
+// One task's engine state, kept together: the event loop touches most of it at each start
+// and end, and one cache line per task is much cheaper than a dozen parallel arrays on
+// graphs of tens of thousands of tasks.
+struct TaskState {
+  double ready_s = 0;    // when its last predecessor ended
+  // Contention on: its work left at `since`, its rate.
+  double remaining = 0;
+  double rate = 1;
+  double since = 0;
+  std::uint32_t pending = 0;  // predecessors not yet ended
+  std::uint32_t crit = TaskTiming::kNone;  // the predecessor that ended last
+  std::uint32_t version = 0;  // of its planned end (contention on)
+  std::int32_t rendezvous = -1;  // Task::rendezvous
+  bool started = false;
+  bool model_flow = false;  // in the resource model
+  bool slowed = false;      // ran below full speed at some point
+};
+
 std::uint32_t resource_index(const ResourceRef& r) {
   return static_cast<std::uint32_t>(r.gpu) * kResourceKinds + static_cast<std::uint32_t>(r.kind);
 }
@@ -35,15 +53,13 @@ class Engine {
 
   Engine(const TaskGraph& graph, const EngineOptions& options) : graph_(graph), options_(options) {
     const std::size_t n = graph.size();
-    pending_.assign(n, 0);
-    ready_s_.assign(n, 0.0);
-    crit_.assign(n, TaskTiming::kNone);
+    state_.resize(n);
     result_.timings.resize(n);
-    started_.assign(n, false);
     const auto& csr = graph.graph();
     for (std::uint32_t u = 0; u < n; ++u) {
+      state_[u].rendezvous = graph.tasks()[u].rendezvous;
       auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
-      for (; e != end; ++e) ++pending_[boost::target(*e, csr)];
+      for (; e != end; ++e) ++state_[boost::target(*e, csr)].pending;
     }
     const auto groups = static_cast<std::size_t>(graph.rendezvous_count());
     group_left_.assign(groups, 0);
@@ -68,7 +84,7 @@ class Engine {
   Result<EngineResult> run() {
     const std::size_t n = graph_.size();
     for (std::uint32_t u = 0; u < n; ++u) {
-      if (pending_[u] == 0) make_ready(u, 0.0);
+      if (state_[u].pending == 0) make_ready(u, 0.0);
     }
     settle(0.0);
     std::size_t finished = 0;
@@ -87,7 +103,7 @@ class Engine {
     }
     if (finished != n) {
       for (std::uint32_t u = 0; u < n; ++u) {
-        if (pending_[u] != 0 || !started_[u]) {
+        if (state_[u].pending != 0 || !state_[u].started) {
           const Task& t = graph_.tasks()[u];
           return Error{"", "",
                        "simulation deadlock: " + std::to_string(n - finished) +
@@ -98,9 +114,11 @@ class Engine {
         }
       }
     }
-    for (std::size_t u = 0; u < slowed_.size(); ++u) {
-      result_.timings[u].contended = slowed_[u];
-      result_.contended_tasks += slowed_[u] ? 1 : 0;
+    if (model_) {
+      for (std::size_t u = 0; u < n; ++u) {
+        result_.timings[u].contended = state_[u].slowed;
+        result_.contended_tasks += state_[u].slowed ? 1 : 0;
+      }
     }
     return std::move(result_);
   }
@@ -129,15 +147,9 @@ class Engine {
       }
     }
     model_.emplace(std::move(capacity), std::move(is_sm), options_.interference, n);
-    model_flow_.assign(n, false);
-    remaining_.assign(n, 0.0);
-    rate_.assign(n, 1.0);
-    since_.assign(n, 0.0);
-    version_.assign(n, 0);
-    slowed_.assign(n, false);
   }
 
-  std::uint32_t version_of(std::uint32_t u) const { return model_ ? version_[u] : 0; }
+  std::uint32_t version_of(std::uint32_t u) const { return state_[u].version; }
 
   static void append_uses(const TaskResources& r, std::vector<FlowUse>& out) {
     if (r.compute_gpu >= 0) {
@@ -156,7 +168,7 @@ class Engine {
   // The tasks of flow `flow` (a rendezvous group's first member stands for the group).
   template <class F>
   void for_members(std::uint32_t flow, F&& f) {
-    const std::int32_t g = graph_.tasks()[flow].rendezvous;
+    const std::int32_t g = state_[flow].rendezvous;
     if (g < 0) {
       f(flow);
       return;
@@ -166,7 +178,7 @@ class Engine {
   }
 
   std::uint32_t flow_of(std::uint32_t u) const {
-    const std::int32_t g = graph_.tasks()[u].rendezvous;
+    const std::int32_t g = state_[u].rendezvous;
     return g < 0 ? u : group_members_[group_offsets_[static_cast<std::size_t>(g)]];
   }
 
@@ -178,18 +190,19 @@ class Engine {
       STEPSIM_ASSERT(rate > 0);
       for_members(flow, [&](std::uint32_t u) {
         if (!running(u)) return;
-        remaining_[u] = std::max(0.0, remaining_[u] - rate_[u] * (now - since_[u]));
-        since_[u] = now;
-        rate_[u] = rate;
-        if (rate < 1) slowed_[u] = true;
-        ++version_[u];
-        push(Event{now + remaining_[u] / rate, u, version_[u]});
+        TaskState& s = state_[u];
+        s.remaining = std::max(0.0, s.remaining - s.rate * (now - s.since));
+        s.since = now;
+        s.rate = rate;
+        if (rate < 1) s.slowed = true;
+        ++s.version;
+        push(Event{now + s.remaining / rate, u, s.version});
       });
     });
   }
 
   // A started task's end is -1 until it ends.
-  bool running(std::uint32_t u) const { return started_[u] && result_.timings[u].end_s < 0; }
+  bool running(std::uint32_t u) const { return state_[u].started && result_.timings[u].end_s < 0; }
 
   // ---- the event kernel ----
 
@@ -205,8 +218,8 @@ class Engine {
       result_.makespan_s = now;
       result_.last_task = u;
     }
-    if (model_ && model_flow_[u]) {
-      const std::int32_t g = graph_.tasks()[u].rendezvous;
+    if (state_[u].model_flow) {
+      const std::int32_t g = state_[u].rendezvous;
       if (g < 0 || --group_running_[static_cast<std::size_t>(g)] == 0) {
         model_->remove_flow(flow_of(u));
       }
@@ -215,11 +228,12 @@ class Engine {
     auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
     for (; e != end; ++e) {
       const auto v = static_cast<std::uint32_t>(boost::target(*e, csr));
-      if (crit_[v] == TaskTiming::kNone || now > ready_s_[v]) {
-        ready_s_[v] = now;
-        crit_[v] = u;
+      TaskState& s = state_[v];
+      if (s.crit == TaskTiming::kNone || now > s.ready_s) {
+        s.ready_s = now;
+        s.crit = u;
       }
-      if (--pending_[v] == 0) make_ready(v, now);
+      if (--s.pending == 0) make_ready(v, now);
     }
   }
 
@@ -235,35 +249,37 @@ class Engine {
       t.start_s = at;
       t.end_s = -1;  // running
       t.critical_pred = crit;
-      started_[u] = true;
+      TaskState& s = state_[u];
+      s.started = true;
       const double duration = graph_.tasks()[u].duration_s;
       if (!holds) {
-        push(Event{at + duration, u, version_of(u)});
+        push(Event{at + duration, u, s.version});
         continue;
       }
-      model_flow_[u] = true;
-      remaining_[u] = duration;
-      since_[u] = at;
-      rate_[u] = 1;
+      s.model_flow = true;
+      s.remaining = duration;
+      s.since = at;
+      s.rate = 1;
     }
     if (!holds) return;
     uses_.clear();
     for (std::size_t i = 0; i < count; ++i) append_uses(graph_.tasks()[members[i]].resources, uses_);
-    const std::int32_t g = graph_.tasks()[members[0]].rendezvous;
+    const std::int32_t g = state_[members[0]].rendezvous;
     if (g >= 0) group_running_[static_cast<std::size_t>(g)] = static_cast<std::uint32_t>(count);
     model_->add_flow(members[0], uses_, 1.0);
   }
 
   void make_ready(std::uint32_t u, double now) {
-    const std::int32_t g = graph_.tasks()[u].rendezvous;
+    const TaskState& s = state_[u];
+    const std::int32_t g = s.rendezvous;
     if (g < 0) {
-      start_flow(&u, 1, now, crit_[u]);
+      start_flow(&u, 1, now, s.crit);
       return;
     }
     const auto gi = static_cast<std::size_t>(g);
-    if (group_crit_[gi] == TaskTiming::kNone || ready_s_[u] > group_ready_s_[gi]) {
-      group_ready_s_[gi] = ready_s_[u];
-      group_crit_[gi] = crit_[u];
+    if (group_crit_[gi] == TaskTiming::kNone || s.ready_s > group_ready_s_[gi]) {
+      group_ready_s_[gi] = s.ready_s;
+      group_crit_[gi] = s.crit;
     }
     if (--group_left_[gi] > 0) return;
     start_flow(&group_members_[group_offsets_[gi]], group_offsets_[gi + 1] - group_offsets_[gi],
@@ -272,26 +288,15 @@ class Engine {
 
   const TaskGraph& graph_;
   EngineOptions options_;
-  std::vector<std::uint32_t> pending_;
-  std::vector<double> ready_s_;
-  std::vector<std::uint32_t> crit_;
+  std::vector<TaskState> state_;
   std::vector<std::uint32_t> group_left_;
   std::vector<double> group_ready_s_;
   std::vector<std::uint32_t> group_crit_;
   std::vector<std::uint32_t> group_offsets_;
   std::vector<std::uint32_t> group_members_;
   std::vector<std::uint32_t> group_running_;
-  std::vector<bool> started_;
   std::vector<Event> events_;  // a binary heap (Later)
-  // Contention on: the model and, per task in it, its work left at `since_`, its rate, and
-  // the version of its planned end.
-  std::optional<ResourceModel> model_;
-  std::vector<bool> model_flow_;
-  std::vector<double> remaining_;
-  std::vector<double> rate_;
-  std::vector<double> since_;
-  std::vector<std::uint32_t> version_;
-  std::vector<bool> slowed_;
+  std::optional<ResourceModel> model_;  // contention on
   std::vector<FlowUse> uses_;  // scratch
   EngineResult result_;
 };
