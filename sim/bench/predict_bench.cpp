@@ -1,8 +1,9 @@
 // How fast `stepsim predict` simulates the issue's two reference configurations at op
 // granularity: GPT-3 175B on 64 A100s (t8 p8 v3, 64 micro-batches) and the 1T model on
 // 3072 A100s (t8 p64 d6, 512 micro-batches); and uneven stages: Llama 3.1 405B on 512 H100s
-// (t8 p8 v8, embedding and loss counted as layers, 96 micro-batches, without the recipe's
-// context parallelism). Each iteration runs what predict runs: load,
+// (scenarios/llama31-405b-h100-512.json: t8 p8 v8, embedding and loss counted as layers,
+// context parallelism 2, 192 micro-batches, TP-communication overlap; issue 11's target is
+// at most 50 ms). Each iteration runs what predict runs: load,
 // cost model, decomposition, schedule, task graph, engine, report metrics. Contention (link
 // sharing, compute-communication interference) is on, as in `predict`; the _NoContention
 // variant runs the same with every overlap free (`predict --no-contention`), to see its cost.
