@@ -56,28 +56,39 @@ class Engine {
     state_.resize(n);
     result_.timings.resize(n);
     const auto& csr = graph.graph();
-    for (std::uint32_t u = 0; u < n; ++u) {
-      state_[u].rendezvous = graph.tasks()[u].rendezvous;
-      auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
-      for (; e != end; ++e) ++state_[boost::target(*e, csr)].pending;
-    }
     const auto groups = static_cast<std::size_t>(graph.rendezvous_count());
     group_left_.assign(groups, 0);
     group_ready_s_.assign(groups, 0.0);
     group_crit_.assign(groups, TaskTiming::kNone);
     group_offsets_.assign(groups + 1, 0);
-    for (const Task& t : graph.tasks()) {
-      if (t.rendezvous >= 0) ++group_left_[static_cast<std::size_t>(t.rendezvous)];
+    // One pass over the tasks (tens of thousands of 72-byte records): predecessor counts,
+    // rendezvous groups and, with contention on, how many GPUs the resources span.
+    std::vector<std::uint32_t> grouped;  // tasks in a rendezvous group, in task order
+    std::int32_t gpus = 0;
+    for (std::uint32_t u = 0; u < n; ++u) {
+      const Task& t = graph.tasks()[u];
+      state_[u].rendezvous = t.rendezvous;
+      if (t.rendezvous >= 0) {
+        ++group_left_[static_cast<std::size_t>(t.rendezvous)];
+        grouped.push_back(u);
+      }
+      if (options.contention) {
+        const TaskResources& r = t.resources;
+        gpus = std::max({gpus, r.compute_gpu + 1, r.nccl_gpu + 1});
+        for (std::uint8_t i = 0; i < r.link_count; ++i) gpus = std::max(gpus, r.links[i].gpu + 1);
+      }
+      auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
+      for (; e != end; ++e) ++state_[boost::target(*e, csr)].pending;
     }
     for (std::size_t g = 0; g < groups; ++g) group_offsets_[g + 1] = group_offsets_[g] + group_left_[g];
     group_members_.resize(group_offsets_[groups]);
     std::vector<std::uint32_t> fill(group_offsets_.begin(), group_offsets_.end() - 1);
-    for (std::uint32_t u = 0; u < n; ++u) {
-      const std::int32_t g = graph.tasks()[u].rendezvous;
-      if (g >= 0) group_members_[fill[static_cast<std::size_t>(g)]++] = u;
+    for (const std::uint32_t u : grouped) {
+      const auto g = static_cast<std::size_t>(state_[u].rendezvous);
+      group_members_[fill[g]++] = u;
     }
     group_running_.assign(groups, 0);
-    if (options.contention) init_resources();
+    if (options.contention) init_resources(gpus);
     events_.reserve(n);
   }
 
@@ -126,13 +137,8 @@ class Engine {
  private:
   // ---- resources (contention on) ----
 
-  void init_resources() {
-    std::int32_t gpus = 0;
-    for (const Task& t : graph_.tasks()) {
-      const TaskResources& r = t.resources;
-      gpus = std::max({gpus, r.compute_gpu + 1, r.nccl_gpu + 1});
-      for (std::uint8_t i = 0; i < r.link_count; ++i) gpus = std::max(gpus, r.links[i].gpu + 1);
-    }
+  // `gpus`: one more than the highest GPU any task's resources name.
+  void init_resources(std::int32_t gpus) {
     const std::size_t count = static_cast<std::size_t>(gpus) * kResourceKinds;
     std::vector<bool> is_sm(count, false);
     for (std::size_t g = 0; g < static_cast<std::size_t>(gpus); ++g) {

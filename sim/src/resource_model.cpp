@@ -74,13 +74,7 @@ ResourceModel::ResourceModel(std::vector<double> capacity, std::vector<bool> is_
   touched_.assign(n, false);
   resource_mark_.assign(n, 0);
   local_index_.assign(n, 0);
-  use_begin_.assign(max_flows, 0);
-  use_count_.assign(max_flows, 0);
-  bound_.assign(max_flows, 1.0);
-  rate_.assign(max_flows, 0.0);
-  active_.assign(max_flows, false);
-  added_.assign(max_flows, false);
-  mark_.assign(max_flows, 0);
+  flows_.assign(max_flows, FlowState{});
 }
 
 void ResourceModel::touch(std::uint32_t resource) {
@@ -90,14 +84,15 @@ void ResourceModel::touch(std::uint32_t resource) {
 }
 
 void ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound) {
-  STEPSIM_ASSERT(flow < active_.size() && !active_[flow] && uses.size() <= 0xffff && bound > 0);
-  use_begin_[flow] = static_cast<std::uint32_t>(uses_.size());
-  use_count_[flow] = static_cast<std::uint16_t>(uses.size());
+  STEPSIM_ASSERT(flow < flows_.size() && !flows_[flow].active && uses.size() <= 0xffff && bound > 0);
+  FlowState& fs = flows_[flow];
+  fs.use_begin = static_cast<std::uint32_t>(uses_.size());
+  fs.use_count = static_cast<std::uint16_t>(uses.size());
   uses_.insert(uses_.end(), uses.begin(), uses.end());
-  bound_[flow] = bound;
-  rate_[flow] = 0;
-  active_[flow] = true;
-  added_[flow] = true;
+  fs.bound = bound;
+  fs.rate = 0;
+  fs.active = true;
+  fs.added = true;
   for (const FlowUse& u : uses) {
     STEPSIM_ASSERT(u.resource < capacity_.size());
     users_[u.resource].push_back(flow);
@@ -111,10 +106,11 @@ void ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, 
 }
 
 void ResourceModel::remove_flow(std::uint32_t flow) {
-  STEPSIM_ASSERT(flow < active_.size() && active_[flow]);
-  active_[flow] = false;
-  added_[flow] = false;
-  rate_[flow] = 0;
+  STEPSIM_ASSERT(flow < flows_.size() && flows_[flow].active);
+  FlowState& fs = flows_[flow];
+  fs.active = false;
+  fs.added = false;
+  fs.rate = 0;
   for (const FlowUse& u : uses_of(flow)) {
     auto& users = users_[u.resource];
     const auto it = std::find(users.begin(), users.end(), flow);
@@ -128,14 +124,15 @@ void ResourceModel::remove_flow(std::uint32_t flow) {
 }
 
 double ResourceModel::bound_of(std::uint32_t flow) const {
-  double bound = bound_[flow];
+  const double own = flows_[flow].bound;
+  double bound = own;
   for (const FlowUse& u : uses_of(flow)) {
     if (!is_sm_[u.resource]) continue;
     if (u.nccl_kernel && compute_count_[u.resource] > 0) {
-      bound = std::min(bound, bound_[flow] / coefficients_.collective_slowdown);
+      bound = std::min(bound, own / coefficients_.collective_slowdown);
     }
     if (u.weight > 0 && nccl_count_[u.resource] > 0) {
-      bound = std::min(bound, bound_[flow] / coefficients_.compute_slowdown);
+      bound = std::min(bound, own / coefficients_.compute_slowdown);
     }
   }
   return bound;
@@ -155,8 +152,8 @@ void ResourceModel::solve_touched() {
       stack_.pop_back();
       component_resources_.push_back(r);
       for (const std::uint32_t f : users_[r]) {
-        if (mark_[f] == generation_ + 1) continue;
-        mark_[f] = generation_ + 1;
+        if (flows_[f].mark == generation_ + 1) continue;
+        flows_[f].mark = generation_ + 1;
         component_flows_.push_back(f);
         for (const FlowUse& u : uses_of(f)) {
           if (resource_mark_[u.resource] == generation_ + 1) continue;
@@ -175,9 +172,10 @@ void ResourceModel::solve_touched() {
 void ResourceModel::solve_component(const std::vector<std::uint32_t>& flows,
                                     const std::vector<std::uint32_t>& resources) {
   const auto report = [&](std::uint32_t f, double rate) {
-    if (rate != rate_[f] || added_[f]) {
-      rate_[f] = rate;
-      added_[f] = false;
+    FlowState& fs = flows_[f];
+    if (rate != fs.rate || fs.added) {
+      fs.rate = rate;
+      fs.added = false;
       changed_.push_back(f);
     }
   };

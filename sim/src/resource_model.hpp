@@ -58,11 +58,11 @@ class ResourceModel {
   template <class F>
   void update(F&& changed) {
     solve_touched();
-    for (const std::uint32_t f : changed_) changed(f, rate_[f]);
+    for (const std::uint32_t f : changed_) changed(f, flows_[f].rate);
     changed_.clear();
   }
-  double rate(std::uint32_t flow) const { return rate_[flow]; }
-  bool active(std::uint32_t flow) const { return active_[flow]; }
+  double rate(std::uint32_t flow) const { return flows_[flow].rate; }
+  bool active(std::uint32_t flow) const { return flows_[flow].active; }
 
  private:
   void touch(std::uint32_t resource);
@@ -71,7 +71,7 @@ class ResourceModel {
                        const std::vector<std::uint32_t>& resources);
   double bound_of(std::uint32_t flow) const;
   std::span<const FlowUse> uses_of(std::uint32_t flow) const {
-    return {uses_.data() + use_begin_[flow], use_count_[flow]};
+    return {uses_.data() + flows_[flow].use_begin, flows_[flow].use_count};
   }
 
   std::vector<double> capacity_;
@@ -84,15 +84,18 @@ class ResourceModel {
   std::vector<std::uint32_t> nccl_count_;
   std::vector<bool> touched_;
   std::vector<std::uint32_t> touched_list_;
-  // Per flow.
+  // Per flow, kept together (one cache line per flow at each start, end and solve).
+  struct FlowState {
+    double bound = 1;
+    double rate = 0;
+    std::uint32_t use_begin = 0;  // into uses_
+    std::uint32_t mark = 0;       // component-search generation
+    std::uint16_t use_count = 0;  // a rendezvous flow: every member's uses
+    bool active = false;
+    bool added = false;  // added since the last update: reported even if its rate is 0->x
+  };
   std::vector<FlowUse> uses_;  // every flow's uses, appended at add_flow
-  std::vector<std::uint32_t> use_begin_;
-  std::vector<std::uint16_t> use_count_;  // a rendezvous flow: every member's uses
-  std::vector<double> bound_;
-  std::vector<double> rate_;
-  std::vector<bool> active_;
-  std::vector<bool> added_;  // added since the last update: reported even if its rate is 0->x
-  std::vector<std::uint32_t> mark_;  // component-search generation
+  std::vector<FlowState> flows_;
   std::uint32_t generation_ = 0;
   std::vector<std::uint32_t> changed_;
   // Scratch for solve_component.
