@@ -33,8 +33,11 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool mo
   // 16-bit ones; tensors other ops also save stay as they are.
   const double linear_in = x.fp8 ? 1.0 : e;
   // Outside the TP regions (sequence-sharded with SP): the inputs of the two norms, of QKV
-  // and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks.
-  const double outside = tok * as_d(x.h) * (2.0 * e + 2.0 * linear_in + 2.0) / (x.sp ? t : 1.0);
+  // and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks (none
+  // with hidden_dropout 0).
+  const double masks = x.hidden_dropout ? 2.0 : 0.0;
+  const double outside =
+      tok * as_d(x.h) * (2.0 * e + 2.0 * linear_in + masks) / (x.sp ? t : 1.0);
   // Core attention inputs: unfused attention keeps Q and the head-expanded K and V for the
   // two batched GEMMs; flash attention and checkpointed core attention keep Q, K, V as
   // the QKV GEMM produced them.
@@ -46,8 +49,10 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool mo
   // MLP: GeLU keeps its input and FC2 its input; SwiGLU keeps its two-part input.
   const double mlp = moe ? detail::moe_mlp_stored_bytes(x)
                          : tok * as_d(x.ffn_n()) * ((x.swiglu ? 2.0 : 1.0) * e + linear_in);
-  // Softmax output, dropout mask (1 byte) and dropout output: the 5as/h term.
-  const double scores = expanded ? as_d(x.score_elems()) * (2.0 * e + 1.0) : 0.0;
+  // Softmax output, dropout mask (1 byte) and dropout output: the 5as/h term. With
+  // attention_dropout 0 the softmax output alone (it is also the second GEMM's input).
+  const double scores =
+      expanded ? as_d(x.score_elems()) * (x.attention_dropout ? 2.0 * e + 1.0 : e) : 0.0;
   return outside + qkv + proj_in + mlp + scores;
 }
 
@@ -62,7 +67,8 @@ double selective_recompute_bytes(const Dims& x) {
   const double context = as_d(x.tokens * x.attn_n() * x.e);
   if (x.flash) return context;
   const double expanded_kv = x.g < x.a ? 2.0 * context : 0.0;
-  return as_d(x.score_elems()) * (2.0 * as_d(x.e) + 1.0) + expanded_kv + context;
+  const double scores = x.attention_dropout ? 2.0 * as_d(x.e) + 1.0 : as_d(x.e);
+  return as_d(x.score_elems()) * scores + expanded_kv + context;
 }
 
 std::int64_t round_bytes(double v) { return std::llround(v); }
@@ -110,8 +116,9 @@ ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::i
   double extras = 0.0;
   const bool first = stage == 0 && chunk == 0;
   const bool last = stage == x.p - 1 && chunk == x.v - 1;
-  // Embedding dropout mask (the reference's s*b*h*p/t over p micro-batches with SP).
-  if (first) extras += as_d(x.sp_tokens * x.h);
+  // Embedding dropout mask (the reference's s*b*h*p/t over p micro-batches with SP); none
+  // with hidden_dropout 0.
+  if (first && x.hidden_dropout) extras += as_d(x.sp_tokens * x.h);
   if (last) {
     // Inputs of the final norm and of the logits GEMM, and the fp32 softmax the
     // cross-entropy keeps: the reference's 4*s*b*h/t*(1 + V/h) with SP.

@@ -154,7 +154,7 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
     op.phase = Phase::kStep;
     op.stream = Stream::kDataComm;
     op.shape = CollectiveOp{scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                            CommGroup::kData, dense * 4, dp_cp, layout.dp_nodes(stage)};
+                            CommGroup::kData, dense * tc.grad_bytes(), dp_cp, layout.dp_nodes(stage)};
   }
   if (x.edp > 1 && experts > 0) {
     Op& op = plan.grad_sync.emplace_back();
@@ -162,7 +162,7 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
     op.phase = Phase::kStep;
     op.stream = Stream::kDataComm;
     op.shape = CollectiveOp{scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                            CommGroup::kExpertData, experts * 4, x.edp,
+                            CommGroup::kExpertData, experts * tc.grad_bytes(), x.edp,
                             layout.edp_nodes(x, stage)};
   }
   return plan;
@@ -211,7 +211,7 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
     op.phase = Phase::kStep;
     op.stream = Stream::kDataComm;
     op.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kEmbedding,
-                            x.vocab_n() * x.h * 4, 2, layout.embedding_nodes()};
+                            x.vocab_n() * x.h * tc.grad_bytes(), 2, layout.embedding_nodes()};
     embedding = 0;
   }
   const std::int64_t dp_cp = x.dp * x.cp;
@@ -228,7 +228,12 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   step.name = "optimizer_step";
   step.phase = Phase::kStep;
   step.stream = Stream::kCompute;
-  step.shape = MemoryBoundOp{shard * optimizer_bytes_per_param(tc.params_dtype)};
+  // bf16 gradient buffers (grad_reduce_in_bf16): the optimizer first copies its shard of
+  // them to fp32 (distrib_optimizer.py _copy_model_grads_to_main_grads, `.float()`; the
+  // Float16Optimizer does the same for every parameter): read 2, write 4 bytes.
+  const std::int64_t grad_cast = tc.grad_bytes() == 2 ? 2 + 4 : 0;
+  step.shape = MemoryBoundOp{shard * (optimizer_bytes_per_param(tc.params_dtype) + grad_cast)};
+  if (grad_cast > 0) step.held_bytes = shard * 4;
   // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank.
   const std::int64_t fp8_params = tc.fp8_param_gather ? fp8_weight_elements(w, stage.stage) : 0;
   if (fp8_params > 0) {

@@ -33,14 +33,19 @@ void emit_embedding_forward(OpList& ops) {
     ops.memory("embedding_transpose", kNoLayer, ph,
                elems * 2 * x.e + (x.sp ? elems / x.t * 2 * x.e : 0));
   }
-  ops.memory("embedding_dropout", kNoLayer, ph, x.sp_tokens * x.h * (2 * x.e + 1));
+  // nn.Dropout with p = 0 returns its input: no kernel, no mask (hidden_dropout 0).
+  if (x.hidden_dropout) {
+    ops.memory("embedding_dropout", kNoLayer, ph, x.sp_tokens * x.h * (2 * x.e + 1));
+  }
 }
 
 void emit_embedding_backward(OpList& ops) {
   const Dims& x = ops.dims();
   const std::int64_t elems = x.tokens * x.h;
-  ops.memory("embedding_dropout_bwd", kNoLayer, Phase::kBackwardInput,
-             x.sp_tokens * x.h * (2 * x.e + 1));
+  if (x.hidden_dropout) {
+    ops.memory("embedding_dropout_bwd", kNoLayer, Phase::kBackwardInput,
+               x.sp_tokens * x.h * (2 * x.e + 1));
+  }
   if (x.sp) {
     // Backward of the scatter (or of the reduce-scatter): all-gather of the gradient.
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, kNoLayer, Phase::kBackwardInput,
@@ -72,7 +77,13 @@ void emit_output_forward(OpList& ops) {
   }
   // Subtract the max in place, exp in place, sum over the vocabulary slice.
   ops.memory("cross_entropy", kNoLayer, ph, logits * 20);
-  if (x.t > 1) {
+  if (x.t > 1 && x.ce_fusion) {
+    // Megatron's fused cross entropy (fusions/fused_cross_entropy.py) concatenates the
+    // predicted logits and the exp sums into one all-reduce. Its jit-fused functions run the
+    // same element-wise work; how many passes torch's fuser merges is not measured, so the
+    // kernels above are priced as the unfused passes.
+    ops.wait(ops.tp_collective(CollectiveKind::kAllReduce, kNoLayer, ph, 2 * x.tokens * 4));
+  } else if (x.t > 1) {
     ops.tp_collective(CollectiveKind::kAllReduce, kNoLayer, ph, x.tokens * 4);  // predicted
     ops.wait(ops.tp_collective(CollectiveKind::kAllReduce, kNoLayer, ph, x.tokens * 4));  // sum exp
   }

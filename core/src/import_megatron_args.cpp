@@ -417,6 +417,23 @@ std::string megatron_args_of(const Workload& w) {
   out += m.position_embedding_type == PositionEmbedding::kRope   ? " rope"
          : m.position_embedding_type == PositionEmbedding::kNone ? " none"
                                                                  : " learned_absolute";
+  // Megatron's defaults are 0.1; the shortest form that reads back as the same double.
+  for (const auto& [name, p] : {std::pair<std::string_view, double>{"--attention-dropout",
+                                                                    m.attention_dropout},
+                                {"--hidden-dropout", m.hidden_dropout}}) {
+    if (p == 0.1) continue;
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, p);
+    flag(name);
+    out += ' ';
+    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  }
+  if (!m.masked_softmax_fusion) flag("--no-masked-softmax-fusion");
+  if (m.cross_entropy_loss_fusion) {
+    flag("--cross-entropy-loss-fusion");
+    flag("--cross-entropy-fusion-impl");
+    out += m.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe ? " te" : " native";
+  }
   num("--micro-batch-size", t.micro_batch_size);
   num("--global-batch-size", t.global_batch_size);
   num("--tensor-model-parallel-size", t.tensor_model_parallel_size);
@@ -478,6 +495,7 @@ std::string megatron_args_of(const Workload& w) {
   if (!t.align_param_gather) flag("--no-align-param-gather");
   if (t.params_dtype == DType::kBf16) flag("--bf16");
   if (t.params_dtype == DType::kFp16) flag("--fp16");
+  if (t.grad_reduce_in_bf16) flag("--grad-reduce-in-bf16");
   if (t.fp8_enabled()) {
     flag("--fp8-format");
     out += t.fp8 == Fp8Format::kE4m3 ? " e4m3" : " hybrid";

@@ -10,9 +10,13 @@ namespace stepsim::detail {
 //   rstd for RMSNorm); backward reads dy and x and writes dx.
 // - fused bias-dropout-add reads x and the residual, writes the output and a 1-byte mask;
 //   its backward reads dy and the mask and writes dx (the residual gradient is dy itself).
+//   With hidden_dropout 0, PyTorch's dropout returns its input: the forward is the add
+//   alone (no mask), and its backward is only the bias gradient's reduction of dy, if the
+//   linears have biases (no kernel at all without).
 // - autograd adds the residual branch's gradient to the norm's input gradient: one more
 //   read of two tensors and a write, charged to the norm backward of the layer.
-// - scale-mask-softmax reads and writes the scores; dropout also writes its mask.
+// - scale-mask-softmax reads and writes the scores; dropout also writes its mask (no dropout
+//   kernel with attention_dropout 0).
 
 std::int64_t norm_forward_bytes(const Dims& x, std::int64_t tokens) {
   return tokens * x.h * 2 * x.e + tokens * (x.layernorm ? 8 : 4);
@@ -25,8 +29,20 @@ std::int64_t norm_backward_bytes(const Dims& x, std::int64_t tokens) {
 namespace {
 
 std::int64_t residual_grad_add_bytes(const Dims& x) { return x.sp_tokens * x.h * 3 * x.e; }
-std::int64_t bda_forward_bytes(const Dims& x) { return x.sp_tokens * x.h * (3 * x.e + 1); }
-std::int64_t bda_backward_bytes(const Dims& x) { return x.sp_tokens * x.h * (2 * x.e + 1); }
+std::int64_t bda_forward_bytes(const Dims& x) {
+  return x.sp_tokens * x.h * (3 * x.e + (x.hidden_dropout ? 1 : 0));
+}
+std::int64_t bda_backward_bytes(const Dims& x) {
+  if (x.hidden_dropout) return x.sp_tokens * x.h * (2 * x.e + 1);
+  return x.bias ? x.sp_tokens * x.h * x.e : 0;
+}
+/// The bias-dropout-add's backward, when it runs a kernel at all.
+void emit_bda_backward(OpList& ops, std::string_view name, std::int32_t layer) {
+  const Dims& x = ops.dims();
+  if (const std::int64_t bytes = bda_backward_bytes(x); bytes > 0) {
+    ops.memory(name, layer, Phase::kBackwardInput, bytes);
+  }
+}
 std::int64_t hidden_bytes(const Dims& x) { return x.tokens * x.h * x.e; }
 
 bool has_tp(const Dims& x) { return x.t > 1; }
@@ -63,7 +79,7 @@ void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   }
   ops.gemm("attn_qk", layer, phase, x.s, x.s, x.d, x.attn_batch());
   ops.memory("attn_softmax", layer, phase, x.score_elems() * 2 * x.e);
-  ops.memory("attn_dropout", layer, phase, x.score_elems() * (2 * x.e + 1));
+  if (x.attention_dropout) ops.memory("attn_dropout", layer, phase, x.score_elems() * (2 * x.e + 1));
   ops.gemm("attn_av", layer, phase, x.s, x.d, x.s, x.attn_batch());
   // context.permute(2, 0, 1, 3).contiguous(): [b, np, s, hn] back to [s, b, np*hn].
   ops.memory("attn_merge_heads", layer, phase, x.tokens * x.attn_n() * 2 * x.e);
@@ -85,7 +101,7 @@ void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
   // O = P V: dP = dO V^T [s,d]x[d,s], dV = P^T dO [s,s]x[s,d].
   ops.gemm("attn_av_dgrad_p", layer, ph, x.s, x.s, x.d, x.attn_batch());
   ops.gemm("attn_av_dgrad_v", layer, ph, x.s, x.d, x.s, x.attn_batch());
-  ops.memory("attn_dropout_bwd", layer, ph, x.score_elems() * (2 * x.e + 1));
+  if (x.attention_dropout) ops.memory("attn_dropout_bwd", layer, ph, x.score_elems() * (2 * x.e + 1));
   ops.memory("attn_softmax_bwd", layer, ph, x.score_elems() * 3 * x.e);
   // S = Q K^T: dQ = dS K [s,s]x[s,d], dK = dS^T Q [s,s]x[s,d].
   ops.gemm("attn_qk_dgrad_q", layer, ph, x.s, x.d, x.s, x.attn_batch());
@@ -238,7 +254,7 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
   const Dims& x = ops.dims();
   const Phase ph = Phase::kBackwardInput;
   // MLP block.
-  ops.memory("mlp_bda_bwd", layer, ph, bda_backward_bytes(x));
+  emit_bda_backward(ops, "mlp_bda_bwd", layer);
   if (x.is_moe(layer)) {
     emit_moe_backward(ops, layer);
   } else {
@@ -254,7 +270,7 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
                norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
   }
   // Attention block.
-  ops.memory("attn_bda_bwd", layer, ph, bda_backward_bytes(x));
+  emit_bda_backward(ops, "attn_bda_bwd", layer);
   emit_row_parallel_backward(ops, "proj", "proj_dgrad", "proj_wgrad", layer, x.attn_n());
   if (selective_recompute) emit_core_attention_forward(ops, layer, Phase::kRecompute);
   emit_core_attention_backward(ops, layer);

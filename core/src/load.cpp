@@ -174,6 +174,12 @@ void apply_megatron_adjustments(const SectionValues& given, Workload& w) {
         "training.sequence_parallel=true turned off: tensor_model_parallel_size is 1 "
         "(Megatron-LM disables sequence parallelism without tensor parallelism)");
   }
+  if (t.grad_reduce_in_bf16 && t.params_dtype != DType::kBf16) {
+    t.grad_reduce_in_bf16 = false;
+    w.notes.push_back(
+        "training.grad_reduce_in_bf16=true turned off: the parameters are not bf16 (Megatron-LM "
+        "reads --grad-reduce-in-bf16 only with --bf16)");
+  }
   const auto p2p = given.of("overlap_p2p_comm");
   if (p2p && p2p->integer != 0 && !interleaving_requested(w.model, t)) {
     t.overlap_p2p_comm = false;

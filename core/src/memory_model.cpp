@@ -64,7 +64,7 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
   const std::int64_t sixteen_bit =
       t.fp8_param_gather ? parameters - fp8_weight_elements : parameters;
   s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements;
-  s.gradients_bytes = parameters * 4;  // fp32 main grads
+  s.gradients_bytes = parameters * t.grad_bytes();  // main grads: fp32, or bf16
   // Megatron's distributed optimizer shards over the data-parallel group with context
   // parallelism (dp * cp ranks hold replicas of the same parameters).
   const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size) *
@@ -78,6 +78,7 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
                 detail::ceil_div(expert_parameters, edp)
           : detail::ceil_div(parameters, dp);
   s.optimizer_bytes = sharded * optimizer_per_param;
+  if (t.grad_bytes() == 2) s.optimizer_step_bytes = sharded * 4;
   return s;
 }
 
@@ -166,7 +167,7 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     m.optimizer_bytes = s.optimizer_bytes;
     m.activations_bytes = peak.total;
     m.layer_activations_bytes = peak.layers;
-    m.peak_bytes = s.total() + peak.total + transient;
+    m.peak_bytes = s.total() + std::max(peak.total + transient, s.optimizer_step_bytes);
     out.push_back(m);
   }
   return out;

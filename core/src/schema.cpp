@@ -22,6 +22,8 @@ constexpr std::array<std::string_view, 5> kFp8Recipe = {"delayed", "tensorwise",
                                                         "mxfp8", "custom"};
 // Megatron-LM's --cp-comm-type values (arguments.py), in CpCommType's order.
 constexpr std::array<std::string_view, 4> kCpCommType = {"p2p", "a2a", "allgather", "a2a+p2p"};
+// Megatron-LM's --cross-entropy-fusion-impl values, in CrossEntropyFusionImpl's order.
+constexpr std::array<std::string_view, 2> kCrossEntropyImpl = {"native", "te"};
 // Megatron-Core's MoE choices (arguments.py, transformer_config.py), in the enums' order.
 constexpr std::array<std::string_view, 3> kMoeDispatcher = {"allgather", "alltoall", "flex"};
 constexpr std::array<std::string_view, 6> kMoeLoadBalancing = {
@@ -292,6 +294,34 @@ const std::array kSchema = {
             .choices = kNorm, .sweep = Sweep::kListed, .flags = "--normalization",
             .default_text = "\"LayerNorm\"", .check = "\"LayerNorm\", \"RMSNorm\"",
             .doc = "normalization layer"},
+    KeyInfo{STEPSIM_REAL("model.attention_dropout", model.attention_dropout),
+            .sweep = Sweep::kListed, .flags = "--attention-dropout", .default_text = "0.1",
+            .check = ">= 0 and < 1",
+            .doc = "dropout on the attention probabilities; 0 removes the unfused kernel's "
+                   "dropout and its mask (flash kernels drop inside either way)"},
+    KeyInfo{STEPSIM_REAL("model.hidden_dropout", model.hidden_dropout),
+            .sweep = Sweep::kListed, .flags = "--hidden-dropout", .default_text = "0.1",
+            .check = ">= 0 and < 1",
+            .doc = "dropout in the bias-dropout-adds and after the embedding; 0 removes the "
+                   "masks they keep and the embedding's dropout kernel"},
+    KeyInfo{STEPSIM_BOOL("model.masked_softmax_fusion", model.masked_softmax_fusion),
+            .sweep = Sweep::kListed, .flags = "--no-masked-softmax-fusion=false",
+            .default_text = "true",
+            .check = "false is not modelled yet with attention_backend \"local\"",
+            .doc = "Megatron's fused scale-mask-softmax kernel; only its local attention reads it "
+                   "(Transformer Engine's backends ignore it)"},
+    KeyInfo{STEPSIM_BOOL("model.cross_entropy_loss_fusion", model.cross_entropy_loss_fusion),
+            .sweep = Sweep::kListed, .flags = "--cross-entropy-loss-fusion=true",
+            .default_text = "false",
+            .doc = "the fused vocab-parallel cross entropy: one tensor-parallel all-reduce of "
+                   "the predicted logits and the exp sums instead of two"},
+    KeyInfo{STEPSIM_ENUM("model.cross_entropy_fusion_impl", model.cross_entropy_fusion_impl,
+                         CrossEntropyFusionImpl),
+            .choices = kCrossEntropyImpl, .sweep = Sweep::kListed,
+            .flags = "--cross-entropy-fusion-impl", .default_text = "\"native\"",
+            .check = "\"native\"; \"te\" (Transformer Engine's Triton kernel) is not modelled "
+                     "yet",
+            .doc = "which fused cross entropy cross_entropy_loss_fusion runs"},
     // mixture of experts (moe.hpp, moe_ops.cpp; rules in validate_moe.cpp)
     KeyInfo{STEPSIM_INT("model.num_experts", model.num_experts), .sweep = Sweep::kListed,
             .flags = "--num-experts", .default_text = "none (a dense model)",
@@ -477,6 +507,13 @@ const std::array kSchema = {
             .default_text = "true with interleaving, false without (as Megatron-LM)",
             .check = "only with interleaving",
             .doc = "pipeline sends/receives overlapped with compute (interleaved schedule)"},
+    KeyInfo{STEPSIM_BOOL("training.grad_reduce_in_bf16", training.grad_reduce_in_bf16),
+            .sweep = Sweep::kListed, .flags = "--grad-reduce-in-bf16=true",
+            .default_text = "false",
+            .check = "read only with bf16 parameters, as Megatron-LM reads it",
+            .doc = "gradient buffers and the data-parallel reduction in bf16 instead of fp32 "
+                   "(half the reduce-scatter bytes; the distributed optimizer casts its shard "
+                   "to fp32)"},
     KeyInfo{STEPSIM_INT("training.ddp_bucket_size", training.ddp_bucket_size),
             .sweep = Sweep::kListed, .flags = "--ddp-bucket-size",
             .default_text = "none: max(40000000, 1000000 * data_parallel_size)",
@@ -725,7 +762,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "tp_only_amax_red", .flag = "--tp-only-amax-red"},
     {.dest = "fp4", .flag = "--fp4-format"},
     {.dest = "first_last_layers_bf16", .flag = "--first-last-layers-bf16"},
-    {.dest = "grad_reduce_in_bf16", .flag = "--grad-reduce-in-bf16"},
     {.dest = "accumulate_allreduce_grads_in_fp32", .flag = "--accumulate-allreduce-grads-in-fp32"},
     {.dest = "disable_bf16_reduced_precision_matmul",
      .flag = "--disable-bf16-reduced-precision-matmul"},
@@ -747,15 +783,11 @@ constexpr UnmodelledArgument kUnmodelled[] = {
      .flag = "--transformer-impl",
      .neutral_value = "transformer_engine"},
     {.dest = "spec", .flag = "--spec"},
-    {.dest = "masked_softmax_fusion", .flag = "--no-masked-softmax-fusion"},
     {.dest = "bias_gelu_fusion", .flag = "--no-bias-gelu-fusion"},
     {.dest = "bias_dropout_fusion", .flag = "--no-bias-dropout-fusion"},
     {.dest = "apply_rope_fusion", .flag = "--no-rope-fusion"},
     {.dest = "gradient_accumulation_fusion", .flag = "--no-gradient-accumulation-fusion"},
-    {.dest = "cross_entropy_loss_fusion", .flag = "--cross-entropy-loss-fusion"},
     // attention and layers
-    {.dest = "attention_dropout", .flag = "--attention-dropout", .neutral_value = "0.1"},
-    {.dest = "hidden_dropout", .flag = "--hidden-dropout", .neutral_value = "0.1"},
     {.dest = "window_size", .flag = "--window-size"},
     {.dest = "window_attn_skip_freq", .flag = "--window-attn-skip-freq"},
     {.dest = "softmax_type", .flag = "--softmax-type", .neutral_value = "vanilla"},

@@ -21,6 +21,25 @@ std::string_view name_of(RecomputeMethod m) {
 
 void check_model(const Workload& w, Checker& check) {
   const ModelConfig& m = w.model;
+  for (const auto& [key, p] : {std::pair<const char*, double>{"model.attention_dropout",
+                                                              m.attention_dropout},
+                               {"model.hidden_dropout", m.hidden_dropout}}) {
+    if (!(p >= 0.0 && p < 1.0)) {
+      check.fail(key, "=" + std::to_string(p) + " is not a dropout probability (>= 0 and < 1)");
+    }
+  }
+  if (!m.masked_softmax_fusion && m.attention_backend == AttentionBackend::kLocal) {
+    // Megatron's local DotProductAttention then runs PyTorch's scale, masked_fill and
+    // softmax as separate kernels (fused_softmax.py forward_torch_softmax).
+    check.fail("model.masked_softmax_fusion",
+               "=false with attention_backend=\"local\" is not modelled yet (PyTorch's "
+               "unfused scale, mask and softmax kernels)");
+  }
+  if (m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe) {
+    check.fail("model.cross_entropy_fusion_impl",
+               "=\"te\" with cross_entropy_loss_fusion=true is not modelled yet (Transformer "
+               "Engine's Triton cross entropy); \"native\" is");
+  }
   const std::int64_t t = w.training.tensor_model_parallel_size;
   const std::int64_t a = m.num_attention_heads;
   const std::int64_t g = m.num_query_groups;

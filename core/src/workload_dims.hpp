@@ -39,6 +39,14 @@ struct Dims {
   bool learned_pos = true;
   bool rope = false;
   bool layernorm = true;  ///< LayerNorm (weight + bias) rather than RMSNorm
+  /// hidden_dropout > 0: the bias-dropout-adds and the embedding dropout keep 1-byte masks.
+  bool hidden_dropout = true;
+  /// attention_dropout > 0: unfused attention runs a dropout on the probabilities and keeps
+  /// its mask and output (flash kernels draw theirs inside, nothing kept either way).
+  bool attention_dropout = true;
+  /// cross_entropy_loss_fusion (native): one TP all-reduce of the predicted logits and the
+  /// exp sums together.
+  bool ce_fusion = false;
   bool tied = true;       ///< input embedding and output layer share their weight
   bool dist_saved = false;  ///< distribute_saved_activations in effect
   bool fp8 = false;         ///< the layers' linears run FP8 GEMMs (Transformer Engine)
@@ -138,6 +146,9 @@ inline Dims dims_of(const Workload& w) {
   x.learned_pos = mc.position_embedding_type == PositionEmbedding::kLearnedAbsolute;
   x.rope = mc.position_embedding_type == PositionEmbedding::kRope;
   x.layernorm = mc.normalization == Normalization::kLayerNorm;
+  x.hidden_dropout = mc.hidden_dropout > 0;
+  x.attention_dropout = mc.attention_dropout > 0;
+  x.ce_fusion = mc.cross_entropy_loss_fusion;
   x.tied = !mc.untie_embeddings_and_output_weights;
   // Megatron rejects distribute_saved_activations with sequence parallelism and with t = 1.
   x.dist_saved = tc.distribute_saved_activations && !x.sp && x.t > 1 &&

@@ -25,6 +25,11 @@ StepMemory simulate_memory(const BuiltStep& step, const EngineResult& run,
     if (task.kind == TaskKind::kStepOp) {
       // A deferred output-layer wgrad of the drain frees its micro-batch's buffers.
       const StepOpRef& op = step.step_ops[static_cast<std::size_t>(task.payload)];
+      // The optimizer's fp32 copy of bf16 gradients, held to the end of the step.
+      if (op.op->held_bytes > 0) {
+        events[static_cast<std::size_t>(op.rank)].push_back(
+            {run.timings[i].start_s, op.op->held_bytes, seq++});
+      }
       if (op.frees_bytes > 0) {
         events[static_cast<std::size_t>(op.rank)].push_back(
             {run.timings[i].end_s, -op.frees_bytes, seq++});

@@ -41,14 +41,29 @@ TEST(MegatronExamples, EachLoadsOrNamesEveryUnmodelledFlag) {
   int checked = 0;
   for (std::string row; std::getline(expected, row);) {
     if (row.empty()) continue;
-    const auto tab = row.find('\t');
-    const std::string file = row.substr(0, tab);
-    const std::set<std::string> want =
-        tab == std::string::npos ? std::set<std::string>{} : words(row.substr(tab + 1));
-    const std::string line = launch_line(file);
+    // file <TAB> flags to be named [<TAB> the launch's facts: world_size=N for the GPUs the
+    // script runs on beyond its defaults, other words appended as flags (a vocabulary size
+    // the tokenizer gives)].
+    std::istringstream columns(row);
+    std::string file;
+    std::string flags;
+    std::string facts;
+    std::getline(columns, file, '\t');
+    std::getline(columns, flags, '\t');
+    std::getline(columns, facts, '\t');
+    const std::set<std::string> want = words(flags);
+    std::string line = launch_line(file);
     ASSERT_FALSE(line.empty()) << file;
     MegatronImportOptions o;
     o.system = "systems/dgx-h100-80gb.json";
+    std::istringstream fact_words(facts);
+    for (std::string fact; fact_words >> fact;) {
+      if (fact.starts_with("world_size=")) {
+        o.world_size = std::stoll(fact.substr(11));
+      } else {
+        line += " " + fact;
+      }
+    }
     auto r = scenario_from_megatron_args(line, o);
     ++checked;
     if (want.empty()) {

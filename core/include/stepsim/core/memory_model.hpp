@@ -44,6 +44,10 @@ struct StaticMemory {
   std::int64_t weights_bytes = 0;
   std::int64_t gradients_bytes = 0;
   std::int64_t optimizer_bytes = 0;
+  /// Allocated by the optimizer step and held until the next step's zero_grad, when no
+  /// activations are held (not part of total()): the fp32 copy of the rank's bf16 gradient
+  /// shard with grad_reduce_in_bf16 (distrib_optimizer.py `.float()`).
+  std::int64_t optimizer_step_bytes = 0;
   std::int64_t total() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
   bool operator==(const StaticMemory&) const = default;
 };

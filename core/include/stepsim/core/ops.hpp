@@ -134,6 +134,9 @@ struct Op {
   /// launches with an SM margin beside a userbuffers communication kernel (set_sm_margin:
   /// sm_count - num_sm SMs). CostModel::op_s prices it as the full-GPU time / sm_share.
   double sm_share = 1.0;
+  /// Memory a step op allocates and keeps to the end of the step: the optimizer's fp32 copy
+  /// of its bf16 gradient shard (grad_reduce_in_bf16), freed by the next step's zero_grad.
+  std::int64_t held_bytes = 0;
 
   /// Arithmetic of this op (GEMM/attention FLOPs); 0 for memory-bound and communication.
   double flops() const;

@@ -32,6 +32,9 @@ enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8,
 /// all-gather (AttnFuncWithCPAndKVAllGather); kA2aP2p: the hierarchical form, which needs
 /// --hierarchical-context-parallel-sizes and is not modelled (the loader rejects it).
 enum class CpCommType : std::uint8_t { kP2p, kA2a, kAllGather, kA2aP2p };
+/// Megatron's --cross-entropy-fusion-impl: its own jit-fused vocab-parallel cross entropy, or
+/// Transformer Engine's Triton kernel.
+enum class CrossEntropyFusionImpl : std::uint8_t { kNative, kTe };
 /// Megatron-Core's --moe-token-dispatcher-type, in the schema's order. kAllGather
 /// (MoEAllGatherTokenDispatcher: all-gather over the expert tensor x expert group, reduce-scatter
 /// back), kAllToAll (MoEAlltoAllTokenDispatcher: all-to-all over the EP group, all-gather and
@@ -71,6 +74,16 @@ struct ModelConfig {
   bool add_bias_linear = true;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
   Normalization normalization = Normalization::kLayerNorm;
+  /// Megatron's --attention-dropout and --hidden-dropout. Only whether they are zero changes
+  /// the work: PyTorch's dropout with p = 0 returns its input (no kernel, no mask kept).
+  double attention_dropout = 0.1;
+  double hidden_dropout = 0.1;
+  /// Megatron's --no-masked-softmax-fusion: only its local DotProductAttention
+  /// (attention_backend "local") reads it; Transformer Engine's backends ignore it.
+  bool masked_softmax_fusion = true;
+  /// Megatron's --cross-entropy-loss-fusion and --cross-entropy-fusion-impl.
+  bool cross_entropy_loss_fusion = false;
+  CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
 
   // Mixture of experts (Megatron-Core's MoELayer). num_experts = 0: a dense model (Megatron's
   // None); then none of the moe_ keys apply.
@@ -130,6 +143,10 @@ struct TrainingConfig {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool overlap_p2p_comm = false;
+  /// Megatron's --grad-reduce-in-bf16: with bf16 parameters the gradient buffers hold bf16
+  /// and the data-parallel reduction runs in bf16 (accumulate_allreduce_grads_in_fp32 off);
+  /// Megatron reads it only with --bf16 (see grad_bytes()).
+  bool grad_reduce_in_bf16 = false;
   /// Megatron's data-parallel gradient buckets (DistributedDataParallelConfig; used by
   /// sim/src/ddp_buckets.hpp): `--ddp-bucket-size` in parameters and `--ddp-num-buckets`;
   /// 0 = not given (Megatron's None: max(40M, 1M * dp) parameters per bucket).
@@ -196,6 +213,13 @@ struct TrainingConfig {
                                            : tensor_model_parallel_size;
   }
   bool fp8_enabled() const { return fp8 != Fp8Format::kNone; }
+  /// Bytes per element of the gradient buffers and of the data-parallel reduction: fp32
+  /// (Megatron's accumulate_allreduce_grads_in_fp32, its default with bf16), bf16 with
+  /// grad_reduce_in_bf16 and bf16 parameters. Megatron's fp16 default (fp16 buffers, no
+  /// fp32 accumulation) is not followed: fp16 jobs are priced with fp32 buffers.
+  std::int64_t grad_bytes() const {
+    return grad_reduce_in_bf16 && params_dtype == DType::kBf16 ? 2 : 4;
+  }
   bool operator==(const TrainingConfig&) const = default;
 };
 
