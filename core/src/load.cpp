@@ -6,6 +6,7 @@
 #include "stepsim/core/load.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -222,6 +223,23 @@ void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& error
       cf != nullptr && cf->is_number() && cf->get<double>() <= 0) {
     r.error("moe_expert_capacity_factor",
             "=" + detail::describe(*cf) + " must be > 0 (leave it out for no capacity)");
+  }
+  // stepsim's routing imbalance: a skew factor or per-expert shares (validate_moe.cpp checks
+  // them against num_experts and expert_model_parallel_size).
+  if (const nlohmann::json* load = r.raw("moe_load")) {
+    const auto finite = [](const nlohmann::json& v) {
+      return v.is_number() && std::isfinite(v.get<double>());
+    };
+    if (finite(*load)) {
+      t.moe_load_skew = load->get<double>();
+    } else if (load->is_array() && !load->empty() &&
+               std::all_of(load->begin(), load->end(), finite)) {
+      for (const auto& v : *load) t.moe_load_shares.push_back(v.get<double>());
+    } else {
+      r.error("moe_load", "=" + detail::describe(*load) +
+                              " must be a skew factor (a number >= 1) or a list of per-expert "
+                              "shares (numbers >= 0, one per expert)");
+    }
   }
   // Megatron: --recompute-activations sets recompute_granularity = 'selective'.
   if (const auto v = given.of("recompute_activations"); v && v->integer != 0) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -165,6 +166,48 @@ std::vector<bool> moe_layer_pattern(const ModelConfig& m) {
   auto parsed = parse_moe_layer_freq(m.moe_layer_freq, m.num_layers);
   if (!parsed) return std::vector<bool>(n, false);
   return std::move(parsed).value();
+}
+
+std::vector<double> moe_expert_shares(const ModelConfig& m, const TrainingConfig& t) {
+  if (!m.moe()) return {};
+  const std::int64_t e = m.num_experts;
+  if (!t.moe_load_shares.empty()) {
+    double sum = 0;
+    for (const double s : t.moe_load_shares) sum += s;
+    std::vector<double> out;
+    out.reserve(t.moe_load_shares.size());
+    for (const double s : t.moe_load_shares) out.push_back(s / sum);
+    return out;
+  }
+  const std::int64_t ep = t.expert_model_parallel_size > 0 ? t.expert_model_parallel_size : 1;
+  if (t.moe_load_skew == 1 || ep == 1) return {};
+  const std::int64_t local = e / ep;
+  const double k = t.moe_load_skew;
+  const double hot = k / static_cast<double>(e);
+  const double cold = (1 - k / static_cast<double>(ep)) / static_cast<double>(e - local);
+  std::vector<double> out(static_cast<std::size_t>(e), cold);
+  std::fill_n(out.begin(), local, hot);
+  return out;
+}
+
+std::vector<std::int64_t> moe_ep_rank_rows(std::int64_t routed, std::int64_t num_experts,
+                                           std::int64_t ep, const std::vector<double>& shares,
+                                           std::int64_t capacity, bool pad) {
+  const std::int64_t local = num_experts / ep;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(ep), 0);
+  for (std::int64_t r = 0; r < ep; ++r) {
+    double rows = 0;  // from one source rank
+    for (std::int64_t i = r * local; i < (r + 1) * local; ++i) {
+      double v = shares.empty()
+                     ? static_cast<double>(routed) / static_cast<double>(num_experts)
+                     : static_cast<double>(routed) * shares[static_cast<std::size_t>(i)];
+      if (capacity > 0) v = pad ? static_cast<double>(capacity)
+                                : std::min(v, static_cast<double>(capacity));
+      rows += v;
+    }
+    out[static_cast<std::size_t>(r)] = std::llround(rows * static_cast<double>(ep));
+  }
+  return out;
 }
 
 }  // namespace stepsim

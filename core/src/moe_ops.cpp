@@ -10,10 +10,13 @@
 // MoEAllGatherTokenDispatcher: all-gather of routing map, probs and tokens over the expert
 // TP x EP group, local permute, experts, unpermute into the gathered shape in the probs'
 // dtype, reduce-scatter back.
-// Routing is balanced: each source rank sends tokens * topk / num_experts rows to every
-// expert; with a capacity factor each expert takes at most ceil(that * factor) of them (all of
-// it with padding). Permutes, sorts and activations are memory-bound kernels priced by the
-// bytes they read and write.
+// Routing is balanced unless training.moe_load says otherwise: each source rank sends
+// tokens * topk / num_experts rows to every expert (or its share of them); with a capacity
+// factor each expert takes at most ceil(tokens * topk / num_experts * factor) of them (all of
+// it with padding). Under an uneven load the ops are the most loaded EP rank's: its experts'
+// GEMMs, and every all-to-all priced at the largest buffer of the group (the all-to-all ends
+// when the rank receiving the most has it). Permutes, sorts and activations are memory-bound
+// kernels priced by the bytes they read and write.
 
 #include "moe_ops.hpp"
 
@@ -26,21 +29,44 @@ namespace stepsim::detail {
 
 std::int64_t MoeTokens::expert_rows() const { return per_expert * local_experts; }
 
-MoeTokens moe_tokens(const Dims& x) {
+MoeTokens moe_tokens(const Dims& x, std::int64_t ep_rank) {
   MoeTokens n;
   n.tokens = x.sp_tokens;
   n.local_experts = x.local_experts();
-  n.routed = n.tokens * x.topk;
+  const std::int64_t raw = n.tokens * x.topk;
+  n.routed = raw;
+  std::int64_t capacity = 0;
   if (x.capacity_factor > 0) {
     // moe_utils.get_capacity(num_tokens = tokens * topk, num_experts, capacity_factor).
-    const auto capacity = static_cast<std::int64_t>(std::ceil(
-        static_cast<double>(n.routed) / static_cast<double>(x.experts) * x.capacity_factor));
-    n.routed = x.pad_to_capacity ? capacity * x.experts : std::min(n.routed, capacity * x.experts);
+    capacity = static_cast<std::int64_t>(std::ceil(
+        static_cast<double>(raw) / static_cast<double>(x.experts) * x.capacity_factor));
+    n.routed = x.pad_to_capacity ? capacity * x.experts : std::min(raw, capacity * x.experts);
   }
   n.gathered = n.tokens * x.etp * x.ep;
-  // Rows of the local experts: every rank of the expert TP x EP group sends them routed *
-  // local_experts / num_experts rows; over the local experts, evenly.
-  n.per_expert = ceil_div(n.routed * x.etp * x.ep, x.experts);
+  n.received = n.routed;
+  if (!x.expert_shares.empty()) {
+    // Every source rank of the EP group routes alike: expert i gets raw * share[i] rows of
+    // it (at most its capacity); an EP rank receives its local experts' rows from ep sources.
+    double sent = 0;
+    for (const double share : x.expert_shares) {
+      const double rows = static_cast<double>(raw) * share;
+      sent += capacity == 0 ? rows
+                            : (x.pad_to_capacity ? static_cast<double>(capacity)
+                                                 : std::min(rows, static_cast<double>(capacity)));
+    }
+    n.routed = std::llround(sent);
+    const auto ranks = moe_ep_rank_rows(raw, x.experts, x.ep, x.expert_shares, capacity,
+                                        x.pad_to_capacity);
+    n.received = ep_rank >= 0 && ep_rank < x.ep ? ranks[static_cast<std::size_t>(ep_rank)]
+                                                : *std::max_element(ranks.begin(), ranks.end());
+    n.a2a_rows = std::max(n.routed, *std::max_element(ranks.begin(), ranks.end()));
+  }
+  if (n.a2a_rows == 0) n.a2a_rows = n.routed;
+  // Rows of the local experts: the rows received, all-gathered over expert TP; evenly over
+  // the local experts. Balanced: every rank of the expert TP x EP group sends them routed *
+  // local_experts / num_experts rows.
+  n.per_expert = x.expert_shares.empty() ? ceil_div(n.routed * x.etp * x.ep, x.experts)
+                                         : ceil_div(n.received * x.etp, n.local_experts);
   return n;
 }
 
@@ -158,16 +184,16 @@ void emit_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) 
 void emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
   const Dims& x = ops.dims();
   const std::int64_t pb = probs_bytes(x);
-  const std::int64_t rows = n.routed * x.etp;  // after the expert-TP all-gather
+  const std::int64_t rows = n.received * x.etp;  // after the expert-TP all-gather
   ops.memory("moe_permute", layer, phase,
              (n.tokens + n.routed) * x.h * x.e + n.routed * pb + n.tokens * x.experts);
   if (x.ep > 1) {
     const auto tokens = ops.expert_collective("moe_dispatch_all_to_all", CollectiveKind::kAllToAll,
                                               CommGroup::kExpert, layer, phase,
-                                              n.routed * x.h * x.e);
+                                              n.a2a_rows * x.h * x.e);
     const auto probs = ops.expert_collective("moe_dispatch_probs_all_to_all",
                                              CollectiveKind::kAllToAll, CommGroup::kExpert, layer,
-                                             phase, n.routed * pb);
+                                             phase, n.a2a_rows * pb);
     ops.wait(tokens);
     ops.wait(probs);
   }
@@ -191,7 +217,7 @@ void emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase, const M
   }
   if (x.ep > 1) {
     ops.wait(ops.expert_collective("moe_combine_all_to_all", CollectiveKind::kAllToAll,
-                                   CommGroup::kExpert, layer, phase, n.routed * x.h * x.e));
+                                   CommGroup::kExpert, layer, phase, n.a2a_rows * x.h * x.e));
   }
   ops.memory("moe_unpermute", layer, phase, (n.routed + n.tokens) * x.h * x.e);
 }
@@ -200,11 +226,11 @@ void emit_alltoall_backward(OpList& ops, std::int32_t layer, const MoeTokens& n)
   const Dims& x = ops.dims();
   const Phase ph = Phase::kBackwardInput;
   const std::int64_t pb = probs_bytes(x);
-  const std::int64_t rows = n.routed * x.etp;
+  const std::int64_t rows = n.received * x.etp;
   ops.memory("moe_unpermute_bwd", layer, ph, (n.routed + n.tokens) * x.h * x.e);
   if (x.ep > 1) {
     ops.wait(ops.expert_collective("moe_combine_all_to_all_bwd", CollectiveKind::kAllToAll,
-                                   CommGroup::kExpert, layer, ph, n.routed * x.h * x.e));
+                                   CommGroup::kExpert, layer, ph, n.a2a_rows * x.h * x.e));
   }
   if (x.etp > 1) {
     ops.wait(ops.expert_collective("moe_etp_reduce_scatter_bwd", CollectiveKind::kAllGather,
@@ -230,10 +256,10 @@ void emit_alltoall_backward(OpList& ops, std::int32_t layer, const MoeTokens& n)
     // Backward launch order: probs all-to-all, then tokens (token_dispatcher.py).
     const auto probs = ops.expert_collective("moe_dispatch_probs_all_to_all_bwd",
                                              CollectiveKind::kAllToAll, CommGroup::kExpert, layer,
-                                             ph, n.routed * pb);
+                                             ph, n.a2a_rows * pb);
     const auto tokens = ops.expert_collective("moe_dispatch_all_to_all_bwd",
                                               CollectiveKind::kAllToAll, CommGroup::kExpert, layer,
-                                              ph, n.routed * x.h * x.e);
+                                              ph, n.a2a_rows * x.h * x.e);
     ops.wait(probs);
     ops.wait(tokens);
   }

@@ -9,18 +9,27 @@
 
 namespace stepsim::detail {
 
-/// Per-rank token counts of one MoE layer for one micro-batch under balanced routing (every
-/// expert gets tokens * topk / num_experts of each source rank's tokens).
+/// Per-rank token counts of one MoE layer for one micro-batch. Balanced routing: every expert
+/// gets tokens * topk / num_experts of each source rank's tokens. With training.moe_load the
+/// EP ranks receive different counts (moe_ep_rank_rows); an all-to-all waits for the most
+/// loaded rank, so its buffer is the largest any rank of the group sends or receives.
 struct MoeTokens {
   std::int64_t tokens = 0;      ///< tokens entering the layer on this rank (sequence-parallel)
   std::int64_t routed = 0;      ///< rows of the permuted buffer a rank sends (all-to-all)
+  std::int64_t received = 0;    ///< rows this EP rank receives for its local experts (= routed
+                                ///< when balanced)
+  std::int64_t a2a_rows = 0;    ///< the all-to-all's buffer: max over the group's ranks of the
+                                ///< rows sent and received
   std::int64_t gathered = 0;    ///< allgather dispatcher: tokens of the whole expert TP x EP group
-  std::int64_t per_expert = 0;  ///< rows each local expert's GEMMs run (m)
+  std::int64_t per_expert = 0;  ///< rows each local expert's GEMMs run (m; their mean when the
+                                ///< local experts' loads differ)
   std::int64_t expert_rows() const;  ///< rows of all local experts together
   std::int64_t local_experts = 0;
 };
 
-MoeTokens moe_tokens(const Dims& x);
+/// The counts of EP rank `ep_rank`; -1: the most loaded EP rank, the one the representative
+/// rank prices (every all-to-all, and the combine after the experts, wait for it).
+MoeTokens moe_tokens(const Dims& x, std::int64_t ep_rank = -1);
 
 /// From the pre-MLP norm through the shared experts, the router, the dispatch, the local
 /// experts and the combine to the MoE layer's output (the caller adds the bias-dropout-add).

@@ -693,8 +693,8 @@ const std::array kSchema = {
                      "\"sinkhorn\" and \"quantile_balancing\" are not modelled yet; "
                      "moe_expert_capacity_factor only with aux_loss, seq_aux_loss, "
                      "global_aux_loss or none",
-            .doc = "the router's load balancing (routing is modelled as balanced: every expert "
-                   "gets tokens * topk / num_experts)"},
+            .doc = "the router's load balancing (routing is balanced, every expert getting "
+                   "tokens * topk / num_experts, unless training.moe_load says otherwise)"},
     KeyInfo{STEPSIM_REAL("training.moe_expert_capacity_factor",
                          training.moe_expert_capacity_factor),
             .sweep = Sweep::kListed, .flags = "--moe-expert-capacity-factor",
@@ -717,6 +717,19 @@ const std::array kSchema = {
             .check = "needs moe_expert_capacity_factor",
             .doc = "every expert's input padded to its capacity (dispatch, GEMMs and combine "
                    "carry the padding)"},
+    KeyInfo{.key = "training.moe_load",
+            .kind = KnobKind::kString,
+            .default_text = "1 (balanced)",
+            .check = "a number k in [1, expert_model_parallel_size] (k > 1 needs "
+                     "expert_model_parallel_size > 1), or a list of num_experts numbers >= 0 "
+                     "with a positive sum; needs num_experts; with moe_grouped_gemm=false a "
+                     "rank's experts are priced at their mean rows",
+            .doc = "routing imbalance (stepsim's, not a Megatron flag): k = the most loaded EP "
+                   "rank receives k times the balanced rows, the other EP ranks share the rest "
+                   "evenly; a list = every source rank sends share[i] / sum of its routed rows "
+                   "to expert i (EP rank r holds experts r*E/ep .. (r+1)*E/ep - 1). Every "
+                   "all-to-all waits for the most loaded EP rank, whose experts the step "
+                   "prices; capacity clips each expert's rows per source"},
     KeyInfo{STEPSIM_ENUM("training.moe_router_dtype", training.moe_router_dtype, MoeRouterDtype),
             .choices = kMoeRouterDtype, .null_choice = true, .sweep = Sweep::kListed,
             .flags = "--moe-router-dtype", .default_text = "null (the params dtype)",

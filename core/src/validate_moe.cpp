@@ -5,6 +5,7 @@
 // megatron/core/transformer/moe/moe_layer.py and shared_experts.py.
 
 #include "stepsim/core/moe.hpp"
+#include "json_fields.hpp"
 #include "validate_internal.hpp"
 
 namespace stepsim::detail {
@@ -39,6 +40,47 @@ void check_without_experts(const Workload& w, Checker& check) {
     check.fail("training.moe_pad_expert_input_to_capacity", "=true needs num_experts");
   }
   if (t.moe_aux_loss_coeff > 0) check.fail("training.moe_aux_loss_coeff", " needs num_experts");
+  if (t.moe_load_skew != 1 || !t.moe_load_shares.empty()) {
+    check.fail("training.moe_load", " needs num_experts (it is the routing of the experts)");
+  }
+}
+
+/// stepsim's routing imbalance (training.moe_load): a skew factor within what one EP rank
+/// can receive, or one non-negative share per expert.
+void check_load(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const std::int64_t e = w.model.num_experts;
+  const std::int64_t ep = t.expert_model_parallel_size;
+  const std::string key = "training.moe_load";
+  if (!t.moe_load_shares.empty()) {
+    const auto n = static_cast<std::int64_t>(t.moe_load_shares.size());
+    if (n != e) {
+      check.fail(key, " has " + str(n) + " shares; give one per expert (num_experts=" + str(e) +
+                          ")");
+    }
+    double sum = 0;
+    for (std::size_t i = 0; i < t.moe_load_shares.size(); ++i) {
+      const double s = t.moe_load_shares[i];
+      if (s < 0) {
+        check.fail(key, "[" + std::to_string(i) + "]=" + format_number(s) +
+                            " is negative: a share of the routed tokens is >= 0");
+      }
+      sum += s;
+    }
+    if (!(sum > 0)) check.fail(key, " shares sum to 0: some expert must receive tokens");
+    return;
+  }
+  const double k = t.moe_load_skew;
+  if (k < 1) {
+    check.fail(key, "=" + format_number(k) +
+                        " is below 1: the most loaded EP rank receives at least the mean");
+  } else if (k > 1 && ep <= 1) {
+    check.fail(key, "=" + format_number(k) +
+                        " needs expert_model_parallel_size > 1 (a skew between EP ranks)");
+  } else if (ep > 0 && k > static_cast<double>(ep)) {
+    check.fail(key, "=" + format_number(k) + " exceeds expert_model_parallel_size=" + str(ep) +
+                        ": one EP rank cannot receive more than every routed token");
+  }
 }
 
 }  // namespace
@@ -50,6 +92,7 @@ void check_moe(const Workload& w, Checker& check) {
     check_without_experts(w, check);
     return;
   }
+  check_load(w, check);
   const std::int64_t e = m.num_experts;
   const std::int64_t ep = t.expert_model_parallel_size;
   const std::int64_t etp = t.expert_tensor_parallel();

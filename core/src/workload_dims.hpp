@@ -84,6 +84,8 @@ struct Dims {
   bool pad_to_capacity = false;
   DType router_dtype = DType::kBf16;  ///< the router GEMM's and the routing probabilities' dtype
   std::vector<bool> moe_layer;        ///< per global layer: an MoE layer
+  /// Per-expert shares of the routed rows (moe_expert_shares); empty: balanced routing.
+  std::vector<double> expert_shares;
 
   bool is_moe(std::int32_t layer) const {
     return layer >= 0 && static_cast<std::size_t>(layer) < moe_layer.size() &&
@@ -192,6 +194,7 @@ inline Dims dims_of(const Workload& w) {
     x.pad_to_capacity = tc.moe_pad_expert_input_to_capacity;
     x.router_dtype = tc.moe_router_dtype == MoeRouterDtype::kNone ? x.dtype : DType::kFp32;
     x.moe_layer = moe_layer_pattern(mc);
+    x.expert_shares = moe_expert_shares(mc, tc);
     if (tc.world_size > 0 && tc.expert_data_parallel_size > 0) {
       // Megatron's expert rank generator (tp = etp, ep, dp = expert dp, pp; cp = 1).
       const RankGenerator experts(

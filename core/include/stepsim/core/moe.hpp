@@ -22,6 +22,22 @@ Result<std::vector<bool>> parse_moe_layer_freq(std::string_view text, std::int64
 /// model (num_experts = 0) or a pattern that does not parse.
 std::vector<bool> moe_layer_pattern(const ModelConfig& m);
 
+/// The routing of a validated workload (training.moe_load): the share of every source rank's
+/// routed rows each expert gets, one entry per expert summing to 1; empty for balanced routing
+/// (no moe_load, or a skew of 1) and for a dense model. A skew k puts k / num_experts on each
+/// expert of EP rank 0 (experts 0 .. num_experts/ep - 1, Megatron's local_expert_indices) and
+/// (1 - k/ep) / (num_experts - num_experts/ep) on each of the others.
+std::vector<double> moe_expert_shares(const ModelConfig& m, const TrainingConfig& t);
+
+/// Rows of one MoE layer and micro-batch that EP rank r (0 .. ep - 1) receives for its local
+/// experts from its EP group (before the expert-TP all-gather), when every source rank routes
+/// `routed` = tokens * topk rows as `shares` says (balanced when empty), each expert taking at
+/// most `capacity` rows of a source (0: no capacity; with `pad`, exactly capacity). Rounded to
+/// the nearest row. Balanced and without capacity every rank receives `routed`.
+std::vector<std::int64_t> moe_ep_rank_rows(std::int64_t routed, std::int64_t num_experts,
+                                           std::int64_t ep, const std::vector<double>& shares,
+                                           std::int64_t capacity, bool pad);
+
 /// Parameters a token passes through: the whole model with each MoE layer's routed experts
 /// cut to moe_router_topk of them (shared experts, router, attention, embeddings in full), as
 /// the published "active parameters" of MoE models count them. = count_parameters() for a

@@ -197,6 +197,13 @@ struct TrainingConfig {
   double moe_aux_loss_coeff = 0;
   bool moe_pad_expert_input_to_capacity = false;
   MoeRouterDtype moe_router_dtype = MoeRouterDtype::kNone;
+  /// Routing imbalance (stepsim's `training.moe_load`, not a Megatron flag; moe.hpp
+  /// moe_expert_shares resolves it). moe_load_skew k: the most loaded EP rank (modelled as EP
+  /// rank 0) receives k times the balanced rows, the other EP ranks share the rest evenly;
+  /// 1 = balanced. moe_load_shares: every source rank sends share[i] / sum(shares) of its
+  /// routed rows to expert i instead (one entry per expert; empty = not given).
+  double moe_load_skew = 1;
+  std::vector<double> moe_load_shares;
 
   // Derived at load.
   std::int64_t data_parallel_size = 0;  ///< world_size / (t * cp * p)
