@@ -139,8 +139,10 @@ TEST(MoeLoad, BalancedAndCapacity) {
   EXPECT_EQ(decompose(load(two_rank_text("1"))).stages, decompose(balanced).stages);
   const std::string capacity = R"(, "moe_expert_capacity_factor": 1.0)";
   const Workload dropped = load(two_rank_text("[3, 1]", capacity));
+  // The plan must outlive the pointer into it.
+  const auto dropped_plan = decompose(dropped);
   const CollectiveOp* dispatch =
-      collective(decompose(dropped).stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
+      collective(dropped_plan.stages[0].chunks[0].forward, "moe_dispatch_all_to_all");
   ASSERT_NE(dispatch, nullptr);
   // Sent: min(1536, 1024) + 512 = 1536 rows; EP rank 0 receives 2 x 1024.
   EXPECT_EQ(dispatch->bytes, 2048 * 1024 * 2);
