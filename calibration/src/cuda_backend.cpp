@@ -199,9 +199,43 @@ Result<std::vector<double>> CudaBackend::time_repeats(Body&& body, bool flush) {
   return times;
 }
 
+namespace {
+
+/// The cuBLASLt product that runs `op`. A layout says how Transformer Engine calls it
+/// (general_gemm: column-major D[n x m] = op(A)[n x k] op(B)[k x m], the tokens as cuBLAS's
+/// n; "TN" = A transposed, B not). Without one: column-major D[m x n] = A[m x k] B[k x n],
+/// FP8 as A^T B (cuBLASLt's only FP8 layout on Hopper).
+MatmulShape matmul_shape(const GemmOp& op, const void* a, const void* b, void* d) {
+  MatmulShape s;
+  const bool te = op.layout != GemmLayout::kUnspecified;
+  s.trans_a = te ? op.layout == GemmLayout::kTN : op.dtype == DType::kFp8;
+  s.trans_b = te && op.layout == GemmLayout::kNT;
+  s.m = te ? op.n : op.m;
+  s.n = te ? op.m : op.n;
+  s.k = op.k;
+  s.a = a;
+  s.lda = s.trans_a ? s.k : s.m;  // op(A) is m x k: stored k x m when transposed
+  s.stride_a = s.m * s.k;
+  s.b = b;
+  s.ldb = s.trans_b ? s.n : s.k;  // op(B) is k x n: stored n x k when transposed
+  s.stride_b = s.k * s.n;
+  s.d = d;
+  s.ldd = s.m;
+  s.stride_d = s.m * s.n;
+  s.batch = op.batch;
+  return s;
+}
+
+}  // namespace
+
 Result<double> CudaBackend::gemm(const GemmOp& op) {
   if (op.m <= 0 || op.n <= 0 || op.k <= 0 || op.batch <= 0) {
     return Error{"", "", "cuda backend: GEMM shape must be positive (m, n, k, batch)",
+                 ErrorKind::kRuntime};
+  }
+  if (op.dtype == DType::kFp8 && op.layout != GemmLayout::kUnspecified &&
+      op.layout != GemmLayout::kTN) {
+    return Error{"", "", "cuda backend: an FP8 GEMM runs in the TN layout only (cuBLASLt on Hopper)",
                  ErrorKind::kRuntime};
   }
   if (op.dtype == DType::kFp8 && (op.m % 16 != 0 || op.n % 16 != 0 || op.k % 16 != 0)) {
@@ -212,32 +246,20 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
   const bool fp8 = op.dtype == DType::kFp8;
   const std::int64_t e = bytes_of(op.dtype);
   const std::int64_t e_out = fp8 ? bytes_of(DType::kBf16) : e;  // FP8 products write bf16
-  auto a = a_.reserve(op.batch * op.m * op.k * e, "GEMM operand A");
-  auto b = b_.reserve(op.batch * op.k * op.n * e, "GEMM operand B");
+  // In Transformer Engine's layouts cuBLAS's A is the op's k x n operand (the weight, or
+  // the output gradient) and B its m x k one (see matmul_shape).
+  const bool te = op.layout != GemmLayout::kUnspecified;
+  const std::int64_t a_elems = op.batch * op.k * (te ? op.n : op.m);
+  const std::int64_t b_elems = op.batch * op.k * (te ? op.m : op.n);
+  auto a = a_.reserve(a_elems * e, "GEMM operand A");
+  auto b = b_.reserve(b_elems * e, "GEMM operand B");
   auto c = c_.reserve(op.batch * op.m * op.n * e_out, "GEMM result");
   if (!a.ok()) return a.errors();
   if (!b.ok()) return b.errors();
   if (!c.ok()) return c.errors();
-  STEPSIM_CUDA_TRY(cuda::fill_operand(a.value(), op.batch * op.m * op.k, t, 1, stream_));
-  STEPSIM_CUDA_TRY(cuda::fill_operand(b.value(), op.batch * op.k * op.n, t, 2, stream_));
-  // Column-major D[m x n] = A[m x k] B[k x n]; FP8 as cuBLASLt runs it (and TE calls it):
-  // D = A^T B with A stored k x m.
-  MatmulShape s;
-  s.trans_a = fp8;
-  s.m = op.m;
-  s.n = op.n;
-  s.k = op.k;
-  s.a = a.value();
-  s.lda = fp8 ? op.k : op.m;
-  s.stride_a = op.m * op.k;
-  s.b = b.value();
-  s.ldb = op.k;
-  s.stride_b = op.k * op.n;
-  s.d = c.value();
-  s.ldd = op.m;
-  s.stride_d = op.m * op.n;
-  s.batch = op.batch;
-  auto mm = plan(s, t);
+  STEPSIM_CUDA_TRY(cuda::fill_operand(a.value(), a_elems, t, 1, stream_));
+  STEPSIM_CUDA_TRY(cuda::fill_operand(b.value(), b_elems, t, 2, stream_));
+  auto mm = plan(matmul_shape(op, a.value(), b.value(), c.value()), t);
   if (!mm.ok()) return mm.errors();
   auto times = time_repeats([&] { return mm.value()->run(stream_); }, options_.flush_cache);
   if (!times.ok()) return times.errors();

@@ -100,8 +100,10 @@ std::string point_key(const BenchPoint& p) {
         using T = std::decay_t<decltype(v)>;
         auto s = [](std::int64_t x) { return std::to_string(x); };
         if constexpr (std::is_same_v<T, GemmOp>) {
-          return "gemm " + std::string(to_string(v.dtype)) + " m=" + s(v.m) + " n=" + s(v.n) +
-                 " k=" + s(v.k) + " b=" + s(v.batch);
+          // Unspecified layouts keep the key they had before layouts were measured.
+          const std::string layout(to_string(v.layout));
+          return "gemm " + std::string(to_string(v.dtype)) + (layout.empty() ? "" : " " + layout) +
+                 " m=" + s(v.m) + " n=" + s(v.n) + " k=" + s(v.k) + " b=" + s(v.batch);
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           return std::string(v.backward ? "attention_bwd " : "attention_fwd ") +
                  std::string(to_string(v.dtype)) + " b=" + s(v.batch) + " h=" + s(v.heads) +
@@ -128,11 +130,22 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
   const std::vector<std::int64_t> dims =
       o.gpu ? (o.quick ? log_range(256, 16384, 4) : log_range(256, 16384, 2))
             : (o.quick ? log_range(64, 1024, 4) : log_range(64, 1024, 2));
+  // On GPUs in each layout Transformer Engine runs a linear in (forward TN, dgrad NN, wgrad
+  // NT; FP8 only TN); a CPU's Eigen products have no such distinction worth a grid.
+  const std::vector<GemmLayout> layouts =
+      o.gpu ? std::vector<GemmLayout>{GemmLayout::kTN, GemmLayout::kNN, GemmLayout::kNT}
+            : std::vector<GemmLayout>{GemmLayout::kUnspecified};
   for (const std::int64_t m : o.compute_grids ? dims : std::vector<std::int64_t>{}) {
     for (const std::int64_t n : dims) {
       for (const std::int64_t k : dims) {
-        out.emplace_back(GemmOp{m, n, k, 1, dtype});
-        if (o.fp8) out.emplace_back(GemmOp{m, n, k, 1, DType::kFp8});
+        for (const GemmLayout layout : layouts) {
+          out.emplace_back(
+              GemmOp{.m = m, .n = n, .k = k, .batch = 1, .dtype = dtype, .layout = layout});
+        }
+        if (o.fp8) {
+          out.emplace_back(GemmOp{.m = m, .n = n, .k = k, .batch = 1, .dtype = DType::kFp8,
+                                  .layout = GemmLayout::kTN});
+        }
       }
     }
   }
@@ -213,16 +226,21 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
               }
             }
             auto shape = s;
-            // The CPU backend computes in fp32 whatever the op's dtype; record what ran.
+            // The CPU backend computes in fp32 whatever the op's dtype, and its Eigen
+            // products have no layouts to tell apart; record what ran.
             if constexpr (!std::is_same_v<T, MemoryBoundOp>) {
               if (!o.gpu) shape.dtype = DType::kFp32;
             }
+            if constexpr (std::is_same_v<T, GemmOp>) {
+              if (!o.gpu) shape.layout = GemmLayout::kUnspecified;
+            }
             compute.emplace_back(shape);
             if constexpr (std::is_same_v<T, GemmOp>) {
-              // FP8 twins of the scenario's GEMMs, where cuBLASLt can run them.
+              // FP8 twins of the scenario's GEMMs, where cuBLASLt can run them (TN only).
               if (o.fp8 && s.m % 16 == 0 && s.n % 16 == 0 && s.k % 16 == 0) {
                 auto twin = s;
                 twin.dtype = DType::kFp8;
+                if (twin.layout != GemmLayout::kUnspecified) twin.layout = GemmLayout::kTN;
                 compute.emplace_back(twin);
               }
             }

@@ -104,6 +104,19 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
     const GemmOp g{m, n, k, batch, dtype};
     add_point(gemm_tables_[dtype], gemm_coords(g), g.flops(), seconds);
   }
+  // Samples that say their layout also form per-layout tables: a linear's forward, dgrad and
+  // wgrad run different kernels on the same shape.
+  std::map<LayoutGemmKey, std::vector<double>> layout_seconds;
+  for (const GemmSample& s : profile_->gemm) {
+    if (s.layout == GemmLayout::kUnspecified) continue;
+    layout_seconds[LayoutGemmKey{s.dtype, s.layout, s.m, s.n, s.k, s.batch}].push_back(s.seconds);
+  }
+  gemm_layout_measured_ = medians(layout_seconds);
+  for (const auto& [key, seconds] : gemm_layout_measured_) {
+    const auto& [dtype, layout, m, n, k, batch] = key;
+    const GemmOp g{m, n, k, batch, dtype};
+    add_point(gemm_layout_tables_[{dtype, layout}], gemm_coords(g), g.flops(), seconds);
+  }
 
   std::map<AttentionKey, std::vector<double>> attention_seconds;
   for (const AttentionSample& s : profile_->attention) {
@@ -193,6 +206,18 @@ double CalibratedCostModel::gemm_s(const GemmOp& op) const { return gemm_with_fl
 
 double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floor) const {
   if (op.flops() <= 0) return 0.0;
+  if (op.layout != GemmLayout::kUnspecified) {
+    const auto table = gemm_layout_tables_.find({op.dtype, op.layout});
+    if (table != gemm_layout_tables_.end()) {
+      const auto measured = gemm_layout_measured_.find(
+          LayoutGemmKey{op.dtype, op.layout, op.m, op.n, op.k, op.batch});
+      if (measured != gemm_layout_measured_.end()) return measured->second;
+      const double compute = interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM",
+                                            gemm_text(op) + " " + std::string(to_string(op.layout)));
+      return memory_floor ? std::max(compute, gemm_memory_floor_s(op)) : compute;
+    }
+  }
+  // No samples of the op's layout: every sample of its dtype, whatever its layout.
   const auto measured = gemm_measured_.find(GemmKey{op.dtype, op.m, op.n, op.k, op.batch});
   if (measured != gemm_measured_.end()) return measured->second;
   auto table = gemm_tables_.find(op.dtype);

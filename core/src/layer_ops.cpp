@@ -77,10 +77,10 @@ void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   if (x.g < x.a) {
     ops.memory("attn_kv_expand", layer, phase, x.tokens * 2 * (x.a + x.g) * x.d / x.t * x.e);
   }
-  ops.gemm("attn_qk", layer, phase, x.s, x.s, x.d, x.attn_batch());
+  ops.attention_gemm("attn_qk", layer, phase, x.s, x.s, x.d, x.attn_batch());
   ops.memory("attn_softmax", layer, phase, x.score_elems() * 2 * x.e);
   if (x.attention_dropout) ops.memory("attn_dropout", layer, phase, x.score_elems() * (2 * x.e + 1));
-  ops.gemm("attn_av", layer, phase, x.s, x.d, x.s, x.attn_batch());
+  ops.attention_gemm("attn_av", layer, phase, x.s, x.d, x.s, x.attn_batch());
   // context.permute(2, 0, 1, 3).contiguous(): [b, np, s, hn] back to [s, b, np*hn].
   ops.memory("attn_merge_heads", layer, phase, x.tokens * x.attn_n() * 2 * x.e);
 }
@@ -99,13 +99,13 @@ void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
   }
   ops.memory("attn_merge_heads_bwd", layer, ph, x.tokens * x.attn_n() * 2 * x.e);
   // O = P V: dP = dO V^T [s,d]x[d,s], dV = P^T dO [s,s]x[s,d].
-  ops.gemm("attn_av_dgrad_p", layer, ph, x.s, x.s, x.d, x.attn_batch());
-  ops.gemm("attn_av_dgrad_v", layer, ph, x.s, x.d, x.s, x.attn_batch());
+  ops.attention_gemm("attn_av_dgrad_p", layer, ph, x.s, x.s, x.d, x.attn_batch());
+  ops.attention_gemm("attn_av_dgrad_v", layer, ph, x.s, x.d, x.s, x.attn_batch());
   if (x.attention_dropout) ops.memory("attn_dropout_bwd", layer, ph, x.score_elems() * (2 * x.e + 1));
   ops.memory("attn_softmax_bwd", layer, ph, x.score_elems() * 3 * x.e);
   // S = Q K^T: dQ = dS K [s,s]x[s,d], dK = dS^T Q [s,s]x[s,d].
-  ops.gemm("attn_qk_dgrad_q", layer, ph, x.s, x.d, x.s, x.attn_batch());
-  ops.gemm("attn_qk_dgrad_k", layer, ph, x.s, x.d, x.s, x.attn_batch());
+  ops.attention_gemm("attn_qk_dgrad_q", layer, ph, x.s, x.d, x.s, x.attn_batch());
+  ops.attention_gemm("attn_qk_dgrad_k", layer, ph, x.s, x.d, x.s, x.attn_batch());
   if (x.g < x.a) {
     ops.memory("attn_kv_expand_bwd", layer, ph, x.tokens * 2 * (x.a + x.g) * x.d / x.t * x.e);
   }

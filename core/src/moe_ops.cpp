@@ -96,7 +96,8 @@ std::int64_t router_topk_bytes(const Dims& x, const MoeTokens& n) {
 void emit_router_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
   const Dims& x = ops.dims();
   ops.compute("router_gemm", layer, phase,
-              GemmOp{n.tokens, x.experts, x.h, 1, x.router_dtype});
+              GemmOp{.m = n.tokens, .n = x.experts, .k = x.h, .batch = 1, .dtype = x.router_dtype,
+                     .layout = te_linear_layout(phase, x.router_dtype)});
   ops.memory("router_topk", layer, phase, router_topk_bytes(x, n));
   if (!x.aux_loss) return;
   // router.py _apply_aux_loss: tokens per expert (the routing map summed over tokens; per
@@ -119,9 +120,11 @@ void emit_router_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
   ops.memory("router_topk_bwd", layer, Phase::kBackwardInput,
              n.tokens * x.experts * 3 * probs_bytes(x));
   ops.compute("router_dgrad", layer, Phase::kBackwardInput,
-              GemmOp{n.tokens, x.h, x.experts, 1, x.router_dtype});
+              GemmOp{.m = n.tokens, .n = x.h, .k = x.experts, .batch = 1, .dtype = x.router_dtype,
+                     .layout = te_linear_layout(Phase::kBackwardInput, x.router_dtype)});
   ops.compute("router_wgrad", layer, Phase::kBackwardWeight,
-              GemmOp{x.experts, x.h, n.tokens, 1, x.router_dtype});
+              GemmOp{.m = x.experts, .n = x.h, .k = n.tokens, .batch = 1, .dtype = x.router_dtype,
+                     .layout = te_linear_layout(Phase::kBackwardWeight, x.router_dtype)});
 }
 
 /// SharedExpertMLP: a tensor-parallel MLP (attention TP group, sequence parallel) of width

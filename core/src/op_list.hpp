@@ -41,18 +41,33 @@ class OpList {
     return compute(name, layer, phase, MemoryBoundOp{bytes});
   }
 
+  /// A linear layer's GEMM (or `batch` of them: grouped experts) in the params dtype, in the
+  /// layout Transformer Engine runs `phase` in.
   std::int32_t gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
                     std::int64_t n, std::int64_t k, std::int64_t batch = 1,
                     std::int64_t workspace_bytes = 0) {
-    return compute(name, layer, phase, GemmOp{m, n, k, batch, dims_.dtype}, workspace_bytes);
+    return compute(name, layer, phase,
+                   GemmOp{.m = m, .n = n, .k = k, .batch = batch, .dtype = dims_.dtype,
+                          .layout = te_linear_layout(phase, dims_.dtype)},
+                   workspace_bytes);
+  }
+
+  /// A batched product of unfused attention (torch.baddbmm/bmm of Megatron's local core
+  /// attention): no linear layer's layout.
+  std::int32_t attention_gemm(std::string_view name, std::int32_t layer, Phase phase,
+                              std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch) {
+    return compute(name, layer, phase,
+                   GemmOp{.m = m, .n = n, .k = k, .batch = batch, .dtype = dims_.dtype});
   }
 
   /// A GEMM of a transformer layer's linear (QKV, projection, FC1, FC2): FP8 operands under
   /// Transformer Engine's FP8 autocast (the output stays 16-bit), else the params dtype.
   std::int32_t linear_gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
                            std::int64_t n, std::int64_t k) {
+    const DType dtype = dims_.fp8 ? DType::kFp8 : dims_.dtype;
     return compute(name, layer, phase,
-                   GemmOp{m, n, k, 1, dims_.fp8 ? DType::kFp8 : dims_.dtype});
+                   GemmOp{.m = m, .n = n, .k = k, .batch = 1, .dtype = dtype,
+                          .layout = te_linear_layout(phase, dtype)});
   }
 
   /// Issues a tensor-parallel collective of `bytes` (nccl-tests size) after the last compute.

@@ -87,4 +87,33 @@ std::string_view to_string(CommGroup g) {
   return "?";
 }
 
+std::string_view to_string(GemmLayout l) {
+  switch (l) {
+    case GemmLayout::kUnspecified: return "";
+    case GemmLayout::kTN: return "TN";
+    case GemmLayout::kNN: return "NN";
+    case GemmLayout::kNT: return "NT";
+  }
+  return "?";
+}
+
+std::optional<GemmLayout> parse_gemm_layout(std::string_view s) {
+  if (s == "TN") return GemmLayout::kTN;
+  if (s == "NN") return GemmLayout::kNN;
+  if (s == "NT") return GemmLayout::kNT;
+  return std::nullopt;
+}
+
+GemmLayout te_linear_layout(Phase phase, DType dtype) {
+  if (dtype == DType::kFp8) return GemmLayout::kTN;
+  switch (phase) {
+    case Phase::kBackwardInput: return GemmLayout::kNN;
+    case Phase::kBackwardWeight: return GemmLayout::kNT;
+    case Phase::kForward:
+    case Phase::kRecompute:
+    case Phase::kStep: return GemmLayout::kTN;
+  }
+  return GemmLayout::kTN;
+}
+
 }  // namespace stepsim

@@ -174,6 +174,21 @@ class ObjectReader {
     out = *t;
   }
 
+  /// An optional GEMM layout ("TN", "NN" or "NT"); absent: unspecified.
+  void gemm_layout(const char* name, GemmLayout& out) {
+    if (!has(name)) return;
+    std::string s;
+    string(name, s);
+    if (!at(name).is_string()) return;
+    const auto l = parse_gemm_layout(s);
+    if (!l) {
+      error(path(name), cat("=\"", s,
+                            "\" is not a GEMM layout (TN, NN or NT: Transformer Engine's names)"));
+      return;
+    }
+    out = *l;
+  }
+
   void collective_kind(const char* name, CollectiveKind& out) {
     std::string s;
     string(name, s);
@@ -262,12 +277,13 @@ void read_samples(ObjectReader& top, Profile& p) {
     GemmSample s;
     ObjectReader r(j, key, file, errors);
     if (!r.is_object()) return;
-    r.reject_unknown({"m", "n", "k", "batch", "dtype", "seconds", "citation"});
+    r.reject_unknown({"m", "n", "k", "batch", "dtype", "layout", "seconds", "citation"});
     r.integer("m", s.m, 1);
     r.integer("n", s.n, 1);
     r.integer("k", s.k, 1);
     r.integer("batch", s.batch, 1, false);
     r.dtype("dtype", s.dtype);
+    r.gemm_layout("layout", s.layout);
     r.seconds("seconds", s.seconds);
     r.string("citation", s.citation, false);
     p.gemm.push_back(std::move(s));

@@ -47,6 +47,7 @@ std::string profile_to_json(const Profile& p) {
     e["k"] = s.k;
     e["batch"] = s.batch;
     e["dtype"] = to_string(s.dtype);
+    if (s.layout != GemmLayout::kUnspecified) e["layout"] = to_string(s.layout);
     e["seconds"] = s.seconds;
     put_citation(e, s.citation);
     j["gemm"].push_back(std::move(e));

@@ -113,6 +113,46 @@ TEST(CalibratedCostModel, SkinnyGemmIsHeldAtTheMemoryFloor) {
   EXPECT_LT(achieved, 80e12);
 }
 
+// A profile that measured layouts prices each GEMM from its own layout's samples: the same
+// 4096^3 shape measured at 80 (TN), 60 (NN) and 40 (NT) TFLOP/s gives three times; a shape
+// between samples is interpolated within its layout; a GEMM without a layout (attention's
+// batched products) and a layout the profile lacks use every sample of the dtype.
+TEST(CalibratedCostModel, GemmsArePricedFromTheSamplesOfTheirLayout) {
+  Profile p;
+  const double rate[] = {80e12, 60e12, 40e12};
+  const GemmLayout layouts[] = {GemmLayout::kTN, GemmLayout::kNN, GemmLayout::kNT};
+  for (int i = 0; i < 3; ++i) {
+    for (const std::int64_t d : {1024, 4096}) {
+      p.gemm.push_back(GemmSample{.m = d, .n = d, .k = d, .batch = 1, .dtype = DType::kBf16,
+                                  .seconds = gemm_seconds(d, d, d, rate[i]), .citation = "",
+                                  .layout = layouts[i]});
+    }
+  }
+  const CalibratedCostModel m(std::make_shared<const Profile>(p), "layouts.json", test_system());
+  for (int i = 0; i < 3; ++i) {
+    const GemmOp exact{.m = 4096, .n = 4096, .k = 4096, .dtype = DType::kBf16,
+                       .layout = layouts[i]};
+    EXPECT_DOUBLE_EQ(m.gemm_s(exact), gemm_seconds(4096, 4096, 4096, rate[i]));
+    // Between the samples of its layout, at that layout's (equal) efficiency.
+    const GemmOp between{.m = 2048, .n = 2048, .k = 2048, .dtype = DType::kBf16,
+                         .layout = layouts[i]};
+    EXPECT_NEAR(between.flops() / m.gemm_s(between), rate[i], rate[i] * 1e-9);
+  }
+  // No layout: the shape's median over every layout's sample (60 TFLOP/s here).
+  const GemmOp any{.m = 4096, .n = 4096, .k = 4096, .dtype = DType::kBf16};
+  EXPECT_DOUBLE_EQ(m.gemm_s(any), gemm_seconds(4096, 4096, 4096, 60e12));
+  EXPECT_TRUE(m.warnings().empty());
+}
+
+// Samples without a layout (public data) serve GEMMs of every layout as before.
+TEST(CalibratedCostModel, SamplesWithoutLayoutServeEveryLayout) {
+  const CalibratedCostModel m = model();
+  for (const GemmLayout l : {GemmLayout::kTN, GemmLayout::kNN, GemmLayout::kNT}) {
+    EXPECT_EQ(m.gemm_s({.m = 1024, .n = 1024, .k = 1024, .dtype = DType::kBf16, .layout = l}),
+              m.profile().gemm[0].seconds);
+  }
+}
+
 TEST(CalibratedCostModel, WarningsAreDeduplicatedAndIndependentOfQueryOrder) {
   const CalibratedCostModel a = model();
   const CalibratedCostModel b = model();

@@ -61,7 +61,7 @@ TEST(Decompose, QkvGemmShapeWithGqa) {
   const Op* qkv = find_op(plan.stages[0].chunks[0].forward, "qkv_gemm", 0);
   ASSERT_NE(qkv, nullptr);
   // m = s*b, n = (a + 2g) * d / t = (64 + 16) * 128 / 8, k = h.
-  EXPECT_EQ(std::get<GemmOp>(qkv->shape), (GemmOp{4096 * 2, 1280, 8192, 1, DType::kBf16}));
+  EXPECT_EQ(std::get<GemmOp>(qkv->shape), (GemmOp{4096 * 2, 1280, 8192, 1, DType::kBf16, GemmLayout::kTN}));
   const Op* fc1 = find_op(plan.stages[0].chunks[0].forward, "fc1_gemm", 0);
   ASSERT_NE(fc1, nullptr);
   EXPECT_EQ(std::get<GemmOp>(fc1->shape).n, 2 * 28672 / 8);  // SwiGLU: gate and up
@@ -80,8 +80,34 @@ TEST(Decompose, BackwardGemmsAreDgradAndWgrad) {
   ASSERT_NE(wgrad, nullptr);
   EXPECT_EQ(dgrad->phase, Phase::kBackwardInput);
   EXPECT_EQ(wgrad->phase, Phase::kBackwardWeight);
-  EXPECT_EQ(std::get<GemmOp>(dgrad->shape), (GemmOp{2048, 49152 / 8, 12288, 1, DType::kBf16}));
-  EXPECT_EQ(std::get<GemmOp>(wgrad->shape), (GemmOp{12288, 49152 / 8, 2048, 1, DType::kBf16}));
+  EXPECT_EQ(std::get<GemmOp>(dgrad->shape), (GemmOp{2048, 49152 / 8, 12288, 1, DType::kBf16, GemmLayout::kNN}));
+  EXPECT_EQ(std::get<GemmOp>(wgrad->shape), (GemmOp{12288, 49152 / 8, 2048, 1, DType::kBf16, GemmLayout::kNT}));
+}
+
+// Every linear's GEMM carries the layout Transformer Engine runs it in (forward TN, dgrad NN,
+// wgrad NT; FP8 TN throughout); attention's batched products carry none.
+TEST(Decompose, LinearGemmsCarryTransformerEnginesLayouts) {
+  for (const bool fp8 : {false, true}) {
+    Workload w = make_workload(llama2_70b(), 8, 1, 1, 1, 1);
+    if (fp8) w.training.fp8 = Fp8Format::kHybrid;
+    const ChunkPlan& c = decompose(w).stages[0].chunks[0];
+    const auto layout = [](const Op* op) { return std::get<GemmOp>(op->shape).layout; };
+    const GemmLayout dgrad = fp8 ? GemmLayout::kTN : GemmLayout::kNN;
+    const GemmLayout wgrad = fp8 ? GemmLayout::kTN : GemmLayout::kNT;
+    for (const char* name : {"qkv", "proj", "fc1", "fc2"}) {
+      const std::string n(name);
+      const Op* f = find_op(c.forward, n + "_gemm", 0);
+      const Op* d = find_op(c.backward, n + "_dgrad", 0);
+      const Op* g = find_op(c.backward, n + "_wgrad", 0);
+      ASSERT_TRUE(f != nullptr && d != nullptr && g != nullptr) << name;
+      EXPECT_EQ(layout(f), GemmLayout::kTN) << name;
+      EXPECT_EQ(layout(d), dgrad) << name;
+      EXPECT_EQ(layout(g), wgrad) << name;
+      EXPECT_EQ(std::get<GemmOp>(f->shape).dtype, fp8 ? DType::kFp8 : DType::kBf16) << name;
+    }
+    const Op* qk = find_op(c.forward, "attn_qk", 0);
+    if (qk != nullptr) EXPECT_EQ(layout(qk), GemmLayout::kUnspecified);
+  }
 }
 
 TEST(Decompose, TwoAllReducesPerLayerEachWayWithoutSp) {
@@ -296,7 +322,7 @@ TEST(Decompose, EmbeddingAndLossOnFirstAndLastVirtualStage) {
   const ChunkPlan& last = plan.stages[3].chunks[1];
   const Op* logits = find_op(last.forward, "logits_gemm", -1);
   ASSERT_NE(logits, nullptr);
-  EXPECT_EQ(std::get<GemmOp>(logits->shape), (GemmOp{2048, 51200 / 8, 12288, 1, DType::kBf16}));
+  EXPECT_EQ(std::get<GemmOp>(logits->shape), (GemmOp{2048, 51200 / 8, 12288, 1, DType::kBf16, GemmLayout::kTN}));
   EXPECT_EQ(logits->workspace_bytes, std::int64_t{2048} * 51200 / 8 * 4);
   // Vocab-parallel cross-entropy: three all-reduces of s*b fp32 values.
   const auto ar = collectives(last.forward, -1, CollectiveKind::kAllReduce);

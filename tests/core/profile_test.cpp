@@ -19,6 +19,8 @@ Profile sample_profile() {
   // Seconds that need all 17 significant digits to survive a round trip.
   p.gemm.push_back({4096, 4096, 4096, 1, DType::kBf16, 0.1 / 3.0, ""});
   p.gemm.push_back({1024, 8192, 512, 4, DType::kFp32, 1.2345678901234567e-4, "a citation"});
+  p.gemm.push_back(GemmSample{.m = 4096, .n = 4096, .k = 4096, .batch = 1, .dtype = DType::kBf16,
+                              .seconds = 1.5e-4, .citation = "", .layout = GemmLayout::kNT});
   AttentionSample a;
   a.op = {2, 16, 4, 2048, 128, true, true, DType::kFp16};
   a.seconds = 2.0 / 7.0 * 1e-3;
@@ -75,7 +77,8 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
     "format_version": 1, "machine": "m", "backend": "cuda", "date": "d", "source": "measured",
     "notes": [], "world_size": 8,
     "gemm": [{"m": 128, "n": 128, "k": 128, "dtype": "bf16", "seconds": 1e-5},
-             {"m": -1, "n": 128, "k": 128, "dtype": "int8", "seconds": 1e-5}],
+             {"m": -1, "n": 128, "k": 128, "dtype": "int8", "seconds": 1e-5},
+             {"m": 128, "n": 128, "k": 128, "dtype": "bf16", "layout": "TT", "seconds": 1e-5}],
     "memory": [{"bytes": 1024, "seconds": 0}],
     "collectives": [{"kind": "broadcast", "group_size": 8, "nodes_spanned": 1,
                      "bytes": 1024, "seconds": 1e-5},
@@ -89,6 +92,8 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
   for (const char* line : {
            "bad.json: gemm[1].m=-1 must be at least 1\n",
            "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16, bf16 or fp8)\n",
+           "bad.json: gemm[2].layout=\"TT\" is not a GEMM layout (TN, NN or NT: Transformer "
+           "Engine's names)\n",
            "bad.json: memory[0].seconds must be a finite positive number\n",
            "bad.json: collectives[0].kind=\"broadcast\" is not a collective",
            "bad.json: collectives[1].nodes_spanned=4 must not exceed group_size=2\n",
@@ -97,7 +102,7 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
        }) {
     EXPECT_NE(all.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << all;
   }
-  EXPECT_EQ(r.errors().size(), 7u) << all;
+  EXPECT_EQ(r.errors().size(), 8u) << all;
 }
 
 TEST(ProfileJson, MissingKeysAreNamed) {

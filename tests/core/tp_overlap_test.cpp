@@ -108,7 +108,7 @@ TEST(TpOverlap, RingExchangeSplitsTheGemmInTpChunksBesideTpMinusOneCopies) {
   const auto qkv = named(c.forward, "qkv_gemm", 1);
   ASSERT_EQ(qkv.size(), 4u);
   for (const Op* op : qkv) {
-    EXPECT_EQ(std::get<GemmOp>(op->shape), (GemmOp{kTokens / 4, 1536, kH, 1, DType::kBf16}));
+    EXPECT_EQ(std::get<GemmOp>(op->shape), (GemmOp{kTokens / 4, 1536, kH, 1, DType::kBf16, GemmLayout::kTN}));
     EXPECT_EQ(op->sm_share, 1.0);  // ring_exchange: no SM margin, the copy engine moves data
   }
   // The exchanges carry the all-gather's bytes less the local chunk: 3 of 2048 x 4096 x 2.
@@ -164,7 +164,7 @@ TEST(TpOverlap, PipelinedReduceScatterInFourChunksOnTheSmsLeft) {
   const auto fc2 = named(c.forward, "fc2_gemm", 1);
   ASSERT_EQ(fc2.size(), 4u);
   for (const Op* op : fc2) {
-    EXPECT_EQ(std::get<GemmOp>(op->shape), (GemmOp{kTokens, kH / 4, 3584, 1, DType::kBf16}));
+    EXPECT_EQ(std::get<GemmOp>(op->shape), (GemmOp{kTokens, kH / 4, 3584, 1, DType::kBf16, GemmLayout::kTN}));
     EXPECT_DOUBLE_EQ(op->sm_share, (kSms - 16.0) / kSms);
   }
   const auto rs = named(c.forward, "tp_ub_reduce_scatter", 1);
@@ -218,7 +218,7 @@ TEST(TpOverlap, RsDgradPipelinesTheDgradAndDropsTheBulkOverlaps) {
   ASSERT_EQ(dgrad.size(), 4u);
   for (const Op* op : dgrad) {
     // dgrad output: tokens x h, in 4 chunks of h / 4; input width 1536.
-    EXPECT_EQ(std::get<GemmOp>(op->shape), (GemmOp{kTokens, kH / 4, 1536, 1, DType::kBf16}));
+    EXPECT_EQ(std::get<GemmOp>(op->shape), (GemmOp{kTokens, kH / 4, 1536, 1, DType::kBf16, GemmLayout::kNN}));
   }
   EXPECT_EQ(named(c.backward, "qkv_wgrad", 1)[0]->sm_share, 1.0);
   EXPECT_TRUE(named(c.backward, "tp_ub_all_gather", 1).empty());  // NCCL all-gather again

@@ -153,7 +153,7 @@ TEST(DeferEmbeddingWgrad, DecompositionLeavesTheOutputWgradToTheDrain) {
   EXPECT_EQ(gather.kind, CollectiveKind::kAllGather);
   EXPECT_EQ(gather.bytes, 8192 * 4096 * 2);
   EXPECT_EQ(std::get<GemmOp>(last.deferred_wgrad[1].shape),
-            (GemmOp{128256 / 4, 4096, 8192, 1, DType::kBf16}));
+            (GemmOp{128256 / 4, 4096, 8192, 1, DType::kBf16, GemmLayout::kNT}));
   EXPECT_DOUBLE_EQ(deferred_flops + last.deferred_wgrad[1].flops(), full_flops);
   // Held per deferred micro-batch: the sequence-parallel input (2048 x 4096) and the logits
   // gradient (8192 x 32064), bf16.

@@ -100,7 +100,13 @@ class CalibratedCostModel final : public CostModel {
 
   using GemmKey = std::tuple<DType, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
   std::map<GemmKey, double> gemm_measured_;  ///< median seconds per measured shape
-  std::map<DType, Table> gemm_tables_;
+  std::map<DType, Table> gemm_tables_;  ///< every sample of a dtype, whatever its layout
+  using LayoutGemmKey =
+      std::tuple<DType, GemmLayout, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  /// Samples that say their layout, per (dtype, layout): a GEMM of a known layout is priced
+  /// from these when the profile has its layout, else from gemm_tables_.
+  std::map<LayoutGemmKey, double> gemm_layout_measured_;
+  std::map<std::pair<DType, GemmLayout>, Table> gemm_layout_tables_;
   using AttentionClass = std::tuple<DType, bool, bool>;  ///< dtype, backward, causal
   std::map<AttentionClass, Table> attention_tables_;
   using AttentionKey = std::tuple<DType, bool, bool, std::int64_t, std::int64_t, std::int64_t,

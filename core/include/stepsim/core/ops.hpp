@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -12,11 +14,33 @@
 
 namespace stepsim {
 
+enum class Phase : std::uint8_t {
+  kForward,
+  kBackwardInput,   ///< input-gradient (dgrad) work
+  kBackwardWeight,  ///< weight-gradient (wgrad) work
+  kRecompute,       ///< forward work re-done in backward
+  kStep,            ///< once per step: gradient reduction, optimizer
+};
+
+/// The cuBLAS operand layout a GEMM runs in, as Transformer Engine names it (cuBLAS's
+/// column-major op(A), op(B)): TE runs a linear's forward "TN", its input gradient "NN" and
+/// its weight gradient "NT" (transformer_engine/pytorch/module/linear.py: general_gemm's
+/// default layout "TN"; the backward's dgrad layout="NN", wgrad layout="NT"), and every FP8
+/// GEMM "TN" on Hopper (cuBLASLt's only FP8 layout there: TE casts transposed copies
+/// instead). In cuBLAS's terms TE's product is D[n x m] = op(A) op(B) for a GemmOp of m x n
+/// (tokens are cuBLAS's n). kUnspecified: not a linear layer's GEMM (attention's batched
+/// products) or a sample whose layout was not recorded (public data).
+enum class GemmLayout : std::uint8_t { kUnspecified, kTN, kNN, kNT };
+
+/// The layout Transformer Engine runs a linear layer's GEMM of `phase` in (see GemmLayout).
+GemmLayout te_linear_layout(Phase phase, DType dtype);
+
 /// C[m,n] = A[m,k] * B[k,n], `batch` independent products (batched GEMM for attention).
 struct GemmOp {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;
   DType dtype = DType::kBf16;
+  GemmLayout layout = GemmLayout::kUnspecified;
   double flops() const { return 2.0 * static_cast<double>(batch * m) * static_cast<double>(n * k); }
   bool operator==(const GemmOp&) const = default;
 };
@@ -107,13 +131,6 @@ struct P2POp {
 
 using OpShape = std::variant<GemmOp, AttentionOp, MemoryBoundOp, CollectiveOp, P2POp>;
 
-enum class Phase : std::uint8_t {
-  kForward,
-  kBackwardInput,   ///< input-gradient (dgrad) work
-  kBackwardWeight,  ///< weight-gradient (wgrad) work
-  kRecompute,       ///< forward work re-done in backward
-  kStep,            ///< once per step: gradient reduction, optimizer
-};
 
 /// Where an op is issued, like a CUDA stream. kContextComm: context-parallel exchanges of
 /// keys and values (Transformer Engine's cp_stream and NCCL's stream for the CP group).
@@ -147,5 +164,8 @@ std::string_view to_string(Phase p);
 std::string_view to_string(Stream s);
 std::string_view to_string(CollectiveKind k);
 std::string_view to_string(CommGroup g);
+std::string_view to_string(GemmLayout l);  ///< "TN" | "NN" | "NT" | "" (unspecified)
+/// "TN" | "NN" | "NT"; nullopt otherwise.
+std::optional<GemmLayout> parse_gemm_layout(std::string_view s);
 
 }  // namespace stepsim

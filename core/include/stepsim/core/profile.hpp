@@ -18,6 +18,10 @@ struct GemmSample {
   DType dtype = DType::kBf16;
   double seconds = 0;  ///< median of the repeats
   std::string citation;  ///< public profiles: where the figure comes from
+  /// The operand layout it was measured in (Transformer Engine's names); kUnspecified for
+  /// public data that does not say. The calibrated model prices a GEMM from the samples of
+  /// its own layout when the profile has them.
+  GemmLayout layout = GemmLayout::kUnspecified;
   bool operator==(const GemmSample&) const = default;
 };
 
