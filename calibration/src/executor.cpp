@@ -20,6 +20,9 @@ namespace {
 
 struct Groups {
   GroupId tp, dp, embedding;
+  /// Tensor x data (x context) parallel ranks of one pipeline stage: where FP8's amax
+  /// histories are reduced (Megatron's amax reduction group).
+  GroupId tp_dp;
   GroupId cp;  ///< with context parallelism (RankLayout::cp > 1)
   // With experts (RankLayout::moe): Megatron's expert groups.
   GroupId ep, etp, etp_ep, edp;
@@ -61,8 +64,10 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
   const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
   auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp);
   if (!emb) return emb.errors();
-  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .cp = {}, .ep = {}, .etp = {},
-                .etp_ep = {}, .edp = {}};
+  auto tp_dp = b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp);
+  if (!tp_dp) return tp_dp.errors();
+  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .tp_dp = *tp_dp, .cp = {}, .ep = {},
+                .etp = {}, .etp_ep = {}, .edp = {}};
   if (layout.cp > 1) {
     auto cp = b.split((c.pp * layout.dp + c.dp) * layout.tp + c.tp, c.cp);
     if (!cp) return cp.errors();
@@ -205,11 +210,6 @@ Result<double> Runner::run_task(const ExecTask& t) {
         } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
           return b_.memory_bound(s);
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
-          if (s.group == CommGroup::kTensorData) {
-            return runtime_error(t.name +
-                                 ": the executor has no tensor-and-data-parallel group (FP8 amax "
-                                 "reduction): FP8 scenarios cannot be validated yet");
-          }
           if (s.group == CommGroup::kContext && m_.layout.cp <= 1) {
             return runtime_error(t.name + ": a context-parallel collective without context "
                                           "parallelism");
@@ -229,6 +229,7 @@ Result<double> Runner::run_task(const ExecTask& t) {
                             : s.group == CommGroup::kExpertTensorExpert ? groups_.etp_ep
                             : s.group == CommGroup::kExpertData         ? groups_.edp
                             : s.group == CommGroup::kContext            ? groups_.cp
+                            : s.group == CommGroup::kTensorData         ? groups_.tp_dp
                                                                         : groups_.embedding;
           if (b_.group_size(g) != s.group_size) {
             return runtime_error(t.name + ": " + std::string(to_string(s.group)) +

@@ -81,6 +81,7 @@ void expand_slices(const BuiltStep& step, const EngineResult& run, const Workloa
       s.start_s = when.start_s;
       s.end_s = when.end_s;
       s.chunk = ref.chunk;
+      s.layer = ref.op->layer;  // per-layer step ops: FP8 weight casts
       s.op = ref.op->name;
       s.phase = ref.op->phase;
       s.name = op_slice_name(*ref.op, -1, ref.chunk, ref.bucket);
