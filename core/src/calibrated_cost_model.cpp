@@ -214,7 +214,7 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
       if (measured != gemm_layout_measured_.end()) return measured->second;
       const double compute = interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM",
                                             gemm_text(op) + " " + std::string(to_string(op.layout)));
-      return memory_floor ? std::max(compute, gemm_memory_floor_s(op)) : compute;
+      return std::max(compute, gemm_roofline_floor_s(op, memory_floor));
     }
   }
   // No samples of the op's layout: every sample of its dtype, whatever its layout.
@@ -237,21 +237,30 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
          std::string(to_string(op.dtype)));
     return fallback_.gemm_s(op);
   }
-  const double compute =
+  const double interpolated =
       interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM", gemm_text(op));
-  return memory_floor ? std::max(compute, gemm_memory_floor_s(op)) : compute;
+  return std::max(interpolated, gemm_roofline_floor_s(op, memory_floor));
 }
 
-// A GEMM reads A and B and writes C at least once: a skinny shape (small n or k) whose
-// interpolated efficiency comes from large, compute-bound samples cannot beat that traffic
-// at the profile's measured memory bandwidth (the system's roofline when it has none).
+// The least time any GEMM takes on the workload's system, whatever its samples say: its FLOPs
+// at the dtype's peak and its operands and result moved once through HBM. An interpolated
+// efficiency is a weighted mean of its neighbours', so a skinny shape (small n or k) next to
+// large compute-bound samples, or a shape clamped into the measured box, would otherwise run
+// faster than reading its operands allows.
+double CalibratedCostModel::gemm_roofline_floor_s(const GemmOp& op, bool memory_floor) const {
+  return std::max(gemm_compute_floor_s(op), memory_floor ? gemm_memory_floor_s(op) : 0.0);
+}
+
+double CalibratedCostModel::gemm_compute_floor_s(const GemmOp& op) const {
+  const double peak = fallback_system_.peak_flops(op.dtype);
+  return peak > 0 ? op.flops() / peak : 0.0;
+}
+
+// A bound, not an estimate: the system file's HBM bandwidth (the data sheet's), which no kernel
+// exceeds. The profile's memory fit is what one streaming kernel reached, not a limit on others.
 double CalibratedCostModel::gemm_memory_floor_s(const GemmOp& op) const {
-  const double bytes = gemm_bytes_of(op.dtype, op.m, op.n, op.k, op.batch);
-  const double bandwidth =
-      profile_->memory_fit.samples > 0
-          ? profile_->memory_fit.bandwidth_bytes_per_s
-          : fallback_system_.hbm_bandwidth_bytes_per_s * fallback_system_.efficiency.memory_max;
-  return bandwidth > 0 ? bytes / bandwidth : 0.0;
+  const double bandwidth = fallback_system_.hbm_bandwidth_bytes_per_s;
+  return bandwidth > 0 ? gemm_bytes_of(op.dtype, op.m, op.n, op.k, op.batch) / bandwidth : 0.0;
 }
 
 double CalibratedCostModel::attention_s(const AttentionOp& op) const {
@@ -306,7 +315,7 @@ double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const 
   // fused kernel recomputes S = Q K^T first: five matmuls, though AttentionOp::flops counts
   // the four Megatron counts.
   // The matmuls run inside the fused kernel's tiles: no memory floor for the s x s scores,
-  // which never reach HBM; the kernel's own traffic is added below.
+  // which never reach HBM (the peak still bounds them); the kernel's own traffic is added below.
   const auto tile_s = [this](const GemmOp& g) { return gemm_with_floor_s(g, false); };
   const GemmOp scores{op.seq, op.kv_seq(), op.head_dim, bh, op.dtype};
   const GemmOp values{op.seq, op.head_dim, op.kv_seq(), bh, op.dtype};

@@ -41,6 +41,10 @@ NCCL_1048 = "https://github.com/NVIDIA/nccl/issues/1048"
 NCCL_TESTS_290 = "https://github.com/NVIDIA/nccl-tests/issues/290"
 XLA_SM90 = ("https://github.com/tensorflow/tensorflow/blob/372d578bb861cc5804e56d37d93aec931a59762c/"
             "third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h")
+# XLA's newer table (B200 and MI300 only, no sm_80 or sm_90): cited where the A100 notes say why
+# the A100 profile has no per-shape GEMM data.
+XLA_PERF_TABLE = ("https://github.com/openxla/xla/blob/336bb15c32a11820a81b226ae502d9ebbfab4412/"
+                  "xla/service/gpu/model/default_matmul_perf_table.txtpb")
 # XLA's GPU cost model ships measured matmul throughput per shape for sm_90 (H100):
 # (m, n, k, TFLOP/s) of its "bf16xbf16->bf16" entries with b = 1, every m, n, k in
 # 256..4096 (powers of two), rounded to 0.1 TFLOP/s.
@@ -78,6 +82,94 @@ XLA_SM90_BF16 = [
     (4096, 4096, 256, 392.2), (4096, 4096, 512, 543.1), (4096, 4096, 1024, 677.4), (4096, 4096, 2048, 738.7),
     (4096, 4096, 4096, 783.3),
 ]
+# Its entries with b = 2 and b = 4 (b independent m x n x k products in one batched call;
+# XLA counts 2 * b * m * n * k FLOPs): (b, m, n, k, TFLOP/s), the same 256..4096 grid.
+XLA_SM90_BF16_BATCHED = [
+    (2, 256, 256, 256, 11.6), (2, 256, 256, 512, 21.6), (2, 256, 256, 1024, 37.0),
+    (2, 256, 256, 2048, 60.3), (2, 256, 256, 4096, 91.3), (2, 256, 512, 256, 22.3),
+    (2, 256, 512, 512, 42.0), (2, 256, 512, 1024, 72.9), (2, 256, 512, 2048, 119.6),
+    (2, 256, 512, 4096, 175.2), (2, 256, 1024, 256, 43.0), (2, 256, 1024, 512, 80.7),
+    (2, 256, 1024, 1024, 138.7), (2, 256, 1024, 2048, 216.1), (2, 256, 1024, 4096, 295.3),
+    (2, 256, 2048, 256, 81.8), (2, 256, 2048, 512, 142.2), (2, 256, 2048, 1024, 226.3),
+    (2, 256, 2048, 2048, 332.2), (2, 256, 2048, 4096, 418.8), (2, 256, 4096, 256, 142.5),
+    (2, 256, 4096, 512, 228.3), (2, 256, 4096, 1024, 358.4), (2, 256, 4096, 2048, 462.8),
+    (2, 256, 4096, 4096, 587.7), (2, 512, 256, 256, 21.7), (2, 512, 256, 512, 40.3),
+    (2, 512, 256, 1024, 66.6), (2, 512, 256, 2048, 112.6), (2, 512, 256, 4096, 168.6),
+    (2, 512, 512, 256, 43.4), (2, 512, 512, 512, 81.0), (2, 512, 512, 1024, 139.8),
+    (2, 512, 512, 2048, 216.5), (2, 512, 512, 4096, 312.1), (2, 512, 1024, 256, 82.0),
+    (2, 512, 1024, 512, 141.3), (2, 512, 1024, 1024, 235.1), (2, 512, 1024, 2048, 349.5),
+    (2, 512, 1024, 4096, 461.2), (2, 512, 2048, 256, 138.7), (2, 512, 2048, 512, 235.5),
+    (2, 512, 2048, 1024, 371.3), (2, 512, 2048, 2048, 525.3), (2, 512, 2048, 4096, 644.1),
+    (2, 512, 4096, 256, 206.8), (2, 512, 4096, 512, 335.5), (2, 512, 4096, 1024, 486.7),
+    (2, 512, 4096, 2048, 627.2), (2, 512, 4096, 4096, 734.7), (2, 1024, 256, 256, 43.7),
+    (2, 1024, 256, 512, 76.4), (2, 1024, 256, 1024, 136.4), (2, 1024, 256, 2048, 209.7),
+    (2, 1024, 256, 4096, 306.4), (2, 1024, 512, 256, 81.4), (2, 1024, 512, 512, 146.2),
+    (2, 1024, 512, 1024, 237.6), (2, 1024, 512, 2048, 347.7), (2, 1024, 512, 4096, 449.6),
+    (2, 1024, 1024, 256, 140.4), (2, 1024, 1024, 512, 238.4), (2, 1024, 1024, 1024, 373.9),
+    (2, 1024, 1024, 2048, 519.2), (2, 1024, 1024, 4096, 649.6), (2, 1024, 2048, 256, 211.7),
+    (2, 1024, 2048, 512, 339.8), (2, 1024, 2048, 1024, 493.4), (2, 1024, 2048, 2048, 631.2),
+    (2, 1024, 2048, 4096, 739.0), (2, 1024, 4096, 256, 298.3), (2, 1024, 4096, 512, 445.9),
+    (2, 1024, 4096, 1024, 596.5), (2, 1024, 4096, 2048, 714.6), (2, 1024, 4096, 4096, 747.7),
+    (2, 2048, 256, 256, 78.8), (2, 2048, 256, 512, 139.2), (2, 2048, 256, 1024, 217.2),
+    (2, 2048, 256, 2048, 310.0), (2, 2048, 256, 4096, 378.6), (2, 2048, 512, 256, 141.9),
+    (2, 2048, 512, 512, 234.2), (2, 2048, 512, 1024, 371.8), (2, 2048, 512, 2048, 518.7),
+    (2, 2048, 512, 4096, 645.3), (2, 2048, 1024, 256, 215.8), (2, 2048, 1024, 512, 342.4),
+    (2, 2048, 1024, 1024, 489.0), (2, 2048, 1024, 2048, 629.4), (2, 2048, 1024, 4096, 737.2),
+    (2, 2048, 2048, 256, 299.6), (2, 2048, 2048, 512, 447.0), (2, 2048, 2048, 1024, 600.2),
+    (2, 2048, 2048, 2048, 717.7), (2, 2048, 2048, 4096, 756.7), (2, 2048, 4096, 256, 393.9),
+    (2, 2048, 4096, 512, 542.3), (2, 2048, 4096, 1024, 678.7), (2, 2048, 4096, 2048, 729.1),
+    (2, 2048, 4096, 4096, 779.3), (2, 4096, 256, 256, 135.0), (2, 4096, 256, 512, 234.6),
+    (2, 4096, 256, 1024, 366.2), (2, 4096, 256, 2048, 508.4), (2, 4096, 256, 4096, 584.2),
+    (2, 4096, 512, 256, 211.0), (2, 4096, 512, 512, 340.7), (2, 4096, 512, 1024, 487.2),
+    (2, 4096, 512, 2048, 622.8), (2, 4096, 512, 4096, 729.7), (2, 4096, 1024, 256, 301.6),
+    (2, 4096, 1024, 512, 445.5), (2, 4096, 1024, 1024, 598.2), (2, 4096, 1024, 2048, 713.4),
+    (2, 4096, 1024, 4096, 750.6), (2, 4096, 2048, 256, 394.5), (2, 4096, 2048, 512, 546.4),
+    (2, 4096, 2048, 1024, 680.9), (2, 4096, 2048, 2048, 733.3), (2, 4096, 2048, 4096, 783.2),
+    (2, 4096, 4096, 256, 464.0), (2, 4096, 4096, 512, 607.7), (2, 4096, 4096, 1024, 693.0),
+    (2, 4096, 4096, 2048, 763.0), (2, 4096, 4096, 4096, 807.7), (4, 256, 256, 256, 22.6),
+    (4, 256, 256, 512, 41.2), (4, 256, 256, 1024, 71.4), (4, 256, 256, 2048, 117.7),
+    (4, 256, 256, 4096, 171.6), (4, 256, 512, 256, 43.1), (4, 256, 512, 512, 80.7),
+    (4, 256, 512, 1024, 135.0), (4, 256, 512, 2048, 204.6), (4, 256, 512, 4096, 286.5),
+    (4, 256, 1024, 256, 81.4), (4, 256, 1024, 512, 140.1), (4, 256, 1024, 1024, 228.3),
+    (4, 256, 1024, 2048, 327.8), (4, 256, 1024, 4096, 430.5), (4, 256, 2048, 256, 140.4),
+    (4, 256, 2048, 512, 228.7), (4, 256, 2048, 1024, 358.9), (4, 256, 2048, 2048, 478.5),
+    (4, 256, 2048, 4096, 588.0), (4, 256, 4096, 256, 206.5), (4, 256, 4096, 512, 335.1),
+    (4, 256, 4096, 1024, 481.9), (4, 256, 4096, 2048, 602.9), (4, 256, 4096, 4096, 664.0),
+    (4, 512, 256, 256, 42.4), (4, 512, 256, 512, 77.9), (4, 512, 256, 1024, 132.4),
+    (4, 512, 256, 2048, 210.4), (4, 512, 256, 4096, 293.1), (4, 512, 512, 256, 77.5),
+    (4, 512, 512, 512, 142.2), (4, 512, 512, 1024, 237.1), (4, 512, 512, 2048, 343.3),
+    (4, 512, 512, 4096, 442.2), (4, 512, 1024, 256, 139.2), (4, 512, 1024, 512, 236.3),
+    (4, 512, 1024, 1024, 375.4), (4, 512, 1024, 2048, 518.2), (4, 512, 1024, 4096, 641.8),
+    (4, 512, 2048, 256, 209.1), (4, 512, 2048, 512, 336.4), (4, 512, 2048, 1024, 487.2),
+    (4, 512, 2048, 2048, 629.4), (4, 512, 2048, 4096, 737.5), (4, 512, 4096, 256, 295.0),
+    (4, 512, 4096, 512, 442.2), (4, 512, 4096, 1024, 592.2), (4, 512, 4096, 2048, 699.7),
+    (4, 512, 4096, 4096, 730.1), (4, 1024, 256, 256, 80.9), (4, 1024, 256, 512, 135.8),
+    (4, 1024, 256, 1024, 218.2), (4, 1024, 256, 2048, 314.0), (4, 1024, 256, 4096, 384.0),
+    (4, 1024, 512, 256, 134.5), (4, 1024, 512, 512, 236.7), (4, 1024, 512, 1024, 371.8),
+    (4, 1024, 512, 2048, 514.2), (4, 1024, 512, 4096, 642.2), (4, 1024, 1024, 256, 214.7),
+    (4, 1024, 1024, 512, 337.7), (4, 1024, 1024, 1024, 489.8), (4, 1024, 1024, 2048, 626.1),
+    (4, 1024, 1024, 4096, 735.9), (4, 1024, 2048, 256, 300.3), (4, 1024, 2048, 512, 442.2),
+    (4, 1024, 2048, 1024, 598.2), (4, 1024, 2048, 2048, 712.7), (4, 1024, 2048, 4096, 743.6),
+    (4, 1024, 4096, 256, 391.3), (4, 1024, 4096, 512, 541.7), (4, 1024, 4096, 1024, 674.9),
+    (4, 1024, 4096, 2048, 718.7), (4, 1024, 4096, 4096, 773.5), (4, 2048, 256, 256, 136.1),
+    (4, 2048, 256, 512, 235.5), (4, 2048, 256, 1024, 368.2), (4, 2048, 256, 2048, 493.9),
+    (4, 2048, 256, 4096, 561.9), (4, 2048, 512, 256, 213.4), (4, 2048, 512, 512, 335.5),
+    (4, 2048, 512, 1024, 487.2), (4, 2048, 512, 2048, 621.4), (4, 2048, 512, 4096, 730.4),
+    (4, 2048, 1024, 256, 300.9), (4, 2048, 1024, 512, 443.3), (4, 2048, 1024, 1024, 596.5),
+    (4, 2048, 1024, 2048, 710.6), (4, 2048, 1024, 4096, 745.0), (4, 2048, 2048, 256, 394.8),
+    (4, 2048, 2048, 512, 542.3), (4, 2048, 2048, 1024, 674.0), (4, 2048, 2048, 2048, 725.7),
+    (4, 2048, 2048, 4096, 779.1), (4, 2048, 4096, 256, 458.9), (4, 2048, 4096, 512, 607.3),
+    (4, 2048, 4096, 1024, 688.6), (4, 2048, 4096, 2048, 752.5), (4, 2048, 4096, 4096, 801.9),
+    (4, 4096, 256, 256, 206.5), (4, 4096, 256, 512, 335.1), (4, 4096, 256, 1024, 477.6),
+    (4, 4096, 256, 2048, 588.7), (4, 4096, 256, 4096, 622.5), (4, 4096, 512, 256, 298.6),
+    (4, 4096, 512, 512, 441.5), (4, 4096, 512, 1024, 589.0), (4, 4096, 512, 2048, 703.6),
+    (4, 4096, 512, 4096, 728.6), (4, 4096, 1024, 256, 393.3), (4, 4096, 1024, 512, 542.0),
+    (4, 4096, 1024, 1024, 673.8), (4, 4096, 1024, 2048, 720.5), (4, 4096, 1024, 4096, 777.6),
+    (4, 4096, 2048, 256, 458.5), (4, 4096, 2048, 512, 607.5), (4, 4096, 2048, 1024, 687.9),
+    (4, 4096, 2048, 2048, 759.3), (4, 4096, 2048, 4096, 808.7), (4, 4096, 4096, 256, 503.9),
+    (4, 4096, 4096, 512, 619.9), (4, 4096, 4096, 1024, 725.5), (4, 4096, 4096, 2048, 764.6),
+    (4, 4096, 4096, 4096, 793.1),
+]
 FA_REPO = ("https://github.com/Dao-AILab/flash-attention/blob/"
            "0251105a2fb19d2957484b7f023cd8c115286ced/")
 FA3_FWD = FA_REPO + "assets/flash3_fp16_fwd.png"
@@ -88,9 +180,9 @@ def bus_factor(kind, n):
     return 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
 
 
-def gemm(m, n, k, tflops, citation):
-    return {"m": m, "n": n, "k": k, "batch": 1, "dtype": "bf16",
-            "seconds": 2 * m * n * k / (tflops * 1e12), "citation": citation}
+def gemm(m, n, k, tflops, citation, batch=1):
+    return {"m": m, "n": n, "k": k, "batch": batch, "dtype": "bf16",
+            "seconds": 2 * batch * m * n * k / (tflops * 1e12), "citation": citation}
 
 
 def sizes(lo, hi, step=2):
@@ -174,8 +266,15 @@ def a100():
             "GEMM: one public cuBLAS (torch.matmul) measurement with its shape, ml-engineering's "
             "MAMF table (BF16; fp16 GEMMs borrow it, same 312 TFLOPS peak). Every other shape "
             "takes its efficiency (86.9% of 312 TFLOPS) with a 'beyond the measured range' "
-            "warning, optimistic for small GEMMs: run `stepsim calibrate` for the shape "
-            "dependence.",
+            "warning, never faster than the roofline floor (its FLOPs at 312 TFLOPS, its operands "
+            "and result through HBM at the system's bandwidth), optimistic for small GEMMs: run "
+            "`stepsim calibrate` for the shape dependence. No public per-shape GEMM table for "
+            "A100 SXM4 was found: XLA's GPU cost model ships measured matmul tables for sm_90 "
+            f"(H100, {XLA_SM90}) and for sm_100 (B200) and gfx942 (MI300) ({XLA_PERF_TABLE}) "
+            "only, ml-engineering's MAMF table gives "
+            "each GPU's best shape only, and the one per-shape torch.matmul sweep found for an A100 "
+            "(https://github.com/zzc0721/torch-performance-test-data/issues/108) is of an "
+            "A100-PCIE-40GB, a different card.",
             "Collectives: the nccl-tests all-reduce sweep over the 8 GPUs of one node is the only "
             "measured collective. Every other group (all-gather, reduce-scatter, groups of 2 and "
             "4, groups across nodes) is priced by NCCL's own tuning model of the algorithm and "
@@ -221,12 +320,16 @@ def h100():
                                 "table for H100)")
               for m, n, k, tf in XLA_SM90_BF16
               if (m, n, k) not in {(s, s, s) for s, _ in squares}]
+    gemms += [gemm(m, n, k, tf, f"{XLA_SM90}: kDefaultMatmulPTable, sm_90, b {b}, m {m}, n {n}, "
+                                f"k {k}, bf16xbf16->bf16: {tf} TFLOP/s (XLA's measured GEMM "
+                                "table for H100; batched call, 2 * b * m * n * k FLOPs)", batch=b)
+              for b, m, n, k, tf in XLA_SM90_BF16_BATCHED]
     gemms.append(gemm(2048, 2048, 13312, 794.5,
                       MAMF + ": NVIDIA H100 SXM, BF16, 794.5 TFLOPS mean at best shape MxNxK "
                       "2048x2048x13312 (torch 2.7.0+cu126)"))
-    # cuDNN fused attention (what Transformer Engine runs on Hopper), forward, head dim 128,
-    # read off the bars of flash-attention's FlashAttention-3 benchmark figure (H100 80GB
-    # SXM5, FP16), panels (c) and (d).
+    # cuDNN fused attention (what Transformer Engine runs on Hopper), forward, read off the bar
+    # labels of flash-attention's FlashAttention-3 benchmark figure (H100 80GB SXM5, FP16):
+    # panels (a), (b) head dim 64, (c), (d) head dim 128, (e), (f) head dim 256.
     fa3_fig = FA3_FWD + " (FlashAttention-3, arXiv:2407.08608, H100 80GB SXM5, FP16)"
     attention = fa_benchmark_attention(
         128, False, [(512, 497), (1024, 574), (2048, 617), (4096, 609), (8192, 600),
@@ -234,6 +337,18 @@ def h100():
     attention += fa_benchmark_attention(
         128, True, [(512, 315), (1024, 410), (2048, 484), (4096, 518), (8192, 529),
                     (16384, 539)], "cuDNN", fa3_fig)
+    attention += fa_benchmark_attention(
+        64, False, [(512, 335), (1024, 373), (2048, 395), (4096, 408), (8192, 412),
+                    (16384, 413)], "cuDNN", fa3_fig)
+    attention += fa_benchmark_attention(
+        64, True, [(512, 225), (1024, 288), (2048, 334), (4096, 363), (8192, 379),
+                   (16384, 388)], "cuDNN", fa3_fig)
+    attention += fa_benchmark_attention(
+        256, False, [(512, 470), (1024, 546), (2048, 580), (4096, 581), (8192, 580),
+                     (16384, 581)], "cuDNN", fa3_fig)
+    attention += fa_benchmark_attention(
+        256, True, [(512, 308), (1024, 391), (2048, 450), (4096, 483), (8192, 497),
+                    (16384, 509)], "cuDNN", fa3_fig)
     step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
     p2p_samples = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
                       MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x H100, "
@@ -249,8 +364,12 @@ def h100():
         "source": SOURCE,
         "notes": COMMON_NOTES + [
             "GEMM: BF16 torch.matmul (cuBLAS) on square shapes 1024..10240, the MAMF best shape, "
-            "and XLA's measured sm_90 matmul table (every m, n, k in 256..4096, batch 1; where it "
-            "has a square shape also measured with torch.matmul, the torch figure is kept). fp16 "
+            "and XLA's measured sm_90 matmul table (every m, n, k in 256..4096 at batch 1, 2 and "
+            "4; where it has a square shape also measured with torch.matmul, the torch figure is "
+            "kept). A batched sample sits at m * batch rows in the interpolation, as a batched "
+            "query does, so the table reaches 16384 rows. No public per-shape FP8 GEMM table for "
+            "H100 was found (XLA's FP8 entries are for sm_100 and gfx942): FP8 GEMMs use the system "
+            "file's roofline, with a warning. fp16 "
             "GEMMs borrow them (same 989 TFLOPS peak). The operand layout (NN fprop, NT dgrad, "
             "TN wgrad) is not in any of these tables: every layout takes the same figure. Shapes "
             "outside the measured box are clamped to its edge, with a warning.",
@@ -268,10 +387,12 @@ def h100():
             "Memory-bound kernels: no public HBM copy figure for H100 SXM5 was found; they fall "
             "back to the system file's roofline, with a warning.",
             "Attention: cuDNN fused attention forward (Transformer Engine's kernel on Hopper) at "
-            "head dim 128, causal and not, sequence 512..16k, from flash-attention's "
+            "head dim 64, 128 and 256, causal and not, sequence 512..16k, from flash-attention's "
             "FlashAttention-3 benchmark figure (FP16; bf16 borrows it, same tensor-core rate, "
-            "with a warning). No public per-shape backward figure for H100 was found: the "
-            "backward pass is costed as its matmuls plus its HBM traffic, with a warning.",
+            "with a warning). The backward pass has no samples: flash-attention's repository "
+            "holds a forward-only figure for FlashAttention-3 / cuDNN and one of forward+backward "
+            "together for FlashAttention-2, which does not split by direction. It is costed as "
+            "its matmuls plus its HBM traffic, with a warning.",
         ],
         "world_size": WORLD_SIZE,
         "gemm": gemms,

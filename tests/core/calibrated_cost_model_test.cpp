@@ -97,20 +97,59 @@ TEST(CalibratedCostModel, ExtrapolationClampsEfficiencyAndWarns) {
   EXPECT_NE(w[0].find("m=16384"), std::string::npos) << w[0];
 }
 
-// Memory-roofline floor, worked by hand: the test profile's memory fit is 1.6e12 B/s. A bf16
+// Roofline floor, worked by hand on the test system (100 TFLOP/s bf16, 1e12 B/s HBM). A bf16
 // GEMM m=1048576 n=8 k=1024 moves 2 B x (1048576 x 1024 + 1024 x 8 + 1048576 x 8) =
-// 2,164,277,248 B: at least 1.3527 ms, while its 17.2 GFLOP at the samples' 50..80 TFLOP/s
-// would take 0.21..0.34 ms. A square shape inside the box is compute-bound and untouched.
+// 2,164,277,248 B: at least 2.1643 ms through HBM, while its 17.18 GFLOP take 0.172 ms at the
+// peak and 0.21..0.34 ms at the samples' 50..80 TFLOP/s. The floor is the system's HBM
+// bandwidth, not the profile's memory fit (1.6e12 B/s here), which one kernel reached.
 TEST(CalibratedCostModel, SkinnyGemmIsHeldAtTheMemoryFloor) {
   const CalibratedCostModel m = model();
   const GemmOp skinny{.m = 1048576, .n = 8, .k = 1024, .batch = 1, .dtype = DType::kBf16};
   const double bytes = 2.0 * (1048576.0 * 1024 + 1024.0 * 8 + 1048576.0 * 8);
-  EXPECT_NEAR(m.gemm_s(skinny), bytes / m.profile().memory_fit.bandwidth_bytes_per_s, 1e-12);
-  EXPECT_NEAR(m.gemm_s(skinny), 1.3527e-3, 0.001e-3);
+  EXPECT_EQ(bytes, 2164277248.0);
+  EXPECT_NEAR(m.gemm_s(skinny), bytes / test_system().hbm_bandwidth_bytes_per_s, 1e-15);
+  EXPECT_NEAR(m.gemm_s(skinny), 2.164277e-3, 0.000001e-3);
+}
+
+// A square shape inside the box is compute-bound and takes the interpolated efficiency: 4096^3
+// moves 2 B x 3 x 4096^2 = 100,663,296 B (0.101 ms at 1e12 B/s) and its 137.4 GFLOP take
+// 1.374 ms at the 100 TFLOP/s peak, both under the 1.72..2.75 ms of the samples' 50..80 TFLOP/s.
+TEST(CalibratedCostModel, SquareGemmInsideTheBoxIsAboveTheFloor) {
+  const CalibratedCostModel m = model();
   const GemmOp square{.m = 4096, .n = 4096, .k = 4096, .batch = 1, .dtype = DType::kBf16};
   const double achieved = square.flops() / m.gemm_s(square);
   EXPECT_GT(achieved, 50e12);
   EXPECT_LT(achieved, 80e12);
+  EXPECT_GT(m.gemm_s(square), 1.374e-3);
+  EXPECT_TRUE(m.warnings().empty());
+}
+
+// Outside the measured box (1024..8192 each way) the efficiency is clamped to the edge's and
+// the floor still holds: m=16384 n=16 k=16384 moves 2 B x (16384 x 16384 + 16384 x 16 +
+// 16384 x 16) = 537,919,488 B, 0.5379 ms at 1e12 B/s, while its 8.59 GFLOP would take
+// 0.107..0.172 ms at the clamped 50..80 TFLOP/s (0.086 ms at the peak).
+TEST(CalibratedCostModel, SkinnyShapeOutsideTheBoxTakesTheFloor) {
+  const CalibratedCostModel m = model();
+  const GemmOp skinny{.m = 16384, .n = 16, .k = 16384, .batch = 1, .dtype = DType::kBf16};
+  EXPECT_NEAR(m.gemm_s(skinny), 537919488.0 / 1e12, 1e-15);
+  const auto w = m.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("beyond the profile's measured range"), std::string::npos) << w[0];
+}
+
+// A profile whose samples beat the system's peak (measured on a faster part, or a system file
+// that understates it) never prices an interpolated shape above the peak: 2048^3 between two
+// samples at 150 TFLOP/s takes its 17.18 GFLOP at 100 TFLOP/s, 0.1718 ms. A measured shape
+// keeps its measured time.
+TEST(CalibratedCostModel, InterpolatedGemmNeverBeatsThePeak) {
+  Profile p;
+  p.gemm.push_back({1024, 1024, 1024, 1, DType::kBf16, gemm_seconds(1024, 1024, 1024, 150e12), ""});
+  p.gemm.push_back({4096, 4096, 4096, 1, DType::kBf16, gemm_seconds(4096, 4096, 4096, 150e12), ""});
+  const CalibratedCostModel m(std::make_shared<const Profile>(p), "fast.json", test_system());
+  const GemmOp mid{2048, 2048, 2048, 1, DType::kBf16};
+  EXPECT_NEAR(m.gemm_s(mid), 2.0 * 2048.0 * 2048.0 * 2048.0 / 100e12, 1e-15);
+  EXPECT_NEAR(m.gemm_s(mid), 0.1718e-3, 0.0001e-3);
+  EXPECT_EQ(m.gemm_s({4096, 4096, 4096, 1, DType::kBf16}), p.gemm[1].seconds);
 }
 
 // A profile that measured layouts prices each GEMM from its own layout's samples: the same

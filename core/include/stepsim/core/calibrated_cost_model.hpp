@@ -7,9 +7,10 @@
 //   FLOP/s interpolated over the samples of its dtype: inverse-distance weighting (power 2)
 //   of log(FLOP/s) over the 8 nearest samples in (log2 m*batch, log2 n, log2 k). A shape
 //   outside the measured box is clamped into it first (its efficiency is the one at the
-//   edge) and a warning is recorded. An interpolated GEMM never takes less than moving its
-//   operands and result once at the profile's memory bandwidth (the memory-roofline floor
-//   of skinny shapes). fp16 and bf16 (same tensor-core rate) stand in for each
+//   edge) and a warning is recorded. An interpolated GEMM, inside the box or clamped into it,
+//   never takes less than the roofline floor of the workload's system: its FLOPs at the
+//   dtype's peak and its operands and result moved once at the system's HBM bandwidth (the
+//   floor of skinny shapes). fp16 and bf16 (same tensor-core rate) stand in for each
 //   other when a profile has samples of only one, with a warning.
 // - Attention: measured shape -> measured seconds; else interpolated over attention samples
 //   of the same dtype (or its 16-bit twin, with a warning), direction and masking in
@@ -89,7 +90,12 @@ class CalibratedCostModel final : public CostModel {
   double attention_from_gemms_s(const AttentionOp& op) const;
   /// gemm_s, with or without the memory floor (fused attention's tiles have none).
   double gemm_with_floor_s(const GemmOp& op, bool memory_floor) const;
-  /// Seconds to move a GEMM's operands and result once at the measured memory bandwidth.
+  /// The least time any GEMM takes on the system: the larger of the two floors below (only
+  /// the compute floor without `memory_floor`).
+  double gemm_roofline_floor_s(const GemmOp& op, bool memory_floor) const;
+  /// Seconds for a GEMM's FLOPs at the system's peak for its dtype (0 when it has none).
+  double gemm_compute_floor_s(const GemmOp& op) const;
+  /// Seconds to move a GEMM's operands and result once at the system's HBM bandwidth.
   double gemm_memory_floor_s(const GemmOp& op) const;
   void warn(const std::string& category, const std::string& detail) const;
 
