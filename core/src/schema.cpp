@@ -658,7 +658,7 @@ const std::array kSchema = {
     // expert parallelism and the MoE layer's execution (moe_ops.cpp; validate_moe.cpp)
     KeyInfo{STEPSIM_INT("training.expert_model_parallel_size",
                         training.expert_model_parallel_size),
-            .sweep = Sweep::kListed, .flags = "--expert-model-parallel-size",
+            .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-model-parallel-size",
             .default_text = "1",
             .check = "> 1 needs num_experts, which it divides; world_size divisible by "
                      "expert_tensor_parallel_size * expert_model_parallel_size * "
@@ -666,7 +666,7 @@ const std::array kSchema = {
             .doc = "ep: the routed experts split over ep GPUs (the expert rank generator's ep)"},
     KeyInfo{STEPSIM_INT("training.expert_tensor_parallel_size",
                         training.expert_tensor_parallel_size),
-            .sweep = Sweep::kListed, .flags = "--expert-tensor-parallel-size",
+            .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-tensor-parallel-size",
             .default_text = "tensor_model_parallel_size",
             .check = "divides moe_ffn_hidden_size; 1 with add_bias_linear (Bias in Moe is only "
                      "supported when ETP==1)",
@@ -674,7 +674,7 @@ const std::array kSchema = {
                    "world_size / (pipeline * expert_model_parallel * expert_tensor_parallel)"},
     KeyInfo{STEPSIM_ENUM("training.moe_token_dispatcher_type", training.moe_token_dispatcher_type,
                          MoeDispatcher),
-            .choices = kMoeDispatcher, .sweep = Sweep::kListed,
+            .choices = kMoeDispatcher, .sweep = Sweep::kAuto, .autoable = true,
             .flags = "--moe-token-dispatcher-type", .default_text = "\"allgather\"",
             .check = "\"allgather\", \"alltoall\"; \"flex\" (DeepEP, HybridEP) is not modelled "
                      "yet",

@@ -104,7 +104,21 @@ void BM_SweepTuring530B_PlannerOverheadOnly(benchmark::State& state) {
   run(state, std::move(spec).value());
 }
 
+// Qwen3-235B-A22B on 256 H100s (scenarios/sweeps/qwen3-235b-256.json): TP, PP, micro-batch and
+// recompute listed, expert parallelism, expert TP and the token dispatcher on "auto".
+void BM_SweepQwen3_235B_H100x256(benchmark::State& state) {
+  const LoadOptions options{STEPSIM_SCENARIOS_DIR};
+  auto spec = load_sweep_file(std::string(STEPSIM_SCENARIOS_DIR) + "/sweeps/qwen3-235b-256.json",
+                              options);
+  if (!spec.ok()) {
+    state.SkipWithError(format_errors(spec.errors()).c_str());
+    return;
+  }
+  run(state, std::move(spec).value());
+}
+
 BENCHMARK(BM_SweepTuring530B_A100x2520)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK(BM_SweepQwen3_235B_H100x256)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_SweepTuring530B_PlannerOverheadOnly)
     ->Arg(1)
     ->Arg(2)

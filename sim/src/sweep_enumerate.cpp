@@ -272,6 +272,38 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
     return integers(out);
   }
   if (key == "model.use_flash_attn") return booleans(true);
+  // Expert parallelism (validate_moe.cpp): EP divides num_experts and, with the expert TP,
+  // the world over the pipeline (Megatron's expert rank generator: tp-ep-dp-pp).
+  const bool experts = m.num_experts > 0;
+  if (key == "training.expert_model_parallel_size") {
+    if (!experts || pp <= 0) return {integer(1)};
+    // An expert TP that a later "auto" axis chooses does not bound EP here (1 fits any EP).
+    const std::int64_t etp = swept(spec, knob("training.expert_tensor_parallel_size"))
+                                 ? 1
+                                 : t.expert_tensor_parallel();
+    std::vector<std::int64_t> out;
+    for (const std::int64_t d : divisors(m.num_experts)) {
+      if (etp > 0 && t.world_size % (pp * d * etp) == 0) out.push_back(d);
+    }
+    return integers(out);
+  }
+  if (key == "training.expert_tensor_parallel_size") {
+    const std::int64_t ep = t.expert_model_parallel_size;
+    if (!experts || pp <= 0 || ep <= 0 || t.world_size % (pp * ep) != 0) return {integer(0)};
+    // Bias in MoE is only supported with ETP 1 (Megatron's check).
+    if (m.add_bias_linear) return {integer(1)};
+    std::vector<std::int64_t> out;
+    for (const std::int64_t d : divisors(t.world_size / (pp * ep))) {
+      if (m.moe_ffn() % d == 0) out.push_back(d);
+    }
+    return integers(out);
+  }
+  if (key == "training.moe_token_dispatcher_type") {
+    // "flex" (DeepEP, HybridEP) is not modelled: never proposed.
+    if (!experts) return {integer(static_cast<std::int64_t>(t.moe_token_dispatcher_type))};
+    return {integer(static_cast<std::int64_t>(MoeDispatcher::kAllGather)),
+            integer(static_cast<std::int64_t>(MoeDispatcher::kAllToAll))};
+  }
   STEPSIM_ASSERT(!"auto_values: knob is not autoable");
   return {};
 }

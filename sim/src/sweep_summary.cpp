@@ -135,10 +135,24 @@ std::string layout(const Workload& w) {
       static_cast<long long>(t.data_parallel_size), static_cast<long long>(t.micro_batch_size),
       static_cast<long long>(t.num_microbatches), t.sequence_parallel ? "on" : "off",
       std::string(recompute_label(t)).c_str(), t.use_distributed_optimizer ? "on" : "off");
-  return buf.data();
+  if (!w.model.moe()) return buf.data();
+  // Mixture of experts: the expert parallel sizes and the dispatcher, which a sweep may vary.
+  std::array<char, 64> moe{};
+  std::snprintf(moe.data(), moe.size(), " %4lld %4lld %-9s",
+                static_cast<long long>(t.expert_model_parallel_size),
+                static_cast<long long>(t.expert_tensor_parallel()),
+                t.moe_token_dispatcher_type == MoeDispatcher::kAllToAll    ? "alltoall"
+                : t.moe_token_dispatcher_type == MoeDispatcher::kAllGather ? "allgather"
+                                                                           : "flex");
+  return std::string(buf.data()) + moe.data();
 }
 
 constexpr const char* kLayoutHeader = " gpus   t   p   v   dp  mbs     m sp  recompute    dopt";
+constexpr const char* kMoeHeader = "   ep  etp dispatch ";
+
+std::string layout_header(const Workload& base) {
+  return std::string(kLayoutHeader) + (base.model.moe() ? kMoeHeader : "");
+}
 
 }  // namespace
 
@@ -177,7 +191,7 @@ void write_sweep_text(std::ostream& out, const SweepSummary& s) {
     return;
   }
   out << "top " << s.top().size() << " by " << to_string(spec.objective) << ":\n";
-  out << "  rank  index" << kLayoutHeader
+  out << "  rank  index" << layout_header(spec.base)
       << "   step_s   tokens/s    MFU  headroom | critical path s: compute tp_comm p2p dp_comm "
          "optimizer bubble\n";
   std::int64_t rank = 1;
@@ -202,7 +216,7 @@ void write_sweep_text(std::ostream& out, const SweepSummary& s) {
         << fmt("%.0f GPU-hours", tt.gpu_hours) << '\n';
   }
   out << "Pareto front (tokens/s vs peak memory), " << s.pareto().size() << " configurations:\n";
-  out << "   index" << kLayoutHeader << "   tokens/s  peak_GiB   step_s\n";
+  out << "   index" << layout_header(spec.base) << "   tokens/s  peak_GiB   step_s\n";
   for (const RankedConfig& r : s.pareto()) {
     const SweepMetrics& m = r.row.metrics;
     out << "  " << fmt("%6.0f", static_cast<double>(r.row.index)) << layout(r.workload) << ' '

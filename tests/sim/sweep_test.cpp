@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "stepsim/core/load.hpp"
@@ -141,6 +142,41 @@ TEST(SweepEnumerate, AutoContextParallelKeepsMegatronsAndTransformerEnginesRules
   // Without fused attention context parallelism is not offered at all.
   const SweepSpec unfused = must(small_sweep(R"({"training.context_parallel_size": "auto"})"));
   EXPECT_EQ(sim::count_configurations(unfused), 1);
+}
+
+// Expert parallelism on "auto" (8 GPUs, 8 experts, expert FFN 256, no biases): EP divides the
+// experts and the world: {1, 2, 4, 8}; the expert TP then divides world / EP and the FFN
+// width: 4 + 3 + 2 + 1 = 10; each with the two modelled dispatchers (never "flex"): 20, every
+// one valid by Megatron's rules.
+TEST(SweepEnumerate, AutoExpertParallelismKeepsMegatronsRules) {
+  const std::string base = R"({"name": "moe-small",
+      "model": {"num_layers": 4, "hidden_size": 512, "num_attention_heads": 8,
+                "seq_length": 256, "vocab_size": 50257, "num_experts": 8, "moe_router_topk": 2,
+                "moe_ffn_hidden_size": 256, "add_bias_linear": false},
+      "training": {"world_size": 8, "tensor_model_parallel_size": 1,
+                   "pipeline_model_parallel_size": 1, "micro_batch_size": 1,
+                   "global_batch_size": 16, "bf16": true},
+      "system": "systems/dgx-a100-80gb.json"})";
+  const SweepSpec spec = must(load_sweep_text(
+      R"({"base": )" + base + R"(, "search": {"training.expert_model_parallel_size": "auto",
+          "training.expert_tensor_parallel_size": "auto",
+          "training.moe_token_dispatcher_type": "auto"}})",
+      "moe-sweep.json", ".", test::load_options()));
+  EXPECT_EQ(sim::count_configurations(spec), 20);
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
+  for (sim::SweepConfig c : all_configs(spec)) {
+    const TrainingConfig& t = c.workload.training;
+    EXPECT_TRUE(finalize_workload(c.workload, "moe-sweep.json").empty())
+        << "ep" << t.expert_model_parallel_size << " etp" << t.expert_tensor_parallel_size;
+    EXPECT_NE(t.moe_token_dispatcher_type, MoeDispatcher::kFlex);
+    seen.insert({t.expert_model_parallel_size, t.expert_tensor_parallel_size});
+  }
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_TRUE(seen.count({8, 1}) == 1 && seen.count({1, 8}) == 1 && seen.count({2, 4}) == 1);
+  // A dense model: the expert knobs keep their one value.
+  const SweepSpec dense = must(small_sweep(R"({"training.expert_model_parallel_size": "auto",
+      "training.moe_token_dispatcher_type": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(dense), 1);
 }
 
 TEST(SweepEnumerate, PaddedVocabularyFollowsTensorParallel) {
