@@ -75,6 +75,34 @@ TEST(CudaBackend, Fp8GemmRunsFasterThanBf16OnHopper) {
   EXPECT_FALSE(b->attention(a).ok());
 }
 
+// Transformer Engine's three layouts on non-square shapes (the operands are sized per layout:
+// an m x n GemmOp's A is k x n, its B m x k in cuBLAS's terms) in bf16 and batched; FP8 only
+// in TN, the one layout cuBLASLt runs FP8 in on Hopper.
+TEST(CudaBackend, GemmInEachTransformerEngineLayout) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  for (const GemmLayout l : {GemmLayout::kTN, GemmLayout::kNN, GemmLayout::kNT}) {
+    for (const GemmOp op : {GemmOp{.m = 256, .n = 8192, .k = 16384, .layout = l},
+                            GemmOp{.m = 8192, .n = 256, .k = 512, .layout = l},
+                            GemmOp{.m = 512, .n = 1024, .k = 64, .batch = 8, .layout = l}}) {
+      auto t = b->gemm(op);
+      ASSERT_TRUE(t.ok()) << to_string(l) << ": " << format_errors(t.errors());
+      EXPECT_GT(t.value(), 0.0);
+    }
+  }
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  if (prop.major * 10 + prop.minor < 89) return;
+  EXPECT_TRUE(b->gemm({.m = 256, .n = 8192, .k = 16384, .dtype = DType::kFp8,
+                       .layout = GemmLayout::kTN})
+                  .ok());
+  auto nn = b->gemm({.m = 4096, .n = 4096, .k = 4096, .dtype = DType::kFp8,
+                     .layout = GemmLayout::kNN});
+  ASSERT_FALSE(nn.ok());
+  EXPECT_NE(nn.errors()[0].message.find("TN layout only"), std::string::npos);
+}
+
 TEST(CudaBackend, SaysItsVersionsAndGivesMemoryBack) {
   STEPSIM_SKIP_WITHOUT_GPU();
   auto b = cuda_or_skip();

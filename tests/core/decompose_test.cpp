@@ -106,7 +106,9 @@ TEST(Decompose, LinearGemmsCarryTransformerEnginesLayouts) {
       EXPECT_EQ(std::get<GemmOp>(f->shape).dtype, fp8 ? DType::kFp8 : DType::kBf16) << name;
     }
     const Op* qk = find_op(c.forward, "attn_qk", 0);
-    if (qk != nullptr) EXPECT_EQ(layout(qk), GemmLayout::kUnspecified);
+    if (qk != nullptr) {
+      EXPECT_EQ(layout(qk), GemmLayout::kUnspecified);
+    }
   }
 }
 
