@@ -64,24 +64,27 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
   const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
   auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp);
   if (!emb) return emb.errors();
-  auto tp_dp = b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp);
-  if (!tp_dp) return tp_dp.errors();
-  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .tp_dp = *tp_dp, .cp = {}, .ep = {},
+  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .tp_dp = {}, .cp = {}, .ep = {},
                 .etp = {}, .etp_ep = {}, .edp = {}};
   if (layout.cp > 1) {
     auto cp = b.split((c.pp * layout.dp + c.dp) * layout.tp + c.tp, c.cp);
     if (!cp) return cp.errors();
     groups.cp = *cp;
   }
-  if (!layout.moe) return groups;
-  for (const auto& [token, out] : {std::pair<std::string_view, GroupId*>{"ep", &groups.ep},
-                                   {"tp", &groups.etp},
-                                   {"tp-ep", &groups.etp_ep},
-                                   {"dp", &groups.edp}}) {
-    auto g = split_expert_group(b, layout, me, token);
-    if (!g) return g.errors();
-    *out = *g;
+  if (layout.moe) {
+    for (const auto& [token, out] : {std::pair<std::string_view, GroupId*>{"ep", &groups.ep},
+                                     {"tp", &groups.etp},
+                                     {"tp-ep", &groups.etp_ep},
+                                     {"dp", &groups.edp}}) {
+      auto g = split_expert_group(b, layout, me, token);
+      if (!g) return g.errors();
+      *out = *g;
+    }
   }
+  // The amax-reduction group of FP8 (every tensor, data and context rank of the stage).
+  auto tp_dp = b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp);
+  if (!tp_dp) return tp_dp.errors();
+  groups.tp_dp = *tp_dp;
   return groups;
 }
 

@@ -241,7 +241,7 @@ TEST(Executor, IssuesEveryTaskEveryStepAndTimesThem) {
   auto m = execute_schedule(w, plan, *sim.schedule, b, o);
   ASSERT_TRUE(m.ok()) << format_errors(m.errors());
   const auto& tasks = m->stage_tasks.at(0);
-  const std::size_t splits = 3;
+  const std::size_t splits = 4;  // tensor, data, embedding and the amax-reduction group
   EXPECT_EQ(b.log().size(), splits + 5 * tasks.size());
   EXPECT_TRUE(m->complete);
   ASSERT_EQ(m->steps.size(), 3U);

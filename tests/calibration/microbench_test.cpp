@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 namespace stepsim::calib {
@@ -55,9 +56,14 @@ TEST(BenchPlan, GpuGridReachesLargeShapesAndOneGiB) {
   o.node_ids = {0, 0, 0, 0, 0, 0, 0, 0};
   const auto plan = make_bench_plan(o);
   const auto gemms = only<GemmOp>(plan);
-  EXPECT_EQ(gemms.size(), 343u);  // 256..16384, 7 per dimension
+  // 256..16384, 7 per dimension, each in Transformer Engine's three layouts.
+  EXPECT_EQ(gemms.size(), 3u * 343u);
   EXPECT_EQ(gemms.back().m, 16384);
   EXPECT_EQ(gemms.front().dtype, DType::kBf16);
+  std::map<GemmLayout, std::size_t> per_layout;
+  for (const GemmOp& g : gemms) ++per_layout[g.layout];
+  EXPECT_EQ(per_layout, (std::map<GemmLayout, std::size_t>{
+                            {GemmLayout::kTN, 343}, {GemmLayout::kNN, 343}, {GemmLayout::kNT, 343}}));
   std::set<std::int32_t> groups;
   std::int64_t largest = 0;
   for (const auto& c : only<CollectivePoint>(plan)) {
@@ -222,8 +228,23 @@ TEST(BenchPlan, GpuFp8GridTwinsEveryGemm) {
   o.fp8 = true;
   const auto gemms = only<GemmOp>(make_bench_plan(o));
   std::size_t fp8 = 0;
-  for (const GemmOp& g : gemms) fp8 += g.dtype == DType::kFp8 ? 1 : 0;
-  EXPECT_EQ(fp8 * 2, gemms.size());
+  for (const GemmOp& g : gemms) {
+    if (g.dtype != DType::kFp8) continue;
+    ++fp8;
+    EXPECT_EQ(g.layout, GemmLayout::kTN);  // cuBLASLt's only FP8 layout on Hopper
+  }
+  // Every shape of the grid: three bf16 layouts and one FP8 twin.
+  EXPECT_EQ(fp8 * 4, gemms.size());
+}
+
+// The CPU backend's Eigen products have no layouts: its grid and a scenario's GEMMs are
+// recorded without one, whatever layout the scenario's op carries.
+TEST(BenchPlan, CpuPlansRecordNoLayout) {
+  BenchPlanOptions o;
+  o.quick = true;
+  for (const GemmOp& g : only<GemmOp>(make_bench_plan(o))) {
+    EXPECT_EQ(g.layout, GemmLayout::kUnspecified);
+  }
 }
 
 }  // namespace

@@ -90,7 +90,8 @@ TEST(Decompose, LinearGemmsCarryTransformerEnginesLayouts) {
   for (const bool fp8 : {false, true}) {
     Workload w = make_workload(llama2_70b(), 8, 1, 1, 1, 1);
     if (fp8) w.training.fp8 = Fp8Format::kHybrid;
-    const ChunkPlan& c = decompose(w).stages[0].chunks[0];
+    const WorkloadPlan plan = decompose(w);  // alive while `c` is read
+    const ChunkPlan& c = plan.stages[0].chunks[0];
     const auto layout = [](const Op* op) { return std::get<GemmOp>(op->shape).layout; };
     const GemmLayout dgrad = fp8 ? GemmLayout::kTN : GemmLayout::kNN;
     const GemmLayout wgrad = fp8 ? GemmLayout::kTN : GemmLayout::kNT;
