@@ -878,6 +878,14 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "enable_gpt_oss", .flag = "--enable-gpt-oss"},
     {.dest = "squared_relu", .flag = "--squared-relu"},
     {.dest = "rotary_percent", .flag = "--rotary-percent", .neutral_value = "1.0"},
+    // multi-latent attention: the fused q/kv down projection with the input norm in front
+    // (FusedMLASelfAttention) is another op sequence; latent caching is inference only
+    // (Megatron asserts it off in training); YaRN's factors change no kernel or byte
+    {.dest = "mla_down_proj_fusion", .flag = "--mla-down-proj-fusion"},
+    {.dest = "cache_mla_latents", .flag = "--cache-mla-latents"},
+    {.dest = "rotary_scaling_factor", .flag = "--rotary-scaling-factor", .changes_job = kHarmless},
+    {.dest = "mscale", .flag = "--mscale", .changes_job = kHarmless},
+    {.dest = "mscale_all_dim", .flag = "--mscale-all-dim", .changes_job = kHarmless},
     {.dest = "mtp_num_layers", .flag = "--mtp-num-layers"},
     {.dest = "hybrid_override_pattern", .flag = "--hybrid-override-pattern"},
     {.dest = "hybrid_layer_pattern", .flag = "--hybrid-layer-pattern"},
@@ -890,6 +898,13 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "moe_shared_expert_overlap", .flag = "--moe-shared-expert-overlap"},
     {.dest = "moe_router_pre_softmax", .flag = "--moe-router-pre-softmax"},
     {.dest = "moe_router_fusion", .flag = "--moe-router-fusion"},
+    // numerics of the routing: the same kernels and bytes either way
+    {.dest = "moe_router_topk_scaling_factor",
+     .flag = "--moe-router-topk-scaling-factor",
+     .changes_job = kHarmless},
+    {.dest = "moe_router_bias_update_rate",
+     .flag = "--moe-router-bias-update-rate",
+     .changes_job = kHarmless},
     {.dest = "moe_layer_recompute", .flag = "--moe-layer-recompute"},
     {.dest = "moe_latent_size", .flag = "--moe-latent-size"},
     {.dest = "moe_flex_dispatcher_backend", .flag = "--moe-flex-dispatcher-backend"},

@@ -14,8 +14,10 @@
 #include "stepsim/core/calibrated_cost_model.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/flops.hpp"
+#include "stepsim/core/import.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/memory_model.hpp"
+#include "stepsim/core/moe.hpp"
 #include "stepsim/core/roofline_cost_model.hpp"
 
 namespace stepsim {
@@ -204,6 +206,39 @@ TEST(Mla, AttentionWithNarrowerValuesIsPricedByItsFlops) {
     EXPECT_LT(calibrated.attention_s(m), calibrated.attention_s(wide)) << backward;
     EXPECT_GT(calibrated.attention_s(m), calibrated.attention_s(narrow)) << backward;
   }
+}
+
+TEST(Mla, LaunchLineFlags) {
+  const std::string line =
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 1024 "
+      "--num-attention-heads 16 --seq-length 512 --max-position-embeddings 512 "
+      "--micro-batch-size 1 --global-batch-size 8 --vocab-size 32000 --swiglu "
+      "--multi-latent-attention --q-lora-rank 384 --kv-lora-rank 256 --qk-head-dim 64 "
+      "--qk-pos-emb-head-dim 32 --v-head-dim 48 --qk-layernorm --rotary-scaling-factor 40 "
+      "--mscale 1.0 --mscale-all-dim 1.0 --bf16";
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(line, o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load_text(r->scenario_json);
+  EXPECT_TRUE(w.model.multi_latent_attention);
+  EXPECT_EQ(w.model.q_lora_rank, 384);
+  EXPECT_EQ(w.model.v_head_dim, 48);
+  EXPECT_TRUE(w.model.qk_layernorm);
+  // The fused down projection (FusedMLASelfAttention) is another op sequence: refused.
+  auto fused = scenario_from_megatron_args(line + " --mla-down-proj-fusion", o);
+  ASSERT_FALSE(fused.ok());
+  EXPECT_NE(format_errors(fused.errors()).find("--mla-down-proj-fusion"), std::string::npos);
+}
+
+TEST(Mla, ShippedDeepseekV3CountsItsPublishedParameters) {
+  LoadOptions o;
+  o.scenarios_dir = STEPSIM_SCENARIOS_DIR;
+  auto w = load_scenario_file(std::string(STEPSIM_SCENARIOS_DIR) + "/deepseek-v3-h100-2048.json", o);
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  // arXiv:2412.19437: 671B parameters, 37B activated per token (two significant digits).
+  EXPECT_NEAR(static_cast<double>(count_parameters(w->model)) / 671e9, 1.0, 0.01);
+  EXPECT_NEAR(static_cast<double>(count_active_parameters(w->model)) / 37e9, 1.0, 0.02);
 }
 
 TEST(Mla, OffChangesNothing) {
