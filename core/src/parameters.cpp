@@ -1,8 +1,9 @@
 // Parameter counts per TP rank and for the whole model, from Megatron's module shapes:
 // per layer two norms, QKV (h x (a+2g)d, column-parallel; multi-latent attention: its
-// projections, mla_parameters), projection (ad x h, row-parallel, full bias), FC1 (h x f or 2f with SwiGLU) and FC2 (f x h, full bias); word embedding
-// (V/t x h), learned position embedding (max_position_embeddings x h, replicated), final norm,
-// output layer (V/t x h) unless tied.
+// projections, mla_parameters), projection (ad x h, row-parallel, full bias), FC1 (h x f
+// or 2f with SwiGLU) and FC2 (f x h, full bias); word embedding (V/t x h), learned position
+// embedding (max_position_embeddings x h, replicated), final norm, output layer (V/t x h)
+// unless tied.
 
 #include "moe_ops.hpp"
 #include "stepsim/core/decompose.hpp"

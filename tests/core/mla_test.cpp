@@ -234,7 +234,8 @@ TEST(Mla, LaunchLineFlags) {
 TEST(Mla, ShippedDeepseekV3CountsItsPublishedParameters) {
   LoadOptions o;
   o.scenarios_dir = STEPSIM_SCENARIOS_DIR;
-  auto w = load_scenario_file(std::string(STEPSIM_SCENARIOS_DIR) + "/deepseek-v3-h100-2048.json", o);
+  auto w =
+      load_scenario_file(std::string(STEPSIM_SCENARIOS_DIR) + "/deepseek-v3-h100-2048.json", o);
   ASSERT_TRUE(w.ok()) << format_errors(w.errors());
   // arXiv:2412.19437: 671B parameters, 37B activated per token (two significant digits).
   EXPECT_NEAR(static_cast<double>(count_parameters(w->model)) / 671e9, 1.0, 0.01);
