@@ -75,6 +75,12 @@ Result<Workload> load_workload(const ValidateRequest& q) {
                  "=true is not validated yet: the executor does not run Transformer Engine's "
                  "userbuffers (predict prices them)"};
   }
+  if (w.model.multi_latent_attention) {
+    // The backends' attention kernels take one head dim for keys and values alike.
+    return Error{q.scenario, "model.multi_latent_attention",
+                 "=true is not validated yet: the executor's attention kernels have no value "
+                 "head dim apart from the key's (predict prices MLA)"};
+  }
   if (!q.profile.empty()) w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile, q.profile};
   if (!q.calibrate.empty()) {
     w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile,

@@ -21,6 +21,17 @@ using detail::Dims;
 
 double as_d(std::int64_t v) { return static_cast<double>(v); }
 
+/// Multi-latent attention's latents, kept by its up projections (sequence-sharded with SP):
+/// q_compressed and kv_compressed, and with qk_layernorm their normed copies too (Transformer
+/// Engine's LayerNormLinear keeps its input and its norm's output). Query, key and value are
+/// the core attention's inputs (qkv_n); the projections' shared input is the first norm's
+/// output (counted with the other attention's QKV input).
+double mla_latent_bytes(const Dims& x) {
+  if (!x.mla) return 0.0;
+  const double copies = x.qk_norm ? 2.0 : 1.0;
+  return as_d(x.sp_tokens * (x.q_lora + x.kv_lora) * x.e) * copies;
+}
+
 /// Bytes one layer keeps for backward when nothing in it is recomputed; with
 /// `core_attention_recomputed` the core attention (selective recompute) keeps only its
 /// inputs. `moe`: an MoE layer, whose MLP half keeps moe_mlp_stored_bytes instead.
@@ -53,7 +64,7 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool mo
   // attention_dropout 0 the softmax output alone (it is also the second GEMM's input).
   const double scores =
       expanded ? as_d(x.score_elems()) * (x.attention_dropout ? 2.0 * e + 1.0 : e) : 0.0;
-  return outside + qkv + proj_in + mlp + scores;
+  return outside + qkv + proj_in + mlp + scores + mla_latent_bytes(x);
 }
 
 /// Bytes of one stored layer input under full recompute (sharded with SP or distributed

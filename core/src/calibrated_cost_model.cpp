@@ -56,7 +56,9 @@ std::array<double, 3> attention_coords(const AttentionOp& a) {
   // mean of the two lengths, the square kernel of the same score-tile count.
   const double seq = a.kv_seq() == a.seq ? log2_of(a.seq)
                                          : 0.5 * (log2_of(a.seq) + log2_of(a.kv_seq()));
-  return {log2_of(a.batch * a.heads), seq, log2_of(a.head_dim)};
+  // A kernel with values narrower than its keys (multi-latent attention) sits at the mean
+  // of the two head dims (its matmuls' mean width).
+  return {log2_of(a.batch * a.heads), seq, log2_of((a.head_dim + a.v_dim()) / 2)};
 }
 
 std::string gemm_text(const GemmOp& g) {
@@ -267,7 +269,7 @@ double CalibratedCostModel::attention_s(const AttentionOp& op) const {
   if (op.flops() <= 0) return 0.0;
   // Profiles measure self-attention (seq_kv = seq); a rectangular kernel is interpolated.
   const auto measured =
-      op.kv_seq() != op.seq
+      op.kv_seq() != op.seq || op.v_dim() != op.head_dim
           ? attention_measured_.end()
           : attention_measured_.find(AttentionKey{op.dtype, op.backward, op.causal, op.batch,
                                                   op.heads, op.kv_heads, op.seq, op.head_dim});
@@ -319,14 +321,22 @@ double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const 
   const auto tile_s = [this](const GemmOp& g) { return gemm_with_floor_s(g, false); };
   const GemmOp scores{op.seq, op.kv_seq(), op.head_dim, bh, op.dtype};
   const GemmOp values{op.seq, op.head_dim, op.kv_seq(), bh, op.dtype};
-  const double seconds =
+  double seconds =
       op.backward ? 2.0 * tile_s(scores) + 3.0 * tile_s(values) : tile_s(scores) + tile_s(values);
+  if (op.v_dim() != op.head_dim) {
+    // Values narrower than keys: dP = dO V^T and O = P V, dV = P^T dO have the value width.
+    const GemmOp scores_v{op.seq, op.kv_seq(), op.v_dim(), bh, op.dtype};
+    const GemmOp values_v{op.seq, op.v_dim(), op.kv_seq(), bh, op.dtype};
+    seconds = op.backward ? tile_s(scores) + tile_s(scores_v) + tile_s(values_v) +
+                                2.0 * tile_s(values)
+                          : tile_s(scores) + tile_s(values_v);
+  }
   // A fused kernel keeps the s x s scores on chip: HBM sees Q, K, V and O (forward), and
-  // Q, K, V, O, dO, dQ, dK, dV (backward).
-  const std::int64_t q_bytes = bytes_of(op.dtype) * op.batch * op.heads * op.seq * op.head_dim;
-  const std::int64_t kv_bytes =
-      bytes_of(op.dtype) * op.batch * op.kv_heads * op.kv_seq() * op.head_dim;
-  const std::int64_t traffic = (op.backward ? 4 : 2) * (q_bytes + kv_bytes);
+  // Q, K, V, O, dO, dQ, dK, dV (backward); Q and K have head_dim, V and O the value dim.
+  const std::int64_t widths = op.head_dim + op.v_dim();
+  const std::int64_t q_bytes = bytes_of(op.dtype) * op.batch * op.heads * op.seq * widths;
+  const std::int64_t kv_bytes = bytes_of(op.dtype) * op.batch * op.kv_heads * op.kv_seq() * widths;
+  const std::int64_t traffic = (op.backward ? 2 : 1) * (q_bytes + kv_bytes);
   return seconds + memory_bound_s(MemoryBoundOp{traffic});
 }
 

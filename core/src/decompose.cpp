@@ -214,6 +214,24 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
                             x.vocab_n() * x.h * tc.grad_bytes(), 2, layout.embedding_nodes()};
     embedding = 0;
   }
+  std::int32_t replicated = -1;
+  if (x.mla && x.sp) {
+    // finalize_model_grads (_allreduce_non_tensor_model_parallel_grads): with SP each TP rank
+    // ran MLA's duplicated down projections on its own tokens, so their weight gradients are
+    // summed over TP (one coalesced all-reduce of the main grads) before the optimizer.
+    std::int64_t layers = 0;
+    for (const ChunkPlan& c : stage.chunks) layers += c.num_layers;
+    const std::int64_t per_layer = x.h * (x.q_lora + x.kv_lora + x.dr);
+    if (layers > 0) {
+      replicated = static_cast<std::int32_t>(ops.size());
+      Op& op = ops.emplace_back();
+      op.name = "tp_replicated_grad_all_reduce";
+      op.phase = Phase::kStep;
+      op.stream = Stream::kTensorComm;
+      op.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor,
+                              layers * per_layer * tc.grad_bytes(), x.t, x.tp_nodes};
+    }
+  }
   const std::int64_t dp_cp = x.dp * x.cp;
   std::int64_t experts = 0;
   for (const ChunkPlan& c : stage.chunks) experts += chunk_expert_parameters(w, stage.stage, c.chunk);
@@ -241,6 +259,7 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
         detail::ceil_div(fp8_params, dp_cp) * detail::kFp8ParamQuantizeExtraBytes;
   }
   if (embedding >= 0) step.deps.push_back(embedding);
+  if (replicated >= 0) step.deps.push_back(replicated);
   const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
   if (fp8_params > 0 && dp_cp > 1) {
     // quantize_param_shard: the FP8 parameters' amaxes (one per weight) MAX-reduced over DP.

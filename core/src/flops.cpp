@@ -42,7 +42,8 @@ FlopsSummary count_flops(const Workload& w) {
 
 double megatron_logged_flops_per_step(const Workload& w) {
   // Megatron-LM, megatron/training/training.py, num_floating_point_operations() and its
-  // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), for mtp_num_layers = None, no multi-latent or linear attention, no attention output gate:
+  // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), for mtp_num_layers = None, no
+  // linear attention, no attention output gate (multi-latent attention: its own branch below):
   //   tokens * (6 h ffn (3 if swiglu else 2) L + 6 (h (q + 2 kv) + q h) L + 6 h V)
   //   + batch * s^2 * L * 6 q / 2 * 2
   // with q = kv_channels * heads, kv = kv_channels * query groups, batch = global batch.
@@ -68,9 +69,26 @@ double megatron_logged_flops_per_step(const Workload& w) {
       m.moe() ? fwd_bwd_fma * h * ffn_factor *
                     (static_cast<double>(m.ffn_hidden_size) * dense_layers + moe_width * moe_layers)
               : fwd_bwd_fma * h * static_cast<double>(m.ffn_hidden_size) * ffn_factor * layers;
-  const double attn_linear = fwd_bwd_fma * (h * (q + 2.0 * kv) + q * h) * layers;
+  double attn_linear = fwd_bwd_fma * (h * (q + 2.0 * kv) + q * h) * layers;
   const double logits = fwd_bwd_fma * h * static_cast<double>(m.padded_vocab_size);
-  const double attn_core = fwd_bwd_fma * q / 2.0 * 2.0 * layers;
+  double attn_core = fwd_bwd_fma * q / 2.0 * 2.0 * layers;
+  if (m.multi_latent_attention) {
+    // Its MLA branch: the low-rank projections with their norms (the + 1), the RoPE key's
+    // projection, the output projection; the core term with query/key and value head dims.
+    const double heads = static_cast<double>(m.num_attention_heads);
+    const double q_head = static_cast<double>(m.qk_head_dim + m.qk_pos_emb_head_dim);
+    const double q_lora = static_cast<double>(m.q_lora_rank);
+    const double kv_lora = static_cast<double>(m.kv_lora_rank);
+    const double v_head = static_cast<double>(m.v_head_dim);
+    const double q_term =
+        m.q_lora_rank > 0 ? q_lora * (h + heads * q_head + 1.0) : h * heads * q_head;
+    attn_linear = fwd_bwd_fma *
+                  (q_term +
+                   kv_lora * (h + heads * static_cast<double>(m.qk_head_dim + m.v_head_dim) + 1.0) +
+                   h * static_cast<double>(m.qk_pos_emb_head_dim) + heads * v_head * h) *
+                  layers;
+    attn_core = fwd_bwd_fma * (heads * q_head / 2.0 + heads * v_head / 2.0) * layers;
+  }
   return tokens * (mlp + attn_linear + logits) + batch * s * s * attn_core;
 }
 

@@ -43,7 +43,10 @@ constexpr HfNames kLlama{"hidden_size",
 /// num_experts_per_tok, every layer sparse, experts of intermediate_size) and Qwen2/Qwen3-MoE
 /// (Qwen2MoeConfig, Qwen3MoeConfig: num_experts, num_experts_per_tok, moe_intermediate_size,
 /// decoder_sparse_step, mlp_only_layers; Qwen2-MoE's shared_expert_intermediate_size).
-enum class MoeFamily : std::uint8_t { kNone, kMixtral, kQwen };
+/// DeepSeek-V2/V3 (the checkpoints' DeepseekV2Config/DeepseekV3Config): multi-latent attention
+/// (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim), n_routed_experts
+/// of moe_intermediate_size, n_shared_experts of it, dense first_k_dense_replace layers.
+enum class MoeFamily : std::uint8_t { kNone, kMixtral, kQwen, kDeepseek };
 
 constexpr HfNames kGpt2{"n_embd", "n_layer", "n_head", "n_inner", "n_positions",
                         false,    false,     false,    true,      true};
@@ -57,6 +60,86 @@ constexpr HfNames kNeoX{"hidden_size",
                         true,
                         false,
                         true};
+
+/// DeepSeek-V2/V3's multi-latent attention and mixture of experts (transformers'
+/// modeling_deepseek.py: layer i has MoE experts when n_routed_experts is set, i >=
+/// first_k_dense_replace and i % moe_layer_freq == 0; the q and kv latents are RMSNorm'ed,
+/// Megatron's --qk-layernorm; q_lora_rank null is one Q projection, DeepSeek-V2-Lite).
+void import_deepseek(const json& doc, const std::string& file_label, json& model,
+                     ImportedModel& out, Errors& errors) {
+  const auto integer = [&](const char* key, bool required, std::int64_t fallback,
+                           bool zero_ok = false) -> std::int64_t {
+    if (!doc.contains(key) || doc[key].is_null()) {
+      if (required) errors.push_back(Error{file_label, key, " is missing"});
+      return fallback;
+    }
+    const std::int64_t v = doc[key].is_number_integer() ? doc[key].get<std::int64_t>() : -1;
+    const bool ok = v > 0 || (zero_ok && v == 0);
+    if (!ok) {
+      errors.push_back(Error{file_label, key,
+                             std::string("=") + doc[key].dump() + " must be a positive integer"});
+      return fallback;
+    }
+    return doc[key].get<std::int64_t>();
+  };
+  const auto text = [&](const char* key) -> std::string {
+    return doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : "";
+  };
+  // DeepSeek's configs give num_key_value_heads = num_attention_heads: MLA has no query groups.
+  model.erase("num_query_groups");
+  model["multi_latent_attention"] = true;
+  if (const std::int64_t q_lora = integer("q_lora_rank", false, 0); q_lora > 0) {
+    model["q_lora_rank"] = q_lora;
+  }
+  model["kv_lora_rank"] = integer("kv_lora_rank", true, 0);
+  model["qk_head_dim"] = integer("qk_nope_head_dim", true, 0);
+  model["qk_pos_emb_head_dim"] = integer("qk_rope_head_dim", true, 0);
+  model["v_head_dim"] = integer("v_head_dim", true, 0);
+  model["qk_layernorm"] = true;
+  const std::int64_t experts = integer("n_routed_experts", false, 0);
+  if (experts == 0) {
+    out.notes.push_back("n_routed_experts is null: a dense model");
+  } else {
+    const std::int64_t moe_f = integer("moe_intermediate_size", true, 0);
+    model["num_experts"] = experts;
+    model["moe_router_topk"] = integer("num_experts_per_tok", true, 0);
+    model["moe_ffn_hidden_size"] = moe_f;
+    if (const std::int64_t shared = integer("n_shared_experts", false, 0, true); shared > 0) {
+      model["moe_shared_expert_intermediate_size"] = shared * moe_f;
+    }
+    const std::int64_t layers = model["num_layers"].get<std::int64_t>();
+    const std::int64_t first_dense = integer("first_k_dense_replace", false, 0, true);
+    const std::int64_t freq = integer("moe_layer_freq", false, 1);
+    std::string pattern;
+    bool all_sparse = true;
+    for (std::int64_t i = 0; i < layers; ++i) {
+      const bool sparse = i >= first_dense && freq > 0 && i % freq == 0;
+      all_sparse = all_sparse && sparse;
+      pattern += pattern.empty() ? "[" : ",";
+      pattern += sparse ? "1" : "0";
+    }
+    if (!all_sparse && layers > 0) model["moe_layer_freq"] = pattern + "]";
+    if (text("scoring_func") == "sigmoid") model["moe_router_score_function"] = "sigmoid";
+    // noaux_tc: DeepSeek-V3's auxiliary-loss-free balancing (e_score_correction_bias).
+    if (text("topk_method") == "noaux_tc") model["moe_router_enable_expert_bias"] = true;
+    const std::string method = text("topk_method");
+    if (method == "noaux_tc" || method == "group_limited_greedy") {
+      model["moe_router_num_groups"] = integer("n_group", true, 0);
+      model["moe_router_group_topk"] = integer("topk_group", true, 0);
+    }
+  }
+  if (doc.contains("num_nextn_predict_layers") && doc["num_nextn_predict_layers"].is_number() &&
+      doc["num_nextn_predict_layers"].get<double>() > 0) {
+    out.notes.push_back("num_nextn_predict_layers=" + doc["num_nextn_predict_layers"].dump() +
+                        " (multi-token prediction, Megatron's mtp_num_layers) is not modelled: "
+                        "left out of the model");
+  }
+  if (doc.contains("quantization_config")) {
+    out.notes.push_back(
+        "quantization_config (the checkpoint's FP8 weights) is not a training setting: "
+        "the scenario's dtype decides");
+  }
+}
 
 }  // namespace
 
@@ -88,6 +171,12 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
     names = &kLlama;
     moe = out.architecture == "MixtralForCausalLM" || model_type == "mixtral" ? MoeFamily::kMixtral
                                                                             : MoeFamily::kQwen;
+  } else if (out.architecture == "DeepseekV2ForCausalLM" ||
+             out.architecture == "DeepseekV3ForCausalLM" ||
+             (out.architecture.empty() &&
+              (model_type == "deepseek_v2" || model_type == "deepseek_v3"))) {
+    names = &kLlama;
+    moe = MoeFamily::kDeepseek;
   } else if (out.architecture == "GPT2LMHeadModel" ||
              (out.architecture.empty() && model_type == "gpt2")) {
     names = &kGpt2;
@@ -99,7 +188,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
                  std::string("=") + (out.architecture.empty() ? model_type : out.architecture) +
                      " is not supported (LlamaForCausalLM, MistralForCausalLM, "
                      "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
-                     "GPT2LMHeadModel, GPTNeoXForCausalLM)"};
+                     "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, GPT2LMHeadModel, "
+                     "GPTNeoXForCausalLM)"};
   }
   if (out.architecture.empty()) out.architecture = model_type;
 
@@ -248,6 +338,7 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
           "Qwen3's QK layernorm (q_norm, k_norm: Megatron's --qk-layernorm) is not modelled");
     }
   }
+  if (moe == MoeFamily::kDeepseek) import_deepseek(doc, file_label, model, out, errors);
   if (moe != MoeFamily::kNone) {
     out.notes.push_back(
         "routing is modelled as balanced; the router's aux loss (router_aux_loss_coef) is not "

@@ -556,6 +556,23 @@ std::string megatron_args_of(const Workload& w) {
     if (t.moe_pad_expert_input_to_capacity) flag("--moe-pad-expert-input-to-capacity");
     if (t.moe_aux_loss_coeff > 0) real("--moe-aux-loss-coeff", t.moe_aux_loss_coeff);
     if (t.moe_router_dtype == MoeRouterDtype::kFp32) word("--moe-router-dtype", "fp32");
+    constexpr std::string_view kScores[] = {"softmax", "sigmoid", "sqrtsoftplus"};
+    if (m.moe_router_score_function != MoeRouterScore::kSoftmax) {
+      word("--moe-router-score-function",
+           kScores[static_cast<std::size_t>(m.moe_router_score_function)]);
+    }
+    if (m.moe_router_enable_expert_bias) flag("--moe-router-enable-expert-bias");
+    if (m.moe_router_num_groups > 0) num("--moe-router-num-groups", m.moe_router_num_groups);
+    if (m.moe_router_group_topk > 0) num("--moe-router-group-topk", m.moe_router_group_topk);
+  }
+  if (m.multi_latent_attention) {
+    flag("--multi-latent-attention");
+    if (m.q_lora_rank > 0) num("--q-lora-rank", m.q_lora_rank);
+    num("--kv-lora-rank", m.kv_lora_rank);
+    num("--qk-head-dim", m.qk_head_dim);
+    num("--qk-pos-emb-head-dim", m.qk_pos_emb_head_dim);
+    num("--v-head-dim", m.v_head_dim);
+    if (m.qk_layernorm) flag("--qk-layernorm");
   }
   return out;
 }

@@ -219,11 +219,12 @@ void emit_norm_linear_backward(OpList& ops, std::string_view prefix, std::string
   emit_column_parallel_backward(ops, dgrad_name, wgrad_name, layer, out_n, x.h, bias);
 }
 
-}  // namespace
-
-void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
+void emit_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
-  // Attention block.
+  if (x.mla) {
+    emit_mla_forward(ops, layer, phase);
+    return;
+  }
   emit_norm_linear_input(ops, "ln1", "qkv", layer, phase);
   emit_norm_linear_gemm(ops, "qkv", "qkv_gemm", layer, phase, x.qkv_n());
   if (x.bias) ops.memory("qkv_bias", layer, phase, x.tokens * x.qkv_n() * 2 * x.e);
@@ -231,6 +232,30 @@ void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
   emit_core_attention_forward(ops, layer, phase);
   if (x.fp8) emit_fp8_row_linear_input(ops, "proj", layer, phase, x.attn_n());
   emit_row_linear_forward(ops, "proj_gemm", layer, phase, x.attn_n());
+}
+
+void emit_attention_backward(OpList& ops, std::int32_t layer, bool selective_recompute) {
+  const Dims& x = ops.dims();
+  if (x.mla) {
+    emit_mla_backward(ops, layer, selective_recompute);
+    return;
+  }
+  const Phase ph = Phase::kBackwardInput;
+  emit_row_parallel_backward(ops, "proj", "proj_dgrad", "proj_wgrad", layer, x.attn_n());
+  if (selective_recompute) emit_core_attention_forward(ops, layer, Phase::kRecompute);
+  emit_core_attention_backward(ops, layer);
+  if (x.rope) ops.memory("rope_bwd", layer, ph, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
+  emit_norm_linear_backward(ops, "qkv", "qkv_dgrad", "qkv_wgrad", layer, x.qkv_n(), x.bias);
+  ops.memory("ln1_bwd", layer, ph,
+             norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
+}
+
+}  // namespace
+
+void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  // Attention block.
+  emit_attention_forward(ops, layer, phase);
   ops.memory("attn_bda", layer, phase, bda_forward_bytes(x));
   // MLP block (an MoE layer's: moe_ops.cpp).
   if (x.is_moe(layer)) {
@@ -271,12 +296,7 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
   }
   // Attention block.
   emit_bda_backward(ops, "attn_bda_bwd", layer);
-  emit_row_parallel_backward(ops, "proj", "proj_dgrad", "proj_wgrad", layer, x.attn_n());
-  if (selective_recompute) emit_core_attention_forward(ops, layer, Phase::kRecompute);
-  emit_core_attention_backward(ops, layer);
-  if (x.rope) ops.memory("rope_bwd", layer, ph, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
-  emit_norm_linear_backward(ops, "qkv", "qkv_dgrad", "qkv_wgrad", layer, x.qkv_n(), x.bias);
-  ops.memory("ln1_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
+  emit_attention_backward(ops, layer, selective_recompute);
 }
 
 }  // namespace stepsim::detail

@@ -30,6 +30,13 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
 void emit_cp_attention_forward(OpList& ops, std::int32_t layer, Phase phase);
 void emit_cp_attention_backward(OpList& ops, std::int32_t layer);
 
+/// Multi-latent attention (mla_ops.cpp): the attention block from the input norm through the
+/// output projection and its TP reduction (forward, kForward or kRecompute), and its backward
+/// from the projection down to the input norm's (with `selective_recompute` the core
+/// attention re-run before its backward).
+void emit_mla_forward(OpList& ops, std::int32_t layer, Phase phase);
+void emit_mla_backward(OpList& ops, std::int32_t layer, bool selective_recompute);
+
 /// Backward of a column-parallel linear (QKV, FC1, output layer), Megatron's
 /// LinearWithGradAccumulationAndAsyncCommunication: dgrad GEMM, the input-grad all-reduce
 /// (reduce-scatter with SP, after re-gathering the input) issued asynchronously, the wgrad

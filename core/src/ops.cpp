@@ -6,11 +6,11 @@ namespace stepsim {
 
 namespace {
 
-/// Forward: QK^T and attention*V, 2 matmuls of 2*scores*d each per head. Backward does twice
+/// Forward: QK^T (2*scores*d_qk per head) and attention*V (2*scores*d_v). Backward does twice
 /// the forward's matmul work (dQ, dK from dS; dV, dP from dO).
 double attention_flops(const AttentionOp& a, double scores) {
-  const double fwd =
-      4.0 * scores * static_cast<double>(a.head_dim) * static_cast<double>(a.batch * a.heads);
+  const double fwd = 2.0 * scores * static_cast<double>(a.head_dim + a.v_dim()) *
+                     static_cast<double>(a.batch * a.heads);
   return a.backward ? 2.0 * fwd : fwd;
 }
 

@@ -1,8 +1,9 @@
 // Parameter counts per TP rank and for the whole model, from Megatron's module shapes:
-// per layer two norms, QKV (h x (a+2g)d, column-parallel), projection (ad x h, row-parallel,
-// full bias), FC1 (h x f or 2f with SwiGLU) and FC2 (f x h, full bias); word embedding
-// (V/t x h), learned position embedding (max_position_embeddings x h, replicated), final norm,
-// output layer (V/t x h) unless tied.
+// per layer two norms, QKV (h x (a+2g)d, column-parallel; multi-latent attention: its
+// projections, mla_parameters), projection (ad x h, row-parallel, full bias), FC1 (h x f
+// or 2f with SwiGLU) and FC2 (f x h, full bias); word embedding (V/t x h), learned position
+// embedding (max_position_embeddings x h, replicated), final norm, output layer (V/t x h)
+// unless tied.
 
 #include "moe_ops.hpp"
 #include "stepsim/core/decompose.hpp"
@@ -18,8 +19,26 @@ using detail::Dims;
 
 std::int64_t norm_parameters(const Dims& x) { return x.layernorm ? 2 * x.h : x.h; }
 
+std::int64_t latent_norm_parameters(const Dims& x, std::int64_t width) {
+  if (!x.qk_norm) return 0;
+  return x.layernorm ? 2 * width : width;
+}
+
+/// Multi-latent attention's projections on one TP rank (multi_latent_attention.py): the down
+/// projections whole on every rank (duplicated), the up projections and linear_proj sliced,
+/// the latents' norms with qk_layernorm; no biases but linear_proj's.
+std::int64_t mla_parameters(const Dims& x) {
+  const std::int64_t q = x.q_lora > 0 ? x.h * x.q_lora + latent_norm_parameters(x, x.q_lora) +
+                                            x.q_lora * x.mla_q_n()
+                                      : x.h * x.mla_q_n();
+  const std::int64_t kv = x.h * (x.kv_lora + x.dr) + latent_norm_parameters(x, x.kv_lora) +
+                          x.kv_lora * x.mla_kv_n();
+  return q + kv + x.attn_n() * x.h + (x.bias ? x.h : 0);
+}
+
 /// Norms and attention of a layer.
 std::int64_t attention_parameters(const Dims& x) {
+  if (x.mla) return 2 * norm_parameters(x) + mla_parameters(x);
   const std::int64_t qkv = x.h * x.qkv_n() + (x.bias ? x.qkv_n() : 0);
   const std::int64_t proj = x.attn_n() * x.h + (x.bias ? x.h : 0);
   return 2 * norm_parameters(x) + qkv + proj;

@@ -29,6 +29,8 @@ constexpr std::array<std::string_view, 3> kMoeDispatcher = {"allgather", "alltoa
 constexpr std::array<std::string_view, 6> kMoeLoadBalancing = {
     "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none"};
 constexpr std::array<std::string_view, 3> kMoeRouterDtype = {"none", "fp32", "fp64"};
+constexpr std::array<std::string_view, 3> kMoeRouterScore = {"softmax", "sigmoid",
+                                                             "sqrtsoftplus"};
 
 KnobValue int_value(std::int64_t v) { return KnobValue{.integer = v}; }
 KnobValue real_value(double v) { return KnobValue{.real = v}; }
@@ -351,6 +353,72 @@ const std::array kSchema = {
                      "pattern, e.g. \"([0]*3+[1]*58)\", with num_layers 0/1 entries; needs "
                      "num_experts",
             .doc = "which layers are MoE layers (the others keep the dense MLP)"},
+    KeyInfo{STEPSIM_ENUM("model.moe_router_score_function", model.moe_router_score_function,
+                         MoeRouterScore),
+            .choices = kMoeRouterScore, .sweep = Sweep::kListed,
+            .flags = "--moe-router-score-function", .default_text = "\"softmax\"",
+            .check = "\"softmax\", \"sigmoid\", \"sqrtsoftplus\"; not softmax needs num_experts",
+            .doc = "the router's score function; cost-neutral: the same [tokens, num_experts] "
+                   "kernel traffic as softmax (the routing itself is balanced or moe_load)"},
+    KeyInfo{STEPSIM_BOOL("model.moe_router_enable_expert_bias",
+                         model.moe_router_enable_expert_bias),
+            .sweep = Sweep::kListed, .flags = "--moe-router-enable-expert-bias=true",
+            .default_text = "false",
+            .check = "needs num_experts and moe_router_score_function \"sigmoid\" or "
+                     "\"sqrtsoftplus\"",
+            .doc = "aux-loss-free balancing (a per-expert bias added to the scores before top-k); "
+                   "modelled as cost-neutral: its add on [tokens, num_experts] and its "
+                   "num_experts-float update per step are not priced"},
+    KeyInfo{STEPSIM_INT("model.moe_router_num_groups", model.moe_router_num_groups),
+            .sweep = Sweep::kListed, .flags = "--moe-router-num-groups",
+            .default_text = "none",
+            .check = "> 0; needs num_experts, which it divides",
+            .doc = "group-limited routing: the experts in this many groups (device- or "
+                   "node-limited routing); a routing choice, cost-neutral under balanced routing"},
+    KeyInfo{STEPSIM_INT("model.moe_router_group_topk", model.moe_router_group_topk),
+            .sweep = Sweep::kListed, .flags = "--moe-router-group-topk",
+            .default_text = "none (no group-limited routing)",
+            .check = "> 0; needs moe_router_num_groups, at most it",
+            .doc = "groups each token may be routed into; a routing choice, cost-neutral under "
+                   "balanced routing (give training.moe_load for a skew)"},
+    // multi-latent attention (mla_ops.cpp; rules in validate_mla.cpp)
+    KeyInfo{STEPSIM_BOOL("model.multi_latent_attention", model.multi_latent_attention),
+            .sweep = Sweep::kListed, .flags = "--multi-latent-attention=true",
+            .default_text = "false",
+            .check = "not with num_query_groups != num_attention_heads (Group query attention "
+                     "is mutually exclusive with multi latent attention); not modelled yet with "
+                     "context_parallel_size > 1, fp8, tp_comm_overlap, attention_backend "
+                     "unfused or local",
+            .doc = "Megatron-Core's MLASelfAttention: q (optionally low-rank) and kv low-rank "
+                   "projections, RoPE on a separate part of the query/key head, core attention "
+                   "with query/key head dim qk_head_dim + qk_pos_emb_head_dim and value head "
+                   "dim v_head_dim"},
+    KeyInfo{STEPSIM_INT("model.q_lora_rank", model.q_lora_rank), .sweep = Sweep::kListed,
+            .flags = "--q-lora-rank", .default_text = "none (one Q projection from h)",
+            .check = "> 0; needs multi_latent_attention",
+            .doc = "rank of the query's low-rank projection (a replicated h x q_lora_rank down "
+                   "projection, then a column-parallel up projection)"},
+    KeyInfo{STEPSIM_INT("model.kv_lora_rank", model.kv_lora_rank), .sweep = Sweep::kListed,
+            .flags = "--kv-lora-rank", .default_text = "32",
+            .check = "> 0; a value other than 32 needs multi_latent_attention",
+            .doc = "rank of the keys' and values' shared low-rank projection"},
+    KeyInfo{STEPSIM_INT("model.qk_head_dim", model.qk_head_dim), .sweep = Sweep::kListed,
+            .flags = "--qk-head-dim", .default_text = "128",
+            .check = "> 0; a value other than 128 needs multi_latent_attention",
+            .doc = "query/key head dim without the RoPE part"},
+    KeyInfo{STEPSIM_INT("model.qk_pos_emb_head_dim", model.qk_pos_emb_head_dim),
+            .sweep = Sweep::kListed, .flags = "--qk-pos-emb-head-dim", .default_text = "64",
+            .check = "> 0; a value other than 64 needs multi_latent_attention",
+            .doc = "the RoPE part of the query/key head dim (one RoPE key shared by all heads)"},
+    KeyInfo{STEPSIM_INT("model.v_head_dim", model.v_head_dim), .sweep = Sweep::kListed,
+            .flags = "--v-head-dim", .default_text = "128",
+            .check = "> 0; a value other than 128 needs multi_latent_attention",
+            .doc = "value head dim (the core attention's output per head)"},
+    KeyInfo{STEPSIM_BOOL("model.qk_layernorm", model.qk_layernorm), .sweep = Sweep::kListed,
+            .flags = "--qk-layernorm=true", .default_text = "false",
+            .check = "only with multi_latent_attention (without it: not modelled yet)",
+            .doc = "with multi-latent attention: norms on the q and kv latents, fused into the "
+                   "up projections (Transformer Engine's LayerNormColumnParallelLinear)"},
 
     // ---- training ----
     KeyInfo{STEPSIM_INT("training.world_size", training.world_size), .required = true,
@@ -810,13 +878,14 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "enable_gpt_oss", .flag = "--enable-gpt-oss"},
     {.dest = "squared_relu", .flag = "--squared-relu"},
     {.dest = "rotary_percent", .flag = "--rotary-percent", .neutral_value = "1.0"},
-    {.dest = "multi_latent_attention", .flag = "--multi-latent-attention"},
-    {.dest = "q_lora_rank", .flag = "--q-lora-rank"},
-    {.dest = "kv_lora_rank", .flag = "--kv-lora-rank"},
-    {.dest = "qk_head_dim", .flag = "--qk-head-dim"},
-    {.dest = "qk_pos_emb_head_dim", .flag = "--qk-pos-emb-head-dim"},
-    {.dest = "v_head_dim", .flag = "--v-head-dim"},
-    {.dest = "qk_layernorm", .flag = "--qk-layernorm"},
+    // multi-latent attention: the fused q/kv down projection with the input norm in front
+    // (FusedMLASelfAttention) is another op sequence; latent caching is inference only
+    // (Megatron asserts it off in training); YaRN's factors change no kernel or byte
+    {.dest = "mla_down_proj_fusion", .flag = "--mla-down-proj-fusion"},
+    {.dest = "cache_mla_latents", .flag = "--cache-mla-latents"},
+    {.dest = "rotary_scaling_factor", .flag = "--rotary-scaling-factor", .changes_job = kHarmless},
+    {.dest = "mscale", .flag = "--mscale", .changes_job = kHarmless},
+    {.dest = "mscale_all_dim", .flag = "--mscale-all-dim", .changes_job = kHarmless},
     {.dest = "mtp_num_layers", .flag = "--mtp-num-layers"},
     {.dest = "hybrid_override_pattern", .flag = "--hybrid-override-pattern"},
     {.dest = "hybrid_layer_pattern", .flag = "--hybrid-layer-pattern"},
@@ -827,13 +896,15 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "moe_z_loss_coeff", .flag = "--moe-z-loss-coeff"},
     {.dest = "moe_permute_fusion", .flag = "--moe-permute-fusion"},
     {.dest = "moe_shared_expert_overlap", .flag = "--moe-shared-expert-overlap"},
-    {.dest = "moe_router_num_groups", .flag = "--moe-router-num-groups"},
-    {.dest = "moe_router_group_topk", .flag = "--moe-router-group-topk"},
     {.dest = "moe_router_pre_softmax", .flag = "--moe-router-pre-softmax"},
-    {.dest = "moe_router_score_function", .flag = "--moe-router-score-function",
-     .neutral_value = "softmax"},
-    {.dest = "moe_router_enable_expert_bias", .flag = "--moe-router-enable-expert-bias"},
     {.dest = "moe_router_fusion", .flag = "--moe-router-fusion"},
+    // numerics of the routing: the same kernels and bytes either way
+    {.dest = "moe_router_topk_scaling_factor",
+     .flag = "--moe-router-topk-scaling-factor",
+     .changes_job = kHarmless},
+    {.dest = "moe_router_bias_update_rate",
+     .flag = "--moe-router-bias-update-rate",
+     .changes_job = kHarmless},
     {.dest = "moe_layer_recompute", .flag = "--moe-layer-recompute"},
     {.dest = "moe_latent_size", .flag = "--moe-latent-size"},
     {.dest = "moe_flex_dispatcher_backend", .flag = "--moe-flex-dispatcher-backend"},

@@ -42,6 +42,10 @@ bool pipeline_split_valid(const Workload& w);
 /// MoE settings stepsim does not model yet.
 void check_moe(const Workload& w, Checker& check);
 
+/// Multi-latent attention rules (validate_mla.cpp): Megatron-LM's, and the MLA settings
+/// stepsim does not model yet; the MLA sizes and qk_layernorm without it.
+void check_mla(const Workload& w, Checker& check);
+
 /// FP8 (Transformer Engine) rules: Megatron-LM's, the system's FP8 peak, the modelled recipes.
 void check_fp8(const Workload& w, Checker& check);
 

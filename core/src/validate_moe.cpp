@@ -43,6 +43,50 @@ void check_without_experts(const Workload& w, Checker& check) {
   if (t.moe_load_skew != 1 || !t.moe_load_shares.empty()) {
     check.fail("training.moe_load", " needs num_experts (it is the routing of the experts)");
   }
+  if (m.moe_router_score_function != MoeRouterScore::kSoftmax) {
+    check.fail("model.moe_router_score_function", " is set but num_experts is None");
+  }
+  if (m.moe_router_enable_expert_bias) {
+    check.fail("model.moe_router_enable_expert_bias", "=true needs num_experts");
+  }
+  if (m.moe_router_num_groups > 0) {
+    check.fail("model.moe_router_num_groups", "=" + str(m.moe_router_num_groups) +
+                                                  " needs num_experts");
+  }
+  if (m.moe_router_group_topk > 0) {
+    check.fail("model.moe_router_group_topk", "=" + str(m.moe_router_group_topk) +
+                                                  " needs num_experts");
+  }
+}
+
+/// The router's options (transformer_config.py __post_init__): expert bias only with the
+/// sigmoid-like score functions, group-limited routing over groups that divide the experts.
+void check_router(const ModelConfig& m, Checker& check) {
+  if (m.moe_router_enable_expert_bias &&
+      m.moe_router_score_function == MoeRouterScore::kSoftmax) {
+    check.fail("model.moe_router_enable_expert_bias",
+               "=true with moe_router_score_function \"softmax\": Expert bias for "
+               "aux-loss-free routing only supports 'sigmoid' and 'sqrtsoftplus' score "
+               "functions");
+  }
+  const std::int64_t groups = m.moe_router_num_groups;
+  if (groups > 0 && m.num_experts % groups != 0) {
+    check.fail("model.moe_router_num_groups",
+               "=" + str(groups) + " does not divide num_experts=" + str(m.num_experts) +
+                   " (num_moe_experts should be divisible by moe_router_num_groups)");
+  }
+  const std::int64_t group_topk = m.moe_router_group_topk;
+  if (group_topk > 0 && groups == 0) {
+    check.fail("model.moe_router_group_topk",
+               "=" + str(group_topk) +
+                   " needs moe_router_num_groups (When using group limited routing, "
+                   "moe_router_num_groups must be specified)");
+  }
+  if (group_topk > 0 && groups > 0 && group_topk > groups) {
+    check.fail("model.moe_router_group_topk",
+               "=" + str(group_topk) + " exceeds moe_router_num_groups=" + str(groups) +
+                   " (moe_router_group_topk should be smaller than moe_router_num_groups)");
+  }
 }
 
 /// stepsim's routing imbalance (training.moe_load): a skew factor within what one EP rank
@@ -93,6 +137,7 @@ void check_moe(const Workload& w, Checker& check) {
     return;
   }
   check_load(w, check);
+  check_router(m, check);
   const std::int64_t e = m.num_experts;
   const std::int64_t ep = t.expert_model_parallel_size;
   const std::int64_t etp = t.expert_tensor_parallel();

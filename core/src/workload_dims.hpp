@@ -87,6 +87,19 @@ struct Dims {
   /// Per-expert shares of the routed rows (moe_expert_shares); empty: balanced routing.
   std::vector<double> expert_shares;
 
+  // Multi-latent attention (mla_ops.cpp); mla false: the other attention.
+  bool mla = false;
+  std::int64_t q_lora = 0;   ///< q_lora_rank; 0: one Q projection from h
+  std::int64_t kv_lora = 0;  ///< kv_lora_rank
+  std::int64_t dqk = 0;      ///< qk_head_dim
+  std::int64_t dr = 0;       ///< qk_pos_emb_head_dim (the RoPE part)
+  std::int64_t dv = 0;       ///< v_head_dim
+  bool qk_norm = false;      ///< qk_layernorm: norms on the q and kv latents
+
+  std::int64_t mla_q_dim() const { return dqk + dr; }  ///< query/key head dim
+  std::int64_t mla_q_n() const { return a * mla_q_dim() / t; }  ///< per-rank Q width
+  std::int64_t mla_kv_n() const { return a * (dqk + dv) / t; }  ///< per-rank kv up width
+
   bool is_moe(std::int32_t layer) const {
     return layer >= 0 && static_cast<std::size_t>(layer) < moe_layer.size() &&
            moe_layer[static_cast<std::size_t>(layer)];
@@ -100,8 +113,10 @@ struct Dims {
   // Per-rank widths after tensor-parallel slicing.
   std::int64_t heads() const { return a / t; }
   std::int64_t groups() const { return g / t; }
-  std::int64_t qkv_n() const { return (a + 2 * g) * d / t; }
-  std::int64_t attn_n() const { return a * d / t; }  ///< core attention output width
+  /// Q, K and V widths together (with MLA: as the core attention receives them).
+  std::int64_t qkv_n() const { return mla ? a * (2 * mla_q_dim() + dv) / t : (a + 2 * g) * d / t; }
+  /// Core attention output width.
+  std::int64_t attn_n() const { return mla ? a * dv / t : a * d / t; }
   std::int64_t ffn_n() const { return f / t; }
   std::int64_t fc1_n() const { return (swiglu ? 2 : 1) * f / t; }
   std::int64_t vocab_n() const { return vocab / t; }
@@ -175,6 +190,15 @@ inline Dims dims_of(const Workload& w) {
     // Megatron's layout (tp-cp-ep-dp-pp): the CP group of the representative rank (rank 0).
     const RankGenerator ranks(ParallelSizes{.tp = x.t, .cp = x.cp, .dp = x.dp, .pp = x.p});
     x.cp_nodes = ranks.nodes_spanned("cp", 0, gpn);
+  }
+  if (mc.multi_latent_attention) {
+    x.mla = true;
+    x.q_lora = mc.q_lora_rank;
+    x.kv_lora = mc.kv_lora_rank;
+    x.dqk = mc.qk_head_dim;
+    x.dr = mc.qk_pos_emb_head_dim;
+    x.dv = mc.v_head_dim;
+    x.qk_norm = mc.qk_layernorm;
   }
   if (mc.moe()) {
     x.experts = mc.num_experts;

@@ -3,7 +3,9 @@
 // 3072 A100s (t8 p64 d6, 512 micro-batches); and uneven stages: Llama 3.1 405B on 512 H100s
 // (scenarios/llama31-405b-h100-512.json: t8 p8 v8, embedding and loss counted as layers,
 // context parallelism 2, 192 micro-batches, TP-communication overlap; issue 11's target is
-// at most 50 ms). Each iteration runs what predict runs: load,
+// at most 50 ms); and DeepSeek-V3 on 2048 GPUs (scenarios/deepseek-v3-h100-2048.json:
+// multi-latent attention, 256 experts with EP 64, p16 v2 from Megatron's layout, 120
+// micro-batches; issue 16's target is at most 100 ms). Each iteration runs what predict runs: load,
 // cost model, decomposition, schedule, task graph, engine, report metrics. Contention (link
 // sharing, compute-communication interference) is on, as in `predict`; the _NoContention
 // variant runs the same with every overlap free (`predict --no-contention`), to see its cost.
@@ -74,10 +76,15 @@ void BM_PredictLlama31_405B_H100x512_Cp2Uneven(benchmark::State& state) {
   predict_scenario(state, "llama31-405b-h100-512.json");
 }
 
+void BM_PredictDeepseekV3_H100x2048_MlaEp64(benchmark::State& state) {
+  predict_scenario(state, "deepseek-v3-h100-2048.json");
+}
+
 BENCHMARK(BM_PredictGpt3_175B_A100x64)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictGpt3_175B_A100x64_NoContention)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictLlama31_405B_H100x512_Cp2Uneven)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictGpt_1T_A100x3072)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PredictDeepseekV3_H100x2048_MlaEp64)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -46,7 +46,8 @@ double CostMemo::attention_s(const AttentionOp& op) const {
   const std::int64_t flags = static_cast<std::int64_t>(op.dtype) << 2 |
                              std::int64_t{op.causal} << 1 | std::int64_t{op.backward};
   const Key key{
-      {tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq, op.head_dim}};
+      {tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq,
+       op.head_dim | op.v_head_dim << 32}};
   return remembered(key, [&] { return model_->attention_s(op); });
 }
 

@@ -225,6 +225,15 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("gpu", std::string_view(w.system.gpu_name));
   j.field("context_parallel_size", t.context_parallel_size);
   j.field("cp_comm_type", cp_comm_key(t.cp_comm_type));
+  if (w.model.multi_latent_attention) {
+    // Only with MLA, so that every other configuration's output stays as it was.
+    j.field("multi_latent_attention", true);
+    j.field("q_lora_rank", w.model.q_lora_rank);
+    j.field("kv_lora_rank", w.model.kv_lora_rank);
+    j.field("qk_head_dim", w.model.qk_head_dim);
+    j.field("qk_pos_emb_head_dim", w.model.qk_pos_emb_head_dim);
+    j.field("v_head_dim", w.model.v_head_dim);
+  }
   if (w.model.moe()) {
     // Only with experts, so that every dense configuration's output stays as it was.
     j.field("num_experts", w.model.num_experts);
@@ -258,6 +267,10 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   out << "  model       " << m.num_layers << " layers, hidden " << m.hidden_size << ", "
       << m.num_attention_heads << " heads";
   if (m.num_query_groups != m.num_attention_heads) out << " (" << m.num_query_groups << " query groups)";
+  if (m.multi_latent_attention) {
+    out << ", MLA (q_lora " << m.q_lora_rank << ", kv_lora " << m.kv_lora_rank << ", head dims "
+        << m.qk_head_dim << "+" << m.qk_pos_emb_head_dim << "/" << m.v_head_dim << ")";
+  }
   out << ", seq " << m.seq_length << ", vocab " << m.padded_vocab_size << "\n";
   out << "  parallel    TP " << t.tensor_model_parallel_size;
   if (t.context_parallel_size > 1) out << " x CP " << t.context_parallel_size;

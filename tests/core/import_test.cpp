@@ -355,8 +355,72 @@ TEST(ImportHf, MixtralAndQwen3MoeParameterCounts) {
   EXPECT_EQ(q.model.moe_shared_expert_intermediate_size, 2048);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The checkpoints' own config.json files (tests/data/hf-configs/README.md cites them): MLA,
+// shared experts, dense first layers, the router's options. Totals as published (671B, 236B:
+// 1%); the active sizes are published to two significant digits (37B, 21B: 2%, as Qwen3-30B's
+// 3.3B above), and stepsim counts both embedding tables in them, as Mixtral's 12.9B does.
+TEST(ImportHf, DeepseekV2AndV3ParameterCounts) {
+  struct Case {
+    const char* file;
+    double total, active;
+    std::int64_t experts, topk, shared, first_dense;
+    const char* score;
+  };
+  const Case cases[] = {
+      {"deepseek-v3-config.json", 671e9, 37e9, 256, 8, 2048, 3, "sigmoid"},
+      {"deepseek-v2-config.json", 236e9, 21e9, 160, 6, 2 * 1536, 1, "softmax"},
+  };
+  for (const Case& c : cases) {
+    const std::string path =
+        std::string(STEPSIM_SOURCE_DIR) + "/tests/data/hf-configs/" + c.file;
+    auto r = model_from_hf_config(read_text(path), c.file, 4096);
+    ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+    const Workload w = load(with_training(r->model_json));
+    const ModelConfig& m = w.model;
+    EXPECT_TRUE(m.multi_latent_attention);
+    EXPECT_EQ(m.q_lora_rank, 1536);
+    EXPECT_EQ(m.kv_lora_rank, 512);
+    EXPECT_EQ(m.qk_head_dim, 128);
+    EXPECT_EQ(m.qk_pos_emb_head_dim, 64);
+    EXPECT_EQ(m.v_head_dim, 128);
+    EXPECT_TRUE(m.qk_layernorm);
+    EXPECT_EQ(m.num_query_groups, m.num_attention_heads);
+    EXPECT_EQ(m.num_experts, c.experts);
+    EXPECT_EQ(m.moe_router_topk, c.topk);
+    EXPECT_EQ(m.moe_shared_expert_intermediate_size, c.shared);
+    const std::vector<bool> pattern = moe_layer_pattern(m);
+    ASSERT_EQ(static_cast<std::int64_t>(pattern.size()), m.num_layers);
+    for (std::int64_t i = 0; i < m.num_layers; ++i) {
+      EXPECT_EQ(pattern[static_cast<std::size_t>(i)], i >= c.first_dense) << c.file << " " << i;
+    }
+    EXPECT_EQ(m.moe_router_score_function == MoeRouterScore::kSigmoid,
+              std::string(c.score) == "sigmoid");
+    EXPECT_EQ(m.moe_router_num_groups, 8);
+    EXPECT_NEAR(static_cast<double>(count_parameters(m)) / c.total, 1.0, 0.01) << c.file;
+    EXPECT_NEAR(static_cast<double>(count_active_parameters(m)) / c.active, 1.0, 0.02) << c.file;
+  }
+  // V3's multi-token prediction module is named as left out, never dropped silently.
+  auto v3 = model_from_hf_config(
+      read_text(std::string(STEPSIM_SOURCE_DIR) +
+                "/tests/data/hf-configs/deepseek-v3-config.json"),
+      "config.json", 4096);
+  ASSERT_TRUE(v3.ok());
+  bool mtp_noted = false;
+  for (const std::string& note : v3->notes) {
+    mtp_noted = mtp_noted || note.find("mtp_num_layers") != std::string::npos;
+  }
+  EXPECT_TRUE(mtp_noted);
+}
+
 TEST(ImportHf, ErrorsNameTheKey) {
-  auto unsupported = model_from_hf_config(R"({"architectures": ["DeepseekV3ForCausalLM"]})", "c.json");
+  auto unsupported = model_from_hf_config(R"({"architectures": ["MambaForCausalLM"]})", "c.json");
   ASSERT_FALSE(unsupported.ok());
   EXPECT_EQ(unsupported.errors().front().key, "architectures");
   auto missing = model_from_hf_config(R"({"model_type": "llama", "hidden_size": -1})", "c.json");

@@ -64,8 +64,12 @@ struct AttentionOp {
   /// (Transformer Engine's ring sections, its all-gather steps) stand for the whole rows of
   /// the score matrix their queries own, so counted FLOPs do not depend on the parallel layout.
   std::int64_t counted_scores = 0;
+  /// Value head dim; 0 = head_dim. Multi-latent attention's keys are wider than its values
+  /// (query/key head_dim = qk_head_dim + qk_pos_emb_head_dim, values v_head_dim).
+  std::int64_t v_head_dim = 0;
 
   std::int64_t kv_seq() const { return seq_kv > 0 ? seq_kv : seq; }
+  std::int64_t v_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   /// Matmul FLOPs of the kernel's seq x kv_seq() rectangle (causal masking not exploited, as
   /// Megatron counts): what cost models price.
   double flops() const;

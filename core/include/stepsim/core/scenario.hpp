@@ -52,6 +52,8 @@ enum class MoeLoadBalancing : std::uint8_t {
 /// Megatron-Core's --moe-router-dtype: kNone = the params dtype; kFp64 is rejected (no FP64
 /// tensor-core peak in the system files).
 enum class MoeRouterDtype : std::uint8_t { kNone, kFp32, kFp64 };
+/// Megatron-Core's --moe-router-score-function (transformer_config.py).
+enum class MoeRouterScore : std::uint8_t { kSoftmax, kSigmoid, kSqrtSoftplus };
 
 struct ModelConfig {
   std::int64_t num_layers = 0;
@@ -94,6 +96,24 @@ struct ModelConfig {
   /// Megatron's --moe-layer-freq: an integer N (every N-th layer, from layer 0, is an MoE
   /// layer) or its list pattern "([0]*3+[1]*58)", one 0/1 per layer (moe.hpp parses it).
   std::string moe_layer_freq = "1";
+  /// The router's score function, its expert bias (aux-loss-free balancing) and group-limited
+  /// routing (0 = Megatron's None). Routing choices only: under the balanced (or moe_load)
+  /// routing stepsim prices, they leave the kernels and bytes of a step as they are.
+  MoeRouterScore moe_router_score_function = MoeRouterScore::kSoftmax;
+  bool moe_router_enable_expert_bias = false;
+  std::int64_t moe_router_num_groups = 0;
+  std::int64_t moe_router_group_topk = 0;
+
+  // Multi-latent attention (Megatron-Core's MLASelfAttention, multi_latent_attention.py).
+  // Defaults are arguments.py's; the sizes are read only with multi_latent_attention.
+  bool multi_latent_attention = false;
+  std::int64_t q_lora_rank = 0;  ///< 0 = None: one column-parallel Q projection from h
+  std::int64_t kv_lora_rank = 32;
+  std::int64_t qk_head_dim = 128;         ///< the query/key head dim without the RoPE part
+  std::int64_t qk_pos_emb_head_dim = 64;  ///< the RoPE part of the query/key head dim
+  std::int64_t v_head_dim = 128;
+  /// --qk-layernorm: with MLA, norms on the q and kv latents (fused into the up-projections).
+  bool qk_layernorm = false;
 
   bool moe() const { return num_experts > 0; }
   /// One routed expert's FFN width (Megatron defaults moe_ffn_hidden_size to ffn_hidden_size).
