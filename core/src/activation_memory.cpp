@@ -57,7 +57,8 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool mo
   // The projection's input is also the fused attention's saved output (not the unfused one's).
   const double proj_in =
       tok * as_d(x.attn_n()) * (x.fp8 ? (x.flash ? e + linear_in : linear_in) : e);
-  // MLP: GeLU keeps its input and FC2 its input; SwiGLU keeps its two-part input.
+  // MLP: GeLU and squared ReLU keep their input (FC1's output) and FC2 its input; SwiGLU
+  // keeps its two-part input.
   const double mlp = moe ? detail::moe_mlp_stored_bytes(x)
                          : tok * as_d(x.ffn_n()) * ((x.swiglu ? 2.0 : 1.0) * e + linear_in);
   // Softmax output, dropout mask (1 byte) and dropout output: the 5as/h term. With

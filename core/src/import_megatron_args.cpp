@@ -401,6 +401,7 @@ std::string megatron_args_of(const Workload& w) {
     num("--make-vocab-size-divisible-by", 1);
   }
   if (m.swiglu) flag("--swiglu");
+  if (m.squared_relu) flag("--squared-relu");
   if (m.untie_embeddings_and_output_weights) flag("--untie-embeddings-and-output-weights");
   if (m.use_flash_attn) flag("--use-flash-attn");
   // Explicit: without it the importer takes Megatron-Core's default, auto.
@@ -425,6 +426,13 @@ std::string megatron_args_of(const Workload& w) {
     char buf[32];
     const auto r = std::to_chars(buf, buf + sizeof buf, p);
     flag(name);
+    out += ' ';
+    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  }
+  if (m.rotary_percent != 1.0) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, m.rotary_percent);
+    flag("--rotary-percent");
     out += ' ';
     out.append(buf, static_cast<std::size_t>(r.ptr - buf));
   }

@@ -44,6 +44,12 @@ void emit_bda_backward(OpList& ops, std::string_view name, std::int32_t layer) {
   }
 }
 std::int64_t hidden_bytes(const Dims& x) { return x.tokens * x.h * x.e; }
+/// Transformer Engine's fused RoPE (apply_rope_fusion, Megatron's default) on Q and K, forward
+/// or backward: it reads and writes every dim of every head. With rotary_percent < 1 it rotates
+/// the first int(d * rotary_percent) dims and copies the rest to its output (fused_rope.cu,
+/// "copy the rest"), so the bytes do not depend on rotary_percent; the fp32 frequency table it
+/// reads (s x rotated dims) is not priced, at any rotary_percent.
+std::int64_t rope_bytes(const Dims& x) { return x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e; }
 
 bool has_tp(const Dims& x) { return x.t > 1; }
 
@@ -228,7 +234,7 @@ void emit_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   emit_norm_linear_input(ops, "ln1", "qkv", layer, phase);
   emit_norm_linear_gemm(ops, "qkv", "qkv_gemm", layer, phase, x.qkv_n());
   if (x.bias) ops.memory("qkv_bias", layer, phase, x.tokens * x.qkv_n() * 2 * x.e);
-  if (x.rope) ops.memory("rope", layer, phase, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
+  if (x.rope) ops.memory("rope", layer, phase, rope_bytes(x));
   emit_core_attention_forward(ops, layer, phase);
   if (x.fp8) emit_fp8_row_linear_input(ops, "proj", layer, phase, x.attn_n());
   emit_row_linear_forward(ops, "proj_gemm", layer, phase, x.attn_n());
@@ -244,7 +250,7 @@ void emit_attention_backward(OpList& ops, std::int32_t layer, bool selective_rec
   emit_row_parallel_backward(ops, "proj", "proj_dgrad", "proj_wgrad", layer, x.attn_n());
   if (selective_recompute) emit_core_attention_forward(ops, layer, Phase::kRecompute);
   emit_core_attention_backward(ops, layer);
-  if (x.rope) ops.memory("rope_bwd", layer, ph, x.tokens * (x.a + x.g) * x.d / x.t * 2 * x.e);
+  if (x.rope) ops.memory("rope_bwd", layer, ph, rope_bytes(x));
   emit_norm_linear_backward(ops, "qkv", "qkv_dgrad", "qkv_wgrad", layer, x.qkv_n(), x.bias);
   ops.memory("ln1_bwd", layer, ph,
              norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
@@ -267,6 +273,11 @@ void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
   emit_norm_linear_gemm(ops, "fc1", "fc1_gemm", layer, phase, x.fc1_n());
   if (x.swiglu) {
     ops.memory("swiglu", layer, phase, x.tokens * x.ffn_n() * 3 * x.e);
+  } else if (x.squared_relu) {
+    // megatron/core/activations.py: squared_relu = pow(relu(x), 2) under jit_fuser
+    // (torch.compile), one elementwise kernel: reads FC1's output, writes the activation. No
+    // bias to fuse (validate: squared_relu needs add_bias_linear=false).
+    ops.memory("squared_relu", layer, phase, x.tokens * x.ffn_n() * 2 * x.e);
   } else {
     ops.memory("bias_gelu", layer, phase, x.tokens * x.ffn_n() * 2 * x.e);
   }
@@ -286,6 +297,9 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
     emit_row_parallel_backward(ops, "fc2", "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
     if (x.swiglu) {
       ops.memory("swiglu_bwd", layer, ph, x.tokens * x.ffn_n() * 5 * x.e);
+    } else if (x.squared_relu) {
+      // d/dx relu(x)^2 = 2 relu(x): reads the saved FC1 output and the gradient, writes dx.
+      ops.memory("squared_relu_bwd", layer, ph, x.tokens * x.ffn_n() * 3 * x.e);
     } else {
       // dGeLU, plus the bias gradient's reduction over tokens when there is a bias.
       ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);

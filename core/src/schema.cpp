@@ -267,6 +267,13 @@ const std::array kSchema = {
     KeyInfo{STEPSIM_BOOL("model.swiglu", model.swiglu), .sweep = Sweep::kListed,
             .flags = "--swiglu=true", .default_text = "false",
             .doc = "SwiGLU MLP (two input GEMMs)"},
+    KeyInfo{STEPSIM_BOOL("model.squared_relu", model.squared_relu), .sweep = Sweep::kListed,
+            .flags = "--squared-relu=true", .default_text = "false",
+            .check = "not with swiglu; needs add_bias_linear=false (Megatron fuses the bias only "
+                     "into GeLU and SwiGLU; --no-bias-gelu-fusion is not modelled yet); not with "
+                     "num_experts (not modelled yet)",
+            .doc = "squared ReLU MLP (Nemotron-4): one FC1 GEMM of ffn_hidden_size outputs, then "
+                   "relu(x)^2 as one fused elementwise kernel that keeps its input for backward"},
     KeyInfo{STEPSIM_BOOL("model.untie_embeddings_and_output_weights",
                          model.untie_embeddings_and_output_weights),
             .sweep = Sweep::kListed, .flags = "--untie-embeddings-and-output-weights=true",
@@ -292,6 +299,13 @@ const std::array kSchema = {
             .flags = "--position-embedding-type --use-rotary-position-embeddings=rope",
             .default_text = "\"learned_absolute\"",
             .check = "\"learned_absolute\", \"rope\", \"none\"", .doc = "position embedding"},
+    KeyInfo{STEPSIM_REAL("model.rotary_percent", model.rotary_percent), .sweep = Sweep::kListed,
+            .flags = "--rotary-percent", .default_text = "1.0",
+            .check = "> 0 and <= 1; read only with position_embedding_type \"rope\"; < 1 with "
+                     "multi_latent_attention is not modelled yet",
+            .doc = "share of each head's dims RoPE rotates (int(kv_channels * this)); Transformer "
+                   "Engine's fused RoPE kernel still reads and writes whole heads (it copies the "
+                   "rest), so its bytes and the step's FLOPs do not change"},
     KeyInfo{STEPSIM_ENUM("model.normalization", model.normalization, Normalization),
             .choices = kNorm, .sweep = Sweep::kListed, .flags = "--normalization",
             .default_text = "\"LayerNorm\"", .check = "\"LayerNorm\", \"RMSNorm\"",
@@ -876,8 +890,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "glu_linear_offset", .flag = "--glu-linear-offset", .neutral_value = "0.0"},
     {.dest = "activation_func_clamp_value", .flag = "--activation-func-clamp-value"},
     {.dest = "enable_gpt_oss", .flag = "--enable-gpt-oss"},
-    {.dest = "squared_relu", .flag = "--squared-relu"},
-    {.dest = "rotary_percent", .flag = "--rotary-percent", .neutral_value = "1.0"},
     // multi-latent attention: the fused q/kv down projection with the input norm in front
     // (FusedMLASelfAttention) is another op sequence; latent caching is inference only
     // (Megatron asserts it off in training); YaRN's factors change no kernel or byte

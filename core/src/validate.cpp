@@ -40,6 +40,35 @@ void check_model(const Workload& w, Checker& check) {
                "=\"te\" with cross_entropy_loss_fusion=true is not modelled yet (Transformer "
                "Engine's Triton cross entropy); \"native\" is");
   }
+  if (m.squared_relu) {
+    // megatron/training/argument_utils.py core_transformer_config_from_args: squared_relu
+    // asserts not swiglu; bias_activation_fusion = bias_gelu_fusion, which validate_args turns
+    // off only without linear biases, and TransformerConfig.__post_init__ then refuses any
+    // activation but gelu, silu and quick_gelu.
+    if (m.swiglu) {
+      check.fail("model.squared_relu", "=true with swiglu=true: Megatron-LM asserts not swiglu "
+                                       "with --squared-relu (one activation per MLP)");
+    }
+    if (m.add_bias_linear) {
+      check.fail("model.squared_relu",
+                 "=true needs add_bias_linear=false: with linear biases Megatron-LM keeps "
+                 "bias_activation_fusion on, which supports only gelu, swiglu and quick_geglu "
+                 "(its --no-bias-gelu-fusion is not modelled yet)");
+    }
+    if (m.moe()) {
+      check.fail("model.squared_relu",
+                 "=true with num_experts is not modelled yet (the experts' squared ReLU "
+                 "kernels)");
+    }
+  }
+  if (!(m.rotary_percent > 0.0 && m.rotary_percent <= 1.0)) {
+    check.fail("model.rotary_percent", "=" + std::to_string(m.rotary_percent) +
+                                           " is not a share of the head's dims (> 0 and <= 1)");
+  } else if (m.rotary_percent < 1.0 && m.multi_latent_attention) {
+    check.fail("model.rotary_percent", "=" + std::to_string(m.rotary_percent) +
+                                           " with multi_latent_attention is not modelled yet "
+                                           "(MLA's RoPE kernels are priced on whole rope dims)");
+  }
   const std::int64_t t = w.training.tensor_model_parallel_size;
   const std::int64_t a = m.num_attention_heads;
   const std::int64_t g = m.num_query_groups;

@@ -34,6 +34,7 @@ struct Dims {
   DType dtype = DType::kBf16;
   bool sp = false;
   bool swiglu = false;
+  bool squared_relu = false;  ///< the MLP's activation is squared ReLU (not gated)
   bool flash = false;
   bool bias = true;
   bool learned_pos = true;
@@ -158,6 +159,7 @@ inline Dims dims_of(const Workload& w) {
   x.dtype = tc.params_dtype;
   x.e = bytes_of(tc.params_dtype);
   x.swiglu = mc.swiglu;
+  x.squared_relu = mc.squared_relu;
   x.flash = mc.fused_attention();
   x.bias = mc.add_bias_linear;
   x.learned_pos = mc.position_embedding_type == PositionEmbedding::kLearnedAbsolute;

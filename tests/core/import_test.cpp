@@ -179,6 +179,38 @@ TEST(MegatronArgs, GroupedQueryAttentionAndOptions) {
   EXPECT_EQ(w.training.params_dtype, DType::kFp32);
 }
 
+// Nemotron-4's flags (NeMo's NemotronConfig: squared ReLU, RoPE on half of each head, no
+// biases) are read, and written back by megatron_args_of.
+TEST(MegatronArgs, SquaredReluAndRotaryPercent) {
+  MegatronImportOptions o;
+  o.world_size = 8;
+  o.system = "systems/dgx-h100-80gb.json";
+  const std::string line =
+      "--num-layers 32 --hidden-size 6144 --num-attention-heads 48 --group-query-attention "
+      "--num-query-groups 8 --ffn-hidden-size 24576 --squared-relu --disable-bias-linear "
+      "--position-embedding-type rope --rotary-percent 0.5 --seq-length 4096 "
+      "--max-position-embeddings 4096 --vocab-size 256000 --micro-batch-size 2 "
+      "--global-batch-size 16 --tensor-model-parallel-size 2 --sequence-parallel --bf16";
+  auto r = scenario_from_megatron_args(line, o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  EXPECT_TRUE(r->ignored_flags.empty());
+  const Workload w = load(r->scenario_json);
+  EXPECT_TRUE(w.model.squared_relu);
+  EXPECT_FALSE(w.model.swiglu);
+  EXPECT_EQ(w.model.rotary_percent, 0.5);
+  const std::string back = megatron_args_of(w);
+  EXPECT_NE(back.find("--squared-relu"), std::string::npos) << back;
+  EXPECT_NE(back.find("--rotary-percent 0.5"), std::string::npos) << back;
+  // Megatron's own checks: --squared-relu with --swiglu, or with linear biases, is refused.
+  auto both = scenario_from_megatron_args(line + " --swiglu", o);
+  ASSERT_TRUE(both.ok()) << format_errors(both.errors());
+  auto loaded = load_scenario_text(both->scenario_json, "s.json", ".", options());
+  ASSERT_FALSE(loaded.ok());
+  bool named = false;
+  for (const Error& e : loaded.errors()) named = named || e.key == "model.squared_relu";
+  EXPECT_TRUE(named) << format_errors(loaded.errors());
+}
+
 TEST(MegatronArgs, MissingFactsAreErrorsNamingTheFlag) {
   auto r = scenario_from_megatron_args("--num-layers x --tokenizer-type Llama2Tokenizer", {});
   ASSERT_FALSE(r.ok());

@@ -33,7 +33,7 @@ LayerRange layers_of(const TrainingConfig& t, const ModelConfig& m, std::int32_t
 ///   Unfused attention: "attn_qk" {s, s, d, batch b*a/t}, "attn_softmax", "attn_dropout",
 ///   "attn_av" {s, d, s, batch}; flash attention: one "attn_flash" AttentionOp.
 /// - Memory-bound ops carry bytes read + written ("ln1", "ln2", "attn_bda", "mlp_bda",
-///   "bias_gelu"/"swiglu", "embedding_*", "cross_entropy", ... and "*_bwd").
+///   "bias_gelu"/"swiglu"/"squared_relu", "rope", "embedding_*", "cross_entropy", ... and "*_bwd").
 /// - TP collectives are "tp_all_reduce", "tp_all_gather", "tp_reduce_scatter" on
 ///   Stream::kTensorComm. A collective waits (deps) for the compute op issued before it;
 ///   compute after Megatron's handle.wait() waits for the collective. In backward the

@@ -68,6 +68,9 @@ struct ModelConfig {
   std::int64_t make_vocab_size_divisible_by = 128;
   std::int64_t padded_vocab_size = 0;  ///< always set: given, or padded as Megatron pads it
   bool swiglu = false;
+  /// Megatron's --squared-relu: the MLP's activation is relu(x)^2 (megatron/core/activations.py),
+  /// not gated, so FC1 keeps ffn_hidden_size outputs; never with swiglu or linear biases.
+  bool squared_relu = false;
   bool untie_embeddings_and_output_weights = false;
   bool use_flash_attn = false;
   /// kUnfused when not given (scenario contract v1, where use_flash_attn picks flash); the
@@ -75,6 +78,9 @@ struct ModelConfig {
   AttentionBackend attention_backend = AttentionBackend::kUnfused;
   bool add_bias_linear = true;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
+  /// Megatron's --rotary-percent: RoPE rotates the first int(kv_channels * this) dims of each
+  /// head (RotaryEmbedding); read only with position_embedding_type rope.
+  double rotary_percent = 1.0;
   Normalization normalization = Normalization::kLayerNorm;
   /// Megatron's --attention-dropout and --hidden-dropout. Only whether they are zero changes
   /// the work: PyTorch's dropout with p = 0 returns its input (no kernel, no mask kept).
