@@ -281,8 +281,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
                            "=" + doc["rotary_pct"].dump() + " must be a number"});
   } else if (doc.contains("rotary_pct") && doc["rotary_pct"].is_number() &&
              doc["rotary_pct"].get<double>() != 1.0) {
-    out.notes.push_back("rotary_pct=" + doc["rotary_pct"].dump() +
-                        " (partial rotary) is costed as full rotary embeddings");
+    // GPT-NeoX's partial rotary: Megatron's --rotary-percent (validate checks the range).
+    model["rotary_percent"] = doc["rotary_pct"].get<double>();
   }
   if (boolean("use_parallel_residual", false)) {
     out.notes.push_back("use_parallel_residual is not modelled: layers are costed sequentially");

@@ -322,8 +322,9 @@ TEST(ImportHf, Gpt2AndNeoX) {
   const Workload n = load(with_training(neox->model_json));
   EXPECT_EQ(n.model.position_embedding_type, PositionEmbedding::kRope);
   EXPECT_TRUE(n.model.untie_embeddings_and_output_weights);
-  // seq_length, attention_backend, rotary_pct, use_parallel_residual
-  EXPECT_EQ(neox->notes.size(), 4u);
+  EXPECT_EQ(n.model.rotary_percent, 0.25);  // rotary_pct: Megatron's --rotary-percent
+  // seq_length, attention_backend, use_parallel_residual
+  EXPECT_EQ(neox->notes.size(), 3u);
 }
 
 // Mixture-of-experts configs (the published config.json of each model, abridged to the fields
