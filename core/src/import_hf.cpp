@@ -61,6 +61,19 @@ constexpr HfNames kNeoX{"hidden_size",
                         false,
                         true};
 
+/// Nemotron-4 (transformers' NemotronConfig): squared ReLU (hidden_act "relu2"), RoPE on
+/// partial_rotary_factor of each head, LayerNorm1P, untied, no biases; those are its defaults.
+constexpr HfNames kNemotron{"hidden_size",
+                            "num_hidden_layers",
+                            "num_attention_heads",
+                            "intermediate_size",
+                            "max_position_embeddings",
+                            false,
+                            false,
+                            true,
+                            false,
+                            false};
+
 /// DeepSeek-V2/V3's multi-latent attention and mixture of experts (transformers'
 /// modeling_deepseek.py: layer i has MoE experts when n_routed_experts is set, i >=
 /// first_k_dense_replace and i % moe_layer_freq == 0; the q and kv latents are RMSNorm'ed,
@@ -183,13 +196,16 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   } else if (out.architecture == "GPTNeoXForCausalLM" ||
              (out.architecture.empty() && model_type == "gpt_neox")) {
     names = &kNeoX;
+  } else if (out.architecture == "NemotronForCausalLM" ||
+             (out.architecture.empty() && model_type == "nemotron")) {
+    names = &kNemotron;
   } else {
     return Error{file_label, "architectures",
                  std::string("=") + (out.architecture.empty() ? model_type : out.architecture) +
                      " is not supported (LlamaForCausalLM, MistralForCausalLM, "
                      "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                      "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, GPT2LMHeadModel, "
-                     "GPTNeoXForCausalLM)"};
+                     "GPTNeoXForCausalLM, NemotronForCausalLM)"};
   }
   if (out.architecture.empty()) out.architecture = model_type;
 
@@ -237,7 +253,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   if (doc.contains("head_dim") && !doc["head_dim"].is_null()) {
     model["kv_channels"] = integer("head_dim", false, heads > 0 ? h / heads : 0);
   }
-  model["ffn_hidden_size"] = integer(names->ffn, names == &kLlama || names == &kNeoX, 4 * h);
+  model["ffn_hidden_size"] =
+      integer(names->ffn, names == &kLlama || names == &kNeoX || names == &kNemotron, 4 * h);
   const std::int64_t positions = integer(names->positions, true, 0);
   // HF configs carry no training sequence length: the full context unless one is given.
   model["seq_length"] = seq_length > 0 ? seq_length : positions;
@@ -250,7 +267,7 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   model["swiglu"] = names->swiglu;
   model["untie_embeddings_and_output_weights"] =
       !boolean("tie_word_embeddings", names->tied_default);
-  model["add_bias_linear"] = names == &kLlama
+  model["add_bias_linear"] = names == &kLlama || names == &kNemotron
                                  ? boolean("attention_bias", false) || boolean("mlp_bias", false)
                                  : names->bias_default;
   model["position_embedding_type"] = names->rope ? "rope" : "learned_absolute";
@@ -262,13 +279,34 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
       "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
       "fused attention; priced as one fused attention kernel)");
 
-  if (names == &kLlama && boolean("attention_bias", false) != boolean("mlp_bias", false)) {
+  if ((names == &kLlama || names == &kNemotron) &&
+      boolean("attention_bias", false) != boolean("mlp_bias", false)) {
     out.notes.push_back("attention_bias and mlp_bias differ; add_bias_linear covers both");
   }
   const std::string hidden_act = text("hidden_act");
   const std::string act = !hidden_act.empty() ? hidden_act : text("activation_function");
   if (names == &kLlama && !act.empty() && act != "silu") {
     out.notes.push_back("hidden_act=" + act + " is costed as SwiGLU's SiLU");
+  }
+  if (names == &kNemotron) {
+    // NemotronConfig's defaults: hidden_act "relu2" (Megatron's --squared-relu) and
+    // partial_rotary_factor 0.5 (--rotary-percent); its LayerNorm1P is a LayerNorm's cost.
+    if (act.empty() || act == "relu2") {
+      model["squared_relu"] = true;
+    } else {
+      out.notes.push_back("hidden_act=" + act + " is costed as a GeLU MLP");
+    }
+    if (doc.contains("partial_rotary_factor") && !doc["partial_rotary_factor"].is_null() &&
+        !doc["partial_rotary_factor"].is_number()) {
+      errors.push_back(Error{file_label, "partial_rotary_factor",
+                             "=" + doc["partial_rotary_factor"].dump() + " must be a number"});
+    } else {
+      const double factor = doc.contains("partial_rotary_factor") &&
+                                    doc["partial_rotary_factor"].is_number()
+                                ? doc["partial_rotary_factor"].get<double>()
+                                : 0.5;
+      if (factor != 1.0) model["rotary_percent"] = factor;
+    }
   }
   if (doc.contains("sliding_window") && !doc["sliding_window"].is_null()) {
     out.notes.push_back(

@@ -19,9 +19,10 @@ void add_import_hf_command(CLI::App& app, Env& env) {
   CLI::App* cmd = app.add_subcommand(
       "import-hf",
       "Print the model section of a scenario from a Hugging Face config.json "
-      "(dense: LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM; "
-      "mixture of experts: MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM; "
-      "multi-latent attention with experts: DeepseekV2ForCausalLM, DeepseekV3ForCausalLM).");
+      "(dense: LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, "
+      "NemotronForCausalLM; mixture of experts: MixtralForCausalLM, Qwen2MoeForCausalLM, "
+      "Qwen3MoeForCausalLM; multi-latent attention with experts: DeepseekV2ForCausalLM, "
+      "DeepseekV3ForCausalLM).");
   cmd->add_option("CONFIG", *path, "Hugging Face config.json")->required();
   cmd->add_option("--out", *out_path, "write the model section to FILE instead of stdout");
   cmd->add_option("--seq-length", *seq_length,

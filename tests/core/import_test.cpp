@@ -327,6 +327,46 @@ TEST(ImportHf, Gpt2AndNeoX) {
   EXPECT_EQ(neox->notes.size(), 3u);
 }
 
+// transformers' NemotronConfig (Nemotron-4 15B's defaults: hidden_act relu2,
+// partial_rotary_factor 0.5, no biases, untied) with Nemotron-4 15B's 8 KV heads: squared ReLU,
+// half-head RoPE, LayerNorm, and Parmar et al. 2024's (arXiv:2402.16819) 15.6B parameters, 3.2B
+// of them embeddings.
+TEST(ImportHf, NemotronSquaredReluAndPartialRotary) {
+  auto r = model_from_hf_config(R"({"architectures": ["NemotronForCausalLM"],
+      "model_type": "nemotron", "hidden_size": 6144, "intermediate_size": 24576,
+      "num_hidden_layers": 32, "num_attention_heads": 48, "num_key_value_heads": 8,
+      "max_position_embeddings": 4096, "norm_eps": 1e-05, "vocab_size": 256000})",
+                                "nemotron.json");
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(with_training(r->model_json));
+  EXPECT_TRUE(w.model.squared_relu);
+  EXPECT_FALSE(w.model.swiglu);
+  EXPECT_EQ(w.model.rotary_percent, 0.5);
+  EXPECT_EQ(w.model.ffn_hidden_size, 24576);
+  EXPECT_EQ(w.model.num_query_groups, 8);
+  EXPECT_EQ(w.model.normalization, Normalization::kLayerNorm);
+  EXPECT_FALSE(w.model.add_bias_linear);
+  EXPECT_TRUE(w.model.untie_embeddings_and_output_weights);
+  EXPECT_NEAR(static_cast<double>(count_parameters(w.model)), 15.6e9, 0.05e9);
+  // A GeLU Nemotron is costed as a GeLU MLP, with a note; a non-number factor is an error.
+  auto gelu = model_from_hf_config(R"({"architectures": ["NemotronForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "max_position_embeddings": 128, "vocab_size": 1000,
+      "hidden_act": "gelu", "partial_rotary_factor": 1.0})",
+                                   "gelu.json");
+  ASSERT_TRUE(gelu.ok());
+  const Workload g = load(with_training(gelu->model_json));
+  EXPECT_FALSE(g.model.squared_relu);
+  EXPECT_EQ(g.model.rotary_percent, 1.0);
+  auto bad = model_from_hf_config(R"({"architectures": ["NemotronForCausalLM"],
+      "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "max_position_embeddings": 128, "vocab_size": 1000,
+      "partial_rotary_factor": "half"})",
+                                  "bad.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.errors()[0].key, "partial_rotary_factor");
+}
+
 // Mixture-of-experts configs (the published config.json of each model, abridged to the fields
 // that shape the model): their parameter counts match the published totals and active sizes.
 TEST(ImportHf, MixtralAndQwen3MoeParameterCounts) {

@@ -59,8 +59,9 @@ struct ImportedModel {
   std::vector<std::string> notes;  ///< assumptions made and fields stepsim does not model
 };
 
-/// Maps a config.json of LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel or
-/// GPTNeoXForCausalLM to the scenario's model section. `seq_length` is the training sequence
+/// Maps a config.json of LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel,
+/// GPTNeoXForCausalLM or NemotronForCausalLM (or an MoE family of import_hf.cpp) to the
+/// scenario's model section. `seq_length` is the training sequence
 /// length (0: the model's full context, max_position_embeddings). Errors name `file_label`
 /// and the key.
 Result<ImportedModel> model_from_hf_config(std::string_view config_json,
