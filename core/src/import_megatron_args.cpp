@@ -343,11 +343,11 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     }
   }
   std::int64_t world = options.world_size;
-  if (world == 0 && nnodes > 0 && nproc > 0) world = nnodes * nproc;
+  // torchrun (torch.distributed.run) and torch.distributed.launch default --nnodes to 1.
+  if (world == 0 && nproc > 0) world = (nnodes > 0 ? nnodes : 1) * nproc;
   if (world <= 0) {
     errors.push_back(Error{kLabel, "--world-size",
-                           " is needed: the line has no launcher with --nnodes and "
-                           "--nproc_per_node"});
+                           " is needed: the line has no launcher with --nproc_per_node"});
   }
   if (options.system.empty()) {
     errors.push_back(Error{kLabel, "--system",

@@ -966,6 +966,7 @@ constexpr UnmodelledArgument kUnmodelled[] = {
      .flag = "--use-cpu-initialization",
      .changes_job = kHarmless},
     {.dest = "record_memory_history", .flag = "--record-memory-history", .changes_job = kHarmless},
+    {.dest = "logging_level", .flag = "--logging-level", .changes_job = kHarmless},
 };
 
 // Flag prefixes of arguments that never change a step's time or memory (logging,

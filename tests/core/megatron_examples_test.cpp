@@ -98,7 +98,30 @@ TEST(MegatronExamples, EachLoadsOrNamesEveryUnmodelledFlag) {
     for (const std::string& f : allowed->unmodelled) listed.insert(f.substr(0, f.find(' ')));
     EXPECT_EQ(listed, want) << file;
   }
-  EXPECT_GE(checked, 4);
+  EXPECT_GE(checked, 7);
+}
+
+// torchrun and torch.distributed.launch default --nnodes to 1: a line with --nproc_per_node
+// alone (examples/mamba/train.sh) runs on that many GPUs of one node.
+TEST(MegatronExamples, TorchrunWithoutNnodesRunsOnOneNode) {
+  const std::string line =
+      "torchrun --nproc_per_node 4 pretrain_gpt.py --num-layers 2 --hidden-size 256 "
+      "--num-attention-heads 8 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+      "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2";
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(line, o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  LoadOptions lo;
+  lo.scenarios_dir = STEPSIM_SCENARIOS_DIR;
+  auto w = load_scenario_text(r->scenario_json, "line", ".", lo);
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  EXPECT_EQ(w->training.world_size, 4);
+  EXPECT_EQ(w->training.data_parallel_size, 2) << "4 GPUs = t 2 x dp 2";
+  // Without a launcher the GPUs are unknown.
+  auto bare = scenario_from_megatron_args(line.substr(line.find("pretrain_gpt.py")), o);
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(format_errors(bare.errors()).find("--world-size"), std::string::npos);
 }
 
 }  // namespace
