@@ -7,6 +7,7 @@
 #include "ddp_buckets.hpp"
 #include "stepsim/core/assert.hpp"
 #include "stepsim/core/rank_layout.hpp"
+#include "stepsim/sim/cost_memo.hpp"
 
 namespace stepsim::sim {
 
@@ -102,11 +103,17 @@ class Builder {
  private:
   void build_templates() {
     out_.templates.resize(static_cast<std::size_t>(p_ * v_ * 2));
+    // Every chunk prices the same few shapes again (each layer's GEMMs, attention and
+    // collectives), and a calibrated model's query searches its samples: ask it once per
+    // shape. The answers are the model's own (CostMemo), so the templates are unchanged. A
+    // sweep hands in its worker's memo already.
+    const CostMemo memo(cost_);
+    const CostModel& priced = dynamic_cast<const CostMemo*>(&cost_) != nullptr ? cost_ : memo;
     for (std::int32_t r = 0; r < p_; ++r) {
       const StagePlan& stage = plan_.stages[static_cast<std::size_t>(r)];
       STEPSIM_ASSERT(static_cast<std::int32_t>(stage.chunks.size()) == v_);
-      const ScaledCompute scaled(cost_, scale_of(r));
-      const CostModel& cost = scale_of(r) == 1.0 ? cost_ : scaled;
+      const ScaledCompute scaled(priced, scale_of(r));
+      const CostModel& cost = scale_of(r) == 1.0 ? priced : scaled;
       for (std::int32_t c = 0; c < v_; ++c) {
         const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
         out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kForward, v_))] =

@@ -37,34 +37,38 @@ double CostMemo::remembered(const Key& key, Query&& query) const {
 }
 
 double CostMemo::gemm_s(const GemmOp& op) const {
-  const Key key{
-      {tag(Kind::kGemm, static_cast<std::int64_t>(op.dtype)), op.m, op.n, op.k, op.batch, 0}};
+  // The layout too: a profile with per-layout samples prices NN, NT and TN apart.
+  const std::int64_t flags =
+      static_cast<std::int64_t>(op.dtype) | static_cast<std::int64_t>(op.layout) << 8;
+  const Key key{{tag(Kind::kGemm, flags), op.m, op.n, op.k, op.batch}};
   return remembered(key, [&] { return model_->gemm_s(op); });
 }
 
 double CostMemo::attention_s(const AttentionOp& op) const {
   const std::int64_t flags = static_cast<std::int64_t>(op.dtype) << 2 |
                              std::int64_t{op.causal} << 1 | std::int64_t{op.backward};
-  const Key key{
-      {tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq,
-       op.head_dim | op.v_head_dim << 32}};
+  // Every field a cost model reads: a context-parallel step's keys (seq_kv) and MLA's value
+  // width change its price; counted_scores is FLOP accounting only.
+  const Key key{{tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq, op.head_dim,
+                 op.seq_kv, op.v_head_dim}};
   return remembered(key, [&] { return model_->attention_s(op); });
 }
 
 double CostMemo::memory_bound_s(const MemoryBoundOp& op) const {
-  const Key key{{tag(Kind::kMemoryBound, 0), op.bytes, 0, 0, 0, 0}};
+  const Key key{{tag(Kind::kMemoryBound, 0), op.bytes}};
   return remembered(key, [&] { return model_->memory_bound_s(op); });
 }
 
 double CostMemo::collective_s(const CollectiveOp& op) const {
-  const std::int64_t flags =
-      static_cast<std::int64_t>(op.kind) << 8 | static_cast<std::int64_t>(op.group);
-  const Key key{{tag(Kind::kCollective, flags), op.bytes, op.group_size, op.nodes_spanned, 0, 0}};
+  const std::int64_t flags = std::int64_t{op.nccl} << 16 | static_cast<std::int64_t>(op.kind) << 8 |
+                             static_cast<std::int64_t>(op.group);
+  const Key key{{tag(Kind::kCollective, flags), op.bytes, op.group_size, op.nodes_spanned}};
   return remembered(key, [&] { return model_->collective_s(op); });
 }
 
 double CostMemo::p2p_s(const P2POp& op) const {
-  const Key key{{tag(Kind::kP2P, std::int64_t{op.inter_node}), op.bytes, 0, 0, 0, 0}};
+  const Key key{
+      {tag(Kind::kP2P, std::int64_t{op.nccl} << 1 | std::int64_t{op.inter_node}), op.bytes}};
   return remembered(key, [&] { return model_->p2p_s(op); });
 }
 

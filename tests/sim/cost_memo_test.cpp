@@ -81,5 +81,51 @@ TEST(CostMemo, AnswersAsTheModelAndAsksItOncePerShape) {
   EXPECT_EQ(memo.warnings(), std::vector<std::string>{"w"});
 }
 
+// Fields the first key left out: a GEMM's cuBLAS layout (a measured profile prices NN, NT
+// and TN apart), a context-parallel attention step's keys (seq_kv) and MLA's value width, and
+// whether a collective or transfer is NCCL's. Shapes differing only there are distinct.
+class FieldModel final : public CostModel {
+ public:
+  double gemm_s(const GemmOp& op) const override { return 1.0 + static_cast<double>(op.layout); }
+  double attention_s(const AttentionOp& op) const override {
+    return 1.0 + 1e-3 * static_cast<double>(op.kv_seq()) + static_cast<double>(op.v_dim());
+  }
+  double memory_bound_s(const MemoryBoundOp&) const override { return 1.0; }
+  double collective_s(const CollectiveOp& op) const override { return op.nccl ? 1.0 : 2.0; }
+  double p2p_s(const P2POp& op) const override { return op.nccl ? 1.0 : 2.0; }
+  std::string describe() const override { return "fields"; }
+};
+
+TEST(CostMemo, KeysEveryFieldThatChangesThePrice) {
+  const FieldModel model;
+  const sim::CostMemo memo(model);
+  AttentionOp ring{1, 8, 8, 2048, 128, true, false, DType::kBf16};
+  AttentionOp half = ring;
+  half.seq_kv = 1024;
+  AttentionOp narrow = ring;
+  narrow.v_head_dim = 64;
+  CollectiveOp nccl{CollectiveKind::kAllGather, CommGroup::kTensor, 1 << 20, 8, 1};
+  CollectiveOp userbuffers = nccl;
+  userbuffers.nccl = false;
+  P2POp copy{1 << 20, false};
+  copy.nccl = false;
+  const std::vector<OpShape> shapes = {
+      GemmOp{128, 256, 512, 1, DType::kBf16, GemmLayout::kTN},
+      GemmOp{128, 256, 512, 1, DType::kBf16, GemmLayout::kNN},
+      GemmOp{128, 256, 512, 1, DType::kBf16, GemmLayout::kNT},
+      ring,
+      half,
+      narrow,
+      nccl,
+      userbuffers,
+      P2POp{1 << 20, false},
+      copy,
+  };
+  for (int round = 0; round < 2; ++round) {
+    for (const OpShape& s : shapes) EXPECT_EQ(memo.shape_s(s), model.shape_s(s)) << s.index();
+  }
+  EXPECT_EQ(memo.size(), shapes.size());
+}
+
 }  // namespace
 }  // namespace stepsim

@@ -35,9 +35,9 @@ class CostMemo final : public CostModel {
   std::size_t size() const { return memo_.size(); }
 
  private:
-  /// An op's kind and its fields, widened to integers.
+  /// An op's kind and every field its price depends on, widened to integers (the rest 0).
   struct Key {
-    std::array<std::int64_t, 6> fields{};
+    std::array<std::int64_t, 8> fields{};
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
