@@ -160,19 +160,47 @@ void import_deepseek(const json& doc, const std::string& file_label, json& model
 /// GPT-OSS (transformers' modeling_gpt_oss.py, OpenAI's model card arXiv:2508.10925): every
 /// layer's MLP is num_local_experts experts with biases, top num_experts_per_tok; what changes
 /// the cost and is not modelled yet is named in a note.
-void import_gpt_oss(const json& doc, json& model, ImportedModel& out) {
+void import_gpt_oss(const json& doc, const std::string& file_label, json& model, ImportedModel& out,
+                    Errors& errors) {
   model["moe_ffn_hidden_size"] = model["ffn_hidden_size"];
   // GptOssAttention: q/k/v/o all with bias=config.attention_bias; GptOssExperts: the
-  // gate_up_proj and down_proj biases; GptOssTopKRouter: its bias (Megatron's
-  // --add-bias-linear, with --add-qkv-bias, covers them all).
-  if (doc.contains("layer_types") && doc["layer_types"].is_array()) {
+  // gate_up_proj and down_proj biases and GptOssTopKRouter's, always (Megatron-Bridge's
+  // GPTOSSBridge sets add_bias_linear, and add_qkv_bias from attention_bias).
+  model["add_bias_linear"] = true;
+  if (doc.contains("attention_bias") && doc["attention_bias"] == false) {
+    out.notes.push_back(
+        "attention_bias=false: the experts' and router's biases need add_bias_linear, which "
+        "also gives the attention projections theirs");
+  }
+  if (doc.contains("layer_types") && !doc["layer_types"].is_null()) {
     std::int64_t sliding = 0;
-    for (const auto& t : doc["layer_types"]) sliding += t == "sliding_attention" ? 1 : 0;
+    const json& types = doc["layer_types"];
+    bool valid = types.is_array();
+    for (const auto& t : valid ? types : json::array()) {
+      valid = valid && (t == "sliding_attention" || t == "full_attention");
+      sliding += t == "sliding_attention" ? 1 : 0;
+    }
+    if (!valid) {
+      errors.push_back(Error{file_label, "layer_types",
+                             "=" + types.dump() +
+                                 " must list \"sliding_attention\" or \"full_attention\" per "
+                                 "layer"});
+      return;
+    }
+    const std::string window =
+        doc.contains("sliding_window") ? doc["sliding_window"].dump() : "null";
+    const bool window_ok = doc.contains("sliding_window") &&
+                           doc["sliding_window"].is_number_integer() &&
+                           doc["sliding_window"].get<std::int64_t>() > 0;
+    if (sliding > 0 && !window_ok) {
+      errors.push_back(
+          Error{file_label, "sliding_window",
+                "=" + window + " must be a positive integer with sliding_attention layers"});
+      return;
+    }
     if (sliding > 0) {
       // Megatron-Bridge's GPTOSSBridge.provider_bridge: window_size (sliding_window - 1, 0),
       // window_attn_skip_freq 2 for the alternating layers.
-      const std::string window =
-          doc.contains("sliding_window") ? doc["sliding_window"].dump() : "null";
       out.notes.push_back(std::to_string(sliding) + " of " +
                           std::to_string(doc["layer_types"].size()) +
                           " layers are sliding_attention (sliding_window=" + window +
@@ -328,7 +356,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
       "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
       "fused attention; priced as one fused attention kernel)");
 
-  if ((names == &kLlama || names == &kNemotron) &&
+  // GPT-OSS's experts always have biases (GptOssExperts), whatever attention_bias says.
+  if ((names == &kLlama || names == &kNemotron) && moe != MoeFamily::kGptOss &&
       boolean("attention_bias", false) != boolean("mlp_bias", false)) {
     out.notes.push_back("attention_bias and mlp_bias differ; add_bias_linear covers both");
   }
@@ -432,7 +461,7 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   if (moe == MoeFamily::kGptOss) {
     model["num_experts"] = integer("num_local_experts", true, 0);
     model["moe_router_topk"] = integer("num_experts_per_tok", true, 0);
-    import_gpt_oss(doc, model, out);
+    import_gpt_oss(doc, file_label, model, out, errors);
   }
   if (moe != MoeFamily::kNone) {
     out.notes.push_back(

@@ -240,6 +240,24 @@ TEST(ImportHfMoe, GptOss) {
       "c.json", 128);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.errors().front().key, "num_local_experts");
+  // A layer type other than the two, or sliding layers without a window, is an error naming
+  // the key.
+  const std::string small =
+      R"({"architectures": ["GptOssForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100,
+          "max_position_embeddings": 128, "num_local_experts": 4, "num_experts_per_tok": 2,)";
+  auto bad_type = model_from_hf_config(
+      small + R"("layer_types": ["sliding_attention", 1], "sliding_window": 8})", "c.json", 128);
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_EQ(bad_type.errors().front().key, "layer_types");
+  auto no_window = model_from_hf_config(
+      small + R"("layer_types": ["sliding_attention", "full_attention"]})", "c.json", 128);
+  ASSERT_FALSE(no_window.ok());
+  EXPECT_EQ(no_window.errors().front().key, "sliding_window");
+  auto full_only = model_from_hf_config(
+      small + R"("layer_types": ["full_attention", "full_attention"]})", "c.json", 128);
+  ASSERT_TRUE(full_only.ok()) << format_errors(full_only.errors());
+  EXPECT_FALSE(noted(full_only.value(), "sliding_attention"));
 }
 
 // The Megatron-Core flags Megatron-Bridge's GPTOSSBridge.provider_bridge sets for GPT-OSS:
