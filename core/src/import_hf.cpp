@@ -46,7 +46,10 @@ constexpr HfNames kLlama{"hidden_size",
 /// DeepSeek-V2/V3 (the checkpoints' DeepseekV2Config/DeepseekV3Config): multi-latent attention
 /// (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim), n_routed_experts
 /// of moe_intermediate_size, n_shared_experts of it, dense first_k_dense_replace layers.
-enum class MoeFamily : std::uint8_t { kNone, kMixtral, kQwen, kDeepseek };
+/// GPT-OSS (transformers' GptOssConfig): num_local_experts of intermediate_size in every layer,
+/// biases on the attention and expert projections and the router, head_dim apart from
+/// hidden / heads.
+enum class MoeFamily : std::uint8_t { kNone, kMixtral, kQwen, kDeepseek, kGptOss };
 
 constexpr HfNames kGpt2{"n_embd", "n_layer", "n_head", "n_inner", "n_positions",
                         false,    false,     false,    true,      true};
@@ -154,6 +157,76 @@ void import_deepseek(const json& doc, const std::string& file_label, json& model
   }
 }
 
+/// GPT-OSS (transformers' modeling_gpt_oss.py, OpenAI's model card arXiv:2508.10925): every
+/// layer's MLP is num_local_experts experts with biases, top num_experts_per_tok; what changes
+/// the cost and is not modelled yet is named in a note.
+void import_gpt_oss(const json& doc, const std::string& file_label, json& model, ImportedModel& out,
+                    Errors& errors) {
+  model["moe_ffn_hidden_size"] = model["ffn_hidden_size"];
+  // GptOssAttention: q/k/v/o all with bias=config.attention_bias; GptOssExperts: the
+  // gate_up_proj and down_proj biases and GptOssTopKRouter's, always (Megatron-Bridge's
+  // GPTOSSBridge sets add_bias_linear, and add_qkv_bias from attention_bias).
+  model["add_bias_linear"] = true;
+  if (doc.contains("attention_bias") && doc["attention_bias"] == false) {
+    out.notes.push_back(
+        "attention_bias=false: the experts' and router's biases need add_bias_linear, which "
+        "also gives the attention projections theirs");
+  }
+  if (doc.contains("layer_types") && !doc["layer_types"].is_null()) {
+    std::int64_t sliding = 0;
+    const json& types = doc["layer_types"];
+    bool valid = types.is_array();
+    for (const auto& t : valid ? types : json::array()) {
+      valid = valid && (t == "sliding_attention" || t == "full_attention");
+      sliding += t == "sliding_attention" ? 1 : 0;
+    }
+    if (!valid) {
+      errors.push_back(Error{file_label, "layer_types",
+                             "=" + types.dump() +
+                                 " must list \"sliding_attention\" or \"full_attention\" per "
+                                 "layer"});
+      return;
+    }
+    const std::string window =
+        doc.contains("sliding_window") ? doc["sliding_window"].dump() : "null";
+    const bool window_ok = doc.contains("sliding_window") &&
+                           doc["sliding_window"].is_number_integer() &&
+                           doc["sliding_window"].get<std::int64_t>() > 0;
+    if (sliding > 0 && !window_ok) {
+      errors.push_back(
+          Error{file_label, "sliding_window",
+                "=" + window + " must be a positive integer with sliding_attention layers"});
+      return;
+    }
+    if (sliding > 0) {
+      // Megatron-Bridge's GPTOSSBridge.provider_bridge: window_size (sliding_window - 1, 0),
+      // window_attn_skip_freq 2 for the alternating layers.
+      out.notes.push_back(std::to_string(sliding) + " of " +
+                          std::to_string(doc["layer_types"].size()) +
+                          " layers are sliding_attention (sliding_window=" + window +
+                          ": Megatron's --window-size sliding_window-1,0 with "
+                          "--window-attn-skip-freq) and are not modelled: their attention is "
+                          "costed over the full causal sequence");
+    }
+  }
+  // GptOssAttention.sinks: one learned logit per head in the softmax's denominator.
+  out.notes.push_back(
+      "attention sinks (Megatron's --softmax-type learnable) are not modelled: costed as "
+      "vanilla softmax attention");
+  if (doc.contains("swiglu_limit") && !doc["swiglu_limit"].is_null()) {
+    // GptOssExperts._apply_gate: clamp, x_glu * sigmoid(1.702 x_glu) * (x_linear + 1).
+    out.notes.push_back("swiglu_limit=" + doc["swiglu_limit"].dump() +
+                        " (the clamped gated activation: Megatron's --quick-geglu, "
+                        "--glu-linear-offset 1, --activation-func-clamp-value) is costed as "
+                        "SwiGLU's elementwise kernel");
+  }
+  if (doc.contains("quantization_config")) {
+    out.notes.push_back(
+        "quantization_config (the checkpoint's MXFP4 expert weights) is not a training setting: "
+        "the scenario's dtype decides");
+  }
+}
+
 }  // namespace
 
 Result<ImportedModel> model_from_hf_config(std::string_view config_json,
@@ -190,6 +263,10 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
               (model_type == "deepseek_v2" || model_type == "deepseek_v3"))) {
     names = &kLlama;
     moe = MoeFamily::kDeepseek;
+  } else if (out.architecture == "GptOssForCausalLM" ||
+             (out.architecture.empty() && model_type == "gpt_oss")) {
+    names = &kLlama;
+    moe = MoeFamily::kGptOss;
   } else if (out.architecture == "GPT2LMHeadModel" ||
              (out.architecture.empty() && model_type == "gpt2")) {
     names = &kGpt2;
@@ -204,8 +281,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
                  std::string("=") + (out.architecture.empty() ? model_type : out.architecture) +
                      " is not supported (LlamaForCausalLM, MistralForCausalLM, "
                      "MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
-                     "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, GPT2LMHeadModel, "
-                     "GPTNeoXForCausalLM, NemotronForCausalLM)"};
+                     "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, GptOssForCausalLM, "
+                     "GPT2LMHeadModel, GPTNeoXForCausalLM, NemotronForCausalLM)"};
   }
   if (out.architecture.empty()) out.architecture = model_type;
 
@@ -279,7 +356,8 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
       "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
       "fused attention; priced as one fused attention kernel)");
 
-  if ((names == &kLlama || names == &kNemotron) &&
+  // GPT-OSS's experts always have biases (GptOssExperts), whatever attention_bias says.
+  if ((names == &kLlama || names == &kNemotron) && moe != MoeFamily::kGptOss &&
       boolean("attention_bias", false) != boolean("mlp_bias", false)) {
     out.notes.push_back("attention_bias and mlp_bias differ; add_bias_linear covers both");
   }
@@ -308,7 +386,10 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
       if (factor != 1.0) model["rotary_percent"] = factor;
     }
   }
-  if (doc.contains("sliding_window") && !doc["sliding_window"].is_null()) {
+  // Qwen's configs carry a sliding_window that use_sliding_window=false switches off;
+  // GPT-OSS's layer_types say which layers use it (import_gpt_oss).
+  if (doc.contains("sliding_window") && !doc["sliding_window"].is_null() &&
+      boolean("use_sliding_window", true) && moe != MoeFamily::kGptOss) {
     out.notes.push_back(
         "sliding_window is not modelled: attention is costed over the full "
         "sequence");
@@ -377,6 +458,11 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
     }
   }
   if (moe == MoeFamily::kDeepseek) import_deepseek(doc, file_label, model, out, errors);
+  if (moe == MoeFamily::kGptOss) {
+    model["num_experts"] = integer("num_local_experts", true, 0);
+    model["moe_router_topk"] = integer("num_experts_per_tok", true, 0);
+    import_gpt_oss(doc, file_label, model, out, errors);
+  }
   if (moe != MoeFamily::kNone) {
     out.notes.push_back(
         "routing is modelled as balanced; the router's aux loss (router_aux_loss_coef) is not "

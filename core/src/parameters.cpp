@@ -95,6 +95,17 @@ std::int64_t count_active_parameters(const ModelConfig& m) {
   return count_parameters(active) + moe_layers * router_cut;
 }
 
+std::int64_t count_active_parameters_without_input_embedding(const ModelConfig& m) {
+  Workload w;
+  w.model = m;
+  w.training.tensor_model_parallel_size = 1;
+  const Dims x = detail::dims_of(w);
+  // The input lookups are gathers, no GEMM: the word embedding (unless tied, when the output
+  // layer's GEMM uses the same weight) and the learned position embedding.
+  const std::int64_t lookups = (x.tied ? 0 : x.vocab * x.h) + (x.learned_pos ? x.max_pos * x.h : 0);
+  return count_active_parameters(m) - lookups;
+}
+
 std::int64_t chunk_expert_parameters(const Workload& w, std::int32_t stage, std::int32_t chunk) {
   if (!w.model.moe()) return 0;
   const Dims x = detail::dims_of(w);

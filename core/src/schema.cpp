@@ -779,7 +779,7 @@ const std::array kSchema = {
                    "tokens * topk / num_experts, unless training.moe_load says otherwise)"},
     KeyInfo{STEPSIM_REAL("training.moe_expert_capacity_factor",
                          training.moe_expert_capacity_factor),
-            .sweep = Sweep::kListed, .flags = "--moe-expert-capacity-factor",
+            .sweep = Sweep::kAuto, .autoable = true, .flags = "--moe-expert-capacity-factor",
             .default_text = "none (no token dropping)",
             .check = "> 0 (Megatron's None when not given); needs num_experts and a load "
                      "balancing type other than sinkhorn",
@@ -794,7 +794,8 @@ const std::array kSchema = {
                    "group, the probabilities' sums and their gradient)"},
     KeyInfo{STEPSIM_BOOL("training.moe_pad_expert_input_to_capacity",
                          training.moe_pad_expert_input_to_capacity),
-            .sweep = Sweep::kListed, .flags = "--moe-pad-expert-input-to-capacity=true",
+            .sweep = Sweep::kAuto, .autoable = true,
+            .flags = "--moe-pad-expert-input-to-capacity=true",
             .default_text = "false",
             .check = "needs moe_expert_capacity_factor",
             .doc = "every expert's input padded to its capacity (dispatch, GEMMs and combine "

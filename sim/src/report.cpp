@@ -245,6 +245,8 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
     j.field("moe_grouped_gemm", t.moe_grouped_gemm);
     j.field("parameters", count_parameters(w.model));
     j.field("active_parameters", count_active_parameters(w.model));
+    j.field("active_parameters_without_input_embedding",
+            count_active_parameters_without_input_embedding(w.model));
   }
   j.end_object();
 }
@@ -291,7 +293,10 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
         << dispatcher_key(t.moe_token_dispatcher_type) << " dispatcher"
         << (t.moe_grouped_gemm ? ", grouped GEMM" : "") << "; "
         << fmt("%.2fB", static_cast<double>(count_parameters(m)) / 1e9) << " parameters, "
-        << fmt("%.2fB", static_cast<double>(count_active_parameters(m)) / 1e9) << " active\n";
+        << fmt("%.2fB", static_cast<double>(count_active_parameters(m)) / 1e9) << " active ("
+        << fmt("%.2fB",
+               static_cast<double>(count_active_parameters_without_input_embedding(m)) / 1e9)
+        << " without the input embedding)\n";
   }
   out << "  batch       micro-batch " << t.micro_batch_size << ", " << t.num_microbatches
       << " micro-batches per pipeline, global batch " << t.global_batch_size << "\n";

@@ -304,6 +304,22 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
     return {integer(static_cast<std::int64_t>(MoeDispatcher::kAllGather)),
             integer(static_cast<std::int64_t>(MoeDispatcher::kAllToAll))};
   }
+  // Capacity (validate_moe.cpp): Megatron takes a capacity factor with aux_loss,
+  // seq_aux_loss, global_aux_loss or no load balancing, and stepsim prices it with the
+  // alltoall dispatcher only. The factors offered beside none (dropless): 1.0, 1.25 and 2.0,
+  // those Fedus et al. compare (Switch Transformers, arXiv:2101.03961, table 1).
+  if (key == "training.moe_expert_capacity_factor") {
+    const MoeLoadBalancing lb = t.moe_router_load_balancing_type;
+    const bool capacity_ok = experts && lb != MoeLoadBalancing::kSinkhorn &&
+                             lb != MoeLoadBalancing::kQuantileBalancing &&
+                             t.moe_token_dispatcher_type == MoeDispatcher::kAllToAll;
+    if (!capacity_ok) return {KnobValue{.real = 0.0}};
+    return {KnobValue{.real = 0.0}, KnobValue{.real = 1.0}, KnobValue{.real = 1.25},
+            KnobValue{.real = 2.0}};
+  }
+  if (key == "training.moe_pad_expert_input_to_capacity") {
+    return booleans(experts && t.moe_expert_capacity_factor > 0);
+  }
   STEPSIM_ASSERT(!"auto_values: knob is not autoable");
   return {};
 }

@@ -4,8 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/pipeline_split.hpp"
@@ -176,6 +177,53 @@ TEST(SweepEnumerate, AutoExpertParallelismKeepsMegatronsRules) {
   // A dense model: the expert knobs keep their one value.
   const SweepSpec dense = must(small_sweep(R"({"training.expert_model_parallel_size": "auto",
       "training.moe_token_dispatcher_type": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(dense), 1);
+}
+
+// The capacity factor on "auto" (issue 16, item 8): none (dropless) and 1.0, 1.25, 2.0 where
+// Megatron takes a capacity and stepsim prices it (the alltoall dispatcher); padding to the
+// capacity on "auto" only with a factor. allgather: none (1); alltoall: none, then 3 factors x
+// padding off/on (7). Every one is valid; a listed factor with allgather is cut by its rule.
+TEST(SweepEnumerate, AutoCapacityFactorKeepsMegatronsRules) {
+  const std::string base = R"({"name": "moe-small",
+      "model": {"num_layers": 4, "hidden_size": 512, "num_attention_heads": 8,
+                "seq_length": 256, "vocab_size": 50257, "num_experts": 8, "moe_router_topk": 2,
+                "moe_ffn_hidden_size": 256, "add_bias_linear": false},
+      "training": {"world_size": 8, "tensor_model_parallel_size": 1,
+                   "pipeline_model_parallel_size": 1, "expert_model_parallel_size": 8,
+                   "micro_batch_size": 1, "global_batch_size": 16, "bf16": true},
+      "system": "systems/dgx-a100-80gb.json"})";
+  const auto sweep = [&](const std::string& search) {
+    return must(load_sweep_text(R"({"base": )" + base + R"(, "search": )" + search + "}",
+                                "moe-sweep.json", ".", test::load_options()));
+  };
+  const SweepSpec spec = sweep(R"({"training.moe_token_dispatcher_type": "auto",
+      "training.moe_expert_capacity_factor": "auto",
+      "training.moe_pad_expert_input_to_capacity": "auto"})");
+  EXPECT_EQ(sim::count_configurations(spec), 1 + 7);
+  std::set<std::tuple<MoeDispatcher, double, bool>> seen;
+  for (sim::SweepConfig c : all_configs(spec)) {
+    const TrainingConfig& t = c.workload.training;
+    EXPECT_TRUE(finalize_workload(c.workload, "moe-sweep.json").empty())
+        << t.moe_expert_capacity_factor << " pad " << t.moe_pad_expert_input_to_capacity;
+    seen.insert({t.moe_token_dispatcher_type, t.moe_expert_capacity_factor,
+                 t.moe_pad_expert_input_to_capacity});
+  }
+  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_EQ(seen.count({MoeDispatcher::kAllGather, 0.0, false}), 1u);
+  EXPECT_EQ(seen.count({MoeDispatcher::kAllToAll, 1.25, true}), 1u);
+  EXPECT_EQ(seen.count({MoeDispatcher::kAllToAll, 0.0, true}), 0u);
+  // Listed values are taken as given: the broken rule is the cut's reason.
+  const SweepSpec listed = sweep(R"({"training.moe_token_dispatcher_type": ["allgather"],
+      "training.moe_expert_capacity_factor": [1.0]})");
+  std::vector<sim::SweepConfig> configs = all_configs(listed);
+  ASSERT_EQ(configs.size(), 1u);
+  const Errors errors = finalize_workload(configs[0].workload, "moe-sweep.json");
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.front().key, "training.moe_expert_capacity_factor");
+  // A dense model keeps no capacity.
+  const SweepSpec dense = must(small_sweep(R"({"training.moe_expert_capacity_factor": "auto",
+      "training.moe_pad_expert_input_to_capacity": "auto"})"));
   EXPECT_EQ(sim::count_configurations(dense), 1);
 }
 

@@ -39,9 +39,16 @@ std::vector<std::int64_t> moe_ep_rank_rows(std::int64_t routed, std::int64_t num
                                            std::int64_t capacity, bool pad);
 
 /// Parameters a token passes through: the whole model with each MoE layer's routed experts
-/// cut to moe_router_topk of them (shared experts, router, attention, embeddings in full), as
-/// the published "active parameters" of MoE models count them. = count_parameters() for a
-/// dense model.
+/// cut to moe_router_topk of them (shared experts, router, attention, both embedding tables in
+/// full), as Mistral (Mixtral), Qwen and DeepSeek count "active parameters". =
+/// count_parameters() for a dense model.
 std::int64_t count_active_parameters(const ModelConfig& m);
+
+/// count_active_parameters() less the input embedding's lookups (the word embedding unless
+/// tied to the output layer, the learned position embedding): the weights of the GEMMs a token
+/// passes, about those behind Megatron's logged FLOPs (6 x tokens x these, plus the attention
+/// scores) and OpenAI's "active parameters per forward pass" of gpt-oss. Mistral, Qwen and DeepSeek
+/// count both embedding tables in theirs (docs/outputs.md, "Active parameters").
+std::int64_t count_active_parameters_without_input_embedding(const ModelConfig& m);
 
 }  // namespace stepsim
