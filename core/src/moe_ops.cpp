@@ -1,9 +1,9 @@
 // The MLP half of Megatron-Core's MoE layer (megatron/core/transformer/moe/) per rank:
-//   MoELayer.forward: shared_experts_compute (SharedExpertMLP, unless overlapped: not
-//   modelled), route (TopKRouter: gating GEMM in moe_router_dtype, softmax, top-k), preprocess
-//   and dispatch (token_dispatcher.py), routed_experts_compute (TEGroupedMLP with
-//   moe_grouped_gemm, else SequentialMLP: fc1, activation times the routing probability, fc2),
-//   combine, postprocess (+ the shared experts' output).
+//   MoELayer.forward: shared_experts_compute (SharedExpertMLP; with moe_shared_expert_overlap
+//   inside the dispatcher instead: moe_shared_ops.cpp), route (TopKRouter: gating GEMM in
+//   moe_router_dtype, softmax, top-k), preprocess and dispatch (token_dispatcher.py),
+//   routed_experts_compute (TEGroupedMLP with moe_grouped_gemm, else SequentialMLP: fc1, activation
+//   times the routing probability, fc2), combine, postprocess (+ the shared experts' output).
 // MoEAlltoAllTokenDispatcher: permute (tokens by expert), all-to-all of tokens and probs over
 // EP, all-gather over expert TP, sort by local expert; the way back mirrors it (unsort,
 // reduce-scatter over expert TP in the probs' dtype, all-to-all, unpermute).
@@ -127,39 +127,6 @@ void emit_router_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
                      .layout = te_linear_layout(Phase::kBackwardWeight, x.router_dtype)});
 }
 
-/// SharedExpertMLP: a tensor-parallel MLP (attention TP group, sequence parallel) of width
-/// moe_shared_expert_intermediate_size on every token.
-void emit_shared_forward(OpList& ops, std::int32_t layer, Phase phase) {
-  const Dims& x = ops.dims();
-  if (x.shared_f == 0) return;
-  if (x.sp) {
-    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h * x.e));
-  }
-  ops.gemm("shared_fc1_gemm", layer, phase, x.tokens, x.shared_fc1_n(), x.h);
-  ops.memory(x.swiglu ? "shared_swiglu" : "shared_gelu", layer, phase,
-             x.tokens * x.shared_ffn_n() * (x.swiglu ? 3 : 2) * x.e);
-  ops.gemm("shared_fc2_gemm", layer, phase, x.tokens, x.h, x.shared_ffn_n());
-  if (x.t > 1) {
-    ops.wait(ops.tp_collective(x.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                               layer, phase, x.tokens * x.h * x.e));
-  }
-}
-
-void emit_shared_backward(OpList& ops, std::int32_t layer) {
-  const Dims& x = ops.dims();
-  if (x.shared_f == 0) return;
-  const Phase ph = Phase::kBackwardInput;
-  if (x.sp) {
-    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, ph, x.tokens * x.h * x.e));
-  }
-  ops.gemm("shared_fc2_dgrad", layer, ph, x.tokens, x.shared_ffn_n(), x.h);
-  ops.gemm("shared_fc2_wgrad", layer, Phase::kBackwardWeight, x.h, x.shared_ffn_n(), x.tokens);
-  ops.memory(x.swiglu ? "shared_swiglu_bwd" : "shared_gelu_bwd", layer, ph,
-             x.tokens * x.shared_ffn_n() * (x.swiglu ? 5 : 3) * x.e);
-  emit_column_parallel_backward(ops, "shared_fc1_dgrad", "shared_fc1_wgrad", layer,
-                                x.shared_fc1_n(), x.h, false);
-}
-
 /// The local experts: fc1, the activation scaled by each row's routing probability, fc2.
 void emit_experts_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
   const Dims& x = ops.dims();
@@ -184,20 +151,27 @@ void emit_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) 
   expert_gemm(ops, "expert_fc1_wgrad", layer, wg, x.expert_fc1_n(), x.h, n.per_expert);
 }
 
-void emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
+/// Returns what the shared experts' output leaves to wait for (overlapped), else nothing.
+OpList::Waits emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase,
+                                    const MoeTokens& n) {
   const Dims& x = ops.dims();
   const std::int64_t pb = probs_bytes(x);
   const std::int64_t rows = n.received * x.etp;  // after the expert-TP all-gather
+  const std::int32_t shared_input =
+      x.shared_overlap ? emit_shared_pre_forward_comm(ops, layer, phase) : -1;
   ops.memory("moe_permute", layer, phase,
              (n.tokens + n.routed) * x.h * x.e + n.routed * pb + n.tokens * x.experts);
+  std::int32_t dispatch = -1;
   if (x.ep > 1) {
-    const auto tokens = ops.expert_collective("moe_dispatch_all_to_all", CollectiveKind::kAllToAll,
-                                              CommGroup::kExpert, layer, phase,
-                                              n.a2a_rows * x.h * x.e);
+    dispatch = ops.expert_collective("moe_dispatch_all_to_all", CollectiveKind::kAllToAll,
+                                     CommGroup::kExpert, layer, phase, n.a2a_rows * x.h * x.e);
+  }
+  if (x.shared_overlap) emit_shared_fc1_side(ops, layer, phase, shared_input);
+  if (x.ep > 1) {
     const auto probs = ops.expert_collective("moe_dispatch_probs_all_to_all",
                                              CollectiveKind::kAllToAll, CommGroup::kExpert, layer,
                                              phase, n.a2a_rows * pb);
-    ops.wait(tokens);
+    ops.wait(dispatch);
     ops.wait(probs);
   }
   if (x.etp > 1) {
@@ -218,23 +192,33 @@ void emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase, const M
     ops.wait(ops.expert_collective("moe_etp_reduce_scatter", CollectiveKind::kReduceScatter,
                                    CommGroup::kExpertTensor, layer, phase, rows * x.h * pb));
   }
+  std::int32_t combine = -1;
   if (x.ep > 1) {
-    ops.wait(ops.expert_collective("moe_combine_all_to_all", CollectiveKind::kAllToAll,
-                                   CommGroup::kExpert, layer, phase, n.a2a_rows * x.h * x.e));
+    combine = ops.expert_collective("moe_combine_all_to_all", CollectiveKind::kAllToAll,
+                                    CommGroup::kExpert, layer, phase, n.a2a_rows * x.h * x.e);
   }
+  OpList::Waits shared;
+  if (x.shared_overlap) shared = emit_shared_fc2_side(ops, layer, phase);
+  if (combine >= 0) ops.wait(combine);
   ops.memory("moe_unpermute", layer, phase, (n.routed + n.tokens) * x.h * x.e);
+  return shared;
 }
 
-void emit_alltoall_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
+/// Returns what the shared experts' input gradient leaves to wait for (overlapped).
+OpList::Waits emit_alltoall_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
   const Dims& x = ops.dims();
   const Phase ph = Phase::kBackwardInput;
   const std::int64_t pb = probs_bytes(x);
   const std::int64_t rows = n.received * x.etp;
+  const std::int32_t shared_grad = x.shared_overlap ? emit_shared_output_grad_comm(ops, layer) : -1;
   ops.memory("moe_unpermute_bwd", layer, ph, (n.routed + n.tokens) * x.h * x.e);
+  std::int32_t combine = -1;
   if (x.ep > 1) {
-    ops.wait(ops.expert_collective("moe_combine_all_to_all_bwd", CollectiveKind::kAllToAll,
-                                   CommGroup::kExpert, layer, ph, n.a2a_rows * x.h * x.e));
+    combine = ops.expert_collective("moe_combine_all_to_all_bwd", CollectiveKind::kAllToAll,
+                                    CommGroup::kExpert, layer, ph, n.a2a_rows * x.h * x.e);
   }
+  if (x.shared_overlap) emit_shared_fc2_backward_side(ops, layer, shared_grad);
+  if (combine >= 0) ops.wait(combine);
   if (x.etp > 1) {
     ops.wait(ops.expert_collective("moe_etp_reduce_scatter_bwd", CollectiveKind::kAllGather,
                                    CommGroup::kExpertTensor, layer, ph, rows * x.h * pb));
@@ -266,7 +250,10 @@ void emit_alltoall_backward(OpList& ops, std::int32_t layer, const MoeTokens& n)
     ops.wait(probs);
     ops.wait(tokens);
   }
+  OpList::Waits shared;
+  if (x.shared_overlap) shared = emit_shared_fc1_backward_side(ops, layer);
   ops.memory("moe_permute_bwd", layer, ph, (n.tokens + n.routed) * x.h * x.e + n.routed * pb);
+  return shared;
 }
 
 void emit_allgather_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
@@ -328,27 +315,34 @@ void emit_moe_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
   const MoeTokens n = moe_tokens(x);
   ops.memory("ln2", layer, phase, norm_forward_bytes(x, n.tokens));
-  emit_shared_forward(ops, layer, phase);
+  // By default the shared experts run before the router; overlapped, the dispatcher runs
+  // them (transformer_config.py, moe_shared_expert_intermediate_size's docstring).
+  if (!x.shared_overlap) emit_shared_forward(ops, layer, phase);
   emit_router_forward(ops, layer, phase, n);
+  OpList::Waits shared;
   if (x.dispatcher == MoeDispatcher::kAllToAll) {
-    emit_alltoall_forward(ops, layer, phase, n);
+    shared = emit_alltoall_forward(ops, layer, phase, n);
   } else {
     emit_allgather_forward(ops, layer, phase, n);
   }
-  // postprocess: output + shared_expert_output.
+  // postprocess: output + shared_expert_output (get_output: the current stream waits for the
+  // shared experts' stream).
+  ops.wait(shared);
   if (x.shared_f > 0) ops.memory("moe_shared_add", layer, phase, n.tokens * x.h * 3 * x.e);
 }
 
 void emit_moe_backward(OpList& ops, std::int32_t layer) {
   const Dims& x = ops.dims();
   const MoeTokens n = moe_tokens(x);
+  OpList::Waits shared;
   if (x.dispatcher == MoeDispatcher::kAllToAll) {
-    emit_alltoall_backward(ops, layer, n);
+    shared = emit_alltoall_backward(ops, layer, n);
   } else {
     emit_allgather_backward(ops, layer, n);
   }
   emit_router_backward(ops, layer, n);
-  emit_shared_backward(ops, layer);
+  if (!x.shared_overlap) emit_shared_backward(ops, layer);
+  ops.wait(shared);
   // The norm's output gradient sums the routed path's, the router's (and the shared
   // experts'); then the norm's own backward and the residual branch's gradient.
   ops.memory("moe_input_grad_add", layer, Phase::kBackwardInput,

@@ -38,6 +38,25 @@ void emit_moe_forward(OpList& ops, std::int32_t layer, Phase phase);
 /// Backward of emit_moe_forward, from the combine's gradient down to the pre-MLP norm.
 void emit_moe_backward(OpList& ops, std::int32_t layer);
 
+/// The shared experts (moe_shared_ops.cpp). Not overlapped: the whole MLP on the current
+/// stream, forward (before the router) and backward.
+void emit_shared_forward(OpList& ops, std::int32_t layer, Phase phase);
+void emit_shared_backward(OpList& ops, std::int32_t layer);
+
+/// Overlapped (Dims::shared_overlap), the pieces the token dispatcher interleaves with its
+/// own steps. Forward: the sequence-parallel all-gather (its index, -1 without SP); fc1 and
+/// the activation on the side stream after `gathered`; fc2 and its reduce-scatter on the
+/// side stream (returns what get_output() waits for).
+std::int32_t emit_shared_pre_forward_comm(OpList& ops, std::int32_t layer, Phase phase);
+void emit_shared_fc1_side(OpList& ops, std::int32_t layer, Phase phase, std::int32_t gathered);
+OpList::Waits emit_shared_fc2_side(OpList& ops, std::int32_t layer, Phase phase);
+/// Backward: the output gradient's all-gather (-1 without SP), issued first; fc2's dgrad and
+/// wgrad on the side stream after it; the activation's and fc1's backward on the side stream
+/// (returns the input gradient's reduction, which the MoE input's gradient sum waits for).
+std::int32_t emit_shared_output_grad_comm(OpList& ops, std::int32_t layer);
+void emit_shared_fc2_backward_side(OpList& ops, std::int32_t layer, std::int32_t gathered);
+OpList::Waits emit_shared_fc1_backward_side(OpList& ops, std::int32_t layer);
+
 /// Parameters of one MoE layer's MLP half on one rank: router (replicated), shared experts
 /// (TP-sharded) and the local experts (EP x ETP-sharded); `experts` is the latter alone.
 struct MoeParameters {

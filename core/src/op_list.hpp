@@ -153,6 +153,39 @@ class OpList {
     pending_[pending_count_++] = index;
   }
 
+  /// Waits a side stream's work left for whoever consumes its result.
+  struct Waits {
+    std::array<std::int32_t, 4> index{};
+    std::size_t count = 0;
+  };
+  void wait(const Waits& waits) {
+    for (std::size_t i = 0; i < waits.count; ++i) wait(waits.index[i]);
+  }
+
+  /// Ops appended until end_side_stream() are a side stream's (Megatron's SharedExpertMLP.stream
+  /// beside the token dispatcher): its compute is timed on the compute stream (the SMs are one
+  /// resource, so two streams' kernels take as long together as one after the other), but it
+  /// does not take the main stream's pending waits, and communication issued after the side
+  /// stream ends waits only for the main stream's last compute, not for the side stream's.
+  void begin_side_stream() {
+    STEPSIM_ASSERT(!side_);
+    side_ = true;
+    main_pending_ = pending_;
+    main_pending_count_ = pending_count_;
+    pending_count_ = 0;
+    main_last_compute_ = last_compute_;
+  }
+  /// Ends the side stream; returns the waits it left pending (its consumer takes them).
+  Waits end_side_stream() {
+    STEPSIM_ASSERT(side_);
+    side_ = false;
+    Waits left{.index = pending_, .count = pending_count_};
+    pending_ = main_pending_;
+    pending_count_ = main_pending_count_;
+    last_compute_ = main_last_compute_;
+    return left;
+  }
+
  private:
   static std::string_view tp_name(CollectiveKind kind) {
     switch (kind) {
@@ -180,6 +213,10 @@ class OpList {
   std::int32_t last_compute_ = -1;
   std::array<std::int32_t, 4> pending_{};
   std::size_t pending_count_ = 0;
+  bool side_ = false;  // between begin_side_stream and end_side_stream
+  std::array<std::int32_t, 4> main_pending_{};
+  std::size_t main_pending_count_ = 0;
+  std::int32_t main_last_compute_ = -1;
 };
 
 }  // namespace stepsim::detail

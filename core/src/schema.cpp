@@ -767,6 +767,16 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .flags = "--moe-grouped-gemm=true", .default_text = "false",
             .doc = "one grouped GEMM over the local experts (TEGroupedMLP) instead of one GEMM "
                    "per expert (SequentialMLP)"},
+    KeyInfo{STEPSIM_BOOL("training.moe_shared_expert_overlap",
+                         training.moe_shared_expert_overlap),
+            .sweep = Sweep::kListed, .flags = "--moe-shared-expert-overlap=true",
+            .default_text = "false",
+            .check = "with moe_shared_expert_intermediate_size: moe_token_dispatcher_type "
+                     "\"alltoall\" (moe_shared_expert_overlap only works with alltoall or flex "
+                     "token dispatcher)",
+            .doc = "the shared experts on their own stream beside the dispatcher: fc1 during the "
+                   "dispatch all-to-all, fc2 during the combine (forward and backward); no "
+                   "effect without shared experts"},
     KeyInfo{STEPSIM_ENUM("training.moe_router_load_balancing_type",
                          training.moe_router_load_balancing_type, MoeLoadBalancing),
             .choices = kMoeLoadBalancing, .sweep = Sweep::kListed,
@@ -908,7 +918,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     // the z-loss kernels are [tokens, num_experts] reductions, not priced yet
     {.dest = "moe_z_loss_coeff", .flag = "--moe-z-loss-coeff"},
     {.dest = "moe_permute_fusion", .flag = "--moe-permute-fusion"},
-    {.dest = "moe_shared_expert_overlap", .flag = "--moe-shared-expert-overlap"},
     {.dest = "moe_router_pre_softmax", .flag = "--moe-router-pre-softmax"},
     {.dest = "moe_router_fusion", .flag = "--moe-router-fusion"},
     // numerics of the routing: the same kernels and bytes either way

@@ -219,6 +219,14 @@ void check_moe(const Workload& w, Checker& check) {
                "=true: moe_expert_capacity_factor must be set to use "
                "moe_pad_expert_input_to_capacity");
   }
+  // transformer_config.py __post_init__: "moe_shared_expert_overlap only works with alltoall
+  // or flex token dispatcher." (checked only with shared experts, as Megatron does).
+  if (t.moe_shared_expert_overlap && shared > 0 &&
+      t.moe_token_dispatcher_type == MoeDispatcher::kAllGather) {
+    check.fail("training.moe_shared_expert_overlap",
+               "=true with moe_token_dispatcher_type \"allgather\": "
+               "moe_shared_expert_overlap only works with alltoall or flex token dispatcher");
+  }
   // What stepsim does not model yet.
   if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
     check.fail("training.moe_token_dispatcher_type",

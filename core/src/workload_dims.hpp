@@ -69,6 +69,8 @@ struct Dims {
   std::int64_t topk = 0;      ///< experts per token
   std::int64_t moe_f = 0;     ///< one routed expert's FFN width
   std::int64_t shared_f = 0;  ///< the shared experts' FFN width (0: none)
+  /// moe_shared_expert_overlap with shared experts: they run beside the dispatcher.
+  bool shared_overlap = false;
   std::int64_t ep = 1;        ///< expert-parallel size
   std::int64_t etp = 1;       ///< expert tensor-parallel size
   std::int64_t edp = 1;       ///< expert data-parallel size
@@ -207,6 +209,7 @@ inline Dims dims_of(const Workload& w) {
     x.topk = mc.moe_router_topk;
     x.moe_f = mc.moe_ffn();
     x.shared_f = mc.moe_shared_expert_intermediate_size;
+    x.shared_overlap = x.shared_f > 0 && tc.moe_shared_expert_overlap;
     x.ep = tc.expert_model_parallel_size > 0 ? tc.expert_model_parallel_size : 1;
     x.etp = tc.expert_tensor_parallel() > 0 ? tc.expert_tensor_parallel() : 1;
     x.edp = tc.expert_data_parallel_size > 0 ? tc.expert_data_parallel_size : 1;

@@ -243,6 +243,10 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
     j.field("expert_data_parallel_size", t.expert_data_parallel_size);
     j.field("moe_token_dispatcher_type", dispatcher_key(t.moe_token_dispatcher_type));
     j.field("moe_grouped_gemm", t.moe_grouped_gemm);
+    // Only when it changes the job, so that the other MoE configurations' output stays.
+    if (t.moe_shared_expert_overlap && w.model.moe_shared_expert_intermediate_size > 0) {
+      j.field("moe_shared_expert_overlap", true);
+    }
     j.field("parameters", count_parameters(w.model));
     j.field("active_parameters", count_active_parameters(w.model));
     j.field("active_parameters_without_input_embedding",
@@ -291,7 +295,11 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
         << t.expert_model_parallel_size << " x ETP " << t.expert_tensor_parallel()
         << " x expert DP " << t.expert_data_parallel_size << ", "
         << dispatcher_key(t.moe_token_dispatcher_type) << " dispatcher"
-        << (t.moe_grouped_gemm ? ", grouped GEMM" : "") << "; "
+        << (t.moe_grouped_gemm ? ", grouped GEMM" : "")
+        << (t.moe_shared_expert_overlap && m.moe_shared_expert_intermediate_size > 0
+                ? ", shared experts beside the dispatcher"
+                : "")
+        << "; "
         << fmt("%.2fB", static_cast<double>(count_parameters(m)) / 1e9) << " parameters, "
         << fmt("%.2fB", static_cast<double>(count_active_parameters(m)) / 1e9) << " active ("
         << fmt("%.2fB",

@@ -230,6 +230,16 @@ TEST(LoadSystem, EveryShippedSystemLoadsWithCitations) {
   ASSERT_TRUE(h100.ok());
   EXPECT_DOUBLE_EQ(h100->peak_flops_bf16, 989.4e12);
   EXPECT_DOUBLE_EQ(h100->intra_node.bandwidth_bytes_per_s, 450e9);
+  // The H800 is the H100 SXM5 with its NVLink cut to 400 GB/s both ways together: every
+  // other figure is the H100's.
+  auto h800 = load_system_file(kScenarios + "/systems/h800-80gb-deepseek.json");
+  ASSERT_TRUE(h800.ok()) << format_errors(h800.errors());
+  EXPECT_DOUBLE_EQ(h800->intra_node.bandwidth_bytes_per_s, 200e9);
+  SystemConfig same = *h800;
+  same.name = h100->name;
+  same.gpu_name = h100->gpu_name;
+  same.intra_node.bandwidth_bytes_per_s = h100->intra_node.bandwidth_bytes_per_s;
+  EXPECT_EQ(same, *h100);
 }
 
 TEST(LoadSystem, MissingCitationIsAnError) {

@@ -216,6 +216,10 @@ struct TrainingConfig {
   /// Transformer Engine's grouped GEMM for the local experts (TEGroupedMLP) instead of one
   /// GEMM per expert (SequentialMLP).
   bool moe_grouped_gemm = false;
+  /// Megatron-Core's --moe-shared-expert-overlap: the shared experts run on their own CUDA
+  /// stream beside the token dispatcher's all-to-alls (SharedExpertMLP.stream), after the
+  /// router instead of before it. No effect without shared experts (Megatron ignores it then).
+  bool moe_shared_expert_overlap = false;
   MoeLoadBalancing moe_router_load_balancing_type = MoeLoadBalancing::kAuxLoss;
   double moe_expert_capacity_factor = 0;  ///< 0 = no capacity (Megatron's None): no dropping
   /// The load-balancing loss coefficient; > 0 runs the router's aux-loss kernels (and the
