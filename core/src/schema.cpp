@@ -692,10 +692,11 @@ const std::array kSchema = {
             .default_text = "false",
             .check = "needs sequence_parallel (so tensor_model_parallel_size > 1: Megatron turns "
                      "sequence_parallel off at 1) and Transformer Engine (transformer_impl); "
-                     "not modelled yet: a TP group across nodes, fp8; the system gives sm_count; "
+                     "not modelled yet: a TP group across nodes; the system gives sm_count; "
                      "hidden_size divisible by 4 (the pipelined reduce-scatter's chunks)",
             .doc = "Transformer Engine's userbuffers around the layers' linears: AG+GEMM ring "
-                   "exchange, GEMM+RS pipelined, bulk dgrad/wgrad overlaps"},
+                   "exchange, GEMM+RS pipelined, bulk dgrad/wgrad overlaps; with fp8 the "
+                   "all-gathers in FP8 buffers (1 byte) and every GEMM chunk in FP8"},
     KeyInfo{STEPSIM_BOOL("training.tp_comm_overlap_ag", training.tp_comm_overlap_ag),
             .sweep = Sweep::kListed,
             .flags = "--disable-tp-comm-overlap-ag=false --no-tp-comm-overlap-ag=false",

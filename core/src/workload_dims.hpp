@@ -176,7 +176,7 @@ inline Dims dims_of(const Workload& w) {
   x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
   // layernorm_linear.py / linear.py: every overlap needs sequence parallelism; the bulk
   // overlaps give way to the dgrad GEMM+RS pipeline.
-  const bool ub = tc.tp_comm_overlap && x.sp && !x.fp8;  // FP8 userbuffers: rejected
+  const bool ub = tc.tp_comm_overlap && x.sp;
   x.ub_ag = ub && tc.tp_comm_overlap_ag;
   x.ub_rs = ub && tc.tp_comm_overlap_rs;
   x.ub_rs_dgrad = ub && tc.tp_comm_overlap_rs_dgrad;
