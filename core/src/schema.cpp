@@ -335,9 +335,12 @@ const std::array kSchema = {
                          CrossEntropyFusionImpl),
             .choices = kCrossEntropyImpl, .sweep = Sweep::kListed,
             .flags = "--cross-entropy-fusion-impl", .default_text = "\"native\"",
-            .check = "\"native\"; \"te\" (Transformer Engine's Triton kernel) is not modelled "
-                     "yet",
-            .doc = "which fused cross entropy cross_entropy_loss_fusion runs"},
+            .check = "\"native\" or \"te\"",
+            .doc = "which fused cross entropy cross_entropy_loss_fusion runs: Megatron's native "
+                   "one, or Transformer Engine's Triton parallel cross entropy (an online "
+                   "softmax, one all-gather of per-token fp32 max/sum/target triples), as "
+                   "Megatron-Bridge's and NeMo's recipes set it (recent Megatron-LM's own "
+                   "validate_args refuses it on stability grounds; TransformerConfig warns)"},
     // mixture of experts (moe.hpp, moe_ops.cpp; rules in validate_moe.cpp)
     KeyInfo{STEPSIM_INT("model.num_experts", model.num_experts), .sweep = Sweep::kListed,
             .flags = "--num-experts", .default_text = "none (a dense model)",
