@@ -25,9 +25,14 @@
 // fc1_dgrad; layers_all_gather_overlap) get FP8 buffers (fp8_buf, buffer dtype uint8), so the
 // norm's FP8 output and the projection/FC2 output gradient, quantized row-wise before
 // fill_userbuffers_buffer_for_all_gather, are copied in and exchanged at 1 byte per element;
-// the reduce-scatters (proj_fprop, fc2_fprop, the bulk qkv_wgrad/fc1_wgrad and a pipelined
-// dgrad) keep 16-bit buffers by default (fp8_buf is honoured only for a "pipeline" GEMM of a
-// user config), so the GEMMs write 16-bit outputs and the reduce-scatters move 16-bit data.
+// the reduce-scatters of proj_fprop, fc2_fprop and the bulk qkv_wgrad/fc1_wgrad keep 16-bit
+// buffers (fp8_buf is honoured only for a "pipeline" GEMM of a user config), so those GEMMs
+// write 16-bit outputs and the reduce-scatters move 16-bit data. Megatron's
+// --tp-comm-overlap-rs-dgrad runs the QKV/FC1 dgrad's reduce-scatter on the qkv_dgrad/fc1_dgrad
+// userbuffer, which (its method left "bulk" by an empty config) is an FP8 one: the linear then
+// asks for an FP8 grad input (get_ub_is_fp8(ub_name + "_dgrad") -> fp8_grad in
+// layernorm_linear.py forward), the dgrad chunks write FP8 and the reduce-scatter moves 1 byte
+// per element (reducescatter2_userbuff_stridedoutput_fp8, 16-bit output).
 // Every GEMM chunk multiplies FP8 operands (general_gemm on Float8 tensors). On Hopper the
 // gathered FP8 tensors the wgrads read column-wise are transposed after the dgrad GEMM
 // (update_usage(columnwise_usage=True) in the wgrad section of linear.py and
@@ -86,7 +91,7 @@ void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::int32_t la
 /// features on the SMs the reduce-scatter leaves, each chunk's reduce-scatter after it; the
 /// next compute waits for the last.
 void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
-                       std::int64_t n_total, std::int64_t k) {
+                       std::int64_t n_total, std::int64_t k, std::int64_t elem_bytes) {
   const Dims& x = ops.dims();
   std::int32_t reduce = -1;
   for (std::int64_t i = 0; i < kUbPipelineSplits; ++i) {
@@ -96,7 +101,7 @@ void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::int32_t lay
     reduce = ops.collective("tp_ub_reduce_scatter", layer, phase, Stream::kTensorComm,
                             CollectiveOp{.kind = CollectiveKind::kReduceScatter,
                                          .group = CommGroup::kTensor,
-                                         .bytes = x.tokens * cols * x.e,
+                                         .bytes = x.tokens * cols * elem_bytes,
                                          .group_size = x.t,
                                          .nodes_spanned = x.tp_nodes,
                                          .nccl = false});
@@ -126,7 +131,7 @@ void emit_ub_ag_fprop(OpList& ops, std::string_view prefix, std::string_view gem
 
 void emit_ub_rs_fprop(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
                       std::int64_t in_k) {
-  pipelined_gemm_rs(ops, gemm_name, layer, phase, ops.dims().h, in_k);
+  pipelined_gemm_rs(ops, gemm_name, layer, phase, ops.dims().h, in_k, ops.dims().e);
 }
 
 void emit_ub_row_parallel_backward(OpList& ops, std::string_view prefix,
@@ -174,12 +179,12 @@ void emit_ub_column_parallel_backward(OpList& ops, std::string_view prefix,
     gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
                                  x.tokens * in_k * x.e);
   }
-  // The input gradient leaves the GEMM 16-bit (the wgrad and dgrad reduce-scatter buffers are
-  // not FP8 by default).
+  // The input gradient leaves the GEMM 16-bit for the bulk and NCCL reduce-scatters (the
+  // qkv_wgrad/fc1_wgrad buffers are not FP8).
   const std::int64_t bytes = x.tokens * in_k * x.e;
   std::int32_t reduce = -1;
   if (x.ub_rs_dgrad) {
-    pipelined_gemm_rs(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, out_n);
+    pipelined_gemm_rs(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, out_n, ag_elem_bytes(x));
   } else {
     const std::int32_t dgrad =
         ops.linear_gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);

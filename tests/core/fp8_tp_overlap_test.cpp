@@ -241,7 +241,7 @@ TEST(Fp8TpOverlap, CurrentScalingReducesTheAmaxAndCastsBeforeTheExchange) {
   EXPECT_EQ(memory_bytes(c.backward, "proj_grad_amax"), kTs * kH * kE);
 }
 
-TEST(Fp8TpOverlap, RsDgradPipelinesFp8DgradChunksWith16BitReduceScatters) {
+TEST(Fp8TpOverlap, RsDgradPipelinesFp8DgradChunksIntoTheFp8DgradBuffer) {
   Workload w = tp4(true, true);
   w.training.tp_comm_overlap_rs_dgrad = true;
   const ChunkPlan c = middle(w);
@@ -252,9 +252,10 @@ TEST(Fp8TpOverlap, RsDgradPipelinesFp8DgradChunksWith16BitReduceScatters) {
     EXPECT_EQ(std::get<GemmOp>(b[static_cast<std::size_t>(i)].shape),
               (GemmOp{kT, kH / 4, kQkv, 1, DType::kFp8, GemmLayout::kTN}));
   }
-  // The dgrad's reduce-scatter chunks in 16 bits; the input re-gathered by NCCL in FP8,
+  // The qkv_dgrad/fc1_dgrad userbuffers are FP8 (TE's default fp8_buf for them): the dgrad
+  // chunks' reduce-scatters move 1 byte per element. The input is re-gathered by NCCL in FP8,
   // waited at once and transposed (no bulk overlap with rs_dgrad).
-  EXPECT_EQ(comm_bytes(b, "tp_ub_reduce_scatter", 1), 2 * kT * kH * kE);
+  EXPECT_EQ(comm_bytes(b, "tp_ub_reduce_scatter", 1), 2 * kT * kH);
   EXPECT_EQ(comm_bytes(b, "tp_all_gather", 1), 2 * kT * kH);
   EXPECT_TRUE(indices(b, "tp_ub_all_gather", 1).empty());
   EXPECT_EQ(memory_bytes(b, "qkv_input_transpose_bwd"), kT * kH * 2);
