@@ -133,7 +133,8 @@ ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::i
   if (first && x.hidden_dropout) extras += as_d(x.sp_tokens * x.h);
   if (last) {
     // Inputs of the final norm and of the logits GEMM, and the fp32 softmax the
-    // cross-entropy keeps: the reference's 4*s*b*h/t*(1 + V/h) with SP.
+    // cross-entropy keeps: the reference's 4*s*b*h/t*(1 + V/h) with SP. Transformer Engine's
+    // cross entropy keeps its fp32 gradient instead, of the same size.
     extras += 2.0 * as_d(x.sp_tokens * x.h * x.e) + as_d(x.tokens * x.vocab_n() * 4);
     out.transient_bytes = detail::logits_workspace_bytes(x);
   }

@@ -13,6 +13,37 @@ constexpr std::int32_t kNoLayer = -1;
 // all-reduces, adds positions, transposes to [s, b, h] and scatters (a split and a clone).
 bool reduce_scatter_embeddings(const Dims& x) { return x.sp && !x.learned_pos; }
 
+// Transformer Engine's parallel cross entropy (transformer_engine/pytorch/cross_entropy.py
+// CrossEntropyFunction; its Triton kernels in transformer_engine/pytorch/triton/
+// cross_entropy.py cross_entropy_forward/backward and common/triton/cross_entropy.py), as
+// Megatron calls it (language_module.py compute_language_model_loss ->
+// te_parallel_cross_entropy: label_smoothing 0, reduce_loss False, the TP group). Per token
+// row of V/t 16-bit logits:
+// - three torch.zeros buffers: the unreduced fp32 loss, this rank's fp32 (max, sum, X_y)
+//   triple and, with t > 1, the gathered triples (4 + 12 + 12 t bytes written per row);
+// - online_softmax_kernel: reads the logits once (and the int64 target), writes the triple;
+// - with t > 1 all_gather_into_tensor of the triples over the TP group (12 t bytes per row,
+//   nccl-tests size), blocking;
+// - cross_entropy_kernel: reads the gathered triples and the logits again, writes the fp32
+//   gradient (softmax - one_hot, kept for backward) and the loss.
+// Backward: element_mul_kernel scales the fp32 gradient in place by the per-token loss
+// gradient (reduce_loss False: grad_output is no scalar 1.0, so the multiply runs), then
+// autograd casts it to the logits' dtype (torch/csrc/autograd/engine.cpp validate_outputs
+// casts a gradient to its input's dtype): read 4, write e bytes per element.
+void emit_te_cross_entropy_forward(OpList& ops, std::int64_t logits) {
+  const Dims& x = ops.dims();
+  const Phase ph = Phase::kForward;
+  constexpr std::int64_t kTriple = 3 * 4;  // fp32 max, sum of exps, the target's logit
+  const std::int64_t gathered = x.t > 1 ? kTriple * x.t : 0;
+  ops.memory("ce_te_zero_fill", kNoLayer, ph, x.tokens * (4 + kTriple + gathered));
+  ops.memory("ce_te_online_softmax", kNoLayer, ph, logits * x.e + x.tokens * (8 + kTriple));
+  if (x.t > 1) {
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, kNoLayer, ph, x.tokens * kTriple * x.t));
+  }
+  ops.memory("ce_te_loss_grad", kNoLayer, ph,
+             logits * (x.e + 4) + x.tokens * ((gathered > 0 ? gathered : kTriple) + 8 + 4));
+}
+
 }  // namespace
 
 std::int64_t logits_workspace_bytes(const Dims& x) { return x.tokens * x.vocab_n() * 4; }
@@ -70,6 +101,10 @@ void emit_output_forward(OpList& ops) {
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, kNoLayer, ph, x.tokens * x.h * x.e));
   }
   ops.gemm("logits_gemm", kNoLayer, ph, x.tokens, x.vocab_n(), x.h, 1, logits_workspace_bytes(x));
+  if (x.ce_te) {
+    emit_te_cross_entropy_forward(ops, logits);
+    return;
+  }
   // VocabParallelCrossEntropy on logits.float(): the cast, then the local max.
   ops.memory("ce_logits_max", kNoLayer, ph, logits * (x.e + 4 + 4));
   if (x.t > 1) {
@@ -94,8 +129,14 @@ void emit_output_forward(OpList& ops) {
 void emit_output_backward(OpList& ops, bool defer_wgrad) {
   const Dims& x = ops.dims();
   const std::int64_t logits = x.tokens * x.vocab_n();
-  // grad = (softmax - one_hot) * grad_output in place, then the cast back to params dtype.
-  ops.memory("cross_entropy_bwd", kNoLayer, Phase::kBackwardInput, logits * (8 + 4 + x.e));
+  if (x.ce_te) {
+    // element_mul_kernel in place (and the per-token grad_output), then autograd's cast.
+    ops.memory("ce_te_grad_scale", kNoLayer, Phase::kBackwardInput, logits * 8 + x.tokens * 4);
+    ops.memory("ce_te_grad_cast", kNoLayer, Phase::kBackwardInput, logits * (4 + x.e));
+  } else {
+    // grad = (softmax - one_hot) * grad_output in place, then the cast back to params dtype.
+    ops.memory("cross_entropy_bwd", kNoLayer, Phase::kBackwardInput, logits * (8 + 4 + x.e));
+  }
   emit_column_parallel_backward(ops, "logits_dgrad", "logits_wgrad", kNoLayer, x.vocab_n(), x.h,
                                 false, !defer_wgrad);
   ops.memory("final_norm_bwd", kNoLayer, Phase::kBackwardInput,

@@ -63,7 +63,9 @@ void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32
                               CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 4,
                                            x.t, x.tp_nodes}));
       ops.memory(named(prefix, "_input_cast"), layer, phase, x.sp_tokens * x.h * (x.e + 1));
-      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+      if (!x.ub_ag) {
+        ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+      }
       return;
     }
     ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * x.h * (x.e + 2));
@@ -71,8 +73,12 @@ void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32
   }
   if (x.sp) {
     // The norm quantized row-wise only ("All-gather is not supported with FP8 column-wise
-    // data"); the shards are gathered in FP8: 1 byte per element on the wire.
-    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+    // data"); the shards are gathered in FP8: 1 byte per element on the wire (with the
+    // userbuffers ring exchange, by the GEMM's exchanges: layernorm_linear.py passes the FP8
+    // norm output to fill_userbuffers_buffer_for_all_gather).
+    if (!x.ub_ag) {
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+    }
     return;
   }
   // The norm kernel writes the FP8 output; the FP8 transpose for wgrad is a second kernel
@@ -87,15 +93,34 @@ void emit_fp8_row_linear_input(OpList& ops, std::string_view prefix, std::int32_
   ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * in_k * (x.e + 2));
 }
 
+void emit_fp8_row_grad_cast(OpList& ops, std::string_view prefix, std::int32_t layer) {
+  const Dims& x = ops.dims();
+  // grad_output_preprocess (base.py), "FP8 with all-gather: unfused bgrad": the bias gradient
+  // summed from the 16-bit shard, the shard quantized row-wise only (the amax reduced over TP
+  // under current scaling: set_quantizer_amax_reduction_group for row-parallel SP).
+  if (x.bias) {
+    ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.sp_tokens * x.h * x.e);
+  }
+  current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.sp_tokens * x.h, true);
+  ops.memory(named(prefix, "_grad_cast"), layer, Phase::kBackwardInput,
+             x.sp_tokens * x.h * (x.e + 1));
+}
+
+void emit_fp8_column_grad_cast(OpList& ops, std::string_view prefix, std::int32_t layer,
+                               std::int64_t out_n) {
+  const Dims& x = ops.dims();
+  // The output gradient [tokens, out_n] in FP8 (dgrad) and transposed (wgrad), bias
+  // gradient fused (bgrad_quantize).
+  current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * out_n, false);
+  ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
+             x.tokens * out_n * (x.e + 2));
+}
+
 void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
                                        std::string_view dgrad_name, std::string_view wgrad_name,
                                        std::int32_t layer, std::int64_t out_n, std::int64_t in_k) {
   const Dims& x = ops.dims();
-  // The output gradient [tokens, out_n] in FP8 (dgrad) and transposed (wgrad), bias
-  // gradient fused.
-  current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * out_n, false);
-  ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
-             x.tokens * out_n * (x.e + 2));
+  emit_fp8_column_grad_cast(ops, prefix, layer, out_n);
   if (x.sp) {
     // The saved FP8 input shard is re-gathered for wgrad. On Hopper the gathered input must
     // be transposed, so _all_gather_fp8 waits for the gather at once (no overlap with
@@ -126,19 +151,11 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
   const Dims& x = ops.dims();
   if (x.sp) {
     // The gradient shard is cast row-wise, all-gathered in FP8, then transposed for wgrad
-    // once the gather is done; its bias gradient is summed unfused.
-    current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.sp_tokens * x.h,
-                 true);
-    ops.memory(named(prefix, "_grad_cast"), layer, Phase::kBackwardInput,
-               x.sp_tokens * x.h * (x.e + 1));
+    // once the gather is done.
+    emit_fp8_row_grad_cast(ops, prefix, layer);
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
                                x.tokens * x.h));
-    ops.memory(named(prefix, "_grad_transpose"), layer, Phase::kBackwardInput,
-               x.tokens * x.h * 2);
-    if (x.bias) {
-      ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight,
-                 x.sp_tokens * x.h * x.e);
-    }
+    ops.memory(named(prefix, "_grad_transpose"), layer, Phase::kBackwardInput, x.tokens * x.h * 2);
   } else {
     current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * x.h,
                  false);

@@ -19,9 +19,22 @@ namespace stepsim::detail {
 std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens);
 
 /// Forward, after the norm of a LayerNormLinear (QKV, FC1; input width h): with SP the FP8
-/// all-gather of the norm's FP8 output, else the transpose of it that wgrad reads.
+/// all-gather of the norm's FP8 output, else the transpose of it that wgrad reads. With the
+/// userbuffers ring exchange (Dims::ub_ag) only what precedes the gather (current scaling's
+/// amax reduction and cast): the exchange itself is the GEMM's (tp_overlap_ops.cpp).
 void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
                                 Phase phase);
+
+/// Backward of a sequence-parallel RowParallelLinear (projection, FC2) in FP8, before its
+/// output gradient is gathered: current scaling's amax and its TP reduction, the row-wise cast
+/// of the gradient shard, and the unfused bias gradient.
+void emit_fp8_row_grad_cast(OpList& ops, std::string_view prefix, std::int32_t layer);
+
+/// Backward of a LayerNormColumnParallelLinear (QKV, FC1) in FP8: the output gradient
+/// [tokens, out_n] cast to FP8 and transposed in one kernel (bias gradient fused), after
+/// current scaling's amax.
+void emit_fp8_column_grad_cast(OpList& ops, std::string_view prefix, std::int32_t layer,
+                               std::int64_t out_n);
 
 /// Forward, before the GEMM of a row-parallel Linear (projection, FC2) with input width
 /// `in_k`: one cast-transpose kernel writes the FP8 input and its FP8 transpose.

@@ -124,12 +124,12 @@ void emit_row_parallel_backward(OpList& ops, std::string_view prefix, std::strin
                                 std::string_view wgrad_name, std::int32_t layer,
                                 std::int64_t in_k) {
   const Dims& x = ops.dims();
-  if (x.fp8) {
-    emit_fp8_row_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, in_k);
-    return;
-  }
   if (x.ub_ag) {
     emit_ub_row_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, in_k);
+    return;
+  }
+  if (x.fp8) {
+    emit_fp8_row_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, in_k);
     return;
   }
   gather_input(ops, layer, Phase::kBackwardInput);
@@ -214,12 +214,12 @@ void emit_norm_linear_backward(OpList& ops, std::string_view prefix, std::string
                                std::string_view wgrad_name, std::int32_t layer,
                                std::int64_t out_n, bool bias) {
   const Dims& x = ops.dims();
-  if (x.fp8) {
-    emit_fp8_column_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, out_n, x.h);
-    return;
-  }
   if (x.ub_bulk_dgrad || x.ub_bulk_wgrad || x.ub_rs_dgrad) {
     emit_ub_column_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, out_n, x.h, bias);
+    return;
+  }
+  if (x.fp8) {
+    emit_fp8_column_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, out_n, x.h);
     return;
   }
   emit_column_parallel_backward(ops, dgrad_name, wgrad_name, layer, out_n, x.h, bias);

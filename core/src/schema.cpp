@@ -335,9 +335,12 @@ const std::array kSchema = {
                          CrossEntropyFusionImpl),
             .choices = kCrossEntropyImpl, .sweep = Sweep::kListed,
             .flags = "--cross-entropy-fusion-impl", .default_text = "\"native\"",
-            .check = "\"native\"; \"te\" (Transformer Engine's Triton kernel) is not modelled "
-                     "yet",
-            .doc = "which fused cross entropy cross_entropy_loss_fusion runs"},
+            .check = "\"native\" or \"te\"",
+            .doc = "which fused cross entropy cross_entropy_loss_fusion runs: Megatron's native "
+                   "one, or Transformer Engine's Triton parallel cross entropy (an online "
+                   "softmax, one all-gather of per-token fp32 max/sum/target triples), as "
+                   "Megatron-Bridge's and NeMo's recipes set it (recent Megatron-LM's own "
+                   "validate_args refuses it on stability grounds; TransformerConfig warns)"},
     // mixture of experts (moe.hpp, moe_ops.cpp; rules in validate_moe.cpp)
     KeyInfo{STEPSIM_INT("model.num_experts", model.num_experts), .sweep = Sweep::kListed,
             .flags = "--num-experts", .default_text = "none (a dense model)",
@@ -692,10 +695,11 @@ const std::array kSchema = {
             .default_text = "false",
             .check = "needs sequence_parallel (so tensor_model_parallel_size > 1: Megatron turns "
                      "sequence_parallel off at 1) and Transformer Engine (transformer_impl); "
-                     "not modelled yet: a TP group across nodes, fp8; the system gives sm_count; "
+                     "not modelled yet: a TP group across nodes; the system gives sm_count; "
                      "hidden_size divisible by 4 (the pipelined reduce-scatter's chunks)",
             .doc = "Transformer Engine's userbuffers around the layers' linears: AG+GEMM ring "
-                   "exchange, GEMM+RS pipelined, bulk dgrad/wgrad overlaps"},
+                   "exchange, GEMM+RS pipelined, bulk dgrad/wgrad overlaps; with fp8 the "
+                   "all-gathers in FP8 buffers (1 byte) and every GEMM chunk in FP8"},
     KeyInfo{STEPSIM_BOOL("training.tp_comm_overlap_ag", training.tp_comm_overlap_ag),
             .sweep = Sweep::kListed,
             .flags = "--disable-tp-comm-overlap-ag=false --no-tp-comm-overlap-ag=false",

@@ -20,6 +20,23 @@
 //   the dgrad GEMM, and the dgrad's reduce-scatter beside the wgrad GEMM: userbuffers kernels
 //   on 16 SMs, the GEMMs on sm_count - 16. With tp_comm_overlap_rs_dgrad the dgrad GEMM and its
 //   reduce-scatter are pipelined instead (split_overlap_rs) and the bulk overlaps are off.
+// With FP8 (initialize_ub(quantization_modes=[FP8]) under Megatron's --fp8-format): the
+// all-gather overlaps (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad, the bulk qkv_dgrad and
+// fc1_dgrad; layers_all_gather_overlap) get FP8 buffers (fp8_buf, buffer dtype uint8), so the
+// norm's FP8 output and the projection/FC2 output gradient, quantized row-wise before
+// fill_userbuffers_buffer_for_all_gather, are copied in and exchanged at 1 byte per element;
+// the reduce-scatters of proj_fprop, fc2_fprop and the bulk qkv_wgrad/fc1_wgrad keep 16-bit
+// buffers (fp8_buf is honoured only for a "pipeline" GEMM of a user config), so those GEMMs
+// write 16-bit outputs and the reduce-scatters move 16-bit data. Megatron's
+// --tp-comm-overlap-rs-dgrad runs the QKV/FC1 dgrad's reduce-scatter on the qkv_dgrad/fc1_dgrad
+// userbuffer, which (its method left "bulk" by an empty config) is an FP8 one: the linear then
+// asks for an FP8 grad input (get_ub_is_fp8(ub_name + "_dgrad") -> fp8_grad in
+// layernorm_linear.py forward), the dgrad chunks write FP8 and the reduce-scatter moves 1 byte
+// per element (reducescatter2_userbuff_stridedoutput_fp8, 16-bit output).
+// Every GEMM chunk multiplies FP8 operands (general_gemm on Float8 tensors). On Hopper the
+// gathered FP8 tensors the wgrads read column-wise are transposed after the dgrad GEMM
+// (update_usage(columnwise_usage=True) in the wgrad section of linear.py and
+// layernorm_linear.py backward).
 // These transfers are not NCCL: their CollectiveOp/P2POp carry nccl = false. Their time is the
 // cost model's for the same bytes on the same links (the copy engine's intra-node transfer, a
 // collective over the tensor group): NVLink's bandwidth bounds both. A GEMM on a share of the
@@ -27,6 +44,7 @@
 
 #include <string>
 
+#include "fp8_ops.hpp"
 #include "layer_ops.hpp"
 
 namespace stepsim::detail {
@@ -44,27 +62,27 @@ std::int64_t chunk_of(std::int64_t total, std::int64_t parts, std::int64_t i) {
   return total / parts + (i < total % parts ? 1 : 0);
 }
 
+/// Bytes per element of an all-gather userbuffer: 1 with FP8 (fp8_buf), else the params dtype's.
+std::int64_t ag_elem_bytes(const Dims& x) { return x.fp8 ? 1 : x.e; }
+
 /// split_overlap_ag: tp GEMM chunks of tokens / tp rows (output width n, input width k)
-/// beside tp - 1 copy-engine exchanges of a k-wide chunk, the first exchange starting with
-/// the first chunk.
+/// beside tp - 1 copy-engine exchanges of a k-wide chunk (ag_elem_bytes per element), the
+/// first exchange starting with the first chunk.
 void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
-                        std::int64_t n, std::int64_t k, bool linear) {
+                        std::int64_t n, std::int64_t k) {
   const Dims& x = ops.dims();
   const std::int32_t start = ops.last_compute();
   std::int32_t exchange = -1;
   for (std::int64_t i = 0; i < x.t; ++i) {
     const std::int64_t rows = chunk_of(x.tokens, x.t, i);
     if (exchange >= 0) ops.wait(exchange);
-    if (linear) {
-      ops.linear_gemm(gemm_name, layer, phase, rows, n, k);
-    } else {
-      ops.gemm(gemm_name, layer, phase, rows, n, k);
-    }
+    ops.linear_gemm(gemm_name, layer, phase, rows, n, k);
     if (i + 1 < x.t) {
       // Send the chunk just multiplied, receive the next: one batched send/recv pair.
-      exchange = ops.comm_after("tp_ring_exchange", layer, phase, Stream::kTensorComm,
-                                P2POp{.bytes = rows * k * x.e, .inter_node = false, .nccl = false},
-                                i == 0 ? start : -1);
+      exchange = ops.comm_after(
+          "tp_ring_exchange", layer, phase, Stream::kTensorComm,
+          P2POp{.bytes = rows * k * ag_elem_bytes(x), .inter_node = false, .nccl = false},
+          i == 0 ? start : -1);
     }
   }
 }
@@ -73,18 +91,17 @@ void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::int32_t la
 /// features on the SMs the reduce-scatter leaves, each chunk's reduce-scatter after it; the
 /// next compute waits for the last.
 void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
-                       std::int64_t n_total, std::int64_t k, bool linear) {
+                       std::int64_t n_total, std::int64_t k, std::int64_t elem_bytes) {
   const Dims& x = ops.dims();
   std::int32_t reduce = -1;
   for (std::int64_t i = 0; i < kUbPipelineSplits; ++i) {
     const std::int64_t cols = chunk_of(n_total, kUbPipelineSplits, i);
-    const std::int32_t gemm = linear ? ops.linear_gemm(gemm_name, layer, phase, x.tokens, cols, k)
-                                     : ops.gemm(gemm_name, layer, phase, x.tokens, cols, k);
+    const std::int32_t gemm = ops.linear_gemm(gemm_name, layer, phase, x.tokens, cols, k);
     ops.at(gemm).sm_share = x.ub_gemm_sm_share;
     reduce = ops.collective("tp_ub_reduce_scatter", layer, phase, Stream::kTensorComm,
                             CollectiveOp{.kind = CollectiveKind::kReduceScatter,
                                          .group = CommGroup::kTensor,
-                                         .bytes = x.tokens * cols * x.e,
+                                         .bytes = x.tokens * cols * elem_bytes,
                                          .group_size = x.t,
                                          .nodes_spanned = x.tp_nodes,
                                          .nccl = false});
@@ -106,25 +123,32 @@ CollectiveOp ub_collective(const Dims& x, CollectiveKind kind, std::int64_t byte
 void emit_ub_ag_fprop(OpList& ops, std::string_view prefix, std::string_view gemm_name,
                       std::int32_t layer, Phase phase, std::int64_t out_n, std::int64_t in_k) {
   const Dims& x = ops.dims();
-  // fill_userbuffers_buffer_for_all_gather: the norm's output into the local chunk.
-  ops.memory(named(prefix, "_ub_copy"), layer, phase, 2 * x.sp_tokens * in_k * x.e);
-  ring_exchange_gemm(ops, gemm_name, layer, phase, out_n, in_k, true);
+  // fill_userbuffers_buffer_for_all_gather: the norm's output (FP8: its FP8 data) into the
+  // local chunk.
+  ops.memory(named(prefix, "_ub_copy"), layer, phase, 2 * x.sp_tokens * in_k * ag_elem_bytes(x));
+  ring_exchange_gemm(ops, gemm_name, layer, phase, out_n, in_k);
 }
 
 void emit_ub_rs_fprop(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
                       std::int64_t in_k) {
-  pipelined_gemm_rs(ops, gemm_name, layer, phase, ops.dims().h, in_k, true);
+  pipelined_gemm_rs(ops, gemm_name, layer, phase, ops.dims().h, in_k, ops.dims().e);
 }
 
 void emit_ub_row_parallel_backward(OpList& ops, std::string_view prefix,
                                    std::string_view dgrad_name, std::string_view wgrad_name,
                                    std::int32_t layer, std::int64_t in_k) {
   const Dims& x = ops.dims();
-  // grad_output_preprocess: the output gradient into the local chunk of the userbuffer.
+  // grad_output_preprocess: the output gradient (FP8: quantized row-wise first; "Userbuffers
+  // only supports communication for one tensor usage at a time") into the local chunk.
+  if (x.fp8) emit_fp8_row_grad_cast(ops, prefix, layer);
   ops.memory(named(prefix, "_dgrad_ub_copy"), layer, Phase::kBackwardInput,
-             2 * x.sp_tokens * x.h * x.e);
-  ring_exchange_gemm(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, x.h, false);
-  ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
+             2 * x.sp_tokens * x.h * ag_elem_bytes(x));
+  ring_exchange_gemm(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, x.h);
+  if (x.fp8) {
+    // The gathered FP8 gradient, left in the userbuffer, transposed for wgrad.
+    ops.memory(named(prefix, "_grad_transpose"), layer, Phase::kBackwardWeight, x.tokens * x.h * 2);
+  }
+  ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
 }
 
 void emit_ub_column_parallel_backward(OpList& ops, std::string_view prefix,
@@ -132,38 +156,64 @@ void emit_ub_column_parallel_backward(OpList& ops, std::string_view prefix,
                                       std::int32_t layer, std::int64_t out_n, std::int64_t in_k,
                                       bool bias) {
   const Dims& x = ops.dims();
-  const std::int64_t bytes = x.tokens * in_k * x.e;
+  if (x.fp8) emit_fp8_column_grad_cast(ops, prefix, layer, out_n);
   std::int32_t gathered = -1;
   if (x.ub_bulk_dgrad) {
+    // The saved input (FP8: the norm's row-wise FP8 output) into the qkv_dgrad/fc1_dgrad
+    // userbuffer, all-gathered beside the dgrad GEMM.
+    const std::int64_t ab = ag_elem_bytes(x);
     ops.memory(named(prefix, "_wgrad_input_ub_copy"), layer, Phase::kBackwardWeight,
-               2 * x.sp_tokens * in_k * x.e);
-    gathered = ops.collective("tp_ub_all_gather", layer, Phase::kBackwardWeight,
-                              Stream::kTensorComm,
-                              ub_collective(x, CollectiveKind::kAllGather, bytes));
+               2 * x.sp_tokens * in_k * ab);
+    gathered =
+        ops.collective("tp_ub_all_gather", layer, Phase::kBackwardWeight, Stream::kTensorComm,
+                       ub_collective(x, CollectiveKind::kAllGather, x.tokens * in_k * ab));
+  } else if (x.fp8) {
+    // gather_along_first_dim of the FP8 input: waited at once and transposed on Hopper
+    // (fp8_ops.cpp).
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
+                               x.tokens * in_k));
+    ops.memory(named(prefix, "_input_transpose_bwd"), layer, Phase::kBackwardWeight,
+               x.tokens * in_k * 2);
   } else {
     // gather_along_first_dim(async_op=True): NCCL, overlapped with the dgrad GEMM.
-    gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight, bytes);
+    gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
+                                 x.tokens * in_k * x.e);
   }
+  // The input gradient leaves the GEMM 16-bit for the bulk and NCCL reduce-scatters (the
+  // qkv_wgrad/fc1_wgrad buffers are not FP8).
+  const std::int64_t bytes = x.tokens * in_k * x.e;
   std::int32_t reduce = -1;
   if (x.ub_rs_dgrad) {
-    pipelined_gemm_rs(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, out_n, false);
-    ops.wait(gathered);
+    pipelined_gemm_rs(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, out_n, ag_elem_bytes(x));
   } else {
     const std::int32_t dgrad =
-        ops.gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
+        ops.linear_gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
     if (x.ub_bulk_dgrad) ops.at(dgrad).sm_share = x.ub_gemm_sm_share;
-    ops.wait(gathered);
-    reduce = x.ub_bulk_wgrad
-                 ? ops.collective("tp_ub_reduce_scatter", layer, Phase::kBackwardInput,
-                                  Stream::kTensorComm,
-                                  ub_collective(x, CollectiveKind::kReduceScatter, bytes))
-                 : ops.tp_collective(CollectiveKind::kReduceScatter, layer,
-                                     Phase::kBackwardInput, bytes);
+  }
+  if (!x.ub_rs_dgrad && !x.ub_bulk_wgrad) {
+    // reduce_scatter_along_first_dim(async_op=True) right after the dgrad GEMM.
+    reduce = ops.tp_collective(CollectiveKind::kReduceScatter, layer, Phase::kBackwardInput, bytes);
+  }
+  if (gathered >= 0) ops.wait(gathered);
+  if (x.fp8 && x.ub_bulk_dgrad) {
+    // ln_out_total.update_usage(columnwise_usage=True): the gathered FP8 input transposed.
+    ops.memory(named(prefix, "_input_transpose_bwd"), layer, Phase::kBackwardWeight,
+               x.tokens * in_k * 2);
+  }
+  if (x.ub_bulk_wgrad) {
+    // The dgrad GEMM wrote into the qkv_wgrad/fc1_wgrad userbuffer; its reduce-scatter runs
+    // beside the wgrad GEMM (bulk_overlap).
+    reduce =
+        ops.collective("tp_ub_reduce_scatter", layer, Phase::kBackwardInput, Stream::kTensorComm,
+                       ub_collective(x, CollectiveKind::kReduceScatter, bytes));
   }
   const std::int32_t wgrad =
-      ops.gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
+      ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
   if (x.ub_bulk_wgrad) ops.at(wgrad).sm_share = x.ub_gemm_sm_share;
-  if (bias) ops.memory("qkv_bias_bwd", layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
+  // FP8 fuses the bias gradient into the gradient's cast-transpose (bgrad_quantize).
+  if (bias && !x.fp8) {
+    ops.memory("qkv_bias_bwd", layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
+  }
   if (reduce >= 0) ops.wait(reduce);
 }
 

@@ -35,11 +35,6 @@ void check_model(const Workload& w, Checker& check) {
                "=false with attention_backend=\"local\" is not modelled yet (PyTorch's "
                "unfused scale, mask and softmax kernels)");
   }
-  if (m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe) {
-    check.fail("model.cross_entropy_fusion_impl",
-               "=\"te\" with cross_entropy_loss_fusion=true is not modelled yet (Transformer "
-               "Engine's Triton cross entropy); \"native\" is");
-  }
   if (m.squared_relu) {
     // megatron/training/argument_utils.py core_transformer_config_from_args: squared_relu
     // asserts not swiglu; bias_activation_fusion = bias_gelu_fusion, which validate_args turns

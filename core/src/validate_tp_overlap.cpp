@@ -46,9 +46,6 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                         "\" does not give it): Transformer Engine runs GEMMs on the SMs its "
                         "communication kernels leave");
   }
-  if (t.fp8_enabled()) {
-    check.fail(key, "=true with fp8 is not modelled yet (Transformer Engine's FP8 userbuffers)");
-  }
   // comm_gemm_overlap.cpp split_overlap_rs: the GEMM's output features in num_splits = 4 chunks
   // (initialize_ub's default for the pipelined reduce-scatter).
   const std::int64_t h = w.model.hidden_size;

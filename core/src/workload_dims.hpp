@@ -48,6 +48,9 @@ struct Dims {
   /// cross_entropy_loss_fusion (native): one TP all-reduce of the predicted logits and the
   /// exp sums together.
   bool ce_fusion = false;
+  /// cross_entropy_fusion_impl "te" with cross_entropy_loss_fusion: Transformer Engine's
+  /// Triton parallel cross entropy (embedding_ops.cpp) instead of Megatron's native one.
+  bool ce_te = false;
   bool tied = true;       ///< input embedding and output layer share their weight
   bool dist_saved = false;  ///< distribute_saved_activations in effect
   bool fp8 = false;         ///< the layers' linears run FP8 GEMMs (Transformer Engine)
@@ -170,6 +173,7 @@ inline Dims dims_of(const Workload& w) {
   x.hidden_dropout = mc.hidden_dropout > 0;
   x.attention_dropout = mc.attention_dropout > 0;
   x.ce_fusion = mc.cross_entropy_loss_fusion;
+  x.ce_te = x.ce_fusion && mc.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe;
   x.tied = !mc.untie_embeddings_and_output_weights;
   // Megatron rejects distribute_saved_activations with sequence parallelism and with t = 1.
   x.dist_saved = tc.distribute_saved_activations && !x.sp && x.t > 1 &&
@@ -178,7 +182,7 @@ inline Dims dims_of(const Workload& w) {
   x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
   // layernorm_linear.py / linear.py: every overlap needs sequence parallelism; the bulk
   // overlaps give way to the dgrad GEMM+RS pipeline.
-  const bool ub = tc.tp_comm_overlap && x.sp && !x.fp8;  // FP8 userbuffers: rejected
+  const bool ub = tc.tp_comm_overlap && x.sp;
   x.ub_ag = ub && tc.tp_comm_overlap_ag;
   x.ub_rs = ub && tc.tp_comm_overlap_rs;
   x.ub_rs_dgrad = ub && tc.tp_comm_overlap_rs_dgrad;

@@ -1,7 +1,8 @@
 // Megatron-LM flags that change the work without changing the model's shape: dropout values
 // (PyTorch's dropout returns its input at p = 0), --grad-reduce-in-bf16 (bf16 gradient
-// buffers and reduction) and --cross-entropy-loss-fusion (one all-reduce for the predicted
-// logits and the exp sums). Each against a closed form written out here.
+// buffers and reduction), --cross-entropy-loss-fusion (one all-reduce for the predicted
+// logits and the exp sums) and --cross-entropy-fusion-impl te (Transformer Engine's Triton
+// cross entropy). Each against a closed form written out here.
 
 #include <gtest/gtest.h>
 
@@ -145,21 +146,72 @@ TEST(MegatronFlags, FusedCrossEntropyAllReducesOnceForPredictedLogitsAndExpSums)
 }
 
 TEST(MegatronFlags, UnmodelledFusionVariantsAreRefusedByName) {
-  Workload te = base();
-  te.model.cross_entropy_loss_fusion = true;
-  te.model.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
-  auto errors = validate_workload(te, "s.json");
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].key, "model.cross_entropy_fusion_impl");
   Workload local = base();
   local.model.attention_backend = AttentionBackend::kLocal;
   local.model.masked_softmax_fusion = false;
-  errors = validate_workload(local, "s.json");
+  auto errors = validate_workload(local, "s.json");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].key, "model.masked_softmax_fusion");
   // Transformer Engine's backends do not read Megatron's flag.
   local.model.attention_backend = AttentionBackend::kUnfused;
   EXPECT_TRUE(validate_workload(local, "s.json").empty());
+}
+
+}  // namespace
+}  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// Transformer Engine's parallel cross entropy (cross_entropy_fusion_impl "te"): GPT-3 175B on
+// TP 8, the last stage's chunk: 2048 tokens, 51200 / 8 = 6400 logits each, bf16.
+TEST(TeCrossEntropy, KernelsBytesAndOneAllGatherOfPerTokenTriples) {
+  Workload te = base();
+  te.model.cross_entropy_loss_fusion = true;
+  te.model.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
+  EXPECT_TRUE(validate_workload(te, "s.json").empty());
+  const WorkloadPlan plan = decompose(te);
+  const ChunkPlan& c = plan.stages[1].chunks[0];
+  constexpr std::int64_t kTokens = 2048;
+  constexpr std::int64_t kLogits = kTokens * 6400;
+  // Zero fills: fp32 loss, this rank's fp32 triple, the 8 gathered triples.
+  EXPECT_EQ(memory_bytes(c.forward, "ce_te_zero_fill", -1), kTokens * (4 + 12 + 12 * 8));
+  // Online softmax: the bf16 logits once, the int64 target, the triple written.
+  EXPECT_EQ(memory_bytes(c.forward, "ce_te_online_softmax", -1), kLogits * 2 + kTokens * 20);
+  // Loss and gradient: the logits again, the fp32 gradient written, the gathered triples,
+  // target and loss.
+  EXPECT_EQ(memory_bytes(c.forward, "ce_te_loss_grad", -1),
+            kLogits * (2 + 4) + kTokens * (12 * 8 + 8 + 4));
+  // One TP collective: the all-gather of 12 bytes per token per rank; no all-reduce.
+  std::vector<CollectiveOp> tp;
+  for (const Op& op : c.forward) {
+    const auto* coll = std::get_if<CollectiveOp>(&op.shape);
+    if (op.layer == -1 && coll != nullptr && coll->group == CommGroup::kTensor) tp.push_back(*coll);
+  }
+  ASSERT_EQ(tp.size(), 1u);
+  EXPECT_EQ(tp[0].kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(tp[0].bytes, kTokens * 12 * 8);
+  EXPECT_EQ(find_op(c.forward, "cross_entropy", -1), nullptr);
+  EXPECT_EQ(find_op(c.forward, "ce_softmax", -1), nullptr);
+  // Backward: the in-place scale of the fp32 gradient, then autograd's cast to bf16.
+  EXPECT_EQ(memory_bytes(c.backward, "ce_te_grad_scale", -1), kLogits * 8 + kTokens * 4);
+  EXPECT_EQ(memory_bytes(c.backward, "ce_te_grad_cast", -1), kLogits * (4 + 2));
+  EXPECT_EQ(find_op(c.backward, "cross_entropy_bwd", -1), nullptr);
+  // The fp32 gradient it keeps is the size of the native one's fp32 softmax.
+  Workload native = te;
+  native.model.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
+  EXPECT_EQ(analytic_memory(te), analytic_memory(native));
+}
+
+TEST(TeCrossEntropy, WithoutTensorParallelismNoGather) {
+  Workload te = make_workload(gpt3_175b(), 1, 96, 1, 1, 96);
+  te.model.cross_entropy_loss_fusion = true;
+  te.model.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
+  const WorkloadPlan plan = decompose(te);
+  const ChunkPlan& c = plan.stages.back().chunks[0];
+  EXPECT_EQ(memory_bytes(c.forward, "ce_te_zero_fill", -1), 2048 * 16);
+  EXPECT_EQ(memory_bytes(c.forward, "ce_te_loss_grad", -1), 2048 * 51200 * 6 + 2048 * 24);
+  for (const Op& op : c.forward) EXPECT_FALSE(std::holds_alternative<CollectiveOp>(op.shape));
 }
 
 }  // namespace

@@ -249,10 +249,6 @@ TEST(TpOverlap, MegatronsRulesNameTheKey) {
   w.system.sm_count = 0;
   EXPECT_TRUE(has(validate_workload(w, "f"), "training.tp_comm_overlap", "sm_count"));
   w = tp4(true);
-  w.training.fp8 = Fp8Format::kHybrid;
-  w.system.peak_flops_fp8 = 2 * w.system.peak_flops_bf16;
-  EXPECT_TRUE(has(validate_workload(w, "f"), "training.tp_comm_overlap", "not modelled yet"));
-  w = tp4(true);
   w.system.gpus_per_node = 2;
   EXPECT_TRUE(has(validate_workload(w, "f"), "training.tp_comm_overlap", "across nodes"));
   w = make_workload(llama3(4, 4096, 32, 14336), 4, 1, 2, 1, 4);
