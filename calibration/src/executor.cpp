@@ -211,7 +211,17 @@ Result<double> Runner::run_task(const ExecTask& t) {
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           return b_.attention(s);
         } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
-          return b_.memory_bound(s);
+          if (s.kernels <= 1) return b_.memory_bound(s);
+          // Its launches one after the other, each moving its share of the bytes, as the cost
+          // models price them (CostModel::shape_s).
+          const MemoryBoundOp each{.bytes = (s.bytes + s.kernels - 1) / s.kernels};
+          double seconds = 0;
+          for (std::int64_t k = 0; k < s.kernels; ++k) {
+            auto r = b_.memory_bound(each);
+            if (!r.ok()) return r;
+            seconds += r.value();
+          }
+          return seconds;
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           if (s.group == CommGroup::kContext && m_.layout.cp <= 1) {
             return runtime_error(t.name + ": a context-parallel collective without context "

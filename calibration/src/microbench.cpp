@@ -206,8 +206,9 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
           if constexpr (std::is_same_v<T, GemmOp> || std::is_same_v<T, AttentionOp> ||
                         std::is_same_v<T, MemoryBoundOp>) {
             if constexpr (std::is_same_v<T, MemoryBoundOp>) {
-              if (o.gpu && s.bytes > max_memory_bytes) {
-                too_large_memory.insert(s.bytes);
+              const std::int64_t launch = (s.bytes + s.kernels - 1) / std::max<std::int64_t>(s.kernels, 1);
+              if (o.gpu && launch > max_memory_bytes) {
+                too_large_memory.insert(launch);
                 return;
               }
             }
@@ -226,6 +227,10 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
               }
             }
             auto shape = s;
+            if constexpr (std::is_same_v<T, MemoryBoundOp>) {
+              // An op of several launches is priced by the size of one (CostModel::shape_s).
+              if (s.kernels > 1) shape = MemoryBoundOp{.bytes = (s.bytes + s.kernels - 1) / s.kernels};
+            }
             // The CPU backend computes in fp32 whatever the op's dtype, and its Eigen
             // products have no layouts to tell apart; record what ran.
             if constexpr (!std::is_same_v<T, MemoryBoundOp>) {

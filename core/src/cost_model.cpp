@@ -10,7 +10,13 @@ double CostModel::shape_s(const OpShape& shape) const {
         using T = std::decay_t<decltype(s)>;
         if constexpr (std::is_same_v<T, GemmOp>) return gemm_s(s);
         if constexpr (std::is_same_v<T, AttentionOp>) return attention_s(s);
-        if constexpr (std::is_same_v<T, MemoryBoundOp>) return memory_bound_s(s);
+        if constexpr (std::is_same_v<T, MemoryBoundOp>) {
+          if (s.kernels <= 1) return memory_bound_s(s);
+          // `kernels` launches of equal size, each priced as the kernel it is (a small one is
+          // latency-bound), so cost models only ever see single launches.
+          const std::int64_t each = (s.bytes + s.kernels - 1) / s.kernels;
+          return static_cast<double>(s.kernels) * memory_bound_s(MemoryBoundOp{.bytes = each});
+        }
         if constexpr (std::is_same_v<T, CollectiveOp>) return collective_s(s);
         if constexpr (std::is_same_v<T, P2POp>) return p2p_s(s);
       },

@@ -9,6 +9,7 @@
 #include "embedding_ops.hpp"
 #include "fp8_ops.hpp"
 #include "layer_ops.hpp"
+#include "optimizer_ops.hpp"
 #include "recompute_layout.hpp"
 #include "stepsim/core/flops.hpp"
 #include "stepsim/core/memory_model.hpp"
@@ -22,12 +23,6 @@ namespace {
 
 using detail::Dims;
 using detail::OpList;
-
-/// Optimizer traffic per parameter of this rank's shard: fused Adam reads grad, master
-/// weight and two moments and writes the last three (28 bytes); the grad-norm clip reads
-/// the grads once more (4); mixed precision then copies the fp32 master weights into the
-/// 16-bit model weights (4 + 2).
-std::int64_t optimizer_bytes_per_param(DType params) { return params == DType::kFp32 ? 32 : 38; }
 
 /// Where the ranks of the job sit: Megatron's RankGenerator (order tp-cp-ep-dp-pp) and the
 /// node size. The representative rank of a stage is its first rank (TP rank 0 of CP rank 0 of
@@ -236,30 +231,36 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   std::int64_t experts = 0;
   for (const ChunkPlan& c : stage.chunks) experts += chunk_expert_parameters(w, stage.stage, c.chunk);
   const std::int64_t dense = stage.parameters - experts;
-  // The distributed optimizer shards the dense parameters over dp * cp, the routed experts'
-  // over the expert data-parallel group.
-  const std::int64_t shard = tc.use_distributed_optimizer
-                                 ? detail::ceil_div(dense, dp_cp) +
-                                       (experts > 0 ? detail::ceil_div(experts, x.edp) : 0)
-                                 : stage.parameters;
-  Op& step = ops.emplace_back();
-  step.name = "optimizer_step";
-  step.phase = Phase::kStep;
-  step.stream = Stream::kCompute;
-  // bf16 gradient buffers (grad_reduce_in_bf16): the optimizer first copies its shard of
-  // them to fp32 (distrib_optimizer.py _copy_model_grads_to_main_grads, `.float()`; the
-  // Float16Optimizer does the same for every parameter): read 2, write 4 bytes.
-  const std::int64_t grad_cast = tc.grad_bytes() == 2 ? 2 + 4 : 0;
-  step.shape = MemoryBoundOp{shard * (optimizer_bytes_per_param(tc.params_dtype) + grad_cast)};
-  if (grad_cast > 0) step.held_bytes = shard * 4;
   // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank.
   const std::int64_t fp8_params = tc.fp8_param_gather ? fp8_weight_elements(w, stage.stage) : 0;
-  if (fp8_params > 0) {
-    std::get<MemoryBoundOp>(step.shape).bytes +=
-        detail::ceil_div(fp8_params, dp_cp) * detail::kFp8ParamQuantizeExtraBytes;
+  const std::int64_t quantize_extra =
+      fp8_params > 0 ? detail::ceil_div(fp8_params, dp_cp) * detail::kFp8ParamQuantizeExtraBytes
+                     : 0;
+  // The optimizers' shards: the distributed optimizer shards the dense parameters over
+  // dp * cp and the routed experts' (a second optimizer) over the expert data-parallel group;
+  // a shard of a flat bucket holds about its share of the tensors, plus the one cut at its end.
+  detail::ParameterTensors tensors;
+  for (const ChunkPlan& c : stage.chunks) {
+    const detail::ParameterTensors t =
+        detail::chunk_parameter_tensors(x, c, stage.stage == x.p - 1);
+    tensors.dense += t.dense;
+    tensors.expert += t.expert;
   }
-  if (embedding >= 0) step.deps.push_back(embedding);
-  if (replicated >= 0) step.deps.push_back(replicated);
+  const auto shard_tensors = [&](std::int64_t n, std::int64_t ways) {
+    return tc.use_distributed_optimizer && ways > 1 ? detail::ceil_div(n, ways) + 1 : n;
+  };
+  std::vector<detail::OptimizerShard> optimizers{
+      {.elements = tc.use_distributed_optimizer ? detail::ceil_div(dense, dp_cp) : dense,
+       .tensors = shard_tensors(tensors.dense, dp_cp)}};
+  if (experts > 0) {
+    optimizers.push_back(
+        {.elements = tc.use_distributed_optimizer ? detail::ceil_div(experts, x.edp) : experts,
+         .tensors = shard_tensors(tensors.expert, x.edp)});
+  }
+  std::vector<std::int32_t> step_deps;
+  if (embedding >= 0) step_deps.push_back(embedding);
+  if (replicated >= 0) step_deps.push_back(replicated);
+  detail::append_optimizer_ops(ops, w, optimizers, quantize_extra, step_deps);
   const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
   if (fp8_params > 0 && dp_cp > 1) {
     // quantize_param_shard: the FP8 parameters' amaxes (one per weight) MAX-reduced over DP.

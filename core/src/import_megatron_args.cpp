@@ -504,6 +504,13 @@ std::string megatron_args_of(const Workload& w) {
   if (t.params_dtype == DType::kBf16) flag("--bf16");
   if (t.params_dtype == DType::kFp16) flag("--fp16");
   if (t.grad_reduce_in_bf16) flag("--grad-reduce-in-bf16");
+  if (t.clip_grad != 1.0) {  // Megatron's default is 1.0
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, t.clip_grad);  // shortest round trip
+    flag("--clip-grad");
+    out += ' ';
+    out += std::string_view(buf, static_cast<std::size_t>(r.ptr - buf));
+  }
   if (t.fp8_enabled()) {
     flag("--fp8-format");
     out += t.fp8 == Fp8Format::kE4m3 ? " e4m3" : " hybrid";

@@ -599,6 +599,11 @@ const std::array kSchema = {
             .doc = "gradient buffers and the data-parallel reduction in bf16 instead of fp32 "
                    "(half the reduce-scatter bytes; the distributed optimizer casts its shard "
                    "to fp32)"},
+    KeyInfo{STEPSIM_REAL("training.clip_grad", training.clip_grad),
+            .sweep = Sweep::kListed, .flags = "--clip-grad", .default_text = "1.0",
+            .check = ">= 0",
+            .doc = "gradient clipping by global norm: > 0 runs the optimizer's grad-norm and "
+                   "clip-scale kernels over the main gradients, 0 skips both"},
     KeyInfo{STEPSIM_INT("training.ddp_bucket_size", training.ddp_bucket_size),
             .sweep = Sweep::kListed, .flags = "--ddp-bucket-size",
             .default_text = "none: max(40000000, 1000000 * data_parallel_size)",
@@ -940,7 +945,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "decoupled_lr", .flag = "--decoupled-lr", .changes_job = kHarmless},
     {.dest = "decoupled_min_lr", .flag = "--decoupled-min-lr", .changes_job = kHarmless},
     {.dest = "weight_decay", .flag = "--weight-decay", .changes_job = kHarmless},
-    {.dest = "clip_grad", .flag = "--clip-grad", .changes_job = kHarmless},
     {.dest = "init_method_std", .flag = "--init-method-std", .changes_job = kHarmless},
     {.dest = "train_iters", .flag = "--train-iters", .changes_job = kHarmless},
     {.dest = "train_samples", .flag = "--train-samples", .changes_job = kHarmless},

@@ -63,7 +63,8 @@ std::string describe_shape(const OpShape& shape) {
                  (s.v_head_dim > 0 ? " dv=" + std::to_string(s.v_head_dim) : std::string()) +
                  (s.backward ? " bwd" : " fwd");
         } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
-          return bytes_text(s.bytes) + " moved";
+          return bytes_text(s.bytes) + " moved" +
+                 (s.kernels > 1 ? " in " + std::to_string(s.kernels) + " kernels" : std::string());
         } else if constexpr (std::is_same_v<T, CollectiveOp>) {
           return std::string(to_string(s.kind)) + " " + std::string(to_string(s.group)) + " x" +
                  std::to_string(s.group_size) + " " + bytes_text(s.bytes) +

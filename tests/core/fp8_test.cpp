@@ -239,8 +239,8 @@ TEST(Fp8, ParamGatherSendsOneByteWeightsAndKeepsNo16BitCopy) {
   EXPECT_EQ(std::get<CollectiveOp>(amax->shape).bytes, 48 * 4 * 4);
   EXPECT_EQ(std::get<CollectiveOp>(amax->shape).group_size, 4);
   // The optimizer writes the FP8 shard through a bf16 copy: 3 more bytes per FP8 element.
-  EXPECT_EQ(std::get<MemoryBoundOp>(step_op(s, "optimizer_step")->shape).bytes -
-                std::get<MemoryBoundOp>(step_op(bf16_gather.stages[0], "optimizer_step")->shape)
+  EXPECT_EQ(std::get<MemoryBoundOp>(step_op(s, "main_param_copy")->shape).bytes -
+                std::get<MemoryBoundOp>(step_op(bf16_gather.stages[0], "main_param_copy")->shape)
                     .bytes,
             (fp8 + 3) / 4 * 3);
   // Only transposes of the gathered FP8 weights (read 1, write 1), no casts.

@@ -81,6 +81,10 @@ struct AttentionOp {
 /// A kernel bound by memory traffic: layer norm, dropout, bias+GeLU, softmax, optimizer.
 struct MemoryBoundOp {
   std::int64_t bytes = 0;  ///< bytes read plus bytes written
+  /// Launches the op takes, each moving bytes / kernels (a multi-tensor kernel that needs
+  /// several launches, or one kernel per tensor); cost models price one launch of that size
+  /// `kernels` times (CostModel::shape_s).
+  std::int64_t kernels = 1;
   bool operator==(const MemoryBoundOp&) const = default;
 };
 

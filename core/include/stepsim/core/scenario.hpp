@@ -178,6 +178,9 @@ struct TrainingConfig {
   /// 0 = not given (Megatron's None: max(40M, 1M * dp) parameters per bucket).
   std::int64_t ddp_bucket_size = 0;
   std::int64_t ddp_num_buckets = 0;
+  /// Megatron's --clip-grad (default 1.0): > 0 clips gradients by their global norm, so the
+  /// optimizer step runs the grad-norm and clip-scale kernels; 0 skips both.
+  double clip_grad = 1.0;
   /// With overlap_param_gather and interleaving, every pipeline rank launches its parameter
   /// all-gathers from the schedule (Megatron's default); false (`--no-align-param-gather`):
   /// each chunk's forward pre-hook launches them as it needs them. Megatron forces it off

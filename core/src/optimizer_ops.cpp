@@ -1,0 +1,148 @@
+// The optimizer step as its kernels (see optimizer_ops.hpp for the sources).
+
+#include "optimizer_ops.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "stepsim/core/assert.hpp"
+
+namespace stepsim::detail {
+
+std::int64_t multi_tensor_max_tensors(std::int32_t depth) {
+  constexpr std::array<std::int64_t, 6> kMaxTensors = {110, 64, 48, 36, 30, 24};
+  STEPSIM_ASSERT(depth >= 1 && depth <= 6);
+  return kMaxTensors[static_cast<std::size_t>(depth - 1)];
+}
+
+std::int64_t multi_tensor_launches(std::int64_t elements, std::int64_t tensors,
+                                   std::int32_t depth) {
+  if (elements <= 0) return 0;
+  const std::int64_t chunks = ceil_div(elements, kMultiTensorChunk);
+  return std::max(ceil_div(chunks, kMultiTensorMaxBlocks),
+                  ceil_div(std::max<std::int64_t>(tensors, 1), multi_tensor_max_tensors(depth)));
+}
+
+namespace {
+
+/// A norm's parameters: weight, and bias for LayerNorm (not RMSNorm).
+std::int64_t norm_tensors(const Dims& x) { return x.layernorm ? 2 : 1; }
+/// A linear's parameters: weight, and bias with add_bias_linear.
+std::int64_t linear_tensors(const Dims& x) { return x.bias ? 2 : 1; }
+
+/// Self-attention with its input norm: TELayerNormColumnParallelLinear (norm + QKV) and the
+/// output projection; q/k layernorms with qk_layernorm. Multi-latent attention (MLASelfAttention):
+/// the input norm, the Q down projection, its fused norm and the Q up projection (or one Q
+/// projection without q_lora_rank), the KV down projection, its fused norm and the KV up
+/// projection, the output projection.
+std::int64_t attention_tensors(const Dims& x) {
+  const std::int64_t lin = linear_tensors(x);
+  const std::int64_t norm = norm_tensors(x);
+  if (x.mla) {
+    const std::int64_t q = x.q_lora > 0 ? 2 * lin + norm : lin;
+    return norm + q + 2 * lin + norm + lin;
+  }
+  return norm + 2 * lin + (x.qk_norm ? 2 * norm : 0);
+}
+
+}  // namespace
+
+ParameterTensors chunk_parameter_tensors(const Dims& x, const ChunkPlan& chunk, bool last_stage) {
+  ParameterTensors out;
+  const std::int64_t lin = linear_tensors(x);
+  const std::int64_t norm = norm_tensors(x);
+  for (std::int32_t l = chunk.first_layer; l < chunk.first_layer + chunk.num_layers; ++l) {
+    out.dense += attention_tensors(x);
+    if (x.is_moe(l)) {
+      // pre_mlp_layernorm, the router's weight, the shared experts' fc1 and fc2; each local
+      // expert's fc1 and fc2 (TE's GroupedLinear holds weight0..weightN-1, SequentialMLP one
+      // MLP per expert: the same tensors).
+      out.dense += norm + 1 + (x.shared_f > 0 ? 2 * lin : 0);
+      out.expert += x.local_experts() * 2 * lin;
+    } else {
+      out.dense += norm + 2 * lin;  // TELayerNormColumnParallelLinear (norm + fc1), fc2
+    }
+  }
+  // The word embeddings (and learned position embeddings); the final norm and the output
+  // layer (untied, or the last stage's copy of the tied embeddings when p > 1).
+  if (chunk.has_embedding) out.dense += 1 + (x.learned_pos ? 1 : 0);
+  if (chunk.has_loss) {
+    out.dense += norm;
+    if (!x.tied || (x.p > 1 && last_stage && !chunk.has_embedding)) out.dense += 1;
+  }
+  return out;
+}
+
+namespace {
+
+Op compute_op(const char* name, std::int64_t bytes, std::int64_t kernels) {
+  Op op;
+  op.name = name;
+  op.phase = Phase::kStep;
+  op.stream = Stream::kCompute;
+  op.shape = MemoryBoundOp{.bytes = bytes, .kernels = std::max<std::int64_t>(kernels, 1)};
+  return op;
+}
+
+}  // namespace
+
+std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
+                                  const std::vector<OptimizerShard>& optimizers,
+                                  std::int64_t param_copy_extra_bytes,
+                                  const std::vector<std::int32_t>& deps) {
+  const TrainingConfig& tc = w.training;
+  std::int64_t elements = 0;
+  std::int64_t tensors = 0;
+  for (const OptimizerShard& o : optimizers) {
+    elements += o.elements;
+    tensors += o.tensors;
+  }
+  // Launches of a multi-tensor kernel run by each optimizer over its own tensors (a
+  // ChainedOptimizer steps the dense and the expert optimizers one after the other).
+  const auto launches = [&](std::int32_t depth) {
+    std::int64_t n = 0;
+    for (const OptimizerShard& o : optimizers)
+      n += multi_tensor_launches(o.elements, o.tensors, depth);
+    return n;
+  };
+  const bool mixed = tc.params_dtype != DType::kFp32;
+  STEPSIM_ASSERT(mixed || param_copy_extra_bytes == 0);  // FP8 parameters are 16-bit models'
+  const auto first = static_cast<std::int32_t>(ops.size());
+  // prepare_grads: _copy_model_grads_to_main_grads. With bf16 gradient buffers
+  // (grad_reduce_in_bf16) the distributed optimizer makes an fp32 copy of each parameter's
+  // gradient shard (`.float()`, one kernel per tensor): read 2, write 4 bytes; the copy is
+  // held to the end of the step.
+  if (mixed && tc.grad_bytes() == 2) {
+    Op& op = ops.emplace_back(compute_op("optimizer_grad_copy", elements * (2 + 4), tensors));
+    op.held_bytes = elements * 4;
+  }
+  // fp16: _unscale_main_grads_and_check_for_nan (torch._amp_foreach_non_finite_check_and_unscale_,
+  // one multi-tensor kernel over the fp32 main grads: read and write 4 bytes).
+  if (tc.params_dtype == DType::kFp16) {
+    ops.push_back(compute_op("grad_unscale", elements * 8, launches(1)));
+  }
+  if (tc.clip_grad > 0) {
+    // clip_grad_norm -> get_grad_norm_fp32: multi_tensor_l2norm over the main grads (read 4
+    // bytes each; its cleanup kernel adds one launch), then clip_grad_by_total_norm_fp32:
+    // multi_tensor_scale_tensor (TE's, whose clip coefficient stays on the device, so it
+    // always runs: read and write 4 bytes). The norm's all-reduce of one float over the
+    // grad-stats group (the world with the distributed optimizer) is not modelled.
+    ops.push_back(compute_op("grad_norm", elements * 4, launches(1) + 1));
+    ops.push_back(compute_op("grad_clip", elements * 8, launches(2)));
+  }
+  // FusedAdam over the fp32 (main) parameters: multi_tensor_adam with tensor lists (g, p, m, v):
+  // read 16, write 12 bytes per parameter.
+  ops.push_back(compute_op("adam_step", elements * 28, launches(4)));
+  if (mixed) {
+    // _copy_main_params_to_model_params: fp32 main parameters into the 16-bit model
+    // parameters (read 4, write 2 bytes): one copy_ per parameter shard with the distributed
+    // optimizer, a multi_tensor_scale (scale 1) otherwise (_multi_tensor_copy_this_to_that).
+    const std::int64_t kernels = tc.use_distributed_optimizer ? tensors : launches(2);
+    ops.push_back(
+        compute_op("main_param_copy", elements * (4 + 2) + param_copy_extra_bytes, kernels));
+  }
+  ops[static_cast<std::size_t>(first)].deps = deps;
+  return static_cast<std::int32_t>(ops.size()) - 1;
+}
+
+}  // namespace stepsim::detail

@@ -1,0 +1,60 @@
+#pragma once
+// The optimizer step of one rank as the kernels Megatron-Core launches for it
+// (megatron/core/optimizer/optimizer.py MixedPrecisionOptimizer.step, distrib_optimizer.py,
+// clip_grads.py) with Transformer Engine's FusedAdam and multi-tensor kernels
+// (transformer_engine/pytorch/optimizers/fused_adam.py, transformer_engine/common/multi_tensor/).
+
+#include <cstdint>
+#include <vector>
+
+#include "stepsim/core/ops.hpp"
+#include "stepsim/core/plan.hpp"
+#include "stepsim/core/scenario.hpp"
+#include "workload_dims.hpp"
+
+namespace stepsim::detail {
+
+/// Transformer Engine's multi_tensor_applier = MultiTensorApply(2048 * 32): each CUDA block
+/// of a multi-tensor kernel takes one chunk of 65,536 elements of one tensor.
+inline constexpr std::int64_t kMultiTensorChunk = 2048 * 32;
+/// multi_tensor_apply.cuh: depth_to_max_blocks (320 for every depth) and depth_to_max_tensors
+/// ({110, 64, 48, 36, 30, 24} for 1..6 tensor lists): a launch carries at most that many
+/// chunks and tensors; more take further launches.
+inline constexpr std::int64_t kMultiTensorMaxBlocks = 320;
+std::int64_t multi_tensor_max_tensors(std::int32_t depth);
+
+/// Launches of one multi-tensor kernel over `tensors` tensors of `elements` elements in all
+/// with `depth` tensor lists: enough for the chunks (320 per launch) and for the tensors
+/// (depth_to_max_tensors per launch). Tensors are taken as whole chunks (the partial last
+/// chunk of each tensor is not counted).
+std::int64_t multi_tensor_launches(std::int64_t elements, std::int64_t tensors, std::int32_t depth);
+
+/// Parameter tensors a model chunk holds on one rank, as Megatron-Core's GPT layer specs with
+/// Transformer Engine build them: `dense` counts the tensors the dense optimizer steps, `expert`
+/// the routed experts' (each local expert's fc1 and fc2 weights, and biases), which an
+/// expert-parallel job steps in a separate optimizer over the expert data-parallel group.
+struct ParameterTensors {
+  std::int64_t dense = 0;
+  std::int64_t expert = 0;
+};
+ParameterTensors chunk_parameter_tensors(const Dims& x, const ChunkPlan& chunk, bool last_stage);
+
+/// One optimizer's share of a rank: the elements and tensors of its parameters it steps
+/// (with the distributed optimizer, this rank's shard of them).
+struct OptimizerShard {
+  std::int64_t elements = 0;
+  std::int64_t tensors = 0;
+};
+
+/// Appends the optimizer step's kernels to `ops` on the compute stream, in Megatron-Core's
+/// order: the fp32 copy of bf16 gradients (grad_reduce_in_bf16), the gradient norm and the
+/// clip scale (clip_grad > 0), FusedAdam, and the copy of the fp32 main parameters into the
+/// model's 16-bit parameters (plus `param_copy_extra_bytes`: FP8 parameter quantization).
+/// `deps` go to the first kernel. Returns the index of the last one, which later step ops
+/// (the parameter all-gather) wait for.
+std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
+                                  const std::vector<OptimizerShard>& optimizers,
+                                  std::int64_t param_copy_extra_bytes,
+                                  const std::vector<std::int32_t>& deps);
+
+}  // namespace stepsim::detail

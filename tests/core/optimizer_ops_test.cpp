@@ -1,0 +1,121 @@
+// The optimizer step as Megatron-Core's kernels (core/src/optimizer_ops.cpp): bytes and
+// launches against closed forms from TE's multi-tensor apply (chunks of 65,536 elements, at
+// most 320 per launch, at most 110/64/48/36 tensors per launch for 1..4 tensor lists).
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model_workloads.hpp"
+#include "stepsim/core/decompose.hpp"
+#include "stepsim/core/roofline_cost_model.hpp"
+
+namespace stepsim {
+namespace {
+
+using testing::gpt3_175b;
+using testing::llama2_70b;
+using testing::make_workload;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// Launches of a multi-tensor kernel with `depth` tensor lists.
+std::int64_t mta_launches(std::int64_t elements, std::int64_t tensors, std::int64_t max_tensors) {
+  return std::max(ceil_div(ceil_div(elements, 65536), 320), ceil_div(tensors, max_tensors));
+}
+
+const MemoryBoundOp* step_kernel(const StagePlan& s, const std::string& name) {
+  for (const Op& op : s.step_ops) {
+    if (op.name == name) return &std::get<MemoryBoundOp>(op.shape);
+  }
+  return nullptr;
+}
+
+std::vector<std::string> compute_step_names(const StagePlan& s) {
+  std::vector<std::string> out;
+  for (const Op& op : s.step_ops) {
+    if (op.stream == Stream::kCompute && op.name.find("fp8") == std::string::npos) {
+      out.push_back(op.name);
+    }
+  }
+  return out;
+}
+
+// GPT-3 175B's middle stage (4 layers, LayerNorm and biases: 12 tensors a layer), t 8, dp 2,
+// bf16 with the distributed optimizer and Megatron's default clip_grad 1.0.
+TEST(OptimizerOps, MixedPrecisionDistributedStepIsMegatronsKernels) {
+  Workload w = make_workload(gpt3_175b(), 8, 4, 2, 1, 8);
+  w.model.num_layers = 16;
+  w.training.use_distributed_optimizer = true;
+  const WorkloadPlan plan = decompose(w);
+  const StagePlan& s = plan.stages[1];
+  EXPECT_EQ(compute_step_names(s),
+            (std::vector<std::string>{"grad_norm", "grad_clip", "adam_step", "main_param_copy"}));
+  const std::int64_t shard = ceil_div(s.parameters, 2);
+  const std::int64_t tensors = ceil_div(4 * 12, 2) + 1;  // the shard's pieces of 48 tensors
+  EXPECT_EQ(step_kernel(s, "grad_norm")->bytes, shard * 4);
+  EXPECT_EQ(step_kernel(s, "grad_norm")->kernels, mta_launches(shard, tensors, 110) + 1);
+  EXPECT_EQ(step_kernel(s, "grad_clip")->bytes, shard * 8);
+  EXPECT_EQ(step_kernel(s, "grad_clip")->kernels, mta_launches(shard, tensors, 64));
+  EXPECT_EQ(step_kernel(s, "adam_step")->bytes, shard * 28);
+  EXPECT_EQ(step_kernel(s, "adam_step")->kernels, mta_launches(shard, tensors, 36));
+  EXPECT_GT(step_kernel(s, "adam_step")->kernels, 1) << "a 2.7 GB shard needs many launches";
+  EXPECT_EQ(step_kernel(s, "main_param_copy")->bytes, shard * 6);
+  EXPECT_EQ(step_kernel(s, "main_param_copy")->kernels, tensors) << "one copy_ per tensor";
+  // The parameter all-gather waits for the last kernel.
+  for (std::size_t i = 0; i < s.step_ops.size(); ++i) {
+    if (s.step_ops[i].name != "dp_param_all_gather") continue;
+    ASSERT_EQ(s.step_ops[i].deps.size(), 1u);
+    EXPECT_EQ(s.step_ops[static_cast<std::size_t>(s.step_ops[i].deps[0])].name, "main_param_copy");
+  }
+}
+
+TEST(OptimizerOps, ClipGradZeroSkipsNormAndClip) {
+  Workload w = make_workload(llama2_70b(), 8, 4, 1, 1, 8);
+  w.training.clip_grad = 0;
+  const StagePlan s = decompose(w).stages[1];
+  EXPECT_EQ(compute_step_names(s), (std::vector<std::string>{"adam_step", "main_param_copy"}));
+  // Without the distributed optimizer the copy is one multi_tensor_scale over every tensor
+  // (RMSNorm, no biases: 6 tensors a layer, 20 layers).
+  EXPECT_EQ(step_kernel(s, "main_param_copy")->kernels, mta_launches(s.parameters, 120, 64));
+}
+
+TEST(OptimizerOps, PrecisionDecidesCopiesAndUnscale) {
+  Workload fp32 = make_workload(llama2_70b(), 8, 4, 1, 1, 8);
+  fp32.training.params_dtype = DType::kFp32;
+  EXPECT_EQ(compute_step_names(decompose(fp32).stages[1]),
+            (std::vector<std::string>{"grad_norm", "grad_clip", "adam_step"}));
+  Workload fp16 = fp32;
+  fp16.training.params_dtype = DType::kFp16;
+  const StagePlan s = decompose(fp16).stages[1];
+  EXPECT_EQ(compute_step_names(s),
+            (std::vector<std::string>{"grad_unscale", "grad_norm", "grad_clip", "adam_step",
+                                      "main_param_copy"}));
+  EXPECT_EQ(step_kernel(s, "grad_unscale")->bytes, s.parameters * 8);
+  // bf16 gradient buffers: the distributed optimizer's fp32 copy of its shard, per tensor.
+  Workload bf16 = make_workload(llama2_70b(), 8, 4, 4, 1, 8);
+  bf16.training.use_distributed_optimizer = true;
+  bf16.training.grad_reduce_in_bf16 = true;
+  const StagePlan b = decompose(bf16).stages[1];
+  const MemoryBoundOp* copy = step_kernel(b, "optimizer_grad_copy");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->bytes, ceil_div(b.parameters, 4) * 6);
+  EXPECT_EQ(copy->kernels, ceil_div(120, 4) + 1);
+}
+
+// The cost models price an op of several launches as that many launches of its share: each
+// pays the kernel's fixed cost.
+TEST(OptimizerOps, LaunchesArePricedOneByOne) {
+  SystemConfig sys = testing::dgx_like_system();
+  sys.efficiency.kernel_launch_s = 5e-6;
+  const RooflineCostModel model(sys);
+  const double one = model.shape_s(MemoryBoundOp{.bytes = 4'000'000});
+  const double four = model.shape_s(MemoryBoundOp{.bytes = 4'000'000, .kernels = 4});
+  EXPECT_DOUBLE_EQ(four, 4 * model.memory_bound_s(MemoryBoundOp{.bytes = 1'000'000}));
+  EXPECT_NEAR(four - one, 3 * 5e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace stepsim
