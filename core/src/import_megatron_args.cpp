@@ -559,6 +559,7 @@ std::string megatron_args_of(const Workload& w) {
     word("--moe-token-dispatcher-type",
          kDispatchers[static_cast<std::size_t>(t.moe_token_dispatcher_type)]);
     if (t.moe_grouped_gemm) flag("--moe-grouped-gemm");
+    if (t.moe_shared_expert_overlap) flag("--moe-shared-expert-overlap");
     constexpr std::string_view kBalancing[] = {"aux_loss", "seq_aux_loss", "global_aux_loss",
                                                "sinkhorn", "quantile_balancing", "none"};
     if (t.moe_router_load_balancing_type != MoeLoadBalancing::kAuxLoss) {

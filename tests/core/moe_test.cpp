@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <utility>
 
@@ -259,6 +260,74 @@ TEST(MoeFlops, MegatronFormulaCountsActiveExperts) {
   const FlopsSummary s = count_flops(w);
   EXPECT_GT(s.parameters, s.active_parameters);
   EXPECT_EQ(s.active_parameters, count_active_parameters(w.model));
+}
+
+// moe_shared_expert_overlap (shared_experts.py, token_dispatcher.py): on 2 TP ranks with SP,
+// the shared experts' all-gather is issued before the permutation, fc1 after the tokens'
+// all-to-all without waiting for it, and the probabilities' all-to-all waits only for the
+// permutation; fc2 runs beside the combine all-to-all and its reduce-scatter is waited for by
+// the final add, not by the unpermutation. The same ops either way.
+TEST(MoeSharedExperts, OverlapRunsThemInsideTheDispatcher) {
+  Workload off = moe_workload(2, 4, 4, 1, "alltoall");
+  off.model.moe_shared_expert_intermediate_size = 2048;
+  Workload on = off;
+  on.training.moe_shared_expert_overlap = true;
+  const std::vector<Op>& f = kept(decompose(on)).stages[0].chunks[0].forward;
+  const auto at = [&f](const std::string& name) {
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      if (f[i].name == name && f[i].layer == 0) return static_cast<std::int32_t>(i);
+    }
+    ADD_FAILURE() << name;
+    return std::int32_t{-1};
+  };
+  const auto waits = [&f](std::int32_t op, std::int32_t on_op) {
+    const auto& d = f[static_cast<std::size_t>(op)].deps;
+    return std::find(d.begin(), d.end(), on_op) != d.end();
+  };
+  const std::int32_t permute = at("moe_permute");
+  const std::int32_t gather = permute - 1;
+  EXPECT_EQ(f[static_cast<std::size_t>(gather)].name, "tp_all_gather");
+  EXPECT_LT(at("router_gemm"), gather);
+  const std::int32_t tokens = at("moe_dispatch_all_to_all");
+  const std::int32_t fc1 = at("shared_fc1_gemm");
+  const std::int32_t probs = at("moe_dispatch_probs_all_to_all");
+  EXPECT_LT(tokens, fc1);
+  EXPECT_LT(fc1, probs);
+  EXPECT_TRUE(waits(fc1, gather));
+  EXPECT_FALSE(waits(fc1, tokens));
+  EXPECT_EQ(f[static_cast<std::size_t>(probs)].deps, std::vector<std::int32_t>{permute});
+  const std::int32_t combine = at("moe_combine_all_to_all");
+  const std::int32_t fc2 = at("shared_fc2_gemm");
+  const std::int32_t reduce = fc2 + 1;
+  EXPECT_LT(combine, fc2);
+  EXPECT_FALSE(waits(fc2, combine));
+  EXPECT_EQ(f[static_cast<std::size_t>(reduce)].name, "tp_reduce_scatter");
+  EXPECT_TRUE(waits(reduce, fc2));
+  EXPECT_TRUE(waits(at("moe_unpermute"), combine));
+  EXPECT_FALSE(waits(at("moe_unpermute"), reduce));
+  EXPECT_TRUE(waits(at("moe_shared_add"), reduce));
+  // Without the overlap the shared experts run whole before the router.
+  const std::vector<Op>& g = kept(decompose(off)).stages[0].chunks[0].forward;
+  const auto before = [&g](const std::string& a, const std::string& b) {
+    std::int32_t ia = -1;
+    std::int32_t ib = -1;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      if (g[i].layer != 0) continue;
+      if (g[i].name == a && ia < 0) ia = static_cast<std::int32_t>(i);
+      if (g[i].name == b && ib < 0) ib = static_cast<std::int32_t>(i);
+    }
+    return ia >= 0 && ib >= 0 && ia < ib;
+  };
+  EXPECT_TRUE(before("shared_fc2_gemm", "router_gemm"));
+  const auto sorted_names = [](const std::vector<Op>& ops) {
+    std::vector<std::string> names;
+    for (const Op& op : ops) names.push_back(op.name);
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  EXPECT_EQ(sorted_names(f), sorted_names(g));
+  EXPECT_EQ(sorted_names(kept(decompose(on)).stages[0].chunks[0].backward),
+            sorted_names(kept(decompose(off)).stages[0].chunks[0].backward));
 }
 
 }  // namespace
