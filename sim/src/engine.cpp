@@ -106,6 +106,7 @@ class Engine {
         std::pop_heap(events_.begin(), events_.end(), Later{});
         const Event ev = events_.back();
         events_.pop_back();
+        if (!events_.empty()) prefetch_task(events_.front().task);  // most likely next
         if (ev.version != version_of(ev.task)) continue;
         ++finished;
         finish(ev.task, now);
@@ -156,6 +157,12 @@ class Engine {
   }
 
   std::uint32_t version_of(std::uint32_t u) const { return state_[u].version; }
+
+  // What finishing task u reads first: its state and its timing.
+  void prefetch_task(std::uint32_t u) const {
+    __builtin_prefetch(&state_[u]);
+    __builtin_prefetch(&result_.timings[u]);
+  }
 
   static void append_uses(const TaskResources& r, std::vector<FlowUse>& out) {
     if (r.compute_gpu >= 0) {
@@ -232,6 +239,13 @@ class Engine {
     }
     const auto& csr = graph_.graph();
     auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
+    // The successors' states and tasks are far apart in memory and read below one after
+    // another: ask for all of them first, so that their cache misses overlap.
+    for (auto p = e; p != end; ++p) {
+      const auto v = static_cast<std::size_t>(boost::target(*p, csr));
+      __builtin_prefetch(&state_[v]);
+      __builtin_prefetch(&graph_.tasks()[v].resources);
+    }
     for (; e != end; ++e) {
       const auto v = static_cast<std::uint32_t>(boost::target(*e, csr));
       TaskState& s = state_[v];

@@ -271,6 +271,11 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
     }
     return integers(out);
   }
+  // Megatron's validate_args (megatron/training/arguments.py): "Tensor parallel
+  // communication/GEMM overlap can happen only when sequence parallelism is enabled".
+  // stepsim's own limits (fp8, a TP group across nodes, sm_count) are cut by validation,
+  // naming the rule.
+  if (key == "training.tp_comm_overlap") return booleans(t.sequence_parallel);
   if (key == "model.use_flash_attn") return booleans(true);
   // Expert parallelism (validate_moe.cpp): EP divides num_experts and, with the expert TP,
   // the world over the pipeline (Megatron's expert rank generator: tp-ep-dp-pp).

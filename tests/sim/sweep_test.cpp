@@ -126,6 +126,21 @@ TEST(SweepEnumerate, SameWorkloadAsTheLoaderForEveryConfiguration) {
   EXPECT_GT(valid, 20);
 }
 
+TEST(SweepEnumerate, AutoTpCommOverlapOnlyWithSequenceParallelism) {
+  // "auto" on tp_comm_overlap (autoable in the schema) aborted the enumeration. t 1: no SP,
+  // no overlap; t 2: SP off (overlap off) or on (overlap off or on).
+  const SweepSpec spec = must(small_sweep(R"({"training.tensor_model_parallel_size": [1, 2],
+      "training.sequence_parallel": "auto", "training.tp_comm_overlap": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(spec), 1 + 3);
+  int overlapped = 0;
+  for (const sim::SweepConfig& c : all_configs(spec)) {
+    if (!c.workload.training.tp_comm_overlap) continue;
+    ++overlapped;
+    EXPECT_TRUE(c.workload.training.sequence_parallel);
+  }
+  EXPECT_EQ(overlapped, 1);
+}
+
 TEST(SweepEnumerate, AutoContextParallelKeepsMegatronsAndTransformerEnginesRules) {
   // world 8, 8 heads, 2 KV groups, seq 256, fused attention. t | 8 and 2 groups: {1, 2}. cp |
   // 8/t with 256 % 2cp = 0: p2p {1,2,4,8} for t 1, {1,2,4} for t 2; a2a also needs the KV
