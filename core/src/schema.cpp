@@ -685,7 +685,8 @@ const std::array kSchema = {
             .default_text = "\"delayed\"",
             .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; only "
                      "\"delayed\" and \"tensorwise\" are modelled yet (fp8_param_gather only with "
-                     "\"delayed\")",
+                     "\"delayed\"); \"mxfp8\" needs a Blackwell GPU (Transformer Engine's "
+                     "check_mxfp8_support: compute capability 10.0+)",
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
                    "backward of a model chunk), or per-tensor / per-block current scaling"},
     KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),
