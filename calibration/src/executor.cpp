@@ -24,6 +24,7 @@ struct Groups {
   /// histories are reduced (Megatron's amax reduction group).
   GroupId tp_dp;
   GroupId cp;  ///< with context parallelism (RankLayout::cp > 1)
+  GroupId cp_a2a;  ///< with hierarchical CP (RankLayout::cp_a2a > 1): its a2a level
   // With experts (RankLayout::moe): Megatron's expert groups.
   GroupId ep, etp, etp_ep, edp;
 };
@@ -64,12 +65,20 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
   const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
   auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp);
   if (!emb) return emb.errors();
-  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .tp_dp = {}, .cp = {}, .ep = {},
-                .etp = {}, .etp_ep = {}, .edp = {}};
+  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .tp_dp = {}, .cp = {}, .cp_a2a = {},
+                .ep = {}, .etp = {}, .etp_ep = {}, .edp = {}};
   if (layout.cp > 1) {
-    auto cp = b.split((c.pp * layout.dp + c.dp) * layout.tp + c.tp, c.cp);
+    const std::int32_t cp_colour = (c.pp * layout.dp + c.dp) * layout.tp + c.tp;
+    auto cp = b.split(cp_colour, c.cp);
     if (!cp) return cp.errors();
     groups.cp = *cp;
+    if (layout.cp_a2a > 1) {
+      // Megatron's hierarchical level 0: cp_a2a consecutive ranks of the CP group.
+      const std::int32_t runs = layout.cp / layout.cp_a2a;
+      auto a2a = b.split(cp_colour * runs + c.cp / layout.cp_a2a, c.cp % layout.cp_a2a);
+      if (!a2a) return a2a.errors();
+      groups.cp_a2a = *a2a;
+    }
   }
   if (layout.moe) {
     for (const auto& [token, out] : {std::pair<std::string_view, GroupId*>{"ep", &groups.ep},
@@ -117,6 +126,13 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
     case CommGroup::kContext:
       for (std::int32_t k = 0; k < layout.cp; ++k) out.push_back(layout.global_rank(c.pp, c.dp, c.tp, k));
       break;
+    case CommGroup::kContextA2a: {
+      const std::int32_t first = c.cp - c.cp % layout.cp_a2a;
+      for (std::int32_t k = first; k < first + layout.cp_a2a; ++k) {
+        out.push_back(layout.global_rank(c.pp, c.dp, c.tp, k));
+      }
+      break;
+    }
     case CommGroup::kExpert:
     case CommGroup::kExpertTensor:
     case CommGroup::kExpertTensorExpert:
@@ -227,6 +243,11 @@ Result<double> Runner::run_task(const ExecTask& t) {
             return runtime_error(t.name + ": a context-parallel collective without context "
                                           "parallelism");
           }
+          if (s.group == CommGroup::kContextA2a && m_.layout.cp_a2a <= 1) {
+            return runtime_error(t.name +
+                                 ": a hierarchical context-parallel all-to-all "
+                                 "without cp_comm_type a2a+p2p");
+          }
           const bool expert = s.group == CommGroup::kExpert ||
                               s.group == CommGroup::kExpertTensor ||
                               s.group == CommGroup::kExpertTensorExpert ||
@@ -242,6 +263,7 @@ Result<double> Runner::run_task(const ExecTask& t) {
                             : s.group == CommGroup::kExpertTensorExpert ? groups_.etp_ep
                             : s.group == CommGroup::kExpertData         ? groups_.edp
                             : s.group == CommGroup::kContext            ? groups_.cp
+                            : s.group == CommGroup::kContextA2a         ? groups_.cp_a2a
                             : s.group == CommGroup::kTensorData         ? groups_.tp_dp
                                                                         : groups_.embedding;
           if (b_.group_size(g) != s.group_size) {
@@ -262,9 +284,14 @@ Result<double> Runner::run_task(const ExecTask& t) {
                                  "context-parallel ring; pipeline transfers come from the "
                                  "schedule's CommCalls");
           }
-          const std::int32_t n = m_.layout.cp;
-          const std::int32_t next = (coord_.cp + 1) % n;
-          const std::int32_t prev = (coord_.cp + n - 1) % n;
+          // With a2a+p2p the ring is the hierarchical level 1: every cp_a2a-th CP rank, as
+          // AttnFuncWithCPAndKVP2P's send_dst = cp_global_ranks[(rank + 1) % cp_size *
+          // cp_size_a2a + rank_a2a].
+          const std::int32_t a2a = m_.layout.cp_a2a;
+          const std::int32_t n = m_.layout.cp / a2a;
+          const std::int32_t pos = coord_.cp / a2a;
+          const std::int32_t next = (pos + 1) % n * a2a + coord_.cp % a2a;
+          const std::int32_t prev = (pos + n - 1) % n * a2a + coord_.cp % a2a;
           return b_.p2p({P2PRequest{true, s.bytes,
                                     m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, next),
                                     kContextRingTag},

@@ -16,13 +16,18 @@ namespace stepsim::calib {
 RankLayout layout_of(const Workload& w) {
   const TrainingConfig& t = w.training;
   const bool moe = w.model.moe();
+  // TE runs a level of size 1 as the plain form over the whole CP group.
+  const std::vector<std::int64_t>& levels = t.hierarchical_context_parallel_sizes;
+  const bool hierarchical =
+      t.cp_comm_type == CpCommType::kA2aP2p && levels.size() == 2 && levels[0] > 1 && levels[1] > 1;
   return RankLayout{.tp = static_cast<std::int32_t>(t.tensor_model_parallel_size),
                     .pp = static_cast<std::int32_t>(t.pipeline_model_parallel_size),
                     .dp = static_cast<std::int32_t>(t.data_parallel_size),
                     .ep = moe ? static_cast<std::int32_t>(t.expert_model_parallel_size) : 1,
                     .etp = moe ? static_cast<std::int32_t>(t.expert_tensor_parallel()) : 1,
                     .moe = moe,
-                    .cp = static_cast<std::int32_t>(t.context_parallel_size)};
+                    .cp = static_cast<std::int32_t>(t.context_parallel_size),
+                    .cp_a2a = hierarchical ? static_cast<std::int32_t>(levels[0]) : 1};
 }
 
 std::string_view to_string(OpCategory c) {

@@ -143,8 +143,9 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
               GemmOp{.m = m, .n = n, .k = k, .batch = 1, .dtype = dtype, .layout = layout});
         }
         if (o.fp8) {
+          // The cpu backend emulates FP8 with its fp32 product: no layouts to tell apart.
           out.emplace_back(GemmOp{.m = m, .n = n, .k = k, .batch = 1, .dtype = DType::kFp8,
-                                  .layout = GemmLayout::kTN});
+                                  .layout = o.gpu ? GemmLayout::kTN : GemmLayout::kUnspecified});
         }
       }
     }
@@ -232,8 +233,12 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
               if (s.kernels > 1) shape = MemoryBoundOp{.bytes = (s.bytes + s.kernels - 1) / s.kernels};
             }
             // The CPU backend computes in fp32 whatever the op's dtype, and its Eigen
-            // products have no layouts to tell apart; record what ran.
-            if constexpr (!std::is_same_v<T, MemoryBoundOp>) {
+            // products have no layouts to tell apart; record what ran. An FP8 GEMM stays
+            // FP8: the fp32 product is how the backend runs one (emulated FP8), and the
+            // profile prices the scenario's FP8 GEMMs with exactly that.
+            if constexpr (std::is_same_v<T, GemmOp>) {
+              if (!o.gpu && s.dtype != DType::kFp8) shape.dtype = DType::kFp32;
+            } else if constexpr (!std::is_same_v<T, MemoryBoundOp>) {
               if (!o.gpu) shape.dtype = DType::kFp32;
             }
             if constexpr (std::is_same_v<T, GemmOp>) {
@@ -242,10 +247,15 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
             compute.emplace_back(shape);
             if constexpr (std::is_same_v<T, GemmOp>) {
               // FP8 twins of the scenario's GEMMs, where cuBLASLt can run them (TN only).
-              if (o.fp8 && s.m % 16 == 0 && s.n % 16 == 0 && s.k % 16 == 0) {
+              if (o.fp8 && s.dtype != DType::kFp8 && s.m % 16 == 0 && s.n % 16 == 0 &&
+                  s.k % 16 == 0) {
                 auto twin = s;
                 twin.dtype = DType::kFp8;
-                if (twin.layout != GemmLayout::kUnspecified) twin.layout = GemmLayout::kTN;
+                if (!o.gpu) {
+                  twin.layout = GemmLayout::kUnspecified;
+                } else if (twin.layout != GemmLayout::kUnspecified) {
+                  twin.layout = GemmLayout::kTN;
+                }
                 compute.emplace_back(twin);
               }
             }

@@ -30,6 +30,14 @@
 // (c+1)*sc/2 keys, causal (bottom-right). Backward gathers K and V again, runs the two steps
 // and reduce-scatters dK and dV.
 //
+// a2a+p2p (AttnFuncWithCPAndKVP2P given cp_group = [a2a group, p2p group], Megatron's
+// hierarchical CP groups of --hierarchical-context-parallel-sizes [A, P]): the all-to-all of
+// Q, K, V inside the A consecutive ranks of the CP group (each then holds H/A heads of the
+// s/P tokens of its ring rank, the A ranks' chunk pairs put back in order), the p2p ring
+// above over the P ranks of the second level with those shapes, and the all-to-all of the
+// output back; backward: all-to-all of dO, the ring's backward, all-to-all of dQ, dK, dV. The
+// all-to-alls carry the local tensors' bytes, as a2a's do.
+//
 // Small kernels TE runs per step (output and softmax-statistics corrections, dQ copies, the
 // dKV adds) are charged as one memory-bound op per kind with their summed bytes.
 
@@ -147,11 +155,13 @@ void p2p_backward(OpList& ops, const CpShape& c, std::int32_t layer) {
 // ---- a2a: Ulysses ----
 
 /// Pack, all-to-all, reorder of `bytes` per rank (one collective for the tensors TE sends
-/// back to back).
+/// back to back), over the CP group or, with a2a+p2p, its a2a level.
 void a2a_exchange(OpList& ops, std::string_view name, std::int32_t layer, Phase phase,
                   std::int64_t bytes) {
   ops.memory("attn_cp_a2a_pack", layer, phase, 2 * bytes);
-  ops.wait(ops.cp_collective(name, CollectiveKind::kAllToAll, layer, phase, bytes));
+  ops.wait(ops.dims().cp_comm == CpCommType::kA2aP2p
+               ? ops.cp_a2a_collective(name, layer, phase, bytes)
+               : ops.cp_collective(name, CollectiveKind::kAllToAll, layer, phase, bytes));
   ops.memory("attn_cp_a2a_reorder", layer, phase, 2 * bytes);
 }
 
@@ -213,6 +223,33 @@ void allgather_backward(OpList& ops, const CpShape& c, std::int32_t layer) {
                              gathered));
 }
 
+// ---- a2a+p2p: the all-to-all level around the ring ----
+
+/// The ring's shape after the a2a level: H/A heads (G/A key/value heads) of s/P tokens per
+/// sequence, a ring of P ranks.
+CpShape ring_shape(const CpShape& c, const Dims& x) {
+  CpShape r = c;
+  r.heads = c.heads / x.cp_a2a;
+  r.kv_heads = c.kv_heads / x.cp_a2a;
+  r.cp = x.cp_p2p;
+  r.sc = c.s / x.cp_p2p;
+  r.half = r.sc / 2;
+  return r;
+}
+
+void hierarchical_forward(OpList& ops, const CpShape& c, std::int32_t layer, Phase phase) {
+  a2a_exchange(ops, "cp_a2a_qkv", layer, phase, c.q_bytes() + c.kv_bytes());
+  p2p_forward(ops, ring_shape(c, ops.dims()), layer, phase);
+  a2a_exchange(ops, "cp_a2a_out", layer, phase, c.q_bytes());
+}
+
+void hierarchical_backward(OpList& ops, const CpShape& c, std::int32_t layer) {
+  const Phase ph = Phase::kBackwardInput;
+  a2a_exchange(ops, "cp_a2a_dout", layer, ph, c.q_bytes());
+  p2p_backward(ops, ring_shape(c, ops.dims()), layer);
+  a2a_exchange(ops, "cp_a2a_dqkv", layer, ph, c.q_bytes() + c.kv_bytes());
+}
+
 }  // namespace
 
 void emit_cp_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
@@ -221,9 +258,9 @@ void emit_cp_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
     case CpCommType::kP2p: return p2p_forward(ops, c, layer, phase);
     case CpCommType::kA2a: return a2a_forward(ops, c, layer, phase);
     case CpCommType::kAllGather: return allgather_forward(ops, c, layer, phase);
-    case CpCommType::kA2aP2p: break;
+    case CpCommType::kA2aP2p: return hierarchical_forward(ops, c, layer, phase);
   }
-  STEPSIM_ASSERT(!"cp_comm_type a2a+p2p is rejected at load");
+  STEPSIM_ASSERT(!"unknown cp_comm_type");
 }
 
 void emit_cp_attention_backward(OpList& ops, std::int32_t layer) {
@@ -232,9 +269,9 @@ void emit_cp_attention_backward(OpList& ops, std::int32_t layer) {
     case CpCommType::kP2p: return p2p_backward(ops, c, layer);
     case CpCommType::kA2a: return a2a_backward(ops, c, layer);
     case CpCommType::kAllGather: return allgather_backward(ops, c, layer);
-    case CpCommType::kA2aP2p: break;
+    case CpCommType::kA2aP2p: return hierarchical_backward(ops, c, layer);
   }
-  STEPSIM_ASSERT(!"cp_comm_type a2a+p2p is rejected at load");
+  STEPSIM_ASSERT(!"unknown cp_comm_type");
 }
 
 }  // namespace stepsim::detail

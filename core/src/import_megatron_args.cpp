@@ -252,6 +252,24 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       }
       continue;
     }
+    if (flag == "--hierarchical-context-parallel-sizes") {
+      // nargs='+', type=int: the levels, innermost first.
+      json sizes = json::array();
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
+        std::int64_t v = 0;
+        const std::string& word = args[++i];
+        if (!parse_int(word, v)) {
+          errors.push_back(Error{kLabel, flag, std::string("=") + word + " must be an integer"});
+        }
+        sizes.push_back(v);
+      }
+      if (sizes.empty()) {
+        errors.push_back(Error{kLabel, flag, " needs a value"});
+      } else {
+        training["hierarchical_context_parallel_sizes"] = sizes;
+      }
+      continue;
+    }
     const auto& flags = flag_table();
     const auto spec =
         std::find_if(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; });
@@ -451,6 +469,13 @@ std::string megatron_args_of(const Workload& w) {
     flag("--cp-comm-type");
     out += ' ';
     out += kCpComm[static_cast<std::size_t>(t.cp_comm_type)];
+    if (!t.hierarchical_context_parallel_sizes.empty()) {
+      flag("--hierarchical-context-parallel-sizes");
+      for (const std::int64_t n : t.hierarchical_context_parallel_sizes) {
+        out += ' ';
+        out += std::to_string(n);
+      }
+    }
   }
   num("--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
   const bool first_last =

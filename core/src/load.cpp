@@ -218,6 +218,23 @@ void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& error
       t.pipeline_model_parallel_layout = layout->get<std::string>();
     }
   }
+  // Megatron's --hierarchical-context-parallel-sizes (nargs='+', type=int): a list of sizes;
+  // validate.cpp checks them against context_parallel_size and cp_comm_type.
+  if (const nlohmann::json* sizes = r.raw("hierarchical_context_parallel_sizes")) {
+    const bool ints = sizes->is_array() && !sizes->empty() &&
+                      std::all_of(sizes->begin(), sizes->end(), [](const nlohmann::json& v) {
+                        return v.is_number_integer() && v.get<std::int64_t>() >= 1;
+                      });
+    if (ints) {
+      for (const auto& v : *sizes) {
+        t.hierarchical_context_parallel_sizes.push_back(v.get<std::int64_t>());
+      }
+    } else {
+      r.error("hierarchical_context_parallel_sizes",
+              "=" + detail::describe(*sizes) +
+                  " must be a non-empty list of integers >= 1 (e.g. [2, 4])");
+    }
+  }
   // A capacity factor of 0 would drop every token; Megatron's "no capacity" is leaving it out.
   if (const nlohmann::json* cf = r.raw("moe_expert_capacity_factor");
       cf != nullptr && cf->is_number() && cf->get<double>() <= 0) {

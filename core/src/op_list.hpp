@@ -85,6 +85,15 @@ class OpList {
                       CollectiveOp{kind, CommGroup::kContext, bytes, dims_.cp, dims_.cp_nodes});
   }
 
+  /// Issues an all-to-all of `bytes` (nccl-tests size) over the a2a level of hierarchical
+  /// context parallelism on the CP stream after the last compute.
+  std::int32_t cp_a2a_collective(std::string_view name, std::int32_t layer, Phase phase,
+                                 std::int64_t bytes) {
+    return collective(name, layer, phase, Stream::kContextComm,
+                      CollectiveOp{CollectiveKind::kAllToAll, CommGroup::kContextA2a, bytes,
+                                   dims_.cp_a2a, dims_.cp_a2a_nodes});
+  }
+
   /// Issues a collective of the MoE layer's token dispatcher (all-to-all over EP, all-gather or
   /// reduce-scatter over the expert TP or expert TP x EP group) of `bytes` (nccl-tests size)
   /// after the last compute. Megatron waits for each at once (the compute stream consumes the
@@ -111,8 +120,11 @@ class OpList {
   /// batched send/recv pair; across nodes when the CP group spans several).
   std::int32_t cp_ring_step(std::string_view name, std::int32_t layer, Phase phase,
                             std::int64_t bytes) {
+    // The ring runs over the whole CP group, or over the p2p level of hierarchical CP.
+    const std::int64_t ring_nodes =
+        dims_.cp_comm == CpCommType::kA2aP2p ? dims_.cp_p2p_nodes : dims_.cp_nodes;
     return collective_like(name, layer, phase, Stream::kContextComm,
-                           P2POp{bytes, dims_.cp_nodes > 1});
+                           P2POp{bytes, ring_nodes > 1});
   }
 
   std::int32_t collective(std::string_view name, std::int32_t layer, Phase phase,

@@ -83,6 +83,7 @@ std::string_view to_string(CommGroup g) {
     case CommGroup::kExpertTensor: return "etp";
     case CommGroup::kExpertTensorExpert: return "etp_ep";
     case CommGroup::kExpertData: return "edp";
+    case CommGroup::kContextA2a: return "cp_a2a";
   }
   return "?";
 }

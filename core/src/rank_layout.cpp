@@ -211,4 +211,46 @@ std::int64_t RankGenerator::nodes_spanned(std::string_view token, std::int64_t r
   return nodes;
 }
 
+std::vector<std::vector<std::int64_t>> hierarchical_groups(std::span<const std::int64_t> ranks,
+                                                           std::span<const std::int64_t> sizes,
+                                                           std::size_t level) {
+  STEPSIM_ASSERT(level < sizes.size());
+  std::int64_t u = 1;
+  for (std::size_t i = 0; i < level; ++i) u *= sizes[i];
+  const std::int64_t s = sizes[level];
+  const auto n = static_cast<std::int64_t>(ranks.size());
+  STEPSIM_ASSERT(s >= 1 && n % (u * s) == 0);
+  const std::int64_t l = n / (u * s);
+  // Position (li * s + si) * u + ui of `ranks` goes to group li * u + ui, place si.
+  std::vector<std::vector<std::int64_t>> out;
+  out.reserve(static_cast<std::size_t>(l * u));
+  for (std::int64_t li = 0; li < l; ++li) {
+    for (std::int64_t ui = 0; ui < u; ++ui) {
+      std::vector<std::int64_t>& group = out.emplace_back();
+      for (std::int64_t si = 0; si < s; ++si) {
+        group.push_back(ranks[static_cast<std::size_t>((li * s + si) * u + ui)]);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::int64_t> hierarchical_group_of(std::span<const std::int64_t> ranks,
+                                                std::span<const std::int64_t> sizes,
+                                                std::size_t level, std::int64_t rank) {
+  for (std::vector<std::int64_t>& g : hierarchical_groups(ranks, sizes, level)) {
+    if (std::find(g.begin(), g.end(), rank) != g.end()) return std::move(g);
+  }
+  STEPSIM_ASSERT(!"hierarchical_group_of: rank not in ranks");
+  return {};
+}
+
+std::int64_t nodes_of(std::span<const std::int64_t> ranks, std::int64_t gpus_per_node) {
+  const std::int64_t gpn = std::max<std::int64_t>(1, gpus_per_node);
+  std::vector<std::int64_t> nodes;
+  for (const std::int64_t r : ranks) nodes.push_back(r / gpn);
+  std::sort(nodes.begin(), nodes.end());
+  return static_cast<std::int64_t>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+}
+
 }  // namespace stepsim

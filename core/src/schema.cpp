@@ -493,14 +493,26 @@ const std::array kSchema = {
     KeyInfo{STEPSIM_ENUM("training.cp_comm_type", training.cp_comm_type, CpCommType),
             .choices = kCpCommType, .sweep = Sweep::kListed, .flags = "--cp-comm-type",
             .default_text = "\"p2p\"",
-            .check = "\"p2p\", \"a2a\", \"allgather\"; \"a2a+p2p\" needs "
-                     "hierarchical_context_parallel_sizes (not modelled yet); with \"a2a\": "
-                     "num_attention_heads and num_query_groups divisible by "
-                     "tensor_model_parallel_size * context_parallel_size; one value for every "
-                     "layer",
+            .check = "\"p2p\", \"a2a\", \"allgather\", \"a2a+p2p\" (needs "
+                     "hierarchical_context_parallel_sizes); with \"a2a\": num_attention_heads "
+                     "and num_query_groups divisible by tensor_model_parallel_size * "
+                     "context_parallel_size; one value for every layer",
             .doc = "how context-parallel attention exchanges keys and values: p2p (KV ring, "
                    "overlapped with the attention steps), a2a (Ulysses all-to-all of Q, K, V and "
-                   "the output), allgather (KV all-gather, dKV reduce-scatter)"},
+                   "the output), allgather (KV all-gather, dKV reduce-scatter), a2a+p2p (an "
+                   "all-to-all of heads inside each group of the first hierarchical level, then "
+                   "the KV ring over the second)"},
+    KeyInfo{.key = "training.hierarchical_context_parallel_sizes",
+            .kind = KnobKind::kString,
+            .flags = "--hierarchical-context-parallel-sizes",
+            .default_text = "none",
+            .check = "a list of two integers >= 1 [a2a, p2p] whose product is "
+                     "context_parallel_size; only with cp_comm_type \"a2a+p2p\"; "
+                     "num_attention_heads and num_query_groups divisible by "
+                     "tensor_model_parallel_size * a2a",
+            .doc = "the levels of hierarchical context parallelism, innermost first: the "
+                   "all-to-all group (consecutive ranks of the CP group) and the ring over "
+                   "them"},
     KeyInfo{STEPSIM_INT("training.context_parallel_size", training.context_parallel_size),
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--context-parallel-size",
             .default_text = "1",
@@ -681,7 +693,8 @@ const std::array kSchema = {
             .default_text = "\"delayed\"",
             .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; only "
                      "\"delayed\" and \"tensorwise\" are modelled yet (fp8_param_gather only with "
-                     "\"delayed\")",
+                     "\"delayed\"); \"mxfp8\" needs a Blackwell GPU (Transformer Engine's "
+                     "check_mxfp8_support: compute capability 10.0+)",
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
                    "backward of a model chunk), or per-tensor / per-block current scaling"},
     KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),
@@ -852,8 +865,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     // the model family: a training script other than pretrain_gpt.py
     {.dest = "model_type", .flag = "pretrain_*.py"},
     // parallelism
-    {.dest = "hierarchical_context_parallel_sizes",
-     .flag = "--hierarchical-context-parallel-sizes"},
     {.dest = "num_distributed_optimizer_instances",
      .flag = "--num-distributed-optimizer-instances",
      .neutral_value = "1"},

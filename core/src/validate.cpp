@@ -231,7 +231,7 @@ void check_recompute(const Workload& w, Checker& check) {
 }
 
 // Context parallelism: megatron/training/arguments.py (seq_length multiple of 2 * cp,
-// a2a+p2p needs hierarchical sizes), megatron/core/transformer/dot_product_attention.py
+// a2a+p2p: validate_hierarchical_cp.cpp), megatron/core/transformer/dot_product_attention.py
 // (the local attention asserts cp == 1) and Transformer Engine's
 // pytorch/attention/dot_product_attention/context_parallel.py (attn_forward_func_with_cp:
 // FlashAttention not with Megatron's sbhd layout; a2a: heads divisible by cp) and utils.py
@@ -240,11 +240,7 @@ void check_context_parallel(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
   const ModelConfig& m = w.model;
   const std::int64_t cp = t.context_parallel_size;
-  if (t.cp_comm_type == CpCommType::kA2aP2p) {
-    check.fail("training.cp_comm_type",
-               "=\"a2a+p2p\" needs hierarchical_context_parallel_sizes (Megatron-LM asserts "
-               "it), which stepsim does not model yet");
-  }
+  check_hierarchical_cp(w, check);
   if (cp <= 1) return;
   const std::string key = "training.context_parallel_size";
   const std::string cps = "=" + str(cp);

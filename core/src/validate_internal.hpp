@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "stepsim/core/result.hpp"
 #include "stepsim/core/scenario.hpp"
@@ -45,6 +46,10 @@ void check_moe(const Workload& w, Checker& check);
 /// Multi-latent attention rules (validate_mla.cpp): Megatron-LM's, and the MLA settings
 /// stepsim does not model yet; the MLA sizes and qk_layernorm without it.
 void check_mla(const Workload& w, Checker& check);
+
+/// Hierarchical context parallelism (cp_comm_type "a2a+p2p", validate_hierarchical_cp.cpp):
+/// Megatron-LM's and Transformer Engine's rules on hierarchical_context_parallel_sizes.
+void check_hierarchical_cp(const Workload& w, Checker& check);
 
 /// FP8 (Transformer Engine) rules: Megatron-LM's, the system's FP8 peak, the modelled recipes.
 void check_fp8(const Workload& w, Checker& check);

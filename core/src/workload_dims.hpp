@@ -27,6 +27,11 @@ struct Dims {
   std::int64_t cp = 1;  ///< context-parallel size: a rank holds s/cp tokens of each sequence
   CpCommType cp_comm = CpCommType::kP2p;
   std::int64_t cp_nodes = 1;  ///< nodes a CP group spans
+  /// Hierarchical CP (cp_comm a2a+p2p, cp = cp_a2a * cp_p2p): the all-to-all group's size
+  /// (consecutive ranks of the CP group) and the ring's (every cp_a2a-th), and the nodes each
+  /// group of the representative rank spans.
+  std::int64_t cp_a2a = 1, cp_p2p = 1;
+  std::int64_t cp_a2a_nodes = 1, cp_p2p_nodes = 1;
   std::int64_t layers = 0;
   std::int64_t tokens = 0;     ///< (s/cp)*b, as a GEMM's m (all-gathered with SP)
   std::int64_t sp_tokens = 0;  ///< tokens a rank holds outside the TP regions: s*b/t with SP
@@ -198,6 +203,22 @@ inline Dims dims_of(const Workload& w) {
     // Megatron's layout (tp-cp-ep-dp-pp): the CP group of the representative rank (rank 0).
     const RankGenerator ranks(ParallelSizes{.tp = x.t, .cp = x.cp, .dp = x.dp, .pp = x.p});
     x.cp_nodes = ranks.nodes_spanned("cp", 0, gpn);
+    const std::vector<std::int64_t>& levels = tc.hierarchical_context_parallel_sizes;
+    if (x.cp_comm == CpCommType::kA2aP2p && levels.size() == 2) {
+      // Transformer Engine's attn_forward_func_with_cp runs a level of size 1 as the plain
+      // form over the other (the whole CP group).
+      if (levels[0] == 1) {
+        x.cp_comm = CpCommType::kP2p;
+      } else if (levels[1] == 1) {
+        x.cp_comm = CpCommType::kA2a;
+      } else {
+        const std::vector<std::int64_t> cp_ranks = ranks.group_of("cp", 0);
+        x.cp_a2a = levels[0];
+        x.cp_p2p = levels[1];
+        x.cp_a2a_nodes = nodes_of(hierarchical_group_of(cp_ranks, levels, 0, 0), gpn);
+        x.cp_p2p_nodes = nodes_of(hierarchical_group_of(cp_ranks, levels, 1, 0), gpn);
+      }
+    }
   }
   if (mc.multi_latent_attention) {
     x.mla = true;

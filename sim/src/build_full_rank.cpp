@@ -37,7 +37,9 @@ std::optional<GroupToken> token_of(CommGroup g) {
     case CommGroup::kExpertTensor: return GroupToken{true, "tp"};
     case CommGroup::kExpertTensorExpert: return GroupToken{true, "tp-ep"};
     case CommGroup::kExpertData: return GroupToken{true, "dp"};
-    case CommGroup::kEmbedding: break;
+    // kContextA2a: hierarchical, FullRankBuilder::group_ids makes its groups.
+    case CommGroup::kEmbedding:
+    case CommGroup::kContextA2a: break;
   }
   return std::nullopt;
 }
@@ -147,6 +149,8 @@ class FullRankBuilder {
         const auto* coll = std::get_if<CollectiveOp>(&op.shape);
         if (coll == nullptr || seen[static_cast<std::size_t>(coll->group)]) continue;
         seen[static_cast<std::size_t>(coll->group)] = true;
+        // Hierarchical CP's a2a groups lie inside the CP groups, joined below.
+        if (coll->group == CommGroup::kContextA2a) continue;
         const std::optional<GroupToken> tok = token_of(coll->group);
         if (!tok || (tok->expert && !experts_)) {
           return not_modelled("the " + op.name + " collective over the " +
@@ -193,12 +197,25 @@ class FullRankBuilder {
   const std::pair<std::vector<std::int32_t>, std::int64_t>& group_ids(CommGroup g) {
     auto it = group_ids_.find(g);
     if (it != group_ids_.end()) return it->second;
-    const std::optional<GroupToken> tok = token_of(g);
-    STEPSIM_ASSERT(tok && (!tok->expert || experts_));
-    const RankGenerator& gen = tok->expert ? *experts_ : layout_;
+    std::vector<std::vector<std::int64_t>> groups;
+    if (g == CommGroup::kContextA2a) {
+      // Megatron's hierarchical level 0 inside every CP group (parallel_state.py
+      // create_hierarchical_groups).
+      const std::vector<std::int64_t>& levels = w_.training.hierarchical_context_parallel_sizes;
+      STEPSIM_ASSERT(levels.size() == 2);
+      for (const std::vector<std::int64_t>& cp : layout_.groups("cp")) {
+        for (std::vector<std::int64_t>& a2a : hierarchical_groups(cp, levels, 0)) {
+          groups.push_back(std::move(a2a));
+        }
+      }
+    } else {
+      const std::optional<GroupToken> tok = token_of(g);
+      STEPSIM_ASSERT(tok && (!tok->expert || experts_));
+      const RankGenerator& gen = tok->expert ? *experts_ : layout_;
+      groups = gen.groups(tok->token);
+    }
     std::pair<std::vector<std::int32_t>, std::int64_t> out;
-    out.first.assign(static_cast<std::size_t>(gen.world_size()), 0);
-    const auto groups = gen.groups(tok->token);
+    out.first.assign(static_cast<std::size_t>(layout_.world_size()), 0);
     for (std::size_t i = 0; i < groups.size(); ++i) {
       for (const std::int64_t r : groups[i]) out.first[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(i);
     }
@@ -328,7 +345,7 @@ class FullRankBuilder {
             } else {
               STEPSIM_ASSERT(rep_group < 0);
               const std::optional<GroupToken> tok = token_of(coll.group);
-              if (!tok || (tok->expert && !experts_)) {
+              if (coll.group != CommGroup::kContextA2a && (!tok || (tok->expert && !experts_))) {
                 return not_modelled("the " + ref.op->name + " collective over the " +
                                     std::string(to_string(coll.group)) + " group");
               }

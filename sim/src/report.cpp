@@ -225,6 +225,12 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("gpu", std::string_view(w.system.gpu_name));
   j.field("context_parallel_size", t.context_parallel_size);
   j.field("cp_comm_type", cp_comm_key(t.cp_comm_type));
+  if (!t.hierarchical_context_parallel_sizes.empty()) {
+    // Only when given, so that every other configuration's output stays as it was.
+    j.key("hierarchical_context_parallel_sizes").begin_array();
+    for (const std::int64_t n : t.hierarchical_context_parallel_sizes) j.value(n);
+    j.end_array();
+  }
   if (w.model.multi_latent_attention) {
     // Only with MLA, so that every other configuration's output stays as it was.
     j.field("multi_latent_attention", true);
@@ -283,6 +289,10 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   out << " x PP " << t.pipeline_model_parallel_size << " x DP " << t.data_parallel_size << " = "
       << t.world_size << " GPUs";
   if (t.context_parallel_size > 1) out << ", cp_comm_type " << cp_comm_key(t.cp_comm_type);
+  if (t.hierarchical_context_parallel_sizes.size() == 2) {
+    out << " (a2a " << t.hierarchical_context_parallel_sizes[0] << " x p2p "
+        << t.hierarchical_context_parallel_sizes[1] << ")";
+  }
   if (t.interleaved()) out << ", " << t.virtual_pipeline_model_parallel_size << " virtual stages";
   out << ", SP " << (t.sequence_parallel ? "on" : "off") << ", recompute " << recompute_name(t)
       << (t.use_distributed_optimizer ? ", distributed optimizer" : "") << "\n";

@@ -173,7 +173,7 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   const std::int64_t cp = t.context_parallel_size;
   if (key == "training.context_parallel_size") {
     // Megatron's and Transformer Engine's rules (validate.cpp): seq_length a multiple of 2*cp,
-    // fused attention, heads per TP rank divisible by cp with a2a; a2a+p2p is not modelled.
+    // fused attention, heads per TP rank divisible by cp with a2a (by the a2a level with a2a+p2p).
     std::vector<std::int64_t> out;
     if (tp <= 0 || t.world_size % tp != 0) return {};
     const bool fused = m.attention_backend == AttentionBackend::kAuto ||
@@ -183,7 +183,15 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
         out.push_back(d);
         continue;
       }
-      if (!fused || t.cp_comm_type == CpCommType::kA2aP2p) continue;
+      if (!fused) continue;
+      if (t.cp_comm_type == CpCommType::kA2aP2p) {
+        // The hierarchical sizes are given: only their product, with the a2a level's heads.
+        const auto& levels = t.hierarchical_context_parallel_sizes;
+        if (levels.size() != 2 || d % levels[0] != 0 || d / levels[0] != levels[1]) continue;
+        if ((m.num_attention_heads / tp) % levels[0] != 0 || (groups / tp) % levels[0] != 0) {
+          continue;
+        }
+      }
       if (m.seq_length % (2 * d) != 0) continue;
       if (t.sequence_parallel && tp > 1 && (m.seq_length / d) % tp != 0) continue;
       if (t.cp_comm_type == CpCommType::kA2a &&

@@ -181,12 +181,6 @@ TEST(CalibrateCli, BadInputExitsTwoAndMissingDeviceOne) {
   const Ran bad_repeats =
       run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --out p.json --repeats 0");
   EXPECT_EQ(bad_repeats.status, 2) << bad_repeats.output;
-  const Ran fp8_on_cpu =
-      run(std::string(STEPSIM_BIN) + " calibrate --backend cpu --fp8 --out p.json");
-  EXPECT_EQ(fp8_on_cpu.status, 2) << fp8_on_cpu.output;
-  EXPECT_NE(fp8_on_cpu.output.find("--fp8: FP8 GEMMs are measured by the cuda backend only"),
-            std::string::npos)
-      << fp8_on_cpu.output;
 #ifdef STEPSIM_HAVE_CUDA
   // Without a GPU (as on the build machines) the CUDA backend must fail cleanly.
   const Ran cuda = run(std::string(STEPSIM_BIN) + " calibrate --backend cuda --quick --out " +
@@ -217,18 +211,6 @@ TEST(ValidateCli, RoundsNeedCalibrateAndAStepEach) {
   const Ran negative = run(validate + "--calibrate " + temp_dir() + "/p.json --rounds -1");
   EXPECT_EQ(negative.status, 2) << negative.output;
   EXPECT_NE(negative.output.find("--rounds"), std::string::npos) << negative.output;
-}
-
-TEST(ValidateCli, Fp8ScenariosAreRefusedOnTheCpuBackend) {
-  // The shipped FP8 scenario, scaled to one rank and two layers: the CPU backend multiplies
-  // in fp32, so it is refused as input, exit 2 (the cuda backend runs FP8 GEMMs).
-  const Ran fp8 = run(std::string(STEPSIM_BIN) + " validate " +
-                      std::string(STEPSIM_SCENARIOS_DIR) +
-                      "/llama3-8b-h100-8-fp8.json --backend cpu --world-size 1 --num-layers 2");
-  EXPECT_EQ(fp8.status, 2) << fp8.output;
-  EXPECT_NE(fp8.output.find("training.fp8 is validated on the cuda backend only"),
-            std::string::npos)
-      << fp8.output;
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ const Case kCases[] = {
     {"cp2_a2a", Shape{1, 1, 1, 1, 2, false, false, 0, 1, 2, CpCommType::kA2a}},
     {"cp2_allgather", Shape{1, 1, 1, 1, 2, false, false, 0, 1, 2, CpCommType::kAllGather}},
     {"tp2_cp2_pp2", Shape{2, 2, 1, 1, 4, true, false, 0, 1, 2, CpCommType::kP2p}},
+    {"cp4_a2a_p2p", Shape{1, 1, 1, 1, 2, false, false, 0, 1, 4, CpCommType::kA2aP2p, 2}},
 };
 
 sim::SimulationResult simulate_serialised(const Workload& w, const WorkloadPlan& plan) {
@@ -68,6 +69,7 @@ std::vector<std::string> executed_names(const std::vector<ExecTask>& tasks) {
 std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t rank) {
   const auto c = l.coord_of(rank);
   const bool embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
+  if (l.cp_a2a > 1) return {l.tp, l.dp * l.cp, embedding ? 2 : 1, l.cp, l.cp_a2a};
   if (l.cp > 1) return {l.tp, l.dp * l.cp, embedding ? 2 : 1, l.cp};
   if (!l.moe) return {l.tp, l.dp, embedding ? 2 : 1};
   // Then the expert groups: EP, expert TP, expert TP x EP, expert DP.
@@ -225,8 +227,15 @@ TEST(Executor, PointToPointRequestsPairUpBetweenPeers) {
     EXPECT_EQ(sent, received) << c.name;
     EXPECT_EQ(sent.empty(), c.shape.p == 1) << c.name;
     EXPECT_EQ(ring_sent, ring_received) << c.name;
-    EXPECT_EQ(ring_sent.empty(), c.shape.cp == 1 || c.shape.cp_comm != CpCommType::kP2p)
-        << c.name;
+    const bool ring = c.shape.cp_comm == CpCommType::kP2p || c.shape.cp_comm == CpCommType::kA2aP2p;
+    EXPECT_EQ(ring_sent.empty(), c.shape.cp == 1 || !ring) << c.name;
+    if (c.shape.cp_comm == CpCommType::kA2aP2p) {
+      // The ring of the p2p level: every cp_a2a-th CP rank, so peers share cp % cp_a2a.
+      for (const auto& [peers, bytes] : ring_sent) {
+        EXPECT_EQ(l.coord_of(peers.first).cp % l.cp_a2a, l.coord_of(peers.second).cp % l.cp_a2a)
+            << c.name;
+      }
+    }
   }
 }
 

@@ -221,6 +221,41 @@ TEST(ScenarioPoints, Fp8TwinsAndGpuMemoryBeyondTheGrid) {
   EXPECT_EQ(only<MemoryBoundOp>(scenario_points(plan, o, skipped)).size(), 2u);
 }
 
+TEST(ScenarioPoints, CpuRecordsFp8GemmsAsTheFp32ProductsItRunsForThem) {
+  // An FP8 scenario on the cpu backend: its FP8 linear GEMMs keep their dtype (the backend
+  // runs each as its fp32 product, emulated FP8), so the profile prices exactly those; the
+  // other GEMMs are recorded as the fp32 products they are, without layouts.
+  WorkloadPlan plan;
+  StagePlan stage;
+  ChunkPlan chunk;
+  chunk.forward.push_back(Op{"fc1", 0, Phase::kForward, Stream::kCompute,
+                             GemmOp{.m = 128, .n = 512, .k = 256, .batch = 1,
+                                    .dtype = DType::kFp8, .layout = GemmLayout::kTN},
+                             {}, 0});
+  chunk.forward.push_back(Op{"logits", 0, Phase::kForward, Stream::kCompute,
+                             GemmOp{.m = 128, .n = 2048, .k = 256, .batch = 1,
+                                    .dtype = DType::kBf16, .layout = GemmLayout::kTN},
+                             {}, 0});
+  stage.chunks.push_back(chunk);
+  plan.stages.push_back(stage);
+  BenchPlanOptions o;
+  o.gpu = false;
+  o.fp8 = true;
+  std::vector<std::string> skipped;
+  const auto gemms = only<GemmOp>(scenario_points(plan, o, skipped));
+  // fc1 as FP8; logits as fp32 and its FP8 twin (the --fp8 grid's), all without layouts.
+  ASSERT_EQ(gemms.size(), 3u);
+  EXPECT_EQ(gemms[0], (GemmOp{.m = 128, .n = 512, .k = 256, .batch = 1, .dtype = DType::kFp8}));
+  EXPECT_EQ(gemms[1], (GemmOp{.m = 128, .n = 2048, .k = 256, .batch = 1, .dtype = DType::kFp32}));
+  EXPECT_EQ(gemms[2], (GemmOp{.m = 128, .n = 2048, .k = 256, .batch = 1, .dtype = DType::kFp8}));
+  // Without --fp8 (validate --calibrate) the scenario's own FP8 GEMM is still recorded as FP8.
+  o.fp8 = false;
+  const auto plain = only<GemmOp>(scenario_points(plan, o, skipped));
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0].dtype, DType::kFp8);
+  EXPECT_EQ(plain[1].dtype, DType::kFp32);
+}
+
 TEST(BenchPlan, GpuFp8GridTwinsEveryGemm) {
   BenchPlanOptions o;
   o.gpu = true;

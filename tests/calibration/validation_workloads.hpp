@@ -18,6 +18,9 @@ struct Shape {
   std::int64_t ep = 1;       ///< expert_model_parallel_size (alltoall dispatcher)
   std::int64_t cp = 1;       ///< context_parallel_size (fused attention)
   CpCommType cp_comm = CpCommType::kP2p;
+  /// cp_comm a2a+p2p: the a2a level's size (hierarchical_context_parallel_sizes [cp_a2a,
+  /// cp / cp_a2a]).
+  std::int64_t cp_a2a = 1;
 };
 
 inline Workload tiny_workload(const Shape& s) {
@@ -41,6 +44,9 @@ inline Workload tiny_workload(const Shape& s) {
   t.world_size = s.t * s.cp * s.p * s.dp;
   t.context_parallel_size = s.cp;
   t.cp_comm_type = s.cp_comm;
+  if (s.cp_comm == CpCommType::kA2aP2p) {
+    t.hierarchical_context_parallel_sizes = {s.cp_a2a, s.cp / s.cp_a2a};
+  }
   if (s.cp > 1) m.attention_backend = AttentionBackend::kFused;  // CP needs TE's attention
   t.virtual_pipeline_model_parallel_size = s.v;
   t.num_layers_per_virtual_pipeline_stage = s.v > 1 ? m.num_layers / (s.p * s.v) : 0;

@@ -314,6 +314,15 @@ TEST(Fp8, ValidationNamesTheSystemAndUnmodelledRecipes) {
   ASSERT_EQ(errors.size(), 1U);
   EXPECT_EQ(errors[0].key, "training.fp8_recipe");
   EXPECT_NE(errors[0].message.find("\"blockwise\" is not modelled yet"), std::string::npos);
+  EXPECT_NE(errors[0].message.find("Float8BlockScaling"), std::string::npos) << errors[0].message;
+  // MXFP8 names Transformer Engine's rule: Blackwell (compute capability 10.0+) only.
+  w.training.fp8_recipe = Fp8Recipe::kMxfp8;
+  errors = validate_workload(w, "s.json");
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0].key, "training.fp8_recipe");
+  EXPECT_NE(errors[0].message.find("Device compute capability 10.0 or higher required for MXFP8"),
+            std::string::npos)
+      << errors[0].message;
   w.training.fp8_recipe = Fp8Recipe::kDelayed;
   w.training.fp8_param_gather = true;
   errors = validate_workload(w, "s.json");

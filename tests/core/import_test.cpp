@@ -85,6 +85,29 @@ TEST(MegatronArgs, ContextParallelFlags) {
       << format_errors(mixed.errors());
 }
 
+// --hierarchical-context-parallel-sizes (nargs='+', type=int) with --cp-comm-type a2a+p2p.
+TEST(MegatronArgs, HierarchicalContextParallelSizes) {
+  const std::string base =
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 "
+      "--num-attention-heads 8 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+      "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --context-parallel-size 4 ";
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      base + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2", o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_EQ(w.training.cp_comm_type, CpCommType::kA2aP2p);
+  EXPECT_EQ(w.training.hierarchical_context_parallel_sizes, (std::vector<std::int64_t>{2, 2}));
+  auto bad = scenario_from_megatron_args(
+      base + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 x", o);
+  ASSERT_FALSE(bad.ok());
+  const std::string message = format_errors(bad.errors());
+  EXPECT_NE(message.find("--hierarchical-context-parallel-sizes=x must be an integer"),
+            std::string::npos)
+      << message;
+}
+
 // A flag that changes the job and is not modelled is an error naming it; so is a flag stepsim
 // does not know. --allow-unmodelled keeps going and lists them in the scenario.
 TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {

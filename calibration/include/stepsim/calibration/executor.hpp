@@ -38,6 +38,10 @@ struct RankLayout {
   std::int32_t etp = 1;  ///< expert_tensor_parallel_size, resolved (1 without experts)
   bool moe = false;      ///< the model has MoE layers: the expert groups exist
   std::int32_t cp = 1;   ///< context_parallel_size (between TP and DP in Megatron's order)
+  /// Hierarchical CP (cp_comm_type a2a+p2p, both levels > 1): the a2a level's size, runs of
+  /// cp_a2a consecutive CP ranks (Megatron's create_hierarchical_groups); the ring runs over
+  /// every cp_a2a-th CP rank. 1 otherwise.
+  std::int32_t cp_a2a = 1;
 
   struct Coord {
     std::int32_t pp = 0, dp = 0, tp = 0, cp = 0;

@@ -99,7 +99,9 @@ enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatte
 /// expert-parallel group (the alltoall dispatcher's all-to-all); kExpertTensor, the experts'
 /// tensor-parallel group; kExpertTensorExpert, the two together (the allgather dispatcher's
 /// group); kExpertData, the expert data-parallel group over which the experts' gradients are
-/// reduced and their optimizer states sharded.
+/// reduced and their optimizer states sharded. kContextA2a: the all-to-all level of
+/// hierarchical context parallelism (cp_comm_type a2a+p2p; Megatron's
+/// _HIERARCHICAL_CONTEXT_PARALLEL_GROUPS[0], consecutive ranks of the CP group).
 enum class CommGroup : std::uint8_t {
   kTensor,
   kData,
@@ -109,7 +111,8 @@ enum class CommGroup : std::uint8_t {
   kExpert,
   kExpertTensor,
   kExpertTensorExpert,
-  kExpertData
+  kExpertData,
+  kContextA2a
 };
 
 /// A collective over a process group. `bytes` is nccl-tests' "size": the full buffer

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -69,5 +70,22 @@ class RankGenerator {
   std::array<std::int64_t, 5> stride_{};  // global stride of order_[i]
   std::int64_t world_size_ = 1;
 };
+
+/// Megatron's create_hierarchical_groups (megatron/core/parallel_state.py): `ranks` (one of
+/// Megatron's groups, in its order) split into the groups of level `level` of `sizes`
+/// (innermost first; their product is ranks.size()), by einops' "(l s u) -> (l u) s" with
+/// u = prod(sizes[:level]), s = sizes[level]: level 0 takes consecutive ranks, level 1 every
+/// sizes[0]-th, and so on. Each group in Megatron's order.
+std::vector<std::vector<std::int64_t>> hierarchical_groups(std::span<const std::int64_t> ranks,
+                                                           std::span<const std::int64_t> sizes,
+                                                           std::size_t level);
+
+/// The group of hierarchical_groups(ranks, sizes, level) that holds `rank`.
+std::vector<std::int64_t> hierarchical_group_of(std::span<const std::int64_t> ranks,
+                                                std::span<const std::int64_t> sizes,
+                                                std::size_t level, std::int64_t rank);
+
+/// Nodes of `gpus_per_node` GPUs (ranks node-major) that `ranks` live on.
+std::int64_t nodes_of(std::span<const std::int64_t> ranks, std::int64_t gpus_per_node);
 
 }  // namespace stepsim

@@ -29,8 +29,9 @@ enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8,
 /// Megatron-LM's --cp-comm-type (Transformer Engine's cp_comm_type): how context-parallel
 /// attention exchanges keys and values. kP2p: TE's KV ring (AttnFuncWithCPAndKVP2P); kA2a:
 /// Ulysses all-to-all of Q, K, V and the output (AttnFuncWithCPAndQKVOA2A); kAllGather: KV
-/// all-gather (AttnFuncWithCPAndKVAllGather); kA2aP2p: the hierarchical form, which needs
-/// --hierarchical-context-parallel-sizes and is not modelled (the loader rejects it).
+/// all-gather (AttnFuncWithCPAndKVAllGather); kA2aP2p: the hierarchical form (TE's
+/// AttnFuncWithCPAndKVP2P given [a2a group, p2p group]): the all-to-all of heads inside the
+/// first level of --hierarchical-context-parallel-sizes, the KV ring over the second.
 enum class CpCommType : std::uint8_t { kP2p, kA2a, kAllGather, kA2aP2p };
 /// Megatron's --cross-entropy-fusion-impl: its own jit-fused vocab-parallel cross entropy, or
 /// Transformer Engine's Triton kernel.
@@ -144,6 +145,10 @@ struct TrainingConfig {
   /// values over the CP group as cp_comm_type says. World = t * cp * p * dp.
   std::int64_t context_parallel_size = 1;
   CpCommType cp_comm_type = CpCommType::kP2p;
+  /// Megatron's --hierarchical-context-parallel-sizes: the CP group's levels, innermost first
+  /// (parallel_state.py create_hierarchical_groups); with cp_comm_type a2a+p2p two levels, the
+  /// all-to-all group's size and the ring's. Empty: not given.
+  std::vector<std::int64_t> hierarchical_context_parallel_sizes;
   /// Model chunks per pipeline rank (v); 1 without interleaving.
   std::int64_t virtual_pipeline_model_parallel_size = 1;
   /// Layers per model chunk; 0 without interleaving, and with uneven stages unless given
