@@ -181,6 +181,11 @@ void apply_megatron_adjustments(const SectionValues& given, Workload& w) {
         "training.grad_reduce_in_bf16=true turned off: the parameters are not bf16 (Megatron-LM "
         "reads --grad-reduce-in-bf16 only with --bf16)");
   }
+  if (!t.hierarchical_context_parallel_sizes.empty() && t.cp_comm_type != CpCommType::kA2aP2p) {
+    w.notes.push_back(
+        "training.hierarchical_context_parallel_sizes unused: only cp_comm_type \"a2a+p2p\" "
+        "reads them (Megatron-LM builds the hierarchical groups and runs the plain form)");
+  }
   const auto p2p = given.of("overlap_p2p_comm");
   if (p2p && p2p->integer != 0 && !interleaving_requested(w.model, t)) {
     t.overlap_p2p_comm = false;

@@ -506,10 +506,10 @@ const std::array kSchema = {
             .kind = KnobKind::kString,
             .flags = "--hierarchical-context-parallel-sizes",
             .default_text = "none",
-            .check = "a list of two integers >= 1 [a2a, p2p] whose product is "
-                     "context_parallel_size; only with cp_comm_type \"a2a+p2p\"; "
-                     "num_attention_heads and num_query_groups divisible by "
-                     "tensor_model_parallel_size * a2a",
+            .check = "integers >= 1 whose product is context_parallel_size; with cp_comm_type "
+                     "\"a2a+p2p\": two of them [a2a, p2p], num_attention_heads and "
+                     "num_query_groups divisible by tensor_model_parallel_size * a2a (other "
+                     "cp_comm_types leave them unused, as Megatron-LM does: noted)",
             .doc = "the levels of hierarchical context parallelism, innermost first: the "
                    "all-to-all group (consecutive ranks of the CP group) and the ring over "
                    "them"},

@@ -37,16 +37,23 @@ void check_hierarchical_cp(const Workload& w, Checker& check) {
   }
   if (sizes.empty()) return;
   const std::string given = "=" + list_text(sizes);
+  const std::int64_t cp = t.context_parallel_size;
   if (!hierarchical) {
-    // Megatron builds the groups and nothing reads them: the job would be the plain one,
-    // which the scenario then should say without the key.
-    check.fail(key, given +
-                        " is only read by cp_comm_type \"a2a+p2p\" (Transformer Engine's "
-                        "hierarchical context parallelism); leave it out with cp_comm_type \"" +
-                        std::string(t.cp_comm_type == CpCommType::kA2a         ? "a2a"
-                                    : t.cp_comm_type == CpCommType::kAllGather ? "allgather"
-                                                                               : "p2p") +
-                        "\"");
+    // Megatron asserts the product whatever cp_comm_type is, builds the groups, and nothing
+    // reads them: the job is the plain one (the loader notes that the sizes go unused).
+    std::int64_t rest = cp;
+    for (const std::int64_t size : sizes) {  // by division: a product could overflow
+      if (rest <= 0 || rest % size != 0) {
+        rest = -1;
+        break;
+      }
+      rest /= size;
+    }
+    if (rest != 1) {
+      check.fail(key, given + " must multiply to context_parallel_size=" + str(cp) +
+                          " (Megatron-LM asserts context_parallel_size == "
+                          "prod(hierarchical_context_parallel_sizes))");
+    }
     return;
   }
   if (sizes.size() != 2) {
@@ -56,7 +63,6 @@ void check_hierarchical_cp(const Workload& w, Checker& check) {
     return;
   }
   // By division: the product of two given sizes could overflow.
-  const std::int64_t cp = t.context_parallel_size;
   if (cp <= 0 || cp % sizes[0] != 0 || cp / sizes[0] != sizes[1]) {
     check.fail(key, given + " must multiply to context_parallel_size=" + str(cp) +
                         " (Megatron-LM asserts context_parallel_size == "

@@ -212,9 +212,13 @@ TEST(HierarchicalCp, MegatronAndTransformerEngineRulesNameTheKey) {
   three.training.hierarchical_context_parallel_sizes = {2, 2, 1};
   EXPECT_NE(errors_of(three).find(key + "=[2, 2, 1] must have two levels"), std::string::npos)
       << errors_of(three);
+  // Megatron accepts the sizes with another cp_comm_type (asserting only their product) and
+  // never reads them: the plain job, as stepsim runs it too.
   Workload plain = hcp_workload(2, 2, 2);
   plain.training.cp_comm_type = CpCommType::kP2p;
-  EXPECT_NE(errors_of(plain).find(key + "=[2, 2] is only read by cp_comm_type \"a2a+p2p\""),
+  EXPECT_EQ(errors_of(plain), "");
+  plain.training.hierarchical_context_parallel_sizes = {2, 1, 4};
+  EXPECT_NE(errors_of(plain).find(key + "=[2, 1, 4] must multiply to context_parallel_size=4"),
             std::string::npos)
       << errors_of(plain);
   // 8 KV groups over t 4: 2 per TP rank, which an a2a level of 4 cannot scatter.
