@@ -551,6 +551,10 @@ std::string megatron_args_of(const Workload& w) {
   if (!t.tp_comm_overlap_ag) flag("--disable-tp-comm-overlap-ag");
   if (!t.tp_comm_overlap_rs) flag("--disable-tp-comm-overlap-rs");
   if (t.tp_comm_overlap_rs_dgrad) flag("--tp-comm-overlap-rs-dgrad");
+  if (!t.tp_comm_overlap_cfg.empty()) {
+    flag("--tp-comm-overlap-cfg");
+    out += " '" + t.tp_comm_overlap_cfg + "'";
+  }
   if (!t.tp_comm_bulk_dgrad) flag("--disable-tp-comm-bulk-dgrad");
   if (!t.tp_comm_bulk_wgrad) flag("--disable-tp-comm-bulk-wgrad");
   if (t.defer_embedding_wgrad_compute) flag("--defer-embedding-wgrad-compute");

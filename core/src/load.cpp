@@ -17,6 +17,7 @@
 #include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/schema.hpp"
 #include "stepsim/core/validate.hpp"
+#include "ub_cfg.hpp"
 
 namespace stepsim {
 
@@ -343,6 +344,31 @@ void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_d
   sub.reject_unknown_keys();
 }
 
+/// training.tp_comm_overlap_cfg: the YAML file of TE's per-GEMM userbuffers settings (Megatron's
+/// --tp-comm-overlap-cfg), a path relative to the scenario file (then under scenarios/); its
+/// problems name the YAML file, the line and the GEMM's setting (ub_cfg.cpp).
+void parse_ub_cfg_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
+                        const LoadOptions& options, TrainingConfig& t) {
+  const json* entry = r.raw("tp_comm_overlap_cfg");
+  if (entry == nullptr) return;
+  if (!entry->is_string() || entry->get<std::string>().empty()) {
+    r.error("tp_comm_overlap_cfg", "=" + detail::describe(*entry) +
+                                       " must be a path to a YAML file of per-GEMM "
+                                       "userbuffers settings");
+    return;
+  }
+  const std::string relative = entry->get<std::string>();
+  const std::string path = resolve_path(relative, base_dir, options);
+  if (path.empty()) {
+    r.error("tp_comm_overlap_cfg", not_found(relative, base_dir, options));
+    return;
+  }
+  const auto text = detail::read_text_file(path, errors);
+  if (!text) return;
+  t.tp_comm_overlap_cfg = relative;
+  detail::read_ub_cfg(*text, path, t.tp_comm_overlap_gemms, errors);
+}
+
 /// The `heterogeneity` section: {"full_rank": bool, "stragglers": {"RANK": FACTOR, ...},
 /// "slow_nics": {"NODE": FACTOR, ...}, "jitter_sigma": SIGMA, "jitter_seed": N}, checked
 /// against the job (ranks and nodes inside it, factors in [0.001, 1000], SIGMA in [0, 1]; slow NICs,
@@ -446,6 +472,7 @@ Result<Workload> load_scenario_text(std::string_view text, const std::string& fi
   if (const auto* training = top.object("training", true)) {
     ObjectReader r(*training, file_label, "training", errors);
     parse_training(r, *training, errors, w);
+    parse_ub_cfg_entry(r, errors, base_dir, options, w.training);
   } else {
     // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
     w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;

@@ -746,6 +746,21 @@ const std::array kSchema = {
             .default_text = "true", .check = "no effect without tp_comm_overlap",
             .doc = "QKV/FC1 backward: the dgrad reduce-scatter as a userbuffers kernel beside "
                    "the wgrad GEMM"},
+    KeyInfo{.key = "training.tp_comm_overlap_cfg",
+            .kind = KnobKind::kString,
+            .flags = "--tp-comm-overlap-cfg",
+            .default_text = "none (Transformer Engine's defaults)",
+            .check = "a YAML file (relative to the scenario; a launch line's to the working "
+                     "directory) mapping GEMM names (qkv_fprop ... fc2_wgrad) to flat mappings "
+                     "of initialize_ub's settings; needs tp_comm_overlap; not modelled yet: a "
+                     "method other than the GEMM's default, atomic_gemm, aggregate, "
+                     "pipeline_rs_overlap_first_gemm, use_ce false on a ring exchange, a setting "
+                     "of proj_wgrad/fc2_wgrad; num_sm below the system's sm_count; hidden_size "
+                     "divisible by a pipelined GEMM's num_splits",
+            .doc = "Megatron's --tp-comm-overlap-cfg (Transformer Engine's ub_cfgs): num_sm, "
+                   "set_sm_margin (the SMs left to the GEMM), num_splits (the pipelined "
+                   "reduce-scatter's chunks) and fp8_buf (a pipelined reduce-scatter in FP8) are "
+                   "priced; cga_size and the stream priorities are read, not priced"},
     KeyInfo{STEPSIM_BOOL("training.defer_embedding_wgrad_compute",
                          training.defer_embedding_wgrad_compute),
             .sweep = Sweep::kListed, .flags = "--defer-embedding-wgrad-compute=true",
@@ -892,9 +907,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "disable_bf16_reduced_precision_matmul",
      .flag = "--disable-bf16-reduced-precision-matmul"},
     // communication overlap and kernels
-    // a YAML file of per-GEMM userbuffers settings (methods, num_sm, num_splits, ...) that
-    // override Transformer Engine's defaults: not read
-    {.dest = "tp_comm_overlap_cfg", .flag = "--tp-comm-overlap-cfg"},
     // deprecated since Transformer Engine 1.6: Megatron hands TE tp_comm_overlap_ag/_rs instead
     {.dest = "tp_comm_split_ag", .flag = "--disable-tp-comm-split-ag", .changes_job = kHarmless},
     {.dest = "tp_comm_split_rs", .flag = "--disable-tp-comm-split-rs", .changes_job = kHarmless},

@@ -37,6 +37,8 @@
 // gathered FP8 tensors the wgrads read column-wise are transposed after the dgrad GEMM
 // (update_usage(columnwise_usage=True) in the wgrad section of linear.py and
 // layernorm_linear.py backward).
+// training.tp_comm_overlap_cfg (Megatron's --tp-comm-overlap-cfg, read by ub_cfg.cpp) puts a
+// GEMM's num_sm, set_sm_margin, num_splits and fp8_buf over these defaults (Dims::ub_gemm).
 // These transfers are not NCCL: their CollectiveOp/P2POp carry nccl = false. Their time is the
 // cost model's for the same bytes on the same links (the copy engine's intra-node transfer, a
 // collective over the tensor group): NVLink's bandwidth bounds both. A GEMM on a share of the
@@ -68,15 +70,16 @@ std::int64_t ag_elem_bytes(const Dims& x) { return x.fp8 ? 1 : x.e; }
 /// split_overlap_ag: tp GEMM chunks of tokens / tp rows (output width n, input width k)
 /// beside tp - 1 copy-engine exchanges of a k-wide chunk (ag_elem_bytes per element), the
 /// first exchange starting with the first chunk.
-void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
-                        std::int64_t n, std::int64_t k) {
+void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::string_view ub_name,
+                        std::int32_t layer, Phase phase, std::int64_t n, std::int64_t k) {
   const Dims& x = ops.dims();
   const std::int32_t start = ops.last_compute();
   std::int32_t exchange = -1;
   for (std::int64_t i = 0; i < x.t; ++i) {
     const std::int64_t rows = chunk_of(x.tokens, x.t, i);
     if (exchange >= 0) ops.wait(exchange);
-    ops.linear_gemm(gemm_name, layer, phase, rows, n, k);
+    const std::int32_t gemm = ops.linear_gemm(gemm_name, layer, phase, rows, n, k);
+    ops.at(gemm).sm_share = x.ub(ub_name).sm_share;  // 1 unless the config sets an SM margin
     if (i + 1 < x.t) {
       // Send the chunk just multiplied, receive the next: one batched send/recv pair.
       exchange = ops.comm_after(
@@ -87,17 +90,19 @@ void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::int32_t la
   }
 }
 
-/// split_overlap_rs: the GEMM (tokens x n_total x k) in kUbPipelineSplits chunks of output
-/// features on the SMs the reduce-scatter leaves, each chunk's reduce-scatter after it; the
-/// next compute waits for the last.
-void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
-                       std::int64_t n_total, std::int64_t k, std::int64_t elem_bytes) {
+/// split_overlap_rs: the GEMM (tokens x n_total x k) in num_splits chunks of output features
+/// (userbuffers GEMM `ub_name`'s) on the SMs the reduce-scatter leaves, each chunk's
+/// reduce-scatter (`elem_bytes` per element) after it; the next compute waits for the last.
+void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::string_view ub_name,
+                       std::int32_t layer, Phase phase, std::int64_t n_total, std::int64_t k,
+                       std::int64_t elem_bytes) {
   const Dims& x = ops.dims();
+  const Dims::UbGemm& ub = x.ub(ub_name);
   std::int32_t reduce = -1;
-  for (std::int64_t i = 0; i < kUbPipelineSplits; ++i) {
-    const std::int64_t cols = chunk_of(n_total, kUbPipelineSplits, i);
+  for (std::int64_t i = 0; i < ub.splits; ++i) {
+    const std::int64_t cols = chunk_of(n_total, ub.splits, i);
     const std::int32_t gemm = ops.linear_gemm(gemm_name, layer, phase, x.tokens, cols, k);
-    ops.at(gemm).sm_share = x.ub_gemm_sm_share;
+    ops.at(gemm).sm_share = ub.sm_share;
     reduce = ops.collective("tp_ub_reduce_scatter", layer, phase, Stream::kTensorComm,
                             CollectiveOp{.kind = CollectiveKind::kReduceScatter,
                                          .group = CommGroup::kTensor,
@@ -126,12 +131,16 @@ void emit_ub_ag_fprop(OpList& ops, std::string_view prefix, std::string_view gem
   // fill_userbuffers_buffer_for_all_gather: the norm's output (FP8: its FP8 data) into the
   // local chunk.
   ops.memory(named(prefix, "_ub_copy"), layer, phase, 2 * x.sp_tokens * in_k * ag_elem_bytes(x));
-  ring_exchange_gemm(ops, gemm_name, layer, phase, out_n, in_k);
+  ring_exchange_gemm(ops, gemm_name, named(prefix, "_fprop"), layer, phase, out_n, in_k);
 }
 
 void emit_ub_rs_fprop(OpList& ops, std::string_view gemm_name, std::int32_t layer, Phase phase,
                       std::int64_t in_k) {
-  pipelined_gemm_rs(ops, gemm_name, layer, phase, ops.dims().h, in_k, ops.dims().e);
+  const Dims& x = ops.dims();
+  // proj_fprop / fc2_fprop: a 16-bit buffer unless the config gives it fp8_buf (with FP8).
+  const std::string ub_name = named(gemm_name.substr(0, gemm_name.find('_')), "_fprop");
+  pipelined_gemm_rs(ops, gemm_name, ub_name, layer, phase, x.h, in_k,
+                    x.ub(ub_name).fp8_buf ? 1 : x.e);
 }
 
 void emit_ub_row_parallel_backward(OpList& ops, std::string_view prefix,
@@ -143,7 +152,8 @@ void emit_ub_row_parallel_backward(OpList& ops, std::string_view prefix,
   if (x.fp8) emit_fp8_row_grad_cast(ops, prefix, layer);
   ops.memory(named(prefix, "_dgrad_ub_copy"), layer, Phase::kBackwardInput,
              2 * x.sp_tokens * x.h * ag_elem_bytes(x));
-  ring_exchange_gemm(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, x.h);
+  ring_exchange_gemm(ops, dgrad_name, named(prefix, "_dgrad"), layer, Phase::kBackwardInput, in_k,
+                     x.h);
   if (x.fp8) {
     // The gathered FP8 gradient, left in the userbuffer, transposed for wgrad.
     ops.memory(named(prefix, "_grad_transpose"), layer, Phase::kBackwardWeight, x.tokens * x.h * 2);
@@ -184,11 +194,12 @@ void emit_ub_column_parallel_backward(OpList& ops, std::string_view prefix,
   const std::int64_t bytes = x.tokens * in_k * x.e;
   std::int32_t reduce = -1;
   if (x.ub_rs_dgrad) {
-    pipelined_gemm_rs(ops, dgrad_name, layer, Phase::kBackwardInput, in_k, out_n, ag_elem_bytes(x));
+    pipelined_gemm_rs(ops, dgrad_name, named(prefix, "_dgrad"), layer, Phase::kBackwardInput, in_k,
+                      out_n, ag_elem_bytes(x));
   } else {
     const std::int32_t dgrad =
         ops.linear_gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
-    if (x.ub_bulk_dgrad) ops.at(dgrad).sm_share = x.ub_gemm_sm_share;
+    if (x.ub_bulk_dgrad) ops.at(dgrad).sm_share = x.ub(named(prefix, "_dgrad")).sm_share;
   }
   if (!x.ub_rs_dgrad && !x.ub_bulk_wgrad) {
     // reduce_scatter_along_first_dim(async_op=True) right after the dgrad GEMM.
@@ -209,7 +220,7 @@ void emit_ub_column_parallel_backward(OpList& ops, std::string_view prefix,
   }
   const std::int32_t wgrad =
       ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
-  if (x.ub_bulk_wgrad) ops.at(wgrad).sm_share = x.ub_gemm_sm_share;
+  if (x.ub_bulk_wgrad) ops.at(wgrad).sm_share = x.ub(named(prefix, "_wgrad")).sm_share;
   // FP8 fuses the bias gradient into the gradient's cast-transpose (bgrad_quantize).
   if (bias && !x.fp8) {
     ops.memory("qkv_bias_bwd", layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);

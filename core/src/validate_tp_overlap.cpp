@@ -20,6 +20,13 @@ void check_tp_overlap(const Workload& w, Checker& check) {
   }
   // gradient_accumulation_fusion (needed by the deferral) is Megatron's default; turning it off
   // (--no-gradient-accumulation-fusion) is not modelled and rejected as such.
+  if (!t.tp_comm_overlap_cfg.empty() && !t.tp_comm_overlap) {
+    // _initialize_tp_communicators reads the file only to set up the userbuffers.
+    check.fail("training.tp_comm_overlap_cfg",
+               "=\"" + t.tp_comm_overlap_cfg +
+                   "\" has no effect without tp_comm_overlap "
+                   "(Megatron reads it only to initialize Transformer Engine's userbuffers)");
+  }
   if (!t.tp_comm_overlap) return;
   const std::string key = "training.tp_comm_overlap";
   if (!t.sequence_parallel) {
@@ -46,13 +53,30 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                         "\" does not give it): Transformer Engine runs GEMMs on the SMs its "
                         "communication kernels leave");
   }
-  // comm_gemm_overlap.cpp split_overlap_rs: the GEMM's output features in num_splits = 4 chunks
-  // (initialize_ub's default for the pipelined reduce-scatter).
+  // comm_gemm_overlap.cpp split_overlap_rs: the GEMM's output features (h) in num_splits chunks
+  // (initialize_ub's default 4, or tp_comm_overlap_cfg's).
   const std::int64_t h = w.model.hidden_size;
-  if (h > 0 && h % 4 != 0 && (t.tp_comm_overlap_rs || t.tp_comm_overlap_rs_dgrad)) {
-    check.fail("model.hidden_size",
-               "=" + str(h) + " is not divisible by 4, the chunks Transformer Engine's pipelined "
-                              "GEMM+reduce-scatter splits it into (tp_comm_overlap)");
+  for (std::size_t i = 0; i < kUbGemmNames.size(); ++i) {
+    const std::string name(kUbGemmNames[i]);
+    const bool pipelined =
+        ((name == "proj_fprop" || name == "fc2_fprop") && t.tp_comm_overlap_rs) ||
+        ((name == "qkv_dgrad" || name == "fc1_dgrad") && t.tp_comm_overlap_rs_dgrad);
+    const UbGemmSettings& g = t.tp_comm_overlap_gemms[i];
+    const std::int64_t splits = g.num_splits > 0 ? g.num_splits : 4;
+    if (pipelined && h > 0 && h % splits != 0) {
+      check.fail("model.hidden_size", "=" + str(h) + " is not divisible by " + str(splits) +
+                                          ", the chunks Transformer "
+                                          "Engine's pipelined GEMM+reduce-scatter " +
+                                          name +
+                                          " splits it into "
+                                          "(tp_comm_overlap" +
+                                          (g.num_splits > 0 ? "_cfg's num_splits" : "") + ")");
+    }
+    if (g.num_sm > 0 && s.sm_count > 0 && g.num_sm >= s.sm_count) {
+      check.fail("training.tp_comm_overlap_cfg", ": " + name + ".num_sm=" + str(g.num_sm) +
+                                                     " leaves no SM of the system's " +
+                                                     str(s.sm_count) + " to the GEMM");
+    }
   }
 }
 

@@ -3,9 +3,12 @@
 // validated Workload, in the reference's notation (s, b, h, a, g, d, f, V, t, p, v).
 // Internal to stepsim_core.
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
+#include "stepsim/core/assert.hpp"
 #include "stepsim/core/dtype.hpp"
 #include "stepsim/core/moe.hpp"
 #include "stepsim/core/rank_layout.hpp"
@@ -69,8 +72,17 @@ struct Dims {
   bool ub_rs_dgrad = false;
   bool ub_bulk_dgrad = false;
   bool ub_bulk_wgrad = false;
-  /// Share of the SMs a GEMM beside a userbuffers kernel runs on: (sm_count - num_sm) / sm_count.
-  double ub_gemm_sm_share = 1.0;
+  /// Per userbuffers GEMM (kUbGemmNames order), TE's settings with tp_comm_overlap_cfg's on top.
+  struct UbGemm {
+    /// Share of the SMs the GEMM runs on beside its userbuffers kernel: (sm_count - num_sm) /
+    /// sm_count with set_sm_margin, else 1.
+    double sm_share = 1.0;
+    std::int64_t splits = 4;  ///< chunks of a pipelined GEMM+reduce-scatter (num_splits)
+    bool fp8_buf = false;     ///< a pipelined reduce-scatter's buffer is FP8 (with fp8 only)
+  };
+  std::array<UbGemm, kUbGemmNames.size()> ub_gemm{};
+  /// The settings of GEMM `name` ("qkv_fprop", ...); asserts it is one.
+  const UbGemm& ub(std::string_view name) const;
 
   // Mixture of experts (moe_ops.cpp); experts = 0 for a dense model.
   std::int64_t experts = 0;   ///< routed experts per MoE layer
@@ -139,9 +151,39 @@ inline std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return (x + y - 1
 
 /// Transformer Engine's initialize_ub defaults (transformer_engine/pytorch/module/base.py
 /// get_default_config) for the methods other than ring_exchange: num_sm = 16 SMs for the
-/// userbuffers kernel, set_sm_margin (the GEMM runs on sm_count - num_sm SMs), num_splits = 4.
+/// userbuffers kernel, set_sm_margin (the GEMM runs on sm_count - num_sm SMs), num_splits = 4;
+/// for ring_exchange num_sm = 1 and no SM margin (the copy engine moves the chunks).
 inline constexpr std::int64_t kUbCommSms = 16;
 inline constexpr std::int64_t kUbPipelineSplits = 4;
+
+inline const Dims::UbGemm& Dims::ub(std::string_view name) const {
+  for (std::size_t i = 0; i < kUbGemmNames.size(); ++i) {
+    if (kUbGemmNames[i] == name) return ub_gemm[i];
+  }
+  STEPSIM_ASSERT(!"Dims::ub: not a userbuffers GEMM");
+  return ub_gemm[0];
+}
+
+/// Each userbuffers GEMM's settings: TE's defaults, then tp_comm_overlap_cfg's (ub_cfg.cpp).
+inline void resolve_ub_gemms(const TrainingConfig& tc, std::int64_t sm_count, bool fp8, Dims& x) {
+  for (std::size_t i = 0; i < kUbGemmNames.size(); ++i) {
+    const std::string_view name = kUbGemmNames[i];
+    const bool ring =
+        name == "qkv_fprop" || name == "fc1_fprop" || name == "proj_dgrad" || name == "fc2_dgrad";
+    const bool pipeline = name == "proj_fprop" || name == "fc2_fprop";
+    const UbGemmSettings& given = tc.tp_comm_overlap_gemms[i];
+    const std::int64_t num_sm = given.num_sm > 0 ? given.num_sm : (ring ? 1 : kUbCommSms);
+    const bool margin = given.set_sm_margin >= 0 ? given.set_sm_margin == 1 : !ring;
+    Dims::UbGemm& out = x.ub_gemm[i];
+    if (margin && sm_count > num_sm) {
+      out.sm_share = static_cast<double>(sm_count - num_sm) / static_cast<double>(sm_count);
+    }
+    out.splits = given.num_splits > 0 ? given.num_splits : kUbPipelineSplits;
+    // initialize_ub: fp8_buf = name in layers_all_gather_overlap or (the user's fp8_buf and a
+    // "pipeline" GEMM); only the pipelined reduce-scatters read it here.
+    out.fp8_buf = fp8 && pipeline && given.fp8_buf == 1;
+  }
+}
 
 inline Dims dims_of(const Workload& w) {
   const ModelConfig& mc = w.model;
@@ -193,10 +235,7 @@ inline Dims dims_of(const Workload& w) {
   x.ub_rs_dgrad = ub && tc.tp_comm_overlap_rs_dgrad;
   x.ub_bulk_dgrad = ub && tc.tp_comm_bulk_dgrad && !x.ub_rs_dgrad;
   x.ub_bulk_wgrad = ub && tc.tp_comm_bulk_wgrad && !x.ub_rs_dgrad;
-  if (ub && w.system.sm_count > kUbCommSms) {
-    x.ub_gemm_sm_share = static_cast<double>(w.system.sm_count - kUbCommSms) /
-                         static_cast<double>(w.system.sm_count);
-  }
+  if (ub) resolve_ub_gemms(tc, w.system.sm_count, x.fp8, x);
   const std::int64_t gpn = w.system.gpus_per_node > 0 ? w.system.gpus_per_node : 1;
   x.tp_nodes = ceil_div(x.t, gpn);
   if (x.cp > 1) {

@@ -4,8 +4,10 @@
 // flags). A Workload only exists after load_scenario() validated it; afterwards every
 // invariant documented here holds and nobody re-checks it.
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -137,6 +139,21 @@ struct ModelConfig {
   bool operator==(const ModelConfig&) const = default;
 };
 
+/// Transformer Engine's userbuffers GEMM names (initialize_ub's ub_cfgs keys), in this order.
+inline constexpr std::array<std::string_view, 12> kUbGemmNames = {
+    "qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad", "proj_wgrad",
+    "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop", "fc2_dgrad", "fc2_wgrad"};
+
+/// One GEMM's settings from a tp_comm_overlap_cfg file that stepsim prices; -1: not given
+/// (Transformer Engine's default, initialize_ub get_default_config).
+struct UbGemmSettings {
+  std::int64_t num_sm = -1;         ///< SMs of the userbuffers kernel
+  std::int64_t num_splits = -1;     ///< chunks of a pipelined GEMM+reduce-scatter
+  std::int64_t set_sm_margin = -1;  ///< 1: the GEMM leaves num_sm SMs to the kernel; 0: it does not
+  std::int64_t fp8_buf = -1;        ///< 1: an FP8 buffer (honoured for a "pipeline" GEMM)
+  bool operator==(const UbGemmSettings&) const = default;
+};
+
 struct TrainingConfig {
   std::int64_t world_size = 0;
   std::int64_t tensor_model_parallel_size = 1;
@@ -210,6 +227,10 @@ struct TrainingConfig {
   bool tp_comm_overlap_rs_dgrad = false;  ///< QKV/FC1 dgrad GEMM+RS pipelined (bulk off)
   bool tp_comm_bulk_dgrad = true;        ///< QKV/FC1: input all-gather beside the dgrad GEMM
   bool tp_comm_bulk_wgrad = true;        ///< QKV/FC1: dgrad reduce-scatter beside the wgrad GEMM
+  /// Megatron's --tp-comm-overlap-cfg: the YAML file of TE's per-GEMM ub_cfgs, as given (a path
+  /// relative to the scenario file), and the settings read from it, per kUbGemmNames entry.
+  std::string tp_comm_overlap_cfg;
+  std::array<UbGemmSettings, kUbGemmNames.size()> tp_comm_overlap_gemms{};
   /// The output layer's weight-gradient GEMMs of the last pipeline stage deferred to the end
   /// of its backward (Megatron's drain_embedding_wgrad_compute); wgrad_deferral_limit caps the
   /// micro-batches deferred (0 = all).

@@ -1,0 +1,295 @@
+#include "ub_cfg.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <optional>
+#include <vector>
+
+// What the settings of initialize_ub's add_ub (transformer_engine/pytorch/module/base.py) do,
+// and which stepsim prices (tp_overlap_ops.cpp):
+// - num_sm, set_sm_margin: the GEMM beside a userbuffers kernel runs on sm_count - num_sm SMs
+//   when set_sm_margin (the bulk and pipelined GEMMs; a ring exchange's if set), else on all.
+// - num_splits: the chunks of a pipelined GEMM+reduce-scatter (CommOverlapBase).
+// - fp8_buf: an FP8 buffer; initialize_ub honours it only for a "pipeline" GEMM (the
+//   all-gather GEMMs always have one under FP8), whose reduce-scatter then moves 1 byte.
+// - cga_size, comm_priority, gemm_priority: the kernel's cluster size and the streams'
+//   priorities; no cost model of them, read as not changing the priced time.
+// - method and is_reduce_scatter other than TE's default for the GEMM, aggregate, atomic_gemm,
+//   use_ce false on a ring exchange, pipeline_rs_overlap_first_gemm: not modelled (errors).
+
+namespace stepsim::detail {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+/// The line without its comment: '#' at the start or after a blank, outside quotes.
+std::string_view strip_comment(std::string_view s) {
+  char quote = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
+      return s.substr(0, i);
+    }
+  }
+  return s;
+}
+
+/// The position of the mapping's ':' (followed by a blank or the end), outside quotes.
+std::optional<std::size_t> colon_of(std::string_view s) {
+  char quote = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == ':' && (i + 1 == s.size() || s[i + 1] == ' ')) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> unquote(std::string_view s) {
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
+    return std::string(s.substr(1, s.size() - 2));
+  }
+  if (!s.empty() && (s.front() == '"' || s.front() == '\'')) return std::nullopt;
+  return std::string(s);
+}
+
+std::optional<bool> as_bool(std::string_view v) {
+  if (v == "true" || v == "True" || v == "TRUE") return true;
+  if (v == "false" || v == "False" || v == "FALSE") return false;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> as_int(std::string_view v) {
+  std::int64_t out = 0;
+  if (!v.empty() && v.front() == '+') v.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
+  return out;
+}
+
+class Reader {
+ public:
+  Reader(const std::string& file, std::array<UbGemmSettings, kUbGemmNames.size()>& gemms,
+         Errors& errors)
+      : file_(file), gemms_(gemms), errors_(errors) {}
+
+  void line(std::size_t number, std::string_view raw) {
+    line_ = number;
+    const std::string_view text = strip_comment(raw);
+    if (trim(text).empty()) return;
+    std::size_t indent = 0;
+    while (indent < text.size() && text[indent] == ' ') ++indent;
+    if (indent < text.size() && text[indent] == '\t') {
+      fail("", "a tab in the indentation (YAML indents with spaces)");
+      return;
+    }
+    const std::string_view content = trim(text.substr(indent));
+    if (content == "---" && indent == 0 && gemm_ < 0 && !seen_gemm_) return;
+    if (content.front() == '-' || content.front() == '[' || content.front() == '{' ||
+        content.front() == '&' || content.front() == '*' || content.front() == '!') {
+      fail("",
+           "only mappings of GEMM names to flat mappings of scalars are read (no lists, "
+           "flow collections, anchors or tags)");
+      return;
+    }
+    const auto colon = colon_of(content);
+    if (!colon) {
+      fail("", "expected \"key: value\"");
+      return;
+    }
+    const auto key = unquote(trim(content.substr(0, *colon)));
+    const std::string_view value = trim(content.substr(*colon + 1));
+    if (!key || key->empty()) {
+      fail("", "a key must be a plain or quoted name");
+      return;
+    }
+    if (indent == 0) {
+      gemm_line(*key, value);
+    } else {
+      setting_line(indent, *key, value);
+    }
+  }
+
+ private:
+  /// "FILE: KEY=VALUE what (line N)", or for the file's syntax "FILE: line N: what".
+  void fail(const std::string& key, const std::string& what) {
+    const std::string line = std::to_string(line_);
+    if (key.empty()) {
+      errors_.push_back(Error{.file = file_, .key = "", .message = "line " + line + ": " + what});
+      return;
+    }
+    errors_.push_back(Error{.file = file_, .key = key, .message = what + " (line " + line + ")"});
+  }
+
+  void gemm_line(const std::string& name, std::string_view value) {
+    gemm_ = -1;
+    seen_gemm_ = true;
+    block_indent_ = 0;
+    const auto* found = std::find(kUbGemmNames.begin(), kUbGemmNames.end(), name);
+    if (found == kUbGemmNames.end()) {
+      fail(name,
+           " is not one of Transformer Engine's userbuffers GEMMs (qkv_fprop, qkv_dgrad, "
+           "qkv_wgrad, proj_fprop, proj_dgrad, proj_wgrad, fc1_fprop, fc1_dgrad, "
+           "fc1_wgrad, fc2_fprop, fc2_dgrad, fc2_wgrad)");
+      return;
+    }
+    if (!value.empty()) {
+      fail(name, "=" + std::string(value) + " must be a mapping of settings (on the lines below)");
+      return;
+    }
+    const auto index = static_cast<std::size_t>(found - kUbGemmNames.begin());
+    if (given_[index]) {
+      fail(name, " is given twice");
+      return;
+    }
+    given_[index] = true;
+    gemm_ = static_cast<int>(index);
+    settings_.clear();
+  }
+
+  void setting_line(std::size_t indent, const std::string& setting, std::string_view raw) {
+    if (!seen_gemm_) {
+      fail("", "a setting before any GEMM name");
+      return;
+    }
+    if (gemm_ < 0) return;  // the GEMM line was wrong: reported once
+    if (block_indent_ == 0) block_indent_ = indent;
+    const std::string name(kUbGemmNames[static_cast<std::size_t>(gemm_)]);
+    const std::string key = name + "." + setting;
+    if (indent != block_indent_) {
+      fail(key, " is indented unlike the settings above it (nested mappings are not read)");
+      return;
+    }
+    if (std::find(settings_.begin(), settings_.end(), setting) != settings_.end()) {
+      fail(key, " is given twice");
+      return;
+    }
+    settings_.push_back(setting);
+    const auto value = unquote(raw);
+    if (!value || value->empty()) {
+      fail(key, "=" + std::string(raw) + " must be a scalar");
+      return;
+    }
+    apply(name, key, setting, *value);
+  }
+
+  void apply(const std::string& gemm, const std::string& key, const std::string& setting,
+             const std::string& value) {
+    UbGemmSettings& s = gemms_[static_cast<std::size_t>(gemm_)];
+    const std::string_view method = ub_default_method(gemm);
+    const bool reduce_scatter =
+        gemm == "proj_fprop" || gemm == "fc2_fprop" || gemm == "qkv_wgrad" || gemm == "fc1_wgrad";
+    const auto want_bool = [&]() -> std::optional<bool> {
+      const auto b = as_bool(value);
+      if (!b) fail(key, "=" + value + " must be true or false");
+      return b;
+    };
+    const auto want_int = [&](std::int64_t min) -> std::optional<std::int64_t> {
+      const auto i = as_int(value);
+      if (!i || *i < min) {
+        fail(key, "=" + value + " must be an integer >= " + std::to_string(min));
+        return std::nullopt;
+      }
+      return i;
+    };
+    if (method == "external" && setting != "method") {
+      fail(key, "=" + value + ": " + gemm + " has no userbuffers kernel of its own (it reuses " +
+                    gemm.substr(0, gemm.find('_')) +
+                    "_dgrad's gathered gradient): the setting changes nothing stepsim models");
+      return;
+    }
+    if (setting == "method") {
+      if (value != method) {
+        fail(key, "=" + value + " is not modelled yet (stepsim runs " + gemm +
+                      " with Transformer Engine's default method, " + std::string(method) + ")");
+      }
+    } else if (setting == "is_reduce_scatter") {
+      if (const auto b = want_bool(); b && *b != reduce_scatter) {
+        fail(key, "=" + value + " is not " + gemm + "'s direction (" +
+                      (reduce_scatter ? "a reduce-scatter" : "an all-gather") + ")");
+      }
+    } else if (setting == "num_sm") {
+      if (const auto i = want_int(1)) s.num_sm = *i;
+    } else if (setting == "num_splits") {
+      if (const auto i = want_int(1)) s.num_splits = *i;
+    } else if (setting == "cga_size") {
+      want_int(1);
+    } else if (setting == "comm_priority" || setting == "gemm_priority") {
+      if (!as_int(value)) fail(key, "=" + value + " must be an integer");
+    } else if (setting == "set_sm_margin") {
+      if (const auto b = want_bool()) s.set_sm_margin = *b ? 1 : 0;
+    } else if (setting == "fp8_buf") {
+      if (const auto b = want_bool()) s.fp8_buf = *b ? 1 : 0;
+    } else if (setting == "aggregate" || setting == "atomic_gemm" ||
+               setting == "pipeline_rs_overlap_first_gemm") {
+      if (const auto b = want_bool(); b && *b) {
+        fail(key, "=true is not modelled yet (Transformer Engine's " + setting + ")");
+      }
+    } else if (setting == "use_ce") {
+      if (const auto b = want_bool(); b && !*b && method == "ring_exchange") {
+        fail(key,
+             "=false is not modelled yet (the ring exchange's transfers by SM kernels "
+             "instead of the copy engine)");
+      }
+    } else {
+      fail(key,
+           " is not a setting of Transformer Engine's initialize_ub (method, "
+           "is_reduce_scatter, num_sm, cga_size, set_sm_margin, num_splits, aggregate, "
+           "atomic_gemm, use_ce, fp8_buf, comm_priority, gemm_priority, "
+           "pipeline_rs_overlap_first_gemm)");
+    }
+  }
+
+  const std::string& file_;
+  std::array<UbGemmSettings, kUbGemmNames.size()>& gemms_;
+  Errors& errors_;
+  std::size_t line_ = 0;
+  int gemm_ = -1;
+  bool seen_gemm_ = false;
+  std::size_t block_indent_ = 0;
+  std::array<bool, kUbGemmNames.size()> given_{};
+  std::vector<std::string> settings_;
+};
+
+}  // namespace
+
+std::string_view ub_default_method(std::string_view gemm) {
+  if (gemm == "qkv_fprop" || gemm == "fc1_fprop" || gemm == "proj_dgrad" || gemm == "fc2_dgrad") {
+    return "ring_exchange";
+  }
+  if (gemm == "proj_fprop" || gemm == "fc2_fprop") return "pipeline";
+  if (gemm == "proj_wgrad" || gemm == "fc2_wgrad") return "external";
+  return "bulk";
+}
+
+void read_ub_cfg(std::string_view text, const std::string& file,
+                 std::array<UbGemmSettings, kUbGemmNames.size()>& gemms, Errors& errors) {
+  Reader reader(file, gemms, errors);
+  std::size_t number = 0;
+  while (!text.empty()) {
+    ++number;
+    const std::size_t end = text.find('\n');
+    reader.line(number, text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+}
+
+}  // namespace stepsim::detail
