@@ -45,9 +45,10 @@ double CostMemo::gemm_s(const GemmOp& op) const {
 double CostMemo::attention_s(const AttentionOp& op) const {
   const std::int64_t flags = static_cast<std::int64_t>(op.dtype) << 2 |
                              std::int64_t{op.causal} << 1 | std::int64_t{op.backward};
-  const Key key{
-      {tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq,
-       op.head_dim | op.v_head_dim << 32}};
+  // Every field that changes the answer: a context-parallel block's key length and a sliding
+  // window as well as the shape (self-attention of the same seq is another kernel).
+  const Key key{{tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads,
+                 op.seq | op.kv_seq() << 32, op.head_dim | op.v_head_dim << 32, op.window}};
   return remembered(key, [&] { return model_->attention_s(op); });
 }
 

@@ -37,7 +37,7 @@ class CostMemo final : public CostModel {
  private:
   /// An op's kind and its fields, widened to integers.
   struct Key {
-    std::array<std::int64_t, 6> fields{};
+    std::array<std::int64_t, 7> fields{};
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
