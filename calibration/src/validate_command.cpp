@@ -18,6 +18,7 @@
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/core/window_attention.hpp"
 #include "text_file.hpp"
 
 namespace stepsim::calib {
@@ -78,6 +79,12 @@ Result<Workload> load_workload(const ValidateRequest& q) {
     return Error{q.scenario, "model.multi_latent_attention",
                  "=true is not validated yet: the executor's attention kernels have no value "
                  "head dim apart from the key's (predict prices MLA)"};
+  }
+  if (window_keys(w.model) > 0) {
+    // The backends' attention kernels compute the whole causal triangle.
+    return Error{q.scenario, "model.window_size",
+                 " is not validated yet: the executor's attention kernels have no sliding "
+                 "window (predict prices it)"};
   }
   if (!q.profile.empty()) w.cost_model = CostModelSpec{CostModelSpec::Kind::kProfile, q.profile};
   if (!q.calibrate.empty()) {

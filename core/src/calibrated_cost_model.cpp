@@ -72,6 +72,7 @@ std::string attention_text(const AttentionOp& a) {
          (a.causal ? " causal" : "") + " batch=" + std::to_string(a.batch) +
          " heads=" + std::to_string(a.heads) + " seq=" + std::to_string(a.seq) +
          (a.kv_seq() != a.seq ? " seq_kv=" + std::to_string(a.kv_seq()) : std::string()) +
+         (a.window > 0 ? " window=" + std::to_string(a.window) : std::string()) +
          " head_dim=" + std::to_string(a.head_dim);
 }
 
@@ -266,6 +267,25 @@ double CalibratedCostModel::gemm_memory_floor_s(const GemmOp& op) const {
 }
 
 double CalibratedCostModel::attention_s(const AttentionOp& op) const {
+  if (op.flops() <= 0) return 0.0;
+  if (op.window > 0) {
+    // Sliding-window attention: Transformer Engine's fused kernels (cuDNN's, flash-attn's)
+    // visit only the score tiles that meet the causal band, rows of at most `window` keys.
+    // Priced as context parallelism's rectangular blocks are: the full (unmasked) samples'
+    // efficiency at the rectangle of the band's score count (seq queries x scores / seq keys),
+    // times the band's FLOPs (AttentionOp::flops).
+    const double band = op.scores();
+    AttentionOp rect = op;
+    rect.window = 0;
+    rect.causal = false;
+    rect.seq_kv = std::max<std::int64_t>(
+        1, std::llround(band / static_cast<double>(std::max<std::int64_t>(1, op.seq))));
+    return attention_samples_s(rect) * op.flops() / rect.flops();
+  }
+  return attention_samples_s(op);
+}
+
+double CalibratedCostModel::attention_samples_s(const AttentionOp& op) const {
   if (op.flops() <= 0) return 0.0;
   // Profiles measure self-attention (seq_kv = seq); a rectangular kernel is interpolated.
   const auto measured =

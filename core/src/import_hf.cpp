@@ -199,14 +199,36 @@ void import_gpt_oss(const json& doc, const std::string& file_label, json& model,
       return;
     }
     if (sliding > 0) {
-      // Megatron-Bridge's GPTOSSBridge.provider_bridge: window_size (sliding_window - 1, 0),
-      // window_attn_skip_freq 2 for the alternating layers.
-      out.notes.push_back(std::to_string(sliding) + " of " +
-                          std::to_string(doc["layer_types"].size()) +
-                          " layers are sliding_attention (sliding_window=" + window +
-                          ": Megatron's --window-size sliding_window-1,0 with "
-                          "--window-attn-skip-freq) and are not modelled: their attention is "
-                          "costed over the full causal sequence");
+      // Megatron-Bridge's GPTOSSBridge.provider_bridge (src/megatron/bridge/models/gpt_oss/
+      // gpt_oss_bridge.py): window_size (sliding_window - 1, 0), and window_attn_skip_freq 2 for
+      // the alternating layers. Here the skip frequency is read from layer_types: an integer N
+      // where layer number l (from 1) slides exactly when l % N != 0 (Megatron's
+      // is_layer_window_attention), Megatron's list pattern otherwise, none when all slide.
+      model["window_size"] = json::array({doc["sliding_window"].get<std::int64_t>() - 1, 0});
+      // Transformer Engine's fused attention runs windows only without dropout: the config's
+      // attention_dropout (gpt-oss: 0.0), rather than Megatron's default 0.1.
+      if (doc.contains("attention_dropout") && doc["attention_dropout"].is_number()) {
+        model["attention_dropout"] = doc["attention_dropout"];
+      }
+      const std::size_t n = types.size();
+      if (static_cast<std::size_t>(sliding) < n) {
+        std::string pattern = "[";
+        for (std::size_t l = 0; l < n; ++l) {
+          pattern += std::string(l > 0 ? "," : "") + (types[l] == "sliding_attention" ? "1" : "0");
+        }
+        pattern += "]";
+        for (std::size_t freq = 2; freq <= n; ++freq) {
+          bool matches = true;
+          for (std::size_t l = 0; l < n && matches; ++l) {
+            matches = (types[l] == "sliding_attention") == ((l + 1) % freq != 0);
+          }
+          if (matches) {
+            model["window_attn_skip_freq"] = freq;
+            break;
+          }
+        }
+        if (!model.contains("window_attn_skip_freq")) model["window_attn_skip_freq"] = pattern;
+      }
     }
   }
   // GptOssAttention.sinks: one learned logit per head in the softmax's denominator.

@@ -454,6 +454,16 @@ std::string megatron_args_of(const Workload& w) {
     out += ' ';
     out.append(buf, static_cast<std::size_t>(r.ptr - buf));
   }
+  if (m.window_size.size() == 2) {
+    // arguments.py tuple_type reads "left,right".
+    flag("--window-size");
+    out += ' ' + std::to_string(m.window_size[0]) + ',' + std::to_string(m.window_size[1]);
+    // A list pattern's characters need quoting from the shell, never '.
+    if (!m.window_attn_skip_freq.empty()) {
+      flag("--window-attn-skip-freq");
+      out += " '" + m.window_attn_skip_freq + "'";
+    }
+  }
   if (!m.masked_softmax_fusion) flag("--no-masked-softmax-fusion");
   if (m.cross_entropy_loss_fusion) {
     flag("--cross-entropy-loss-fusion");

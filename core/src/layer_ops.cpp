@@ -76,7 +76,15 @@ void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   }
   if (x.flash) {
     ops.compute("attn_flash", layer, phase,
-                AttentionOp{x.b, x.heads(), x.groups(), x.s, x.d, true, false, x.dtype});
+                AttentionOp{.batch = x.b,
+                            .heads = x.heads(),
+                            .kv_heads = x.groups(),
+                            .seq = x.s,
+                            .head_dim = x.d,
+                            .causal = true,
+                            .backward = false,
+                            .dtype = x.dtype,
+                            .window = x.window_of(layer)});
     return;
   }
   // DotProductAttention expands the key/value groups to one per query head (a copy).
@@ -100,7 +108,15 @@ void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
   }
   if (x.flash) {
     ops.compute("attn_flash_bwd", layer, ph,
-                AttentionOp{x.b, x.heads(), x.groups(), x.s, x.d, true, true, x.dtype});
+                AttentionOp{.batch = x.b,
+                            .heads = x.heads(),
+                            .kv_heads = x.groups(),
+                            .seq = x.s,
+                            .head_dim = x.d,
+                            .causal = true,
+                            .backward = true,
+                            .dtype = x.dtype,
+                            .window = x.window_of(layer)});
     return;
   }
   ops.memory("attn_merge_heads_bwd", layer, ph, x.tokens * x.attn_n() * 2 * x.e);

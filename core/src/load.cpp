@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "json_fields.hpp"
@@ -138,6 +140,55 @@ bool interleaving_requested(const ModelConfig& m, const TrainingConfig& t) {
   return per_stage % per_chunk == 0 && per_stage / per_chunk > 1;
 }
 
+// Megatron's --window-size (arguments.py tuple_type: "L,R" or "(L,R)") as a two-integer array
+// or that text, and --window-attn-skip-freq (moe_freq_type: an integer, or a string holding
+// one or a list pattern). The rules between them and the rest are validate's.
+void read_window(ObjectReader& r, ModelConfig& m) {
+  if (const json* window = r.raw("window_size")) {
+    std::vector<std::int64_t> pair;
+    if (window->is_array()) {
+      for (const json& v : *window) {
+        if (!v.is_number_integer()) break;
+        pair.push_back(v.get<std::int64_t>());
+      }
+      if (pair.size() != window->size()) pair.clear();
+    } else if (window->is_string()) {
+      std::string text = window->get<std::string>();
+      if (text.starts_with('(') && text.ends_with(')')) text = text.substr(1, text.size() - 2);
+      std::size_t at = 0;
+      while (at <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, comma - at);
+        char* end = nullptr;
+        const long long v = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || end != item.c_str() + item.size()) {
+          pair.clear();
+          break;
+        }
+        pair.push_back(v);
+        at = comma + 1;
+      }
+    }
+    if (pair.size() != 2) {
+      r.error("window_size", "=" + detail::describe(*window) +
+                                 " must be two integers [left, right], e.g. [127, 0]");
+    } else {
+      m.window_size = std::move(pair);
+    }
+  }
+  if (const json* freq = r.raw("window_attn_skip_freq")) {
+    if (freq->is_number_integer()) {
+      m.window_attn_skip_freq = std::to_string(freq->get<std::int64_t>());
+    } else if (freq->is_string() && !freq->get<std::string>().empty()) {
+      m.window_attn_skip_freq = freq->get<std::string>();
+    } else {
+      r.error("window_attn_skip_freq", "=" + detail::describe(*freq) +
+                                           " must be an integer or a list pattern such as "
+                                           "\"[1,1,1,0]*9\"");
+    }
+  }
+}
+
 void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
   const SectionValues given = read_section(r, object, "model", errors, w);
   if (r.raw("vocab_size") == nullptr && r.raw("padded_vocab_size") == nullptr) {
@@ -155,6 +206,7 @@ void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, 
                                     "\"([0]*3+[1]*58)\"");
     }
   }
+  read_window(r, w.model);
   const ModelConfig& m = w.model;
   if (given.of("attention_backend") && m.use_flash_attn &&
       (m.attention_backend == AttentionBackend::kUnfused ||

@@ -2,6 +2,8 @@
 
 #include <type_traits>
 
+#include "stepsim/core/window_attention.hpp"
+
 namespace stepsim {
 
 namespace {
@@ -16,13 +18,16 @@ double attention_flops(const AttentionOp& a, double scores) {
 
 }  // namespace
 
-double AttentionOp::flops() const {
-  return attention_flops(*this, static_cast<double>(seq) * static_cast<double>(kv_seq()));
+double AttentionOp::scores() const {
+  if (window > 0) return causal_band_scores(seq, window);
+  return static_cast<double>(seq) * static_cast<double>(kv_seq());
 }
 
+double AttentionOp::flops() const { return attention_flops(*this, scores()); }
+
 double AttentionOp::counted_flops() const {
-  if (counted_scores <= 0) return flops();
-  return attention_flops(*this, static_cast<double>(counted_scores));
+  if (counted_scores > 0) return attention_flops(*this, static_cast<double>(counted_scores));
+  return attention_flops(*this, static_cast<double>(seq) * static_cast<double>(kv_seq()));
 }
 
 double Op::flops() const {

@@ -310,6 +310,25 @@ const std::array kSchema = {
             .choices = kNorm, .sweep = Sweep::kListed, .flags = "--normalization",
             .default_text = "\"LayerNorm\"", .check = "\"LayerNorm\", \"RMSNorm\"",
             .doc = "normalization layer"},
+    KeyInfo{.key = "model.window_size",
+            .kind = KnobKind::kString,
+            .flags = "--window-size",
+            .default_text = "none (no window)",
+            .check = "[left, right] (or Megatron's text \"left,right\"): left >= 0 with right 0 "
+                     "(Transformer Engine's causal mask takes no keys to the right), or -1 with "
+                     "-1 or 0 (full attention); a window needs a fused attention backend, "
+                     "context_parallel_size 1, no multi_latent_attention, and attention_dropout "
+                     "0 unless attention_backend is \"flash\"",
+            .doc = "sliding-window attention: each query attends to itself and the left keys "
+                   "before it; the fused kernel computes only that band under the causal mask"},
+    KeyInfo{.key = "model.window_attn_skip_freq",
+            .kind = KnobKind::kString,
+            .flags = "--window-attn-skip-freq",
+            .default_text = "none (every layer through the window)",
+            .check = "an integer N > 0 (layer numbers N, 2N, ... attend fully) or Megatron's list "
+                     "pattern, e.g. \"[1,1,1,0]*9\", with num_layers 0/1 entries (1 = window); "
+                     "needs window_size",
+            .doc = "which layers attend through the sliding window (the others fully)"},
     KeyInfo{STEPSIM_REAL("model.attention_dropout", model.attention_dropout),
             .sweep = Sweep::kListed, .flags = "--attention-dropout", .default_text = "0.1",
             .check = ">= 0 and < 1",
@@ -926,8 +945,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "apply_rope_fusion", .flag = "--no-rope-fusion"},
     {.dest = "gradient_accumulation_fusion", .flag = "--no-gradient-accumulation-fusion"},
     // attention and layers
-    {.dest = "window_size", .flag = "--window-size"},
-    {.dest = "window_attn_skip_freq", .flag = "--window-attn-skip-freq"},
     {.dest = "softmax_type", .flag = "--softmax-type", .neutral_value = "vanilla"},
     {.dest = "quick_geglu", .flag = "--quick-geglu"},
     {.dest = "glu_linear_offset", .flag = "--glu-linear-offset", .neutral_value = "0.0"},

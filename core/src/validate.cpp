@@ -399,6 +399,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_tp_overlap(w, check);
   detail::check_moe(w, check);
   detail::check_mla(w, check);
+  detail::check_window(w, check);
   return errors;
 }
 

@@ -13,6 +13,7 @@
 #include "stepsim/core/moe.hpp"
 #include "stepsim/core/rank_layout.hpp"
 #include "stepsim/core/scenario.hpp"
+#include "stepsim/core/window_attention.hpp"
 
 namespace stepsim::detail {
 
@@ -123,6 +124,18 @@ struct Dims {
   std::int64_t mla_q_n() const { return a * mla_q_dim() / t; }  ///< per-rank Q width
   std::int64_t mla_kv_n() const { return a * (dqk + dv) / t; }  ///< per-rank kv up width
 
+  // Sliding-window attention (window_attention.hpp): keys per query in a window layer (0: no
+  // window) and which layers attend through it.
+  std::int64_t window = 0;
+  std::vector<bool> window_layer;  ///< per global layer: attends through the window
+
+  /// The window of a global layer's core attention: 0 for full attention.
+  std::int64_t window_of(std::int32_t layer) const {
+    return layer >= 0 && static_cast<std::size_t>(layer) < window_layer.size() &&
+                   window_layer[static_cast<std::size_t>(layer)]
+               ? window
+               : 0;
+  }
   bool is_moe(std::int32_t layer) const {
     return layer >= 0 && static_cast<std::size_t>(layer) < moe_layer.size() &&
            moe_layer[static_cast<std::size_t>(layer)];
@@ -259,6 +272,8 @@ inline Dims dims_of(const Workload& w) {
       }
     }
   }
+  x.window = window_keys(mc);
+  if (x.window > 0) x.window_layer = window_layer_pattern(mc);
   if (mc.multi_latent_attention) {
     x.mla = true;
     x.q_lora = mc.q_lora_rank;

@@ -47,10 +47,10 @@ double CostMemo::gemm_s(const GemmOp& op) const {
 double CostMemo::attention_s(const AttentionOp& op) const {
   const std::int64_t flags = static_cast<std::int64_t>(op.dtype) << 2 |
                              std::int64_t{op.causal} << 1 | std::int64_t{op.backward};
-  // Every field a cost model reads: a context-parallel step's keys (seq_kv) and MLA's value
-  // width change its price; counted_scores is FLOP accounting only.
+  // Every field a cost model reads: a context-parallel step's keys (seq_kv), MLA's value
+  // width and a sliding window change its price; counted_scores is FLOP accounting only.
   const Key key{{tag(Kind::kAttention, flags), op.batch, op.heads, op.kv_heads, op.seq, op.head_dim,
-                 op.seq_kv, op.v_head_dim}};
+                 op.seq_kv, op.v_head_dim, op.window}};
   return remembered(key, [&] { return model_->attention_s(op); });
 }
 

@@ -59,6 +59,7 @@ std::string describe_shape(const OpShape& shape) {
                  " kv=" + std::to_string(s.kv_heads) + " s=" + std::to_string(s.seq) +
                  (s.seq_kv > 0 ? " s_kv=" + std::to_string(s.seq_kv) : std::string()) +
                  (s.causal ? "" : " full") +
+                 (s.window > 0 ? " window=" + std::to_string(s.window) : std::string()) +
                  " d=" + std::to_string(s.head_dim) +
                  (s.v_head_dim > 0 ? " dv=" + std::to_string(s.v_head_dim) : std::string()) +
                  (s.backward ? " bwd" : " fwd");

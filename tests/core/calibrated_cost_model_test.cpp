@@ -403,6 +403,48 @@ TEST(CalibratedCostModel, Bf16AttentionBorrowsTheFp16Samples) {
   EXPECT_TRUE(from_matmuls) << w[0];
 }
 
+// A sliding window is priced as context parallelism's rectangular blocks are: the unmasked
+// samples' rate at the rectangle of the band's score count, times the band's FLOPs. With every
+// unmasked sample at one rate, that is the band's FLOPs at that rate, exactly.
+TEST(CalibratedCostModel, SlidingWindowIsTheBandAtTheUnmaskedRate) {
+  auto p = std::make_shared<Profile>(*test_profile());
+  constexpr double kRate = 400e12;
+  for (const std::int64_t seq : {512, 8192}) {
+    for (const bool causal : {false, true}) {
+      AttentionSample s;
+      s.op = {.batch = 1,
+              .heads = 8,
+              .kv_heads = 8,
+              .seq = seq,
+              .head_dim = 128,
+              .causal = causal,
+              .backward = false,
+              .dtype = DType::kBf16};
+      // Causal samples at half the rate: the band must not be priced from them.
+      s.seconds = s.op.flops() / (causal ? kRate / 2 : kRate);
+      p->attention.push_back(s);
+    }
+  }
+  const CalibratedCostModel m(p, "attn.json", test_system());
+  const AttentionOp window{.batch = 1,
+                           .heads = 8,
+                           .kv_heads = 8,
+                           .seq = 4096,
+                           .head_dim = 128,
+                           .causal = true,
+                           .backward = false,
+                           .dtype = DType::kBf16,
+                           .window = 128};
+  const double band = 128.0 * 4096 - 128.0 * 127 / 2;
+  const double band_flops = 2 * band * (128 + 128) * 8;
+  EXPECT_DOUBLE_EQ(window.flops(), band_flops);
+  EXPECT_NEAR(m.attention_s(window), band_flops / kRate, 1e-12 * band_flops / kRate);
+  AttentionOp full = window;
+  full.window = 0;
+  EXPECT_GT(m.attention_s(full), 10 * m.attention_s(window));
+  EXPECT_TRUE(m.warnings().empty());
+}
+
 TEST(MakeCostModel, RooflineOrProfile) {
   Workload w;
   w.system = test_system();

@@ -209,7 +209,9 @@ TEST(ImportHfMoe, DeepseekV2AndV3) {
 }
 
 // GPT-OSS (openai/gpt-oss-120b and -20b): every layer MoE, biases everywhere, 64-wide heads;
-// sliding-window layers, attention sinks and the clamped activation are named as not modelled.
+// the sliding-window layers become window_size (sliding_window - 1, 0) on every other layer
+// (window_attn_skip_freq 2, as Megatron-Bridge's GPTOSSBridge sets it); attention sinks and the
+// clamped activation are named as not modelled.
 TEST(ImportHfMoe, GptOss) {
   for (const char* file : {"gpt-oss-120b-config.json", "gpt-oss-20b-config.json"}) {
     const ImportedModel r = imported(file);
@@ -228,7 +230,10 @@ TEST(ImportHfMoe, GptOss) {
     EXPECT_EQ(m.moe_layer_freq, "1");
     EXPECT_EQ(m.num_experts, std::string(file).starts_with("gpt-oss-120b") ? 128 : 32);
     EXPECT_EQ(m.num_layers, std::string(file).starts_with("gpt-oss-120b") ? 36 : 24);
-    EXPECT_TRUE(noted(r, "sliding_attention")) << file;
+    EXPECT_EQ(m.window_size, (std::vector<std::int64_t>{127, 0})) << file;
+    EXPECT_EQ(m.window_attn_skip_freq, "2") << file;
+    EXPECT_EQ(m.attention_dropout, 0.0) << file;
+    EXPECT_FALSE(noted(r, "sliding_attention")) << file;
     EXPECT_TRUE(noted(r, "--softmax-type learnable")) << file;
     EXPECT_TRUE(noted(r, "swiglu_limit=7.0")) << file;
     EXPECT_TRUE(noted(r, "MXFP4")) << file;
@@ -258,10 +263,30 @@ TEST(ImportHfMoe, GptOss) {
       small + R"("layer_types": ["full_attention", "full_attention"]})", "c.json", 128);
   ASSERT_TRUE(full_only.ok()) << format_errors(full_only.errors());
   EXPECT_FALSE(noted(full_only.value(), "sliding_attention"));
+  EXPECT_EQ(load(with_training(full_only.value().model_json)).model.window_size.size(), 0u);
+  // All sliding: no skip frequency; a pattern no integer gives: Megatron's list pattern.
+  const std::string three =
+      R"({"architectures": ["GptOssForCausalLM"], "hidden_size": 64, "num_hidden_layers": 3,
+          "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100,
+          "max_position_embeddings": 128, "num_local_experts": 4, "num_experts_per_tok": 2,
+          "sliding_window": 16, "attention_dropout": 0.0, )";
+  auto all = model_from_hf_config(
+      three + R"("layer_types": ["sliding_attention", "sliding_attention", "sliding_attention"]})",
+      "c.json", 128);
+  ASSERT_TRUE(all.ok()) << format_errors(all.errors());
+  const Workload all_w = load(with_training(all.value().model_json));
+  EXPECT_EQ(all_w.model.window_size, (std::vector<std::int64_t>{15, 0}));
+  EXPECT_EQ(all_w.model.window_attn_skip_freq, "");
+  auto listed = model_from_hf_config(
+      three + R"("layer_types": ["full_attention", "sliding_attention", "sliding_attention"]})",
+      "c.json", 128);
+  ASSERT_TRUE(listed.ok()) << format_errors(listed.errors());
+  EXPECT_EQ(load(with_training(listed.value().model_json)).model.window_attn_skip_freq, "[0,1,1]");
 }
 
 // The Megatron-Core flags Megatron-Bridge's GPTOSSBridge.provider_bridge sets for GPT-OSS:
-// each one that changes the job and is not modelled yet is an error naming it.
+// the window is read (and written back); each one that changes the job and is not modelled yet
+// is an error naming it.
 TEST(ImportHfMoe, GptOssMegatronFlagsAreRefusedByName) {
   const std::string line =
       "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 "
@@ -274,9 +299,17 @@ TEST(ImportHfMoe, GptOssMegatronFlagsAreRefusedByName) {
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";
   ASSERT_TRUE(scenario_from_megatron_args(line, o).ok());
-  for (const char* flag :
-       {"--window-size 127,0", "--window-attn-skip-freq 2", "--softmax-type learnable",
-        "--quick-geglu", "--glu-linear-offset 1.0", "--activation-func-clamp-value 7.0"}) {
+  auto windowed = scenario_from_megatron_args(
+      line + " --attention-dropout 0 --window-size 127,0 --window-attn-skip-freq 2", o);
+  ASSERT_TRUE(windowed.ok()) << format_errors(windowed.errors());
+  const Workload w = load(windowed.value().scenario_json);
+  EXPECT_EQ(w.model.window_size, (std::vector<std::int64_t>{127, 0}));
+  EXPECT_EQ(w.model.window_attn_skip_freq, "2");
+  const std::string back = megatron_args_of(w);
+  EXPECT_NE(back.find("--window-size 127,0 --window-attn-skip-freq '2'"), std::string::npos)
+      << back;
+  for (const char* flag : {"--softmax-type learnable", "--quick-geglu", "--glu-linear-offset 1.0",
+                           "--activation-func-clamp-value 7.0"}) {
     auto r = scenario_from_megatron_args(line + " " + flag, o);
     ASSERT_FALSE(r.ok()) << flag;
     const std::string name = std::string(flag).substr(0, std::string(flag).find(' '));

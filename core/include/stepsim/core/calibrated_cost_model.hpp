@@ -88,6 +88,8 @@ class CalibratedCostModel final : public CostModel {
   /// The fit at `bytes`, warning when `bytes` is outside the fit's measured range.
   double linear_s(const LinearFit& f, std::int64_t bytes, const std::string& what) const;
   double attention_from_gemms_s(const AttentionOp& op) const;
+  /// A kernel without a window (self-attention or a rectangular block) from the samples.
+  double attention_samples_s(const AttentionOp& op) const;
   /// gemm_s, with or without the memory floor (fused attention's tiles have none).
   double gemm_with_floor_s(const GemmOp& op, bool memory_floor) const;
   /// The least time any GEMM takes on the system: the larger of the two floors below (only

@@ -67,13 +67,20 @@ struct AttentionOp {
   /// Value head dim; 0 = head_dim. Multi-latent attention's keys are wider than its values
   /// (query/key head_dim = qk_head_dim + qk_pos_emb_head_dim, values v_head_dim).
   std::int64_t v_head_dim = 0;
+  /// Sliding-window attention (Megatron's --window-size (window - 1, 0), causal self-attention
+  /// only): each query attends to at most this many keys, itself and the window - 1 before it;
+  /// 0 = no window. Transformer Engine's fused kernels skip the score tiles outside the band.
+  std::int64_t window = 0;
 
   std::int64_t kv_seq() const { return seq_kv > 0 ? seq_kv : seq; }
   std::int64_t v_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
-  /// Matmul FLOPs of the kernel's seq x kv_seq() rectangle (causal masking not exploited, as
-  /// Megatron counts): what cost models price.
+  /// Score entries the kernel computes: the causal band (causal_band_scores) with a window,
+  /// otherwise the seq x kv_seq() rectangle (causal masking not exploited, as Megatron counts).
+  double scores() const;
+  /// Matmul FLOPs of scores(): what cost models price.
   double flops() const;
-  /// FLOPs this kernel adds to the step's count (counted_scores in place of the rectangle).
+  /// FLOPs this kernel adds to the step's count: counted_scores, or the seq x kv_seq()
+  /// rectangle, window or not (Megatron's num_floating_point_operations ignores the window).
   double counted_flops() const;
   bool operator==(const AttentionOp&) const = default;
 };

@@ -85,6 +85,14 @@ struct ModelConfig {
   /// head (RotaryEmbedding); read only with position_embedding_type rope.
   double rotary_percent = 1.0;
   Normalization normalization = Normalization::kLayerNorm;
+  /// Megatron's --window-size (TransformerConfig.window_size): (left, right) keys a query
+  /// attends to on either side of its own position; -1 = unbounded; empty = None (no window).
+  /// Transformer Engine runs a causal mask with (>= 0, 0) or (-1, 0) (check_set_window_size).
+  std::vector<std::int64_t> window_size;
+  /// Megatron's --window-attn-skip-freq: an integer N (layer numbers 1.. divisible by N attend
+  /// fully, the others through the window) or a list pattern "[1,1,1,0]*3", one 0/1 per layer
+  /// (1 = window); empty = None (every layer through the window). window_attention.hpp parses it.
+  std::string window_attn_skip_freq;
   /// Megatron's --attention-dropout and --hidden-dropout. Only whether they are zero changes
   /// the work: PyTorch's dropout with p = 0 returns its input (no kernel, no mask kept).
   double attention_dropout = 0.1;

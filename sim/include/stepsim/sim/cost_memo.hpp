@@ -37,7 +37,7 @@ class CostMemo final : public CostModel {
  private:
   /// An op's kind and every field its price depends on, widened to integers (the rest 0).
   struct Key {
-    std::array<std::int64_t, 8> fields{};
+    std::array<std::int64_t, 9> fields{};
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
