@@ -55,7 +55,8 @@ double CostMemo::attention_s(const AttentionOp& op) const {
 }
 
 double CostMemo::memory_bound_s(const MemoryBoundOp& op) const {
-  const Key key{{tag(Kind::kMemoryBound, 0), op.bytes}};
+  // CostModel::shape_s hands over one launch at a time; kernels keyed all the same.
+  const Key key{{tag(Kind::kMemoryBound, 0), op.bytes, op.kernels}};
   return remembered(key, [&] { return model_->memory_bound_s(op); });
 }
 
