@@ -15,6 +15,19 @@ namespace stepsim::detail {
 
 constexpr std::int64_t kMaxPatternLength = std::int64_t{1} << 20;
 
+/// The integer form of a pattern flag ("every N-th layer"): N when `text` is only digits and
+/// N > 0, else nothing (also when its digits run past kMaxPatternLength).
+inline std::optional<std::int64_t> pattern_frequency(std::string_view text) {
+  std::int64_t n = 0;
+  if (text.empty()) return std::nullopt;
+  for (const char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) || n > kMaxPatternLength) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  if (n <= 0) return std::nullopt;
+  return n;
+}
+
 class PatternReader {
  public:
   explicit PatternReader(std::string_view text) : text_(text) {}

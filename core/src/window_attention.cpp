@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
 
 #include "layer_pattern.hpp"
@@ -22,16 +23,8 @@ Result<std::vector<bool>> parse_window_attn_skip_freq(std::string_view text,
                      " layers"};
   }
   if (text.find('[') == std::string_view::npos) {
-    std::int64_t n = 0;
-    bool digits = !text.empty();
-    for (const char c : text) {
-      if (!std::isdigit(static_cast<unsigned char>(c)) || n > detail::kMaxPatternLength) {
-        digits = false;
-        break;
-      }
-      n = n * 10 + (c - '0');
-    }
-    if (!digits || n <= 0) {
+    const std::optional<std::int64_t> frequency = detail::pattern_frequency(text);
+    if (!frequency) {
       return Error{"", key,
                    quoted +
                        " must be an integer > 0 or a list pattern such as "
@@ -39,7 +32,9 @@ Result<std::vector<bool>> parse_window_attn_skip_freq(std::string_view text,
     }
     // is_layer_window_attention: layer_number % window_attn_skip_freq != 0, 1-based.
     out.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, num_layers)));
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::int64_t>(i + 1) % n != 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = static_cast<std::int64_t>(i + 1) % *frequency != 0;
+    }
     return out;
   }
   const auto entries = detail::PatternReader(text).parse();
