@@ -239,6 +239,11 @@ void apply_megatron_adjustments(const SectionValues& given, Workload& w) {
         "training.hierarchical_context_parallel_sizes unused: only cp_comm_type \"a2a+p2p\" "
         "reads them (Megatron-LM builds the hierarchical groups and runs the plain form)");
   }
+  if (t.moe_shared_expert_overlap && w.model.moe_shared_expert_intermediate_size <= 0) {
+    w.notes.push_back(
+        "training.moe_shared_expert_overlap=true has no effect: the model has no shared experts "
+        "(Megatron-LM overlaps only their computation with the dispatcher)");
+  }
   const auto p2p = given.of("overlap_p2p_comm");
   if (p2p && p2p->integer != 0 && !interleaving_requested(w.model, t)) {
     t.overlap_p2p_comm = false;

@@ -172,6 +172,11 @@ TEST(MoeSharedOverlap, RefusedWithTheAllgatherDispatcherIgnoredWithoutSharedExpe
                     "");
   auto ignored = load_scenario_text(no_shared, "s.json", ".", o);
   ASSERT_TRUE(ignored.ok()) << format_errors(ignored.errors());
+  // ... and the report says so.
+  const std::vector<std::string>& notes = ignored.value().notes;
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find("moe_shared_expert_overlap=true has no effect") != std::string::npos;
+  }));
   Workload without = ignored.value();
   without.training.moe_shared_expert_overlap = false;
   EXPECT_EQ(decompose(ignored.value()).stages[0].chunks[0].forward,
