@@ -111,6 +111,40 @@ std::int64_t deepep_token_bytes(std::int64_t hidden, std::int64_t topk, std::int
   return align16(hidden * 2 + (source_meta ? 8 : 0) + topk * 4 + weights * 4);
 }
 
+std::int64_t deepep_buffer_bytes(const Workload& w) {
+  const TrainingConfig& t = w.training;
+  if (!w.model.moe() || t.moe_token_dispatcher_type != MoeDispatcher::kFlex) return 0;
+  const std::int64_t group = t.expert_tensor_parallel() * t.expert_model_parallel_size;
+  if (group <= 1) return 0;
+  // num_max_nvl_chunked_recv_tokens per group size (dispatch and combine tables agree);
+  // num_max_rdma_chunked_recv_tokens is 128 in every row.
+  std::int64_t nvl_recv = 256;
+  if (group >= 144) {
+    nvl_recv = 720;
+  } else if (group >= 128) {
+    nvl_recv = 560;
+  } else if (group >= 96) {
+    nvl_recv = 480;
+  } else if (group >= 16) {
+    nvl_recv = 288;
+  }
+  constexpr std::int64_t kRdmaRecv = 128, kNvlPeers = 8;
+  // kNumMaxTopK indices (int64 topk_idx_t) and weights, kNumMaxScales fp32 scales, SourceMeta.
+  constexpr std::int64_t kPerTokenMeta = 8 + 128 * 8 + 128 * 4 + 128 * 4;
+  const std::int64_t hidden_bytes = w.model.hidden_size * 2;
+  const std::int64_t channels = t.deepep_num_sms() / 2;
+  const std::int64_t rdma_ranks = std::max<std::int64_t>(group / kNvlPeers, 1);
+  const std::int64_t nvl_ranks = std::min(group, kNvlPeers);
+  const auto align = [](std::int64_t v) { return (v + 127) / 128 * 128; };
+  const std::int64_t nvl = align(channels * nvl_ranks * (2 * rdma_ranks + 3) * 4 +
+                                 channels * nvl_ranks * nvl_recv * (hidden_bytes + kPerTokenMeta));
+  if (group <= kNvlPeers) return nvl;
+  const std::int64_t rdma =
+      align(channels * rdma_ranks * (kNvlPeers * 2 + 2) * 2 * 4 +
+            channels * rdma_ranks * kRdmaRecv * (hidden_bytes + kPerTokenMeta + 16) * 2);
+  return nvl + rdma;
+}
+
 namespace {
 
 /// One DeepEP kernel on the TP communication stream after the last compute, of `token_bytes`

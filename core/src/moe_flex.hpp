@@ -24,6 +24,13 @@ DeepEpTraffic deepep_traffic(const Dims& x);
 std::int64_t deepep_token_bytes(std::int64_t hidden, std::int64_t topk, std::int64_t weights,
                                 bool source_meta);
 
+/// The bytes DeepEP's Buffer allocates per GPU for the flex dispatcher of `w` (0 without it):
+/// NVLink plus RDMA buffers of deep_ep/buffers/legacy.py's configs for the expert TP x EP group
+/// (get_dispatch_config / get_combine_config: the same receive tokens per channel in both)
+/// sized by csrc/legacy/config.hpp get_nvl_buffer_size_hint and get_rdma_buffer_size_hint, as
+/// Megatron's fused_a2a.get_buffer asks for them (hidden bytes: h * max(element size, 2)).
+std::int64_t deepep_buffer_bytes(const Workload& w);
+
 /// From the router's output through DeepEP's dispatch, the local experts and DeepEP's combine
 /// (moe_ops.cpp emits the router and the rest of the layer). Returns what the shared experts'
 /// output leaves to wait for (overlapped).

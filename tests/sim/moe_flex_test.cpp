@@ -185,5 +185,18 @@ TEST(MoeFlex, OverlappedSharedExpertsRunOnTheSmsDeepEpLeaves) {
               kLayers * (1 - share) * (kDispatch + kCombine), kWholeBytes);
 }
 
+TEST(MoeFlex, DeepEpBuffersAreHeldBesideTheWeights) {
+  // EP 4 on one node, Buffer.num_sms 20 (10 channels), get_dispatch_config(4)'s 256 NVLink
+  // receive tokens per channel and peer; per token the bf16 hidden (2048 bytes), SourceMeta (8)
+  // and room for 128 int64 indices, 128 fp32 weights and 128 fp32 scales (2056):
+  // get_nvl_buffer_size_hint = 10 * 4 * (2 * 1 + 3) * 4 + 10 * 4 * 256 * (2048 + 2056), no RDMA
+  // buffer inside a node.
+  const std::int64_t nvl = 10 * 4 * 5 * 4 + 10 * 4 * 256 * (2048 + 2056);
+  const std::int64_t buffers = (nvl + 127) / 128 * 128;
+  EXPECT_EQ(decompose(one_node("flex")).stages[0].static_bytes -
+                decompose(one_node("alltoall")).stages[0].static_bytes,
+            buffers);
+}
+
 }  // namespace
 }  // namespace stepsim::sim
