@@ -211,7 +211,8 @@ void check_flex(const Workload& w, Checker& check) {
   // rank generator's order tp-ep-dp-pp), so its GPUs fill whole nodes.
   const std::int64_t gpn = w.system.gpus_per_node;
   const bool inter = group > 8;
-  if (!deepep_group_supported(group, etp, gpn)) {
+  // gpus_per_node 0: the system did not load (its own error says why).
+  if (gpn > 0 && !deepep_group_supported(group, etp, gpn)) {
     check.fail("training.moe_token_dispatcher_type",
                "=\"flex\" over expert_tensor_parallel_size * expert_model_parallel_size = " +
                    str(etp) + " * " + str(t.expert_model_parallel_size) +
