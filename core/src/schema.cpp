@@ -838,7 +838,8 @@ const std::array kSchema = {
         .default_text = "none (DeepEP: 20)",
         .check = "even (DeepEP: The SM count must be even), below system.sm_count",
         .doc = "SMs DeepEP's dispatch and combine kernels hold while they run: the compute "
-               "beside them (the overlapped shared experts) keeps the rest"},
+               "beside them (the overlapped shared experts) keeps the rest; DeepEP's own time "
+               "is its published bandwidth whatever the count"},
     KeyInfo{STEPSIM_INT("training.moe_deepep_num_sms", training.moe_deepep_num_sms),
             .sweep = Sweep::kListed, .flags = "--moe-deepep-num-sms", .default_text = "none",
             .check = "as moe_flex_dispatcher_num_sms",
