@@ -40,6 +40,9 @@ inline CollectiveCounts collective_counts(CollectiveKind kind, std::int64_t byte
       return {per * group_size, per, per};
     case CollectiveKind::kAllToAll:
       return {per * group_size, per * group_size, per};
+    case CollectiveKind::kDeepEpDispatch:  // not run by the backends (validate refuses flex)
+    case CollectiveKind::kDeepEpCombine:
+      break;
   }
   return {total, total, total};
 }
@@ -63,6 +66,9 @@ inline float expected_value(CollectiveKind kind, std::int64_t g, std::int64_t n,
     case CollectiveKind::kAllToAll:
       // Slice j / per_rank comes from that rank's slice g.
       return pattern_value(j / per_rank, g * per_rank + j % per_rank);
+    case CollectiveKind::kDeepEpDispatch:
+    case CollectiveKind::kDeepEpCombine:
+      break;
   }
   return 0.0F;
 }

@@ -70,6 +70,10 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
         }
         STEPSIM_NCCL_TRY(ncclGroupEnd());
         break;
+      case CollectiveKind::kDeepEpDispatch:  // DeepEP is not NCCL (validate refuses flex)
+      case CollectiveKind::kDeepEpCombine:
+        STEPSIM_ASSERT(!"DeepEP's kernels are not run by the CUDA backend");
+        break;
     }
     STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));
     STEPSIM_CUDA_TRY(cudaEventSynchronize(stop_));

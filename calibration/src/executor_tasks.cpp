@@ -81,6 +81,8 @@ OpCategory category_of(const Op& op) {
             case CollectiveKind::kReduceScatter:
               return OpCategory::kReduceScatter;
             case CollectiveKind::kAllToAll:
+            case CollectiveKind::kDeepEpDispatch:
+            case CollectiveKind::kDeepEpCombine:
               return OpCategory::kAllToAll;
           }
           return OpCategory::kAllReduce;

@@ -80,6 +80,13 @@ Result<Workload> load_workload(const ValidateRequest& q) {
                  "=true is not validated yet: the executor's attention kernels have no value "
                  "head dim apart from the key's (predict prices MLA)"};
   }
+  if (w.model.moe() && w.training.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
+    // DeepEP's fused kernels forward a token over RDMA once per node and then over NVLink;
+    // the backends run NCCL and MPI collectives of equal shares per peer only.
+    return Error{q.scenario, "training.moe_token_dispatcher_type",
+                 "=\"flex\" is not validated yet: the executor does not run DeepEP's dispatch "
+                 "and combine kernels (predict prices them)"};
+  }
   if (window_keys(w.model) > 0) {
     // The backends' attention kernels compute the whole causal triangle.
     return Error{q.scenario, "model.window_size",

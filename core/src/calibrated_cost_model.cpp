@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "stepsim/core/deepep_cost.hpp"
 #include "stepsim/core/nccl_model.hpp"
 
 namespace stepsim {
@@ -389,6 +390,11 @@ double CalibratedCostModel::memory_bound_s(const MemoryBoundOp& op) const {
 // algorithm bandwidth is turned into bus bandwidth with its own factor and back with the query's;
 // the latency scales with the ring's steps.
 double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
+  if (op.kind == CollectiveKind::kDeepEpDispatch || op.kind == CollectiveKind::kDeepEpCombine) {
+    // DeepEP's kernels are not NCCL's and calibrate does not run them: its own measured
+    // fractions of the system's links (deepep_cost.hpp).
+    return deepep_s(fallback_system_, op);
+  }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   const std::string what = group_text(op.kind, op.group_size, op.nodes_spanned);
   const auto exact = collective_fits_.find(CollectiveKey{op.kind, op.group_size, op.nodes_spanned});

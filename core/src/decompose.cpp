@@ -9,6 +9,7 @@
 #include "embedding_ops.hpp"
 #include "fp8_ops.hpp"
 #include "layer_ops.hpp"
+#include "moe_flex.hpp"
 #include "optimizer_ops.hpp"
 #include "recompute_layout.hpp"
 #include "stepsim/core/flops.hpp"
@@ -327,8 +328,10 @@ WorkloadPlan decompose(const Workload& w) {
     for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
       experts += chunk_expert_parameters(w, r, c);
     }
-    stage.static_bytes =
-        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts).total();
+    StaticMemory held =
+        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts);
+    if (experts > 0) held.comm_buffer_bytes = detail::deepep_buffer_bytes(w);
+    stage.static_bytes = held.total();
     build_step_ops(stage, w, x, layout);
   }
   return plan;

@@ -597,6 +597,14 @@ std::string megatron_args_of(const Workload& w) {
     constexpr std::string_view kDispatchers[] = {"allgather", "alltoall", "flex"};
     word("--moe-token-dispatcher-type",
          kDispatchers[static_cast<std::size_t>(t.moe_token_dispatcher_type)]);
+    if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
+      constexpr std::string_view kBackends[] = {"deepep", "hybridep", "ncclep"};
+      word("--moe-flex-dispatcher-backend",
+           kBackends[static_cast<std::size_t>(t.moe_flex_dispatcher_backend)]);
+      if (t.moe_flex_dispatcher_num_sms > 0 || t.moe_deepep_num_sms > 0) {
+        num("--moe-flex-dispatcher-num-sms", t.deepep_num_sms());
+      }
+    }
     if (t.moe_grouped_gemm) flag("--moe-grouped-gemm");
     if (t.moe_shared_expert_overlap) flag("--moe-shared-expert-overlap");
     constexpr std::string_view kBalancing[] = {"aux_loss", "seq_aux_loss", "global_aux_loss",

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "moe_flex.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/flops.hpp"
 #include "workload_dims.hpp"
@@ -159,7 +160,8 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     }
     for (std::int64_t k = total - warmup; k < total; ++k) backward(k);
 
-    const StaticMemory s = static_memory(tc, params, fp8_weight_elements(w, r), experts);
+    StaticMemory s = static_memory(tc, params, fp8_weight_elements(w, r), experts);
+    if (experts > 0) s.comm_buffer_bytes = detail::deepep_buffer_bytes(w);
     StageMemory m;
     m.stage = r;
     m.weights_bytes = s.weights_bytes;

@@ -104,4 +104,13 @@ std::vector<std::int64_t> moe_ep_rank_rows(std::int64_t routed, std::int64_t num
   return out;
 }
 
+bool deepep_group_supported(std::int64_t group, std::int64_t etp, std::int64_t gpus_per_node) {
+  if (group == 2 || group == 4 || group == 8) return gpus_per_node >= group;
+  if (gpus_per_node != 8 || group % 8 != 0 || etp <= 0 || 8 % etp != 0) return false;
+  for (const std::int64_t nodes : {2, 3, 4, 6, 8, 12, 16, 18, 20}) {
+    if (group == 8 * nodes) return true;
+  }
+  return false;
+}
+
 }  // namespace stepsim

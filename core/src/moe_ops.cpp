@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "layer_ops.hpp"
+#include "moe_flex.hpp"
 
 namespace stepsim::detail {
 
@@ -70,9 +71,9 @@ MoeTokens moe_tokens(const Dims& x, std::int64_t ep_rank) {
   return n;
 }
 
-namespace {
-
 std::int64_t probs_bytes(const Dims& x) { return bytes_of(x.router_dtype); }
+
+namespace {
 
 /// One GEMM of the local experts: a grouped GEMM over them (TEGroupedMLP), or one GEMM per
 /// expert (SequentialMLP).
@@ -127,6 +128,8 @@ void emit_router_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
                      .layout = te_linear_layout(Phase::kBackwardWeight, x.router_dtype)});
 }
 
+}  // namespace
+
 /// The local experts: fc1, the activation scaled by each row's routing probability, fc2.
 void emit_experts_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
   const Dims& x = ops.dims();
@@ -150,6 +153,8 @@ void emit_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) 
   expert_gemm(ops, "expert_fc1_dgrad", layer, ph, n.per_expert, x.h, x.expert_fc1_n());
   expert_gemm(ops, "expert_fc1_wgrad", layer, wg, x.expert_fc1_n(), x.h, n.per_expert);
 }
+
+namespace {
 
 /// Returns what the shared experts' output leaves to wait for (overlapped), else nothing.
 OpList::Waits emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase,
@@ -322,6 +327,8 @@ void emit_moe_forward(OpList& ops, std::int32_t layer, Phase phase) {
   OpList::Waits shared;
   if (x.dispatcher == MoeDispatcher::kAllToAll) {
     shared = emit_alltoall_forward(ops, layer, phase, n);
+  } else if (x.dispatcher == MoeDispatcher::kFlex) {
+    shared = emit_flex_forward(ops, layer, phase, n);
   } else {
     emit_allgather_forward(ops, layer, phase, n);
   }
@@ -337,6 +344,8 @@ void emit_moe_backward(OpList& ops, std::int32_t layer) {
   OpList::Waits shared;
   if (x.dispatcher == MoeDispatcher::kAllToAll) {
     shared = emit_alltoall_backward(ops, layer, n);
+  } else if (x.dispatcher == MoeDispatcher::kFlex) {
+    shared = emit_flex_backward(ops, layer, n);
   } else {
     emit_allgather_backward(ops, layer, n);
   }

@@ -31,6 +31,14 @@ struct MoeTokens {
 /// rank prices (every all-to-all, and the combine after the experts, wait for it).
 MoeTokens moe_tokens(const Dims& x, std::int64_t ep_rank = -1);
 
+/// Bytes of one routing probability (the router's dtype).
+std::int64_t probs_bytes(const Dims& x);
+
+/// The local experts' forward (fc1, the activation scaled by each row's probability, fc2) and
+/// backward, on the rows of `n`.
+void emit_experts_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n);
+void emit_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens& n);
+
 /// From the pre-MLP norm through the shared experts, the router, the dispatch, the local
 /// experts and the combine to the MoE layer's output (the caller adds the bias-dropout-add).
 void emit_moe_forward(OpList& ops, std::int32_t layer, Phase phase);

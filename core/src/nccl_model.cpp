@@ -28,6 +28,8 @@ int coll_index(CollectiveKind k) {
     case CollectiveKind::kReduceScatter:
       return kReduceScatter;
     case CollectiveKind::kAllToAll:
+    case CollectiveKind::kDeepEpDispatch:  // not NCCL's: deepep_cost.hpp
+    case CollectiveKind::kDeepEpCombine:
       break;
   }
   STEPSIM_ASSERT(!"NCCL's tuning model has no all-to-all (grouped sends and receives)");

@@ -204,7 +204,10 @@ class OpList {
       case CollectiveKind::kAllReduce: return "tp_all_reduce";
       case CollectiveKind::kAllGather: return "tp_all_gather";
       case CollectiveKind::kReduceScatter: return "tp_reduce_scatter";
-      case CollectiveKind::kAllToAll: break;
+      case CollectiveKind::kAllToAll:
+      case CollectiveKind::kDeepEpDispatch:
+      case CollectiveKind::kDeepEpCombine:
+        break;
     }
     return "tp_collective";
   }

@@ -73,6 +73,10 @@ std::string_view to_string(CollectiveKind k) {
     case CollectiveKind::kAllGather: return "all_gather";
     case CollectiveKind::kReduceScatter: return "reduce_scatter";
     case CollectiveKind::kAllToAll: return "all_to_all";
+    case CollectiveKind::kDeepEpDispatch:
+      return "deepep_dispatch";
+    case CollectiveKind::kDeepEpCombine:
+      return "deepep_combine";
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "stepsim/core/deepep_cost.hpp"
 #include "stepsim/core/nccl_model.hpp"
 
 namespace stepsim {
@@ -70,6 +71,9 @@ double RooflineCostModel::bus_bandwidth_bytes_per_s(std::int64_t group_size,
 }
 
 double RooflineCostModel::collective_s(const CollectiveOp& op) const {
+  if (op.kind == CollectiveKind::kDeepEpDispatch || op.kind == CollectiveKind::kDeepEpCombine) {
+    return deepep_s(system_, op);
+  }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   if (op.kind == CollectiveKind::kAllToAll) {
     // NCCL runs all-to-all as one round of grouped sends and receives (no ring, no algorithm

@@ -26,6 +26,7 @@ constexpr std::array<std::string_view, 4> kCpCommType = {"p2p", "a2a", "allgathe
 constexpr std::array<std::string_view, 2> kCrossEntropyImpl = {"native", "te"};
 // Megatron-Core's MoE choices (arguments.py, transformer_config.py), in the enums' order.
 constexpr std::array<std::string_view, 3> kMoeDispatcher = {"allgather", "alltoall", "flex"};
+constexpr std::array<std::string_view, 3> kMoeFlexBackend = {"deepep", "hybridep", "ncclep"};
 constexpr std::array<std::string_view, 6> kMoeLoadBalancing = {
     "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none"};
 constexpr std::array<std::string_view, 3> kMoeRouterDtype = {"none", "fp32", "fp64"};
@@ -161,8 +162,8 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "0 or FLOP/s in [1e9, 1e30]; cited",
             .doc = "dense BF16 tensor-core peak; 0 if unsupported"},
-    KeyInfo{STEPSIM_REAL("system.peak_flops_fp8", system.peak_flops_fp8),
-            .sweep = Sweep::kListed, .default_text = "0 (no FP8 tensor cores)",
+    KeyInfo{STEPSIM_REAL("system.peak_flops_fp8", system.peak_flops_fp8), .sweep = Sweep::kListed,
+            .default_text = "0 (no FP8 tensor cores)",
             .check = "0 or FLOP/s in [1e9, 1e30]; cited when given",
             .doc = "dense FP8 (E4M3/E5M2) tensor-core peak; training.fp8 needs it"},
     KeyInfo{STEPSIM_REAL("system.hbm_bandwidth_Bps", system.hbm_bandwidth_bytes_per_s),
@@ -204,11 +205,11 @@ const std::array kSchema = {
             .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "fraction in [0.01, 1]; cited",
             .doc = "NCCL bus bandwidth over link bandwidth"},
-    KeyInfo{STEPSIM_REAL("system.interference.compute_slowdown",
-                         system.interference.compute_slowdown),
-            .sweep = Sweep::kListed, .default_text = "1 (no interference)",
-            .check = "factor in [1, 10]; cited when given",
-            .doc = "compute kernels' time factor while an NCCL kernel runs beside them"},
+    KeyInfo{
+        STEPSIM_REAL("system.interference.compute_slowdown", system.interference.compute_slowdown),
+        .sweep = Sweep::kListed, .default_text = "1 (no interference)",
+        .check = "factor in [1, 10]; cited when given",
+        .doc = "compute kernels' time factor while an NCCL kernel runs beside them"},
     KeyInfo{STEPSIM_REAL("system.interference.collective_slowdown",
                          system.interference.collective_slowdown),
             .sweep = Sweep::kListed, .default_text = "1 (no interference)",
@@ -334,9 +335,8 @@ const std::array kSchema = {
             .check = ">= 0 and < 1",
             .doc = "dropout on the attention probabilities; 0 removes the unfused kernel's "
                    "dropout and its mask (flash kernels drop inside either way)"},
-    KeyInfo{STEPSIM_REAL("model.hidden_dropout", model.hidden_dropout),
-            .sweep = Sweep::kListed, .flags = "--hidden-dropout", .default_text = "0.1",
-            .check = ">= 0 and < 1",
+    KeyInfo{STEPSIM_REAL("model.hidden_dropout", model.hidden_dropout), .sweep = Sweep::kListed,
+            .flags = "--hidden-dropout", .default_text = "0.1", .check = ">= 0 and < 1",
             .doc = "dropout in the bias-dropout-adds and after the embedding; 0 removes the "
                    "masks they keep and the embedding's dropout kernel"},
     KeyInfo{STEPSIM_BOOL("model.masked_softmax_fusion", model.masked_softmax_fusion),
@@ -396,18 +396,17 @@ const std::array kSchema = {
             .check = "\"softmax\", \"sigmoid\", \"sqrtsoftplus\"; not softmax needs num_experts",
             .doc = "the router's score function; cost-neutral: the same [tokens, num_experts] "
                    "kernel traffic as softmax (the routing itself is balanced or moe_load)"},
-    KeyInfo{STEPSIM_BOOL("model.moe_router_enable_expert_bias",
-                         model.moe_router_enable_expert_bias),
-            .sweep = Sweep::kListed, .flags = "--moe-router-enable-expert-bias=true",
-            .default_text = "false",
-            .check = "needs num_experts and moe_router_score_function \"sigmoid\" or "
-                     "\"sqrtsoftplus\"",
-            .doc = "aux-loss-free balancing (a per-expert bias added to the scores before top-k); "
-                   "modelled as cost-neutral: its add on [tokens, num_experts] and its "
-                   "num_experts-float update per step are not priced"},
+    KeyInfo{
+        STEPSIM_BOOL("model.moe_router_enable_expert_bias", model.moe_router_enable_expert_bias),
+        .sweep = Sweep::kListed, .flags = "--moe-router-enable-expert-bias=true",
+        .default_text = "false",
+        .check = "needs num_experts and moe_router_score_function \"sigmoid\" or "
+                 "\"sqrtsoftplus\"",
+        .doc = "aux-loss-free balancing (a per-expert bias added to the scores before top-k); "
+               "modelled as cost-neutral: its add on [tokens, num_experts] and its "
+               "num_experts-float update per step are not priced"},
     KeyInfo{STEPSIM_INT("model.moe_router_num_groups", model.moe_router_num_groups),
-            .sweep = Sweep::kListed, .flags = "--moe-router-num-groups",
-            .default_text = "none",
+            .sweep = Sweep::kListed, .flags = "--moe-router-num-groups", .default_text = "none",
             .check = "> 0; needs num_experts, which it divides",
             .doc = "group-limited routing: the experts in this many groups (device- or "
                    "node-limited routing); a routing choice, cost-neutral under balanced routing"},
@@ -624,15 +623,13 @@ const std::array kSchema = {
             .check = "only with interleaving",
             .doc = "pipeline sends/receives overlapped with compute (interleaved schedule)"},
     KeyInfo{STEPSIM_BOOL("training.grad_reduce_in_bf16", training.grad_reduce_in_bf16),
-            .sweep = Sweep::kListed, .flags = "--grad-reduce-in-bf16=true",
-            .default_text = "false",
+            .sweep = Sweep::kListed, .flags = "--grad-reduce-in-bf16=true", .default_text = "false",
             .check = "read only with bf16 parameters, as Megatron-LM reads it",
             .doc = "gradient buffers and the data-parallel reduction in bf16 instead of fp32 "
                    "(half the reduce-scatter bytes; the distributed optimizer casts its shard "
                    "to fp32)"},
-    KeyInfo{STEPSIM_REAL("training.clip_grad", training.clip_grad),
-            .sweep = Sweep::kListed, .flags = "--clip-grad", .default_text = "1.0",
-            .check = ">= 0",
+    KeyInfo{STEPSIM_REAL("training.clip_grad", training.clip_grad), .sweep = Sweep::kListed,
+            .flags = "--clip-grad", .default_text = "1.0", .check = ">= 0",
             .doc = "gradient clipping by global norm: > 0 runs the optimizer's grad-norm and "
                    "clip-scale kernels over the main gradients, 0 skips both"},
     KeyInfo{STEPSIM_INT("training.ddp_bucket_size", training.ddp_bucket_size),
@@ -717,8 +714,8 @@ const std::array kSchema = {
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
                    "backward of a model chunk), or per-tensor / per-block current scaling"},
     KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),
-            .sweep = Sweep::kListed, .flags = "--fp8-param-gather=true",
-            .default_text = "false", .check = "needs fp8 and use_distributed_optimizer",
+            .sweep = Sweep::kListed, .flags = "--fp8-param-gather=true", .default_text = "false",
+            .check = "needs fp8 and use_distributed_optimizer",
             .doc = "FP8 parameters: the distributed optimizer all-gathers them in 1 byte and no "
                    "16-bit copy of the linears' weights is kept"},
     KeyInfo{STEPSIM_INT("training.fp8_amax_history_len", training.fp8_amax_history_len),
@@ -794,42 +791,69 @@ const std::array kSchema = {
             .doc = "micro-batches whose output-layer wgrad is deferred (0 = all)",
             .zero_allowed = true},
     // expert parallelism and the MoE layer's execution (moe_ops.cpp; validate_moe.cpp)
-    KeyInfo{STEPSIM_INT("training.expert_model_parallel_size",
-                        training.expert_model_parallel_size),
+    KeyInfo{STEPSIM_INT("training.expert_model_parallel_size", training.expert_model_parallel_size),
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-model-parallel-size",
             .default_text = "1",
             .check = "> 1 needs num_experts, which it divides; world_size divisible by "
                      "expert_tensor_parallel_size * expert_model_parallel_size * "
                      "pipeline_model_parallel_size",
             .doc = "ep: the routed experts split over ep GPUs (the expert rank generator's ep)"},
-    KeyInfo{STEPSIM_INT("training.expert_tensor_parallel_size",
-                        training.expert_tensor_parallel_size),
-            .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-tensor-parallel-size",
-            .default_text = "tensor_model_parallel_size",
-            .check = "divides moe_ffn_hidden_size; 1 with add_bias_linear (Bias in Moe is only "
-                     "supported when ETP==1)",
-            .doc = "tensor parallelism inside each expert; expert data-parallel size = "
-                   "world_size / (pipeline * expert_model_parallel * expert_tensor_parallel)"},
+    KeyInfo{
+        STEPSIM_INT("training.expert_tensor_parallel_size", training.expert_tensor_parallel_size),
+        .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-tensor-parallel-size",
+        .default_text = "tensor_model_parallel_size",
+        .check = "divides moe_ffn_hidden_size; 1 with add_bias_linear (Bias in Moe is only "
+                 "supported when ETP==1)",
+        .doc = "tensor parallelism inside each expert; expert data-parallel size = "
+               "world_size / (pipeline * expert_model_parallel * expert_tensor_parallel)"},
     KeyInfo{STEPSIM_ENUM("training.moe_token_dispatcher_type", training.moe_token_dispatcher_type,
                          MoeDispatcher),
             .choices = kMoeDispatcher, .sweep = Sweep::kAuto, .autoable = true,
             .flags = "--moe-token-dispatcher-type", .default_text = "\"allgather\"",
-            .check = "\"allgather\", \"alltoall\"; \"flex\" (DeepEP, HybridEP) is not modelled "
-                     "yet",
+            .check = "\"allgather\", \"alltoall\", \"flex\" (with moe_flex_dispatcher_backend "
+                     "\"deepep\"; rules there)",
             .doc = "how tokens reach their experts: all-gather over the expert TP x EP group and "
-                   "reduce-scatter back, or all-to-all over EP (all-gather/reduce-scatter over "
-                   "expert TP)"},
+                   "reduce-scatter back, all-to-all over EP (all-gather/reduce-scatter over "
+                   "expert TP), or DeepEP's fused dispatch and combine over the expert TP x EP "
+                   "group (a token crosses RDMA once per destination node, then NVLink)"},
+    KeyInfo{STEPSIM_ENUM("training.moe_flex_dispatcher_backend",
+                         training.moe_flex_dispatcher_backend, MoeFlexBackend),
+            .choices = kMoeFlexBackend, .sweep = Sweep::kListed,
+            .flags = "--moe-flex-dispatcher-backend", .default_text = "\"deepep\"",
+            .check = "\"deepep\"; \"hybridep\" and \"ncclep\" are not modelled yet. With flex "
+                     "and deepep: expert_tensor_parallel_size * expert_model_parallel_size > 1 "
+                     "(DeepEP dispatcher requires TPxEP > 1) and 2, 4, 8 GPUs of one node or 8 "
+                     "GPUs on each of 2, 3, 4, 6, 8, 12, 16, 18 or 20 nodes (DeepEP's kernels); "
+                     "bf16; not moe_pad_expert_input_to_capacity; etp * moe_router_topk <= 32 "
+                     "across nodes",
+            .doc = "the flex dispatcher's communication library (read with flex only)"},
+    KeyInfo{STEPSIM_BOOL("training.moe_enable_deepep", training.moe_enable_deepep),
+            .sweep = Sweep::kListed, .flags = "--moe-enable-deepep=true", .default_text = "false",
+            .check = "needs moe_token_dispatcher_type \"flex\" (DeepEP backend is only supported "
+                     "with flex token dispatcher); not with backend \"hybridep\"",
+            .doc = "deprecated form of moe_flex_dispatcher_backend \"deepep\""},
+    KeyInfo{
+        STEPSIM_INT("training.moe_flex_dispatcher_num_sms", training.moe_flex_dispatcher_num_sms),
+        .sweep = Sweep::kListed, .flags = "--moe-flex-dispatcher-num-sms",
+        .default_text = "none (DeepEP: 20)",
+        .check = "even (DeepEP: The SM count must be even), below system.sm_count",
+        .doc = "SMs DeepEP's dispatch and combine kernels hold while they run: the compute "
+               "beside them (the overlapped shared experts) keeps the rest; DeepEP's own time "
+               "is its published bandwidth whatever the count"},
+    KeyInfo{STEPSIM_INT("training.moe_deepep_num_sms", training.moe_deepep_num_sms),
+            .sweep = Sweep::kListed, .flags = "--moe-deepep-num-sms", .default_text = "none",
+            .check = "as moe_flex_dispatcher_num_sms",
+            .doc = "deprecated form of moe_flex_dispatcher_num_sms (used when that is not given)"},
     KeyInfo{STEPSIM_BOOL("training.moe_grouped_gemm", training.moe_grouped_gemm),
             .sweep = Sweep::kListed, .flags = "--moe-grouped-gemm=true", .default_text = "false",
             .doc = "one grouped GEMM over the local experts (TEGroupedMLP) instead of one GEMM "
                    "per expert (SequentialMLP)"},
-    KeyInfo{STEPSIM_BOOL("training.moe_shared_expert_overlap",
-                         training.moe_shared_expert_overlap),
+    KeyInfo{STEPSIM_BOOL("training.moe_shared_expert_overlap", training.moe_shared_expert_overlap),
             .sweep = Sweep::kListed, .flags = "--moe-shared-expert-overlap=true",
             .default_text = "false",
             .check = "with moe_shared_expert_intermediate_size: moe_token_dispatcher_type "
-                     "\"alltoall\" (moe_shared_expert_overlap only works with alltoall or flex "
-                     "token dispatcher)",
+                     "\"alltoall\" or \"flex\" (moe_shared_expert_overlap only works with "
+                     "alltoall or flex token dispatcher)",
             .doc = "the shared experts on their own stream beside the dispatcher: fc1 during the "
                    "dispatch all-to-all, fc2 during the combine (forward and backward); no "
                    "effect without shared experts"},
@@ -843,14 +867,14 @@ const std::array kSchema = {
                      "global_aux_loss or none",
             .doc = "the router's load balancing (routing is balanced, every expert getting "
                    "tokens * topk / num_experts, unless training.moe_load says otherwise)"},
-    KeyInfo{STEPSIM_REAL("training.moe_expert_capacity_factor",
-                         training.moe_expert_capacity_factor),
-            .sweep = Sweep::kAuto, .autoable = true, .flags = "--moe-expert-capacity-factor",
-            .default_text = "none (no token dropping)",
-            .check = "> 0 (Megatron's None when not given); needs num_experts and a load "
-                     "balancing type other than sinkhorn",
-            .doc = "expert capacity = ceil(tokens * topk / num_experts * this) per expert and "
-                   "source rank; tokens beyond it are dropped"},
+    KeyInfo{
+        STEPSIM_REAL("training.moe_expert_capacity_factor", training.moe_expert_capacity_factor),
+        .sweep = Sweep::kAuto, .autoable = true, .flags = "--moe-expert-capacity-factor",
+        .default_text = "none (no token dropping)",
+        .check = "> 0 (Megatron's None when not given); needs num_experts and a load "
+                 "balancing type other than sinkhorn",
+        .doc = "expert capacity = ceil(tokens * topk / num_experts * this) per expert and "
+               "source rank; tokens beyond it are dropped"},
     KeyInfo{STEPSIM_REAL("training.moe_aux_loss_coeff", training.moe_aux_loss_coeff),
             .sweep = Sweep::kListed, .flags = "--moe-aux-loss-coeff", .default_text = "0",
             .check = ">= 0; needs num_experts; with global_aux_loss or context parallelism not "
@@ -861,8 +885,7 @@ const std::array kSchema = {
     KeyInfo{STEPSIM_BOOL("training.moe_pad_expert_input_to_capacity",
                          training.moe_pad_expert_input_to_capacity),
             .sweep = Sweep::kAuto, .autoable = true,
-            .flags = "--moe-pad-expert-input-to-capacity=true",
-            .default_text = "false",
+            .flags = "--moe-pad-expert-input-to-capacity=true", .default_text = "false",
             .check = "needs moe_expert_capacity_factor",
             .doc = "every expert's input padded to its capacity (dispatch, GEMMs and combine "
                    "carry the padding)"},
@@ -978,7 +1001,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
      .changes_job = kHarmless},
     {.dest = "moe_layer_recompute", .flag = "--moe-layer-recompute"},
     {.dest = "moe_latent_size", .flag = "--moe-latent-size"},
-    {.dest = "moe_flex_dispatcher_backend", .flag = "--moe-flex-dispatcher-backend"},
     // harmless: hyper-parameters, data, checkpoints, logging, initialisation, profiling
     {.dest = "lr", .flag = "--lr", .changes_job = kHarmless},
     {.dest = "min_lr", .flag = "--min-lr", .changes_job = kHarmless},

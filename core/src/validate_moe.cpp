@@ -4,8 +4,10 @@
 // megatron/core/parallel_state.py (initialize_model_parallel: the expert rank generator),
 // megatron/core/transformer/moe/moe_layer.py and shared_experts.py.
 
-#include "stepsim/core/moe.hpp"
+#include <utility>
+
 #include "json_fields.hpp"
+#include "stepsim/core/moe.hpp"
 #include "validate_internal.hpp"
 
 namespace stepsim::detail {
@@ -127,11 +129,119 @@ void check_load(const Workload& w, Checker& check) {
   }
 }
 
+/// The flex token dispatcher and its DeepEP backend. Megatron-Core's rules
+/// (transformer_config.py __post_init__; token_dispatcher.py MoEFlexTokenDispatcher), DeepEP's
+/// (deep_ep/buffers/legacy.py, csrc/kernels/legacy/: the group sizes its kernels are built
+/// for, bf16 combine, the even SM count), and what stepsim does not model yet.
+void check_flex(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const bool flex = t.moe_token_dispatcher_type == MoeDispatcher::kFlex;
+  if (t.moe_enable_deepep && !flex) {
+    check.fail("training.moe_enable_deepep",
+               "=true: DeepEP backend is only supported with flex token dispatcher");
+  }
+  if (t.moe_enable_deepep && t.moe_flex_dispatcher_backend == MoeFlexBackend::kHybridEp) {
+    check.fail("training.moe_enable_deepep",
+               "=true with moe_flex_dispatcher_backend \"hybridep\": Only one backend is "
+               "supported for flex token dispatcher");
+  }
+  if (t.moe_flex_dispatcher_backend == MoeFlexBackend::kNcclEp && !flex) {
+    check.fail("training.moe_flex_dispatcher_backend",
+               "=\"ncclep\" requires moe_token_dispatcher_type \"flex\"");
+  }
+  for (const auto& [key, sms] :
+       {std::pair<std::string_view, std::int64_t>{"training.moe_flex_dispatcher_num_sms",
+                                                  t.moe_flex_dispatcher_num_sms},
+        std::pair<std::string_view, std::int64_t>{"training.moe_deepep_num_sms",
+                                                  t.moe_deepep_num_sms}}) {
+    if (sms <= 0) continue;
+    // Buffer.set_num_sms: "The SM count must be even" (a channel is a pair of SMs).
+    if (sms % 2 != 0)
+      check.fail(std::string(key), "=" + str(sms) + " must be even (The SM count must be even)");
+    if (w.system.sm_count > 0 && sms >= w.system.sm_count) {
+      check.fail(std::string(key),
+                 "=" + str(sms) + " must be below system.sm_count=" + str(w.system.sm_count));
+    }
+  }
+  if (t.moe_flex_dispatcher_num_sms > 0 && t.moe_deepep_num_sms > 0 &&
+      t.moe_flex_dispatcher_num_sms != t.moe_deepep_num_sms) {
+    check.fail("training.moe_deepep_num_sms", "=" + str(t.moe_deepep_num_sms) +
+                                                  " is deprecated and ignored beside "
+                                                  "moe_flex_dispatcher_num_sms=" +
+                                                  str(t.moe_flex_dispatcher_num_sms) +
+                                                  ": give one of them");
+  }
+  if (!flex || !w.model.moe()) return;
+  const std::int64_t etp = t.expert_tensor_parallel();
+  const std::int64_t group = etp * t.expert_model_parallel_size;
+  if (t.moe_flex_dispatcher_backend == MoeFlexBackend::kHybridEp) {
+    check.fail("training.moe_flex_dispatcher_backend",
+               std::string("=\"hybridep\"") + std::string(kNotModelled) +
+                   " (HybridEP's kernels have no published bandwidth per link to price them by; "
+                   "give \"deepep\")");
+    return;
+  }
+  if (t.moe_flex_dispatcher_backend == MoeFlexBackend::kNcclEp) {
+    check.fail("training.moe_flex_dispatcher_backend",
+               std::string("=\"ncclep\"") + std::string(kNotModelled) +
+                   " (NCCL's expert-parallel kernels have no published bandwidth; give "
+                   "\"deepep\")");
+    return;
+  }
+  if (group <= 1) {
+    check.fail("training.moe_token_dispatcher_type",
+               "=\"flex\" with expert_tensor_parallel_size * expert_model_parallel_size = " +
+                   str(group) + ": DeepEP dispatcher requires TPxEP > 1");
+    return;
+  }
+  if (t.moe_pad_expert_input_to_capacity) {
+    check.fail("training.moe_pad_expert_input_to_capacity",
+               "=true: Flex token dispatcher with deepep backend does not support "
+               "moe_pad_expert_input_to_capacity");
+  }
+  // DeepEP's combine kernels are bf16 only (intranode SWITCH_TYPES, internode's
+  // EP_HOST_ASSERT(type == CUDA_R_16BF)).
+  if (t.params_dtype != DType::kBf16) {
+    check.fail("training.moe_token_dispatcher_type",
+               "=\"flex\" needs bf16: DeepEP's combine kernels take bf16 tokens only");
+  }
+  // DeepEP's normal kernels: one node of 2, 4 or 8 GPUs over NVLink (SWITCH_RANKS), or 8
+  // GPUs (NUM_MAX_NVL_PEERS) on each of 2, 3, 4, 6, 8, 12, 16, 18 or 20 nodes
+  // (SWITCH_RDMA_RANKS). The expert TP x EP group is consecutive global ranks (the expert
+  // rank generator's order tp-ep-dp-pp), so its GPUs fill whole nodes.
+  const std::int64_t gpn = w.system.gpus_per_node;
+  const bool inter = group > 8;
+  // gpus_per_node 0: the system did not load (its own error says why).
+  if (gpn > 0 && !deepep_group_supported(group, etp, gpn)) {
+    check.fail("training.moe_token_dispatcher_type",
+               "=\"flex\" over expert_tensor_parallel_size * expert_model_parallel_size = " +
+                   str(etp) + " * " + str(t.expert_model_parallel_size) +
+                   " GPUs with system.gpus_per_node=" + str(gpn) +
+                   ": DeepEP's kernels take 2, 4 or 8 GPUs of one node, or 8 GPUs on each of "
+                   "2, 3, 4, 6, 8, 12, 16, 18 or 20 nodes (an expert TP group inside a node)");
+  }
+  // internode dispatch: EP_DEVICE_ASSERT(num_topk <= 32), num_topk = etp * moe_router_topk.
+  if (inter && etp * w.model.moe_router_topk > 32) {
+    check.fail("model.moe_router_topk",
+               "=" + str(w.model.moe_router_topk) +
+                   " with expert_tensor_parallel_size=" + str(etp) +
+                   " and the flex dispatcher across nodes: DeepEP's internode "
+                   "dispatch takes at most 32 destinations per token (etp * topk)");
+  }
+  if (t.moe_shared_expert_overlap && w.model.moe_shared_expert_intermediate_size > 0 &&
+      w.system.sm_count <= 0) {
+    check.fail("system.sm_count",
+               " must be given with moe_shared_expert_overlap and the flex dispatcher (the "
+               "shared experts run on the SMs DeepEP leaves)");
+  }
+}
+
 }  // namespace
 
 void check_moe(const Workload& w, Checker& check) {
   const ModelConfig& m = w.model;
   const TrainingConfig& t = w.training;
+  check_flex(w, check);
   if (!m.moe()) {
     check_without_experts(w, check);
     return;
@@ -228,10 +338,6 @@ void check_moe(const Workload& w, Checker& check) {
                "moe_shared_expert_overlap only works with alltoall or flex token dispatcher");
   }
   // What stepsim does not model yet.
-  if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
-    check.fail("training.moe_token_dispatcher_type",
-               std::string("=\"flex\" (DeepEP/HybridEP)") + std::string(kNotModelled));
-  }
   if (capacity && t.moe_token_dispatcher_type == MoeDispatcher::kAllGather) {
     check.fail("training.moe_expert_capacity_factor",
                std::string(" with moe_token_dispatcher_type \"allgather\"") +

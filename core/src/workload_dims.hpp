@@ -99,6 +99,12 @@ struct Dims {
   std::int64_t etp_nodes = 1;    ///< ... its expert TP group
   std::int64_t tp_ep_nodes = 1;  ///< ... its expert TP x EP group (the allgather dispatcher's)
   MoeDispatcher dispatcher = MoeDispatcher::kAllGather;
+  /// The flex dispatcher (DeepEP, moe_flex.cpp): the SMs its kernels hold, the GPU's SMs (0:
+  /// not given), and the group-limited routing (0: none) that bounds a token's nodes.
+  std::int64_t deepep_sms = 0;
+  std::int64_t sm_count = 0;
+  std::int64_t router_groups = 0;
+  std::int64_t router_group_topk = 0;
   bool grouped_gemm = false;
   double capacity_factor = 0;  ///< 0: no capacity
   /// The router runs aux_loss / seq_aux_loss kernels (moe_aux_loss_coeff > 0); seq_aux_loss
@@ -293,6 +299,10 @@ inline Dims dims_of(const Workload& w) {
     x.etp = tc.expert_tensor_parallel() > 0 ? tc.expert_tensor_parallel() : 1;
     x.edp = tc.expert_data_parallel_size > 0 ? tc.expert_data_parallel_size : 1;
     x.dispatcher = tc.moe_token_dispatcher_type;
+    x.deepep_sms = tc.deepep_num_sms();
+    x.sm_count = w.system.sm_count;
+    x.router_groups = mc.moe_router_num_groups;
+    x.router_group_topk = mc.moe_router_group_topk;
     x.grouped_gemm = tc.moe_grouped_gemm;
     x.capacity_factor = tc.moe_expert_capacity_factor;
     const MoeLoadBalancing lb = tc.moe_router_load_balancing_type;

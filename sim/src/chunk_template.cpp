@@ -10,12 +10,17 @@ namespace stepsim::sim {
 
 namespace {
 
-enum class Role : std::uint8_t { kOther, kCompute, kNccl };
+enum class Role : std::uint8_t { kOther, kCompute, kNccl, kSmHolder };
 
 // Compute kernels on the compute stream and NCCL kernels (TP and CP collectives and ring
-// exchanges) interfere when they run together; everything else runs at its own speed.
+// exchanges) interfere when they run together; a communication kernel that holds SMs for its
+// whole run (DeepEP's, CollectiveOp::compute_share < 1) leaves compute beside it the rest of
+// the SMs; everything else runs at its own speed.
 Role role_of(const Op& op) {
-  if (const auto* c = std::get_if<CollectiveOp>(&op.shape)) return c->nccl ? Role::kNccl : Role::kOther;
+  if (const auto* c = std::get_if<CollectiveOp>(&op.shape)) {
+    if (c->compute_share < 1) return Role::kSmHolder;
+    return c->nccl ? Role::kNccl : Role::kOther;
+  }
   if (const auto* p = std::get_if<P2POp>(&op.shape)) return p->nccl ? Role::kNccl : Role::kOther;
   return op.stream == Stream::kCompute ? Role::kCompute : Role::kOther;
 }
@@ -48,7 +53,9 @@ bool interferes(const std::vector<Op>& ops, const std::vector<OpTiming>& t,
   }
   if (compute.empty()) return false;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (role[i] != Role::kNccl || t[i].end_s <= t[i].start_s) continue;
+    if ((role[i] != Role::kNccl && role[i] != Role::kSmHolder) || t[i].end_s <= t[i].start_s) {
+      continue;
+    }
     // The first compute kernel ending after this one starts.
     const auto it = std::upper_bound(compute.begin(), compute.end(), t[i].start_s,
                                      [](double s, const OpTiming& c) { return s < c.end_s; });
@@ -96,13 +103,18 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
       }
     }
     bool compute = false, nccl = false;
+    double share = 1.0;  // of the SMs left to compute by the SM-holding kernels running
     for (const std::int64_t r : running) {
       if (r < 0) continue;
-      compute = compute || role[static_cast<std::size_t>(r)] == Role::kCompute;
-      nccl = nccl || role[static_cast<std::size_t>(r)] == Role::kNccl;
+      const auto i = static_cast<std::size_t>(r);
+      compute = compute || role[i] == Role::kCompute;
+      nccl = nccl || role[i] == Role::kNccl;
+      if (role[i] == Role::kSmHolder) {
+        share = std::min(share, std::get<CollectiveOp>(ops[i].shape).compute_share);
+      }
     }
     const auto rate = [&](std::size_t i) {
-      if (role[i] == Role::kCompute && nccl) return 1.0 / k.compute_slowdown;
+      if (role[i] == Role::kCompute) return share / (nccl ? k.compute_slowdown : 1.0);
       if (role[i] == Role::kNccl && compute) return 1.0 / k.collective_slowdown;
       return 1.0;
     };
@@ -141,9 +153,14 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
   for (std::size_t i = 0; i < n; ++i) duration[i] = cost.op_s(ops[i]);
   list_schedule(ops, duration, serial, t.ops);
   bool rated = false;
-  if (!serial && (interference.compute_slowdown != 1 || interference.collective_slowdown != 1)) {
-    std::vector<Role> role(n);
-    for (std::size_t i = 0; i < n; ++i) role[i] = role_of(ops[i]);
+  std::vector<Role> role(n);
+  bool holders = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    role[i] = role_of(ops[i]);
+    holders = holders || role[i] == Role::kSmHolder;
+  }
+  if (!serial &&
+      (holders || interference.compute_slowdown != 1 || interference.collective_slowdown != 1)) {
     // Fast path: nothing overlaps, so the fixed durations are the times.
     if (interferes(ops, t.ops, role)) {
       rate_schedule(ops, duration, role, interference, t.ops);

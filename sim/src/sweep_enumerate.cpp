@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "stepsim/core/assert.hpp"
+#include "stepsim/core/moe.hpp"
 #include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/sim/sweep.hpp"
 
@@ -312,10 +313,20 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
     return integers(out);
   }
   if (key == "training.moe_token_dispatcher_type") {
-    // "flex" (DeepEP, HybridEP) is not modelled: never proposed.
     if (!experts) return {integer(static_cast<std::int64_t>(t.moe_token_dispatcher_type))};
-    return {integer(static_cast<std::int64_t>(MoeDispatcher::kAllGather)),
-            integer(static_cast<std::int64_t>(MoeDispatcher::kAllToAll))};
+    std::vector<KnobValue> out = {integer(static_cast<std::int64_t>(MoeDispatcher::kAllGather)),
+                                  integer(static_cast<std::int64_t>(MoeDispatcher::kAllToAll))};
+    // "flex" where Megatron and DeepEP take it (validate_moe.cpp check_flex): the deepep
+    // backend (HybridEP and NCCL EP are not modelled), bf16, no capacity padding, an expert
+    // TP x EP group DeepEP's kernels run over.
+    const std::int64_t etp = t.expert_tensor_parallel();
+    if (t.moe_flex_dispatcher_backend == MoeFlexBackend::kDeepEp &&
+        t.params_dtype == DType::kBf16 && !t.moe_pad_expert_input_to_capacity &&
+        deepep_group_supported(etp * t.expert_model_parallel_size, etp, w.system.gpus_per_node) &&
+        (etp * t.expert_model_parallel_size <= 8 || etp * m.moe_router_topk <= 32)) {
+      out.push_back(integer(static_cast<std::int64_t>(MoeDispatcher::kFlex)));
+    }
+    return out;
   }
   // Capacity (validate_moe.cpp): Megatron takes a capacity factor with aux_loss,
   // seq_aux_loss, global_aux_loss or no load balancing, and stepsim prices it with the

@@ -60,6 +60,49 @@ TEST(MegatronArgs, LaunchLineToScenario) {
   EXPECT_FALSE(r->notes.empty());
 }
 
+// The flex dispatcher's flags: the deprecated --moe-enable-deepep and --moe-deepep-num-sms
+// load (TransformerConfig routes them to the deepep backend and moe_flex_dispatcher_num_sms),
+// and megatron_args_of writes the current flags back.
+TEST(MegatronArgs, FlexDispatcherWithDeepEp) {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      "torchrun --nproc_per_node=8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
+      "--vocab-size 32000 --num-experts 8 --expert-model-parallel-size 8 "
+      "--moe-token-dispatcher-type flex --moe-enable-deepep --moe-deepep-num-sms 24 "
+      "--micro-batch-size 1 --global-batch-size 8 --bf16",
+      o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_EQ(w.training.moe_token_dispatcher_type, MoeDispatcher::kFlex);
+  EXPECT_EQ(w.training.moe_flex_dispatcher_backend, MoeFlexBackend::kDeepEp);
+  EXPECT_TRUE(w.training.moe_enable_deepep);
+  EXPECT_EQ(w.training.deepep_num_sms(), 24);
+  const std::string back = megatron_args_of(w);
+  EXPECT_NE(back.find("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep "
+                      "--moe-flex-dispatcher-num-sms 24"),
+            std::string::npos)
+      << back;
+  // HybridEP is refused by name.
+  auto hybrid = scenario_from_megatron_args(
+      "torchrun --nproc_per_node=8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
+      "--vocab-size 32000 --num-experts 8 --expert-model-parallel-size 8 "
+      "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep "
+      "--micro-batch-size 1 --global-batch-size 8 --bf16",
+      o);
+  if (hybrid.ok()) {
+    auto loaded = load_scenario_text(hybrid->scenario_json, "imported.json", ".", options());
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_NE(format_errors(loaded.errors()).find("moe_flex_dispatcher_backend"),
+              std::string::npos);
+  } else {
+    EXPECT_NE(format_errors(hybrid.errors()).find("moe_flex_dispatcher_backend"),
+              std::string::npos);
+  }
+}
+
 // --context-parallel-size and --cp-comm-type (nargs='+': one type, or one per layer) map
 // onto the schema's keys; per-layer types that differ are not modelled.
 TEST(MegatronArgs, ContextParallelFlags) {

@@ -162,8 +162,9 @@ TEST(SweepEnumerate, AutoContextParallelKeepsMegatronsAndTransformerEnginesRules
 
 // Expert parallelism on "auto" (8 GPUs, 8 experts, expert FFN 256, no biases): EP divides the
 // experts and the world: {1, 2, 4, 8}; the expert TP then divides world / EP and the FFN
-// width: 4 + 3 + 2 + 1 = 10; each with the two modelled dispatchers (never "flex"): 20, every
-// one valid by Megatron's rules.
+// width: 4 + 3 + 2 + 1 = 10; each with allgather and alltoall, and "flex" (DeepEP) wherever
+// the expert TP x EP group has 2, 4 or 8 GPUs (all but EP 1 x ETP 1): 20 + 9 = 29, every one
+// valid by Megatron's (and DeepEP's) rules.
 TEST(SweepEnumerate, AutoExpertParallelismKeepsMegatronsRules) {
   const std::string base = R"({"name": "moe-small",
       "model": {"num_layers": 4, "hidden_size": 512, "num_attention_heads": 8,
@@ -178,16 +179,21 @@ TEST(SweepEnumerate, AutoExpertParallelismKeepsMegatronsRules) {
           "training.expert_tensor_parallel_size": "auto",
           "training.moe_token_dispatcher_type": "auto"}})",
       "moe-sweep.json", ".", test::load_options()));
-  EXPECT_EQ(sim::count_configurations(spec), 20);
+  EXPECT_EQ(sim::count_configurations(spec), 29);
   std::set<std::pair<std::int64_t, std::int64_t>> seen;
+  int flex = 0;
   for (sim::SweepConfig c : all_configs(spec)) {
     const TrainingConfig& t = c.workload.training;
     EXPECT_TRUE(finalize_workload(c.workload, "moe-sweep.json").empty())
         << "ep" << t.expert_model_parallel_size << " etp" << t.expert_tensor_parallel_size;
-    EXPECT_NE(t.moe_token_dispatcher_type, MoeDispatcher::kFlex);
+    if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
+      ++flex;
+      EXPECT_GT(t.expert_model_parallel_size * t.expert_tensor_parallel_size, 1);
+    }
     seen.insert({t.expert_model_parallel_size, t.expert_tensor_parallel_size});
   }
   EXPECT_EQ(seen.size(), 10u);
+  EXPECT_EQ(flex, 9);
   EXPECT_TRUE(seen.count({8, 1}) == 1 && seen.count({1, 8}) == 1 && seen.count({2, 4}) == 1);
   // A dense model: the expert knobs keep their one value.
   const SweepSpec dense = must(small_sweep(R"({"training.expert_model_parallel_size": "auto",
@@ -215,7 +221,8 @@ TEST(SweepEnumerate, AutoCapacityFactorKeepsMegatronsRules) {
   const SweepSpec spec = sweep(R"({"training.moe_token_dispatcher_type": "auto",
       "training.moe_expert_capacity_factor": "auto",
       "training.moe_pad_expert_input_to_capacity": "auto"})");
-  EXPECT_EQ(sim::count_configurations(spec), 1 + 7);
+  // flex (EP 8): dropless only, as stepsim offers capacity with the alltoall dispatcher.
+  EXPECT_EQ(sim::count_configurations(spec), 1 + 7 + 1);
   std::set<std::tuple<MoeDispatcher, double, bool>> seen;
   for (sim::SweepConfig c : all_configs(spec)) {
     const TrainingConfig& t = c.workload.training;
@@ -224,8 +231,9 @@ TEST(SweepEnumerate, AutoCapacityFactorKeepsMegatronsRules) {
     seen.insert({t.moe_token_dispatcher_type, t.moe_expert_capacity_factor,
                  t.moe_pad_expert_input_to_capacity});
   }
-  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_EQ(seen.size(), 9u);
   EXPECT_EQ(seen.count({MoeDispatcher::kAllGather, 0.0, false}), 1u);
+  EXPECT_EQ(seen.count({MoeDispatcher::kFlex, 0.0, false}), 1u);
   EXPECT_EQ(seen.count({MoeDispatcher::kAllToAll, 1.25, true}), 1u);
   EXPECT_EQ(seen.count({MoeDispatcher::kAllToAll, 0.0, true}), 0u);
   // Listed values are taken as given: the broken rule is the cut's reason.

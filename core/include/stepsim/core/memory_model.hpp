@@ -48,7 +48,12 @@ struct StaticMemory {
   /// activations are held (not part of total()): the fp32 copy of the rank's bf16 gradient
   /// shard with grad_reduce_in_bf16 (distrib_optimizer.py `.float()`).
   std::int64_t optimizer_step_bytes = 0;
-  std::int64_t total() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  /// Communication buffers allocated once and held: DeepEP's NVLink and RDMA buffers on a
+  /// stage with MoE layers and the flex dispatcher (moe_flex.hpp deepep_buffer_bytes).
+  std::int64_t comm_buffer_bytes = 0;
+  std::int64_t total() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + comm_buffer_bytes;
+  }
   bool operator==(const StaticMemory&) const = default;
 };
 

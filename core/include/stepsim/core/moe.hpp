@@ -44,6 +44,12 @@ std::vector<std::int64_t> moe_ep_rank_rows(std::int64_t routed, std::int64_t num
 /// count_parameters() for a dense model.
 std::int64_t count_active_parameters(const ModelConfig& m);
 
+/// Whether DeepEP's normal kernels run over an expert TP x EP group of `group` GPUs (the flex
+/// dispatcher's): 2, 4 or 8 GPUs of one node (csrc/kernels/legacy/launch.cuh SWITCH_RANKS), or
+/// 8 GPUs (NUM_MAX_NVL_PEERS) on each of 2, 3, 4, 6, 8, 12, 16, 18 or 20 nodes
+/// (SWITCH_RDMA_RANKS); across nodes an expert TP group must lie inside a node.
+bool deepep_group_supported(std::int64_t group, std::int64_t etp, std::int64_t gpus_per_node);
+
 /// count_active_parameters() less the input embedding's lookups (the word embedding unless
 /// tied to the output layer, the learned position embedding): the weights of the GEMMs a token
 /// passes, about those behind Megatron's logged FLOPs (6 x tokens x these, plus the attention

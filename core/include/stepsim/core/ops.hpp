@@ -96,8 +96,18 @@ struct MemoryBoundOp {
 };
 
 /// kAllToAll: every member sends 1/n of its buffer to each other member (context parallelism's
-/// Ulysses exchange; NCCL runs it as grouped sends and receives).
-enum class CollectiveKind : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
+/// Ulysses exchange; NCCL runs it as grouped sends and receives). kDeepEpDispatch and
+/// kDeepEpCombine: DeepEP's normal (high-throughput) dispatch and combine kernels over the
+/// expert TP x EP group, not NCCL: a token crosses RDMA once per destination node and NVLink
+/// to each destination GPU (CollectiveOp::bytes and rdma_bytes; deepep_cost.hpp prices them).
+enum class CollectiveKind : std::uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kDeepEpDispatch,
+  kDeepEpCombine
+};
 /// kData: Megatron's data-parallel group with context parallelism (dp * cp ranks: gradients
 /// are reduced and the distributed optimizer sharded over it). kTensorData: the tensor- and
 /// data-parallel ranks of one pipeline stage together (Megatron's amax reduction group, over
@@ -135,6 +145,13 @@ struct CollectiveOp {
   /// engine's interference, sim/src/resource_model.hpp); false: an implementation whose SM
   /// cost is in its own duration (Transformer Engine's userbuffers), not interfered again.
   bool nccl = true;
+  /// kDeepEp*: the bytes this rank's tokens put on RDMA (`bytes`: on NVLink), as DeepEP's
+  /// tests count them (tests/legacy/test_internode.py: tokens x distinct destination nodes,
+  /// its own included; received tokens for NVLink).
+  std::int64_t rdma_bytes = 0;
+  /// Share of the GPU's SMs left to compute kernels while this runs: < 1 for kernels that hold
+  /// SMs for their whole run (DeepEP's num_sms of sm_count); 1: NCCL's interference or none.
+  double compute_share = 1.0;
   bool operator==(const CollectiveOp&) const = default;
 };
 

@@ -41,8 +41,12 @@ enum class CrossEntropyFusionImpl : std::uint8_t { kNative, kTe };
 /// Megatron-Core's --moe-token-dispatcher-type, in the schema's order. kAllGather
 /// (MoEAllGatherTokenDispatcher: all-gather over the expert tensor x expert group, reduce-scatter
 /// back), kAllToAll (MoEAlltoAllTokenDispatcher: all-to-all over the EP group, all-gather and
-/// reduce-scatter over the expert TP group), kFlex (DeepEP/HybridEP: not modelled, rejected).
+/// reduce-scatter over the expert TP group), kFlex (MoEFlexTokenDispatcher: DeepEP's fused
+/// dispatch and combine over the expert TP x EP group; moe_flex.cpp).
 enum class MoeDispatcher : std::uint8_t { kAllGather, kAllToAll, kFlex };
+/// Megatron-Core's --moe-flex-dispatcher-backend, in the schema's order: kDeepEp is modelled,
+/// kHybridEp and kNcclEp are refused (validate_moe.cpp says why).
+enum class MoeFlexBackend : std::uint8_t { kDeepEp, kHybridEp, kNcclEp };
 /// Megatron-Core's --moe-router-load-balancing-type, in the schema's order.
 enum class MoeLoadBalancing : std::uint8_t {
   kAuxLoss,
@@ -250,6 +254,20 @@ struct TrainingConfig {
   std::int64_t expert_model_parallel_size = 1;
   std::int64_t expert_tensor_parallel_size = 0;  ///< = tensor_model_parallel_size when 0
   MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllGather;
+  /// The flex dispatcher's backend (--moe-flex-dispatcher-backend) and its deprecated switch
+  /// --moe-enable-deepep (TransformerConfig.__post_init__ turns it into backend "deepep").
+  MoeFlexBackend moe_flex_dispatcher_backend = MoeFlexBackend::kDeepEp;
+  bool moe_enable_deepep = false;
+  /// SMs of DeepEP's dispatch and combine kernels (--moe-flex-dispatcher-num-sms; its
+  /// deprecated form --moe-deepep-num-sms is routed to it when it is not given). 0 = None:
+  /// _DeepepManager's 20.
+  std::int64_t moe_flex_dispatcher_num_sms = 0;
+  std::int64_t moe_deepep_num_sms = 0;
+  /// The SMs DeepEP's kernels take: num_sms, else the deprecated form, else 20.
+  std::int64_t deepep_num_sms() const {
+    if (moe_flex_dispatcher_num_sms > 0) return moe_flex_dispatcher_num_sms;
+    return moe_deepep_num_sms > 0 ? moe_deepep_num_sms : 20;
+  }
   /// Transformer Engine's grouped GEMM for the local experts (TEGroupedMLP) instead of one
   /// GEMM per expert (SequentialMLP).
   bool moe_grouped_gemm = false;
