@@ -14,6 +14,7 @@
 #include "stepsim/core/flops.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/memory_model.hpp"
+#include "stepsim/core/moe.hpp"
 
 namespace stepsim {
 namespace {
@@ -253,6 +254,32 @@ TEST(QuickGeglu, RulesNameTheKey) {
       error_keys(R"(, "swiglu": true, "activation_func_clamp_value": 7, "glu_linear_offset": 1)"),
       "model.activation_func_clamp_value"));
   EXPECT_TRUE(error_keys(kClamped).empty());
+}
+
+// The shipped GPT-OSS-120B scenario: OpenAI's counts (model card arXiv:2508.10925, table 1:
+// 116.83B parameters, 5.13B active without the input embedding), its 36 learned sinks of 64
+// heads among them, and the clamped quick-GEGLU's kernels in every layer.
+TEST(GptOss120b, ShippedScenarioCountsAndKernels) {
+  LoadOptions o;
+  o.scenarios_dir = STEPSIM_SCENARIOS_DIR;
+  auto loaded =
+      load_scenario_file(std::string(STEPSIM_SCENARIOS_DIR) + "/gpt-oss-120b-h100-64.json", o);
+  ASSERT_TRUE(loaded.ok()) << format_errors(loaded.errors());
+  const Workload& w = loaded.value();
+  const ModelConfig& m = w.model;
+  EXPECT_NEAR(static_cast<double>(count_parameters(m)) / 116.83e9, 1.0, 0.01);
+  EXPECT_NEAR(static_cast<double>(count_active_parameters_without_input_embedding(m)) / 5.13e9, 1.0,
+              0.01);
+  ModelConfig vanilla = m;
+  vanilla.softmax_type = SoftmaxType::kVanilla;
+  EXPECT_EQ(count_parameters(m) - count_parameters(vanilla), 36 * 64);
+  const ChunkPlan& c = kept(decompose(w)).stages[0].chunks[0];
+  for (std::int32_t layer = 0; layer < 9; ++layer) {
+    EXPECT_EQ(named(c.forward, "attn_sink_cast", layer).size(), 1u) << layer;
+    EXPECT_EQ(named(c.forward, "expert_glu_clamp_cat", layer).size(), 1u) << layer;
+    EXPECT_EQ(named(c.forward, "expert_quick_geglu", layer).size(), 1u) << layer;
+    EXPECT_EQ(named(c.backward, "expert_glu_clamp_cat_bwd", layer).size(), 1u) << layer;
+  }
 }
 
 }  // namespace
