@@ -233,6 +233,20 @@ TEST(QuickGeglu, ClampKeepsFc1OutputForBackward) {
   EXPECT_EQ(a.layer_stored_bytes - b.layer_stored_bytes, kLayers * rows * 2 * kFfn * 2);
 }
 
+// Megatron's logged FLOPs (training.py num_floating_point_operations) read args.swiglu alone:
+// quick-GEGLU's gated FC1 is counted as an ungated one, as a real run's log shows it.
+TEST(QuickGeglu, LoggedFlopsCountFc1AsMegatronDoes) {
+  Workload q = load(kClamped);
+  Workload gelu = q;
+  gelu.model.quick_geglu = false;
+  gelu.model.glu_linear_offset = 0.0;
+  gelu.model.activation_func_clamp_value = 0.0;
+  EXPECT_EQ(megatron_logged_flops_per_step(q), megatron_logged_flops_per_step(gelu));
+  Workload swiglu = gelu;
+  swiglu.model.swiglu = true;
+  EXPECT_GT(megatron_logged_flops_per_step(swiglu), megatron_logged_flops_per_step(q));
+}
+
 TEST(QuickGeglu, RulesNameTheKey) {
   EXPECT_TRUE(names(error_keys(R"(, "quick_geglu": true, "swiglu": true)"), "model.quick_geglu"));
   EXPECT_TRUE(
