@@ -50,6 +50,21 @@ struct Layout {
     const RankGenerator experts(ParallelSizes{.tp = x.etp, .ep = x.ep, .dp = x.edp, .pp = x.p});
     return experts.nodes_spanned("dp", experts.rank(ParallelCoords{.pp = stage}), gpus_per_node);
   }
+  /// Size and nodes of the optimizer's grad-stats group (CommGroup::kGradStats): the world
+  /// with the distributed optimizer (ranks node-major: every node), the model-parallel group
+  /// "tp-pp" of the stage's first rank otherwise.
+  CollectiveOp grad_stats(bool world, const Dims& x, std::int64_t stage) const {
+    if (world) {
+      const std::int64_t n = ranks.world_size();
+      return CollectiveOp{.group = CommGroup::kGradStats,
+                          .group_size = n,
+                          .nodes_spanned = (n + gpus_per_node - 1) / gpus_per_node};
+    }
+    return CollectiveOp{
+        .group = CommGroup::kGradStats,
+        .group_size = x.t * x.p,
+        .nodes_spanned = ranks.nodes_spanned("tp-pp", first_rank(stage), gpus_per_node)};
+  }
   std::int64_t embedding_nodes() const {
     return first_rank(0) / gpus_per_node == first_rank(p - 1) / gpus_per_node ? 1 : 2;
   }
@@ -260,7 +275,8 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   std::vector<std::int32_t> step_deps;
   if (embedding >= 0) step_deps.push_back(embedding);
   if (replicated >= 0) step_deps.push_back(replicated);
-  detail::append_optimizer_ops(ops, w, optimizers, quantize_extra, step_deps);
+  detail::append_optimizer_ops(ops, w, optimizers, quantize_extra, step_deps,
+                               layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage));
   const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
   if (fp8_params > 0 && dp_cp > 1) {
     // quantize_param_shard: the FP8 parameters' amaxes (one per weight) MAX-reduced over DP.
