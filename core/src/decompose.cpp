@@ -343,8 +343,10 @@ WorkloadPlan decompose(const Workload& w) {
     for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
       experts += chunk_expert_parameters(w, r, c);
     }
+    // Weights, gradients, optimizer states and TE's userbuffers: held the whole step.
     stage.static_bytes =
-        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts).total();
+        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts).total() +
+        userbuffer_bytes(w);
     build_step_ops(stage, w, x, layout);
   }
   return plan;
