@@ -25,6 +25,9 @@ struct Groups {
   GroupId tp_dp;
   GroupId cp;  ///< with context parallelism (RankLayout::cp > 1)
   GroupId cp_a2a;  ///< with hierarchical CP (RankLayout::cp_a2a > 1): its a2a level
+  /// The optimizer's grad_stats_parallel_group (the gradient norm's all-reduce): the world
+  /// with the distributed optimizer, the model-parallel group (tp-pp) otherwise.
+  GroupId grad_stats;
   // With experts (RankLayout::moe): Megatron's expert groups.
   GroupId ep, etp, etp_ep, edp;
 };
@@ -50,7 +53,8 @@ Error runtime_error(const std::string& message) {
 
 /// Megatron's process groups, made with Backend::split (a collective over the world: every
 /// rank makes the same calls in the same order).
-Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me) {
+Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me,
+                           bool distributed_optimizer) {
   const auto c = layout.coord_of(me);
   const std::int32_t world = layout.world_size();
   // Colours number the groups; keys give Megatron's order inside them (cp varies faster
@@ -66,7 +70,7 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
   auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp);
   if (!emb) return emb.errors();
   Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .tp_dp = {}, .cp = {}, .cp_a2a = {},
-                .ep = {}, .etp = {}, .etp_ep = {}, .edp = {}};
+                .grad_stats = GroupId{0}, .ep = {}, .etp = {}, .etp_ep = {}, .edp = {}};
   if (layout.cp > 1) {
     const std::int32_t cp_colour = (c.pp * layout.dp + c.dp) * layout.tp + c.tp;
     auto cp = b.split(cp_colour, c.cp);
@@ -94,11 +98,20 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
   auto tp_dp = b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp);
   if (!tp_dp) return tp_dp.errors();
   groups.tp_dp = *tp_dp;
+  if (!distributed_optimizer) {
+    // The gradient norm's group without the distributed optimizer: Megatron's model-parallel
+    // group, the tensor and pipeline ranks of one (dp, cp) position, tp fastest (with it,
+    // the world).
+    auto mp = b.split(c.dp * layout.cp + c.cp, c.pp * layout.tp + c.tp);
+    if (!mp) return mp.errors();
+    groups.grad_stats = *mp;
+  }
   return groups;
 }
 
 /// World ranks of the group `g` of rank `me`, for fault messages.
-std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std::int32_t me) {
+std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std::int32_t me,
+                                     bool distributed_optimizer) {
   const auto c = layout.coord_of(me);
   std::vector<std::int32_t> out;
   switch (g) {
@@ -125,6 +138,12 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
       break;
     case CommGroup::kContext:
       for (std::int32_t k = 0; k < layout.cp; ++k) out.push_back(layout.global_rank(c.pp, c.dp, c.tp, k));
+      break;
+    case CommGroup::kGradStats:
+      for (std::int32_t r = 0; r < layout.world_size(); ++r) {
+        const auto o = layout.coord_of(r);
+        if (distributed_optimizer || (o.dp == c.dp && o.cp == c.cp)) out.push_back(r);
+      }
       break;
     case CommGroup::kContextA2a: {
       const std::int32_t first = c.cp - c.cp % layout.cp_a2a;
@@ -168,6 +187,7 @@ class Runner {
  public:
   Runner(const Workload& w, Backend& b, const ExecutorOptions& options, Measurement& m)
       : b_(b),
+        distributed_optimizer_(w.training.use_distributed_optimizer),
         options_(options),
         m_(m),
         me_(b.world_rank()),
@@ -185,6 +205,7 @@ class Runner {
   Status enter_task(std::size_t i);
 
   Backend& b_;
+  bool distributed_optimizer_;
   const ExecutorOptions& options_;
   Measurement& m_;
   std::int32_t me_;
@@ -265,6 +286,7 @@ Result<double> Runner::run_task(const ExecTask& t) {
                             : s.group == CommGroup::kContext            ? groups_.cp
                             : s.group == CommGroup::kContextA2a         ? groups_.cp_a2a
                             : s.group == CommGroup::kTensorData         ? groups_.tp_dp
+                            : s.group == CommGroup::kGradStats          ? groups_.grad_stats
                                                                         : groups_.embedding;
           if (b_.group_size(g) != s.group_size) {
             return runtime_error(t.name + ": " + std::string(to_string(s.group)) +
@@ -320,7 +342,7 @@ std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s
     }
     s << ", waiting for rank(s) " << join_ranks(peers, me_);
   } else if (const auto* c = std::get_if<CollectiveOp>(&t.op.shape)) {
-    s << ", waiting for rank(s) " << join_ranks(members_of(c->group, m_.layout, me_), me_);
+    s << ", waiting for rank(s) " << join_ranks(members_of(c->group, m_.layout, me_, distributed_optimizer_), me_);
   }
   return s.str();
 }
@@ -376,7 +398,7 @@ Status Runner::run() {
     if (dog) dog->enter(step, task);
   };
   enter(0, -3);
-  auto groups = make_groups(b_, m_.layout, me_);
+  auto groups = make_groups(b_, m_.layout, me_, distributed_optimizer_);
   if (!groups) return groups.errors();
   groups_ = *groups;
   if (auto a = b_.align_clocks(); !a) return a.errors();

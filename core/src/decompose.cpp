@@ -51,6 +51,21 @@ struct Layout {
     const RankGenerator experts(ParallelSizes{.tp = x.etp, .ep = x.ep, .dp = x.edp, .pp = x.p});
     return experts.nodes_spanned("dp", experts.rank(ParallelCoords{.pp = stage}), gpus_per_node);
   }
+  /// Size and nodes of the optimizer's grad-stats group (CommGroup::kGradStats): the world
+  /// with the distributed optimizer (ranks node-major: every node), the model-parallel group
+  /// "tp-pp" of the stage's first rank otherwise.
+  CollectiveOp grad_stats(bool world, const Dims& x, std::int64_t stage) const {
+    if (world) {
+      const std::int64_t n = ranks.world_size();
+      return CollectiveOp{.group = CommGroup::kGradStats,
+                          .group_size = n,
+                          .nodes_spanned = (n + gpus_per_node - 1) / gpus_per_node};
+    }
+    return CollectiveOp{
+        .group = CommGroup::kGradStats,
+        .group_size = x.t * x.p,
+        .nodes_spanned = ranks.nodes_spanned("tp-pp", first_rank(stage), gpus_per_node)};
+  }
   std::int64_t embedding_nodes() const {
     return first_rank(0) / gpus_per_node == first_rank(p - 1) / gpus_per_node ? 1 : 2;
   }
@@ -261,7 +276,8 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   std::vector<std::int32_t> step_deps;
   if (embedding >= 0) step_deps.push_back(embedding);
   if (replicated >= 0) step_deps.push_back(replicated);
-  detail::append_optimizer_ops(ops, w, optimizers, quantize_extra, step_deps);
+  detail::append_optimizer_ops(ops, w, optimizers, quantize_extra, step_deps,
+                               layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage));
   const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
   if (fp8_params > 0 && dp_cp > 1) {
     // quantize_param_shard: the FP8 parameters' amaxes (one per weight) MAX-reduced over DP.
@@ -328,9 +344,11 @@ WorkloadPlan decompose(const Workload& w) {
     for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
       experts += chunk_expert_parameters(w, r, c);
     }
+    // Weights, gradients, optimizer states and communication buffers (TE's userbuffers,
+    // DeepEP's): held the whole step.
     StaticMemory held =
         static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts);
-    if (experts > 0) held.comm_buffer_bytes = detail::deepep_buffer_bytes(w);
+    held.comm_buffer_bytes = comm_buffer_bytes(w, experts);
     stage.static_bytes = held.total();
     build_step_ops(stage, w, x, layout);
   }

@@ -9,6 +9,7 @@
 #include "moe_flex.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/flops.hpp"
+#include "ub_cfg.hpp"
 #include "workload_dims.hpp"
 
 namespace stepsim {
@@ -55,6 +56,25 @@ struct Held {
 };
 
 }  // namespace
+
+std::int64_t userbuffer_bytes(const Workload& w) {
+  const TrainingConfig& tc = w.training;
+  if (!tc.tp_comm_overlap) return 0;
+  const std::int64_t rows = w.model.seq_length * tc.micro_batch_size / tc.context_parallel_size;
+  const std::int64_t elements = rows * w.model.hidden_size;
+  std::int64_t bytes = 0;
+  for (std::size_t i = 0; i < kUbGemmNames.size(); ++i) {
+    const std::string_view gemm = kUbGemmNames[i];
+    // layers_all_gather_overlap: every GEMM but the four reduce-scatters (proj/FC2 fprop,
+    // QKV/FC1 wgrad); a pipelined one also with its cfg's fp8_buf.
+    const bool all_gather = gemm != "proj_fprop" && gemm != "fc2_fprop" &&
+                            gemm != "qkv_wgrad" && gemm != "fc1_wgrad";
+    const bool fp8_buf = all_gather || (detail::ub_default_method(gemm) == "pipeline" &&
+                                        tc.tp_comm_overlap_gemms[i].fp8_buf == 1);
+    bytes += elements * (tc.fp8_enabled() && fp8_buf ? 1 : 2);
+  }
+  return bytes;
+}
 
 StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
                            std::int64_t fp8_weight_elements, std::int64_t expert_parameters) {
@@ -169,7 +189,9 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     m.optimizer_bytes = s.optimizer_bytes;
     m.activations_bytes = peak.total;
     m.layer_activations_bytes = peak.layers;
-    m.peak_bytes = s.total() + std::max(peak.total + transient, s.optimizer_step_bytes);
+    m.comm_buffer_bytes = userbuffer_bytes(w);
+    m.peak_bytes = s.total() + m.comm_buffer_bytes +
+                   std::max(peak.total + transient, s.optimizer_step_bytes);
     out.push_back(m);
   }
   return out;

@@ -93,6 +93,7 @@ std::string_view to_string(CommGroup g) {
     case CommGroup::kExpertTensorExpert: return "etp_ep";
     case CommGroup::kExpertData: return "edp";
     case CommGroup::kContextA2a: return "cp_a2a";
+    case CommGroup::kGradStats: return "grad_stats";
   }
   return "?";
 }

@@ -84,12 +84,33 @@ Op compute_op(const char* name, std::int64_t bytes, std::int64_t kernels) {
   return op;
 }
 
+/// An all-reduce of one fp32 scalar over the grad-stats group on the data-parallel
+/// communication stream, after the kernel before it. Returns its index (-1: a group of one
+/// rank, nothing to reduce); the caller makes the next kernel wait for it.
+std::int32_t append_grad_stats_all_reduce(std::vector<Op>& ops, const char* name,
+                                          const CollectiveOp& group) {
+  if (group.group_size <= 1) return -1;
+  const auto before = static_cast<std::int32_t>(ops.size()) - 1;
+  Op& op = ops.emplace_back();
+  op.name = name;
+  op.phase = Phase::kStep;
+  op.stream = Stream::kDataComm;
+  op.shape = CollectiveOp{.kind = CollectiveKind::kAllReduce,
+                          .group = CommGroup::kGradStats,
+                          .bytes = 4,
+                          .group_size = group.group_size,
+                          .nodes_spanned = group.nodes_spanned};
+  if (before >= 0) op.deps.push_back(before);
+  return static_cast<std::int32_t>(ops.size()) - 1;
+}
+
 }  // namespace
 
 std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
                                   const std::vector<OptimizerShard>& optimizers,
                                   std::int64_t param_copy_extra_bytes,
-                                  const std::vector<std::int32_t>& deps) {
+                                  const std::vector<std::int32_t>& deps,
+                                  const CollectiveOp& grad_stats) {
   const TrainingConfig& tc = w.training;
   std::int64_t elements = 0;
   std::int64_t tensors = 0;
@@ -108,6 +129,14 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
   const bool mixed = tc.params_dtype != DType::kFp32;
   STEPSIM_ASSERT(mixed || param_copy_extra_bytes == 0);  // FP8 parameters are 16-bit models'
   const auto first = static_cast<std::int32_t>(ops.size());
+  // The kernel after a grad-stats all-reduce waits for it (on the compute stream, after the
+  // kernel before the all-reduce).
+  std::int32_t reduced = -1;
+  const auto push = [&](Op op) {
+    if (reduced >= 0) op.deps.push_back(reduced);
+    reduced = -1;
+    ops.push_back(std::move(op));
+  };
   // prepare_grads: _copy_model_grads_to_main_grads. With bf16 gradient buffers
   // (grad_reduce_in_bf16) the distributed optimizer makes an fp32 copy of each parameter's
   // gradient shard (`.float()`, one kernel per tensor): read 2, write 4 bytes; the copy is
@@ -120,19 +149,23 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
   // one multi-tensor kernel over the fp32 main grads: read and write 4 bytes).
   if (tc.params_dtype == DType::kFp16) {
     ops.push_back(compute_op("grad_unscale", elements * 8, launches(1)));
+    // ... then the found-inf flag MAX-reduced over the grad-stats group (optimizer.py).
+    reduced = append_grad_stats_all_reduce(ops, "found_inf_all_reduce", grad_stats);
   }
   if (tc.clip_grad > 0) {
     // clip_grad_norm -> get_grad_norm_fp32: multi_tensor_l2norm over the main grads (read 4
     // bytes each; its cleanup kernel adds one launch), then clip_grad_by_total_norm_fp32:
     // multi_tensor_scale_tensor (TE's, whose clip coefficient stays on the device, so it
-    // always runs: read and write 4 bytes). The norm's all-reduce of one float over the
-    // grad-stats group (the world with the distributed optimizer) is not modelled.
-    ops.push_back(compute_op("grad_norm", elements * 4, launches(1) + 1));
-    ops.push_back(compute_op("grad_clip", elements * 8, launches(2)));
+    // always runs: read and write 4 bytes). Between them get_grad_norm_fp32 sums the squared
+    // norm (one float) over the grad-stats group: the clip of every rank waits for every
+    // rank's norm, so the stages of a pipeline meet there.
+    push(compute_op("grad_norm", elements * 4, launches(1) + 1));
+    reduced = append_grad_stats_all_reduce(ops, "grad_norm_all_reduce", grad_stats);
+    push(compute_op("grad_clip", elements * 8, launches(2)));
   }
   // FusedAdam over the fp32 (main) parameters: multi_tensor_adam with tensor lists (g, p, m, v):
   // read 16, write 12 bytes per parameter.
-  ops.push_back(compute_op("adam_step", elements * 28, launches(4)));
+  push(compute_op("adam_step", elements * 28, launches(4)));
   if (mixed) {
     // _copy_main_params_to_model_params: fp32 main parameters into the 16-bit model
     // parameters (read 4, write 2 bytes): one copy_ per parameter shard with the distributed

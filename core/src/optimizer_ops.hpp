@@ -50,11 +50,15 @@ struct OptimizerShard {
 /// order: the fp32 copy of bf16 gradients (grad_reduce_in_bf16), the gradient norm and the
 /// clip scale (clip_grad > 0), FusedAdam, and the copy of the fp32 main parameters into the
 /// model's 16-bit parameters (plus `param_copy_extra_bytes`: FP8 parameter quantization).
+/// Between them the all-reduces of one fp32 scalar over the grad-stats group (`grad_stats`:
+/// its size and nodes; none when it has one rank): fp16's found-inf flag and the squared
+/// gradient norm, which every rank of the group (every pipeline stage) waits for.
 /// `deps` go to the first kernel. Returns the index of the last one, which later step ops
 /// (the parameter all-gather) wait for.
 std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
                                   const std::vector<OptimizerShard>& optimizers,
                                   std::int64_t param_copy_extra_bytes,
-                                  const std::vector<std::int32_t>& deps);
+                                  const std::vector<std::int32_t>& deps,
+                                  const CollectiveOp& grad_stats);
 
 }  // namespace stepsim::detail

@@ -1,6 +1,7 @@
 #include "stepsim/core/roofline_cost_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "stepsim/core/deepep_cost.hpp"
@@ -93,12 +94,27 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   }
   const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);
   const double bw_time = static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / busbw;
-  // Ring latency: 2(n-1) steps for all-reduce, n-1 for the others.
-  const double n = static_cast<double>(op.group_size);
-  const double steps = op.kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) : n - 1.0;
   const double hop =
       op.nodes_spanned > 1 ? system_.inter_node.latency_s : system_.intra_node.latency_s;
-  return system_.efficiency.kernel_launch_s + steps * hop + bw_time;
+  // Elsewhere the cheaper of two algorithms, as collective libraries choose by size: the ring
+  // (2(n-1) steps for all-reduce, n-1 for the others) and, for small messages, one of
+  // logarithmic steps (NCCL's tree, src/graph/tuning.cc; HCCL's adaptive selection picks
+  // recursive halving-doubling, "H-D_R", for small data: the HCCL_ALGO page of the CANN
+  // reference,
+  // https://www.hiascend.com/document/detail/en/canncommercial/800/apiref/envvar/envref_07_0079.html).
+  // Recursive halving-doubling: 2 log2(n) steps for all-reduce, log2(n) for the others, the
+  // ring's bytes; a group of n not a power of two first folds its extra ranks in and at the
+  // end out again (two more steps, each moving the whole buffer).
+  const double n = static_cast<double>(op.group_size);
+  const bool all_reduce = op.kind == CollectiveKind::kAllReduce;
+  const double ring = (all_reduce ? 2.0 * (n - 1.0) : n - 1.0) * hop + bw_time;
+  const auto levels =
+      static_cast<double>(std::bit_width(static_cast<std::uint64_t>(op.group_size)) - 1);
+  const bool power_of_two = std::has_single_bit(static_cast<std::uint64_t>(op.group_size));
+  const double halving_doubling =
+      ((all_reduce ? 2.0 : 1.0) * levels + (power_of_two ? 0.0 : 2.0)) * hop + bw_time +
+      (power_of_two ? 0.0 : 2.0 * static_cast<double>(op.bytes) / busbw);
+  return system_.efficiency.kernel_launch_s + std::min(ring, halving_doubling);
 }
 
 double RooflineCostModel::p2p_s(const P2POp& op) const {

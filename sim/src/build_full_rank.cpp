@@ -27,7 +27,7 @@ struct GroupToken {
   const char* token = "";
 };
 
-std::optional<GroupToken> token_of(CommGroup g) {
+std::optional<GroupToken> token_of(CommGroup g, bool distributed_optimizer) {
   switch (g) {
     case CommGroup::kTensor: return GroupToken{false, "tp"};
     case CommGroup::kContext: return GroupToken{false, "cp"};
@@ -37,6 +37,10 @@ std::optional<GroupToken> token_of(CommGroup g) {
     case CommGroup::kExpertTensor: return GroupToken{true, "tp"};
     case CommGroup::kExpertTensorExpert: return GroupToken{true, "tp-ep"};
     case CommGroup::kExpertData: return GroupToken{true, "dp"};
+    // The optimizer's grad_stats_parallel_group: the world (intra_dist_opt_group) or the
+    // model-parallel group.
+    case CommGroup::kGradStats:
+      return GroupToken{false, distributed_optimizer ? "tp-cp-dp-pp" : "tp-pp"};
     // kContextA2a: hierarchical, FullRankBuilder::group_ids makes its groups.
     case CommGroup::kEmbedding:
     case CommGroup::kContextA2a: break;
@@ -151,7 +155,8 @@ class FullRankBuilder {
         seen[static_cast<std::size_t>(coll->group)] = true;
         // Hierarchical CP's a2a groups lie inside the CP groups, joined below.
         if (coll->group == CommGroup::kContextA2a) continue;
-        const std::optional<GroupToken> tok = token_of(coll->group);
+        const std::optional<GroupToken> tok =
+            token_of(coll->group, w_.training.use_distributed_optimizer);
         if (!tok || (tok->expert && !experts_)) {
           return not_modelled("the " + op.name + " collective over the " +
                               std::string(to_string(coll->group)) + " group inside an action");
@@ -209,7 +214,8 @@ class FullRankBuilder {
         }
       }
     } else {
-      const std::optional<GroupToken> tok = token_of(g);
+      const std::optional<GroupToken> tok =
+            token_of(g, w_.training.use_distributed_optimizer);
       STEPSIM_ASSERT(tok && (!tok->expert || experts_));
       const RankGenerator& gen = tok->expert ? *experts_ : layout_;
       groups = gen.groups(tok->token);
@@ -343,8 +349,11 @@ class FullRankBuilder {
               t.rendezvous = rendezvous((static_cast<std::uint64_t>(n + static_cast<std::uint32_t>(rep_group)) << 32) |
                                         static_cast<std::uint64_t>(l));
             } else {
-              STEPSIM_ASSERT(rep_group < 0);
-              const std::optional<GroupToken> tok = token_of(coll.group);
+              // Only the grad-stats all-reduces span the stages of a pipeline (their
+              // representative rendezvous); every other group lies inside one stage.
+              STEPSIM_ASSERT(rep_group < 0 || coll.group == CommGroup::kGradStats);
+              const std::optional<GroupToken> tok =
+            token_of(coll.group, w_.training.use_distributed_optimizer);
               if (coll.group != CommGroup::kContextA2a && (!tok || (tok->expert && !experts_))) {
                 return not_modelled("the " + ref.op->name + " collective over the " +
                                     std::string(to_string(coll.group)) + " group");
@@ -358,9 +367,12 @@ class FullRankBuilder {
                              ErrorKind::kInternal};
               }
               if (size > 1) {
+                // Keyed by the representative rendezvous where the group spans stages (each
+                // stage's copy is another task u).
+                const std::uint64_t key =
+                    rep_group >= 0 ? n + static_cast<std::uint32_t>(rep_group) : u;
                 t.rendezvous = rendezvous(
-                    (static_cast<std::uint64_t>(u) << 32) |
-                    static_cast<std::uint64_t>(ids[static_cast<std::size_t>(t.rank)]));
+                    (key << 32) | static_cast<std::uint64_t>(ids[static_cast<std::size_t>(t.rank)]));
               }
             }
             break;

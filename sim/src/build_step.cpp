@@ -96,6 +96,7 @@ class Builder {
       if (!ok.ok()) return ok.errors();
     }
     if (Status ok = match_embedding_group(); !ok.ok()) return ok.errors();
+    if (Status ok = match_grad_stats_group(); !ok.ok()) return ok.errors();
     out_.graph.finalize();
     return std::move(out_);
   }
@@ -650,6 +651,7 @@ class Builder {
     std::array<std::int32_t, 4> last_on_stream;
     last_on_stream.fill(static_cast<std::int32_t>(gate.value));
     std::vector<TaskId> ids;
+    std::size_t grad_stats = 0;  // the stage's grad-stats all-reduces so far
     const Op* gathered_in_forward = param_gather_overlapped(r) ? param_gather_op(r) : nullptr;
     for (const Op& op : stage.step_ops) {
       if (&op == gathered_in_forward) continue;  // in the next step's forward (add_program)
@@ -665,6 +667,10 @@ class Builder {
       ids.push_back(id);
       const auto* coll = std::get_if<CollectiveOp>(&op.shape);
       if (coll != nullptr && coll->group == CommGroup::kEmbedding) embedding_tasks_.push_back(id);
+      if (coll != nullptr && coll->group == CommGroup::kGradStats) {
+        if (grad_stats_tasks_.size() <= grad_stats) grad_stats_tasks_.emplace_back();
+        grad_stats_tasks_[grad_stats++].push_back(id);
+      }
     }
     return ok_status();
   }
@@ -732,6 +738,25 @@ class Builder {
     return ok_status();
   }
 
+  // Each grad-stats all-reduce of the optimizer (the gradient norm; fp16's found-inf flag) is
+  // one collective over every pipeline stage (the world, or the model-parallel group): a
+  // rendezvous of the stages' tasks, so that every stage's optimizer waits for the slowest.
+  Status match_grad_stats_group() {
+    for (const std::vector<TaskId>& tasks : grad_stats_tasks_) {
+      if (tasks.size() != static_cast<std::size_t>(p_)) {
+        return Error{"", "",
+                     "plan bug: " + std::to_string(tasks.size()) +
+                         " stages take part in a grad-stats all-reduce, expected " +
+                         std::to_string(p_),
+                     ErrorKind::kInternal};
+      }
+      if (p_ == 1) continue;
+      const std::int32_t id = out_.graph.new_rendezvous();
+      for (const TaskId t : tasks) out_.graph.set_rendezvous(t, id);
+    }
+    return ok_status();
+  }
+
   const Workload& w_;
   const WorkloadPlan& plan_;
   const Schedule& schedule_;
@@ -745,6 +770,7 @@ class Builder {
   std::vector<Boundary> boundaries_;  // [2 * producer virtual stage + (0 act, 1 grad)]  // one task per (tensor, microbatch, producer)
   std::vector<std::pair<TaskId, std::size_t>> data_deps_;
   std::vector<TaskId> embedding_tasks_;
+  std::vector<std::vector<TaskId>> grad_stats_tasks_;      // [k-th grad-stats all-reduce][stage]
   std::vector<std::vector<std::int32_t>> backward_tasks_;  // per rank, in program order
   // [rank * v + chunk]: the predecessors of the chunk's latest backward (recorded only where
   // bucket_ready needs them) and the gradient it receives (kNoKey: none).

@@ -61,6 +61,7 @@ void write_memory_json(const Workload& w, std::ostream& out) {
     j.field("optimizer_bytes", m.optimizer_bytes);
     j.field("activations_bytes", m.activations_bytes);
     j.field("layer_activations_bytes", m.layer_activations_bytes);
+    j.field("comm_buffer_bytes", m.comm_buffer_bytes);
     j.field("peak_bytes", m.peak_bytes);
     j.field("parameters", r.parameters);
     j.field("in_flight_microbatches", r.in_flight);
@@ -100,6 +101,10 @@ void write_memory_text(const Workload& w, std::ostream& out) {
   if (uneven_pipeline(w.training)) {
     out << "uneven stages: " << stage_layers_text(pipeline_split(w.training, w.model))
         << " transformer layers per stage\n";
+  }
+  if (!rows.empty() && rows.front().memory.comm_buffer_bytes > 0) {
+    out << "peak includes " << gib(rows.front().memory.comm_buffer_bytes)
+        << " GiB of Transformer Engine's tp_comm_overlap userbuffers per GPU\n";
   }
   const std::int64_t peak = largest_peak(rows);
   out << (peak <= capacity ? "fits" : "does not fit") << ": largest peak " << gib(peak)

@@ -69,12 +69,21 @@ std::vector<std::string> executed_names(const std::vector<ExecTask>& tasks) {
 std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t rank) {
   const auto c = l.coord_of(rank);
   const bool embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
-  if (l.cp_a2a > 1) return {l.tp, l.dp * l.cp, embedding ? 2 : 1, l.cp, l.cp_a2a};
-  if (l.cp > 1) return {l.tp, l.dp * l.cp, embedding ? 2 : 1, l.cp};
-  if (!l.moe) return {l.tp, l.dp, embedding ? 2 : 1};
-  // Then the expert groups: EP, expert TP, expert TP x EP, expert DP.
-  return {l.tp, l.dp, embedding ? 2 : 1, l.ep, l.etp, l.etp * l.ep,
-          l.world_size() / (l.pp * l.ep * l.etp)};
+  std::vector<std::int32_t> out{l.tp, l.dp * l.cp, embedding ? 2 : 1};
+  if (l.cp > 1) out.push_back(l.cp);
+  if (l.cp_a2a > 1) out.push_back(l.cp_a2a);
+  if (l.moe) {
+    // The expert groups: EP, expert TP, expert TP x EP, expert DP.
+    for (const std::int32_t n :
+         {l.ep, l.etp, l.etp * l.ep, l.world_size() / (l.pp * l.ep * l.etp)}) {
+      out.push_back(n);
+    }
+  }
+  // The amax-reduction group, then (without the distributed optimizer) the model-parallel
+  // group over which the gradient norm is summed.
+  out.push_back(l.tp * l.dp * l.cp);
+  out.push_back(l.tp * l.pp);
+  return out;
 }
 
 TEST(RankLayout, FollowsMegatronTensorThenDataThenPipeline) {
@@ -243,14 +252,16 @@ TEST(Executor, IssuesEveryTaskEveryStepAndTimesThem) {
   const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
   const WorkloadPlan plan = decompose(w);
   const auto sim = simulate_serialised(w, plan);
-  FakeBackend b(0, 2, {2, 1, 1});
+  FakeBackend b(0, 2, {2, 1, 1, 2, 2});
   ExecutorOptions o;
   o.warmup_steps = 2;
   o.steps = 3;
   auto m = execute_schedule(w, plan, *sim.schedule, b, o);
   ASSERT_TRUE(m.ok()) << format_errors(m.errors());
   const auto& tasks = m->stage_tasks.at(0);
-  const std::size_t splits = 4;  // tensor, data, embedding and the amax-reduction group
+  // Tensor, data, embedding, the amax-reduction group and (no distributed optimizer) the
+  // model-parallel group of the gradient norm.
+  const std::size_t splits = 5;
   // One backend call per task, and one per launch of a memory-bound op of several (the
   // optimizer's multi-tensor and per-tensor kernels).
   std::size_t calls = 0;
@@ -282,8 +293,8 @@ TEST(Executor, AppendsTheStepsOfALaterRound) {
   const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
   const WorkloadPlan plan = decompose(w);
   const auto sim = simulate_serialised(w, plan);
-  FakeBackend b(0, 2, {2, 1, 1});
-  FakeBackend b2(0, 2, {2, 1, 1});
+  FakeBackend b(0, 2, {2, 1, 1, 2, 2});
+  FakeBackend b2(0, 2, {2, 1, 1, 2, 2});
   ExecutorOptions o;
   o.warmup_steps = 1;
   o.steps = 2;
@@ -314,7 +325,7 @@ TEST(Executor, CallsTheHookBeforeEveryTaskOfEveryStep) {
   const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
   const WorkloadPlan plan = decompose(w);
   const auto sim = simulate_serialised(w, plan);
-  FakeBackend b(0, 2, {2, 1, 1});
+  FakeBackend b(0, 2, {2, 1, 1, 2, 2});
   ExecutorOptions o;
   o.warmup_steps = 1;
   o.steps = 2;
@@ -334,7 +345,7 @@ TEST(Executor, ReportsATimeoutToTheCallerAndFailsTheRun) {
   const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
   const WorkloadPlan plan = decompose(w);
   const auto sim = simulate_serialised(w, plan);
-  FakeBackend b(0, 2, {2, 1, 1});
+  FakeBackend b(0, 2, {2, 1, 1, 2, 2});
   ExecutorOptions o;
   o.warmup_steps = 0;
   o.steps = 2;
@@ -383,7 +394,7 @@ TEST(Executor, ASlowRankGoesOnWhileTheCallerReadsItsSnapshot) {
   const auto sim = simulate_serialised(w, plan);
   const std::size_t n = build_stage_tasks(w, plan, *sim.schedule, 0).size();
   ASSERT_GT(n, 1U);
-  FakeBackend b(0, 2, {2, 1, 1});
+  FakeBackend b(0, 2, {2, 1, 1, 2, 2});
   ExecutorOptions o;
   o.warmup_steps = 0;
   o.steps = 2;

@@ -10,6 +10,7 @@
 
 #include "model_workloads.hpp"
 #include "stepsim/core/decompose.hpp"
+#include "stepsim/core/memory_model.hpp"
 #include "stepsim/core/roofline_cost_model.hpp"
 #include "stepsim/core/validate.hpp"
 
@@ -79,6 +80,35 @@ double gemm_flops(const std::vector<Op>& ops, const std::string& name) {
   for (const std::int32_t i : indices(ops, name, 1))
     sum += ops[static_cast<std::size_t>(i)].flops();
   return sum;
+}
+
+// Transformer Engine's userbuffers (initialize_ub): one buffer of [s * b / cp, h] per
+// userbuffers GEMM, 12 in all, held the whole run: bf16, or with FP8 one byte for the eight
+// all-gather GEMMs (layers_all_gather_overlap) and a pipelined reduce-scatter given fp8_buf.
+TEST(Fp8TpOverlap, UserbuffersAreTwelveBuffersOfTheSequenceTimesHidden) {
+  EXPECT_EQ(userbuffer_bytes(tp4(false, false)), 0);
+  const Workload bf16 = tp4(false, true);
+  EXPECT_EQ(userbuffer_bytes(bf16), 12 * kT * kH * 2);
+  Workload fp8 = tp4(true, true);
+  EXPECT_EQ(userbuffer_bytes(fp8), 8 * kT * kH * 1 + 4 * kT * kH * 2);
+  fp8.training.tp_comm_overlap_gemms[3].fp8_buf = 1;  // proj_fprop: "pipeline"
+  EXPECT_EQ(userbuffer_bytes(fp8), 9 * kT * kH * 1 + 3 * kT * kH * 2);
+  fp8.training.tp_comm_overlap_gemms[2].fp8_buf = 1;  // qkv_wgrad: "bulk", not honoured
+  EXPECT_EQ(userbuffer_bytes(fp8), 9 * kT * kH * 1 + 3 * kT * kH * 2);
+  Workload cp2 = bf16;
+  cp2.training.context_parallel_size = 2;
+  EXPECT_EQ(userbuffer_bytes(cp2), 12 * kT / 2 * kH * 2);
+  // Counted in every stage's static bytes and analytic peak.
+  const Workload off = tp4(false, false);
+  const WorkloadPlan with = decompose(bf16);
+  const WorkloadPlan without = decompose(off);
+  const std::vector<StageMemory> m_with = analytic_memory(bf16);
+  const std::vector<StageMemory> m_without = analytic_memory(off);
+  for (std::size_t r = 0; r < with.stages.size(); ++r) {
+    EXPECT_EQ(with.stages[r].static_bytes - without.stages[r].static_bytes, 12 * kT * kH * 2);
+    EXPECT_EQ(m_with[r].comm_buffer_bytes, 12 * kT * kH * 2);
+    EXPECT_EQ(m_without[r].comm_buffer_bytes, 0);
+  }
 }
 
 TEST(Fp8TpOverlap, ValidatesNow) {

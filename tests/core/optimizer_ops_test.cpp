@@ -105,6 +105,63 @@ TEST(OptimizerOps, PrecisionDecidesCopiesAndUnscale) {
   EXPECT_EQ(copy->kernels, ceil_div(120, 4) + 1);
 }
 
+const CollectiveOp* grad_stats_op(const StagePlan& s, const std::string& name) {
+  for (const Op& op : s.step_ops) {
+    if (op.name == name) return &std::get<CollectiveOp>(op.shape);
+  }
+  return nullptr;
+}
+
+// clip_grads.py get_grad_norm_fp32: the squared norm (one fp32) summed over the optimizer's
+// grad_stats_parallel_group between the norm kernel and the clip; fp16's found-inf flag
+// likewise after the unscale. The group: the world with the distributed optimizer, the
+// model-parallel group (tp-pp) otherwise; one rank: no all-reduce.
+TEST(OptimizerOps, GradStatsAllReduceOverTheOptimizersGroup) {
+  // t 8, p 4, dp 2 on 8-GPU nodes: 64 ranks on 8 nodes.
+  Workload w = make_workload(gpt3_175b(), 8, 4, 2, 1, 8);
+  w.model.num_layers = 16;
+  w.training.use_distributed_optimizer = true;
+  for (const StagePlan& s : decompose(w).stages) {
+    const CollectiveOp* norm = grad_stats_op(s, "grad_norm_all_reduce");
+    ASSERT_NE(norm, nullptr) << "stage " << s.stage;
+    EXPECT_EQ(norm->group, CommGroup::kGradStats);
+    EXPECT_EQ(norm->kind, CollectiveKind::kAllReduce);
+    EXPECT_EQ(norm->bytes, 4);
+    EXPECT_EQ(norm->group_size, 64);
+    EXPECT_EQ(norm->nodes_spanned, 8);
+    // grad_norm -> all-reduce -> grad_clip.
+    for (std::size_t i = 0; i < s.step_ops.size(); ++i) {
+      const Op& op = s.step_ops[i];
+      if (op.name == "grad_norm_all_reduce") {
+        ASSERT_EQ(op.deps.size(), 1u);
+        EXPECT_EQ(s.step_ops[static_cast<std::size_t>(op.deps[0])].name, "grad_norm");
+      }
+      if (op.name == "grad_clip") {
+        ASSERT_EQ(op.deps.size(), 1u);
+        EXPECT_EQ(s.step_ops[static_cast<std::size_t>(op.deps[0])].name, "grad_norm_all_reduce");
+      }
+    }
+  }
+  // Without it: tp-pp, tp fastest then pp at a stride of t * dp = 16: ranks 0-7, 16-23,
+  // 32-39, 48-55: one node per stage, 4 nodes.
+  w.training.use_distributed_optimizer = false;
+  const StagePlan s = decompose(w).stages[2];
+  ASSERT_NE(grad_stats_op(s, "grad_norm_all_reduce"), nullptr);
+  EXPECT_EQ(grad_stats_op(s, "grad_norm_all_reduce")->group_size, 32);
+  EXPECT_EQ(grad_stats_op(s, "grad_norm_all_reduce")->nodes_spanned, 4);
+  EXPECT_EQ(grad_stats_op(s, "found_inf_all_reduce"), nullptr) << "bf16 has no grad scaler";
+  w.training.params_dtype = DType::kFp16;
+  const StagePlan h = decompose(w).stages[2];
+  ASSERT_NE(grad_stats_op(h, "found_inf_all_reduce"), nullptr);
+  EXPECT_EQ(grad_stats_op(h, "found_inf_all_reduce")->group_size, 32);
+  // One rank in the group: nothing to reduce.
+  Workload one = make_workload(llama2_70b(), 1, 1, 4, 1, 8);
+  one.model.num_layers = 2;
+  EXPECT_EQ(grad_stats_op(decompose(one).stages[0], "grad_norm_all_reduce"), nullptr);
+  one.training.use_distributed_optimizer = true;
+  EXPECT_EQ(grad_stats_op(decompose(one).stages[0], "grad_norm_all_reduce")->group_size, 4);
+}
+
 // The cost models price an op of several launches as that many launches of its share: each
 // pays the kernel's fixed cost.
 TEST(OptimizerOps, LaunchesArePricedOneByOne) {

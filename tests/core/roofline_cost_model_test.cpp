@@ -42,9 +42,27 @@ TEST(Roofline, SkinnyGemmIsBandwidthBound) {
 
 TEST(Roofline, IntraNodeAllReduceUsesBusBandwidth) {
   RooflineCostModel m(test_system());
+  // 8 ranks, a power of two: recursive halving-doubling's 2 log2(8) = 6 steps beat the
+  // ring's 14 at the same bytes.
   CollectiveOp c{CollectiveKind::kAllReduce, CommGroup::kTensor, 1 << 30, 8, 1};
-  const double expected = 14 * 5e-6 + (1 << 30) * (2.0 * 7 / 8) / 200e9;
+  const double expected = 6 * 5e-6 + (1 << 30) * (2.0 * 7 / 8) / 200e9;
   EXPECT_NEAR(m.collective_s(c), expected, 1e-12);
+}
+
+TEST(Roofline, SmallMessagesTakeLogarithmicStepsLargeOnesTheRing) {
+  RooflineCostModel m(test_system());
+  // 1536 ranks on 192 nodes (not a power of two): a 4-byte all-reduce folds the 512 extra
+  // ranks in and out (2 steps) around 2 * 10 halving-doubling steps, 22 hops of 10 us, where
+  // the ring would take 2 * 1535 hops (30.7 ms).
+  const double busbw = m.bus_bandwidth_bytes_per_s(1536, 192);
+  const double bw = 4 * (2.0 * 1535 / 1536) / busbw;
+  CollectiveOp tiny{CollectiveKind::kAllReduce, CommGroup::kGradStats, 4, 1536, 192};
+  EXPECT_NEAR(m.collective_s(tiny), 22 * 10e-6 + bw + 2 * 4 / busbw, 1e-15);
+  // 1 GiB over 6 ranks on 6 nodes: folding moves the buffer twice more (2 GiB at one NIC's
+  // 25 GB/s, 86 ms) than the ring's 10 extra hops (0.1 ms) cost: the ring.
+  CollectiveOp big{CollectiveKind::kAllReduce, CommGroup::kData, 1LL << 30, 6, 6};
+  const double ring = 10 * 10e-6 + (1LL << 30) * (2.0 * 5 / 6) / 25e9;
+  EXPECT_NEAR(m.collective_s(big), ring, 1e-12);
 }
 
 TEST(Roofline, InterNodeGroupGetsItsShareOfTheNics) {

@@ -396,5 +396,42 @@ TEST(DdpOverlap, ShippedLlama2PredictsLessWithOverlapGradReduce) {
   EXPECT_LT(step[1], step[0]);
 }
 
+TEST(DdpOverlap, GradNormAllReduceMakesEveryStageWaitForTheSlowest) {
+  // p 2, m 1, no overlap: stage 1's program ends at 9 and its 0.48 s all-reduce at 9.48;
+  // stage 0's at 12 and 12.48. Each stage then runs the optimizer's grad_norm kernel (1 s),
+  // the norm's all-reduce over the grad-stats group (4 bytes: 4 ns) and the clip (1 s).
+  // The all-reduce is one collective over both stages: stage 1, whose norm is ready at
+  // 10.48, waits for stage 0's (13.48); both clip from 13.480000004 to 14.480000004.
+  Step s = make_step(2, 1, 1, grad_overlap(false));
+  for (StagePlan& stage : s.plan.stages) {
+    Op norm;
+    norm.name = "grad_norm";
+    norm.phase = Phase::kStep;
+    norm.shape = MemoryBoundOp{1'000'000'000};
+    stage.step_ops.push_back(norm);
+    Op& reduce = stage.step_ops.emplace_back();
+    reduce.name = "grad_norm_all_reduce";
+    reduce.phase = Phase::kStep;
+    reduce.stream = Stream::kDataComm;
+    reduce.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kGradStats, 4, 2, 1};
+    reduce.deps = {0};
+    Op clip = norm;
+    clip.name = "grad_clip";
+    clip.deps = {1};
+    stage.step_ops.push_back(clip);
+  }
+  const SimulationResult r = run(s);
+  EXPECT_NEAR(r.prediction.step_time_s, 14.480000004, 1e-12);
+  for (std::int32_t rank = 0; rank < 2; ++rank) {
+    bool found = false;
+    for (const Slice& slice : r.timeline.slices) {
+      if (slice.rank != rank || slice.name.find("grad_clip") == std::string::npos) continue;
+      EXPECT_NEAR(slice.start_s, 13.480000004, 1e-12) << "stage " << rank;
+      found = true;
+    }
+    EXPECT_TRUE(found) << "stage " << rank;
+  }
+}
+
 }  // namespace
 }  // namespace stepsim::sim

@@ -16,6 +16,7 @@ struct StageMemory {
   std::int64_t optimizer_bytes = 0;
   std::int64_t activations_bytes = 0;        ///< everything held at the peak of 1F1B
   std::int64_t layer_activations_bytes = 0;  ///< the transformer layers' share of it
+  std::int64_t comm_buffer_bytes = 0;        ///< userbuffer_bytes(): held the whole run
   std::int64_t peak_bytes = 0;
   bool operator==(const StageMemory&) const = default;
 };
@@ -56,6 +57,17 @@ struct StaticMemory {
   }
   bool operator==(const StaticMemory&) const = default;
 };
+
+/// Transformer Engine's userbuffers of tp_comm_overlap on every GPU: initialize_ub
+/// (transformer_engine/pytorch/module/base.py) registers one communication buffer per
+/// userbuffers GEMM (the 12 of kUbGemmNames, whether the job's flags use them or not) of
+/// Megatron's shape [s * b / cp, h] (megatron/training/initialize.py
+/// _initialize_tp_communicators), cudaMalloc'ed outside PyTorch's allocator
+/// (comm_gemm_overlap.cpp register_user_buffer_collective): in bf16 (initialize_ub's dtype),
+/// or one byte per element where the job is FP8 and the buffer is an FP8 one (the all-gather
+/// GEMMs of layers_all_gather_overlap, a "pipeline" GEMM with fp8_buf). The ring-exchange
+/// GEMMs are all-gathers (tp chunks of the shape: the same bytes). 0 without tp_comm_overlap.
+std::int64_t userbuffer_bytes(const Workload& w);
 
 /// `fp8_weight_elements`: weights of the layers' linears on the rank when they run in FP8
 /// (fp8_weight_elements()); Transformer Engine keeps an FP8 copy and an FP8 transpose of each

@@ -118,7 +118,10 @@ enum class CollectiveKind : std::uint8_t {
 /// group); kExpertData, the expert data-parallel group over which the experts' gradients are
 /// reduced and their optimizer states sharded. kContextA2a: the all-to-all level of
 /// hierarchical context parallelism (cp_comm_type a2a+p2p; Megatron's
-/// _HIERARCHICAL_CONTEXT_PARALLEL_GROUPS[0], consecutive ranks of the CP group).
+/// _HIERARCHICAL_CONTEXT_PARALLEL_GROUPS[0], consecutive ranks of the CP group). kGradStats:
+/// the optimizer's grad_stats_parallel_group, over which the gradient norm is summed: the
+/// world with the distributed optimizer (its intra_dist_opt_group), Megatron's model-parallel
+/// group ("tp-pp", every pipeline stage) otherwise.
 enum class CommGroup : std::uint8_t {
   kTensor,
   kData,
@@ -129,7 +132,8 @@ enum class CommGroup : std::uint8_t {
   kExpertTensor,
   kExpertTensorExpert,
   kExpertData,
-  kContextA2a
+  kContextA2a,
+  kGradStats
 };
 
 /// A collective over a process group. `bytes` is nccl-tests' "size": the full buffer
