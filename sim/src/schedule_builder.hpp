@@ -43,7 +43,6 @@ class ProgramBuilder {
     item.kind = ProgramItem::Kind::kComm;
     item.comm.name = name;
     item.comm.blocking = blocking;
-    item.comm.transfers.reserve(n);
     for (const OptTransfer* t : all) {
       if (t->has_value()) item.comm.transfers.push_back(**t);
     }
@@ -55,7 +54,7 @@ class ProgramBuilder {
     item.kind = ProgramItem::Kind::kComm;
     item.comm.name = "wait";
     item.comm.blocking = true;
-    item.comm.waits.assign(1, t);
+    item.comm.waits.push_back(t);
   }
 
  private:
