@@ -232,6 +232,38 @@ TEST(TimeOpsInterference, TensorCollectiveBesideAWgradGemm) {
   EXPECT_DOUBLE_EQ(time_ops(ops, UnitCost(), true, k).duration_s, 8.0);
 }
 
+TEST(TimeOpsReuse, SameTimingIgnoresNamesAndLayersOnly) {
+  // build_step copies a template to every op list timed alike: lists that differ in what
+  // time_ops does not read (names, layer indices) are alike; any field it reads tells them apart.
+  std::vector<Op> ops(2);
+  ops[0].name = "fc1_gemm";
+  ops[0].layer = 3;
+  ops[0].shape = GemmOp{.m = 2, .n = 3, .k = 4};
+  ops[1].name = "tp_all_gather";
+  ops[1].layer = 3;
+  ops[1].stream = Stream::kTensorComm;
+  ops[1].shape = CollectiveOp{.kind = CollectiveKind::kAllGather, .bytes = 8, .group_size = 2};
+  ops[1].deps = {0};
+  std::vector<Op> other = ops;
+  other[0].layer = other[1].layer = 11;
+  other[0].name = "renamed";
+  EXPECT_TRUE(same_timing(ops, other));
+  EXPECT_EQ(time_ops(ops, UnitCost(), false).duration_s,
+            time_ops(other, UnitCost(), false).duration_s);
+  const auto differs = [&](auto&& change) {
+    std::vector<Op> changed = ops;
+    change(changed);
+    return !same_timing(ops, changed);
+  };
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].shape = GemmOp{.m = 2, .n = 3, .k = 5}; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[1].deps.clear(); }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[1].stream = Stream::kCompute; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].phase = Phase::kRecompute; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].sm_share = 0.5; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].workspace_bytes = 1; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o.pop_back(); }));
+}
+
 Workload shipped(const std::string& name) {
   LoadOptions options;
   options.scenarios_dir = STEPSIM_SCENARIOS_DIR;
