@@ -43,6 +43,7 @@ class ProgramBuilder {
     item.kind = ProgramItem::Kind::kComm;
     item.comm.name = name;
     item.comm.blocking = blocking;
+    item.comm.transfers.reserve(n);
     for (const OptTransfer* t : all) {
       if (t->has_value()) item.comm.transfers.push_back(**t);
     }
@@ -54,7 +55,7 @@ class ProgramBuilder {
     item.kind = ProgramItem::Kind::kComm;
     item.comm.name = "wait";
     item.comm.blocking = true;
-    item.comm.waits.push_back(t);
+    item.comm.waits.assign(1, t);
   }
 
  private:

@@ -41,7 +41,7 @@ void append_transfer(std::string& out, const Transfer& t) {
   out += std::to_string(t.peer);
 }
 
-void append_transfers(std::string& out, const TransferList& transfers) {
+void append_transfers(std::string& out, const std::vector<Transfer>& transfers) {
   out += '[';
   bool first = true;
   for (const Transfer& t : transfers) {

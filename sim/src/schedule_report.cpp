@@ -8,7 +8,7 @@
 namespace stepsim::sim {
 namespace {
 
-void write_transfers(std::ostream& out, const TransferList& transfers) {
+void write_transfers(std::ostream& out, const std::vector<Transfer>& transfers) {
   out << '[';
   bool first = true;
   for (const Transfer& t : transfers) {

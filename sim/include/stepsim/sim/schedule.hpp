@@ -3,16 +3,11 @@
 // (megatron/core/pipeline_parallel/schedules.py): the per-rank order of forward/backward
 // actions, and the point-to-point calls Megatron issues around them.
 
-#include <algorithm>
-#include <array>
-#include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "stepsim/core/assert.hpp"
 #include "stepsim/core/result.hpp"
 #include "stepsim/sim/timeline.hpp"
 
@@ -59,44 +54,6 @@ struct Transfer {
   bool operator==(const Transfer&) const = default;
 };
 
-/// The transfers of one call, held in place. Megatron's p2p_communication._communicate moves
-/// at most four tensors per call (tensor_send_next, tensor_send_prev, recv_prev, recv_next),
-/// so a list never grows past that, and programs of hundreds of thousands of calls allocate
-/// nothing for their transfers.
-class TransferList {
- public:
-  static constexpr std::size_t kCapacity = 4;
-
-  TransferList() = default;
-  TransferList(std::initializer_list<Transfer> transfers) {
-    for (const Transfer& t : transfers) push_back(t);
-  }
-
-  void push_back(Transfer t) {
-    STEPSIM_ASSERT(size_ < kCapacity);
-    items_[size_++] = t;
-  }
-  void clear() { size_ = 0; }
-
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  const Transfer* begin() const { return items_.data(); }
-  const Transfer* end() const { return items_.data() + size_; }
-  const Transfer& front() const { return (*this)[0]; }
-  const Transfer& back() const { return (*this)[size_ - 1]; }
-  const Transfer& operator[](std::size_t i) const {
-    STEPSIM_ASSERT(i < size_);
-    return items_[i];
-  }
-  bool operator==(const TransferList& other) const {
-    return std::equal(begin(), end(), other.begin(), other.end());
-  }
-
- private:
-  std::array<Transfer, kCapacity> items_{};
-  std::uint8_t size_ = 0;
-};
-
 /// One call of Megatron's p2p_communication (send_forward, send_forward_recv_backward, ...).
 /// Blocking calls return when all their transfers completed; non-blocking calls
 /// (overlap_p2p_comm) only post them, and the consuming compute waits for its own input.
@@ -110,9 +67,9 @@ struct CommCall {
   /// Megatron's function name, e.g. "send_forward_recv_backward"; always a string literal,
   /// so programs of hundreds of thousands of calls allocate nothing for it.
   std::string_view name;
-  TransferList transfers;
+  std::vector<Transfer> transfers;
   bool blocking = true;
-  TransferList waits;  ///< name == "wait": transfers posted earlier, awaited here
+  std::vector<Transfer> waits;  ///< name == "wait": transfers posted earlier, awaited here
   bool operator==(const CommCall&) const = default;
 };
 
