@@ -110,21 +110,41 @@ class Builder {
     // sweep hands in its worker's memo already.
     const CostMemo memo(cost_);
     const CostModel& priced = dynamic_cast<const CostMemo*>(&cost_) != nullptr ? cost_ : memo;
+    // The middle stages' chunks are mostly the same layers (other indices): an op list timed
+    // alike as one timed before, on a stage of the same speed, takes a copy of its template.
+    struct Timed {
+      const std::vector<Op>* ops;
+      double scale;
+      std::size_t index;  // into out_.templates
+    };
+    std::vector<Timed> timed;
     for (std::int32_t r = 0; r < p_; ++r) {
       const StagePlan& stage = plan_.stages[static_cast<std::size_t>(r)];
       STEPSIM_ASSERT(static_cast<std::int32_t>(stage.chunks.size()) == v_);
-      const ScaledCompute scaled(priced, scale_of(r));
-      const CostModel& cost = scale_of(r) == 1.0 ? priced : scaled;
+      const double scale = scale_of(r);
+      const ScaledCompute scaled(priced, scale);
+      const CostModel& cost = scale == 1.0 ? priced : scaled;
+      const auto time = [&](const std::vector<Op>& ops, std::size_t index) {
+        for (const Timed& t : timed) {
+          if (t.scale == scale && same_timing(*t.ops, ops)) {
+            out_.templates[index] = out_.templates[t.index];
+            return;
+          }
+        }
+        out_.templates[index] =
+            time_ops(ops, cost, options_.serialize_streams, options_.interference);
+        timed.push_back(Timed{.ops = &ops, .scale = scale, .index = index});
+      };
       for (std::int32_t c = 0; c < v_; ++c) {
         const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
-        out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kForward, v_))] =
-            time_ops(chunk.forward, cost, options_.serialize_streams, options_.interference);
-        out_.templates[static_cast<std::size_t>(template_index(r, c, ActionType::kBackward, v_))] =
-            time_ops(chunk.backward, cost, options_.serialize_streams, options_.interference);
+        time(chunk.forward,
+             static_cast<std::size_t>(template_index(r, c, ActionType::kForward, v_)));
+        time(chunk.backward,
+             static_cast<std::size_t>(template_index(r, c, ActionType::kBackward, v_)));
         if (!chunk.backward_wgrad_deferred.empty()) {
           deferred_template_ = static_cast<std::int32_t>(out_.templates.size());
-          out_.templates.push_back(time_ops(chunk.backward_wgrad_deferred, cost,
-                                            options_.serialize_streams, options_.interference));
+          out_.templates.emplace_back();
+          time(chunk.backward_wgrad_deferred, out_.templates.size() - 1);
         }
       }
     }

@@ -187,4 +187,11 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
   return t;
 }
 
+bool same_timing(const std::vector<Op>& a, const std::vector<Op>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Op& x, const Op& y) {
+    return x.phase == y.phase && x.stream == y.stream && x.workspace_bytes == y.workspace_bytes &&
+           x.sm_share == y.sm_share && x.deps == y.deps && x.shape == y.shape;
+  });
+}
+
 }  // namespace stepsim::sim

@@ -43,4 +43,10 @@ struct ChunkTemplate {
 ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
                        const Interference& interference = {});
 
+/// Whether time_ops gives `a` and `b` the same template (with the same cost model and
+/// options): every field it reads (phase, stream, shape, deps, workspace bytes, SM share) is
+/// equal op for op. Names and layer indices, which it does not read, may differ: the chunks
+/// of a pipeline's middle stages are the same layers under other indices.
+bool same_timing(const std::vector<Op>& a, const std::vector<Op>& b);
+
 }  // namespace stepsim::sim

@@ -93,16 +93,38 @@ void ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, 
   fs.rate = 0;
   fs.active = true;
   fs.added = true;
+  // A flow on resources nobody else uses is a component of its own: no other flow's rate
+  // changes (no sharing, and no interference, which needs a flow of the other kind on the
+  // same SMs), and its own rate is what solve_component's one-flow case gives. It is solved
+  // here and reported at the next update, without touching its resources; should another
+  // flow join one of them before that update, the search from that flow's resources finds
+  // both and solves them together.
+  bool alone = true;
   for (const FlowUse& u : uses) {
     STEPSIM_ASSERT(u.resource < capacity_.size());
+    alone = alone && users_[u.resource].empty();
+  }
+  for (const FlowUse& u : uses) {
     users_[u.resource].push_back(flow);
-    touch(u.resource);
+    if (!alone) touch(u.resource);
     if (!is_sm_[u.resource]) continue;
     // The first compute flow (or NCCL kernel) on a GPU changes the bounds of the other kind:
     // their components are touched through this resource.
     if (u.nccl_kernel) ++nccl_count_[u.resource];
     if (u.weight > 0) ++compute_count_[u.resource];
   }
+  if (alone) {
+    fs.rate = lone_rate(flow);
+    fresh_.push_back(flow);
+  }
+}
+
+double ResourceModel::lone_rate(std::uint32_t flow) const {
+  double rate = bound_of(flow);
+  for (const FlowUse& u : uses_of(flow)) {
+    if (u.weight > 0) rate = std::min(rate, capacity_[u.resource] / u.weight);
+  }
+  return rate;
 }
 
 void ResourceModel::remove_flow(std::uint32_t flow) {
@@ -116,7 +138,8 @@ void ResourceModel::remove_flow(std::uint32_t flow) {
     const auto it = std::find(users.begin(), users.end(), flow);
     STEPSIM_ASSERT(it != users.end());
     users.erase(it);  // keeps the remaining users in start order (deterministic)
-    touch(u.resource);
+    // A resource left unused has no component to re-solve.
+    if (!users.empty()) touch(u.resource);
     if (!is_sm_[u.resource]) continue;
     if (u.nccl_kernel) --nccl_count_[u.resource];
     if (u.weight > 0) --compute_count_[u.resource];
@@ -166,6 +189,14 @@ void ResourceModel::solve_touched() {
   }
   touched_list_.clear();
   ++generation_;
+  // Flows added alone and not re-solved with another since: their rate is new.
+  for (const std::uint32_t f : fresh_) {
+    FlowState& fs = flows_[f];
+    if (!fs.active || !fs.added) continue;
+    fs.added = false;
+    changed_.push_back(f);
+  }
+  fresh_.clear();
   std::sort(changed_.begin(), changed_.end());
 }
 
@@ -181,12 +212,7 @@ void ResourceModel::solve_component(const std::vector<std::uint32_t>& flows,
   };
   // The fast path: one flow alone takes its bound unless a resource caps it.
   if (flows.size() == 1) {
-    const std::uint32_t f = flows[0];
-    double rate = bound_of(f);
-    for (const FlowUse& u : uses_of(f)) {
-      if (u.weight > 0) rate = std::min(rate, capacity_[u.resource] / u.weight);
-    }
-    report(f, rate);
+    report(flows[0], lone_rate(flows[0]));
     return;
   }
   // Renumber the component's resources 0..n-1 for the filling (scratch kept across calls:

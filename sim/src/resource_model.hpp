@@ -22,7 +22,8 @@
 //
 // update() re-solves only the flows connected (through shared resources) to a resource that
 // a start or an end touched since the last call; a flow alone on its resources takes its
-// bound without any filling.
+// bound without any filling, and one that starts on resources nobody uses, or ends leaving
+// a resource unused, touches nothing (no other flow's rate can change).
 
 #include <cstdint>
 #include <span>
@@ -70,6 +71,8 @@ class ResourceModel {
   void solve_component(const std::vector<std::uint32_t>& flows,
                        const std::vector<std::uint32_t>& resources);
   double bound_of(std::uint32_t flow) const;
+  /// The rate of `flow` alone in its component.
+  double lone_rate(std::uint32_t flow) const;
   std::span<const FlowUse> uses_of(std::uint32_t flow) const {
     return {uses_.data() + flows_[flow].use_begin, flows_[flow].use_count};
   }
@@ -98,6 +101,7 @@ class ResourceModel {
   std::vector<FlowState> flows_;
   std::uint32_t generation_ = 0;
   std::vector<std::uint32_t> changed_;
+  std::vector<std::uint32_t> fresh_;  // added alone since the last update (add_flow)
   // Scratch for solve_component.
   std::vector<std::uint32_t> component_flows_, component_resources_, stack_;
   std::vector<std::uint32_t> resource_mark_;

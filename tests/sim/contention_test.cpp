@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "../../sim/src/chunk_template.hpp"
 #include "../../sim/src/resource_model.hpp"
@@ -53,6 +56,49 @@ Task transfer(std::int32_t from, std::int32_t to, double seconds) {
               .kind = TaskKind::kTransfer,
               .duration_s = seconds,
               .resources = res};
+}
+
+// Each update's reports as (flow, rate), in the order the model gives them.
+std::vector<std::pair<std::uint32_t, double>> updated(ResourceModel& model) {
+  std::vector<std::pair<std::uint32_t, double>> out;
+  model.update([&](std::uint32_t f, double rate) { out.emplace_back(f, rate); });
+  return out;
+}
+
+TEST(ResourceModelUpdates, FlowsStartingAloneAndJoinedBeforeTheUpdate) {
+  // Two links of capacity 2 and 1; resource 2 is a GPU's SMs (where compute and NCCL kernels
+  // interfere: compute at 1/2, NCCL at 1/4 beside each other).
+  ResourceModel model({2, 1, 1}, {false, false, true},
+                      Interference{.compute_slowdown = 2, .collective_slowdown = 4}, 8);
+  using R = std::vector<std::pair<std::uint32_t, double>>;
+  // Alone on link 1: its bound (3 exceeds the capacity, so the capacity 1).
+  const FlowUse link1{.resource = 1};
+  model.add_flow(0, std::span(&link1, 1), 3);
+  EXPECT_EQ(updated(model), (R{{0, 1.0}}));
+  // Flow 1 starts alone on link 0, flow 2 joins it before the update: both are solved
+  // together (each half of link 0), each reported once.
+  const FlowUse link0{.resource = 0};
+  model.add_flow(1, std::span(&link0, 1), 5);
+  model.add_flow(2, std::span(&link0, 1), 5);
+  EXPECT_EQ(updated(model), (R{{1, 1.0}, {2, 1.0}}));
+  // Flow 2 ends: flow 1 takes the whole link; flow 0, apart, is not reported.
+  model.remove_flow(2);
+  EXPECT_EQ(updated(model), (R{{1, 2.0}}));
+  // A compute flow alone on the SMs, then an NCCL kernel beside it (on link 1 too, shared
+  // with flow 0): the compute flow slows by 2, the kernel takes a quarter of link 1's 1 ...
+  const FlowUse compute{.resource = 2};
+  model.add_flow(3, std::span(&compute, 1), 1);
+  EXPECT_EQ(updated(model), (R{{3, 1.0}}));
+  const std::vector<FlowUse> nccl{FlowUse{.resource = 2, .weight = 0, .nccl_kernel = true},
+                                  FlowUse{.resource = 1}};
+  model.add_flow(4, nccl, 1);
+  EXPECT_EQ(updated(model), (R{{0, 0.75}, {3, 0.5}, {4, 0.25}}));
+  // ... and when the compute flow ends, the kernel rises to its half of link 1.
+  model.remove_flow(3);
+  EXPECT_EQ(updated(model), (R{{0, 0.5}, {4, 0.5}}));
+  // Flows ending alone change nobody's rate.
+  model.remove_flow(1);
+  EXPECT_TRUE(updated(model).empty());
 }
 
 TEST(EngineContention, TwoTransfersSharingOneNicTakeTwiceAsLong) {
@@ -184,6 +230,38 @@ TEST(TimeOpsInterference, TensorCollectiveBesideAWgradGemm) {
   EXPECT_DOUBLE_EQ(time_ops(ops, UnitCost(), false, k).duration_s, 7.0);
   // The serial (validator) mode never overlaps: 2 + 1 + 4 + 1.
   EXPECT_DOUBLE_EQ(time_ops(ops, UnitCost(), true, k).duration_s, 8.0);
+}
+
+TEST(TimeOpsReuse, SameTimingIgnoresNamesAndLayersOnly) {
+  // build_step copies a template to every op list timed alike: lists that differ in what
+  // time_ops does not read (names, layer indices) are alike; any field it reads tells them apart.
+  std::vector<Op> ops(2);
+  ops[0].name = "fc1_gemm";
+  ops[0].layer = 3;
+  ops[0].shape = GemmOp{.m = 2, .n = 3, .k = 4};
+  ops[1].name = "tp_all_gather";
+  ops[1].layer = 3;
+  ops[1].stream = Stream::kTensorComm;
+  ops[1].shape = CollectiveOp{.kind = CollectiveKind::kAllGather, .bytes = 8, .group_size = 2};
+  ops[1].deps = {0};
+  std::vector<Op> other = ops;
+  other[0].layer = other[1].layer = 11;
+  other[0].name = "renamed";
+  EXPECT_TRUE(same_timing(ops, other));
+  EXPECT_EQ(time_ops(ops, UnitCost(), false).duration_s,
+            time_ops(other, UnitCost(), false).duration_s);
+  const auto differs = [&](auto&& change) {
+    std::vector<Op> changed = ops;
+    change(changed);
+    return !same_timing(ops, changed);
+  };
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].shape = GemmOp{.m = 2, .n = 3, .k = 5}; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[1].deps.clear(); }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[1].stream = Stream::kCompute; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].phase = Phase::kRecompute; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].sm_share = 0.5; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o[0].workspace_bytes = 1; }));
+  EXPECT_TRUE(differs([](std::vector<Op>& o) { o.pop_back(); }));
 }
 
 Workload shipped(const std::string& name) {

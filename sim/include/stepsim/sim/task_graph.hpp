@@ -13,6 +13,7 @@
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 
+#include "stepsim/core/assert.hpp"
 #include "stepsim/core/ops.hpp"
 
 namespace stepsim::sim {
@@ -72,11 +73,22 @@ class TaskGraph {
  public:
   using Csr = boost::compressed_sparse_row_graph<boost::directedS>;
 
-  TaskId add_task(const Task& task);
+  // add_task and add_edge run once per task and edge of a step (hundreds of thousands):
+  // inline.
+  TaskId add_task(const Task& task) {
+    STEPSIM_ASSERT(!finalized_);
+    tasks_.push_back(task);
+    return TaskId{static_cast<std::uint32_t>(tasks_.size() - 1)};
+  }
   /// Capacity hints for the tasks and edges to come.
   void reserve(std::size_t tasks, std::size_t edges);
   /// `to` starts only after `from` ended.
-  void add_edge(TaskId from, TaskId to);
+  void add_edge(TaskId from, TaskId to) {
+    STEPSIM_ASSERT(!finalized_);
+    STEPSIM_ASSERT(from.value < tasks_.size() && to.value < tasks_.size() &&
+                   from.value != to.value);
+    edges_.emplace_back(from.value, to.value);
+  }
   /// Freezes the edges into the CSR graph; no adds afterwards.
   void finalize();
 
