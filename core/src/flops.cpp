@@ -53,6 +53,7 @@ double megatron_logged_flops_per_step(const Workload& w) {
   const double layers = static_cast<double>(m.num_layers);
   const double q = static_cast<double>(m.kv_channels * m.num_attention_heads);
   const double kv = static_cast<double>(m.kv_channels * m.num_query_groups);
+  // Megatron reads args.swiglu alone: --quick-geglu's gated FC1 is logged as an ungated one.
   const double ffn_factor = m.swiglu ? 3.0 : 2.0;
   const double s = static_cast<double>(m.seq_length);
   const double batch = static_cast<double>(w.training.global_batch_size);

@@ -158,8 +158,9 @@ void import_deepseek(const json& doc, const std::string& file_label, json& model
 }
 
 /// GPT-OSS (transformers' modeling_gpt_oss.py, OpenAI's model card arXiv:2508.10925): every
-/// layer's MLP is num_local_experts experts with biases, top num_experts_per_tok; what changes
-/// the cost and is not modelled yet is named in a note.
+/// layer's MLP is num_local_experts experts with biases, top num_experts_per_tok, a clamped
+/// quick-GEGLU activation; attention has learned sinks and alternates sliding windows. Set as
+/// Megatron-Bridge's GPTOSSBridge.provider_bridge sets them (models/gpt_oss/gpt_oss_bridge.py).
 void import_gpt_oss(const json& doc, const std::string& file_label, json& model, ImportedModel& out,
                     Errors& errors) {
   model["moe_ffn_hidden_size"] = model["ffn_hidden_size"];
@@ -231,16 +232,22 @@ void import_gpt_oss(const json& doc, const std::string& file_label, json& model,
       }
     }
   }
-  // GptOssAttention.sinks: one learned logit per head in the softmax's denominator.
-  out.notes.push_back(
-      "attention sinks (Megatron's --softmax-type learnable) are not modelled: costed as "
-      "vanilla softmax attention");
+  // GptOssAttention.sinks: one learned logit per head in the softmax's denominator, as
+  // Megatron-Bridge's GPTOSSBridge.provider_bridge sets it (softmax_type "learnable").
+  model["softmax_type"] = "learnable";
+  // GptOssExperts._apply_gate: gate.clamp(max=limit), up.clamp(-limit, limit), then
+  // gate * sigmoid(1.702 gate) * (up + 1): Megatron's quick-GEGLU with glu_linear_offset 1 and
+  // activation_func_clamp_value = swiglu_limit (GPTOSSBridge: quick_gelu, 1.0, 7.0).
+  model["swiglu"] = false;
+  model["quick_geglu"] = true;
+  model["glu_linear_offset"] = 1.0;
   if (doc.contains("swiglu_limit") && !doc["swiglu_limit"].is_null()) {
-    // GptOssExperts._apply_gate: clamp, x_glu * sigmoid(1.702 x_glu) * (x_linear + 1).
-    out.notes.push_back("swiglu_limit=" + doc["swiglu_limit"].dump() +
-                        " (the clamped gated activation: Megatron's --quick-geglu, "
-                        "--glu-linear-offset 1, --activation-func-clamp-value) is costed as "
-                        "SwiGLU's elementwise kernel");
+    if (!doc["swiglu_limit"].is_number() || !(doc["swiglu_limit"].get<double>() > 0)) {
+      errors.push_back(Error{file_label, "swiglu_limit",
+                             "=" + doc["swiglu_limit"].dump() + " must be a number > 0"});
+    } else {
+      model["activation_func_clamp_value"] = doc["swiglu_limit"];
+    }
   }
   if (doc.contains("quantization_config")) {
     out.notes.push_back(

@@ -418,8 +418,21 @@ std::string megatron_args_of(const Workload& w) {
     num("--vocab-size", m.padded_vocab_size);
     num("--make-vocab-size-divisible-by", 1);
   }
+  // The shortest form that reads back as the same double.
+  const auto decimal = [&](std::string_view name, double v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    flag(name);
+    out += ' ';
+    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  };
   if (m.swiglu) flag("--swiglu");
   if (m.squared_relu) flag("--squared-relu");
+  if (m.quick_geglu) flag("--quick-geglu");
+  if (m.glu_linear_offset != 0.0) decimal("--glu-linear-offset", m.glu_linear_offset);
+  if (m.activation_func_clamp_value > 0.0) {
+    decimal("--activation-func-clamp-value", m.activation_func_clamp_value);
+  }
   if (m.untie_embeddings_and_output_weights) flag("--untie-embeddings-and-output-weights");
   if (m.use_flash_attn) flag("--use-flash-attn");
   // Explicit: without it the importer takes Megatron-Core's default, auto.
@@ -428,6 +441,10 @@ std::string megatron_args_of(const Workload& w) {
     flag("--attention-backend");
     out += ' ';
     out += kBackends[static_cast<std::size_t>(m.attention_backend)];
+  }
+  if (m.softmax_type != SoftmaxType::kVanilla) {
+    flag("--softmax-type");
+    out += m.softmax_type == SoftmaxType::kLearnable ? " learnable" : " off-by-one";
   }
   if (!m.add_bias_linear) flag("--disable-bias-linear");
   flag("--normalization");

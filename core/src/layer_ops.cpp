@@ -68,8 +68,19 @@ void reduce_output(OpList& ops, std::int32_t layer, Phase phase) {
   ops.wait(ops.tp_collective(kind, layer, phase, hidden_bytes(x)));
 }
 
+/// Learnable attention sinks (softmax_type "learnable"): Transformer Engine's
+/// DotProductAttention.forward hands cuDNN softmax_offset.reshape(1, -1, 1, 1).to(float32),
+/// a cast kernel of the rank's heads / t logits (a 16-bit parameter under Megatron's
+/// Float16Module); cuDNN computes the sink inside the fused kernel (sdpa set_sink_token) and
+/// its fp32 gradient inside the backward one (set_dsink_token, fused_attn_f16_arbitrary_seqlen
+/// .cu), which autograd's ToCopyBackward casts back. Off-by-one's zero offset is an fp32 buffer
+/// already: no kernel. (Accumulating the gradient into main_grad is, as for the norms' and
+/// biases' parameters, not priced.)
+std::int64_t sink_cast_bytes(const Dims& x) { return x.heads() * (x.e + 4); }
+
 void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
+  if (x.learnable_sink) ops.memory("attn_sink_cast", layer, phase, sink_cast_bytes(x));
   if (x.cp > 1) {
     emit_cp_attention_forward(ops, layer, phase);
     return;
@@ -99,7 +110,7 @@ void emit_core_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
   ops.memory("attn_merge_heads", layer, phase, x.tokens * x.attn_n() * 2 * x.e);
 }
 
-void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
+void emit_core_attention_backward_kernels(OpList& ops, std::int32_t layer) {
   const Dims& x = ops.dims();
   const Phase ph = Phase::kBackwardInput;
   if (x.cp > 1) {
@@ -130,6 +141,14 @@ void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
   ops.attention_gemm("attn_qk_dgrad_k", layer, ph, x.s, x.d, x.s, x.attn_batch());
   if (x.g < x.a) {
     ops.memory("attn_kv_expand_bwd", layer, ph, x.tokens * 2 * (x.a + x.g) * x.d / x.t * x.e);
+  }
+}
+
+void emit_core_attention_backward(OpList& ops, std::int32_t layer) {
+  emit_core_attention_backward_kernels(ops, layer);
+  const Dims& x = ops.dims();
+  if (x.learnable_sink) {
+    ops.memory("attn_sink_cast_bwd", layer, Phase::kBackwardWeight, sink_cast_bytes(x));
   }
 }
 

@@ -207,6 +207,12 @@ void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, 
     }
   }
   read_window(r, w.model);
+  // Megatron's "no clamp" is leaving it out (None); 0 here would clamp everything to 0.
+  if (const json* clamp = r.raw("activation_func_clamp_value");
+      clamp != nullptr && clamp->is_number() && clamp->get<double>() <= 0) {
+    r.error("activation_func_clamp_value",
+            "=" + detail::describe(*clamp) + " must be > 0 (leave it out for no clamp)");
+  }
   const ModelConfig& m = w.model;
   if (given.of("attention_backend") && m.use_flash_attn &&
       (m.attention_backend == AttentionBackend::kUnfused ||

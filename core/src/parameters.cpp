@@ -41,7 +41,10 @@ std::int64_t attention_parameters(const Dims& x) {
   if (x.mla) return 2 * norm_parameters(x) + mla_parameters(x);
   const std::int64_t qkv = x.h * x.qkv_n() + (x.bias ? x.qkv_n() : 0);
   const std::int64_t proj = x.attn_n() * x.h + (x.bias ? x.h : 0);
-  return 2 * norm_parameters(x) + qkv + proj;
+  // Learnable attention sinks: TEDotProductAttention's softmax_offset, one logit per head,
+  // split over tensor parallelism (sharded_state_dict {'softmax_offset': 0}).
+  const std::int64_t sinks = x.learnable_sink ? x.heads() : 0;
+  return 2 * norm_parameters(x) + qkv + proj + sinks;
 }
 
 std::int64_t layer_parameters(const Dims& x) {

@@ -17,6 +17,8 @@ constexpr std::array<std::string_view, 3> kPosition = {"learned_absolute", "rope
 constexpr std::array<std::string_view, 2> kNorm = {"LayerNorm", "RMSNorm"};
 constexpr std::array<std::string_view, 5> kAttentionBackend = {"auto", "flash", "fused", "unfused",
                                                                "local"};
+// Megatron-Core's --softmax-type values (TransformerConfig.softmax_type), in SoftmaxType's order.
+constexpr std::array<std::string_view, 3> kSoftmaxType = {"vanilla", "off-by-one", "learnable"};
 constexpr std::array<std::string_view, 3> kFp8Format = {"none", "e4m3", "hybrid"};
 constexpr std::array<std::string_view, 5> kFp8Recipe = {"delayed", "tensorwise", "blockwise",
                                                         "mxfp8", "custom"};
@@ -275,6 +277,32 @@ const std::array kSchema = {
                      "num_experts (not modelled yet)",
             .doc = "squared ReLU MLP (Nemotron-4): one FC1 GEMM of ffn_hidden_size outputs, then "
                    "relu(x)^2 as one fused elementwise kernel that keeps its input for backward"},
+    // GPT-OSS's gated activation (validate_gpt_oss.cpp, moe_ops.cpp)
+    KeyInfo{STEPSIM_BOOL("model.quick_geglu", model.quick_geglu), .sweep = Sweep::kListed,
+            .flags = "--quick-geglu=true", .default_text = "false",
+            .check = "not with swiglu or squared_relu (Megatron-LM asserts not swiglu); needs "
+                     "add_bias_linear (else bias_activation_fusion is off: the unfused GLU is "
+                     "not modelled yet) and num_experts with every layer an MoE layer and no "
+                     "shared experts (Megatron's dense MLP fuses only gelu and swiglu)",
+            .doc = "quick-GEGLU MLP (GPT-OSS): FC1 of 2 x ffn outputs, then quick_gelu(x_glu) * "
+                   "(x_linear + glu_linear_offset) times the routing probability as one fused "
+                   "kernel (weighted_bias_quick_geglu_impl) that keeps its input for backward"},
+    KeyInfo{STEPSIM_REAL("model.glu_linear_offset", model.glu_linear_offset),
+            .sweep = Sweep::kListed, .flags = "--glu-linear-offset", .default_text = "0.0",
+            .check = "not 0 needs quick_geglu (TransformerConfig refuses it with "
+                     "bias_activation_fusion and another activation)",
+            .doc = "offset added to the gated unit's linear half (GPT-OSS: 1.0); a scalar inside "
+                   "the fused activation kernel, so no kernel or byte changes"},
+    KeyInfo{STEPSIM_REAL("model.activation_func_clamp_value", model.activation_func_clamp_value),
+            .sweep = Sweep::kListed, .flags = "--activation-func-clamp-value",
+            .default_text = "none (no clamp)",
+            .check = "> 0 and finite; needs quick_geglu, or swiglu with num_experts and "
+                     "glu_linear_offset 0 (TransformerConfig's rules)",
+            .doc = "clamps FC1's output before the gated activation (x_glu <= it, |x_linear| <= "
+                   "it; GPT-OSS: 7.0): inside SwiGLU's fused kernel (no cost), but before "
+                   "quick-GEGLU's as two clamp kernels and a concatenation, whose input and "
+                   "output both stay for backward, and whose backward runs PyTorch's "
+                   "clamp_backward (masks, where) and the halves' concatenation"},
     KeyInfo{STEPSIM_BOOL("model.untie_embeddings_and_output_weights",
                          model.untie_embeddings_and_output_weights),
             .sweep = Sweep::kListed, .flags = "--untie-embeddings-and-output-weights=true",
@@ -291,6 +319,20 @@ const std::array kSchema = {
                      "not with use_flash_attn",
             .doc = "Megatron-Core's attention backend: auto, flash and fused run one fused kernel "
                    "(no s x s scores in memory), unfused and local materialise the scores"},
+    KeyInfo{STEPSIM_ENUM("model.softmax_type", model.softmax_type, SoftmaxType),
+            .choices = kSoftmaxType, .sweep = Sweep::kListed, .flags = "--softmax-type",
+            .default_text = "\"vanilla\"",
+            .check = "\"vanilla\", \"off-by-one\", \"learnable\"; not vanilla needs "
+                     "Transformer Engine's fused (cuDNN) attention: attention_backend \"auto\" "
+                     "or \"fused\" (FlashAttention does not run it; the unfused backends are not "
+                     "modelled yet with it), no use_flash_attn, context_parallel_size 1 or "
+                     "cp_comm_type \"a2a\", no multi_latent_attention",
+            .doc = "attention sinks: an extra logit in every softmax row's denominator, fixed "
+                   "at zero (off-by-one) or learned per head (learnable, GPT-OSS: "
+                   "num_attention_heads parameters per layer, sharded over tensor parallelism, "
+                   "with their gradients and optimizer states); cuDNN computes the sink and its "
+                   "gradient inside the fused attention kernels, Megatron casts the learned "
+                   "logits to fp32 before them and their fp32 gradient back"},
     KeyInfo{STEPSIM_BOOL("model.add_bias_linear", model.add_bias_linear), .sweep = Sweep::kListed,
             .flags = "--disable-bias-linear=false --add-bias-linear=true", .default_text = "true",
             .doc = "biases in the linear layers"},
@@ -968,10 +1010,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "apply_rope_fusion", .flag = "--no-rope-fusion"},
     {.dest = "gradient_accumulation_fusion", .flag = "--no-gradient-accumulation-fusion"},
     // attention and layers
-    {.dest = "softmax_type", .flag = "--softmax-type", .neutral_value = "vanilla"},
-    {.dest = "quick_geglu", .flag = "--quick-geglu"},
-    {.dest = "glu_linear_offset", .flag = "--glu-linear-offset", .neutral_value = "0.0"},
-    {.dest = "activation_func_clamp_value", .flag = "--activation-func-clamp-value"},
     {.dest = "enable_gpt_oss", .flag = "--enable-gpt-oss"},
     // multi-latent attention: the fused q/kv down projection with the input norm in front
     // (FusedMLASelfAttention) is another op sequence; latent caching is inference only

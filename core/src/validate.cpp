@@ -400,6 +400,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_moe(w, check);
   detail::check_mla(w, check);
   detail::check_window(w, check);
+  detail::check_gpt_oss(w, check);
   return errors;
 }
 

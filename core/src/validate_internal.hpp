@@ -62,4 +62,9 @@ void check_tp_overlap(const Workload& w, Checker& check);
 /// what Transformer Engine refuses with it and what stepsim does not model yet.
 void check_window(const Workload& w, Checker& check);
 
+/// GPT-OSS's attention sinks (softmax_type) and clamped quick-GEGLU (quick_geglu,
+/// glu_linear_offset, activation_func_clamp_value), validate_gpt_oss.cpp: Megatron-LM's and
+/// Transformer Engine's rules, and what stepsim does not model yet.
+void check_gpt_oss(const Workload& w, Checker& check);
+
 }  // namespace stepsim::detail

@@ -44,6 +44,12 @@ struct Dims {
   bool sp = false;
   bool swiglu = false;
   bool squared_relu = false;  ///< the MLP's activation is squared ReLU (not gated)
+  /// quick-GEGLU (gated: FC1 of 2f outputs); clamp_glu: with activation_func_clamp_value, whose
+  /// clamps and concatenation run as kernels of their own before quick-GEGLU's fused one.
+  bool quick_geglu = false;
+  bool clamp_glu = false;
+  /// softmax_type learnable: num_attention_heads / t learned sink logits per layer and rank.
+  bool learnable_sink = false;
   bool flash = false;
   bool bias = true;
   bool learned_pos = true;
@@ -148,9 +154,11 @@ struct Dims {
   }
   std::int64_t local_experts() const { return experts / ep; }
   std::int64_t expert_ffn_n() const { return moe_f / etp; }  ///< per-rank expert FFN width
-  std::int64_t expert_fc1_n() const { return (swiglu ? 2 : 1) * moe_f / etp; }
+  /// A gated MLP: FC1 makes both halves of the gated linear unit.
+  bool gated() const { return swiglu || quick_geglu; }
+  std::int64_t expert_fc1_n() const { return (gated() ? 2 : 1) * moe_f / etp; }
   std::int64_t shared_ffn_n() const { return shared_f / t; }
-  std::int64_t shared_fc1_n() const { return (swiglu ? 2 : 1) * shared_f / t; }
+  std::int64_t shared_fc1_n() const { return (gated() ? 2 : 1) * shared_f / t; }
 
   // Per-rank widths after tensor-parallel slicing.
   std::int64_t heads() const { return a / t; }
@@ -160,7 +168,7 @@ struct Dims {
   /// Core attention output width.
   std::int64_t attn_n() const { return mla ? a * dv / t : a * d / t; }
   std::int64_t ffn_n() const { return f / t; }
-  std::int64_t fc1_n() const { return (swiglu ? 2 : 1) * f / t; }
+  std::int64_t fc1_n() const { return (gated() ? 2 : 1) * f / t; }
   std::int64_t vocab_n() const { return vocab / t; }
   std::int64_t attn_batch() const { return b * a / t; }  ///< batched-GEMM count of QK^T, AV
   std::int64_t score_elems() const { return b * (a / t) * s * s; }  ///< attention scores
@@ -231,6 +239,9 @@ inline Dims dims_of(const Workload& w) {
   x.e = bytes_of(tc.params_dtype);
   x.swiglu = mc.swiglu;
   x.squared_relu = mc.squared_relu;
+  x.quick_geglu = mc.quick_geglu;
+  x.clamp_glu = mc.quick_geglu && mc.activation_func_clamp_value > 0;
+  x.learnable_sink = mc.softmax_type == SoftmaxType::kLearnable;
   x.flash = mc.fused_attention();
   x.bias = mc.add_bias_linear;
   x.learned_pos = mc.position_embedding_type == PositionEmbedding::kLearnedAbsolute;

@@ -210,8 +210,8 @@ TEST(ImportHfMoe, DeepseekV2AndV3) {
 
 // GPT-OSS (openai/gpt-oss-120b and -20b): every layer MoE, biases everywhere, 64-wide heads;
 // the sliding-window layers become window_size (sliding_window - 1, 0) on every other layer
-// (window_attn_skip_freq 2, as Megatron-Bridge's GPTOSSBridge sets it); attention sinks and the
-// clamped activation are named as not modelled.
+// (window_attn_skip_freq 2, as Megatron-Bridge's GPTOSSBridge sets it); learned attention sinks
+// and the clamped quick-GEGLU (offset 1, clamp swiglu_limit) as GPTOSSBridge sets them.
 TEST(ImportHfMoe, GptOss) {
   for (const char* file : {"gpt-oss-120b-config.json", "gpt-oss-20b-config.json"}) {
     const ImportedModel r = imported(file);
@@ -225,7 +225,12 @@ TEST(ImportHfMoe, GptOss) {
     EXPECT_EQ(m.moe_router_topk, 4);
     EXPECT_EQ(m.moe_ffn_hidden_size, 2880);
     EXPECT_TRUE(m.add_bias_linear);
-    EXPECT_TRUE(m.swiglu);
+    EXPECT_FALSE(m.swiglu);
+    EXPECT_TRUE(m.quick_geglu);
+    EXPECT_EQ(m.glu_linear_offset, 1.0);
+    EXPECT_EQ(m.activation_func_clamp_value, 7.0);
+    EXPECT_EQ(m.softmax_type, SoftmaxType::kLearnable);
+    EXPECT_EQ(m.attention_backend, AttentionBackend::kAuto);
     EXPECT_TRUE(m.untie_embeddings_and_output_weights);
     EXPECT_EQ(m.moe_layer_freq, "1");
     EXPECT_EQ(m.num_experts, std::string(file).starts_with("gpt-oss-120b") ? 128 : 32);
@@ -234,8 +239,9 @@ TEST(ImportHfMoe, GptOss) {
     EXPECT_EQ(m.window_attn_skip_freq, "2") << file;
     EXPECT_EQ(m.attention_dropout, 0.0) << file;
     EXPECT_FALSE(noted(r, "sliding_attention")) << file;
-    EXPECT_TRUE(noted(r, "--softmax-type learnable")) << file;
-    EXPECT_TRUE(noted(r, "swiglu_limit=7.0")) << file;
+    EXPECT_FALSE(noted(r, "softmax")) << file;
+    EXPECT_FALSE(noted(r, "swiglu_limit")) << file;
+    EXPECT_FALSE(noted(r, "not modelled")) << file;
     EXPECT_TRUE(noted(r, "MXFP4")) << file;
   }
   auto missing = model_from_hf_config(
@@ -284,37 +290,57 @@ TEST(ImportHfMoe, GptOss) {
   EXPECT_EQ(load(with_training(listed.value().model_json)).model.window_attn_skip_freq, "[0,1,1]");
 }
 
-// The Megatron-Core flags Megatron-Bridge's GPTOSSBridge.provider_bridge sets for GPT-OSS:
-// the window is read (and written back); each one that changes the job and is not modelled yet
-// is an error naming it.
-TEST(ImportHfMoe, GptOssMegatronFlagsAreRefusedByName) {
+/// The load errors of a scenario text, formatted; empty when it loads.
+std::string load_errors(const std::string& json) {
+  LoadOptions o;
+  o.scenarios_dir = STEPSIM_SCENARIOS_DIR;
+  auto w = load_scenario_text(json, "x.json", ".", o);
+  return w.ok() ? std::string() : format_errors(w.errors());
+}
+
+// The Megatron-Core flags Megatron-Bridge's GPTOSSBridge.provider_bridge sets for GPT-OSS are
+// read and written back: the window, the learned sinks, the clamped quick-GEGLU.
+TEST(ImportHfMoe, GptOssMegatronFlagsAreRead) {
   const std::string line =
       "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 "
       "--hidden-size 2880 --num-attention-heads 64 --group-query-attention "
       "--num-query-groups 8 --kv-channels 64 --seq-length 4096 --max-position-embeddings 4096 "
-      "--micro-batch-size 1 --global-batch-size 8 --vocab-size 201088 --swiglu "
+      "--micro-batch-size 1 --global-batch-size 8 --vocab-size 201088 "
       "--num-experts 8 --moe-router-topk 4 --moe-ffn-hidden-size 2880 --ffn-hidden-size 2880 "
       "--normalization RMSNorm --position-embedding-type rope "
       "--untie-embeddings-and-output-weights --bf16";
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";
-  ASSERT_TRUE(scenario_from_megatron_args(line, o).ok());
-  auto windowed = scenario_from_megatron_args(
-      line + " --attention-dropout 0 --window-size 127,0 --window-attn-skip-freq 2", o);
-  ASSERT_TRUE(windowed.ok()) << format_errors(windowed.errors());
-  const Workload w = load(windowed.value().scenario_json);
+  ASSERT_TRUE(scenario_from_megatron_args(line + " --swiglu", o).ok());
+  auto oss = scenario_from_megatron_args(
+      line +
+          " --attention-dropout 0 --window-size 127,0 --window-attn-skip-freq 2 "
+          "--softmax-type learnable --quick-geglu --glu-linear-offset 1.0 "
+          "--activation-func-clamp-value 7.0",
+      o);
+  ASSERT_TRUE(oss.ok()) << format_errors(oss.errors());
+  const Workload w = load(oss.value().scenario_json);
   EXPECT_EQ(w.model.window_size, (std::vector<std::int64_t>{127, 0}));
   EXPECT_EQ(w.model.window_attn_skip_freq, "2");
+  EXPECT_EQ(w.model.softmax_type, SoftmaxType::kLearnable);
+  EXPECT_TRUE(w.model.quick_geglu);
+  EXPECT_EQ(w.model.glu_linear_offset, 1.0);
+  EXPECT_EQ(w.model.activation_func_clamp_value, 7.0);
   const std::string back = megatron_args_of(w);
-  EXPECT_NE(back.find("--window-size 127,0 --window-attn-skip-freq '2'"), std::string::npos)
-      << back;
-  for (const char* flag : {"--softmax-type learnable", "--quick-geglu", "--glu-linear-offset 1.0",
-                           "--activation-func-clamp-value 7.0"}) {
-    auto r = scenario_from_megatron_args(line + " " + flag, o);
-    ASSERT_FALSE(r.ok()) << flag;
-    const std::string name = std::string(flag).substr(0, std::string(flag).find(' '));
-    EXPECT_NE(format_errors(r.errors()).find(name), std::string::npos) << flag;
+  for (const char* flag :
+       {"--window-size 127,0 --window-attn-skip-freq '2'", "--softmax-type learnable",
+        "--quick-geglu", "--glu-linear-offset 1", "--activation-func-clamp-value 7"}) {
+    EXPECT_NE(back.find(flag), std::string::npos) << flag << " in " << back;
   }
+  // Megatron's own rules, each an error naming the key: --quick-geglu with --swiglu, sinks on
+  // FlashAttention.
+  auto both = scenario_from_megatron_args(line + " --swiglu --quick-geglu", o);
+  ASSERT_TRUE(both.ok());
+  EXPECT_NE(load_errors(both.value().scenario_json).find("model.quick_geglu"), std::string::npos);
+  auto flash = scenario_from_megatron_args(
+      line + " --swiglu --softmax-type learnable --attention-backend flash", o);
+  ASSERT_TRUE(flash.ok());
+  EXPECT_NE(load_errors(flash.value().scenario_json).find("model.softmax_type"), std::string::npos);
 }
 
 }  // namespace

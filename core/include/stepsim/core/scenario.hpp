@@ -23,6 +23,11 @@ enum class Normalization : std::uint8_t { kLayerNorm, kRmsNorm };
 /// auto, flash and fused run a fused attention kernel (Transformer Engine's flash-attn or
 /// cuDNN fused attention: no s x s scores in memory); unfused and local materialise them.
 enum class AttentionBackend : std::uint8_t { kAuto, kFlash, kFused, kUnfused, kLocal };
+/// Megatron-Core's --softmax-type (TransformerConfig.softmax_type): the attention softmax with
+/// no sink (vanilla), a fixed zero logit in every row's denominator (off-by-one), or one learned
+/// logit per head (learnable, GPT-OSS's attention sinks). Transformer Engine runs the last two
+/// in cuDNN fused attention only (dot_product_attention/utils.py get_attention_backend).
+enum class SoftmaxType : std::uint8_t { kVanilla, kOffByOne, kLearnable };
 /// Megatron-Core's --fp8-format (TransformerConfig.fp8): none, e4m3 everywhere, or hybrid (E4M3
 /// activations and weights, E5M2 gradients).
 enum class Fp8Format : std::uint8_t { kNone, kE4m3, kHybrid };
@@ -78,11 +83,26 @@ struct ModelConfig {
   /// Megatron's --squared-relu: the MLP's activation is relu(x)^2 (megatron/core/activations.py),
   /// not gated, so FC1 keeps ffn_hidden_size outputs; never with swiglu or linear biases.
   bool squared_relu = false;
+  /// Megatron's --quick-geglu: a gated MLP (FC1 of 2 x ffn outputs) whose activation is
+  /// quick_gelu(x_glu) * (x_linear + glu_linear_offset), quick_gelu(y) = y * sigmoid(1.702 y)
+  /// (megatron/core/fusions/fused_bias_geglu.py); never with swiglu or squared_relu.
+  bool quick_geglu = false;
+  /// Megatron's --glu-linear-offset: added to the gated unit's linear half (GPT-OSS: 1.0). A
+  /// scalar inside the fused activation kernel: it changes no kernel or byte.
+  double glu_linear_offset = 0.0;
+  /// Megatron's --activation-func-clamp-value; 0 = None. Clamps FC1's output before the gated
+  /// activation (x_glu at most it, x_linear within +-it): inside SwiGLU's fused kernel, but as
+  /// separate clamp and concatenation kernels before quick-GEGLU's
+  /// (weighted_bias_quick_geglu_impl).
+  double activation_func_clamp_value = 0.0;
   bool untie_embeddings_and_output_weights = false;
   bool use_flash_attn = false;
   /// kUnfused when not given (scenario contract v1, where use_flash_attn picks flash); the
   /// importers write Megatron-Core's default, kAuto.
   AttentionBackend attention_backend = AttentionBackend::kUnfused;
+  /// Megatron's --softmax-type; anything but vanilla runs in Transformer Engine's cuDNN fused
+  /// attention (validate_gpt_oss.cpp), learnable adds num_attention_heads parameters per layer.
+  SoftmaxType softmax_type = SoftmaxType::kVanilla;
   bool add_bias_linear = true;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
   /// Megatron's --rotary-percent: RoPE rotates the first int(kv_channels * this) dims of each
