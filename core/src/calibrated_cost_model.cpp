@@ -462,8 +462,17 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
       what + " from " + group_text(kind, group_size, nodes));
   LinearFit rescaled = fit;
   rescaled.latency_s *= ring_steps(op.kind, op.group_size) / ring_steps(kind, group_size);
-  rescaled.bandwidth_bytes_per_s *=
-      bus_factor(kind, group_size) / bus_factor(op.kind, op.group_size);
+  if (all_to_all && op.nodes_spanned > 1) {
+    // An all-to-all across nodes is bound by the part each rank sends off its node through
+    // its own NIC share (roofline_cost_model.cpp): with as many members per node, that share
+    // is the measured group's, and the bytes scale with the off-node fraction (n-k)/n, not
+    // with (n-1)/n.
+    rescaled.bandwidth_bytes_per_s *= all_to_all_off_node_fraction(group_size, nodes) /
+                                      all_to_all_off_node_fraction(op.group_size, op.nodes_spanned);
+  } else {
+    rescaled.bandwidth_bytes_per_s *=
+        bus_factor(kind, group_size) / bus_factor(op.kind, op.group_size);
+  }
   return linear_s(rescaled, op.bytes, what);
 }
 

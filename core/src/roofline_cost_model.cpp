@@ -28,6 +28,14 @@ double bus_factor(CollectiveKind kind, std::int64_t group_size) {
   return kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) / n : (n - 1.0) / n;
 }
 
+double all_to_all_off_node_fraction(std::int64_t group_size, std::int64_t nodes_spanned) {
+  if (group_size <= 1 || nodes_spanned <= 1) return 0.0;
+  const double n = static_cast<double>(group_size);
+  // Megatron's groups have as many members on every node they span.
+  const double per_node = std::max(1.0, n / static_cast<double>(nodes_spanned));
+  return (n - per_node) / n;
+}
+
 double RooflineCostModel::gemm_s(const GemmOp& op) const {
   const double flops = op.flops();
   if (flops <= 0) return 0.0;
@@ -77,15 +85,32 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   if (op.kind == CollectiveKind::kAllToAll) {
-    // NCCL runs all-to-all as one round of grouped sends and receives (no ring, no algorithm
-    // choice in its tuning model): every member sends (n-1)/n of its buffer at once, the
-    // bus-bandwidth factor nccl-tests uses for alltoall (doc/PERFORMANCE.md,
-    // https://github.com/NVIDIA/nccl-tests), over the same per-GPU link share as a ring.
-    const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);
-    const double hop =
-        op.nodes_spanned > 1 ? system_.inter_node.latency_s : system_.intra_node.latency_s;
-    return system_.efficiency.kernel_launch_s + hop +
-           static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / busbw;
+    // NCCL runs all-to-all as grouped sends and receives, one pair per peer (enqueue.cc,
+    // taskAppend: ncclFuncAlltoAll appends a ncclFuncSend and a ncclFuncRecv task for every
+    // rank; PyTorch's all_to_all_single is the same grouped send/recv), with no ring and no
+    // algorithm choice in its tuning model. Each peer's chunk takes its own path at once: to
+    // a peer on another node through this GPU's own NIC share, to one on the node over
+    // NVLink. So the time is the slower of the two legs, not a ring's bus bandwidth.
+    const double bytes = static_cast<double>(op.bytes);
+    if (op.nodes_spanned <= 1) {
+      // nccl-tests' alltoall bus-bandwidth factor (n-1)/n (doc/PERFORMANCE.md,
+      // https://github.com/NVIDIA/nccl-tests) over the GPU's NVLink port.
+      return system_.efficiency.kernel_launch_s + system_.intra_node.latency_s +
+             bytes * bus_factor(op.kind, op.group_size) /
+                 bus_bandwidth_bytes_per_s(op.group_size, 1);
+    }
+    const double off_node = all_to_all_off_node_fraction(op.group_size, op.nodes_spanned);
+    const double on_node = bus_factor(op.kind, op.group_size) - off_node;
+    // The off-node part leaves through this GPU's own nics_per_node / gpus_per_node NICs
+    // (over PCIe, not NVLink): every rank of the node sends at once, so a group with k ranks
+    // per node does not get k shares as a ring crossing nodes does (one ring per NIC).
+    const double nic = system_.inter_node.bandwidth_bytes_per_s *
+                       static_cast<double>(system_.nics_per_node) /
+                       static_cast<double>(std::max<std::int64_t>(1, system_.gpus_per_node)) *
+                       system_.efficiency.link_max;
+    const double nvlink = bus_bandwidth_bytes_per_s(op.group_size, 1);
+    return system_.efficiency.kernel_launch_s + system_.inter_node.latency_s +
+           std::max(bytes * off_node / nic, bytes * on_node / nvlink);
   }
   // On NVIDIA NVSwitch platforms a collective costs what NCCL's own model says of the
   // algorithm and protocol NCCL picks (nccl_model.hpp); its latencies include the launch.

@@ -331,6 +331,22 @@ TEST(CalibratedCostModel, InterNodeBorrowsOnlyWithSameMembersPerNode) {
   EXPECT_EQ(m.collective_s(dp16), roofline.collective_s(dp16));
 }
 
+// A cross-node all-to-all not measured borrows the measured one with as many members per node
+// (the same NIC share per rank) and scales its bytes by the part sent off the node, (n-k)/n.
+TEST(CalibratedCostModel, CrossNodeAllToAllRescalesByItsOffNodeBytes) {
+  auto p = std::make_shared<Profile>(*test_profile());
+  for (std::int64_t b = 1 << 16; b <= (1 << 28); b *= 4) {
+    p->collectives.push_back(
+        {CollectiveKind::kAllToAll, 16, 2, b, 20e-6 + static_cast<double>(b) / 40e9, ""});
+  }
+  fit_profile(*p);
+  const CalibratedCostModel m(p, "a2a.json", test_system());
+  // 16 on 2 nodes sends 8/16 off its node: 20 GB/s of NIC per rank. 64 on 8 nodes sends 56/64.
+  const double nic = 40e9 * 8.0 / 16.0;
+  const CollectiveOp ep64{CollectiveKind::kAllToAll, CommGroup::kExpert, 1 << 24, 64, 8};
+  EXPECT_NEAR(m.collective_s(ep64), 20e-6 * 63.0 / 15.0 + (1 << 24) * (56.0 / 64.0) / nic, 1e-9);
+}
+
 TEST(CalibratedCostModel, P2PUsesItsLinkClass) {
   const CalibratedCostModel m = model();
   EXPECT_NEAR(m.p2p_s({1 << 20, false}), 3e-6 + (1 << 20) / 150e9, 1e-12);

@@ -73,6 +73,50 @@ TEST(Roofline, InterNodeGroupGetsItsShareOfTheNics) {
   EXPECT_DOUBLE_EQ(m.bus_bandwidth_bytes_per_s(16, 2), 200e9);
 }
 
+// All-to-all is grouped sends and receives (NCCL's enqueue.cc): each rank sends (n-k)/n of its
+// buffer off its node through its own NIC (one of 25 GB/s per GPU here) while (k-1)/n goes
+// over NVLink at the same time; the slower leg sets the time.
+TEST(Roofline, CrossNodeAllToAllUsesEachRanksOwnNic) {
+  RooflineCostModel m(test_system());
+  const std::int64_t bytes = 1 << 28;
+  // EP 64 over 8 nodes of 8: 56/64 off the node at one NIC's 25 GB/s (not the 8 NICs a ring
+  // of 8 ranks per node would get), 7/64 over NVLink at 200 GB/s.
+  const CollectiveOp ep64{CollectiveKind::kAllToAll, CommGroup::kExpert, bytes, 64, 8};
+  EXPECT_DOUBLE_EQ(all_to_all_off_node_fraction(64, 8), 56.0 / 64.0);
+  EXPECT_NEAR(m.collective_s(ep64), 10e-6 + bytes * (56.0 / 64.0) / 25e9, 1e-12);
+  // The old ring pricing, 63/64 at 8 x 25 GB/s, was 7.1x faster.
+  EXPECT_GT(m.collective_s(ep64), 7.0 * (10e-6 + bytes * (63.0 / 64.0) / 200e9));
+}
+
+TEST(Roofline, AllToAllWithOneRankPerNodeIsOneNic) {
+  RooflineCostModel m(test_system());
+  const std::int64_t bytes = 1 << 28;
+  const CollectiveOp a2a{CollectiveKind::kAllToAll, CommGroup::kExpert, bytes, 8, 8};
+  EXPECT_DOUBLE_EQ(all_to_all_off_node_fraction(8, 8), 7.0 / 8.0);
+  // As before the fix: (n-1)/n at the bus bandwidth of a group with one member per node.
+  EXPECT_NEAR(m.collective_s(a2a), 10e-6 + bytes * (7.0 / 8.0) / 25e9, 1e-12);
+  EXPECT_NEAR(m.collective_s(a2a), 10e-6 + bytes * (7.0 / 8.0) / m.bus_bandwidth_bytes_per_s(8, 8),
+              1e-12);
+}
+
+TEST(Roofline, AllToAllIsBoundByTheSlowerLeg) {
+  SystemConfig s = test_system();
+  s.intra_node = {10e9, 5e-6};  // an NVLink slower than the NIC: the on-node leg binds
+  RooflineCostModel m(s);
+  const std::int64_t bytes = 1 << 28;
+  // 16 over 2 nodes: 8/16 off the node at 25 GB/s vs 7/16 over NVLink at 10 GB/s.
+  const CollectiveOp a2a{CollectiveKind::kAllToAll, CommGroup::kExpert, bytes, 16, 2};
+  EXPECT_NEAR(m.collective_s(a2a), 10e-6 + bytes * (7.0 / 16.0) / 10e9, 1e-12);
+}
+
+TEST(Roofline, IntraNodeAllToAllUsesNvlinkBusBandwidth) {
+  RooflineCostModel m(test_system());
+  const std::int64_t bytes = 1 << 28;
+  const CollectiveOp a2a{CollectiveKind::kAllToAll, CommGroup::kExpert, bytes, 8, 1};
+  EXPECT_DOUBLE_EQ(all_to_all_off_node_fraction(8, 1), 0.0);
+  EXPECT_NEAR(m.collective_s(a2a), 5e-6 + bytes * (7.0 / 8.0) / 200e9, 1e-12);
+}
+
 TEST(Roofline, SingleRankCollectiveIsFree) {
   RooflineCostModel m(test_system());
   EXPECT_EQ(m.collective_s({CollectiveKind::kAllReduce, CommGroup::kData, 1 << 20, 1, 1}), 0.0);

@@ -33,4 +33,9 @@ class RooflineCostModel final : public CostModel {
 /// all-gather and reduce-scatter.
 double bus_factor(CollectiveKind kind, std::int64_t group_size);
 
+/// The part of an all-to-all's buffer each member sends to members on other nodes: (n-k)/n
+/// with k = group_size / nodes_spanned members per node (0 inside one node). The rest of
+/// bus_factor's (n-1)/n, (k-1)/n, goes to the members of its own node.
+double all_to_all_off_node_fraction(std::int64_t group_size, std::int64_t nodes_spanned);
+
 }  // namespace stepsim
