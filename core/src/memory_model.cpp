@@ -76,6 +76,10 @@ std::int64_t userbuffer_bytes(const Workload& w) {
   return bytes;
 }
 
+std::int64_t comm_buffer_bytes(const Workload& w, std::int64_t expert_parameters) {
+  return userbuffer_bytes(w) + (expert_parameters > 0 ? detail::deepep_buffer_bytes(w) : 0);
+}
+
 StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
                            std::int64_t fp8_weight_elements, std::int64_t expert_parameters) {
   const bool mixed = t.params_dtype != DType::kFp32;
@@ -181,7 +185,7 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     for (std::int64_t k = total - warmup; k < total; ++k) backward(k);
 
     StaticMemory s = static_memory(tc, params, fp8_weight_elements(w, r), experts);
-    if (experts > 0) s.comm_buffer_bytes = detail::deepep_buffer_bytes(w);
+    s.comm_buffer_bytes = comm_buffer_bytes(w, experts);
     StageMemory m;
     m.stage = r;
     m.weights_bytes = s.weights_bytes;
@@ -189,9 +193,8 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     m.optimizer_bytes = s.optimizer_bytes;
     m.activations_bytes = peak.total;
     m.layer_activations_bytes = peak.layers;
-    m.comm_buffer_bytes = userbuffer_bytes(w);
-    m.peak_bytes = s.total() + m.comm_buffer_bytes +
-                   std::max(peak.total + transient, s.optimizer_step_bytes);
+    m.comm_buffer_bytes = s.comm_buffer_bytes;
+    m.peak_bytes = s.total() + std::max(peak.total + transient, s.optimizer_step_bytes);
     out.push_back(m);
   }
   return out;

@@ -102,9 +102,12 @@ void write_memory_text(const Workload& w, std::ostream& out) {
     out << "uneven stages: " << stage_layers_text(pipeline_split(w.training, w.model))
         << " transformer layers per stage\n";
   }
-  if (!rows.empty() && rows.front().memory.comm_buffer_bytes > 0) {
-    out << "peak includes " << gib(rows.front().memory.comm_buffer_bytes)
-        << " GiB of Transformer Engine's tp_comm_overlap userbuffers per GPU\n";
+  std::int64_t buffers = 0;
+  for (const StageMemoryRow& r : rows) buffers = std::max(buffers, r.memory.comm_buffer_bytes);
+  if (buffers > 0) {
+    out << "peak includes up to " << gib(buffers)
+        << " GiB of communication buffers per GPU (Transformer Engine's tp_comm_overlap "
+           "userbuffers, DeepEP's buffers)\n";
   }
   const std::int64_t peak = largest_peak(rows);
   out << (peak <= capacity ? "fits" : "does not fit") << ": largest peak " << gib(peak)

@@ -16,7 +16,7 @@ struct StageMemory {
   std::int64_t optimizer_bytes = 0;
   std::int64_t activations_bytes = 0;        ///< everything held at the peak of 1F1B
   std::int64_t layer_activations_bytes = 0;  ///< the transformer layers' share of it
-  std::int64_t comm_buffer_bytes = 0;        ///< userbuffer_bytes(): held the whole run
+  std::int64_t comm_buffer_bytes = 0;        ///< comm_buffer_bytes(): held the whole run
   std::int64_t peak_bytes = 0;
   bool operator==(const StageMemory&) const = default;
 };
@@ -49,8 +49,9 @@ struct StaticMemory {
   /// activations are held (not part of total()): the fp32 copy of the rank's bf16 gradient
   /// shard with grad_reduce_in_bf16 (distrib_optimizer.py `.float()`).
   std::int64_t optimizer_step_bytes = 0;
-  /// Communication buffers allocated once and held: DeepEP's NVLink and RDMA buffers on a
-  /// stage with MoE layers and the flex dispatcher (moe_flex.hpp deepep_buffer_bytes).
+  /// Communication buffers allocated once and held (comm_buffer_bytes()): TE's userbuffers
+  /// with tp_comm_overlap; DeepEP's NVLink and RDMA buffers on a stage with MoE layers and the
+  /// flex dispatcher (moe_flex.hpp deepep_buffer_bytes).
   std::int64_t comm_buffer_bytes = 0;
   std::int64_t total() const {
     return weights_bytes + gradients_bytes + optimizer_bytes + comm_buffer_bytes;
@@ -68,6 +69,10 @@ struct StaticMemory {
 /// GEMMs of layers_all_gather_overlap, a "pipeline" GEMM with fp8_buf). The ring-exchange
 /// GEMMs are all-gathers (tp chunks of the shape: the same bytes). 0 without tp_comm_overlap.
 std::int64_t userbuffer_bytes(const Workload& w);
+
+/// The communication buffers a stage holds all run: userbuffer_bytes(), plus DeepEP's
+/// buffers when the stage has experts (`expert_parameters` > 0) and the flex dispatcher.
+std::int64_t comm_buffer_bytes(const Workload& w, std::int64_t expert_parameters);
 
 /// `fp8_weight_elements`: weights of the layers' linears on the rank when they run in FP8
 /// (fp8_weight_elements()); Transformer Engine keeps an FP8 copy and an FP8 transpose of each
