@@ -5,7 +5,8 @@
 #       (9 rounds of calibration of S's own op shapes in the same process, each followed by
 #        one measured step: on a shared 2-core machine the CPU's speed drifts by 20-40% over
 #        seconds, so profile and steps must sample the same stretch of time)
-#       (measured again, up to 3 attempts, when outside the tolerance: see below)
+#       (measured again, up to 3 attempts, when outside the tolerance; an attempt the
+#       validator reports as measured on a busy machine does not count: see below)
 #   stepsim regress RECORDS --tolerance T
 # and prints every figure and the median error. Fails when a command fails or when regress
 # finds a relative error above T (STEPSIM_CI_TOLERANCE, default 0.15, the target: see
@@ -29,9 +30,15 @@ for scenario in pp2-1f1b pp2-interleaved tp2-sp tp2-sp-fp8 dp2 cp2 ep2-moe; do
   # A shared VM's speed comes in bursts (its two vCPUs sometimes share one physical core and
   # run GEMMs at half speed), and a burst can still cover most of one run's calibration
   # rounds. A scenario outside the tolerance is measured again, up to 3 attempts; a real
-  # regression is outside every time, the machine's weather rarely is. Every attempt's
-  # error is printed.
-  for attempt in 1 2 3; do
+  # regression is outside every time, the machine's weather rarely is. An attempt that the
+  # validator itself reports as measured on a busy machine (its steps spread by more than a
+  # quarter of their median: "the machine was busy" in the report's notes) is not counted
+  # against the 3, at most 3 such. Every attempt's error is printed.
+  attempt=0
+  counted=0
+  busy=0
+  while [ "$counted" -lt 3 ]; do
+    attempt=$((attempt + 1))
     echo "=== $scenario (attempt $attempt): calibrate in-process, then validate"
     rm -rf "$work/attempt"
     "${mpirun[@]}" -np 2 "$bin" validate "$file" --backend cpu \
@@ -42,6 +49,13 @@ for scenario in pp2-1f1b pp2-interleaved tp2-sp tp2-sp-fp8 dp2 cp2 ep2-moe; do
       sed "s/^/attempt $attempt: /" | tee -a "$work/attempts.txt"; then
       break
     fi
+    if [ "$busy" -lt 3 ] && grep -q "the machine was busy" "$work/$scenario.report.json"; then
+      busy=$((busy + 1))
+      echo "attempt $attempt: $scenario outside the tolerance, measured on a busy machine" \
+        "(its steps spread by more than 25%): not counted" | tee -a "$work/attempts.txt"
+      continue
+    fi
+    counted=$((counted + 1))
     echo "attempt $attempt: $scenario outside the tolerance" | tee -a "$work/attempts.txt"
   done
   mv "$work/attempt/"*.json "$work/records/"  # the record and its copy of the profile
