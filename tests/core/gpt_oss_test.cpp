@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_ops.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/flops.hpp"
 #include "stepsim/core/load.hpp"
@@ -72,20 +73,8 @@ bool names(const std::vector<std::string>& keys, const std::string& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
-/// Keeps plans alive so that pointers into them stay valid.
-const WorkloadPlan& kept(WorkloadPlan plan) {
-  static std::deque<WorkloadPlan> plans;
-  return plans.emplace_back(std::move(plan));
-}
-
-std::vector<const Op*> named(const std::vector<Op>& ops, const std::string& name,
-                             std::int32_t layer = 0) {
-  std::vector<const Op*> out;
-  for (const Op& op : ops) {
-    if (op.name == name && op.layer == layer) out.push_back(&op);
-  }
-  return out;
-}
+using testing::kept;
+using testing::named;
 
 std::int64_t bytes_of_op(const Op* op) { return std::get<MemoryBoundOp>(op->shape).bytes; }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_ops.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/flops.hpp"
 #include "stepsim/core/load.hpp"
@@ -57,21 +58,8 @@ Workload moe_workload(std::int64_t t, std::int64_t dp, std::int64_t ep, std::int
   return w.ok() ? std::move(w).value() : Workload{};
 }
 
-/// Keeps a plan alive for the rest of the test program, so that pointers `named` returns into
-/// it stay valid (a temporary plan would be freed at the end of the full expression).
-const WorkloadPlan& kept(WorkloadPlan plan) {
-  static std::deque<WorkloadPlan> plans;
-  return plans.emplace_back(std::move(plan));
-}
-
-std::vector<const Op*> named(const std::vector<Op>& ops, const std::string& name,
-                             std::int32_t layer = 0) {
-  std::vector<const Op*> out;
-  for (const Op& op : ops) {
-    if (op.name == name && op.layer == layer) out.push_back(&op);
-  }
-  return out;
-}
+using testing::kept;
+using testing::named;
 
 TEST(MoeLayerFreq, IntegersAndPatterns) {
   auto every = parse_moe_layer_freq("2", 5);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_ops.hpp"
 #include "model_workloads.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/memory_model.hpp"
@@ -30,14 +31,7 @@ Workload tp4(bool overlap) {
   return w;
 }
 
-std::vector<const Op*> named(const std::vector<Op>& ops, const std::string& name,
-                             std::int32_t layer) {
-  std::vector<const Op*> out;
-  for (const Op& op : ops) {
-    if (op.name == name && op.layer == layer) out.push_back(&op);
-  }
-  return out;
-}
+using testing::named;
 
 double flops_of(const std::vector<const Op*>& ops) {
   double sum = 0;
