@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -494,7 +495,17 @@ double CalibratedCostModel::p2p_s(const P2POp& op) const {
 }
 
 std::string CalibratedCostModel::describe() const {
-  return "profile " + label_ + " (" + profile_->machine + ", " + profile_->source + ")";
+  std::string out = "profile " + label_ + " (" + profile_->machine + ", " + profile_->source + ")";
+  if (const HostCosts* h = host()) {
+    // The host's issue costs shape the step (sim/src/build_step.cpp): say so where the cost
+    // model is named.
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "; host issues a kernel in %.1f us forward, %.1f us backward, wakes in %.1f us",
+                  h->forward_op_issue_s * 1e6, h->backward_op_issue_s * 1e6, h->sync_s * 1e6);
+    out += buf;
+  }
+  return out;
 }
 
 void CalibratedCostModel::warn(const std::string& category, const std::string& detail) const {

@@ -389,6 +389,51 @@ void read_fits(ObjectReader& top, Profile& p) {
       false);
 }
 
+// The optional "host" object (measure_host_overhead.py): every figure a measured time.
+void read_host(ObjectReader& top, Profile& p) {
+  if (!top.has("host")) return;
+  ObjectReader r(top.at("host"), top.path("host"), top.file(), top.errors());
+  if (!r.is_object()) {
+    r.error(top.path("host"), " must be an object");
+    return;
+  }
+  HostCosts& h = p.host;
+  r.reject_unknown({"op_issue_s", "forward_op_issue_s", "backward_op_issue_s", "kernel_gap_s",
+                    "sync_s", "ops", "layer", "citation"});
+  r.seconds("op_issue_s", h.op_issue_s);
+  r.seconds("forward_op_issue_s", h.forward_op_issue_s);
+  r.seconds("backward_op_issue_s", h.backward_op_issue_s);
+  r.seconds("kernel_gap_s", h.kernel_gap_s);
+  r.seconds("sync_s", h.sync_s);
+  r.string("citation", h.citation);
+  if (r.has("ops")) {
+    const Json& ops = r.at("ops");
+    if (!ops.is_object()) {
+      r.error(r.path("ops"), " must be an object of op kind to seconds");
+    } else {
+      ObjectReader o(ops, r.path("ops"), top.file(), top.errors());
+      for (const auto& [name, value] : ops.items()) {
+        double x = 0;
+        o.seconds(name.c_str(), x);
+        h.ops.emplace_back(name, x);
+      }
+    }
+  }
+  if (r.has("layer")) {
+    ObjectReader l(r.at("layer"), r.path("layer"), top.file(), top.errors());
+    if (!l.is_object()) {
+      r.error(r.path("layer"), " must be an object");
+    } else {
+      l.reject_unknown(
+          {"forward_kernels", "backward_kernels", "forward_host_s", "backward_host_s"});
+      l.integer("forward_kernels", h.layer_forward_kernels, 1);
+      l.integer("backward_kernels", h.layer_backward_kernels, 1);
+      l.seconds("forward_host_s", h.layer_forward_host_s);
+      l.seconds("backward_host_s", h.layer_backward_host_s);
+    }
+  }
+}
+
 }  // namespace
 
 Result<Profile> parse_profile(std::string_view json_text, const std::string& file_label) {
@@ -401,7 +446,7 @@ Result<Profile> parse_profile(std::string_view json_text, const std::string& fil
   if (!top.is_object()) return errors;
   top.reject_unknown({"format_version", "machine", "backend", "date", "source", "notes",
                       "world_size", "gemm", "attention", "memory", "collectives", "p2p",
-                      "memory_fit", "collective_fits", "p2p_fits"});
+                      "memory_fit", "collective_fits", "p2p_fits", "host"});
   std::int64_t version = 0;
   top.integer("format_version", version, 1);
   if (version > 1) {
@@ -425,6 +470,7 @@ Result<Profile> parse_profile(std::string_view json_text, const std::string& fil
   top.integer("world_size", p.world_size, 1);
   read_samples(top, p);
   read_fits(top, p);
+  read_host(top, p);
   if (!errors.empty()) return errors;
   // A profile written by hand (the public reference profiles) may leave the fits out; they
   // are then made from its samples here, exactly as `stepsim calibrate` makes them.

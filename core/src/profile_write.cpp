@@ -112,6 +112,28 @@ std::string profile_to_json(const Profile& p) {
     e["fit"] = fit_json(f.fit);
     j["p2p_fits"].push_back(std::move(e));
   }
+  if (p.host.measured()) {
+    const HostCosts& h = p.host;
+    OrderedJson host;
+    host["op_issue_s"] = h.op_issue_s;
+    host["forward_op_issue_s"] = h.forward_op_issue_s;
+    host["backward_op_issue_s"] = h.backward_op_issue_s;
+    host["kernel_gap_s"] = h.kernel_gap_s;
+    host["sync_s"] = h.sync_s;
+    if (!h.ops.empty()) {
+      OrderedJson ops = OrderedJson::object();
+      for (const auto& [name, seconds] : h.ops) ops[name] = seconds;
+      host["ops"] = std::move(ops);
+    }
+    if (h.layer_forward_kernels > 0) {
+      host["layer"] = {{"forward_kernels", h.layer_forward_kernels},
+                       {"backward_kernels", h.layer_backward_kernels},
+                       {"forward_host_s", h.layer_forward_host_s},
+                       {"backward_host_s", h.layer_backward_host_s}};
+    }
+    host["citation"] = h.citation;
+    j["host"] = std::move(host);
+  }
   return j.dump(2) + "\n";
 }
 

@@ -6,6 +6,7 @@
 
 #include "ddp_buckets.hpp"
 #include "stepsim/core/assert.hpp"
+#include "stepsim/core/profile.hpp"
 #include "stepsim/core/rank_layout.hpp"
 #include "stepsim/sim/cost_memo.hpp"
 
@@ -53,6 +54,7 @@ class ScaledCompute final : public CostModel {
   double collective_s(const CollectiveOp& op) const override { return base_.collective_s(op); }
   double p2p_s(const P2POp& op) const override { return base_.p2p_s(op); }
   std::string describe() const override { return base_.describe(); }
+  const HostCosts* host() const override { return base_.host(); }  // the host is not slowed
 
  private:
   const CostModel& base_;
@@ -75,6 +77,9 @@ class Builder {
     last_backward_preds_.resize(static_cast<std::size_t>(p_ * v_));
     last_backward_key_.assign(static_cast<std::size_t>(p_ * v_), kNoKey);
     dp_stream_last_.assign(static_cast<std::size_t>(p_), kNoTask);
+    host_ = options.serialize_streams ? nullptr : cost.host();
+    host_last_.assign(static_cast<std::size_t>(p_), kNoTask);
+    last_compute_.assign(static_cast<std::size_t>(p_), kNoTask);
   }
 
   Result<BuiltStep> build() {
@@ -253,6 +258,13 @@ class Builder {
             wait_gather = dispatch_param_gather(r, a.chunk, cursor, gather);
           }
         }
+        // The host issues the action's kernels one after another: its first kernel can
+        // start once issued, and the host goes on to the next item only after the last.
+        const std::int32_t issued =
+            issue_on_host(r, out_.templates[static_cast<std::size_t>(ti)].ops.size(),
+                          host_ == nullptr                 ? 0.0
+                          : a.type == ActionType::kForward ? host_->forward_op_issue_s
+                                                           : host_->backward_op_issue_s);
         const auto payload = static_cast<std::int32_t>(out_.actions.size());
         out_.actions.push_back(ActionRef{r, a, ti, wgrad_deferred});
         const TaskId id =
@@ -264,6 +276,10 @@ class Builder {
                      .resources = {.compute_gpu = r}});
         add_edges(cursor, id);
         if (wait_gather != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(wait_gather)}, id);
+        if (issued != kNoTask) {
+          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
+          cursor.push_back(issued);  // for the bucket points below: same predecessors
+        }
         const std::int32_t vs = a.chunk * p_ + r;
         if (a.type == ActionType::kForward && vs > 0) {
           add_data_dependency(id, key_of(TensorKind::kActivation, a.microbatch, vs - 1), cursor);
@@ -282,6 +298,7 @@ class Builder {
           }
         }
         cursor.assign(1, static_cast<std::int32_t>(id.value));
+        last_compute_[ri] = static_cast<std::int32_t>(id.value);
         continue;
       }
       const CommCall& call = item.comm;
@@ -293,16 +310,64 @@ class Builder {
         cursor.push_back(t);
       }
       if (call.transfers.empty()) continue;
+      const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
+      if (issued != kNoTask) cursor.push_back(issued);
       posted_.clear();
       for (const Transfer& tr : call.transfers) posted_.push_back(post_transfer(r, tr, cursor));
       // With serialised streams a non-blocking call completes where it is issued, as on the
       // validator's single host thread (calibration/executor.hpp).
       if (call.blocking || options_.serialize_streams) cursor.assign(posted_.begin(), posted_.end());
+      if (host_ != nullptr && call.blocking && !schedule_.params.overlap_p2p_comm) {
+        // p2p_communication.py, _communicate: with batch_p2p_comm (Megatron sets it to
+        // `not overlap_p2p_comm`) and batch_p2p_sync (default True) the call ends in
+        // torch.cuda.synchronize(): the host waits for all the GPU work it issued, then
+        // issues the next kernels into an empty queue.
+        const TaskId drained =
+            add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
+        add_edges(posted_, drained);
+        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(host_last_[ri])}, drained);
+        if (last_compute_[ri] != kNoTask) {
+          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(last_compute_[ri])}, drained);
+        }
+        if (dp_stream_last_[ri] != kNoTask) {
+          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(dp_stream_last_[ri])}, drained);
+        }
+        const TaskId woken = add(Task{.rank = r,
+                                      .stream = Stream::kCompute,
+                                      .kind = TaskKind::kDelay,
+                                      .duration_s = host_->sync_s});
+        out_.graph.add_edge(drained, woken);
+        host_last_[ri] = static_cast<std::int32_t>(woken.value);
+      }
     }
+    if (host_last_[ri] != kNoTask) cursor.push_back(host_last_[ri]);
     if (r == p_ - 1 && deferred_ > 0) add_wgrad_drain(r, cursor);
     const TaskId end = add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
     add_edges(cursor, end);
     end_of_program[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(end.value);
+  }
+
+  // The host issuing `kernels` launches at `per_kernel` seconds each on rank `r`, after what
+  // it issued before: returns the task that ends when the first launch is issued (what the
+  // GPU work waits for), and leaves the host busy until the last one. kNoTask without host
+  // costs (no measured host, or the validator's serialised executor).
+  std::int32_t issue_on_host(std::int32_t r, std::size_t kernels, double per_kernel) {
+    if (host_ == nullptr) return kNoTask;
+    const auto ri = static_cast<std::size_t>(r);
+    const std::int32_t before = host_last_[ri];
+    const TaskId first = add(Task{
+        .rank = r, .stream = Stream::kCompute, .kind = TaskKind::kDelay, .duration_s = per_kernel});
+    if (before != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(before)}, first);
+    host_last_[ri] = static_cast<std::int32_t>(first.value);
+    if (kernels > 1) {
+      const TaskId rest = add(Task{.rank = r,
+                                   .stream = Stream::kCompute,
+                                   .kind = TaskKind::kDelay,
+                                   .duration_s = per_kernel * static_cast<double>(kernels - 1)});
+      out_.graph.add_edge(first, rest);
+      host_last_[ri] = static_cast<std::int32_t>(rest.value);
+    }
+    return static_cast<std::int32_t>(first.value);
   }
 
   bool defers_next_wgrad() const {
@@ -668,6 +733,11 @@ class Builder {
     if (last_grad_task != kNoTask) {
       out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(last_grad_task)}, gate);
     }
+    // The host issues the optimizer after it has issued the whole program; the gradient
+    // norm's .item() (clip_grads.py, get_grad_norm_fp32) makes it wait for the norm's
+    // all-reduce before it issues the clipping and the optimizer's kernels.
+    // (end_of_program already waits for the host's last issue.)
+    std::int32_t host_gate = kNoTask;
     std::array<std::int32_t, 4> last_on_stream;
     last_on_stream.fill(static_cast<std::int32_t>(gate.value));
     std::vector<TaskId> ids;
@@ -685,7 +755,17 @@ class Builder {
       }
       prev = static_cast<std::int32_t>(id.value);
       ids.push_back(id);
+      if (host_gate != kNoTask)
+        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(host_gate)}, id);
       const auto* coll = std::get_if<CollectiveOp>(&op.shape);
+      if (host_ != nullptr && coll != nullptr && coll->group == CommGroup::kGradStats) {
+        const TaskId woken = add(Task{.rank = r,
+                                      .stream = Stream::kCompute,
+                                      .kind = TaskKind::kDelay,
+                                      .duration_s = host_->sync_s + host_->op_issue_s});
+        out_.graph.add_edge(id, woken);
+        host_gate = static_cast<std::int32_t>(woken.value);
+      }
       if (coll != nullptr && coll->group == CommGroup::kEmbedding) embedding_tasks_.push_back(id);
       if (coll != nullptr && coll->group == CommGroup::kGradStats) {
         if (grad_stats_tasks_.size() <= grad_stats) grad_stats_tasks_.emplace_back();
@@ -798,6 +878,11 @@ class Builder {
   std::vector<std::size_t> last_backward_key_;
   std::vector<std::vector<DdpBucket>> buckets_;  // [rank * v + chunk]
   std::vector<std::int32_t> dp_stream_last_;     // per rank: the last task on its DP stream
+  // The host (CostModel::host(); null: not modelled): per rank, the task that ends when the
+  // host has issued everything so far, and the rank's latest compute action.
+  const HostCosts* host_ = nullptr;
+  std::vector<std::int32_t> host_last_;
+  std::vector<std::int32_t> last_compute_;
   std::int32_t deferred_template_ = -1;  // the last stage's backward with the wgrad deferred
   std::int64_t deferred_ = 0;            // backwards whose output-layer wgrad was deferred
 };

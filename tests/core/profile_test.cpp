@@ -32,6 +32,17 @@ Profile sample_profile() {
   p.collectives.push_back({CollectiveKind::kAllToAll, 4, 1, 1 << 20, 4.4e-5, ""});
   p.p2p.push_back({true, 1 << 22, 2.2e-4, ""});
   p.p2p.push_back({false, 1 << 22, 2.3e-5, ""});
+  p.host = HostCosts{.op_issue_s = 1.3e-5,
+                     .forward_op_issue_s = 8.45e-5,
+                     .backward_op_issue_s = 4.7e-5,
+                     .kernel_gap_s = 1.09e-6,
+                     .sync_s = 1.06e-5,
+                     .ops = {{"add", 1.4e-5}, {"linear", 2.5e-5}},
+                     .layer_forward_kernels = 12,
+                     .layer_backward_kernels = 39,
+                     .layer_forward_host_s = 1.0e-3,
+                     .layer_backward_host_s = 1.8e-3,
+                     .citation = "measured here"};
   fit_profile(p);
   return p;
 }
@@ -58,8 +69,30 @@ TEST(ProfileJson, FileRoundTrip) {
   EXPECT_EQ(back.value(), p);
 }
 
+TEST(ProfileJson, HostSectionIsOptionalAndChecked) {
+  Profile p = sample_profile();
+  p.host = HostCosts{};
+  const std::string without = profile_to_json(p);
+  EXPECT_EQ(without.find("\"host\""), std::string::npos);
+  const Result<Profile> back = parse_profile(without, "no-host.json");
+  ASSERT_TRUE(back.ok()) << format_errors(back.errors());
+  EXPECT_FALSE(back.value().host.measured());
+  // A negative figure and an unknown key are named with their path.
+  const std::string text = profile_to_json(sample_profile());
+  std::string bad = text;
+  bad.replace(bad.find("\"sync_s\": "), 10, "\"sync_s\": -");
+  bad.replace(bad.find("\"citation\": \"measured here\""), 10, "\"citatoin\"");
+  const Result<Profile> r = parse_profile(bad, "bad-host.json");
+  ASSERT_FALSE(r.ok());
+  const std::string msg = format_errors(r.errors());
+  EXPECT_NE(msg.find("bad-host.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("host.sync_s"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("host.citatoin"), std::string::npos) << msg;
+}
+
 TEST(ProfileJson, MissingFitsAreMadeFromSamples) {
   Profile p = sample_profile();
+  p.host = HostCosts{};  // written after the fits, which the cut below drops
   std::string text = profile_to_json(p);
   // Drop the three fit keys: what a hand-written public profile looks like.
   const auto cut = text.find(",\n  \"memory_fit\"");
@@ -185,6 +218,13 @@ TEST(MeasuredProfile, H100LoadsWithItsVersionsAndFp8Samples) {
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   EXPECT_LT(flops / bf16, 989.4e12);
   EXPECT_LT(flops / fp8, 1978.9e12);
+  // The host side, measured with PyTorch on the same machine: an eager kernel costs the host
+  // microseconds, more than the GPU's own per-kernel floor.
+  const HostCosts& h = p.value().host;
+  ASSERT_TRUE(h.measured());
+  EXPECT_GT(h.forward_op_issue_s, h.kernel_gap_s);
+  EXPECT_GT(h.backward_op_issue_s, h.kernel_gap_s);
+  EXPECT_NE(h.citation.find("measure_host_overhead.py"), std::string::npos);
 }
 
 }  // namespace

@@ -64,6 +64,9 @@ class CalibratedCostModel final : public CostModel {
   double p2p_s(const P2POp& op) const override;
   std::string describe() const override;
   std::vector<std::string> warnings() const override;
+  const HostCosts* host() const override {
+    return profile_->host.measured() ? &profile_->host : nullptr;
+  }
 
   const Profile& profile() const { return *profile_; }
 

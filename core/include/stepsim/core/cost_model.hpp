@@ -10,6 +10,8 @@
 
 namespace stepsim {
 
+struct HostCosts;
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -25,6 +27,10 @@ class CostModel {
 
   /// Notes for the report, e.g. shapes extrapolated beyond the measured range.
   virtual std::vector<std::string> warnings() const { return {}; }
+
+  /// The host's cost of issuing kernels, where measured (a profile's "host" section); null:
+  /// the host is not modelled (kernels start when their stream and inputs allow).
+  virtual const HostCosts* host() const { return nullptr; }
 
   /// Dispatch on the op's shape.
   double op_s(const Op& op) const;

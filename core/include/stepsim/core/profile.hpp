@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stepsim/core/dtype.hpp"
@@ -81,6 +82,24 @@ struct P2PFit {
   bool operator==(const P2PFit&) const = default;
 };
 
+/// The host side of an eager training step (Megatron runs PyTorch eagerly): what issuing one
+/// kernel costs the host, measured with the framework the job runs
+/// (scenarios/profiles/measure_host_overhead.py). Absent from a profile (all zero): the host
+/// is not modelled and kernels start as soon as their stream and inputs allow.
+struct HostCosts {
+  double op_issue_s = 0;           ///< one eager op: the median over a layer's op kinds
+  double forward_op_issue_s = 0;   ///< per forward kernel of a layer, module overheads included
+  double backward_op_issue_s = 0;  ///< the autograd engine's host seconds per backward kernel
+  double kernel_gap_s = 0;         ///< the GPU's own time per back-to-back tiny kernel
+  double sync_s = 0;               ///< a host synchronisation's round trip with the GPU idle
+  std::vector<std::pair<std::string, double>> ops;  ///< op_issue_s per op kind
+  std::int64_t layer_forward_kernels = 0, layer_backward_kernels = 0;
+  double layer_forward_host_s = 0, layer_backward_host_s = 0;
+  std::string citation;
+  bool measured() const { return forward_op_issue_s > 0 && backward_op_issue_s > 0; }
+  bool operator==(const HostCosts&) const = default;
+};
+
 struct Profile {
   int format_version = 1;
   std::string machine;   ///< host / GPU identity
@@ -99,6 +118,8 @@ struct Profile {
   LinearFit memory_fit;
   std::vector<CollectiveFit> collective_fits;
   std::vector<P2PFit> p2p_fits;
+
+  HostCosts host;  ///< optional ("host" in the file)
 
   bool operator==(const Profile&) const = default;
 };

@@ -30,6 +30,7 @@ class CostMemo final : public CostModel {
   double p2p_s(const P2POp& op) const override;
   std::string describe() const override { return model_->describe(); }
   std::vector<std::string> warnings() const override { return model_->warnings(); }
+  const HostCosts* host() const override { return model_->host(); }
 
   const CostModel& model() const { return *model_; }
   std::size_t size() const { return memo_.size(); }

@@ -1,0 +1,164 @@
+// The host issuing kernels (sim/src/build_step.cpp, issue_on_host; a profile's "host"
+// section): Megatron runs eagerly, so a kernel starts no earlier than the host has issued it,
+// and after a batched P2P call (batch_p2p_sync) the host waits for the GPU before it issues
+// more. Synthetic steps whose times are computed by hand.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "stepsim/core/profile.hpp"
+#include "stepsim/sim/cost_memo.hpp"
+#include "stepsim/sim/simulate.hpp"
+
+namespace stepsim::sim {
+namespace {
+
+/// A GEMM costs its `k` in seconds, collectives 1 ns per byte, P2P nothing; the host issues a
+/// forward kernel in `forward` seconds, a backward one in `backward`, other launches in 0.1 s
+/// and wakes from a synchronisation in 0.2 s.
+class HostCost final : public CostModel {
+ public:
+  HostCost(double forward, double backward) {
+    host_.forward_op_issue_s = forward;
+    host_.backward_op_issue_s = backward;
+    host_.op_issue_s = 0.1;
+    host_.sync_s = 0.2;
+  }
+  double gemm_s(const GemmOp& op) const override { return static_cast<double>(op.k); }
+  double attention_s(const AttentionOp&) const override { return 0.0; }
+  double memory_bound_s(const MemoryBoundOp& op) const override {
+    return static_cast<double>(op.bytes) * 1e-9;
+  }
+  double collective_s(const CollectiveOp& op) const override {
+    return static_cast<double>(op.bytes) * 1e-9;
+  }
+  double p2p_s(const P2POp&) const override { return 0.0; }
+  std::string describe() const override { return "hand, with host"; }
+  const HostCosts* host() const override { return host_.measured() ? &host_ : nullptr; }
+
+ private:
+  HostCosts host_;
+};
+
+Op gemm(const char* name, Phase phase) {
+  Op op;
+  op.name = name;
+  op.phase = phase;
+  op.shape = GemmOp{.m = 1, .n = 1, .k = 1};  // 1 s
+  return op;
+}
+
+/// p stages of one chunk, m micro-batches, dp 2: forward three 1 s GEMMs, backward three, and
+/// a 0.48 s gradient all-reduce per stage after its program.
+struct Step {
+  Workload w;
+  WorkloadPlan plan;
+};
+
+Step make_step(std::int32_t p, std::int32_t m) {
+  Step s;
+  Workload& w = s.w;
+  w.name = "host";
+  w.model.num_layers = p;
+  w.model.seq_length = 1;
+  w.model.hidden_size = 8;
+  w.model.add_bias_linear = false;
+  TrainingConfig& t = w.training;
+  t.world_size = 2 * p;
+  t.pipeline_model_parallel_size = p;
+  t.data_parallel_size = 2;
+  t.micro_batch_size = 1;
+  t.global_batch_size = 2 * m;
+  t.num_microbatches = m;
+  w.system.gpus_per_node = 8;
+  w.system.memory_bytes = 1LL << 40;
+  w.system.peak_flops_fp32 = 1;
+  for (std::int32_t r = 0; r < p; ++r) {
+    StagePlan stage;
+    stage.stage = r;
+    ChunkPlan chunk;
+    chunk.stage = r;
+    chunk.forward = {gemm("qkv_gemm", Phase::kForward), gemm("fc1_gemm", Phase::kForward),
+                     gemm("fc2_gemm", Phase::kForward)};
+    chunk.backward = {gemm("fc2_wgrad", Phase::kBackwardWeight),
+                      gemm("fc1_wgrad", Phase::kBackwardWeight),
+                      gemm("qkv_wgrad", Phase::kBackwardWeight)};
+    chunk.parameters = 120'000'000;
+    chunk.p2p_bytes = 1;
+    Op reduce;
+    reduce.name = "dp_grad_all_reduce";
+    reduce.phase = Phase::kStep;
+    reduce.stream = Stream::kDataComm;
+    reduce.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kData, 480'000'000, 2, 1};
+    chunk.grad_sync.push_back(reduce);
+    stage.parameters = chunk.parameters;
+    stage.chunks.push_back(chunk);
+    s.plan.stages.push_back(stage);
+  }
+  return s;
+}
+
+double step_time(const Step& s, const CostModel& cost, bool serialize = false) {
+  SimulateOptions options;
+  options.serialize_streams = serialize;
+  Result<SimulationResult> r = simulate(s.w, s.plan, cost, options);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
+  return r.ok() ? r.value().prediction.step_time_s : -1;
+}
+
+TEST(HostIssue, TheFirstKernelWaitsForItsIssueAndTheHostRunsAhead) {
+  // p 1, m 2, forward kernels issued in 0.5 s, backward in 0.25 s. The host issues F0's
+  // first kernel at 0.5: F0 [0.5, 3.5], the host done with F0 at 1.5; B0's first at 1.75, so
+  // B0 follows F0 on its stream: [3.5, 6.5]; F1 [6.5, 9.5], B1 [9.5, 12.5] (the host, at
+  // 4.5, is far ahead); the all-reduce [12.5, 12.98]. Without a host: 12.48.
+  const Step s = make_step(1, 2);
+  EXPECT_NEAR(step_time(s, HostCost(0.5, 0.25)), 12.98, 1e-9);
+  EXPECT_NEAR(step_time(s, HostCost(0, 0)), 12.48, 1e-9);
+}
+
+TEST(HostIssue, KernelsShorterThanTheirIssueLeaveTheGpuWaiting) {
+  // Forward kernels issued in 2 s (longer than the 1 s they run): F0 [2, 5], the host done
+  // with its three at 6; B0's first at 6.25: B0 [6.25, 9.25], the host at 6.75; F1's first at
+  // 8.75, its stream free at 9.25: [9.25, 12.25], the host done at 12.75; B1's first at 13:
+  // [13, 16]; the all-reduce [16, 16.48]. The GPU waited 2 + 1 + 0.75 s for the host.
+  EXPECT_NEAR(step_time(make_step(1, 2), HostCost(2, 0.25)), 16.48, 1e-9);
+}
+
+TEST(HostIssue, BatchedPipelineTransfersSynchroniseTheHost) {
+  // p 2, m 1, 1F1B without interleaving: Megatron's batch_isend_irecv calls end in
+  // torch.cuda.synchronize() (batch_p2p_sync). Stage 0: F0's first kernel at 0.5, F0
+  // [0.5, 3.5], the host at 1.5, send_forward issued at 1.6. Stage 1 issued recv_forward at
+  // 0.1; the transfer runs at 3.5 (free), both hosts wake at 3.7. Stage 1: F0 [4.2, 7.2] (the
+  // host at 5.2), B0's first at 5.45, B0 [7.2, 10.2] (the host at 5.95), send_backward at
+  // 6.05; stage 0 issued recv_backward at 3.8; the transfer at 10.2, both wake at 10.4. Stage
+  // 0: B0 [10.65, 13.65], its all-reduce [13.65, 14.13]. Without a host: 12.48.
+  const Step s = make_step(2, 1);
+  EXPECT_NEAR(step_time(s, HostCost(0.5, 0.25)), 14.13, 1e-9);
+  EXPECT_NEAR(step_time(s, HostCost(0, 0)), 12.48, 1e-9);
+}
+
+TEST(HostIssue, SweepsAndStragglersSeeTheSameHost) {
+  // A sweep prices through a CostMemo, a straggler through a scaled copy of the model: both
+  // pass the host on (a straggler's kernels are slower, its host is not).
+  const Step s = make_step(2, 1);
+  const HostCost cost(0.5, 0.25);
+  EXPECT_NEAR(step_time(s, CostMemo(cost)), 14.13, 1e-9);
+  SimulateOptions slow;
+  slow.stragglers = {Straggler{.rank = 2, .factor = 2}};  // stage 1, replica 0: F0 [4.2, 10.2]
+  Result<SimulationResult> r = simulate(s.w, s.plan, cost, slow);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  // Stage 1: B0's first kernel issued at 5.45, after F0: [10.2, 16.2]; the transfer at 16.2,
+  // both wake at 16.4; stage 0's B0 [16.65, 19.65] and its all-reduce: 20.13.
+  EXPECT_NEAR(r.value().prediction.step_time_s, 20.13, 1e-9);
+}
+
+TEST(HostIssue, TheValidatorsSerialisedExecutorHasNoSeparateHost) {
+  // serialize_streams (the validator's single-threaded executor blocks on every call): the
+  // framework's host costs do not apply.
+  const Step s = make_step(2, 1);
+  EXPECT_NEAR(step_time(s, HostCost(0.5, 0.25), true), step_time(s, HostCost(0, 0), true), 1e-12);
+}
+
+}  // namespace
+}  // namespace stepsim::sim
