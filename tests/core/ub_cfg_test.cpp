@@ -11,6 +11,7 @@
 
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
+#include "stepsim/core/memory_model.hpp"
 
 namespace stepsim {
 namespace {
@@ -192,6 +193,44 @@ TEST_F(UbCfg, RingExchangeReduceScatterRulesNeedTheWholeBlock) {
             std::string::npos)
       << all;
   EXPECT_EQ(w.errors().size(), 4u) << all;  // proj_fprop stays a pipeline: both fine
+}
+
+TEST(ShippedUbCfg, Gpt3Fp8RunsBothReduceScattersAsRingExchanges) {
+  // scenarios/gpt3-175b-h100-512-fp8.json with userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048:
+  // t 4, 2048 x 2 = 4096 tokens per rank, h 12288; the projection reads 12288 / 4 = 3072
+  // columns, FC2 49152 / 4 = 12288.
+  const auto w =
+      load_scenario_file(kScenarios + "/gpt3-175b-h100-512-fp8.json", LoadOptions{kScenarios});
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  constexpr std::int64_t tokens = 4096;
+  constexpr std::int64_t h = 12288;
+  const ChunkPlan c = chunk(*w);
+  for (const auto& [gemm, k] :
+       {std::pair<std::string, std::int64_t>{"proj_gemm", 3072}, {"fc2_gemm", 12288}}) {
+    const auto ops = named(c.forward, gemm);
+    ASSERT_EQ(ops.size(), 4u) << gemm;
+    for (const Op* op : ops) {
+      EXPECT_EQ(std::get<GemmOp>(op->shape),
+                (GemmOp{tokens / 4, h, k, 1, DType::kFp8, GemmLayout::kTN}))
+          << gemm;
+      EXPECT_DOUBLE_EQ(op->sm_share, 131.0 / 132);  // num_sm 1 with set_sm_margin
+    }
+  }
+  // 3 sends of 16-bit partial results per GEMM (fp8_buf false), one reduction each.
+  const auto sends = named(c.forward, "tp_ring_reduce_scatter");
+  ASSERT_EQ(sends.size(), 6u);
+  for (const Op* op : sends) EXPECT_EQ(std::get<P2POp>(op->shape).bytes, tokens / 4 * h * 2);
+  EXPECT_TRUE(named(c.forward, "tp_ub_reduce_scatter").empty());
+  for (const std::string name : {"proj_ub_reduce", "fc2_ub_reduce"}) {
+    const auto r = named(c.forward, name);
+    ASSERT_EQ(r.size(), 1u) << name;
+    EXPECT_EQ(std::get<MemoryBoundOp>(r[0]->shape).bytes,
+              4 * (tokens / 4) * h * 2 + tokens / 4 * h * 2);
+  }
+  // Buffers of [4096, 12288]: the 8 all-gather ones in FP8 (1 byte), the bulk QKV/FC1 wgrad
+  // ones 16-bit, the two ring-exchange reduce-scatters 16-bit with 2 * 4 - 1 = 7 quarters.
+  const std::int64_t e = tokens * h;
+  EXPECT_EQ(userbuffer_bytes(*w), 8 * e + 2 * 2 * e + 2 * (2 * e / 4 * 7));
 }
 
 TEST_F(UbCfg, OnlyTheYamlSubsetOfUbCfgsIsRead) {
