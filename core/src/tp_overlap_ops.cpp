@@ -157,7 +157,9 @@ void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::string_view
 /// GEMM is done (i < tp - 1) the copy engine sends it to that rank, beside the next GEMM. The
 /// last chunk is the rank's own rows. When every send and receive is done, one kernel
 /// (reduce_bf16, or reduce_fp8_in_bf16_out from an FP8 buffer) sums the tp chunks it holds
-/// (`elem_bytes` each) into its 16-bit output rows.
+/// (`elem_bytes` each) into its 16-bit output rows. TE spreads the GEMM chunks over up to three
+/// compute streams (chunk i after chunk i - 2); sharing the same SMs, they are priced one after
+/// another here.
 void ring_exchange_gemm_rs(OpList& ops, std::string_view prefix, std::string_view gemm_name,
                            std::string_view ub_name, std::int32_t layer, Phase phase,
                            std::int64_t n_total, std::int64_t k, std::int64_t elem_bytes) {
