@@ -71,7 +71,14 @@ std::int64_t userbuffer_bytes(const Workload& w) {
                             gemm != "qkv_wgrad" && gemm != "fc1_wgrad";
     const bool fp8_buf = all_gather || (detail::ub_default_method(gemm) == "pipeline" &&
                                         tc.tp_comm_overlap_gemms[i].fp8_buf == 1);
-    bytes += elements * (tc.fp8_enabled() && fp8_buf ? 1 : 2);
+    const std::int64_t buffer = elements * (tc.fp8_enabled() && fp8_buf ? 1 : 2);
+    // CommOverlapP2PBase::initialize: a ring-exchange reduce-scatter's buffer holds 2 tp - 1
+    // chunks (its own tp partial results and the tp - 1 received for the final reduction).
+    const std::int64_t t = tc.tensor_model_parallel_size;
+    bytes += tc.tp_comm_overlap_gemms[i].ring_exchange == 1 &&
+                     detail::ub_default_method(gemm) == "pipeline"
+                 ? buffer / t * (2 * t - 1)
+                 : buffer;
   }
   return bytes;
 }

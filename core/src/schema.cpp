@@ -811,14 +811,18 @@ const std::array kSchema = {
             .check = "a YAML file (relative to the scenario; a launch line's to the working "
                      "directory) mapping GEMM names (qkv_fprop ... fc2_wgrad) to flat mappings "
                      "of initialize_ub's settings; needs tp_comm_overlap; not modelled yet: a "
-                     "method other than the GEMM's default, atomic_gemm, aggregate, "
-                     "pipeline_rs_overlap_first_gemm, use_ce false on a ring exchange, a setting "
-                     "of proj_wgrad/fc2_wgrad; num_sm below the system's sm_count; hidden_size "
-                     "divisible by a pipelined GEMM's num_splits",
+                     "method other than the GEMM's default (or ring_exchange on "
+                     "proj_fprop/fc2_fprop), atomic_gemm, pipeline_rs_overlap_first_gemm, "
+                     "use_ce false on a ring exchange, a setting of proj_wgrad/fc2_wgrad; "
+                     "aggregate only on an all-gather ring exchange, with an even "
+                     "tensor_model_parallel_size; num_sm below the system's sm_count; "
+                     "hidden_size divisible by a pipelined GEMM's num_splits",
             .doc = "Megatron's --tp-comm-overlap-cfg (Transformer Engine's ub_cfgs): num_sm, "
                    "set_sm_margin (the SMs left to the GEMM), num_splits (the pipelined "
-                   "reduce-scatter's chunks) and fp8_buf (a pipelined reduce-scatter in FP8) are "
-                   "priced; cga_size and the stream priorities are read, not priced"},
+                   "reduce-scatter's chunks), fp8_buf (a projection/FC2 reduce-scatter in FP8), "
+                   "method ring_exchange on proj_fprop/fc2_fprop (the ring-exchange "
+                   "reduce-scatter) and aggregate (two chunks a ring-exchange step) are priced; "
+                   "cga_size and the stream priorities are read, not priced"},
     KeyInfo{STEPSIM_BOOL("training.defer_embedding_wgrad_compute",
                          training.defer_embedding_wgrad_compute),
             .sweep = Sweep::kListed, .flags = "--defer-embedding-wgrad-compute=true",

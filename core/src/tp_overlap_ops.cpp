@@ -38,7 +38,14 @@
 // (update_usage(columnwise_usage=True) in the wgrad section of linear.py and
 // layernorm_linear.py backward).
 // training.tp_comm_overlap_cfg (Megatron's --tp-comm-overlap-cfg, read by ub_cfg.cpp) puts a
-// GEMM's num_sm, set_sm_margin, num_splits and fp8_buf over these defaults (Dims::ub_gemm).
+// GEMM's num_sm, set_sm_margin, num_splits and fp8_buf over these defaults (Dims::ub_gemm), and
+// two variants NVIDIA's published configs use:
+// - method ring_exchange on proj_fprop / fc2_fprop: CommOverlapP2PBase::split_overlap_rs, the
+//   GEMM in tp chunks of rows, each chunk's partial result sent by the copy engine to the rank
+//   that owns those rows beside the next chunk's GEMM, then one reduction kernel over the tp
+//   partial results (ring_exchange_gemm_rs).
+// - aggregate on an all-gather ring exchange: split_overlap_ag's _aggregate branch, two chunks
+//   a GEMM in tp / 2 steps after a first swap of one chunk (aggregated_ring_exchange_gemm).
 // These transfers are not NCCL: their CollectiveOp/P2POp carry nccl = false. Their time is the
 // cost model's for the same bytes on the same links (the copy engine's intra-node transfer, a
 // collective over the tensor group): NVLink's bandwidth bounds both. A GEMM on a share of the
@@ -67,12 +74,42 @@ std::int64_t chunk_of(std::int64_t total, std::int64_t parts, std::int64_t i) {
 /// Bytes per element of an all-gather userbuffer: 1 with FP8 (fp8_buf), else the params dtype's.
 std::int64_t ag_elem_bytes(const Dims& x) { return x.fp8 ? 1 : x.e; }
 
+/// split_overlap_ag with _aggregate: the chunk is first swapped with the neighbour of the
+/// rank's pair (one chunk, waited by the first GEMM), then tp / 2 steps each multiply the pair
+/// of chunks held (2 * tokens / tp rows) while the next pair comes from the rank two back
+/// (two chunks a send/recv); step i + 1 waits for that receive.
+void aggregated_ring_exchange_gemm(OpList& ops, std::string_view gemm_name, double sm_share,
+                                   std::int32_t layer, Phase phase, std::int64_t n,
+                                   std::int64_t k) {
+  const Dims& x = ops.dims();
+  const std::int64_t chunk_bytes = x.tokens / x.t * k * ag_elem_bytes(x);
+  std::int32_t exchange = ops.comm_after(
+      "tp_ring_exchange", layer, phase, Stream::kTensorComm,
+      P2POp{.bytes = chunk_bytes, .inter_node = false, .nccl = false}, ops.last_compute());
+  const std::int64_t steps = x.t / 2;
+  for (std::int64_t i = 0; i < steps; ++i) {
+    ops.wait(exchange);
+    const std::int64_t rows = chunk_of(x.tokens, x.t, 2 * i) + chunk_of(x.tokens, x.t, 2 * i + 1);
+    const std::int32_t gemm = ops.linear_gemm(gemm_name, layer, phase, rows, n, k);
+    ops.at(gemm).sm_share = sm_share;
+    if (i + 1 < steps) {
+      exchange =
+          ops.comm_after("tp_ring_exchange", layer, phase, Stream::kTensorComm,
+                         P2POp{.bytes = 2 * chunk_bytes, .inter_node = false, .nccl = false}, -1);
+    }
+  }
+}
+
 /// split_overlap_ag: tp GEMM chunks of tokens / tp rows (output width n, input width k)
 /// beside tp - 1 copy-engine exchanges of a k-wide chunk (ag_elem_bytes per element), the
 /// first exchange starting with the first chunk.
 void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::string_view ub_name,
                         std::int32_t layer, Phase phase, std::int64_t n, std::int64_t k) {
   const Dims& x = ops.dims();
+  if (x.ub(ub_name).aggregate) {
+    aggregated_ring_exchange_gemm(ops, gemm_name, x.ub(ub_name).sm_share, layer, phase, n, k);
+    return;
+  }
   const std::int32_t start = ops.last_compute();
   std::int32_t exchange = -1;
   for (std::int64_t i = 0; i < x.t; ++i) {
@@ -114,6 +151,41 @@ void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::string_view
   ops.wait(reduce);
 }
 
+/// CommOverlapP2PBase::split_overlap_rs: tp GEMM chunks of tokens / tp rows (output width
+/// n_total, input width k) on the SMs userbuffers' `ub_name` leaves, chunk i the partial result
+/// of the rows rank (tp_id + i + 1) % tp keeps, written into userbuffer chunk i; once chunk i's
+/// GEMM is done (i < tp - 1) the copy engine sends it to that rank, beside the next GEMM. The
+/// last chunk is the rank's own rows. When every send and receive is done, one kernel
+/// (reduce_bf16, or reduce_fp8_in_bf16_out from an FP8 buffer) sums the tp chunks it holds
+/// (`elem_bytes` each) into its 16-bit output rows. TE spreads the GEMM chunks over up to three
+/// compute streams (chunk i after chunk i - 2); sharing the same SMs, they are priced one after
+/// another here.
+void ring_exchange_gemm_rs(OpList& ops, std::string_view prefix, std::string_view gemm_name,
+                           std::string_view ub_name, std::int32_t layer, Phase phase,
+                           std::int64_t n_total, std::int64_t k, std::int64_t elem_bytes) {
+  const Dims& x = ops.dims();
+  std::int32_t previous = -1;
+  std::int32_t send = -1;
+  for (std::int64_t i = 0; i < x.t; ++i) {
+    const std::int64_t rows = chunk_of(x.tokens, x.t, i);
+    const std::int32_t gemm = ops.linear_gemm(gemm_name, layer, phase, rows, n_total, k);
+    ops.at(gemm).sm_share = x.ub(ub_name).sm_share;
+    if (previous >= 0) {
+      // The send of chunk i - 1 waits for its GEMM (_start_comm recorded on its stream).
+      send = ops.comm_after("tp_ring_reduce_scatter", layer, phase, Stream::kTensorComm,
+                            P2POp{.bytes = chunk_of(x.tokens, x.t, i - 1) * n_total * elem_bytes,
+                                  .inter_node = false,
+                                  .nccl = false},
+                            previous);
+    }
+    previous = gemm;
+  }
+  if (send >= 0) ops.wait(send);
+  const std::int64_t rows = x.tokens / x.t;
+  ops.memory(named(prefix, "_ub_reduce"), layer, phase,
+             x.t * rows * n_total * elem_bytes + rows * n_total * 2);
+}
+
 CollectiveOp ub_collective(const Dims& x, CollectiveKind kind, std::int64_t bytes) {
   return CollectiveOp{.kind = kind,
                       .group = CommGroup::kTensor,
@@ -138,9 +210,14 @@ void emit_ub_rs_fprop(OpList& ops, std::string_view gemm_name, std::int32_t laye
                       std::int64_t in_k) {
   const Dims& x = ops.dims();
   // proj_fprop / fc2_fprop: a 16-bit buffer unless the config gives it fp8_buf (with FP8).
-  const std::string ub_name = named(gemm_name.substr(0, gemm_name.find('_')), "_fprop");
-  pipelined_gemm_rs(ops, gemm_name, ub_name, layer, phase, x.h, in_k,
-                    x.ub(ub_name).fp8_buf ? 1 : x.e);
+  const std::string_view prefix = gemm_name.substr(0, gemm_name.find('_'));
+  const std::string ub_name = named(prefix, "_fprop");
+  const std::int64_t elem_bytes = x.ub(ub_name).fp8_buf ? 1 : x.e;
+  if (x.ub(ub_name).ring_rs) {
+    ring_exchange_gemm_rs(ops, prefix, gemm_name, ub_name, layer, phase, x.h, in_k, elem_bytes);
+    return;
+  }
+  pipelined_gemm_rs(ops, gemm_name, ub_name, layer, phase, x.h, in_k, elem_bytes);
 }
 
 void emit_ub_row_parallel_backward(OpList& ops, std::string_view prefix,

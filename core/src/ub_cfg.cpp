@@ -15,8 +15,16 @@
 //   all-gather GEMMs always have one under FP8), whose reduce-scatter then moves 1 byte.
 // - cga_size, comm_priority, gemm_priority: the kernel's cluster size and the streams'
 //   priorities; no cost model of them, read as not changing the priced time.
-// - method and is_reduce_scatter other than TE's default for the GEMM, aggregate, atomic_gemm,
-//   use_ce false on a ring exchange, pipeline_rs_overlap_first_gemm: not modelled (errors).
+// - method: ring_exchange on proj_fprop / fc2_fprop: CommOverlapP2PBase::split_overlap_rs (the
+//   GEMM in tp chunks of rows, each partial result sent to the rank that reduces it, then one
+//   reduction kernel). initialize_ub's defaults stay the GEMM's by name (get_default_config
+//   looks the method up in its own table: num_sm 16, set_sm_margin on), the config's settings
+//   over them; num_splits is not read by CommOverlapP2P (tp chunks).
+// - aggregate: on an all-gather ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad),
+//   split_overlap_ag's _aggregate: two chunks a GEMM, tp / 2 steps. Only CommOverlapP2PBase's
+//   all-gather reads it: on any other GEMM it changes nothing (an error).
+// - other methods and is_reduce_scatter than these, atomic_gemm, use_ce false on a ring
+//   exchange, pipeline_rs_overlap_first_gemm: not modelled (errors).
 
 namespace stepsim::detail {
 
@@ -70,18 +78,22 @@ std::optional<std::string> unquote(std::string_view s) {
   return std::string(s);
 }
 
-std::optional<bool> as_bool(std::string_view v) {
-  if (v == "true" || v == "True" || v == "TRUE") return true;
-  if (v == "false" || v == "False" || v == "FALSE") return false;
-  return std::nullopt;
-}
-
 std::optional<std::int64_t> as_int(std::string_view v) {
   std::int64_t out = 0;
   if (!v.empty() && v.front() == '+') v.remove_prefix(1);
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
   return out;
+}
+
+/// A YAML boolean, or 0 / 1: the files NVIDIA ships write both ("aggregate: 1",
+/// "set_sm_margin: 0"), yaml.safe_load reads the integers and initialize_ub uses them as truth
+/// values.
+std::optional<bool> as_bool(std::string_view v) {
+  if (v == "true" || v == "True" || v == "TRUE") return true;
+  if (v == "false" || v == "False" || v == "FALSE") return false;
+  if (const auto i = as_int(v); i && (*i == 0 || *i == 1)) return *i == 1;
+  return std::nullopt;
 }
 
 class Reader {
@@ -138,7 +150,36 @@ class Reader {
     errors_.push_back(Error{.file = file_, .key = key, .message = what + " (line " + line + ")"});
   }
 
+  /// The rules that need the whole block of a GEMM (its settings in any order).
+  void finish_block() {
+    if (gemm_ < 0) return;
+    const std::string name(kUbGemmNames[static_cast<std::size_t>(gemm_)]);
+    const UbGemmSettings& s = gemms_[static_cast<std::size_t>(gemm_)];
+    const std::size_t line = line_;
+    if (s.ring_exchange == 1 && use_ce_false_line_ > 0) {
+      line_ = use_ce_false_line_;
+      fail(name + ".use_ce",
+           "=false is not modelled yet (the ring exchange's transfers by SM kernels instead of "
+           "the copy engine)");
+    }
+    if (s.ring_exchange == 1 && num_splits_line_ > 0) {
+      line_ = num_splits_line_;
+      fail(name + ".num_splits",
+           "=" + std::to_string(s.num_splits) +
+               " changes nothing with method ring_exchange (Transformer Engine's CommOverlapP2P "
+               "splits the GEMM in tensor_model_parallel_size chunks)");
+    }
+    line_ = line;
+  }
+
+ public:
+  void finish() { finish_block(); }
+
+ private:
   void gemm_line(const std::string& name, std::string_view value) {
+    finish_block();
+    use_ce_false_line_ = 0;
+    num_splits_line_ = 0;
     gemm_ = -1;
     seen_gemm_ = true;
     block_indent_ = 0;
@@ -198,7 +239,7 @@ class Reader {
         gemm == "proj_fprop" || gemm == "fc2_fprop" || gemm == "qkv_wgrad" || gemm == "fc1_wgrad";
     const auto want_bool = [&]() -> std::optional<bool> {
       const auto b = as_bool(value);
-      if (!b) fail(key, "=" + value + " must be true or false");
+      if (!b) fail(key, "=" + value + " must be true or false (or 1 or 0)");
       return b;
     };
     const auto want_int = [&](std::int64_t min) -> std::optional<std::int64_t> {
@@ -215,10 +256,22 @@ class Reader {
                     "_dgrad's gathered gradient): the setting changes nothing stepsim models");
       return;
     }
+    const bool ring_ag = method == "ring_exchange";
     if (setting == "method") {
-      if (value != method) {
-        fail(key, "=" + value + " is not modelled yet (stepsim runs " + gemm +
-                      " with Transformer Engine's default method, " + std::string(method) + ")");
+      if (value == "ring_exchange" && method == "pipeline") {
+        s.ring_exchange = 1;  // CommOverlapP2PBase::split_overlap_rs
+      } else if (value == "pipeline" && ring_ag) {
+        // add_ub: "`pipeline` overlap method is not supported for AllGather."
+        fail(key, "=pipeline: Transformer Engine rejects it (" + gemm +
+                      " is an all-gather: \"`pipeline` overlap method is not supported for "
+                      "AllGather\")");
+      } else if (value != method) {
+        fail(key, "=" + value + " is not modelled yet (stepsim runs " + gemm + " with " +
+                      (reduce_scatter && method == "pipeline" ? "pipeline or ring_exchange"
+                                                              : "Transformer Engine's default "
+                                                                "method, " +
+                                                                    std::string(method)) +
+                      ")");
       }
     } else if (setting == "is_reduce_scatter") {
       if (const auto b = want_bool(); b && *b != reduce_scatter) {
@@ -228,7 +281,10 @@ class Reader {
     } else if (setting == "num_sm") {
       if (const auto i = want_int(1)) s.num_sm = *i;
     } else if (setting == "num_splits") {
-      if (const auto i = want_int(1)) s.num_splits = *i;
+      if (const auto i = want_int(1)) {
+        s.num_splits = *i;
+        num_splits_line_ = line_;
+      }
     } else if (setting == "cga_size") {
       want_int(1);
     } else if (setting == "comm_priority" || setting == "gemm_priority") {
@@ -237,16 +293,30 @@ class Reader {
       if (const auto b = want_bool()) s.set_sm_margin = *b ? 1 : 0;
     } else if (setting == "fp8_buf") {
       if (const auto b = want_bool()) s.fp8_buf = *b ? 1 : 0;
-    } else if (setting == "aggregate" || setting == "atomic_gemm" ||
-               setting == "pipeline_rs_overlap_first_gemm") {
+    } else if (setting == "aggregate") {
+      if (const auto b = want_bool()) {
+        if (*b && !ring_ag) {
+          fail(key, "=true changes nothing on " + gemm +
+                        " (Transformer Engine reads aggregate only in an all-gather ring "
+                        "exchange, CommOverlapP2PBase::split_overlap_ag: qkv_fprop, fc1_fprop, "
+                        "proj_dgrad, fc2_dgrad)");
+        } else {
+          s.aggregate = *b ? 1 : 0;
+        }
+      }
+    } else if (setting == "atomic_gemm" || setting == "pipeline_rs_overlap_first_gemm") {
       if (const auto b = want_bool(); b && *b) {
         fail(key, "=true is not modelled yet (Transformer Engine's " + setting + ")");
       }
     } else if (setting == "use_ce") {
-      if (const auto b = want_bool(); b && !*b && method == "ring_exchange") {
-        fail(key,
-             "=false is not modelled yet (the ring exchange's transfers by SM kernels "
-             "instead of the copy engine)");
+      if (const auto b = want_bool(); b && !*b) {
+        if (ring_ag) {
+          fail(key,
+               "=false is not modelled yet (the ring exchange's transfers by SM kernels "
+               "instead of the copy engine)");
+        } else {
+          use_ce_false_line_ = line_;  // an error if the block makes it a ring exchange
+        }
       }
     } else {
       fail(key,
@@ -265,6 +335,8 @@ class Reader {
   bool seen_gemm_ = false;
   std::size_t block_indent_ = 0;
   std::array<bool, kUbGemmNames.size()> given_{};
+  std::size_t use_ce_false_line_ = 0;  ///< the block's "use_ce: false" (0: none)
+  std::size_t num_splits_line_ = 0;    ///< the block's num_splits (0: none)
   std::vector<std::string> settings_;
 };
 
@@ -290,6 +362,7 @@ void read_ub_cfg(std::string_view text, const std::string& file,
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
   }
+  reader.finish();
 }
 
 }  // namespace stepsim::detail

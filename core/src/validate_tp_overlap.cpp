@@ -58,10 +58,20 @@ void check_tp_overlap(const Workload& w, Checker& check) {
   const std::int64_t h = w.model.hidden_size;
   for (std::size_t i = 0; i < kUbGemmNames.size(); ++i) {
     const std::string name(kUbGemmNames[i]);
-    const bool pipelined =
-        ((name == "proj_fprop" || name == "fc2_fprop") && t.tp_comm_overlap_rs) ||
-        ((name == "qkv_dgrad" || name == "fc1_dgrad") && t.tp_comm_overlap_rs_dgrad);
     const UbGemmSettings& g = t.tp_comm_overlap_gemms[i];
+    const bool pipelined =
+        ((name == "proj_fprop" || name == "fc2_fprop") && t.tp_comm_overlap_rs &&
+         g.ring_exchange != 1) ||
+        ((name == "qkv_dgrad" || name == "fc1_dgrad") && t.tp_comm_overlap_rs_dgrad);
+    // split_overlap_ag with _aggregate swaps chunks within rank pairs (tp_id ^ 1) and runs
+    // tp / 2 steps of two chunks: with an odd tp the last rank's pair does not exist.
+    if (g.aggregate == 1 && t.tensor_model_parallel_size % 2 != 0) {
+      check.fail("training.tp_comm_overlap_cfg",
+                 ": " + name + ".aggregate=true needs an even tensor_model_parallel_size (" +
+                     str(t.tensor_model_parallel_size) +
+                     "): Transformer Engine's aggregated ring exchange runs tp / 2 steps of a "
+                     "pair of chunks");
+    }
     const std::int64_t splits = g.num_splits > 0 ? g.num_splits : 4;
     if (pipelined && h > 0 && h % splits != 0) {
       check.fail("model.hidden_size", "=" + str(h) + " is not divisible by " + str(splits) +

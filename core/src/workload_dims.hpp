@@ -86,6 +86,10 @@ struct Dims {
     double sm_share = 1.0;
     std::int64_t splits = 4;  ///< chunks of a pipelined GEMM+reduce-scatter (num_splits)
     bool fp8_buf = false;     ///< a pipelined reduce-scatter's buffer is FP8 (with fp8 only)
+    /// proj_fprop / fc2_fprop: the ring-exchange reduce-scatter (split_overlap_rs of
+    /// CommOverlapP2PBase), not the pipelined one.
+    bool ring_rs = false;
+    bool aggregate = false;  ///< an all-gather ring exchange two chunks a step (tp / 2 steps)
   };
   std::array<UbGemm, kUbGemmNames.size()> ub_gemm{};
   /// The settings of GEMM `name` ("qkv_fprop", ...); asserts it is one.
@@ -207,8 +211,11 @@ inline void resolve_ub_gemms(const TrainingConfig& tc, std::int64_t sm_count, bo
     }
     out.splits = given.num_splits > 0 ? given.num_splits : kUbPipelineSplits;
     // initialize_ub: fp8_buf = name in layers_all_gather_overlap or (the user's fp8_buf and a
-    // "pipeline" GEMM); only the pipelined reduce-scatters read it here.
+    // "pipeline" GEMM, proj_fprop or fc2_fprop whichever method the config gives it); only the
+    // reduce-scatters of those two read it here.
     out.fp8_buf = fp8 && pipeline && given.fp8_buf == 1;
+    out.ring_rs = pipeline && given.ring_exchange == 1;
+    out.aggregate = ring && given.aggregate == 1;
   }
 }
 

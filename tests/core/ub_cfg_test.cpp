@@ -11,6 +11,7 @@
 
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
+#include "stepsim/core/memory_model.hpp"
 
 namespace stepsim {
 namespace {
@@ -128,7 +129,7 @@ qkv_fprop:
 
 TEST_F(UbCfg, UnmodelledSettingsNameTheFileTheLineAndTheKey) {
   const auto w = load(
-      "qkv_fprop:\n  atomic_gemm: true\nfc2_fprop:\n  method: ring_exchange\n"
+      "qkv_fprop:\n  atomic_gemm: true\nqkv_dgrad:\n  method: ring_exchange\n"
       "proj_fprop:\n  aggregate: true\n  pipeline_rs_overlap_first_gemm: true\n"
       "fc1_fprop:\n  use_ce: false\n  bogus: 1\nproj_wgrad:\n  num_sm: 2\n");
   ASSERT_FALSE(w.ok());
@@ -137,14 +138,99 @@ TEST_F(UbCfg, UnmodelledSettingsNameTheFileTheLineAndTheKey) {
   EXPECT_NE(all.find(f + "qkv_fprop.atomic_gemm=true is not modelled yet"), std::string::npos)
       << all;
   EXPECT_NE(all.find("atomic_gemm) (line 2)"), std::string::npos) << all;
-  EXPECT_NE(all.find(f + "fc2_fprop.method=ring_exchange is not modelled yet"), std::string::npos);
+  EXPECT_NE(all.find(f + "qkv_dgrad.method=ring_exchange is not modelled yet"), std::string::npos);
   EXPECT_NE(all.find("(line 4)"), std::string::npos);
-  EXPECT_NE(all.find(f + "proj_fprop.aggregate=true"), std::string::npos);
+  EXPECT_NE(all.find(f + "proj_fprop.aggregate=true changes nothing"), std::string::npos);
   EXPECT_NE(all.find(f + "proj_fprop.pipeline_rs_overlap_first_gemm=true"), std::string::npos);
   EXPECT_NE(all.find(f + "fc1_fprop.use_ce=false"), std::string::npos);
   EXPECT_NE(all.find(f + "fc1_fprop.bogus is not a setting"), std::string::npos);
   EXPECT_NE(all.find(f + "proj_wgrad.num_sm=2"), std::string::npos);
   EXPECT_EQ(w.errors().size(), 7u) << all;
+}
+
+TEST_F(UbCfg, RingExchangeReduceScatterAndAggregateAreRead) {
+  // NeMo's userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048 style (RingExchangeOverlapCfg on
+  // proj_fprop / fc2_fprop) and MLPerf's integer booleans ("aggregate: 1", "set_sm_margin: 0").
+  const auto w = load(
+      "proj_fprop:\n  method: ring_exchange\n  num_sm: 1\n  set_sm_margin: true\n"
+      "fc2_dgrad:\n  method: ring_exchange\n  aggregate: 1\n"
+      "qkv_dgrad:\n  method: bulk\n  num_sm: 4\n  set_sm_margin: 0\n");
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  const auto& g = w->training.tp_comm_overlap_gemms;
+  EXPECT_EQ(g[3].ring_exchange, 1);  // proj_fprop
+  EXPECT_EQ(g[10].aggregate, 1);     // fc2_dgrad
+  EXPECT_EQ(g[1].set_sm_margin, 0);  // qkv_dgrad
+  const ChunkPlan c = chunk(*w);
+  // t = 2: two projection chunks of kT / 2 rows on 131 SMs, one partial result sent.
+  const auto proj = named(c.forward, "proj_gemm");
+  ASSERT_EQ(proj.size(), 2u);
+  EXPECT_EQ(std::get<GemmOp>(proj[0]->shape).m, kT / 2);
+  EXPECT_DOUBLE_EQ(proj[0]->sm_share, 131.0 / 132);
+  const auto sends = named(c.forward, "tp_ring_reduce_scatter");
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(std::get<P2POp>(sends[0]->shape).bytes, kT / 2 * kH * 2);
+  EXPECT_EQ(named(c.backward, "fc2_dgrad").size(), 1u);  // t / 2 = 1 step of both chunks
+}
+
+TEST_F(UbCfg, RingExchangeReduceScatterRulesNeedTheWholeBlock) {
+  // use_ce and num_splits before the method that makes them wrong; aggregate where TE never
+  // reads it; pipeline on an all-gather, which TE rejects.
+  const auto w = load(
+      "fc2_fprop:\n  use_ce: false\n  num_splits: 4\n  method: ring_exchange\n"
+      "proj_fprop:\n  use_ce: false\n  num_splits: 4\n"
+      "qkv_wgrad:\n  aggregate: true\n"
+      "fc1_fprop:\n  method: pipeline\n");
+  ASSERT_FALSE(w.ok());
+  const std::string all = format_errors(w.errors());
+  const std::string f = yaml_path() + ": ";
+  EXPECT_NE(all.find(f + "fc2_fprop.use_ce=false is not modelled yet"), std::string::npos) << all;
+  EXPECT_NE(all.find("copy engine) (line 2)"), std::string::npos) << all;
+  EXPECT_NE(all.find(f + "fc2_fprop.num_splits=4 changes nothing with method ring_exchange"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find(f + "qkv_wgrad.aggregate=true changes nothing"), std::string::npos) << all;
+  EXPECT_NE(all.find(f + "fc1_fprop.method=pipeline: Transformer Engine rejects it"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(w.errors().size(), 4u) << all;  // proj_fprop stays a pipeline: both fine
+}
+
+TEST(ShippedUbCfg, Gpt3Fp8RunsBothReduceScattersAsRingExchanges) {
+  // scenarios/gpt3-175b-h100-512-fp8.json with userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048:
+  // t 4, 2048 x 2 = 4096 tokens per rank, h 12288; the projection reads 12288 / 4 = 3072
+  // columns, FC2 49152 / 4 = 12288.
+  const auto w =
+      load_scenario_file(kScenarios + "/gpt3-175b-h100-512-fp8.json", LoadOptions{kScenarios});
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  constexpr std::int64_t tokens = 4096;
+  constexpr std::int64_t h = 12288;
+  const ChunkPlan c = chunk(*w);
+  for (const auto& [gemm, k] :
+       {std::pair<std::string, std::int64_t>{"proj_gemm", 3072}, {"fc2_gemm", 12288}}) {
+    const auto ops = named(c.forward, gemm);
+    ASSERT_EQ(ops.size(), 4u) << gemm;
+    for (const Op* op : ops) {
+      EXPECT_EQ(std::get<GemmOp>(op->shape),
+                (GemmOp{tokens / 4, h, k, 1, DType::kFp8, GemmLayout::kTN}))
+          << gemm;
+      EXPECT_DOUBLE_EQ(op->sm_share, 131.0 / 132);  // num_sm 1 with set_sm_margin
+    }
+  }
+  // 3 sends of 16-bit partial results per GEMM (fp8_buf false), one reduction each.
+  const auto sends = named(c.forward, "tp_ring_reduce_scatter");
+  ASSERT_EQ(sends.size(), 6u);
+  for (const Op* op : sends) EXPECT_EQ(std::get<P2POp>(op->shape).bytes, tokens / 4 * h * 2);
+  EXPECT_TRUE(named(c.forward, "tp_ub_reduce_scatter").empty());
+  for (const std::string name : {"proj_ub_reduce", "fc2_ub_reduce"}) {
+    const auto r = named(c.forward, name);
+    ASSERT_EQ(r.size(), 1u) << name;
+    EXPECT_EQ(std::get<MemoryBoundOp>(r[0]->shape).bytes,
+              4 * (tokens / 4) * h * 2 + tokens / 4 * h * 2);
+  }
+  // Buffers of [4096, 12288]: the 8 all-gather ones in FP8 (1 byte), the bulk QKV/FC1 wgrad
+  // ones 16-bit, the two ring-exchange reduce-scatters 16-bit with 2 * 4 - 1 = 7 quarters.
+  const std::int64_t e = tokens * h;
+  EXPECT_EQ(userbuffer_bytes(*w), 8 * e + 2 * 2 * e + 2 * (2 * e / 4 * 7));
 }
 
 TEST_F(UbCfg, OnlyTheYamlSubsetOfUbCfgsIsRead) {

@@ -66,8 +66,10 @@ struct StaticMemory {
 /// _initialize_tp_communicators), cudaMalloc'ed outside PyTorch's allocator
 /// (comm_gemm_overlap.cpp register_user_buffer_collective): in bf16 (initialize_ub's dtype),
 /// or one byte per element where the job is FP8 and the buffer is an FP8 one (the all-gather
-/// GEMMs of layers_all_gather_overlap, a "pipeline" GEMM with fp8_buf). The ring-exchange
-/// GEMMs are all-gathers (tp chunks of the shape: the same bytes). 0 without tp_comm_overlap.
+/// GEMMs of layers_all_gather_overlap, a "pipeline" GEMM with fp8_buf). The
+/// all-gather ring exchanges hold tp chunks of the shape (the same bytes); a reduce-scatter
+/// given method ring_exchange (proj_fprop, fc2_fprop) holds 2 tp - 1 chunks
+/// (CommOverlapP2PBase::initialize). 0 without tp_comm_overlap.
 std::int64_t userbuffer_bytes(const Workload& w);
 
 /// The communication buffers a stage holds all run: userbuffer_bytes(), plus DeepEP's

@@ -183,6 +183,12 @@ struct UbGemmSettings {
   std::int64_t num_splits = -1;     ///< chunks of a pipelined GEMM+reduce-scatter
   std::int64_t set_sm_margin = -1;  ///< 1: the GEMM leaves num_sm SMs to the kernel; 0: it does not
   std::int64_t fp8_buf = -1;        ///< 1: an FP8 buffer (honoured for a "pipeline" GEMM)
+  /// 1: method ring_exchange on a reduce-scatter GEMM (proj_fprop, fc2_fprop): Transformer
+  /// Engine's CommOverlapP2PBase::split_overlap_rs instead of the default pipeline.
+  std::int64_t ring_exchange = -1;
+  /// 1: an all-gather ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad) multiplies
+  /// two chunks a step in tp / 2 steps (split_overlap_ag's _aggregate).
+  std::int64_t aggregate = -1;
   bool operator==(const UbGemmSettings&) const = default;
 };
 
