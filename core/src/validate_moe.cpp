@@ -4,6 +4,8 @@
 // megatron/core/parallel_state.py (initialize_model_parallel: the expert rank generator),
 // megatron/core/transformer/moe/moe_layer.py and shared_experts.py.
 
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "json_fields.hpp"
@@ -174,18 +176,20 @@ void check_flex(const Workload& w, Checker& check) {
   if (!flex || !w.model.moe()) return;
   const std::int64_t etp = t.expert_tensor_parallel();
   const std::int64_t group = etp * t.expert_model_parallel_size;
-  if (t.moe_flex_dispatcher_backend == MoeFlexBackend::kHybridEp) {
+  // The flex backends stepsim cannot price, and why.
+  struct Unpriced {
+    MoeFlexBackend backend;
+    std::string_view name, why;
+  };
+  for (const Unpriced& u :
+       {Unpriced{MoeFlexBackend::kHybridEp, "hybridep",
+                 "HybridEP's kernels have no published bandwidth per link to price them by"},
+        Unpriced{MoeFlexBackend::kNcclEp, "ncclep",
+                 "NCCL's expert-parallel kernels have no published bandwidth"}}) {
+    if (t.moe_flex_dispatcher_backend != u.backend) continue;
     check.fail("training.moe_flex_dispatcher_backend",
-               std::string("=\"hybridep\"") + std::string(kNotModelled) +
-                   " (HybridEP's kernels have no published bandwidth per link to price them by; "
-                   "give \"deepep\")");
-    return;
-  }
-  if (t.moe_flex_dispatcher_backend == MoeFlexBackend::kNcclEp) {
-    check.fail("training.moe_flex_dispatcher_backend",
-               std::string("=\"ncclep\"") + std::string(kNotModelled) +
-                   " (NCCL's expert-parallel kernels have no published bandwidth; give "
-                   "\"deepep\")");
+               "=\"" + std::string(u.name) + "\"" + std::string(kNotModelled) + " (" +
+                   std::string(u.why) + "; give \"deepep\")");
     return;
   }
   if (group <= 1) {

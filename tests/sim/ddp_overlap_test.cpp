@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "hand_cost.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
@@ -14,21 +15,6 @@
 
 namespace stepsim::sim {
 namespace {
-
-/// A GEMM costs its `k` in seconds; memory-bound ops and collectives 1 ns per byte; P2P free.
-class HandCost final : public CostModel {
- public:
-  double gemm_s(const GemmOp& op) const override { return static_cast<double>(op.k); }
-  double attention_s(const AttentionOp&) const override { return 0.0; }
-  double memory_bound_s(const MemoryBoundOp& op) const override {
-    return static_cast<double>(op.bytes) * 1e-9;
-  }
-  double collective_s(const CollectiveOp& op) const override {
-    return static_cast<double>(op.bytes) * 1e-9;
-  }
-  double p2p_s(const P2POp&) const override { return 0.0; }
-  std::string describe() const override { return "hand"; }
-};
 
 constexpr std::int64_t kModule = 40'000'000;  // parameters per weight: Megatron's bucket size
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "../../sim/src/heterogeneity.hpp"
+#include "hand_cost.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
@@ -21,20 +22,8 @@ namespace {
 
 const std::string kScenarios = STEPSIM_SCENARIOS_DIR;
 
-/// Memory-bound ops and collectives cost bytes * 1 ns; transfers are free.
-class UnitCost final : public CostModel {
- public:
-  double gemm_s(const GemmOp&) const override { return 0.0; }
-  double attention_s(const AttentionOp&) const override { return 0.0; }
-  double memory_bound_s(const MemoryBoundOp& op) const override {
-    return static_cast<double>(op.bytes) * 1e-9;
-  }
-  double collective_s(const CollectiveOp& op) const override {
-    return static_cast<double>(op.bytes) * 1e-9;
-  }
-  double p2p_s(const P2POp&) const override { return 0.0; }
-  std::string describe() const override { return "unit"; }
-};
+/// Memory-bound ops and collectives cost bytes * 1 ns; GEMMs and transfers are free.
+HandCost unit_cost() { return HandCost({.gemm_s_per_k = 0}); }
 
 Op kernel(const char* name, Phase phase, double seconds) {
   Op op;
@@ -97,7 +86,7 @@ Small small_case(std::int64_t tp, std::int64_t dp, double grad_s, std::int64_t g
 }
 
 double step_time(const Small& s, const SimulateOptions& o, std::int32_t paces = 0) {
-  Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), o);
+  Result<SimulationResult> r = simulate(s.w, s.plan, unit_cost(), o);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
   if (!r.ok()) return -1.0;
   if (paces > 0) {
@@ -223,12 +212,12 @@ TEST(FullRank, AStragglerInOneReplicaHoldsEveryReplicaAtTheReduction) {
   EXPECT_NEAR(step_time(s, two, 2), 19.0, 1e-12);
   SimulateOptions representative = two;
   representative.full_rank = false;
-  Result<SimulationResult> refused = simulate(s.w, s.plan, UnitCost(), representative);
+  Result<SimulationResult> refused = simulate(s.w, s.plan, unit_cost(), representative);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.errors().front().key, "--straggler");
   // Out of the world: an input error naming the flag.
   two.stragglers.push_back(Straggler{.rank = 8, .factor = 2.0});
-  Result<SimulationResult> outside = simulate(s.w, s.plan, UnitCost(), two);
+  Result<SimulationResult> outside = simulate(s.w, s.plan, unit_cost(), two);
   ASSERT_FALSE(outside.ok());
   EXPECT_EQ(outside.errors().front().key, "--straggler");
   EXPECT_EQ(exit_status(outside.errors()), 2);
@@ -242,7 +231,7 @@ TEST(FullRank, TheReportDescribesThePipelineThatEndedTheStep) {
   const Small s = small_case(2, 2, 0.0, 8, 1);
   SimulateOptions o = full_rank();
   o.stragglers = {Straggler{.rank = 3, .factor = 2.0}};
-  Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), o);
+  Result<SimulationResult> r = simulate(s.w, s.plan, unit_cost(), o);
   ASSERT_TRUE(r.ok());
   const Prediction& p = r->prediction;
   EXPECT_NEAR(p.step_time_s, 13.0, 1e-12);
@@ -282,17 +271,17 @@ TEST(FullRank, ASlowNicSlowsTheCrossNodeCollectiveByItsFactor) {
   for (const SlowNic bad : {SlowNic{.node = 4, .factor = 2.0}, SlowNic{.node = 0, .factor = 0.0},
                             SlowNic{.node = 0, .factor = 1e9}}) {
     slow.slow_nics = {bad};
-    Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), slow);
+    Result<SimulationResult> r = simulate(s.w, s.plan, unit_cost(), slow);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.errors().front().key, "--slow-nic");
     EXPECT_EQ(exit_status(r.errors()), 2);
   }
   slow.slow_nics = {SlowNic{.node = 1, .factor = 2.0}};
   slow.contention = false;
-  EXPECT_FALSE(simulate(s.w, s.plan, UnitCost(), slow).ok());
+  EXPECT_FALSE(simulate(s.w, s.plan, unit_cost(), slow).ok());
   slow.contention = true;
   slow.full_rank = false;
-  Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), slow);
+  Result<SimulationResult> r = simulate(s.w, s.plan, unit_cost(), slow);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.errors().front().key, "--slow-nic");
 }
@@ -342,7 +331,7 @@ TEST(FullRank, TheScenarioHeterogeneitySectionActsAsTheFlags) {
 }
 
 std::string json_of(const Small& s, const SimulateOptions& o) {
-  Result<SimulationResult> r = simulate(s.w, s.plan, UnitCost(), o);
+  Result<SimulationResult> r = simulate(s.w, s.plan, unit_cost(), o);
   EXPECT_TRUE(r.ok());
   std::ostringstream out;
   if (r.ok()) write_prediction_json(s.w, *r, "unit", out);
@@ -365,12 +354,12 @@ TEST(FullRank, JitterIsDeterministicForASeed) {
   for (const double x : f) EXPECT_TRUE(x > 0 && std::isfinite(x));
   // Out of range: an input error naming the flag; without --full-rank: refused.
   a.jitter_sigma = 1.5;
-  Result<SimulationResult> bad = simulate(s.w, s.plan, UnitCost(), a);
+  Result<SimulationResult> bad = simulate(s.w, s.plan, unit_cost(), a);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.errors().front().key, "--jitter");
   a.jitter_sigma = 0.2;
   a.full_rank = false;
-  Result<SimulationResult> refused = simulate(s.w, s.plan, UnitCost(), a);
+  Result<SimulationResult> refused = simulate(s.w, s.plan, unit_cost(), a);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.errors().front().key, "--jitter");
 }

@@ -7,39 +7,24 @@
 
 #include <string>
 
-#include "stepsim/core/profile.hpp"
+#include "hand_cost.hpp"
 #include "stepsim/sim/cost_memo.hpp"
 #include "stepsim/sim/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {
 
-/// A GEMM costs its `k` in seconds, collectives 1 ns per byte, P2P nothing; the host issues a
-/// forward kernel in `forward` seconds, a backward one in `backward`, other launches in 0.1 s
-/// and wakes from a synchronisation in 0.2 s.
-class HostCost final : public CostModel {
- public:
-  HostCost(double forward, double backward) {
-    host_.forward_op_issue_s = forward;
-    host_.backward_op_issue_s = backward;
-    host_.op_issue_s = 0.1;
-    host_.sync_s = 0.2;
-  }
-  double gemm_s(const GemmOp& op) const override { return static_cast<double>(op.k); }
-  double attention_s(const AttentionOp&) const override { return 0.0; }
-  double memory_bound_s(const MemoryBoundOp& op) const override {
-    return static_cast<double>(op.bytes) * 1e-9;
-  }
-  double collective_s(const CollectiveOp& op) const override {
-    return static_cast<double>(op.bytes) * 1e-9;
-  }
-  double p2p_s(const P2POp&) const override { return 0.0; }
-  std::string describe() const override { return "hand, with host"; }
-  const HostCosts* host() const override { return host_.measured() ? &host_ : nullptr; }
-
- private:
-  HostCosts host_;
-};
+/// GEMMs cost their k in seconds (hand_cost.hpp); the host issues a forward kernel in
+/// `forward` seconds, a backward one in `backward`, other launches in 0.1 s and wakes from a
+/// synchronisation in 0.2 s.
+HandCost host_cost(double forward, double backward) {
+  HostCosts host;
+  host.op_issue_s = 0.1;
+  host.forward_op_issue_s = forward;
+  host.backward_op_issue_s = backward;
+  host.sync_s = 0.2;
+  return HandCost({.host = host});
+}
 
 Op gemm(const char* name, Phase phase) {
   Op op;
@@ -113,8 +98,8 @@ TEST(HostIssue, TheFirstKernelWaitsForItsIssueAndTheHostRunsAhead) {
   // B0 follows F0 on its stream: [3.5, 6.5]; F1 [6.5, 9.5], B1 [9.5, 12.5] (the host, at
   // 4.5, is far ahead); the all-reduce [12.5, 12.98]. Without a host: 12.48.
   const Step s = make_step(1, 2);
-  EXPECT_NEAR(step_time(s, HostCost(0.5, 0.25)), 12.98, 1e-9);
-  EXPECT_NEAR(step_time(s, HostCost(0, 0)), 12.48, 1e-9);
+  EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25)), 12.98, 1e-9);
+  EXPECT_NEAR(step_time(s, host_cost(0, 0)), 12.48, 1e-9);
 }
 
 TEST(HostIssue, KernelsShorterThanTheirIssueLeaveTheGpuWaiting) {
@@ -122,7 +107,7 @@ TEST(HostIssue, KernelsShorterThanTheirIssueLeaveTheGpuWaiting) {
   // with its three at 6; B0's first at 6.25: B0 [6.25, 9.25], the host at 6.75; F1's first at
   // 8.75, its stream free at 9.25: [9.25, 12.25], the host done at 12.75; B1's first at 13:
   // [13, 16]; the all-reduce [16, 16.48]. The GPU waited 2 + 1 + 0.75 s for the host.
-  EXPECT_NEAR(step_time(make_step(1, 2), HostCost(2, 0.25)), 16.48, 1e-9);
+  EXPECT_NEAR(step_time(make_step(1, 2), host_cost(2, 0.25)), 16.48, 1e-9);
 }
 
 TEST(HostIssue, BatchedPipelineTransfersSynchroniseTheHost) {
@@ -134,15 +119,15 @@ TEST(HostIssue, BatchedPipelineTransfersSynchroniseTheHost) {
   // 6.05; stage 0 issued recv_backward at 3.8; the transfer at 10.2, both wake at 10.4. Stage
   // 0: B0 [10.65, 13.65], its all-reduce [13.65, 14.13]. Without a host: 12.48.
   const Step s = make_step(2, 1);
-  EXPECT_NEAR(step_time(s, HostCost(0.5, 0.25)), 14.13, 1e-9);
-  EXPECT_NEAR(step_time(s, HostCost(0, 0)), 12.48, 1e-9);
+  EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25)), 14.13, 1e-9);
+  EXPECT_NEAR(step_time(s, host_cost(0, 0)), 12.48, 1e-9);
 }
 
 TEST(HostIssue, SweepsAndStragglersSeeTheSameHost) {
   // A sweep prices through a CostMemo, a straggler through a scaled copy of the model: both
   // pass the host on (a straggler's kernels are slower, its host is not).
   const Step s = make_step(2, 1);
-  const HostCost cost(0.5, 0.25);
+  const HandCost cost = host_cost(0.5, 0.25);
   EXPECT_NEAR(step_time(s, CostMemo(cost)), 14.13, 1e-9);
   SimulateOptions slow;
   slow.stragglers = {Straggler{.rank = 2, .factor = 2}};  // stage 1, replica 0: F0 [4.2, 10.2]
@@ -157,7 +142,7 @@ TEST(HostIssue, TheValidatorsSerialisedExecutorHasNoSeparateHost) {
   // serialize_streams (the validator's single-threaded executor blocks on every call): the
   // framework's host costs do not apply.
   const Step s = make_step(2, 1);
-  EXPECT_NEAR(step_time(s, HostCost(0.5, 0.25), true), step_time(s, HostCost(0, 0), true), 1e-12);
+  EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25), true), step_time(s, host_cost(0, 0), true), 1e-12);
 }
 
 }  // namespace
