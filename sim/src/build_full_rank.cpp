@@ -379,7 +379,9 @@ class FullRankBuilder {
           }
           case TaskKind::kStepOp: t.payload += off.step_ops; break;
           case TaskKind::kJoin:
-          case TaskKind::kDelay: break;
+          case TaskKind::kDelay:
+          case TaskKind::kHost:
+            break;
         }
         s.graph.add_task(t);
       }

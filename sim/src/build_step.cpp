@@ -334,7 +334,7 @@ class Builder {
         }
         const TaskId woken = add(Task{.rank = r,
                                       .stream = Stream::kCompute,
-                                      .kind = TaskKind::kDelay,
+                                      .kind = TaskKind::kHost,
                                       .duration_s = host_->sync_s});
         out_.graph.add_edge(drained, woken);
         host_last_[ri] = static_cast<std::int32_t>(woken.value);
@@ -356,13 +356,13 @@ class Builder {
     const auto ri = static_cast<std::size_t>(r);
     const std::int32_t before = host_last_[ri];
     const TaskId first = add(Task{
-        .rank = r, .stream = Stream::kCompute, .kind = TaskKind::kDelay, .duration_s = per_kernel});
+        .rank = r, .stream = Stream::kCompute, .kind = TaskKind::kHost, .duration_s = per_kernel});
     if (before != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(before)}, first);
     host_last_[ri] = static_cast<std::int32_t>(first.value);
     if (kernels > 1) {
       const TaskId rest = add(Task{.rank = r,
                                    .stream = Stream::kCompute,
-                                   .kind = TaskKind::kDelay,
+                                   .kind = TaskKind::kHost,
                                    .duration_s = per_kernel * static_cast<double>(kernels - 1)});
       out_.graph.add_edge(first, rest);
       host_last_[ri] = static_cast<std::int32_t>(rest.value);
@@ -755,13 +755,14 @@ class Builder {
       }
       prev = static_cast<std::int32_t>(id.value);
       ids.push_back(id);
-      if (host_gate != kNoTask)
+      if (host_gate != kNoTask) {
         out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(host_gate)}, id);
+      }
       const auto* coll = std::get_if<CollectiveOp>(&op.shape);
       if (host_ != nullptr && coll != nullptr && coll->group == CommGroup::kGradStats) {
         const TaskId woken = add(Task{.rank = r,
                                       .stream = Stream::kCompute,
-                                      .kind = TaskKind::kDelay,
+                                      .kind = TaskKind::kHost,
                                       .duration_s = host_->sync_s + host_->op_issue_s});
         out_.graph.add_edge(id, woken);
         host_gate = static_cast<std::int32_t>(woken.value);

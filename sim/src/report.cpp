@@ -386,6 +386,7 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   out << "    DP comm    " << share(ch.dp_comm_s, p.step_time_s) << "\n";
   out << "    optimizer  " << share(ch.optimizer_s, p.step_time_s) << "\n";
   out << "    waits      " << share(ch.wait_s, p.step_time_s) << "\n";
+  if (ch.host_s > 0) out << "    host       " << share(ch.host_s, p.step_time_s) << "\n";
   for (const ChainSegment& seg : ch.longest) {
     out << "    longest: stage " << seg.rank << " " << seg.kind << " " << seg.what << " "
         << fmt("[%.4f, ", seg.start_s) << fmt("%.4f] s", seg.end_s) << "\n";
@@ -491,6 +492,7 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
   j.field("dp_comm_s", ch.dp_comm_s);
   j.field("optimizer_s", ch.optimizer_s);
   j.field("wait_s", ch.wait_s);
+  j.field("host_s", ch.host_s);
   j.key("longest").begin_array();
   for (const ChainSegment& seg : ch.longest) {
     j.begin_object();

@@ -69,7 +69,9 @@ std::vector<RankTime> account_ranks(const BuiltStep& step, const EngineResult& r
       }
       case TaskKind::kCollective: coll[r].push_back(span); break;
       case TaskKind::kJoin:
-      case TaskKind::kDelay: break;
+      case TaskKind::kDelay:
+      case TaskKind::kHost:
+        break;
     }
   }
   for (std::size_t r = 0; r < out.size(); ++r) {
@@ -94,6 +96,8 @@ const char* chain_kind(TaskKind kind) {
     case TaskKind::kCollective: return "dp_comm";
     case TaskKind::kStepOp: return "optimizer";
     case TaskKind::kDelay: return "wait";
+    case TaskKind::kHost:
+      return "host";
     case TaskKind::kJoin: break;
   }
   return "";
@@ -117,6 +121,8 @@ std::string chain_label(const BuiltStep& step, const Task& task) {
              ref.op->name;
     }
     case TaskKind::kDelay: return "delay";
+    case TaskKind::kHost:
+      return "host";
     case TaskKind::kJoin: break;
   }
   return "";
@@ -140,7 +146,8 @@ std::vector<ChainLink> chain_links(const BuiltStep& step, const EngineResult& ru
   for (const std::uint32_t u : chain_tasks(run)) {
     const Task& task = step.graph.tasks()[u];
     const TaskTiming& t = run.timings[u];
-    if (task.kind == TaskKind::kJoin || task.kind == TaskKind::kDelay || !(t.end_s > t.start_s)) {
+    if (task.kind == TaskKind::kJoin || task.kind == TaskKind::kDelay ||
+        task.kind == TaskKind::kHost || !(t.end_s > t.start_s)) {
       continue;
     }
     links.push_back(ChainLink{.rank = task.rank, .stream = task.stream, .start_s = t.start_s,
@@ -179,6 +186,9 @@ CriticalChain walk_critical_chain(const BuiltStep& step, const EngineResult& run
              : out.compute_s) += d;
         break;
       case TaskKind::kDelay: out.wait_s += d; break;
+      case TaskKind::kHost:
+        out.host_s += d;
+        break;
       case TaskKind::kJoin: continue;
     }
     if (!spans.empty()) {

@@ -108,6 +108,15 @@ TEST(HostIssue, KernelsShorterThanTheirIssueLeaveTheGpuWaiting) {
   // 8.75, its stream free at 9.25: [9.25, 12.25], the host done at 12.75; B1's first at 13:
   // [13, 16]; the all-reduce [16, 16.48]. The GPU waited 2 + 1 + 0.75 s for the host.
   EXPECT_NEAR(step_time(make_step(1, 2), host_cost(2, 0.25)), 16.48, 1e-9);
+  // The critical chain runs through the host until B1 can start: 13 s of issuing (F0 6,
+  // B0 0.75, F1 6, B1's first 0.25), then B1's 3 s and the 0.48 s all-reduce.
+  const Step s = make_step(1, 2);
+  Result<SimulationResult> r = simulate(s.w, s.plan, host_cost(2, 0.25), SimulateOptions{});
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const CriticalChain& chain = r.value().prediction.critical_chain;
+  EXPECT_NEAR(chain.host_s, 13.0, 1e-9);
+  EXPECT_NEAR(chain.compute_s, 3.0, 1e-9);
+  EXPECT_NEAR(chain.dp_comm_s, 0.48, 1e-9);
 }
 
 TEST(HostIssue, BatchedPipelineTransfersSynchroniseTheHost) {

@@ -64,6 +64,9 @@ struct CriticalChain {
   /// Delays: a point inside another task (a DDP bucket's gradients becoming final inside a
   /// backward, the parameter gathers a forward waits for partway through).
   double wait_s = 0;
+  /// The host issuing kernels and waking from synchronisations (with a profile's measured
+  /// host: sim/src/build_step.cpp, issue_on_host), where the GPU waited for it.
+  double host_s = 0;
   std::vector<ChainSegment> longest;  ///< the longest segments, longest first (at most 5)
   bool operator==(const CriticalChain&) const = default;
 };

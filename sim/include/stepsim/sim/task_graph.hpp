@@ -32,6 +32,7 @@ enum class TaskKind : std::uint8_t {
   kStepOp,      ///< a per-step compute op (optimizer)
   kDelay,       ///< a fixed wait holding nothing: marks a point inside another task (the
                 ///< moment a DDP bucket's gradients become final inside a backward)
+  kHost,        ///< the host issuing kernels or waking from a synchronisation (holds nothing)
 };
 
 /// A resource of one simulated GPU (see sim/src/resource_model.hpp). Each direction of its
