@@ -152,8 +152,8 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
       // The identity of each slice this task draws: itself, or each of its transfers.
       std::vector<std::pair<SliceKey, std::string>> keys;
       if (task.kind == ExecTask::Kind::kComm) {
-        for (std::size_t k = 0; k < task.comm.transfers.size(); ++k) {
-          keys.emplace_back(sim::transfer_identity(s, task.comm.transfers[k], measured.layout.pp),
+        for (std::size_t k = 0; k < task.transfers.size(); ++k) {
+          keys.emplace_back(sim::transfer_identity(s, task.transfers[k], measured.layout.pp),
                             task.transfer_names[k]);
         }
       } else {

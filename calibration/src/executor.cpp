@@ -231,8 +231,8 @@ class Runner {
 Result<double> Runner::run_task(const ExecTask& t) {
   if (t.kind == ExecTask::Kind::kComm) {
     std::vector<P2PRequest> requests;
-    for (std::size_t i = 0; i < t.comm.transfers.size(); ++i) {
-      const auto& tr = t.comm.transfers[i];
+    for (std::size_t i = 0; i < t.transfers.size(); ++i) {
+      const auto& tr = t.transfers[i];
       requests.push_back(P2PRequest{tr.send, t.transfer_bytes[i],
                                     m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp, coord_.cp),
                                     p2p_tag(tr, virtual_stages_)});
@@ -337,7 +337,7 @@ std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s
   s << "task " << task << " '" << t.name << "' (" << t.detail << ")";
   if (t.kind == ExecTask::Kind::kComm) {
     std::vector<std::int32_t> peers;
-    for (const auto& tr : t.comm.transfers) {
+    for (const auto& tr : t.transfers) {
       peers.push_back(m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp, coord_.cp));
     }
     s << ", waiting for rank(s) " << join_ranks(peers, me_);
@@ -553,9 +553,8 @@ sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
         continue;
       }
       // One slice per transfer, as the simulator draws them; all span the batched call.
-      for (std::size_t k = 0; k < task.comm.transfers.size(); ++k) {
-        const sim::SliceIdentity id =
-            sim::transfer_identity(s, task.comm.transfers[k], m.layout.pp);
+      for (std::size_t k = 0; k < task.transfers.size(); ++k) {
+        const sim::SliceIdentity id = sim::transfer_identity(s, task.transfers[k], m.layout.pp);
         t.slices.push_back(sim::Slice{
             .rank = s,
             .stream = Stream::kPipelineComm,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <sstream>
 #include <type_traits>
 #include <variant>
@@ -119,16 +120,18 @@ std::int64_t transfer_bytes(const WorkloadPlan& plan, const sim::Transfer& tr, s
   return stage.chunks.at(static_cast<std::size_t>(vs / p)).p2p_bytes;
 }
 
-ExecTask comm_task(const WorkloadPlan& plan, const sim::CommCall& call, std::int32_t p) {
+ExecTask comm_task(const WorkloadPlan& plan, const sim::RankProgram& program,
+                   const sim::CommCall& call, std::int32_t p) {
   ExecTask t;
   t.kind = ExecTask::Kind::kComm;
-  t.comm = call;
+  const std::span<const sim::Transfer> transfers = program.transfers_of(call);
+  t.transfers.assign(transfers.begin(), transfers.end());
   t.category = OpCategory::kP2P;
   t.stream = Stream::kPipelineComm;
   t.slice_kind = sim::SliceKind::kPipelineComm;
   t.op_name = call.name;
   std::ostringstream detail;
-  for (const auto& tr : call.transfers) {
+  for (const auto& tr : transfers) {
     const std::int64_t bytes = transfer_bytes(plan, tr, p);
     t.transfer_bytes.push_back(bytes);
     t.transfer_names.push_back(sim::transfer_slice_name(tr));
@@ -138,7 +141,7 @@ ExecTask comm_task(const WorkloadPlan& plan, const sim::CommCall& call, std::int
            << tr.microbatch << " vs" << tr.producer_virtual_stage << (tr.send ? " to " : " from ")
            << tr.peer << " bytes=" << bytes;
   }
-  if (!call.transfers.empty()) t.microbatch = call.transfers.front().microbatch;
+  if (!transfers.empty()) t.microbatch = transfers.front().microbatch;
   t.name = call.name;
   t.detail = detail.str();
   return t;
@@ -162,7 +165,7 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
     if (item.kind == sim::ProgramItem::Kind::kComm) {
       // Megatron's waits on earlier non-blocking calls carry no transfer of their own; the
       // executor completes every call where it is issued (streams serialised).
-      if (!item.comm.transfers.empty()) tasks.push_back(comm_task(plan, item.comm, p));
+      if (item.comm.transfer_count > 0) tasks.push_back(comm_task(plan, program, item.comm, p));
       continue;
     }
     const auto& a = item.action;

@@ -302,18 +302,20 @@ class Builder {
         continue;
       }
       const CommCall& call = item.comm;
-      for (const Transfer& tr : call.waits) {
+      for (const Transfer& tr : program.waits_of(call)) {
         // Megatron's handle.wait() on transfers this rank posted earlier without blocking.
         const std::int32_t t =
             transfer_of_key_[key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage)];
         STEPSIM_ASSERT(t != kNoTask);
         cursor.push_back(t);
       }
-      if (call.transfers.empty()) continue;
+      if (call.transfer_count == 0) continue;
       const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
       if (issued != kNoTask) cursor.push_back(issued);
       posted_.clear();
-      for (const Transfer& tr : call.transfers) posted_.push_back(post_transfer(r, tr, cursor));
+      for (const Transfer& tr : program.transfers_of(call)) {
+        posted_.push_back(post_transfer(r, tr, cursor));
+      }
       // With serialised streams a non-blocking call completes where it is issued, as on the
       // validator's single host thread (calibration/executor.hpp).
       if (call.blocking || options_.serialize_streams) cursor.assign(posted_.begin(), posted_.end());

@@ -162,6 +162,7 @@ class Engine {
   void prefetch_task(std::uint32_t u) const {
     __builtin_prefetch(&state_[u]);
     __builtin_prefetch(&result_.timings[u]);
+    if (model_) model_->prefetch(u);
   }
 
   static void append_uses(const TaskResources& r, std::vector<FlowUse>& out) {
@@ -245,6 +246,7 @@ class Engine {
       const auto v = static_cast<std::size_t>(boost::target(*p, csr));
       __builtin_prefetch(&state_[v]);
       __builtin_prefetch(&graph_.tasks()[v].resources);
+      if (model_) model_->prefetch(static_cast<std::uint32_t>(v));
     }
     for (; e != end; ++e) {
       const auto v = static_cast<std::uint32_t>(boost::target(*e, csr));
@@ -286,7 +288,26 @@ class Engine {
     for (std::size_t i = 0; i < count; ++i) append_uses(graph_.tasks()[members[i]].resources, uses_);
     const std::int32_t g = state_[members[0]].rendezvous;
     if (g >= 0) group_running_[static_cast<std::size_t>(g)] = static_cast<std::uint32_t>(count);
-    model_->add_flow(members[0], uses_, 1.0);
+    const std::optional<double> alone = model_->add_flow(members[0], uses_, 1.0,
+                                                         /*report_alone=*/false);
+    if (!alone) return;  // shares a resource: the next re-solve plans it
+    const double rate = *alone;
+    // Alone on its resources, it keeps this rate until another event, and its end is planned
+    // here rather than at the next re-solve; unless an end falls at `at` itself, which the
+    // re-solve after this instant's batch of ends must push (as for every other flow).
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!(rate > 0 && at + state_[members[i]].remaining / rate > at)) {
+        model_->report_at_update(members[0]);
+        return;
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      TaskState& s = state_[members[i]];
+      s.rate = rate;
+      if (rate < 1) s.slowed = true;
+      ++s.version;
+      push(Event{at + s.remaining / rate, members[i], s.version});
+    }
   }
 
   void make_ready(std::uint32_t u, double now) {

@@ -75,6 +75,7 @@ ResourceModel::ResourceModel(std::vector<double> capacity, std::vector<bool> is_
   resource_mark_.assign(n, 0);
   local_index_.assign(n, 0);
   flows_.assign(max_flows, FlowState{});
+  uses_.reserve(max_flows);  // most flows use one resource: grown by doubling, copied over
 }
 
 void ResourceModel::touch(std::uint32_t resource) {
@@ -83,7 +84,8 @@ void ResourceModel::touch(std::uint32_t resource) {
   touched_list_.push_back(resource);
 }
 
-void ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound) {
+std::optional<double> ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses,
+                                              double bound, bool report_alone) {
   STEPSIM_ASSERT(flow < flows_.size() && !flows_[flow].active && uses.size() <= 0xffff && bound > 0);
   FlowState& fs = flows_[flow];
   fs.use_begin = static_cast<std::uint32_t>(uses_.size());
@@ -113,10 +115,14 @@ void ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, 
     if (u.nccl_kernel) ++nccl_count_[u.resource];
     if (u.weight > 0) ++compute_count_[u.resource];
   }
-  if (alone) {
-    fs.rate = lone_rate(flow);
+  if (!alone) return std::nullopt;
+  fs.rate = lone_rate(flow);
+  if (report_alone) {
     fresh_.push_back(flow);
+  } else {
+    fs.added = false;  // as if reported: a re-solve reports it only when its rate changes
   }
+  return fs.rate;
 }
 
 double ResourceModel::lone_rate(std::uint32_t flow) const {

@@ -26,6 +26,7 @@
 // a resource unused, touches nothing (no other flow's rate can change).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -49,8 +50,18 @@ class ResourceModel {
   ResourceModel(std::vector<double> capacity, std::vector<bool> is_sm, Interference coefficients,
                 std::size_t max_flows);
 
-  /// Flow `flow` (< max_flows) starts using `uses` with maximum rate `bound`.
-  void add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound);
+  /// Flow `flow` (< max_flows) starts using `uses` with maximum rate `bound`. Returns its
+  /// rate when it starts alone on its resources (no other flow's rate changes), else none. With
+  /// `report_alone` false, update() reports a flow that started alone only if a flow joining
+  /// it before then changes its rate: the caller plans it at the returned rate itself.
+  std::optional<double> add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound,
+                                 bool report_alone = true);
+  /// Flow `flow`, added alone with `report_alone` false, is reported at the next update after
+  /// all (the caller does not plan it itself).
+  void report_at_update(std::uint32_t flow) {
+    flows_[flow].added = true;
+    fresh_.push_back(flow);
+  }
   /// Flow `flow` ends and releases its resources.
   void remove_flow(std::uint32_t flow);
   /// Re-solves every component touched since the last call. Calls `changed(flow, rate)` for
@@ -62,6 +73,9 @@ class ResourceModel {
     for (const std::uint32_t f : changed_) changed(f, flows_[f].rate);
     changed_.clear();
   }
+  /// Asks for flow `flow`'s state ahead of its add_flow or remove_flow: the engine knows
+  /// which tasks start and end next, and their states lie far apart in memory.
+  void prefetch(std::uint32_t flow) const { __builtin_prefetch(&flows_[flow]); }
   double rate(std::uint32_t flow) const { return flows_[flow].rate; }
   bool active(std::uint32_t flow) const { return flows_[flow].active; }
 

@@ -16,11 +16,13 @@ using OptTransfer = std::optional<Transfer>;
 
 class ProgramBuilder {
  public:
-  /// `expected_actions` and `expected_items` only size the reservations.
+  /// `expected_actions` and `expected_items` only size the reservations (transfers: as many
+  /// as items).
   ProgramBuilder(RankProgram& program, std::size_t expected_actions, std::size_t expected_items)
       : program_(program) {
     program_.actions.reserve(expected_actions);
     program_.items.reserve(expected_items);
+    program_.transfers.reserve(expected_items);
   }
 
   void compute(ActionType type, std::int32_t microbatch, std::int32_t chunk) {
@@ -43,9 +45,10 @@ class ProgramBuilder {
     item.kind = ProgramItem::Kind::kComm;
     item.comm.name = name;
     item.comm.blocking = blocking;
-    item.comm.transfers.reserve(n);
+    item.comm.first = static_cast<std::uint32_t>(program_.transfers.size());
+    item.comm.transfer_count = static_cast<std::uint8_t>(n);
     for (const OptTransfer* t : all) {
-      if (t->has_value()) item.comm.transfers.push_back(**t);
+      if (t->has_value()) program_.transfers.push_back(**t);
     }
   }
 
@@ -55,7 +58,9 @@ class ProgramBuilder {
     item.kind = ProgramItem::Kind::kComm;
     item.comm.name = "wait";
     item.comm.blocking = true;
-    item.comm.waits.assign(1, t);
+    item.comm.first = static_cast<std::uint32_t>(program_.transfers.size());
+    item.comm.wait_count = 1;
+    program_.transfers.push_back(t);
   }
 
  private:

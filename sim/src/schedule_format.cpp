@@ -41,7 +41,7 @@ void append_transfer(std::string& out, const Transfer& t) {
   out += std::to_string(t.peer);
 }
 
-void append_transfers(std::string& out, const std::vector<Transfer>& transfers) {
+void append_transfers(std::string& out, std::span<const Transfer> transfers) {
   out += '[';
   bool first = true;
   for (const Transfer& t : transfers) {
@@ -79,7 +79,8 @@ std::string format_program(const RankProgram& program) {
     }
     if (!item.comm.blocking) out += '~';
     out += item.comm.name;
-    append_transfers(out, item.comm.name == "wait" ? item.comm.waits : item.comm.transfers);
+    append_transfers(out, item.comm.name == "wait" ? program.waits_of(item.comm)
+                                                   : program.transfers_of(item.comm));
   }
   return out;
 }

@@ -8,7 +8,7 @@
 namespace stepsim::sim {
 namespace {
 
-void write_transfers(std::ostream& out, const std::vector<Transfer>& transfers) {
+void write_transfers(std::ostream& out, std::span<const Transfer> transfers) {
   out << '[';
   bool first = true;
   for (const Transfer& t : transfers) {
@@ -55,9 +55,9 @@ void write_schedule_json(std::ostream& out, const Schedule& s) {
       first = false;
       out << "{\"at\":" << at << ",\"call\":\"" << item.comm.name
           << "\",\"blocking\":" << (item.comm.blocking ? "true" : "false") << ",\"transfers\":";
-      write_transfers(out, item.comm.transfers);
+      write_transfers(out, rank.transfers_of(item.comm));
       out << ",\"waits\":";
-      write_transfers(out, item.comm.waits);
+      write_transfers(out, rank.waits_of(item.comm));
       out << '}';
     }
     out << "]}" << (rank.rank + 1 < p.pipeline_size ? "," : "") << '\n';

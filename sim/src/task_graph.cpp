@@ -15,8 +15,9 @@ void TaskGraph::set_rendezvous(TaskId task, std::int32_t id) {
 }
 
 void TaskGraph::finalize() {
-  STEPSIM_ASSERT(!finalized_);
-  csr_ = Csr(boost::edges_are_unsorted_multi_pass, edges_.begin(), edges_.end(), tasks_.size());
+  STEPSIM_ASSERT(!finalized_ && tasks_.size() < 0xffffffffu && edges_.size() < 0xffffffffu);
+  csr_ = Csr(boost::edges_are_unsorted_multi_pass, edges_.begin(), edges_.end(),
+             static_cast<Csr::vertices_size_type>(tasks_.size()));
   edges_.clear();
   edges_.shrink_to_fit();
   finalized_ = true;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <span>
 #include <sstream>
 #include <utility>
@@ -99,6 +100,27 @@ TEST(ResourceModelUpdates, FlowsStartingAloneAndJoinedBeforeTheUpdate) {
   // Flows ending alone change nobody's rate.
   model.remove_flow(1);
   EXPECT_TRUE(updated(model).empty());
+}
+
+TEST(ResourceModelUpdates, AFlowPlannedByItsCallerIsReportedOnlyWhenItsRateChanges) {
+  // Link 0 of capacity 1, link 1 of capacity 0.5 (a slow NIC rail).
+  ResourceModel model({1, 0.5}, {false, false}, Interference{}, 8);
+  using R = std::vector<std::pair<std::uint32_t, double>>;
+  const FlowUse link0{.resource = 0};
+  const FlowUse link1{.resource = 1};
+  // Alone: add_flow gives its rate, capped by the link, and the update does not report it.
+  EXPECT_EQ(model.add_flow(0, std::span(&link1, 1), 1, /*report_alone=*/false), 0.5);
+  EXPECT_TRUE(updated(model).empty());
+  // Alone again, then joined before the update: its rate halves, so it is reported with the
+  // flow that joined (which shares a resource: add_flow gives no rate).
+  EXPECT_EQ(model.add_flow(1, std::span(&link0, 1), 1, /*report_alone=*/false), 1.0);
+  EXPECT_EQ(model.add_flow(2, std::span(&link0, 1), 1), std::nullopt);
+  EXPECT_EQ(updated(model), (R{{1, 0.5}, {2, 0.5}}));
+  // A flow the caller hands back is reported as if added with report_alone.
+  model.remove_flow(0);
+  EXPECT_EQ(model.add_flow(3, std::span(&link1, 1), 1, /*report_alone=*/false), 0.5);
+  model.report_at_update(3);
+  EXPECT_EQ(updated(model), (R{{3, 0.5}}));
 }
 
 TEST(EngineContention, TwoTransfersSharingOneNicTakeTwiceAsLong) {

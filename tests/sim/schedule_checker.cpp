@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 
 namespace stepsim::sim::testing {
@@ -49,10 +50,10 @@ Problems check_matching(const Schedule& s) {
     for (const ProgramItem& item : prog.items) {
       if (item.kind != ProgramItem::Kind::kComm) continue;
       if (item.comm.name == "wait") {
-        if (!item.comm.transfers.empty() || item.comm.waits.empty() || !item.comm.blocking) {
+        if (item.comm.transfer_count != 0 || item.comm.wait_count == 0 || !item.comm.blocking) {
           problems.push_back("rank " + std::to_string(prog.rank) + ": malformed wait");
         }
-        for (const Transfer& t : item.comm.waits) {
+        for (const Transfer& t : prog.waits_of(item.comm)) {
           const Key k = key_of(prog.rank, t);
           if (posted_async.count(k) == 0) {
             problems.push_back(describe(prog.rank, t) + ": waited but not posted asynchronously");
@@ -62,10 +63,10 @@ Problems check_matching(const Schedule& s) {
         }
         continue;
       }
-      if (item.comm.transfers.empty() || !item.comm.waits.empty()) {
+      if (item.comm.transfer_count == 0 || item.comm.wait_count != 0) {
         problems.push_back("rank " + std::to_string(prog.rank) + ": malformed " + std::string(item.comm.name));
       }
-      for (const Transfer& t : item.comm.transfers) {
+      for (const Transfer& t : prog.transfers_of(item.comm)) {
         if (t.peer < 0 || t.peer >= s.params.pipeline_size || t.peer == prog.rank) {
           problems.push_back(describe(prog.rank, t) + ": bad peer");
         }
@@ -122,7 +123,7 @@ Problems check_dataflow(const Schedule& s) {
         computed.insert({static_cast<int>(out), a.microbatch, vs, prog.rank, -1});
         continue;
       }
-      for (const Transfer& t : item.comm.transfers) {
+      for (const Transfer& t : prog.transfers_of(item.comm)) {
         if (t.send && computed.count({static_cast<int>(t.tensor), t.microbatch,
                                       t.producer_virtual_stage, prog.rank, -1}) == 0) {
           problems.push_back(describe(prog.rank, t) + ": sent before it was computed");
@@ -167,7 +168,7 @@ SimResult simulate_unit(const Schedule& s) {
           clock[r] = ready + 1;
         } else {
           if (!posted_current[r]) {
-            for (const Transfer& t : item.comm.transfers) {
+            for (const Transfer& t : prog.transfers_of(item.comm)) {
               auto& times = post_time.try_emplace(key_of(rank, t), -1, -1).first->second;
               (t.send ? times.first : times.second) = clock[r];
             }
@@ -175,7 +176,8 @@ SimResult simulate_unit(const Schedule& s) {
             progress = true;
           }
           if (item.comm.blocking) {
-            const auto& list = item.comm.name == "wait" ? item.comm.waits : item.comm.transfers;
+            const std::span<const Transfer> list =
+                item.comm.name == "wait" ? prog.waits_of(item.comm) : prog.transfers_of(item.comm);
             for (const Transfer& t : list) {
               const auto done = complete(rank, t);
               if (!done) {

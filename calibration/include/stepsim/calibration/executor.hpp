@@ -92,8 +92,9 @@ struct ExecTask {
   enum class Kind : std::uint8_t { kOp, kComm };
   Kind kind = Kind::kOp;
   Op op;               ///< kind == kOp
-  sim::CommCall comm;  ///< kind == kComm; `peer`s are pipeline ranks
-  /// kind == kComm: bytes of each transfer, in `comm.transfers` order.
+  /// kind == kComm: the transfers of the schedule's call; `peer`s are pipeline ranks.
+  std::vector<sim::Transfer> transfers;
+  /// kind == kComm: bytes of each transfer, in `transfers` order.
   std::vector<std::int64_t> transfer_bytes;
   /// kind == kComm: the simulator's slice name of each transfer ("send_act mb3 to stage 1").
   std::vector<std::string> transfer_names;

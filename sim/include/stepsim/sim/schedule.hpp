@@ -4,6 +4,7 @@
 // actions, and the point-to-point calls Megatron issues around them.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,16 +61,21 @@ struct Transfer {
 ///
 /// A call named "wait" is Megatron's `handle.wait()` on requests posted earlier by
 /// non-blocking calls: it has no transfers of its own (it posts nothing), is blocking, and
-/// returns when every transfer in `waits` has completed. Other calls have empty `waits`.
+/// returns when every transfer in its waits has completed. Other calls have no waits.
 /// Calls that would carry no transfer at all (Megatron's edge ranks skip the exchange) are
 /// left out of the program.
+///
+/// The call's transfers, then its waits, lie in its RankProgram's `transfers` pool from
+/// `first` on (RankProgram::transfers_of, waits_of): a program of hundreds of thousands of
+/// calls is a few flat arrays, not a small allocation per call.
 struct CommCall {
   /// Megatron's function name, e.g. "send_forward_recv_backward"; always a string literal,
   /// so programs of hundreds of thousands of calls allocate nothing for it.
   std::string_view name;
-  std::vector<Transfer> transfers;
+  std::uint32_t first = 0;          ///< index of its first transfer in RankProgram::transfers
+  std::uint8_t transfer_count = 0;  ///< transfers it posts
+  std::uint8_t wait_count = 0;      ///< name == "wait": transfers posted earlier, awaited here
   bool blocking = true;
-  std::vector<Transfer> waits;  ///< name == "wait": transfers posted earlier, awaited here
   bool operator==(const CommCall&) const = default;
 };
 
@@ -86,6 +92,15 @@ struct RankProgram {
   std::int32_t rank = 0;
   std::vector<Action> actions;    ///< compute actions in execution order
   std::vector<ProgramItem> items; ///< actions interleaved with communication calls
+  std::vector<Transfer> transfers;  ///< every call's transfers and waits, in item order
+  /// The transfers call `c` (one of `items`) posts.
+  std::span<const Transfer> transfers_of(const CommCall& c) const {
+    return {transfers.data() + c.first, c.transfer_count};
+  }
+  /// The transfers call `c` (one of `items`) waits for.
+  std::span<const Transfer> waits_of(const CommCall& c) const {
+    return {transfers.data() + c.first + c.transfer_count, c.wait_count};
+  }
   bool operator==(const RankProgram&) const = default;
 };
 

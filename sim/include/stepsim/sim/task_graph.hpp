@@ -72,7 +72,11 @@ struct Task {
 
 class TaskGraph {
  public:
-  using Csr = boost::compressed_sparse_row_graph<boost::directedS>;
+  /// 32-bit task and edge indices (a step has well under 2^32 of either): the engine walks
+  /// every task's out-edges once, and 4-byte targets halve what it reads.
+  using Csr =
+      boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
+                                         boost::no_property, std::uint32_t, std::uint32_t>;
 
   // add_task and add_edge run once per task and edge of a step (hundreds of thousands):
   // inline.
