@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hand_cost.hpp"
+#include "hand_step.hpp"
 #include "stepsim/sim/cost_memo.hpp"
 #include "stepsim/sim/simulate.hpp"
 
@@ -26,63 +27,9 @@ HandCost host_cost(double forward, double backward) {
   return HandCost({.host = host});
 }
 
-Op gemm(const char* name, Phase phase) {
-  Op op;
-  op.name = name;
-  op.phase = phase;
-  op.shape = GemmOp{.m = 1, .n = 1, .k = 1};  // 1 s
-  return op;
-}
-
-/// p stages of one chunk, m micro-batches, dp 2: forward three 1 s GEMMs, backward three, and
-/// a 0.48 s gradient all-reduce per stage after its program.
-struct Step {
-  Workload w;
-  WorkloadPlan plan;
-};
-
-Step make_step(std::int32_t p, std::int32_t m) {
-  Step s;
-  Workload& w = s.w;
-  w.name = "host";
-  w.model.num_layers = p;
-  w.model.seq_length = 1;
-  w.model.hidden_size = 8;
-  w.model.add_bias_linear = false;
-  TrainingConfig& t = w.training;
-  t.world_size = 2 * p;
-  t.pipeline_model_parallel_size = p;
-  t.data_parallel_size = 2;
-  t.micro_batch_size = 1;
-  t.global_batch_size = 2 * m;
-  t.num_microbatches = m;
-  w.system.gpus_per_node = 8;
-  w.system.memory_bytes = 1LL << 40;
-  w.system.peak_flops_fp32 = 1;
-  for (std::int32_t r = 0; r < p; ++r) {
-    StagePlan stage;
-    stage.stage = r;
-    ChunkPlan chunk;
-    chunk.stage = r;
-    chunk.forward = {gemm("qkv_gemm", Phase::kForward), gemm("fc1_gemm", Phase::kForward),
-                     gemm("fc2_gemm", Phase::kForward)};
-    chunk.backward = {gemm("fc2_wgrad", Phase::kBackwardWeight),
-                      gemm("fc1_wgrad", Phase::kBackwardWeight),
-                      gemm("qkv_wgrad", Phase::kBackwardWeight)};
-    chunk.parameters = 120'000'000;
-    chunk.p2p_bytes = 1;
-    Op reduce;
-    reduce.name = "dp_grad_all_reduce";
-    reduce.phase = Phase::kStep;
-    reduce.stream = Stream::kDataComm;
-    reduce.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kData, 480'000'000, 2, 1};
-    chunk.grad_sync.push_back(reduce);
-    stage.parameters = chunk.parameters;
-    stage.chunks.push_back(chunk);
-    s.plan.stages.push_back(stage);
-  }
-  return s;
-}
+/// p stages of one chunk, m micro-batches, dp 2 (hand_step.hpp): forward three 1 s GEMMs,
+/// backward three, and a 0.48 s gradient all-reduce per stage after its program.
+Step step_of(std::int32_t p, std::int32_t m) { return make_step(p, 1, m, StepOptions{}); }
 
 double step_time(const Step& s, const CostModel& cost, bool serialize = false) {
   SimulateOptions options;
@@ -97,7 +44,7 @@ TEST(HostIssue, TheFirstKernelWaitsForItsIssueAndTheHostRunsAhead) {
   // first kernel at 0.5: F0 [0.5, 3.5], the host done with F0 at 1.5; B0's first at 1.75, so
   // B0 follows F0 on its stream: [3.5, 6.5]; F1 [6.5, 9.5], B1 [9.5, 12.5] (the host, at
   // 4.5, is far ahead); the all-reduce [12.5, 12.98]. Without a host: 12.48.
-  const Step s = make_step(1, 2);
+  const Step s = step_of(1, 2);
   EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25)), 12.98, 1e-9);
   EXPECT_NEAR(step_time(s, host_cost(0, 0)), 12.48, 1e-9);
 }
@@ -107,10 +54,10 @@ TEST(HostIssue, KernelsShorterThanTheirIssueLeaveTheGpuWaiting) {
   // with its three at 6; B0's first at 6.25: B0 [6.25, 9.25], the host at 6.75; F1's first at
   // 8.75, its stream free at 9.25: [9.25, 12.25], the host done at 12.75; B1's first at 13:
   // [13, 16]; the all-reduce [16, 16.48]. The GPU waited 2 + 1 + 0.75 s for the host.
-  EXPECT_NEAR(step_time(make_step(1, 2), host_cost(2, 0.25)), 16.48, 1e-9);
+  EXPECT_NEAR(step_time(step_of(1, 2), host_cost(2, 0.25)), 16.48, 1e-9);
   // The critical chain runs through the host until B1 can start: 13 s of issuing (F0 6,
   // B0 0.75, F1 6, B1's first 0.25), then B1's 3 s and the 0.48 s all-reduce.
-  const Step s = make_step(1, 2);
+  const Step s = step_of(1, 2);
   Result<SimulationResult> r = simulate(s.w, s.plan, host_cost(2, 0.25), SimulateOptions{});
   ASSERT_TRUE(r.ok()) << format_errors(r.errors());
   const CriticalChain& chain = r.value().prediction.critical_chain;
@@ -127,7 +74,7 @@ TEST(HostIssue, BatchedPipelineTransfersSynchroniseTheHost) {
   // host at 5.2), B0's first at 5.45, B0 [7.2, 10.2] (the host at 5.95), send_backward at
   // 6.05; stage 0 issued recv_backward at 3.8; the transfer at 10.2, both wake at 10.4. Stage
   // 0: B0 [10.65, 13.65], its all-reduce [13.65, 14.13]. Without a host: 12.48.
-  const Step s = make_step(2, 1);
+  const Step s = step_of(2, 1);
   EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25)), 14.13, 1e-9);
   EXPECT_NEAR(step_time(s, host_cost(0, 0)), 12.48, 1e-9);
 }
@@ -135,7 +82,7 @@ TEST(HostIssue, BatchedPipelineTransfersSynchroniseTheHost) {
 TEST(HostIssue, SweepsAndStragglersSeeTheSameHost) {
   // A sweep prices through a CostMemo, a straggler through a scaled copy of the model: both
   // pass the host on (a straggler's kernels are slower, its host is not).
-  const Step s = make_step(2, 1);
+  const Step s = step_of(2, 1);
   const HandCost cost = host_cost(0.5, 0.25);
   EXPECT_NEAR(step_time(s, CostMemo(cost)), 14.13, 1e-9);
   SimulateOptions slow;
@@ -150,7 +97,7 @@ TEST(HostIssue, SweepsAndStragglersSeeTheSameHost) {
 TEST(HostIssue, TheValidatorsSerialisedExecutorHasNoSeparateHost) {
   // serialize_streams (the validator's single-threaded executor blocks on every call): the
   // framework's host costs do not apply.
-  const Step s = make_step(2, 1);
+  const Step s = step_of(2, 1);
   EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25), true), step_time(s, host_cost(0, 0), true), 1e-12);
 }
 
