@@ -79,7 +79,6 @@ class Builder {
     dp_stream_last_.assign(static_cast<std::size_t>(p_), kNoTask);
     host_ = options.serialize_streams ? nullptr : cost.host();
     host_last_.assign(static_cast<std::size_t>(p_), kNoTask);
-    last_compute_.assign(static_cast<std::size_t>(p_), kNoTask);
   }
 
   Result<BuiltStep> build() {
@@ -298,7 +297,6 @@ class Builder {
           }
         }
         cursor.assign(1, static_cast<std::int32_t>(id.value));
-        last_compute_[ri] = static_cast<std::int32_t>(id.value);
         continue;
       }
       const CommCall& call = item.comm;
@@ -323,14 +321,12 @@ class Builder {
         // p2p_communication.py, _communicate: with batch_p2p_comm (Megatron sets it to
         // `not overlap_p2p_comm`) and batch_p2p_sync (default True) the call ends in
         // torch.cuda.synchronize(): the host waits for all the GPU work it issued, then
-        // issues the next kernels into an empty queue.
+        // issues the next kernels into an empty queue. The call's transfers already wait for
+        // its launch and the rank's last action (the cursor they were posted after); the DP
+        // stream's gathers are the only work they do not wait for.
         const TaskId drained =
             add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
         add_edges(posted_, drained);
-        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(host_last_[ri])}, drained);
-        if (last_compute_[ri] != kNoTask) {
-          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(last_compute_[ri])}, drained);
-        }
         if (dp_stream_last_[ri] != kNoTask) {
           out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(dp_stream_last_[ri])}, drained);
         }
@@ -882,10 +878,9 @@ class Builder {
   std::vector<std::vector<DdpBucket>> buckets_;  // [rank * v + chunk]
   std::vector<std::int32_t> dp_stream_last_;     // per rank: the last task on its DP stream
   // The host (CostModel::host(); null: not modelled): per rank, the task that ends when the
-  // host has issued everything so far, and the rank's latest compute action.
+  // host has issued everything so far.
   const HostCosts* host_ = nullptr;
   std::vector<std::int32_t> host_last_;
-  std::vector<std::int32_t> last_compute_;
   std::int32_t deferred_template_ = -1;  // the last stage's backward with the wgrad deferred
   std::int64_t deferred_ = 0;            // backwards whose output-layer wgrad was deferred
 };
