@@ -249,9 +249,6 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   const std::int64_t dense = stage.parameters - experts;
   // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank.
   const std::int64_t fp8_params = tc.fp8_param_gather ? fp8_weight_elements(w, stage.stage) : 0;
-  const std::int64_t quantize_extra =
-      fp8_params > 0 ? detail::ceil_div(fp8_params, dp_cp) * detail::kFp8ParamQuantizeExtraBytes
-                     : 0;
   // The optimizers' shards: the distributed optimizer shards the dense parameters over
   // dp * cp and the routed experts' (a second optimizer) over the expert data-parallel group;
   // a shard of a flat bucket holds about its share of the tensors, plus the one cut at its end.
@@ -273,24 +270,32 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
         {.elements = tc.use_distributed_optimizer ? detail::ceil_div(experts, x.edp) : experts,
          .tensors = shard_tensors(tensors.expert, x.edp)});
   }
+  // The FP8 parameters' share of the dense optimizer's shard, and their tensors.
+  std::int64_t fp8_tensors = 0;
+  detail::OptimizerShard fp8_shard;
+  if (fp8_params > 0) {
+    for (const ChunkPlan& c : stage.chunks)
+      fp8_tensors += c.num_layers * detail::kFp8LinearsPerLayer;
+    fp8_shard = {
+        .elements = tc.use_distributed_optimizer ? detail::ceil_div(fp8_params, dp_cp) : fp8_params,
+        .tensors = std::min(shard_tensors(fp8_tensors, dp_cp), optimizers[0].tensors)};
+    fp8_shard.elements = std::min(fp8_shard.elements, optimizers[0].elements);
+  }
   std::vector<std::int32_t> step_deps;
   if (embedding >= 0) step_deps.push_back(embedding);
   if (replicated >= 0) step_deps.push_back(replicated);
-  detail::append_optimizer_ops(ops, w, optimizers, quantize_extra, step_deps,
-                               layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage));
-  const auto step_index = static_cast<std::int32_t>(ops.size()) - 1;
-  if (fp8_params > 0 && dp_cp > 1) {
-    // quantize_param_shard: the FP8 parameters' amaxes (one per weight) MAX-reduced over DP.
-    std::int64_t layers = 0;
-    for (const ChunkPlan& c : stage.chunks) layers += c.num_layers;
-    Op& amax = ops.emplace_back();
-    amax.name = "fp8_param_amax_all_reduce";
-    amax.phase = Phase::kStep;
-    amax.stream = Stream::kDataComm;
-    amax.shape = CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kData,
-                              layers * detail::kFp8LinearsPerLayer * 4, dp_cp,
-                              layout.dp_nodes(stage.stage)};
-    amax.deps.push_back(step_index);
+  std::int32_t step_index =
+      detail::append_optimizer_ops(ops, w, optimizers, fp8_shard, step_deps,
+                                   layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage));
+  if (fp8_params > 0) {
+    // quantize_param_shard over the data-parallel group (dp x cp: the optimizer's shards).
+    step_index = detail::append_fp8_param_quantization(
+        ops, tc.fp8_recipe, fp8_shard, fp8_tensors,
+        CollectiveOp{.kind = CollectiveKind::kAllReduce,
+                     .group = CommGroup::kData,
+                     .group_size = dp_cp,
+                     .nodes_spanned = layout.dp_nodes(stage.stage)},
+        step_index);
   }
   if (tc.use_distributed_optimizer && dp_cp > 1) {
     // With fp8_param_gather the FP8 parameters are gathered in 1 byte, the rest in 16 bits.

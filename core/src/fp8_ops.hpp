@@ -77,10 +77,4 @@ std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements);
 /// post_all_gather_processing makes their FP8 transposes: read 1, write 1 byte per element.
 std::int64_t fp8_weight_transpose_bytes(std::int64_t elements);
 
-/// With fp8_param_gather, Megatron's quantize_param_shard writes the updated FP8 parameter
-/// shard from the fp32 master shard through a 16-bit copy (main_param.to(bf16), then
-/// cast_to_fp8): 4 + 2 + 2 + 1 bytes per element, 3 more than the plain 16-bit copy the
-/// optimizer's traffic already counts.
-constexpr std::int64_t kFp8ParamQuantizeExtraBytes = 3;
-
 }  // namespace stepsim::detail

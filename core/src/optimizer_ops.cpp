@@ -108,7 +108,7 @@ std::int32_t append_grad_stats_all_reduce(std::vector<Op>& ops, const char* name
 
 std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
                                   const std::vector<OptimizerShard>& optimizers,
-                                  std::int64_t param_copy_extra_bytes,
+                                  const OptimizerShard& fp8_params,
                                   const std::vector<std::int32_t>& deps,
                                   const CollectiveOp& grad_stats) {
   const TrainingConfig& tc = w.training;
@@ -127,7 +127,8 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
     return n;
   };
   const bool mixed = tc.params_dtype != DType::kFp32;
-  STEPSIM_ASSERT(mixed || param_copy_extra_bytes == 0);  // FP8 parameters are 16-bit models'
+  STEPSIM_ASSERT(mixed || fp8_params.elements == 0);  // FP8 parameters are 16-bit models'
+  STEPSIM_ASSERT(fp8_params.elements <= elements && fp8_params.tensors <= tensors);
   const auto first = static_cast<std::int32_t>(ops.size());
   // The kernel after a grad-stats all-reduce waits for it (on the compute stream, after the
   // kernel before the all-reduce).
@@ -166,16 +167,74 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
   // FusedAdam over the fp32 (main) parameters: multi_tensor_adam with tensor lists (g, p, m, v):
   // read 16, write 12 bytes per parameter.
   push(compute_op("adam_step", elements * 28, launches(4)));
-  if (mixed) {
+  if (mixed && fp8_params.elements < elements) {
     // _copy_main_params_to_model_params: fp32 main parameters into the 16-bit model
     // parameters (read 4, write 2 bytes): one copy_ per parameter shard with the distributed
     // optimizer, a multi_tensor_scale (scale 1) otherwise (_multi_tensor_copy_this_to_that).
-    const std::int64_t kernels = tc.use_distributed_optimizer ? tensors : launches(2);
-    ops.push_back(
-        compute_op("main_param_copy", elements * (4 + 2) + param_copy_extra_bytes, kernels));
+    // FP8 parameters are skipped there (quantize_param_shard writes them).
+    const std::int64_t copied = elements - fp8_params.elements;
+    const std::int64_t kernels =
+        tc.use_distributed_optimizer ? tensors - fp8_params.tensors : launches(2);
+    ops.push_back(compute_op("main_param_copy", copied * (4 + 2), kernels));
   }
   ops[static_cast<std::size_t>(first)].deps = deps;
   return static_cast<std::int32_t>(ops.size()) - 1;
+}
+
+std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recipe,
+                                           const OptimizerShard& shard, std::int64_t tensors,
+                                           const CollectiveOp& amax_group, std::int32_t after) {
+  STEPSIM_ASSERT(recipe == Fp8Recipe::kDelayed || recipe == Fp8Recipe::kTensorwise);
+  STEPSIM_ASSERT(tensors > 0 && shard.tensors <= tensors);
+  const auto last = [&] { return static_cast<std::int32_t>(ops.size()) - 1; };
+  // One fp32 value per FP8 parameter: its amax, scale or scale_inv.
+  const std::int64_t values = tensors * 4;
+  // multi_tensor_applier over one list pair of single values per parameter (depth 2).
+  const std::int64_t value_copy = multi_tensor_launches(tensors, tensors, 2);
+  const auto cast = [&] {
+    // quantizer.update_quantized(master_weight, fp8 shard): one cast kernel per shard.
+    ops.push_back(compute_op("fp8_param_cast", shard.elements * (4 + 1), shard.tensors));
+  };
+  std::int32_t reduced = -1;
+  const auto all_reduce = [&] {
+    if (amax_group.group_size <= 1) return;
+    Op& op = ops.emplace_back();
+    op.name = "fp8_param_amax_all_reduce";
+    op.phase = Phase::kStep;
+    op.stream = Stream::kDataComm;
+    op.shape = CollectiveOp{.kind = CollectiveKind::kAllReduce,
+                            .group = CommGroup::kData,
+                            .bytes = values,
+                            .group_size = amax_group.group_size,
+                            .nodes_spanned = amax_group.nodes_spanned};
+    op.deps.push_back(last() - 1);
+    reduced = last();
+  };
+  const auto after_reduce = [&](Op op) {
+    if (reduced >= 0) op.deps.push_back(reduced);
+    reduced = -1;
+    ops.push_back(std::move(op));
+  };
+  const auto first = static_cast<std::int32_t>(ops.size());
+  if (recipe == Fp8Recipe::kDelayed) {
+    cast();
+    // The amaxes the casts recorded, packed for one all-reduce (multi_tensor_scale).
+    ops.push_back(compute_op("fp8_param_amax_pack", values * 2, value_copy));
+    all_reduce();
+    // Unpacked into the amaxes, the scales packed, torch.reciprocal, copied into the
+    // scale_invs: three multi_tensor_scale copies and one elementwise kernel.
+    after_reduce(compute_op("fp8_param_scale_update", values * 2 * 4, 3 * value_copy + 1));
+  } else {
+    // tex.compute_amax of each master shard into the zeroed packed buffer.
+    ops.push_back(compute_op("fp8_param_amax", shard.elements * 4 + values, shard.tensors + 1));
+    all_reduce();
+    // multi_tensor_compute_scale_and_scale_inv: amaxes, scales and scale_invs (depth 3).
+    after_reduce(
+        compute_op("fp8_param_scale", values * 3, multi_tensor_launches(tensors, tensors, 3)));
+    cast();
+  }
+  if (after >= 0) ops[static_cast<std::size_t>(first)].deps.push_back(after);
+  return last();
 }
 
 }  // namespace stepsim::detail

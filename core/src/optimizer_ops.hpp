@@ -49,7 +49,8 @@ struct OptimizerShard {
 /// Appends the optimizer step's kernels to `ops` on the compute stream, in Megatron-Core's
 /// order: the fp32 copy of bf16 gradients (grad_reduce_in_bf16), the gradient norm and the
 /// clip scale (clip_grad > 0), FusedAdam, and the copy of the fp32 main parameters into the
-/// model's 16-bit parameters (plus `param_copy_extra_bytes`: FP8 parameter quantization).
+/// model's 16-bit parameters (all but `fp8_params`, this rank's shard of the FP8 parameters of
+/// fp8_param_gather, which append_fp8_param_quantization writes instead).
 /// Between them the all-reduces of one fp32 scalar over the grad-stats group (`grad_stats`:
 /// its size and nodes; none when it has one rank): fp16's found-inf flag and the squared
 /// gradient norm, which every rank of the group (every pipeline stage) waits for.
@@ -57,8 +58,30 @@ struct OptimizerShard {
 /// (the parameter all-gather) wait for.
 std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
                                   const std::vector<OptimizerShard>& optimizers,
-                                  std::int64_t param_copy_extra_bytes,
+                                  const OptimizerShard& fp8_params,
                                   const std::vector<std::int32_t>& deps,
                                   const CollectiveOp& grad_stats);
+
+/// fp8_param_gather: the optimizer's updated fp32 master shard of the FP8 parameters written
+/// into the FP8 parameters, as Megatron-Core's quantize_param_shard (fp8_utils.py, Transformer
+/// Engine 2.2 and newer) runs it through Transformer Engine's quantize_master_weights
+/// (transformer_engine/pytorch/tensor/utils.py), on the compute stream after the kernel at
+/// `after`:
+/// - delayed scaling (_cast_master_weights_to_fp8_delayed_scaling): each shard cast to FP8
+///   with the scale the amax history gave (read 4, write 1 byte per element; the kernel
+///   records the shard's amax), the amaxes packed, MAX-reduced over `amax_group` and unpacked,
+///   the scales packed, inverted and copied into the scale_invs;
+/// - per-tensor current scaling, "tensorwise" (_cast_master_weights_to_fp8_current_scaling):
+///   the amax of each shard (tex.compute_amax: read 4 bytes per element), the packed amaxes
+///   MAX-reduced over `amax_group`, the scales and scale_invs from them
+///   (multi_tensor_compute_scale_and_scale_inv), then each shard cast with its new scale (read
+///   4, write 1), which so waits for the all-reduce.
+/// `shard`: this rank's FP8 parameter shard (elements and tensors with a master shard here);
+/// `tensors`: every FP8 parameter of the rank (each has an amax, a scale and a scale_inv).
+/// The all-reduce is on the data-parallel stream; none for a group of one rank. Returns the
+/// index of the last op, which the parameter all-gather waits for.
+std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recipe,
+                                           const OptimizerShard& shard, std::int64_t tensors,
+                                           const CollectiveOp& amax_group, std::int32_t after);
 
 }  // namespace stepsim::detail

@@ -750,8 +750,8 @@ const std::array kSchema = {
             .choices = kFp8Recipe, .sweep = Sweep::kListed, .flags = "--fp8-recipe",
             .default_text = "\"delayed\"",
             .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; only "
-                     "\"delayed\" and \"tensorwise\" are modelled yet (fp8_param_gather only with "
-                     "\"delayed\"); \"mxfp8\" needs a Blackwell GPU (Transformer Engine's "
+                     "\"delayed\" and \"tensorwise\" are modelled yet; \"mxfp8\" needs a Blackwell "
+                     "GPU (Transformer Engine's "
                      "check_mxfp8_support: compute capability 10.0+)",
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
                    "backward of a model chunk), or per-tensor / per-block current scaling"},
@@ -759,7 +759,8 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .flags = "--fp8-param-gather=true", .default_text = "false",
             .check = "needs fp8 and use_distributed_optimizer",
             .doc = "FP8 parameters: the distributed optimizer all-gathers them in 1 byte and no "
-                   "16-bit copy of the linears' weights is kept"},
+                   "16-bit copy of the linears' weights is kept; the fp32 master shard is "
+                   "quantized into them after the optimizer step (delayed or tensorwise)"},
     KeyInfo{STEPSIM_INT("training.fp8_amax_history_len", training.fp8_amax_history_len),
             .sweep = Sweep::kListed, .flags = "--fp8-amax-history-len", .default_text = "1",
             .check = "> 0; at most 2^24 (stepsim's limit)",

@@ -82,11 +82,6 @@ void check_fp8(const Workload& w, Checker& check) {
                                           "default, and \"tensorwise\" are)" +
                                           std::string(unmodelled_recipe_reason(t.fp8_recipe)));
   }
-  if (t.fp8_recipe == Fp8Recipe::kTensorwise && t.fp8_param_gather) {
-    // Megatron quantizes FP8 parameter shards per recipe; only delayed scaling's is modelled.
-    check.fail("training.fp8_param_gather",
-               "=true with fp8_recipe=\"tensorwise\" is not modelled yet (only with \"delayed\")");
-  }
 }
 
 }  // namespace stepsim::detail

@@ -238,11 +238,35 @@ TEST(Fp8, ParamGatherSendsOneByteWeightsAndKeepsNo16BitCopy) {
   ASSERT_NE(amax, nullptr);
   EXPECT_EQ(std::get<CollectiveOp>(amax->shape).bytes, 48 * 4 * 4);
   EXPECT_EQ(std::get<CollectiveOp>(amax->shape).group_size, 4);
-  // The optimizer writes the FP8 shard through a bf16 copy: 3 more bytes per FP8 element.
-  EXPECT_EQ(std::get<MemoryBoundOp>(step_op(s, "main_param_copy")->shape).bytes -
-                std::get<MemoryBoundOp>(step_op(bf16_gather.stages[0], "main_param_copy")->shape)
-                    .bytes,
-            (fp8 + 3) / 4 * 3);
+  // quantize_param_shard (TE 2.2+, delayed scaling): the FP8 shard is cast straight from the
+  // fp32 master (read 4, write 1) instead of being copied into 16 bits (read 4, write 2); the
+  // casts' amaxes are packed, MAX-reduced over DP, and the scales updated; the all-gather
+  // waits for that.
+  const std::int64_t shard = (fp8 + 3) / 4;
+  EXPECT_EQ(
+      std::get<MemoryBoundOp>(step_op(bf16_gather.stages[0], "main_param_copy")->shape).bytes -
+          std::get<MemoryBoundOp>(step_op(s, "main_param_copy")->shape).bytes,
+      shard * 6);
+  const Op* cast = step_op(s, "fp8_param_cast");
+  ASSERT_NE(cast, nullptr);
+  EXPECT_EQ(std::get<MemoryBoundOp>(cast->shape).bytes, shard * 5);
+  EXPECT_EQ(std::get<MemoryBoundOp>(cast->shape).kernels, 192 / 4 + 1) << "one per shard";
+  std::vector<std::string> names;
+  for (const Op& op : s.step_ops) {
+    if (op.name.starts_with("fp8_param") || op.name == "main_param_copy" ||
+        op.name == "dp_param_all_gather")
+      names.push_back(op.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"main_param_copy", "fp8_param_cast",
+                                             "fp8_param_amax_pack", "fp8_param_amax_all_reduce",
+                                             "fp8_param_scale_update", "dp_param_all_gather"}));
+  const auto index_of = [&](const std::string& name) {
+    return static_cast<std::int32_t>(step_op(s, name) - s.step_ops.data());
+  };
+  EXPECT_EQ(amax->deps, std::vector<std::int32_t>{index_of("fp8_param_amax_pack")});
+  EXPECT_EQ(step_op(s, "fp8_param_scale_update")->deps,
+            std::vector<std::int32_t>{index_of("fp8_param_amax_all_reduce")});
+  EXPECT_EQ(gather->deps, std::vector<std::int32_t>{index_of("fp8_param_scale_update")});
   // Only transposes of the gathered FP8 weights (read 1, write 1), no casts.
   std::int64_t transposed = 0;
   for (const Op& op : s.step_ops) {
@@ -298,6 +322,52 @@ TEST(Fp8, TensorwiseScalingReadsEachTensorForItsAmaxAndReducesItOverTp) {
     if (op.name == "fp8_weight_cast") bytes += std::get<MemoryBoundOp>(op.shape).bytes;
   }
   EXPECT_EQ(bytes, 48 * 12 * 12288LL * 12288 / 8 * 6);
+}
+
+TEST(Fp8, TensorwiseParamGatherTakesTheShardsAmaxBeforeCastingIt) {
+  // GPT-3 175B, t = 8, p = 2, dp = 4, distributed optimizer, per-tensor current scaling with
+  // FP8 parameters: Transformer Engine's _cast_master_weights_to_fp8_current_scaling.
+  Workload w = fp8_workload(gpt3_175b(), 8, true, 4);
+  w.training.use_distributed_optimizer = true;
+  w.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  w.training.fp8_param_gather = true;
+  EXPECT_TRUE(validate_workload(w, "s.json").empty());
+  const WorkloadPlan plan = decompose(w);
+  const StagePlan& s = plan.stages[0];
+  const std::int64_t fp8 = 48 * 12 * 12288LL * 12288 / 8;
+  const std::int64_t shard = (fp8 + 3) / 4;
+  const std::int64_t tensors = 48 * 4;  // qkv, proj, fc1, fc2 of each layer
+  std::vector<std::string> names;
+  std::vector<const Op*> ops;
+  for (const Op& op : s.step_ops) {
+    if (op.name.starts_with("fp8_param") || op.name == "dp_param_all_gather") {
+      names.push_back(op.name);
+      ops.push_back(&op);
+    }
+  }
+  ASSERT_EQ(names,
+            (std::vector<std::string>{"fp8_param_amax", "fp8_param_amax_all_reduce",
+                                      "fp8_param_scale", "fp8_param_cast", "dp_param_all_gather"}));
+  const auto index = [&](std::size_t i) {
+    return static_cast<std::int32_t>(ops[i] - s.step_ops.data());
+  };
+  // tex.compute_amax reads the fp32 shard (and the zeroed packed amaxes are one more kernel).
+  EXPECT_EQ(std::get<MemoryBoundOp>(ops[0]->shape).bytes, shard * 4 + tensors * 4);
+  EXPECT_EQ(std::get<MemoryBoundOp>(ops[0]->shape).kernels, tensors / 4 + 1 + 1);
+  // One float per weight, MAX-reduced over the 4 data-parallel ranks, after the amaxes.
+  const auto& reduce = std::get<CollectiveOp>(ops[1]->shape);
+  EXPECT_EQ(reduce.bytes, tensors * 4);
+  EXPECT_EQ(reduce.group_size, 4);
+  EXPECT_EQ(ops[1]->deps, std::vector<std::int32_t>{index(0)});
+  // The scales from the reduced amaxes (amax, scale, scale_inv per weight), then the cast.
+  EXPECT_EQ(std::get<MemoryBoundOp>(ops[2]->shape).bytes, tensors * 12);
+  EXPECT_EQ(ops[2]->deps, std::vector<std::int32_t>{index(1)});
+  EXPECT_EQ(std::get<MemoryBoundOp>(ops[3]->shape).bytes, shard * 5);
+  EXPECT_EQ(ops[4]->deps, std::vector<std::int32_t>{index(3)});
+  // The all-gather carries the FP8 weights in 1 byte, as with delayed scaling.
+  EXPECT_EQ(std::get<CollectiveOp>(ops[4]->shape).bytes, (s.parameters - fp8) * 2 + fp8);
+  // Weights arrive FP8: transposes only, no per-step casts with their amax reads.
+  for (const Op& op : s.step_ops) EXPECT_NE(op.name, "fp8_weight_cast");
 }
 
 TEST(Fp8, ValidationNamesTheSystemAndUnmodelledRecipes) {
