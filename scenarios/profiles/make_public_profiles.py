@@ -24,6 +24,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = "public data, not measured here"
+# stepsim's own measurement of one H100 SXM5 (scenarios/profiles/README.md says how it was
+# taken): the H100 profile takes from it what no public table has.
+MEASURED_H100 = "h100-sxm5-80gb-measured.json"
+SOURCE_H100 = "public data, and one H100 measured by stepsim where none is public"
 DATE = "2026-11-22"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -296,6 +300,30 @@ def a100():
     }
 
 
+def measured_h100():
+    """What the H100 public profile takes from stepsim's own one-GPU measurement
+    (MEASURED_H100, beside this script), because no public table has it: FP8 GEMMs and the
+    memory-bound kernels' bandwidth by size. (Its cuDNN attention backward samples are left
+    out: measured at 16 and 32 heads only, the profile would clamp every larger kernel to
+    them.)
+    Each sample is copied as measured, with a citation naming the file, the GPU, the date and
+    the library versions."""
+    with open(os.path.join(HERE, MEASURED_H100), encoding="utf-8") as f:
+        m = json.load(f)
+    versions = next(n for n in m["notes"] if n.startswith("cuda backend: "))
+    where = (f"measured by stepsim on one {m['machine'].split(': ', 1)[-1].replace(' measured', '')}"
+             f" (SXM5), {m['date'][:10]}, {versions[len('cuda backend: '):]}: "
+             f"scenarios/profiles/{MEASURED_H100}")
+    fp8 = [dict(s, citation=f"{where} (`stepsim calibrate --backend cuda --fp8 --flush-cache`: cuBLASLt, "
+                             "E4M3 operands, bf16 result, median of 10)")
+           for s in m["gemm"] if s["dtype"] == "fp8"]
+    memory = [dict(s, citation=f"{where} (`stepsim calibrate --backend cuda`: a scale-copy "
+                                "kernel, dst = 2 * src over floats, half the bytes read and half "
+                                "written; median of 10)")
+              for s in m["memory"]]
+    return fp8, memory
+
+
 def h100():
     # nccl-tests all_reduce_perf busbw (GB/s) on one 8x H200 node: NVLink 4 and NVSwitch
     # gen 3, the fabric of DGX H100. NCCL uses NVLink SHARP (NVLS) from 2 MiB up.
@@ -349,6 +377,8 @@ def h100():
     attention += fa_benchmark_attention(
         256, True, [(512, 308), (1024, 391), (2048, 450), (4096, 483), (8192, 497),
                     (16384, 509)], "cuDNN", fa3_fig)
+    fp8_gemms, memory = measured_h100()
+    gemms += fp8_gemms
     step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
     p2p_samples = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
                       MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x H100, "
@@ -361,15 +391,17 @@ def h100():
         "machine": "NVIDIA H100-SXM5-80GB, DGX H100 (8 GPUs, NVLink 4, 8x NDR 400 Gb/s)",
         "backend": "public",
         "date": DATE,
-        "source": SOURCE,
+        "source": SOURCE_H100,
         "notes": COMMON_NOTES + [
             "GEMM: BF16 torch.matmul (cuBLAS) on square shapes 1024..10240, the MAMF best shape, "
             "and XLA's measured sm_90 matmul table (every m, n, k in 256..4096 at batch 1, 2 and "
             "4; where it has a square shape also measured with torch.matmul, the torch figure is "
             "kept). A batched sample sits at m * batch rows in the interpolation, as a batched "
             "query does, so the table reaches 16384 rows. No public per-shape FP8 GEMM table for "
-            "H100 was found (XLA's FP8 entries are for sm_100 and gfx942): FP8 GEMMs use the system "
-            "file's roofline, with a warning. fp16 "
+            "H100 was found (XLA's FP8 entries are for sm_100 and gfx942): the FP8 GEMMs are "
+            f"stepsim's own measurement ({MEASURED_H100}: cuBLASLt, TN, the layout Transformer "
+            "Engine runs every FP8 GEMM in on Hopper, 256..16384 and the shipped scenarios' "
+            "shapes). fp16 "
             "GEMMs borrow them (same 989 TFLOPS peak). The operand layout (NN fprop, NT dgrad, "
             "TN wgrad) is not in any of these tables: every layout takes the same figure. Shapes "
             "outside the measured box are clamped to its edge, with a warning.",
@@ -384,20 +416,22 @@ def h100():
             "P2P in a node: p2pBandwidthLatencyTest's ~376 GB/s; latency = the 32 KiB nccl-tests "
             "all-reduce time (3.20 GB/s busbw) over its 14 ring steps. Across nodes: one NDR "
             "NIC, 47 GB/s, no latency figure.",
-            "Memory-bound kernels: no public HBM copy figure for H100 SXM5 was found; they fall "
-            "back to the system file's roofline, with a warning.",
+            "Memory-bound kernels: no public HBM copy figure for H100 SXM5 was found; the "
+            f"samples are stepsim's own measurement ({MEASURED_H100}: a scale-copy kernel, 192 KiB "
+            "to 4 GiB).",
             "Attention: cuDNN fused attention forward (Transformer Engine's kernel on Hopper) at "
             "head dim 64, 128 and 256, causal and not, sequence 512..16k, from flash-attention's "
             "FlashAttention-3 benchmark figure (FP16; bf16 borrows it, same tensor-core rate, "
             "with a warning). The backward pass has no samples: flash-attention's repository "
             "holds a forward-only figure for FlashAttention-3 / cuDNN and one of forward+backward "
-            "together for FlashAttention-2, which does not split by direction. It is costed as "
-            "its matmuls plus its HBM traffic, with a warning.",
+            "together for FlashAttention-2, which does not split by direction, and "
+            f"{MEASURED_H100}'s cuDNN backward samples cover 16 and 32 heads only. It is costed "
+            "as its matmuls plus its HBM traffic, with a warning.",
         ],
         "world_size": WORLD_SIZE,
         "gemm": gemms,
         "attention": attention,
-        "memory": [],
+        "memory": memory,
         "collectives": collectives,
         "p2p": p2p_samples,
     }
