@@ -72,7 +72,7 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
         break;
       case CollectiveKind::kDeepEpDispatch:  // DeepEP is not NCCL (validate refuses flex)
       case CollectiveKind::kDeepEpCombine:
-        STEPSIM_ASSERT(!"DeepEP's kernels are not run by the CUDA backend");
+        STEPSIM_UNREACHABLE("DeepEP's kernels are not run by the CUDA backend");
         break;
     }
     STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));

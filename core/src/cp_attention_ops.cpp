@@ -260,7 +260,7 @@ void emit_cp_attention_forward(OpList& ops, std::int32_t layer, Phase phase) {
     case CpCommType::kAllGather: return allgather_forward(ops, c, layer, phase);
     case CpCommType::kA2aP2p: return hierarchical_forward(ops, c, layer, phase);
   }
-  STEPSIM_ASSERT(!"unknown cp_comm_type");
+  STEPSIM_UNREACHABLE("unknown cp_comm_type");
 }
 
 void emit_cp_attention_backward(OpList& ops, std::int32_t layer) {
@@ -271,7 +271,7 @@ void emit_cp_attention_backward(OpList& ops, std::int32_t layer) {
     case CpCommType::kAllGather: return allgather_backward(ops, c, layer);
     case CpCommType::kA2aP2p: return hierarchical_backward(ops, c, layer);
   }
-  STEPSIM_ASSERT(!"unknown cp_comm_type");
+  STEPSIM_UNREACHABLE("unknown cp_comm_type");
 }
 
 }  // namespace stepsim::detail

@@ -102,7 +102,7 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
         if (auto v = r.number(key, false, 0, 1e6)) value = KnobValue{.real = *v};
         break;
       case KnobKind::kSystem:
-        STEPSIM_ASSERT(!"read_section: no such key kind in model or training");
+        STEPSIM_UNREACHABLE("read_section: no such key kind in model or training");
         break;
     }
     if (value && k.set != nullptr) k.set(w, *value);

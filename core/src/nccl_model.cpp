@@ -32,7 +32,7 @@ int coll_index(CollectiveKind k) {
     case CollectiveKind::kDeepEpCombine:
       break;
   }
-  STEPSIM_ASSERT(!"NCCL's tuning model has no all-to-all (grouped sends and receives)");
+  STEPSIM_UNREACHABLE("NCCL's tuning model has no all-to-all (grouped sends and receives)");
   return kAllReduce;
 }
 

@@ -21,7 +21,7 @@ ParallelDim dim_named(std::string_view name) {
   for (std::size_t i = 0; i < kNames.size(); ++i) {
     if (kNames[i] == name) return kDims[i];
   }
-  STEPSIM_ASSERT(!"RankGenerator: unknown parallel dimension");
+  STEPSIM_UNREACHABLE("RankGenerator: unknown parallel dimension");
   return ParallelDim::kTp;
 }
 
@@ -241,7 +241,7 @@ std::vector<std::int64_t> hierarchical_group_of(std::span<const std::int64_t> ra
   for (std::vector<std::int64_t>& g : hierarchical_groups(ranks, sizes, level)) {
     if (std::find(g.begin(), g.end(), rank) != g.end()) return std::move(g);
   }
-  STEPSIM_ASSERT(!"hierarchical_group_of: rank not in ranks");
+  STEPSIM_UNREACHABLE("hierarchical_group_of: rank not in ranks");
   return {};
 }
 

@@ -191,7 +191,7 @@ inline const Dims::UbGemm& Dims::ub(std::string_view name) const {
   for (std::size_t i = 0; i < kUbGemmNames.size(); ++i) {
     if (kUbGemmNames[i] == name) return ub_gemm[i];
   }
-  STEPSIM_ASSERT(!"Dims::ub: not a userbuffers GEMM");
+  STEPSIM_UNREACHABLE("Dims::ub: not a userbuffers GEMM");
   return ub_gemm[0];
 }
 

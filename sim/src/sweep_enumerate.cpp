@@ -344,7 +344,7 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   if (key == "training.moe_pad_expert_input_to_capacity") {
     return booleans(experts && t.moe_expert_capacity_factor > 0);
   }
-  STEPSIM_ASSERT(!"auto_values: knob is not autoable");
+  STEPSIM_UNREACHABLE("auto_values: knob is not autoable");
   return {};
 }
 

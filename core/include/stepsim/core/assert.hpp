@@ -1,5 +1,6 @@
 #pragma once
-// STEPSIM_ASSERT: a broken invariant (a bug) throws InternalError with file:line. Bad input
+// STEPSIM_ASSERT: a broken invariant (a bug) throws InternalError with file:line;
+// STEPSIM_UNREACHABLE("why"): the same for a branch that cannot run. Bad input
 // never reaches an assert: it is reported as an Error by the loader (see result.hpp). Libraries
 // never abort: the executable's last-resort handler (main_guard.hpp) reports the bug, exit 1.
 
@@ -19,6 +20,9 @@ namespace detail {
   throw InternalError(std::string(file) + ":" + std::to_string(line) + ": assertion '" + cond +
                       "' failed");
 }
+[[noreturn]] inline void unreachable(const char* file, int line, const char* why) {
+  throw InternalError(std::string(file) + ":" + std::to_string(line) + ": unreachable: " + why);
+}
 }  // namespace detail
 
 }  // namespace stepsim
@@ -27,3 +31,8 @@ namespace detail {
   do {                                                                           \
     if (!(cond)) ::stepsim::detail::assertion_failed(__FILE__, __LINE__, #cond); \
   } while (false)
+
+/// A branch that cannot run (a bug if it does): throws InternalError naming `why`. Unlike the
+/// STEPSIM_ASSERT(!"why") idiom, it converts no string literal to bool (clang's
+/// -Wstring-conversion) and tells the compiler the branch does not return.
+#define STEPSIM_UNREACHABLE(why) ::stepsim::detail::unreachable(__FILE__, __LINE__, why)
