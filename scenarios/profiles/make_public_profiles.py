@@ -305,23 +305,22 @@ def measured_h100():
     (MEASURED_H100, beside this script), because no public table has it: FP8 GEMMs and the
     memory-bound kernels' bandwidth by size. (Its cuDNN attention backward samples are left
     out: measured at 16 and 32 heads only, the profile would clamp every larger kernel to
-    them.)
-    Each sample is copied as measured, with a citation naming the file, the GPU, the date and
-    the library versions."""
+    them.) Each sample is copied as measured. Its citation names the file and the kind of
+    measurement, short (every predict reads every citation); the note returned describes the
+    GPU, the date, the library versions and the method once."""
     with open(os.path.join(HERE, MEASURED_H100), encoding="utf-8") as f:
         m = json.load(f)
     versions = next(n for n in m["notes"] if n.startswith("cuda backend: "))
-    where = (f"measured by stepsim on one {m['machine'].split(': ', 1)[-1].replace(' measured', '')}"
-             f" (SXM5), {m['date'][:10]}, {versions[len('cuda backend: '):]}: "
-             f"scenarios/profiles/{MEASURED_H100}")
-    fp8 = [dict(s, citation=f"{where} (`stepsim calibrate --backend cuda --fp8 --flush-cache`: cuBLASLt, "
-                             "E4M3 operands, bf16 result, median of 10)")
-           for s in m["gemm"] if s["dtype"] == "fp8"]
-    memory = [dict(s, citation=f"{where} (`stepsim calibrate --backend cuda`: a scale-copy "
-                                "kernel, dst = 2 * src over floats, half the bytes read and half "
-                                "written; median of 10)")
-              for s in m["memory"]]
-    return fp8, memory
+    gpu = m["machine"].split(": ", 1)[-1].replace(" measured", "")
+    where = f"scenarios/profiles/{MEASURED_H100} (stepsim's measurement, notes)"
+    fp8 = [dict(s, citation=f"{where}: FP8 GEMM") for s in m["gemm"] if s["dtype"] == "fp8"]
+    memory = [dict(s, citation=f"{where}: memory-bound kernel") for s in m["memory"]]
+    note = (f"Measured by stepsim on one {gpu} (SXM5) on {m['date'][:10]} "
+            f"({versions[len('cuda backend: '):]}), copied from {MEASURED_H100}: its FP8 GEMMs "
+            "(`stepsim calibrate --backend cuda --fp8 --flush-cache`: cuBLASLt, E4M3 operands, "
+            "bf16 result, TN, median of 10) and its memory-bound kernels (a scale-copy kernel, "
+            "dst = 2 * src over floats, half the bytes read and half written; median of 10).")
+    return fp8, memory, note
 
 
 def h100():
@@ -377,7 +376,7 @@ def h100():
     attention += fa_benchmark_attention(
         256, True, [(512, 308), (1024, 391), (2048, 450), (4096, 483), (8192, 497),
                     (16384, 509)], "cuDNN", fa3_fig)
-    fp8_gemms, memory = measured_h100()
+    fp8_gemms, memory, measured_note = measured_h100()
     gemms += fp8_gemms
     step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
     p2p_samples = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
@@ -393,6 +392,7 @@ def h100():
         "date": DATE,
         "source": SOURCE_H100,
         "notes": COMMON_NOTES + [
+            measured_note,
             "GEMM: BF16 torch.matmul (cuBLAS) on square shapes 1024..10240, the MAMF best shape, "
             "and XLA's measured sm_90 matmul table (every m, n, k in 256..4096 at batch 1, 2 and "
             "4; where it has a square shape also measured with torch.matmul, the torch figure is "
