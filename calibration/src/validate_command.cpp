@@ -3,8 +3,6 @@
 
 #include "stepsim/calibration/validate_command.hpp"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -16,6 +14,7 @@
 #include "stepsim/calibration/calibrate.hpp"
 #include "stepsim/calibration/mpi_session.hpp"
 #include "stepsim/core/decompose.hpp"
+#include "stepsim/core/heap.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/core/window_attention.hpp"
@@ -259,8 +258,7 @@ bool Validation::run(std::ostream* err, bool terminal) {
   // framework's caching allocator keeps its memory: otherwise every large Backend call maps
   // fresh pages and its timed work pays the page faults (calibration, which repeats each op
   // in one call, never does).
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, -1);
+  keep_freed_memory();
   BackendOptions bo;
   bo.cpu_threads = q_.threads;
   bo.warmup = 0;  // the executor runs each op once, as training does

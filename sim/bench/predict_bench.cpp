@@ -13,15 +13,13 @@
 //   build/bin/stepsim_predict_bench [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "stepsim/core/decompose.hpp"
+#include "stepsim/core/heap.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/simulate.hpp"
@@ -92,15 +90,7 @@ BENCHMARK(BM_PredictDeepseekV3_H100x2048_MlaEp64)->Unit(benchmark::kMillisecond)
 }  // namespace
 
 int main(int argc, char** argv) {
-#if defined(__GLIBC__)
-  // As `stepsim` itself does (sim/cli/main.cpp): keep freed heap blocks instead of giving them
-  // back to the kernel. Without it glibc's adaptive thresholds decide, from whatever else the
-  // process allocated (the profile's JSON), whether each iteration maps and page-faults its
-  // simulation buffers afresh: adding 454 samples to the H100 profile took this benchmark from
-  // 40 to 74 ms while `stepsim predict` of the same scenario moved from 115-120 to 121-123 ms.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
+  stepsim::keep_freed_memory();  // as `stepsim` itself does (sim/cli/main.cpp, heap.hpp)
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -9,11 +9,11 @@
 //   build/bin/stepsim_sweep_bench [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>
-#include <malloc.h>
 
 #include <memory>
 #include <string>
 
+#include "stepsim/core/heap.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/core/sweep_spec.hpp"
 #include "stepsim/sim/sweep.hpp"
@@ -171,12 +171,7 @@ BENCHMARK(BM_SweepTuring530B_PlannerOverheadOnly)
 }  // namespace
 
 int main(int argc, char** argv) {
-#if defined(__GLIBC__)
-  // As `stepsim` itself does (sim/cli/main.cpp): keep freed heap blocks instead of giving
-  // them back to the kernel, or every simulation page-faults its buffers in again.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
+  stepsim::keep_freed_memory();  // as `stepsim` itself does (sim/cli/main.cpp, heap.hpp)
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -1,26 +1,18 @@
 // stepsim: predict the step time, pipeline bubbles and memory of Megatron-style training.
 
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <iostream>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "commands.hpp"
+#include "stepsim/core/heap.hpp"
 #include "stepsim/core/main_guard.hpp"
 
 namespace {
 
 int run_main(int argc, char** argv) {
-#if defined(__GLIBC__)
-  // A sweep simulates thousands of steps whose buffers reach tens of MiB. glibc serves such
-  // blocks with fresh mmaps and hands freed heap tops back to the kernel, so every
-  // simulation page-faulted its memory in again (a third of its time). Keep it instead.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
+  // A sweep simulates thousands of steps: keep their buffers' pages (heap.hpp).
+  stepsim::keep_freed_memory();
   stepsim::cli::Env env;
   env.out = &std::cout;
   env.err = &std::cerr;
