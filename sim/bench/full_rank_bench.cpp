@@ -18,7 +18,6 @@
 #include <string>
 
 #include "stepsim/core/decompose.hpp"
-#include "stepsim/core/heap.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/simulate.hpp"
@@ -77,12 +76,3 @@ BENCHMARK(BM_FullRankLlama3_405B_H100x8192)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FullRankLlama3_405B_H100x8192_Perturbed)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  stepsim::keep_freed_memory();  // as `stepsim` itself does (sim/cli/main.cpp, heap.hpp)
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -19,7 +19,6 @@
 #include <string>
 
 #include "stepsim/core/decompose.hpp"
-#include "stepsim/core/heap.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/simulate.hpp"
@@ -88,12 +87,3 @@ BENCHMARK(BM_PredictGpt_1T_A100x3072)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PredictDeepseekV3_H100x2048_MlaEp64)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  stepsim::keep_freed_memory();  // as `stepsim` itself does (sim/cli/main.cpp, heap.hpp)
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -13,7 +13,6 @@
 #include <memory>
 #include <string>
 
-#include "stepsim/core/heap.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/core/sweep_spec.hpp"
 #include "stepsim/sim/sweep.hpp"
@@ -169,12 +168,3 @@ BENCHMARK(BM_SweepTuring530B_PlannerOverheadOnly)
     ->UseRealTime();
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  stepsim::keep_freed_memory();  // as `stepsim` itself does (sim/cli/main.cpp, heap.hpp)
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
