@@ -63,19 +63,24 @@ using SliceKey = sim::SliceIdentity;
 
 StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage) {
   std::vector<Interval> compute;
-  std::vector<Interval> all;
+  std::vector<Interval> working;  // compute and communication
+  std::vector<Interval> all;      // and waiting
   for (const auto& s : t.slices) {
     if (s.rank != stage) continue;
     all.emplace_back(s.start_s, s.end_s);
+    if (s.kind == sim::SliceKind::kWait) continue;
+    working.emplace_back(s.start_s, s.end_s);
     const bool comm = s.kind == sim::SliceKind::kTensorComm ||
                       s.kind == sim::SliceKind::kPipelineComm ||
-                      s.kind == sim::SliceKind::kDataComm;
+                      s.kind == sim::SliceKind::kDataComm || s.kind == sim::SliceKind::kContextComm;
     if (!comm) compute.emplace_back(s.start_s, s.end_s);
   }
   StageFigures f;
   f.busy_s = union_length(compute);
+  const double work = union_length(working);
   const double any = union_length(all);
-  f.comm_s = any - f.busy_s;
+  f.comm_s = work - f.busy_s;
+  f.wait_s = any - work;
   f.idle_s = std::max(0.0, t.step_time_s - any);
   return f;
 }
@@ -144,6 +149,8 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   std::array<OpKindComparison, kOpCategories> kinds{};
   std::vector<Deviation> deviations;
   std::int64_t measured_total = 0;
+  std::vector<std::vector<std::vector<double>>> ready;  // [step][stage][task]
+  for (std::size_t k = 0; k < measured.steps.size(); ++k) ready.push_back(peers_ready(measured, k));
   for (std::int32_t s = 0; s < measured.layout.pp; ++s) {
     const auto& tasks = measured.stage_tasks[static_cast<std::size_t>(s)];
     const auto rep = static_cast<std::size_t>(measured.layout.global_rank(s, 0, 0));
@@ -167,11 +174,14 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
       }
       std::vector<double> durations;
       std::vector<double> walls;
-      for (const auto& step : measured.steps) {
-        const auto& rank = step.at(rep);
+      for (std::size_t k = 0; k < measured.steps.size(); ++k) {
+        const auto& rank = measured.steps[k].at(rep);
         if (i >= rank.size()) continue;
-        durations.push_back(rank[i].op_s);
-        walls.push_back(rank[i].end_s - rank[i].start_s);
+        // A call's wait for its last peer is waiting, not communication (peers_ready).
+        const auto& ready_of = ready[k][static_cast<std::size_t>(s)];
+        const double waited = i < ready_of.size() ? ready_of[i] - rank[i].start_s : 0.0;
+        durations.push_back(std::max(0.0, rank[i].op_s - waited));
+        walls.push_back(rank[i].end_s - rank[i].start_s - waited);
       }
       const double meas = median(durations);
       const double wall = median(walls);

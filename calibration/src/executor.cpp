@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <condition_variable>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -519,6 +521,87 @@ std::size_t median_step(const Measurement& m) {
   return order[(order.size() - 1) / 2];
 }
 
+namespace {
+
+/// The tasks of a stage's program that a peer must match: collectives of groups that span
+/// stages, by op name and turn; P2P transfers, by tensor, micro-batch, producer virtual
+/// stage and direction.
+struct StageIndex {
+  std::map<std::string, std::vector<std::size_t>> calls_by_name;  // collective tasks
+  std::map<std::tuple<int, std::int32_t, std::int32_t, bool>, std::size_t> transfer_task;
+  std::vector<std::size_t> turn;  // per task: its turn among the calls of its name
+};
+
+StageIndex index_stage(const std::vector<ExecTask>& tasks) {
+  StageIndex x;
+  x.turn.assign(tasks.size(), 0);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const ExecTask& t = tasks[i];
+    if (t.kind == ExecTask::Kind::kComm) {
+      for (const sim::Transfer& tr : t.transfers) {
+        x.transfer_task[{static_cast<int>(tr.tensor), tr.microbatch, tr.producer_virtual_stage,
+                         tr.send}] = i;
+      }
+    } else if (std::holds_alternative<CollectiveOp>(t.op.shape)) {
+      auto& calls = x.calls_by_name[t.op_name];
+      x.turn[i] = calls.size();
+      calls.push_back(i);
+    }
+  }
+  return x;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> peers_ready(const Measurement& m, std::size_t step) {
+  const RankLayout& layout = m.layout;
+  const auto& timings = m.steps.at(step);
+  std::vector<StageIndex> index;
+  for (const auto& tasks : m.stage_tasks) index.push_back(index_stage(tasks));
+  // The start of task `i` of stage `stage`'s program on world rank `rank` (-inf: not run).
+  const auto start_of = [&](std::int32_t rank, std::size_t i) {
+    const auto& r = timings.at(static_cast<std::size_t>(rank));
+    return i < r.size() ? r[i].start_s : -std::numeric_limits<double>::infinity();
+  };
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(layout.pp));
+  for (std::int32_t s = 0; s < layout.pp; ++s) {
+    const auto& tasks = m.stage_tasks[static_cast<std::size_t>(s)];
+    const std::int32_t me = layout.global_rank(s, 0, 0);
+    const auto& mine = timings.at(static_cast<std::size_t>(me));
+    auto& ready = out[static_cast<std::size_t>(s)];
+    for (std::size_t i = 0; i < tasks.size() && i < mine.size(); ++i) {
+      const ExecTask& t = tasks[i];
+      double last = mine[i].start_s;
+      if (t.kind == ExecTask::Kind::kComm) {
+        for (const sim::Transfer& tr : t.transfers) {
+          const auto& peer = index[static_cast<std::size_t>(tr.peer)].transfer_task;
+          const auto it = peer.find(
+              {static_cast<int>(tr.tensor), tr.microbatch, tr.producer_virtual_stage, !tr.send});
+          if (it == peer.end()) continue;
+          last = std::max(last, start_of(layout.global_rank(tr.peer, 0, 0), it->second));
+        }
+      } else if (const auto* coll = std::get_if<CollectiveOp>(&t.op.shape)) {
+        const bool world =
+            coll->group == CommGroup::kGradStats && coll->group_size == layout.world_size();
+        for (const std::int32_t member : members_of(coll->group, layout, me, world)) {
+          const std::int32_t stage = layout.coord_of(member).pp;
+          std::size_t j = i;
+          if (stage != s) {  // the same call's turn on the member's stage
+            const auto& calls = index[static_cast<std::size_t>(stage)].calls_by_name;
+            const auto it = calls.find(t.op_name);
+            const std::size_t turn = index[static_cast<std::size_t>(s)].turn[i];
+            if (it == calls.end() || turn >= it->second.size()) continue;
+            j = it->second[turn];
+          }
+          last = std::max(last, start_of(member, j));
+        }
+      }
+      ready.push_back(std::clamp(last, mine[i].start_s, mine[i].end_s));
+    }
+  }
+  return out;
+}
+
 sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
   sim::Timeline t;
   t.label = "measured";
@@ -530,36 +613,54 @@ sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
     for (const auto& x : rank) t0 = std::min(t0, x.start_s);
   }
   t.step_time_s = m.step_times_s.at(step);
+  const std::vector<std::vector<double>> ready_at = peers_ready(m, step);
   for (std::int32_t s = 0; s < m.layout.pp; ++s) {
     const auto& tasks = m.stage_tasks[static_cast<std::size_t>(s)];
     const auto& rank = timings.at(static_cast<std::size_t>(m.layout.global_rank(s, 0, 0)));
+    const auto& ready_of = ready_at[static_cast<std::size_t>(s)];
     for (std::size_t i = 0; i < tasks.size() && i < rank.size(); ++i) {
       const auto& task = tasks[i];
       const double start = rank[i].start_s - t0;
       const double end = rank[i].end_s - t0;
+      const double ready = ready_of[i] - t0;
+      // Waiting for the last peer, on the track of the communication that follows it.
+      const auto wait = [&](const sim::Slice& comm) {
+        if (ready <= start) return;
+        sim::Slice w = comm;
+        w.kind = sim::SliceKind::kWait;
+        w.start_s = start;
+        w.end_s = ready;
+        w.name = "wait: " + comm.name;
+        w.detail = "for the last peer";
+        t.slices.push_back(std::move(w));
+      };
       if (task.kind == ExecTask::Kind::kOp) {
-        t.slices.push_back(sim::Slice{.rank = s,
-                                      .stream = task.stream,
-                                      .kind = task.slice_kind,
-                                      .start_s = start,
-                                      .end_s = end,
-                                      .microbatch = task.microbatch,
-                                      .chunk = task.chunk,
-                                      .layer = task.layer,
-                                      .name = task.name,
-                                      .op = task.op_name,
-                                      .detail = task.detail,
-                                      .phase = task.op.phase});
+        const bool collective = std::holds_alternative<CollectiveOp>(task.op.shape);
+        sim::Slice slice{.rank = s,
+                         .stream = task.stream,
+                         .kind = task.slice_kind,
+                         .start_s = collective ? ready : start,
+                         .end_s = end,
+                         .microbatch = task.microbatch,
+                         .chunk = task.chunk,
+                         .layer = task.layer,
+                         .name = task.name,
+                         .op = task.op_name,
+                         .detail = task.detail,
+                         .phase = task.op.phase};
+        if (collective) wait(slice);
+        t.slices.push_back(std::move(slice));
         continue;
       }
-      // One slice per transfer, as the simulator draws them; all span the batched call.
+      // One slice per transfer, as the simulator draws them; all span the batched call from
+      // the moment its last peer had posted.
       for (std::size_t k = 0; k < task.transfers.size(); ++k) {
         const sim::SliceIdentity id = sim::transfer_identity(s, task.transfers[k], m.layout.pp);
-        t.slices.push_back(sim::Slice{
+        sim::Slice slice{
             .rank = s,
             .stream = Stream::kPipelineComm,
             .kind = sim::SliceKind::kPipelineComm,
-            .start_s = start,
+            .start_s = ready,
             .end_s = end,
             .microbatch = id.microbatch,
             .chunk = id.chunk,
@@ -567,7 +668,9 @@ sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
             .name = task.transfer_names[k],
             .op = id.op,
             .detail = task.op_name + " bytes=" + std::to_string(task.transfer_bytes[k]),
-            .phase = id.phase});
+            .phase = id.phase};
+        if (k == 0) wait(slice);
+        t.slices.push_back(std::move(slice));
       }
     }
   }

@@ -41,7 +41,7 @@ std::string record_id(const RecordInputs& in) {
 }
 
 json figures_json(const StageFigures& f) {
-  return {{"busy_s", f.busy_s}, {"comm_s", f.comm_s}, {"idle_s", f.idle_s}};
+  return {{"busy_s", f.busy_s}, {"comm_s", f.comm_s}, {"wait_s", f.wait_s}, {"idle_s", f.idle_s}};
 }
 
 }  // namespace
@@ -150,7 +150,10 @@ Result<Record> load_record(const std::string& path) {
   if (const auto* v = need("measured_stages", V::array)) {
     for (const auto& s : *v) {
       r.measured_stages.push_back(
-          StageFigures{s.value("busy_s", 0.0), s.value("comm_s", 0.0), s.value("idle_s", 0.0)});
+          StageFigures{.busy_s = s.value("busy_s", 0.0),
+                       .comm_s = s.value("comm_s", 0.0),
+                       .wait_s = s.value("wait_s", 0.0),  // absent from records before it
+                       .idle_s = s.value("idle_s", 0.0)});
     }
   }
   if (const auto* v = need("predicted_step_time_s", V::number_float)) {

@@ -12,7 +12,7 @@ namespace stepsim::calib {
 namespace {
 
 nlohmann::ordered_json figures_json(const StageFigures& f) {
-  return {{"busy_s", f.busy_s}, {"comm_s", f.comm_s}, {"idle_s", f.idle_s}};
+  return {{"busy_s", f.busy_s}, {"comm_s", f.comm_s}, {"wait_s", f.wait_s}, {"idle_s", f.idle_s}};
 }
 
 }  // namespace
@@ -95,13 +95,14 @@ std::string format_report_text(const ValidationReport& r) {
       "           on the backend's clock (no operand setup/checks): %.3f ms, error %+.1f%%\n",
       r.measured_backend_step_time_s * 1e3, r.backend_relative_error * 100.0);
   s << line;
-  s << "stage   busy pred/meas (ms)   comm pred/meas (ms)   idle pred/meas (ms)   backend "
-       "overhead (ms)\n";
+  s << "stage   busy pred/meas (ms)   comm pred/meas (ms)   idle pred/meas (ms)   meas waiting "
+       "for peers (ms)   backend overhead (ms)\n";
   for (const auto& st : r.stages) {
     std::snprintf(line, sizeof line,
-                  "%5d   %8.3f / %8.3f   %8.3f / %8.3f   %8.3f / %8.3f   %8.3f\n", st.stage,
-                  st.predicted.busy_s * 1e3, st.measured.busy_s * 1e3, st.predicted.comm_s * 1e3,
-                  st.measured.comm_s * 1e3, st.predicted.idle_s * 1e3, st.measured.idle_s * 1e3,
+                  "%5d   %8.3f / %8.3f   %8.3f / %8.3f   %8.3f / %8.3f   %25.3f   %21.3f\n",
+                  st.stage, st.predicted.busy_s * 1e3, st.measured.busy_s * 1e3,
+                  st.predicted.comm_s * 1e3, st.measured.comm_s * 1e3, st.predicted.idle_s * 1e3,
+                  st.measured.idle_s * 1e3, st.measured.wait_s * 1e3,
                   st.measured_backend_overhead_s * 1e3);
     s << line;
   }

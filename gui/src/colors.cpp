@@ -27,6 +27,7 @@ constexpr std::array<Rgb, kKindCount> kPalette = {{
     {0x9e, 0x9e, 0x9e},  // other: grey
     {0xf6, 0xc9, 0xc9},  // bubble: pale red
     {0xc2, 0x3b, 0x8f},  // CP comm: magenta
+    {0xd9, 0xd2, 0xe9},  // waiting for a peer: pale lavender
 }};
 
 std::uint8_t mix(std::uint8_t from, double amount) {

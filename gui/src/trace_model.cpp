@@ -34,6 +34,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {Kind::kOther, "other", "Other"},
     {Kind::kBubble, "bubble", "Bubble (idle)"},
     {Kind::kContextComm, "cp_comm", "CP comm"},
+    {Kind::kWait, "wait", "Waiting for a peer"},
 }};
 
 template <typename T>

@@ -17,6 +17,8 @@ std::string_view to_string(SliceKind k) {
     case SliceKind::kDataComm: return "dp_comm";
     case SliceKind::kOptimizer: return "optimizer";
     case SliceKind::kContextComm: return "cp_comm";
+    case SliceKind::kWait:
+      return "wait";
   }
   return "?";
 }

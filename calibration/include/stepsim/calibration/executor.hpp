@@ -193,8 +193,20 @@ std::size_t median_step(const Measurement& m);
 /// failure. An empty `m` (no layout yet) becomes `later`.
 void append_steps(Measurement& m, Measurement later);
 
+/// When each task of measured step `step` could start its work, per pipeline stage, for the
+/// stage's representative rank (data-, context- and tensor-parallel rank 0), on the aligned
+/// clock: a collective when the last member of its group had called it (members found in
+/// Megatron's rank layout; a group that spans stages, the tied embeddings' or the gradient
+/// norm's, by the same call's turn among the calls of that name on the member's stage); a
+/// batched P2P call when the last peer had posted its side of each transfer; any other task
+/// at its own start. Never before the task's start nor after its end (clock alignment).
+std::vector<std::vector<double>> peers_ready(const Measurement& m, std::size_t step);
+
 /// The measured step `step` as a timeline in the simulator's representative mode: one rank
 /// per pipeline stage (data- and tensor-parallel rank 0), times relative to the step's start.
+/// A collective or P2P call that waited for a peer (peers_ready) is drawn as a "wait" slice
+/// (sim::SliceKind::kWait, on its own track) up to the moment the last peer arrived, then as
+/// the communication itself, as the simulator draws it.
 sim::Timeline measured_timeline(const Measurement& m, std::size_t step);
 
 }  // namespace stepsim::calib

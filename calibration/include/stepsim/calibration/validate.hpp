@@ -34,8 +34,11 @@ sim::SimulateOptions validation_simulate_options();
 /// Compute/communication/idle time of one stage's representative rank in one timeline.
 struct StageFigures {
   double busy_s = 0;  ///< union of computing slices (forward, backward, optimizer)
-  double comm_s = 0;  ///< union of communication slices (TP, P2P, DP), outside computing
-  double idle_s = 0;  ///< step time minus both
+  double comm_s = 0;  ///< union of communication slices (TP, P2P, DP, CP), outside computing
+  /// Measured only: calls waiting for their last peer ("wait" slices), outside both (a
+  /// prediction counts such time as idle: the engine starts a call when its peers are ready).
+  double wait_s = 0;
+  double idle_s = 0;  ///< step time minus the three
   bool operator==(const StageFigures&) const = default;
 };
 

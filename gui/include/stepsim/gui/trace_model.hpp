@@ -25,18 +25,19 @@ enum class Kind : std::uint8_t {
   kDataComm,
   kOptimizer,
   // Categories of foreign traces: the PyTorch profiler's (Kineto) `cat` values.
-  kGpuKernel,      ///< "kernel" (a GPU kernel that is not NCCL's)
-  kNcclKernel,     ///< "kernel" whose name starts with "nccl": a collective or P2P on the GPU
-  kMemcpy,         ///< "gpu_memcpy", "gpu_memset"
-  kCudaRuntime,    ///< "cuda_runtime", "cuda_driver": host-side CUDA API calls
-  kCpuOp,          ///< "cpu_op" (ATen operators)
-  kPythonFunction, ///< "python_function"
-  kAnnotation,     ///< "user_annotation", "gpu_user_annotation" (record_function ranges)
-  kOther,  ///< a `cat` neither format defines
+  kGpuKernel,       ///< "kernel" (a GPU kernel that is not NCCL's)
+  kNcclKernel,      ///< "kernel" whose name starts with "nccl": a collective or P2P on the GPU
+  kMemcpy,          ///< "gpu_memcpy", "gpu_memset"
+  kCudaRuntime,     ///< "cuda_runtime", "cuda_driver": host-side CUDA API calls
+  kCpuOp,           ///< "cpu_op" (ATen operators)
+  kPythonFunction,  ///< "python_function"
+  kAnnotation,      ///< "user_annotation", "gpu_user_annotation" (record_function ranges)
+  kOther,           ///< a `cat` neither format defines
   kBubble,
   kContextComm,  ///< "cp_comm": context-parallel exchanges of keys and values
+  kWait,         ///< "wait": a measured call waiting for its last peer (stepsim validate)
 };
-inline constexpr std::size_t kKindCount = 18;
+inline constexpr std::size_t kKindCount = 19;
 
 /// A kind from a slice's `cat` and name: stepsim's categories, the PyTorch profiler's (and
 /// its older capitalised names: Kernel, Memcpy, Memset, Runtime, Operator, Python), NCCL

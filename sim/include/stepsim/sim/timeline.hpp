@@ -20,6 +20,10 @@ enum class SliceKind : std::uint8_t {
   kDataComm,
   kOptimizer,
   kContextComm,  ///< context-parallel exchanges of keys and values ("cp_comm")
+  /// A measured collective or P2P call waiting for its last peer to arrive ("wait"), drawn
+  /// before the communication itself on the same track; predictions have none (the engine
+  /// starts a collective when its last member is ready).
+  kWait,
 };
 
 std::string_view to_string(SliceKind k);
