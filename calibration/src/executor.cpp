@@ -5,16 +5,15 @@
 #include <algorithm>
 #include <condition_variable>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
+#include "peer_groups.hpp"
 #include "watchdog.hpp"
 
 namespace stepsim::calib {
@@ -109,67 +108,6 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
     groups.grad_stats = *mp;
   }
   return groups;
-}
-
-/// World ranks of the group `g` of rank `me`, for fault messages.
-std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std::int32_t me,
-                                     bool distributed_optimizer) {
-  const auto c = layout.coord_of(me);
-  std::vector<std::int32_t> out;
-  switch (g) {
-    case CommGroup::kTensor:
-      for (std::int32_t t = 0; t < layout.tp; ++t) {
-        out.push_back(layout.global_rank(c.pp, c.dp, t, c.cp));
-      }
-      break;
-    case CommGroup::kData:
-      for (std::int32_t d = 0; d < layout.dp; ++d) {
-        for (std::int32_t k = 0; k < layout.cp; ++k) out.push_back(layout.global_rank(c.pp, d, c.tp, k));
-      }
-      break;
-    case CommGroup::kEmbedding:
-      out.push_back(layout.global_rank(0, c.dp, c.tp, c.cp));
-      out.push_back(layout.global_rank(layout.pp - 1, c.dp, c.tp, c.cp));
-      break;
-    case CommGroup::kTensorData:
-      for (std::int32_t d = 0; d < layout.dp; ++d) {
-        for (std::int32_t k = 0; k < layout.cp; ++k) {
-          for (std::int32_t t = 0; t < layout.tp; ++t) out.push_back(layout.global_rank(c.pp, d, t, k));
-        }
-      }
-      break;
-    case CommGroup::kContext:
-      for (std::int32_t k = 0; k < layout.cp; ++k) out.push_back(layout.global_rank(c.pp, c.dp, c.tp, k));
-      break;
-    case CommGroup::kGradStats:
-      for (std::int32_t r = 0; r < layout.world_size(); ++r) {
-        const auto o = layout.coord_of(r);
-        if (distributed_optimizer || (o.dp == c.dp && o.cp == c.cp)) out.push_back(r);
-      }
-      break;
-    case CommGroup::kContextA2a: {
-      const std::int32_t first = c.cp - c.cp % layout.cp_a2a;
-      for (std::int32_t k = first; k < first + layout.cp_a2a; ++k) {
-        out.push_back(layout.global_rank(c.pp, c.dp, c.tp, k));
-      }
-      break;
-    }
-    case CommGroup::kExpert:
-    case CommGroup::kExpertTensor:
-    case CommGroup::kExpertTensorExpert:
-    case CommGroup::kExpertData: {
-      if (!layout.moe) break;
-      const std::string_view token = g == CommGroup::kExpert         ? "ep"
-                                     : g == CommGroup::kExpertTensor ? "tp"
-                                     : g == CommGroup::kExpertData   ? "dp"
-                                                                     : "tp-ep";
-      for (const std::int64_t r : layout.expert_generator().group_of(token, me)) {
-        out.push_back(static_cast<std::int32_t>(r));
-      }
-      break;
-    }
-  }
-  return out;
 }
 
 std::string join_ranks(std::vector<std::int32_t> ranks, std::int32_t me) {
@@ -519,87 +457,6 @@ std::size_t median_step(const Measurement& m) {
     return m.step_times_s[a] < m.step_times_s[b];
   });
   return order[(order.size() - 1) / 2];
-}
-
-namespace {
-
-/// The tasks of a stage's program that a peer must match: collectives of groups that span
-/// stages, by op name and turn; P2P transfers, by tensor, micro-batch, producer virtual
-/// stage and direction.
-struct StageIndex {
-  std::map<std::string, std::vector<std::size_t>> calls_by_name;  // collective tasks
-  std::map<std::tuple<int, std::int32_t, std::int32_t, bool>, std::size_t> transfer_task;
-  std::vector<std::size_t> turn;  // per task: its turn among the calls of its name
-};
-
-StageIndex index_stage(const std::vector<ExecTask>& tasks) {
-  StageIndex x;
-  x.turn.assign(tasks.size(), 0);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const ExecTask& t = tasks[i];
-    if (t.kind == ExecTask::Kind::kComm) {
-      for (const sim::Transfer& tr : t.transfers) {
-        x.transfer_task[{static_cast<int>(tr.tensor), tr.microbatch, tr.producer_virtual_stage,
-                         tr.send}] = i;
-      }
-    } else if (std::holds_alternative<CollectiveOp>(t.op.shape)) {
-      auto& calls = x.calls_by_name[t.op_name];
-      x.turn[i] = calls.size();
-      calls.push_back(i);
-    }
-  }
-  return x;
-}
-
-}  // namespace
-
-std::vector<std::vector<double>> peers_ready(const Measurement& m, std::size_t step) {
-  const RankLayout& layout = m.layout;
-  const auto& timings = m.steps.at(step);
-  std::vector<StageIndex> index;
-  for (const auto& tasks : m.stage_tasks) index.push_back(index_stage(tasks));
-  // The start of task `i` of stage `stage`'s program on world rank `rank` (-inf: not run).
-  const auto start_of = [&](std::int32_t rank, std::size_t i) {
-    const auto& r = timings.at(static_cast<std::size_t>(rank));
-    return i < r.size() ? r[i].start_s : -std::numeric_limits<double>::infinity();
-  };
-  std::vector<std::vector<double>> out(static_cast<std::size_t>(layout.pp));
-  for (std::int32_t s = 0; s < layout.pp; ++s) {
-    const auto& tasks = m.stage_tasks[static_cast<std::size_t>(s)];
-    const std::int32_t me = layout.global_rank(s, 0, 0);
-    const auto& mine = timings.at(static_cast<std::size_t>(me));
-    auto& ready = out[static_cast<std::size_t>(s)];
-    for (std::size_t i = 0; i < tasks.size() && i < mine.size(); ++i) {
-      const ExecTask& t = tasks[i];
-      double last = mine[i].start_s;
-      if (t.kind == ExecTask::Kind::kComm) {
-        for (const sim::Transfer& tr : t.transfers) {
-          const auto& peer = index[static_cast<std::size_t>(tr.peer)].transfer_task;
-          const auto it = peer.find(
-              {static_cast<int>(tr.tensor), tr.microbatch, tr.producer_virtual_stage, !tr.send});
-          if (it == peer.end()) continue;
-          last = std::max(last, start_of(layout.global_rank(tr.peer, 0, 0), it->second));
-        }
-      } else if (const auto* coll = std::get_if<CollectiveOp>(&t.op.shape)) {
-        const bool world =
-            coll->group == CommGroup::kGradStats && coll->group_size == layout.world_size();
-        for (const std::int32_t member : members_of(coll->group, layout, me, world)) {
-          const std::int32_t stage = layout.coord_of(member).pp;
-          std::size_t j = i;
-          if (stage != s) {  // the same call's turn on the member's stage
-            const auto& calls = index[static_cast<std::size_t>(stage)].calls_by_name;
-            const auto it = calls.find(t.op_name);
-            const std::size_t turn = index[static_cast<std::size_t>(s)].turn[i];
-            if (it == calls.end() || turn >= it->second.size()) continue;
-            j = it->second[turn];
-          }
-          last = std::max(last, start_of(member, j));
-        }
-      }
-      ready.push_back(std::clamp(last, mine[i].start_s, mine[i].end_s));
-    }
-  }
-  return out;
 }
 
 sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {

@@ -65,17 +65,22 @@ std::vector<const sim::Slice*> of_stage(const sim::Timeline& t, std::int32_t sta
   return out;
 }
 
-TEST(PeerWait, ATensorParallelAllReduceWaitsForTheSlowerPeer) {
-  // Two tensor-parallel ranks of one stage: rank 1's GEMM ends at 2.0, so rank 0's all-reduce,
-  // called at 1.0, can move data only from 2.0 on.
+/// Two tensor-parallel ranks of one stage: rank 1's GEMM ends at 2.0, so rank 0's all-reduce,
+/// called at 1.0, can move data only from 2.0 on; both end at 3.0.
+Measurement tp_all_reduce_after_a_slower_peer(double step_time_s) {
   Measurement m;
   m.layout = RankLayout{.tp = 2, .pp = 1, .dp = 1};
   m.stage_tasks = {
       {compute("F gemm"), collective("F ar", CommGroup::kTensor, 2, Stream::kTensorComm,
                                      sim::SliceKind::kTensorComm)}};
   m.steps = {{{at(0.0, 1.0), at(1.0, 3.0)}, {at(0.0, 2.0), at(2.0, 3.0)}}};
-  m.step_times_s = {4.0};
+  m.step_times_s = {step_time_s};
   m.complete = true;
+  return m;
+}
+
+TEST(PeerWait, ATensorParallelAllReduceWaitsForTheSlowerPeer) {
+  const Measurement m = tp_all_reduce_after_a_slower_peer(4.0);
   const auto ready = peers_ready(m, 0);
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0], (std::vector<double>{0.0, 2.0}));
@@ -148,14 +153,7 @@ TEST(PeerWait, AGroupAcrossStagesMatchesTheCallByItsTurn) {
 }
 
 TEST(PeerWait, TheReportCarriesTheMeasuredWait) {
-  Measurement m;
-  m.layout = RankLayout{.tp = 2, .pp = 1, .dp = 1};
-  m.stage_tasks = {
-      {compute("F gemm"), collective("F ar", CommGroup::kTensor, 2, Stream::kTensorComm,
-                                     sim::SliceKind::kTensorComm)}};
-  m.steps = {{{at(0.0, 1.0), at(1.0, 3.0)}, {at(0.0, 2.0), at(2.0, 3.0)}}};
-  m.step_times_s = {3.0};
-  m.complete = true;
+  const Measurement m = tp_all_reduce_after_a_slower_peer(3.0);
   sim::Prediction p;
   p.step_time_s = 3.0;
   sim::Timeline predicted;
