@@ -84,24 +84,30 @@ Op compute_op(const char* name, std::int64_t bytes, std::int64_t kernels) {
   return op;
 }
 
-/// An all-reduce of one fp32 scalar over the grad-stats group on the data-parallel
-/// communication stream, after the kernel before it. Returns its index (-1: a group of one
-/// rank, nothing to reduce); the caller makes the next kernel wait for it.
-std::int32_t append_grad_stats_all_reduce(std::vector<Op>& ops, const char* name,
-                                          const CollectiveOp& group) {
-  if (group.group_size <= 1) return -1;
+/// An all-reduce of `bytes` over `group` (with the size and span of `members`) on the
+/// data-parallel communication stream, after the kernel before it. Returns its index (-1: a
+/// group of one rank, nothing to reduce); the caller makes the next kernel wait for it.
+std::int32_t append_step_all_reduce(std::vector<Op>& ops, const char* name, CommGroup group,
+                                    std::int64_t bytes, const CollectiveOp& members) {
+  if (members.group_size <= 1) return -1;
   const auto before = static_cast<std::int32_t>(ops.size()) - 1;
   Op& op = ops.emplace_back();
   op.name = name;
   op.phase = Phase::kStep;
   op.stream = Stream::kDataComm;
   op.shape = CollectiveOp{.kind = CollectiveKind::kAllReduce,
-                          .group = CommGroup::kGradStats,
-                          .bytes = 4,
-                          .group_size = group.group_size,
-                          .nodes_spanned = group.nodes_spanned};
+                          .group = group,
+                          .bytes = bytes,
+                          .group_size = members.group_size,
+                          .nodes_spanned = members.nodes_spanned};
   if (before >= 0) op.deps.push_back(before);
   return static_cast<std::int32_t>(ops.size()) - 1;
+}
+
+/// One fp32 scalar summed or MAX-reduced over the grad-stats group (every rank of it waits).
+std::int32_t append_grad_stats_all_reduce(std::vector<Op>& ops, const char* name,
+                                          const CollectiveOp& group) {
+  return append_step_all_reduce(ops, name, CommGroup::kGradStats, 4, group);
 }
 
 }  // namespace
@@ -195,41 +201,26 @@ std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recip
     // quantizer.update_quantized(master_weight, fp8 shard): one cast kernel per shard.
     ops.push_back(compute_op("fp8_param_cast", shard.elements * (4 + 1), shard.tensors));
   };
-  std::int32_t reduced = -1;
-  const auto all_reduce = [&] {
-    if (amax_group.group_size <= 1) return;
-    Op& op = ops.emplace_back();
-    op.name = "fp8_param_amax_all_reduce";
-    op.phase = Phase::kStep;
-    op.stream = Stream::kDataComm;
-    op.shape = CollectiveOp{.kind = CollectiveKind::kAllReduce,
-                            .group = CommGroup::kData,
-                            .bytes = values,
-                            .group_size = amax_group.group_size,
-                            .nodes_spanned = amax_group.nodes_spanned};
-    op.deps.push_back(last() - 1);
-    reduced = last();
-  };
-  const auto after_reduce = [&](Op op) {
-    if (reduced >= 0) op.deps.push_back(reduced);
-    reduced = -1;
-    ops.push_back(std::move(op));
+  // The packed amaxes MAX-reduced over `amax_group`, then `next`, which waits for them.
+  const auto reduce_then = [&](Op next) {
+    const std::int32_t reduced = append_step_all_reduce(ops, "fp8_param_amax_all_reduce",
+                                                        CommGroup::kData, values, amax_group);
+    if (reduced >= 0) next.deps.push_back(reduced);
+    ops.push_back(std::move(next));
   };
   const auto first = static_cast<std::int32_t>(ops.size());
   if (recipe == Fp8Recipe::kDelayed) {
     cast();
     // The amaxes the casts recorded, packed for one all-reduce (multi_tensor_scale).
     ops.push_back(compute_op("fp8_param_amax_pack", values * 2, value_copy));
-    all_reduce();
     // Unpacked into the amaxes, the scales packed, torch.reciprocal, copied into the
     // scale_invs: three multi_tensor_scale copies and one elementwise kernel.
-    after_reduce(compute_op("fp8_param_scale_update", values * 2 * 4, 3 * value_copy + 1));
+    reduce_then(compute_op("fp8_param_scale_update", values * 2 * 4, 3 * value_copy + 1));
   } else {
     // tex.compute_amax of each master shard into the zeroed packed buffer.
     ops.push_back(compute_op("fp8_param_amax", shard.elements * 4 + values, shard.tensors + 1));
-    all_reduce();
     // multi_tensor_compute_scale_and_scale_inv: amaxes, scales and scale_invs (depth 3).
-    after_reduce(
+    reduce_then(
         compute_op("fp8_param_scale", values * 3, multi_tensor_launches(tensors, tensors, 3)));
     cast();
   }
