@@ -492,11 +492,11 @@ sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
         t.slices.push_back(std::move(w));
       };
       if (task.kind == ExecTask::Kind::kOp) {
-        const bool collective = std::holds_alternative<CollectiveOp>(task.op.shape);
+        // Only a collective waits (peers_ready gives any other op its own start).
         sim::Slice slice{.rank = s,
                          .stream = task.stream,
                          .kind = task.slice_kind,
-                         .start_s = collective ? ready : start,
+                         .start_s = ready,
                          .end_s = end,
                          .microbatch = task.microbatch,
                          .chunk = task.chunk,
@@ -505,7 +505,7 @@ sim::Timeline measured_timeline(const Measurement& m, std::size_t step) {
                          .op = task.op_name,
                          .detail = task.detail,
                          .phase = task.op.phase};
-        if (collective) wait(slice);
+        wait(slice);
         t.slices.push_back(std::move(slice));
         continue;
       }
