@@ -11,10 +11,11 @@
 
 namespace stepsim::calib {
 
-sim::SimulateOptions validation_simulate_options() {
+sim::SimulateOptions validation_simulate_options(bool async_p2p) {
   sim::SimulateOptions o;
   o.keep_timeline = true;
   o.serialize_streams = true;
+  o.async_p2p = async_p2p;
   return o;
 }
 
@@ -63,6 +64,7 @@ using SliceKey = sim::SliceIdentity;
 
 StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage) {
   std::vector<Interval> compute;
+  std::vector<Interval> communicating;
   std::vector<Interval> working;  // compute and communication
   std::vector<Interval> all;      // and waiting
   for (const auto& s : t.slices) {
@@ -73,13 +75,15 @@ StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage) {
     const bool comm = s.kind == sim::SliceKind::kTensorComm ||
                       s.kind == sim::SliceKind::kPipelineComm ||
                       s.kind == sim::SliceKind::kDataComm || s.kind == sim::SliceKind::kContextComm;
-    if (!comm) compute.emplace_back(s.start_s, s.end_s);
+    (comm ? communicating : compute).emplace_back(s.start_s, s.end_s);
   }
   StageFigures f;
   f.busy_s = union_length(compute);
   const double work = union_length(working);
   const double any = union_length(all);
   f.comm_s = work - f.busy_s;
+  // |compute and comm| = |compute| + |comm| - |either|, up to rounding.
+  f.overlap_s = std::max(0.0, union_length(communicating) - f.comm_s);
   f.wait_s = any - work;
   f.idle_s = std::max(0.0, t.step_time_s - any);
   return f;
@@ -108,6 +112,7 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   r.predicted_step_time_s = prediction.step_time_s;
   r.complete = measured.complete;
   r.failure = measured.failure;
+  r.async_p2p = measured.async_p2p;
   if (measured.step_times_s.empty()) {
     r.notes.push_back("no measured step completed");
     return r;
@@ -119,9 +124,15 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   }
 
   const std::size_t median_index = median_step(measured);
-  for (const auto& rank : measured.steps[median_index]) {
+  const auto& step = measured.steps[median_index];
+  for (std::size_t rank = 0; rank < step.size(); ++rank) {
+    const auto& tasks = measured.stage_tasks.at(
+        static_cast<std::size_t>(measured.layout.coord_of(static_cast<std::int32_t>(rank)).pp));
     double sum = 0;
-    for (const auto& t : rank) sum += t.op_s;
+    for (std::size_t i = 0; i < step[rank].size() && i < tasks.size(); ++i) {
+      // A non-blocking call ran beside the rank's other calls, not after them.
+      if (!tasks[i].async) sum += step[rank][i].op_s;
+    }
     r.measured_backend_step_time_s = std::max(r.measured_backend_step_time_s, sum);
   }
   r.backend_relative_error =

@@ -82,6 +82,18 @@ CpuBackend::CpuBackend(const BackendOptions& options)
   Eigen::setNbThreads(options_.cpu_threads > 0 ? options_.cpu_threads : 1);
   device_name_ += " (" + std::to_string(Eigen::nbThreads()) + " Eigen thread" +
                   (Eigen::nbThreads() == 1 ? "" : "s") + " per rank)";
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  thread_multiple_ = provided == MPI_THREAD_MULTIPLE;
+}
+
+CpuBackend::~CpuBackend() {
+  {
+    std::lock_guard<std::mutex> lock(async_mutex_);
+    stop_progress_ = true;
+  }
+  async_cv_.notify_all();
+  if (progress_.joinable()) progress_.join();
 }
 
 Result<GroupId> CpuBackend::split(std::int32_t color, std::int32_t key) {

@@ -6,9 +6,12 @@
 #include <Eigen/Core>
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,6 +23,9 @@ namespace stepsim::calib {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options);
+  ~CpuBackend() override;
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
 
   std::string name() const override { return "cpu"; }
   std::string device_name() const override { return device_name_; }
@@ -34,6 +40,13 @@ class CpuBackend final : public Backend {
   Result<double> memory_bound(const MemoryBoundOp& op) override;
   Result<double> collective(const CollectiveOp& op, GroupId group) override;
   Result<double> p2p(const std::vector<P2PRequest>& requests) override;
+  /// With MPI_THREAD_MULTIPLE: non-blocking calls posted here (MPI_Isend/MPI_Irecv on the
+  /// caller's thread) are progressed by a thread of this backend, which polls MPI_Testall
+  /// every few tens of microseconds and sleeps in between, so that it takes next to nothing
+  /// from the rank's compute on the same core (a blocking MPI wait would spin on it).
+  bool async_p2p() const override { return thread_multiple_; }
+  Result<P2PHandle> post_p2p(const std::vector<P2PRequest>& requests) override;
+  Result<P2PCompletion> wait_p2p(P2PHandle h) override;
 
   Result<double> barrier(GroupId group) override { return world_.barrier(group); }
   double now_s() const override { return world_.now_s(); }
@@ -77,6 +90,23 @@ class CpuBackend final : public Backend {
   std::vector<float>& floats(std::int64_t count, int slot);
   Result<double> collective_unverified(const CollectiveOp& op, GroupId group);
   Result<double> p2p_unverified(const std::vector<P2PRequest>& requests);
+
+  /// A non-blocking call in flight: its MPI requests and buffers, its own.
+  struct InFlight {
+    std::vector<MPI_Request> requests;
+    std::vector<std::vector<std::uint8_t>> buffers;
+    double posted_s = 0;
+    double completed_s = -1;  ///< aligned clock; -1 until MPI_Testall says done
+    int rc = MPI_SUCCESS;
+  };
+  void progress_loop();
+  bool thread_multiple_ = false;      ///< MPI gave MPI_THREAD_MULTIPLE
+  std::mutex async_mutex_;            ///< guards everything below
+  std::condition_variable async_cv_;  ///< a call posted or completed, or stop
+  std::map<std::int64_t, InFlight> in_flight_;
+  std::int64_t next_handle_ = 0;
+  bool stop_progress_ = false;
+  std::thread progress_;  ///< started by the first post_p2p, joined by the destructor
 };
 
 template <typename Body>

@@ -140,6 +140,7 @@ class Runner {
 
  private:
   Result<double> run_task(const ExecTask& t);
+  std::vector<P2PRequest> requests_of(const ExecTask& t) const;
   std::string describe(std::int32_t step, std::int64_t task, double idle_s) const;
   void fire(std::int32_t step, std::int64_t task, double idle_s);
   Status enter_task(std::size_t i);
@@ -168,15 +169,20 @@ class Runner {
   bool reported_ = false;   // on_timeout returned
 };
 
+std::vector<P2PRequest> Runner::requests_of(const ExecTask& t) const {
+  std::vector<P2PRequest> requests;
+  for (std::size_t i = 0; i < t.transfers.size(); ++i) {
+    const auto& tr = t.transfers[i];
+    requests.push_back(P2PRequest{tr.send, t.transfer_bytes[i],
+                                  m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp, coord_.cp),
+                                  p2p_tag(tr, virtual_stages_)});
+  }
+  return requests;
+}
+
 Result<double> Runner::run_task(const ExecTask& t) {
   if (t.kind == ExecTask::Kind::kComm) {
-    std::vector<P2PRequest> requests;
-    for (std::size_t i = 0; i < t.transfers.size(); ++i) {
-      const auto& tr = t.transfers[i];
-      requests.push_back(P2PRequest{tr.send, t.transfer_bytes[i],
-                                    m_.layout.global_rank(tr.peer, coord_.dp, coord_.tp, coord_.cp),
-                                    p2p_tag(tr, virtual_stages_)});
-    }
+    const std::vector<P2PRequest> requests = requests_of(t);
     if (requests.empty()) return 0.0;
     return b_.p2p(requests);
   }
@@ -344,6 +350,13 @@ Status Runner::run() {
   if (auto a = b_.align_clocks(); !a) return a.errors();
 
   const std::int32_t total = options_.warmup_steps + options_.steps;
+  // The step's non-blocking calls: their transfers' handles, and what is left of each.
+  struct AsyncCall {
+    std::int32_t left = 0;   ///< transfers not waited for yet
+    double completed_s = 0;  ///< the last completion seen
+  };
+  std::vector<std::vector<P2PHandle>> handles(tasks_.size());
+  std::vector<AsyncCall> calls(tasks_.size());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     timings_.assign(tasks_.size(), TaskTiming{});
@@ -358,9 +371,39 @@ Status Runner::run() {
     enter(step, -1);
     if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      for (const ExecTask::Wait& w : tasks_[i].waits) {
+        // Megatron's handle.wait() on one transfer: the watchdog names its call.
+        enter(step, w.task);
+        const auto wi = static_cast<std::size_t>(w.task);
+        auto done = b_.wait_p2p(handles[wi][static_cast<std::size_t>(w.transfer)]);
+        if (!done) return done.errors();
+        // The call is done when its last transfer is: it then gets its timing.
+        AsyncCall& call = calls[wi];
+        call.completed_s = std::max(call.completed_s, done->completed_s);
+        if (--call.left > 0) continue;
+        std::lock_guard<std::mutex> lock(mutex_);
+        timings_[wi] = TaskTiming{timings_[wi].start_s, call.completed_s,
+                                  call.completed_s - timings_[wi].start_s};
+      }
       enter(step, static_cast<std::int64_t>(i));
       if (auto entered = enter_task(i); !entered) return entered;
       const double start = b_.now_s();
+      if (tasks_[i].async) {
+        // Posted, one handle per transfer; it completes beside the tasks that follow, up to
+        // the tasks that wait for its transfers (until then its timing says posted, not done).
+        handles[i].clear();
+        for (const P2PRequest& q : requests_of(tasks_[i])) {
+          auto h = b_.post_p2p({q});
+          if (!h) return h.errors();
+          handles[i].push_back(*h);
+        }
+        calls[i] =
+            AsyncCall{.left = static_cast<std::int32_t>(handles[i].size()), .completed_s = start};
+        std::lock_guard<std::mutex> lock(mutex_);
+        timings_[i] = TaskTiming{start, start, 0.0};
+        done_in_step_ = i + 1;
+        continue;
+      }
       auto r = run_task(tasks_[i]);
       const double end = b_.now_s();
       if (!r) return r.errors();
@@ -428,8 +471,9 @@ Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan
   if (options.steps < 1 || options.warmup_steps < 0) {
     return Error{"", "--steps", "must be at least 1 (and --warmup at least 0)"};
   }
+  m.async_p2p = backend.async_p2p();
   for (std::int32_t s = 0; s < m.layout.pp; ++s) {
-    m.stage_tasks.push_back(build_stage_tasks(w, plan, schedule, s));
+    m.stage_tasks.push_back(build_stage_tasks(w, plan, schedule, s, m.async_p2p));
   }
   Runner runner(w, backend, options, m);
   if (auto r = runner.run(); !r) return r.errors();

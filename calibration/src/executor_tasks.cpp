@@ -5,6 +5,7 @@
 #include <map>
 #include <span>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 #include <variant>
 
@@ -154,30 +155,66 @@ void append_grad_sync(const ChunkPlan& chunk, std::vector<ExecTask>& tasks) {
 }  // namespace
 
 std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& plan,
-                                        const sim::Schedule& schedule, std::int32_t stage) {
+                                        const sim::Schedule& schedule, std::int32_t stage,
+                                        bool async_p2p) {
   const auto p = static_cast<std::int32_t>(w.training.pipeline_model_parallel_size);
   const auto& program = schedule.ranks.at(static_cast<std::size_t>(stage));
   const auto& stage_plan = plan.stages.at(static_cast<std::size_t>(stage));
 
   std::vector<ExecTask> tasks;
+  // Transfers posted without blocking (async_p2p) and not waited for yet, by what they move;
+  // and the ones a wait just named, which the next task carries.
+  using Key = std::tuple<sim::TensorKind, std::int32_t, std::int32_t, bool>;
+  std::map<Key, ExecTask::Wait> posted;
+  std::vector<ExecTask::Wait> waits;
+  const auto push = [&](ExecTask t) {
+    t.waits = std::move(waits);
+    waits.clear();
+    tasks.push_back(std::move(t));
+  };
   for (std::size_t i = 0; i < program.items.size(); ++i) {
     const auto& item = program.items[i];
     if (item.kind == sim::ProgramItem::Kind::kComm) {
-      // Megatron's waits on earlier non-blocking calls carry no transfer of their own; the
-      // executor completes every call where it is issued (streams serialised).
-      if (item.comm.transfer_count > 0) tasks.push_back(comm_task(plan, program, item.comm, p));
+      // Megatron's waits on earlier non-blocking calls carry no transfer of their own: with
+      // async_p2p the next task waits for the calls that posted them; without, every call
+      // completes where it is issued (streams serialised) and there is nothing to wait for.
+      for (const auto& tr : program.waits_of(item.comm)) {
+        const auto it = posted.find({tr.tensor, tr.microbatch, tr.producer_virtual_stage, tr.send});
+        if (it == posted.end()) continue;  // waited for already
+        waits.push_back(it->second);
+        posted.erase(it);
+      }
+      if (item.comm.transfer_count == 0) continue;
+      ExecTask t = comm_task(plan, program, item.comm, p);
+      t.async = async_p2p && !item.comm.blocking;
+      if (t.async) {
+        for (std::size_t k = 0; k < t.transfers.size(); ++k) {
+          const auto& tr = t.transfers[k];
+          posted[{tr.tensor, tr.microbatch, tr.producer_virtual_stage, tr.send}] =
+              ExecTask::Wait{.task = static_cast<std::int32_t>(tasks.size()),
+                             .transfer = static_cast<std::int32_t>(k)};
+        }
+      }
+      push(std::move(t));
       continue;
     }
     const auto& a = item.action;
     const auto& chunk = stage_plan.chunks.at(static_cast<std::size_t>(a.chunk));
     const auto& ops = a.type == sim::ActionType::kForward ? chunk.forward : chunk.backward;
-    for (const auto& op : ops) tasks.push_back(op_task(op, a.microbatch, a.chunk));
+    for (const auto& op : ops) push(op_task(op, a.microbatch, a.chunk));
   }
+  // The end of the schedule: every non-blocking call is done before the gradient reduction
+  // (Megatron's last send handles are waited for when the schedule returns).
+  for (const auto& [key, wait] : posted) waits.push_back(wait);
+  std::sort(waits.begin(), waits.end());
   // Gradient reduction after the program, chunk by chunk in model-chunk order, as Megatron's
   // finalize_model_grads and the simulator with serialised streams order it (with one host
   // thread there is nothing for overlap_grad_reduce to overlap with).
-  for (const auto& chunk : stage_plan.chunks) append_grad_sync(chunk, tasks);
-  for (const auto& op : stage_plan.step_ops) tasks.push_back(op_task(op, -1, -1));
+  std::vector<ExecTask> after;
+  for (const auto& chunk : stage_plan.chunks) append_grad_sync(chunk, after);
+  for (const auto& op : stage_plan.step_ops) after.push_back(op_task(op, -1, -1));
+  for (auto& t : after) push(std::move(t));
+  STEPSIM_ASSERT(waits.empty());  // the step always ends with its optimizer's ops
   return tasks;
 }
 

@@ -15,7 +15,10 @@ Result<std::unique_ptr<MpiSession>> MpiSession::start(int* argc, char*** argv) {
   if (initialised != 0)
     return Error{"", "", "MPI: already initialised in this process", ErrorKind::kRuntime};
   int provided = 0;
-  const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  // MPI_THREAD_MULTIPLE: the CPU backend progresses Megatron's non-blocking point-to-point
+  // calls on a thread of its own while the rank computes (Backend::async_p2p); with less it
+  // completes them where they are issued.
+  const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   if (rc != MPI_SUCCESS) return mpi_error("MPI_Init_thread", rc);
   // Errors are returned, not fatal, so that a failed call becomes a message and exit 1.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

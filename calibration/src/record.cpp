@@ -41,7 +41,11 @@ std::string record_id(const RecordInputs& in) {
 }
 
 json figures_json(const StageFigures& f) {
-  return {{"busy_s", f.busy_s}, {"comm_s", f.comm_s}, {"wait_s", f.wait_s}, {"idle_s", f.idle_s}};
+  return {{"busy_s", f.busy_s},
+          {"comm_s", f.comm_s},
+          {"wait_s", f.wait_s},
+          {"idle_s", f.idle_s},
+          {"overlap_s", f.overlap_s}};
 }
 
 }  // namespace
@@ -93,6 +97,7 @@ Result<std::string> write_record(const std::string& dir, const RecordInputs& in)
   j["world_size"] = r.world_size;
   j["warmup_steps"] = r.warmup_steps;
   j["steps"] = r.steps;
+  j["async_p2p"] = r.async_p2p;
   j["measured_step_time_s"] = r.measured_step_time_s;
   j["measured_step_times_s"] = r.measured_step_times_s;
   auto stages = json::array();
@@ -141,6 +146,14 @@ Result<Record> load_record(const std::string& path) {
     r.warmup_steps = v->get<std::int32_t>();
   }
   if (const auto* v = need("steps", V::number_unsigned)) r.steps = v->get<std::int32_t>();
+  // Absent from records written before the executor ran non-blocking calls beside the compute.
+  if (const auto it = j.find("async_p2p"); it != j.end()) {
+    if (it->is_boolean()) {
+      r.async_p2p = it->get<bool>();
+    } else {
+      errors.push_back(Error{path, "async_p2p", "must be true or false"});
+    }
+  }
   if (const auto* v = need("measured_step_time_s", V::number_float)) {
     r.measured_step_time_s = v->get<double>();
   }
@@ -153,7 +166,8 @@ Result<Record> load_record(const std::string& path) {
           StageFigures{.busy_s = s.value("busy_s", 0.0),
                        .comm_s = s.value("comm_s", 0.0),
                        .wait_s = s.value("wait_s", 0.0),  // absent from records before it
-                       .idle_s = s.value("idle_s", 0.0)});
+                       .idle_s = s.value("idle_s", 0.0),
+                       .overlap_s = s.value("overlap_s", 0.0)});
     }
   }
   if (const auto* v = need("predicted_step_time_s", V::number_float)) {

@@ -157,7 +157,7 @@ bool Validation::prepare(Workload w) {
 
 Status Validation::predict(std::unique_ptr<CostModel> model) {
   // Every rank predicts (deterministic, cheap at validation sizes) with the same profile.
-  sim::SimulateOptions options = validation_simulate_options();
+  sim::SimulateOptions options = validation_simulate_options(backend_->async_p2p());
   options.schedule = schedule_;
   auto simulated = sim::simulate(*out_.workload, plan_, *model, options);
   if (!simulated) return simulated.errors();
@@ -272,6 +272,8 @@ bool Validation::run(std::ostream* err, bool terminal) {
   }
   executor_ = executor_options(err, terminal);
   if (q_.calibrate.empty()) {
+    // The prediction models what this backend runs (Backend::async_p2p), so it follows it.
+    if (!predict_uncalibrated()) return false;
     if (auto r = run_steps(0); !r) return fail(ValidateStage::kSteps, r.errors());
     return true;
   }
@@ -319,7 +321,6 @@ ValidateOutcome validate_scenario(const MpiSession& session, const ValidateReque
   if (!rounds) return fail(ValidateStage::kInput, rounds.errors());
   Validation v(request, out, *rounds);
   if (!v.prepare(std::move(w).value())) return out;
-  if (request.calibrate.empty() && !v.predict_uncalibrated()) return out;
   if (!v.run(err, terminal)) return out;
   if (out.root) out.report = v.make_report(out.measured);
   return out;

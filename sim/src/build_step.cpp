@@ -253,8 +253,11 @@ void StepBuilder::add_program(const RankProgram& program,
       posted_.push_back(post_transfer(r, tr, cursor));
     }
     // With serialised streams a non-blocking call completes where it is issued, as on the
-    // validator's single host thread (calibration/executor.hpp).
-    if (call.blocking || options_.serialize_streams) cursor.assign(posted_.begin(), posted_.end());
+    // validator's single host thread (calibration/executor.hpp), unless the executor's
+    // backend progresses it on a thread of its own (async_p2p).
+    if (call.blocking || (options_.serialize_streams && !options_.async_p2p)) {
+      cursor.assign(posted_.begin(), posted_.end());
+    }
     if (host_ != nullptr && call.blocking && !schedule_.params.overlap_p2p_comm) {
       // p2p_communication.py, _communicate: with batch_p2p_comm (Megatron sets it to
       // `not overlap_p2p_comm`) and batch_p2p_sync (default True) the call ends in

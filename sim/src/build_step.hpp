@@ -17,6 +17,9 @@ namespace stepsim::sim {
 
 struct BuildOptions {
   bool serialize_streams = false;  ///< one stream per rank (single-threaded executors)
+  /// With serialize_streams: non-blocking P2P calls still complete at their wait
+  /// (SimulateOptions::async_p2p).
+  bool async_p2p = false;
   /// Per pipeline stage: compute kernels take this many times as long (stragglers); empty
   /// or 1: as the cost model says.
   std::vector<double> compute_scale;

@@ -276,10 +276,11 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                  schedule->params.virtual_size == params.virtual_size &&
                  schedule->params.microbatches == params.microbatches &&
                  schedule->params.kind == params.kind);
-  BuildOptions build_options{.serialize_streams = options.serialize_streams,
-                             .compute_scale = {},
-                             .interference = options.contention ? w.system.interference
-                                                                : Interference{}};
+  BuildOptions build_options{
+      .serialize_streams = options.serialize_streams,
+      .async_p2p = options.async_p2p,
+      .compute_scale = {},
+      .interference = options.contention ? w.system.interference : Interference{}};
   EngineOptions engine_options{.contention = options.contention,
                                .interference = w.system.interference,
                                .nic_capacity = {}};

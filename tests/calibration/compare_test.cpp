@@ -71,7 +71,9 @@ TEST(Compare, StageFiguresSplitComputeCommunicationAndIdle) {
   EXPECT_DOUBLE_EQ(f.busy_s, 2.0);  // union of [0,1] and [0.5,2]
   EXPECT_DOUBLE_EQ(f.comm_s, 1.0);  // [1.5,3] outside compute
   EXPECT_DOUBLE_EQ(f.idle_s, 1.0);
+  EXPECT_DOUBLE_EQ(f.overlap_s, 0.5);  // [1.5,2] under compute
   EXPECT_DOUBLE_EQ(stage_figures(t, 1).busy_s, 4.0);
+  EXPECT_DOUBLE_EQ(stage_figures(t, 1).overlap_s, 0.0);
 }
 
 TEST(Compare, MatchesSlicesByIdentityAndUsesMedians) {
@@ -179,6 +181,10 @@ TEST(Compare, JsonReportHasTheContractKeys) {
   EXPECT_EQ(j.at("largest_deviations").at(0).at("name"), "F gemm");
   EXPECT_EQ(j.at("scenario"), "tiny");
   EXPECT_TRUE(j.at("complete").get<bool>());
+  EXPECT_FALSE(j.at("async_p2p").get<bool>());
+  for (const char* key : {"busy_s", "comm_s", "wait_s", "idle_s", "overlap_s"}) {
+    EXPECT_TRUE(j.at("stages").at(0).at("measured").contains(key)) << key;
+  }
   const std::string text = format_report_text(r);
   EXPECT_NE(text.find("predicted 1650.000 ms, measured 1500.000 ms, error +10.0%"),
             std::string::npos)

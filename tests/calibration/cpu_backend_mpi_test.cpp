@@ -69,6 +69,40 @@ TEST(CpuBackendMpi, PointToPointBothWaysAtOnce) {
   EXPECT_GT(t.value(), 0.0);
 }
 
+// Megatron's non-blocking P2P (overlap_p2p_comm): the transfer progresses on the backend's
+// thread while both ranks compute, so it is done long before the ranks wait for it.
+TEST(CpuBackendMpi, NonBlockingTransferProgressesBesideCompute) {
+  auto b = cpu();
+  ASSERT_TRUE(b->async_p2p()) << "MPI did not give MPI_THREAD_MULTIPLE";
+  const std::int32_t me = b->world_rank();
+  if (me > 1) {
+    (void)b->barrier(GroupId{0});
+    return;
+  }
+  ASSERT_TRUE(b->align_clocks().ok());
+  const std::int64_t bytes = std::int64_t{1} << 20;  // a rendezvous message
+  ASSERT_TRUE(b->barrier(GroupId{0}).ok());
+  // Rank 0 receives, rank 1 sends; then both compute for much longer than the transfer.
+  auto h = b->post_p2p({P2PRequest{me == 1, bytes, 1 - me, 7}});
+  ASSERT_TRUE(h.ok()) << format_errors(h.errors());
+  const double posted = b->now_s();
+  // Compute on this core (no MPI call) for 0.2 s: only the backend's thread drives MPI.
+  volatile double sink = 0;
+  while (b->now_s() - posted < 0.2) {
+    for (int i = 0; i < 10000; ++i) sink = sink + 1e-9 * i;
+  }
+  const double waited = b->now_s();
+  auto done = b->wait_p2p(h.value());
+  ASSERT_TRUE(done.ok()) << format_errors(done.errors());
+  EXPECT_LE(done->posted_s, posted);
+  EXPECT_GE(done->completed_s, done->posted_s);
+  // Seen done while the rank computed, not when it came to wait.
+  EXPECT_LT(done->completed_s, waited - 0.1)
+      << "posted " << done->posted_s << " completed " << done->completed_s << " waited " << waited;
+  EXPECT_FALSE(b->wait_p2p(h.value()).ok());  // a handle is waited for once
+  (void)b->barrier(GroupId{0});
+}
+
 TEST(CpuBackendMpi, GatherAndClocks) {
   auto b = cpu();
   auto offset = b->align_clocks();

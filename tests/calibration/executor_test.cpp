@@ -48,7 +48,7 @@ const Case kCases[] = {
 
 sim::SimulationResult simulate_serialised(const Workload& w, const WorkloadPlan& plan) {
   const FixedCost cost(1e-3);
-  auto r = sim::simulate(w, plan, cost, validation_simulate_options());
+  auto r = sim::simulate(w, plan, cost, validation_simulate_options(false));
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
   return std::move(r).value();
 }
@@ -195,6 +195,81 @@ TEST(ExecutorTasks, ComputeActionsFollowTheScheduleWithTheirChunksOps) {
       }
     }
   }
+}
+
+// Megatron's non-blocking calls (overlap_p2p_comm, here the interleaved schedule with p = 2):
+// with a backend that runs them beside the compute, each transfer is waited for exactly once,
+// after it was posted and no later than the op that needs what it received; otherwise the
+// task list is the serialised one.
+TEST(ExecutorTasks, NonBlockingTransfersAreWaitedForOnceBeforeTheirData) {
+  const Workload w = tiny_workload(Shape{1, 2, 1, 2, 4});
+  ASSERT_TRUE(w.training.overlap_p2p_comm);
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  const std::int32_t p = 2;
+  for (std::int32_t s = 0; s < p; ++s) {
+    const auto serial = build_stage_tasks(w, plan, *sim.schedule, s, false);
+    const auto tasks = build_stage_tasks(w, plan, *sim.schedule, s, true);
+    ASSERT_EQ(executed_names(tasks), executed_names(serial));
+    std::map<ExecTask::Wait, std::size_t> waited_at;
+    std::size_t async = 0;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      EXPECT_FALSE(serial[i].async);
+      EXPECT_TRUE(serial[i].waits.empty());
+      async += tasks[i].async ? 1U : 0U;
+      for (const auto& wt : tasks[i].waits) {
+        ASSERT_LT(static_cast<std::size_t>(wt.task), i) << "stage " << s;
+        EXPECT_TRUE(tasks[static_cast<std::size_t>(wt.task)].async);
+        EXPECT_TRUE(waited_at.emplace(wt, i).second) << "waited for twice";
+      }
+    }
+    EXPECT_GT(async, 0U) << "stage " << s;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (!tasks[i].async) continue;
+      for (std::size_t k = 0; k < tasks[i].transfers.size(); ++k) {
+        const ExecTask::Wait wt{static_cast<std::int32_t>(i), static_cast<std::int32_t>(k)};
+        ASSERT_TRUE(waited_at.contains(wt)) << "stage " << s << " task " << i << " never waited";
+        const sim::Transfer& tr = tasks[i].transfers[k];
+        if (tr.send) continue;
+        // The first op of the action that consumes the received tensor.
+        const bool act = tr.tensor == sim::TensorKind::kActivation;
+        const std::int32_t vs = act ? tr.producer_virtual_stage + 1 : tr.producer_virtual_stage - 1;
+        ASSERT_EQ(vs % p, s);
+        std::size_t consumer = tasks.size();
+        for (std::size_t j = 0; j < tasks.size(); ++j) {
+          const bool forward = tasks[j].slice_kind == sim::SliceKind::kForward;
+          if (tasks[j].kind == ExecTask::Kind::kOp && tasks[j].microbatch == tr.microbatch &&
+              tasks[j].chunk == vs / p && forward == act) {
+            consumer = j;
+            break;
+          }
+        }
+        ASSERT_LT(consumer, tasks.size());
+        EXPECT_LE(waited_at.at(wt), consumer) << "stage " << s << " mb " << tr.microbatch;
+      }
+    }
+  }
+}
+
+// The prediction for such a backend runs the non-blocking transfers beside the compute:
+// pipeline slices overlap compute slices of their rank, which never happens serialised, and
+// the step is no longer.
+TEST(ExecutorTasks, TheAsynchronousPredictionOverlapsTransfersWithCompute) {
+  const Workload w = tiny_workload(Shape{1, 2, 1, 2, 4});
+  const WorkloadPlan plan = decompose(w);
+  const FixedCost cost(1e-3);
+  auto serial = sim::simulate(w, plan, cost, validation_simulate_options(false));
+  auto async = sim::simulate(w, plan, cost, validation_simulate_options(true));
+  ASSERT_TRUE(serial.ok() && async.ok());
+  double serial_overlap = 0;
+  double async_overlap = 0;
+  for (std::int32_t s = 0; s < 2; ++s) {
+    serial_overlap += stage_figures(serial->timeline, s).overlap_s;
+    async_overlap += stage_figures(async->timeline, s).overlap_s;
+  }
+  EXPECT_DOUBLE_EQ(serial_overlap, 0.0);
+  EXPECT_GT(async_overlap, 0.0);
+  EXPECT_LE(async->prediction.step_time_s, serial->prediction.step_time_s);
 }
 
 TEST(Executor, PointToPointRequestsPairUpBetweenPeers) {

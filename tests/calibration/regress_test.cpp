@@ -33,9 +33,9 @@ CostModelFactory fixed_factory() {
   };
 }
 
-double predict_fixed(const Workload& w) {
+double predict_fixed(const Workload& w, bool async_p2p = false) {
   const testing::FixedCost cost(1e-4);
-  auto r = sim::simulate(w, decompose(w), cost, validation_simulate_options());
+  auto r = sim::simulate(w, decompose(w), cost, validation_simulate_options(async_p2p));
   EXPECT_TRUE(r.ok());
   return r->prediction.step_time_s;
 }
@@ -51,9 +51,11 @@ class RegressTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   /// Records `measured_s` for the pp2-1f1b scenario with `overrides`.
-  std::string record(double measured_s, ScaleOverrides overrides = {}) {
+  std::string record(double measured_s, ScaleOverrides overrides = {},
+                     const std::string& scenario = kPp2, bool async_p2p = false) {
     ValidationReport r;
     r.scenario = "validation-pp2-1f1b";
+    r.async_p2p = async_p2p;
     r.backend = "cpu";
     r.world_size = 2;
     r.warmup_steps = 1;
@@ -64,7 +66,7 @@ class RegressTest : public ::testing::Test {
     r.stages = {StageComparison{0, {}, {0.3, 0.1, 0.05}, 0.0},
                 StageComparison{1, {}, {0.35, 0.1, 0.0}, 0.0}};
     RecordInputs in;
-    in.scenario_path = kPp2;
+    in.scenario_path = scenario;
     in.scenarios_dir = kScenarios;
     in.profile_path = kProfile;
     in.overrides = overrides;
@@ -133,6 +135,34 @@ TEST_F(RegressTest, RePredictsWithOverridesAndAppliesTheTolerance) {
     passes.push_back(nlohmann::json::parse(line).at("pass").get<bool>());
   }
   EXPECT_EQ(passes, (std::vector<bool>{true, false}));
+}
+
+// A record says whether the executor ran Megatron's non-blocking P2P calls beside the
+// compute; the re-prediction models the same execution (and old records, without the key,
+// the serialised one).
+TEST_F(RegressTest, RePredictsTheExecutionTheRecordSays) {
+  const std::string interleaved = std::string(kScenarios) + "/validation/pp2-interleaved.json";
+  const Workload w = load(interleaved);
+  const double serial = predict_fixed(w, false);
+  const double async = predict_fixed(w, true);
+  ASSERT_LT(async, serial);
+  const std::string path = record(async, {}, interleaved, true);
+  auto r = load_record(path);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  EXPECT_TRUE(r->async_p2p);
+  auto run = regress(dir_.string(), 0.1, kScenarios, fixed_factory());
+  ASSERT_TRUE(run.ok()) << format_errors(run.errors());
+  EXPECT_NEAR(run->rows.at(0).predicted_step_time_s, async, 1e-12);
+
+  auto j = nlohmann::json::parse(std::ifstream(path));
+  j.erase("async_p2p");
+  std::ofstream(path) << j.dump();
+  auto old = load_record(path);
+  ASSERT_TRUE(old.ok()) << format_errors(old.errors());
+  EXPECT_FALSE(old->async_p2p);
+  run = regress(dir_.string(), 0.1, kScenarios, fixed_factory());
+  ASSERT_TRUE(run.ok());
+  EXPECT_NEAR(run->rows.at(0).predicted_step_time_s, serial, 1e-12);
 }
 
 TEST_F(RegressTest, BadRecordsAreReportedByFileAndKey) {

@@ -15,6 +15,20 @@
 
 namespace stepsim::calib {
 
+/// A non-blocking point-to-point call in flight (Backend::post_p2p).
+struct P2PHandle {
+  std::int64_t value = -1;
+  bool operator==(const P2PHandle&) const = default;
+};
+
+/// When a non-blocking call was posted and when its transfers were seen done, on the aligned
+/// clock (Backend::now_s), seconds.
+struct P2PCompletion {
+  double posted_s = 0;
+  double completed_s = 0;
+  bool operator==(const P2PCompletion&) const = default;
+};
+
 /// A process group made by Backend::split; 0 is the world.
 struct GroupId {
   std::int32_t value = 0;
@@ -53,6 +67,24 @@ class Backend {
   virtual Result<double> collective(const CollectiveOp& op, GroupId group) = 0;
   /// Posts all requests at once and waits for all of them.
   virtual Result<double> p2p(const std::vector<P2PRequest>& requests) = 0;
+
+  /// Megatron's non-blocking batch_isend_irecv (overlap_p2p_comm): whether post_p2p and
+  /// wait_p2p run the transfers beside the caller's own work, as NCCL's kernels run on a
+  /// communication stream. The CPU backend progresses them on a thread of its own when MPI
+  /// gives MPI_THREAD_MULTIPLE. false: the executor completes such calls where they are issued
+  /// (p2p), and the prediction compared with it does the same.
+  virtual bool async_p2p() const { return false; }
+  /// Posts `requests` (unverified, buffers of its own) and returns at once; the transfers
+  /// progress while the caller goes on. Needs async_p2p().
+  virtual Result<P2PHandle> post_p2p(const std::vector<P2PRequest>& /*requests*/) {
+    return Error{"", "", name() + " backend: no non-blocking point-to-point path",
+                 ErrorKind::kInternal};
+  }
+  /// Blocks until every transfer of `h` is done; each handle is waited for once.
+  virtual Result<P2PCompletion> wait_p2p(P2PHandle /*h*/) {
+    return Error{"", "", name() + " backend: no non-blocking point-to-point path",
+                 ErrorKind::kInternal};
+  }
 
   /// Blocks until every rank of `group` arrived.
   virtual Result<double> barrier(GroupId group) = 0;

@@ -5,10 +5,13 @@
 // and the step ops), and times every task with the backend's aligned clock.
 //
 // Execution model: one host thread per rank issues every task in program order and each
-// Backend call blocks until its work is done, so the streams of a rank are serialised (no
-// compute/communication overlap). This holds for the CPU backend (Eigen + MPI on one thread)
-// and for the CUDA backend as the Backend interface exposes it. Predictions compared with a
-// measurement must model the same execution: sim::SimulateOptions::serialize_streams.
+// Backend call blocks until its work is done, so the streams of a rank are serialised, with
+// one exception: where the backend can (Backend::async_p2p: the CPU backend with
+// MPI_THREAD_MULTIPLE), Megatron's non-blocking point-to-point calls (overlap_p2p_comm) are
+// posted and progressed by the backend's own thread while the rank goes on computing, and the
+// rank waits for them where Megatron's schedule calls handle.wait(). Predictions compared
+// with a measurement must model the same execution: sim::SimulateOptions::serialize_streams,
+// and async_p2p as the backend says (validation_simulate_options).
 
 #include <cstdint>
 #include <functional>
@@ -98,6 +101,21 @@ struct ExecTask {
   std::vector<std::int64_t> transfer_bytes;
   /// kind == kComm: the simulator's slice name of each transfer ("send_act mb3 to stage 1").
   std::vector<std::string> transfer_names;
+  /// kind == kComm: Megatron posts the call without blocking (overlap_p2p_comm) and, with
+  /// build_stage_tasks' `async_p2p`, the executor posts it (Backend::post_p2p) and goes on;
+  /// its timing runs from the post to the moment the backend saw its transfers done.
+  bool async = false;
+  /// Transfers of earlier tasks of the same list, posted without blocking, that must be done
+  /// before this task starts: Megatron's handle.wait() calls (one handle per transfer: with
+  /// overlap_p2p_comm Megatron does not batch them), and at the end of the schedule every
+  /// such transfer not waited for yet.
+  struct Wait {
+    std::int32_t task = 0;      ///< index in the list
+    std::int32_t transfer = 0;  ///< index in that task's `transfers`
+    bool operator==(const Wait&) const = default;
+    auto operator<=>(const Wait&) const = default;
+  };
+  std::vector<Wait> waits;
 
   OpCategory category = OpCategory::kGemm;
   Stream stream = Stream::kCompute;
@@ -115,10 +133,12 @@ struct ExecTask {
 /// (compute actions expanded into the chunk's ops; one task per CommCall that carries
 /// transfers, non-blocking ones included: they complete where they are issued, and the
 /// program's "wait" calls have nothing left to do), then the gradient reduction of each chunk
-/// in chunk order (Megatron's finalize_model_grads), then the step ops. `plan` must be decompose(w),
-/// `schedule` the one simulate() used for w.
+/// in chunk order (Megatron's finalize_model_grads), then the step ops. `plan` must be
+/// decompose(w), `schedule` the one simulate() used for w. `async_p2p` (Backend::async_p2p): the
+/// non-blocking calls are ExecTask::async and the tasks after Megatron's waits carry them.
 std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& plan,
-                                        const sim::Schedule& schedule, std::int32_t stage);
+                                        const sim::Schedule& schedule, std::int32_t stage,
+                                        bool async_p2p = false);
 
 /// Point-to-point tag of a transfer, equal on sender and receiver:
 /// derived from (tensor kind, microbatch, producer virtual stage).
@@ -138,6 +158,8 @@ struct TaskTiming {
 /// timings). `steps[k][global_rank][task]`: timings of measured step k.
 struct Measurement {
   RankLayout layout;
+  /// The backend ran non-blocking P2P calls beside the rank's compute (Backend::async_p2p).
+  bool async_p2p = false;
   std::vector<std::vector<ExecTask>> stage_tasks;  ///< per pipeline rank
   std::vector<std::vector<std::vector<TaskTiming>>> steps;
   std::vector<double> step_times_s;  ///< per measured step: last end - first start, all ranks

@@ -33,6 +33,9 @@ struct Record {
   std::int32_t world_size = 0;
   std::int32_t warmup_steps = 0;
   std::int32_t steps = 0;
+  /// The executor ran non-blocking P2P calls beside the compute (ValidationReport::async_p2p);
+  /// the re-prediction models the same. false in records written before it existed.
+  bool async_p2p = false;
   double measured_step_time_s = 0;
   std::vector<double> measured_step_times_s;
   std::vector<StageFigures> measured_stages;

@@ -28,8 +28,10 @@ struct ScaleOverrides {
 /// re-validates with Megatron's rules. Errors name --num-layers / --world-size.
 Result<Workload> apply_overrides(Workload w, const ScaleOverrides& o);
 
-/// The prediction options that describe what the executor runs (streams serialised).
-sim::SimulateOptions validation_simulate_options();
+/// The prediction options that describe what the executor runs: streams serialised, and
+/// Megatron's non-blocking P2P calls beside the compute when the backend runs them so
+/// (`async_p2p`: Backend::async_p2p, Measurement::async_p2p).
+sim::SimulateOptions validation_simulate_options(bool async_p2p);
 
 /// Compute/communication/idle time of one stage's representative rank in one timeline.
 struct StageFigures {
@@ -39,6 +41,9 @@ struct StageFigures {
   /// prediction counts such time as idle: the engine starts a call when its peers are ready).
   double wait_s = 0;
   double idle_s = 0;  ///< step time minus the three
+  /// Communication that ran while the rank computed: the union of communication slices
+  /// intersected with the union of computing slices (hidden behind compute; not in comm_s).
+  double overlap_s = 0;
   bool operator==(const StageFigures&) const = default;
 };
 
@@ -86,6 +91,9 @@ struct ValidationReport {
   std::int32_t world_size = 0;
   std::int32_t warmup_steps = 0;
   std::int32_t steps = 0;
+  /// Non-blocking P2P calls ran beside the compute, in the measurement and the prediction
+  /// (Measurement::async_p2p); false: every call completed where it was issued.
+  bool async_p2p = false;
   double predicted_step_time_s = 0;
   double measured_step_time_s = 0;  ///< median over the measured steps
   double relative_error = 0;        ///< (predicted - measured) / measured

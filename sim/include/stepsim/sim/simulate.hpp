@@ -128,6 +128,11 @@ struct SimulateOptions {
   /// Run every rank's work on one stream (no compute/communication overlap), as a
   /// single-threaded executor such as the CPU validation backend does.
   bool serialize_streams = false;
+  /// With serialize_streams: Megatron's non-blocking point-to-point calls (overlap_p2p_comm)
+  /// still run beside the compute that follows them, until the program's wait for them, as
+  /// the validator's CPU backend runs them on a progress thread of its own
+  /// (calib::Backend::async_p2p). Without serialize_streams they always do.
+  bool async_p2p = false;
   /// A schedule already built for schedule_params_of(w) (with `gpipe` applied), to reuse
   /// across configurations that share it (sweeps); nullptr: build it.
   std::shared_ptr<const Schedule> schedule;
