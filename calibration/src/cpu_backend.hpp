@@ -98,6 +98,7 @@ class CpuBackend final : public Backend {
     double posted_s = 0;
     double completed_s = -1;  ///< aligned clock; -1 until MPI_Testall says done
     int rc = MPI_SUCCESS;
+    bool waiter_owns = false;  ///< wait_p2p drives it itself; the progress thread keeps off
   };
   void progress_loop();
   bool thread_multiple_ = false;      ///< MPI gave MPI_THREAD_MULTIPLE
@@ -106,6 +107,8 @@ class CpuBackend final : public Backend {
   std::map<std::int64_t, InFlight> in_flight_;
   std::int64_t next_handle_ = 0;
   bool stop_progress_ = false;
+  /// The progress thread drives MPI's progress until then (a completion's aftermath).
+  std::chrono::steady_clock::time_point linger_until_{};
   std::thread progress_;  ///< started by the first post_p2p, joined by the destructor
 };
 

@@ -232,6 +232,15 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
   return median(times);
 }
 
+namespace {
+
+// The progress thread's poll period, and how long it goes on driving MPI's progress after a
+// completion (progress_loop).
+constexpr auto kPoll = std::chrono::microseconds(20);
+constexpr auto kLinger = std::chrono::milliseconds(1);
+
+}  // namespace
+
 Result<P2PHandle> CpuBackend::post_p2p(const std::vector<P2PRequest>& requests) {
   if (!thread_multiple_) {
     return Error{"", "",
@@ -281,8 +290,22 @@ Result<P2PCompletion> CpuBackend::wait_p2p(P2PHandle h) {
                      " in flight",
                  ErrorKind::kInternal};
   }
-  async_cv_.wait(lock, [&] { return it->second.completed_s >= 0; });
-  const InFlight done = std::move(it->second);
+  InFlight& call = it->second;
+  if (call.completed_s < 0) {
+    // The rank has nothing else to do: it waits in MPI itself, as fast as a blocking call,
+    // instead of sleeping until the progress thread's next poll. The progress thread leaves
+    // the call alone from here (a request is driven by one thread at a time).
+    call.waiter_owns = true;
+    lock.unlock();
+    call.rc = MPI_Waitall(static_cast<int>(call.requests.size()), call.requests.data(),
+                          MPI_STATUSES_IGNORE);
+    const double completed = now_s();
+    lock.lock();
+    call.completed_s = completed;
+    linger_until_ = std::chrono::steady_clock::now() + kLinger;
+    async_cv_.notify_all();
+  }
+  const InFlight done = std::move(call);
   in_flight_.erase(it);
   if (done.rc != MPI_SUCCESS) return mpi_error("MPI_Testall", done.rc);
   return P2PCompletion{.posted_s = done.posted_s, .completed_s = done.completed_s};
@@ -296,26 +319,24 @@ Result<P2PCompletion> CpuBackend::wait_p2p(P2PHandle h) {
 // receiver's rendezvous acknowledgement may still be queued in MPI, and without it the
 // sender's request would complete only at this rank's next MPI call, milliseconds later.
 void CpuBackend::progress_loop() {
-  constexpr auto kPoll = std::chrono::microseconds(20);
-  constexpr auto kLinger = std::chrono::milliseconds(1);
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // nanoseconds; the default is 50 us
   std::unique_lock<std::mutex> lock(async_mutex_);
   const auto pending = [this] {
     for (const auto& [handle, call] : in_flight_) {
-      if (call.completed_s < 0) return true;
+      if (call.completed_s < 0 && !call.waiter_owns) return true;
     }
     return false;
   };
-  auto linger_until = std::chrono::steady_clock::now();
+  const auto lingering = [this] { return std::chrono::steady_clock::now() < linger_until_; };
   for (;;) {
-    if (!pending() && std::chrono::steady_clock::now() >= linger_until) {
-      async_cv_.wait(lock, [&] { return stop_progress_ || pending(); });
+    if (!pending() && !lingering()) {
+      async_cv_.wait(lock, [&] { return stop_progress_ || pending() || lingering(); });
     }
     if (stop_progress_) return;
     bool completed = false;
     bool polled = false;
     for (auto& [handle, call] : in_flight_) {
-      if (call.completed_s >= 0) continue;
+      if (call.completed_s >= 0 || call.waiter_owns) continue;
       int flag = 0;
       polled = true;
       call.rc = MPI_Testall(static_cast<int>(call.requests.size()), call.requests.data(), &flag,
@@ -331,7 +352,7 @@ void CpuBackend::progress_loop() {
     }
     if (completed) {
       async_cv_.notify_all();
-      linger_until = std::chrono::steady_clock::now() + kLinger;
+      linger_until_ = std::chrono::steady_clock::now() + kLinger;
     }
     lock.unlock();
     std::this_thread::sleep_for(kPoll);
