@@ -19,108 +19,12 @@
 namespace stepsim::calib {
 namespace {
 
-struct Groups {
-  GroupId tp, dp, embedding;
-  /// Tensor x data (x context) parallel ranks of one pipeline stage: where FP8's amax
-  /// histories are reduced (Megatron's amax reduction group).
-  GroupId tp_dp;
-  GroupId cp;  ///< with context parallelism (RankLayout::cp > 1)
-  GroupId cp_a2a;  ///< with hierarchical CP (RankLayout::cp_a2a > 1): its a2a level
-  /// The optimizer's grad_stats_parallel_group (the gradient norm's all-reduce): the world
-  /// with the distributed optimizer, the model-parallel group (tp-pp) otherwise.
-  GroupId grad_stats;
-  // With experts (RankLayout::moe): Megatron's expert groups.
-  GroupId ep, etp, etp_ep, edp;
-};
-
-/// The group of `token` ("ep", "tp", "tp-ep", "dp") of Megatron's expert rank generator that
-/// holds `me`, made with Backend::split: the group's lowest rank is its colour, `me`'s place
-/// in Megatron's order its key (every rank splits once per token, in the same order).
-Result<GroupId> split_expert_group(Backend& b, const RankLayout& layout, std::int32_t me,
-                                   std::string_view token) {
-  const std::vector<std::int64_t> members = layout.expert_generator().group_of(token, me);
-  const auto at = std::find(members.begin(), members.end(), me);
-  return b.split(static_cast<std::int32_t>(*std::min_element(members.begin(), members.end())),
-                 static_cast<std::int32_t>(at - members.begin()));
-}
-
 /// The tag of context-parallel ring messages: above every pipeline tag (p2p_tag stays far
 /// below it), the last one P2PRequest leaves to callers (32767 is the backends' handshake).
 constexpr std::int32_t kContextRingTag = 32766;
 
 Error runtime_error(const std::string& message) {
   return Error{"", "", message, ErrorKind::kRuntime};
-}
-
-/// Megatron's process groups, made with Backend::split (a collective over the world: every
-/// rank makes the same calls in the same order).
-Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me,
-                           bool distributed_optimizer) {
-  const auto c = layout.coord_of(me);
-  const std::int32_t world = layout.world_size();
-  // Colours number the groups; keys give Megatron's order inside them (cp varies faster
-  // than dp in its layout, so the data-parallel group with context parallelism, over which
-  // gradients are reduced, is ordered by (dp, cp)).
-  auto tp = b.split((c.pp * layout.dp + c.dp) * layout.cp + c.cp, c.tp);
-  if (!tp) return tp.errors();
-  auto dp = b.split(c.pp * layout.tp + c.tp, c.dp * layout.cp + c.cp);
-  if (!dp) return dp.errors();
-  // Embedding group: the first and last pipeline stage of the same (dp, tp) position. Ranks
-  // outside it get a group of their own, which they never use.
-  const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
-  auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp);
-  if (!emb) return emb.errors();
-  Groups groups{.tp = *tp, .dp = *dp, .embedding = *emb, .tp_dp = {}, .cp = {}, .cp_a2a = {},
-                .grad_stats = GroupId{0}, .ep = {}, .etp = {}, .etp_ep = {}, .edp = {}};
-  if (layout.cp > 1) {
-    const std::int32_t cp_colour = (c.pp * layout.dp + c.dp) * layout.tp + c.tp;
-    auto cp = b.split(cp_colour, c.cp);
-    if (!cp) return cp.errors();
-    groups.cp = *cp;
-    if (layout.cp_a2a > 1) {
-      // Megatron's hierarchical level 0: cp_a2a consecutive ranks of the CP group.
-      const std::int32_t runs = layout.cp / layout.cp_a2a;
-      auto a2a = b.split(cp_colour * runs + c.cp / layout.cp_a2a, c.cp % layout.cp_a2a);
-      if (!a2a) return a2a.errors();
-      groups.cp_a2a = *a2a;
-    }
-  }
-  if (layout.moe) {
-    for (const auto& [token, out] : {std::pair<std::string_view, GroupId*>{"ep", &groups.ep},
-                                     {"tp", &groups.etp},
-                                     {"tp-ep", &groups.etp_ep},
-                                     {"dp", &groups.edp}}) {
-      auto g = split_expert_group(b, layout, me, token);
-      if (!g) return g.errors();
-      *out = *g;
-    }
-  }
-  // The amax-reduction group of FP8 (every tensor, data and context rank of the stage).
-  auto tp_dp = b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp);
-  if (!tp_dp) return tp_dp.errors();
-  groups.tp_dp = *tp_dp;
-  if (!distributed_optimizer) {
-    // The gradient norm's group without the distributed optimizer: Megatron's model-parallel
-    // group, the tensor and pipeline ranks of one (dp, cp) position, tp fastest (with it,
-    // the world).
-    auto mp = b.split(c.dp * layout.cp + c.cp, c.pp * layout.tp + c.tp);
-    if (!mp) return mp.errors();
-    groups.grad_stats = *mp;
-  }
-  return groups;
-}
-
-std::string join_ranks(std::vector<std::int32_t> ranks, std::int32_t me) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::ostringstream s;
-  bool first = true;
-  for (const auto r : ranks) {
-    if (r == me) continue;
-    s << (first ? "" : ", ") << r;
-    first = false;
-  }
-  return s.str();
 }
 
 class Runner {

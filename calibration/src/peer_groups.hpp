@@ -1,12 +1,16 @@
 #pragma once
-// Who a measured call waits for: the members of a rank's communication group in Megatron's
+// Megatron's process groups as the executor makes them, and who a measured call waits for: the
+// members of a rank's communication group in Megatron's
 // rank layout (the executor's fault messages name them; peers_ready() takes the last to
 // arrive).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "stepsim/calibration/backend.hpp"
 #include "stepsim/calibration/executor.hpp"
+#include "stepsim/core/result.hpp"
 
 namespace stepsim::calib {
 
@@ -14,5 +18,29 @@ namespace stepsim::calib {
 /// group is the world; without it, the model-parallel ranks of `me`'s data-parallel position).
 std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std::int32_t me,
                                      bool distributed_optimizer);
+
+/// Megatron's process groups of one rank, made with Backend::split.
+struct Groups {
+  GroupId tp, dp, embedding;
+  /// Tensor x data (x context) parallel ranks of one pipeline stage: where FP8's amax
+  /// histories are reduced (Megatron's amax reduction group).
+  GroupId tp_dp;
+  GroupId cp;      ///< with context parallelism (RankLayout::cp > 1)
+  GroupId cp_a2a;  ///< with hierarchical CP (RankLayout::cp_a2a > 1): its a2a level
+  /// The optimizer's grad_stats_parallel_group (the gradient norm's all-reduce): the world
+  /// with the distributed optimizer, the model-parallel group (tp-pp) otherwise.
+  GroupId grad_stats;
+  // With experts (RankLayout::moe): Megatron's expert groups.
+  GroupId ep, etp, etp_ep, edp;
+};
+
+/// Megatron's process groups of rank `me`, made with Backend::split (a collective over the
+/// world: every rank makes the same calls in the same order).
+Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me,
+                           bool distributed_optimizer);
+
+/// `ranks` without `me`, sorted, each once, comma-separated: whom a fault message says a rank
+/// waits for.
+std::string join_ranks(std::vector<std::int32_t> ranks, std::int32_t me);
 
 }  // namespace stepsim::calib
