@@ -55,4 +55,20 @@ grep -q '"complete": false' "$work/partial-rounds.json" ||
 grep -q '"measured_step_times_s": \[$' "$work/partial-rounds.json" &&
   grep -A1 '"measured_step_times_s": \[$' "$work/partial-rounds.json" | grep -q '[0-9]' ||
   fail "the partial report must keep the first round's measured step"
+# Megatron's non-blocking P2P calls (pp2-interleaved, overlap_p2p_comm) run beside the compute
+# on the CPU backend's progress thread: rank 0 then blocks waiting for a transfer that rank 1,
+# hung, never posts; the watchdog names that call and rank 1 all the same.
+interleaved="$scenarios/validation/pp2-interleaved.json"
+"${mpirun[@]}" -np 2 "$bin" validate "$interleaved" --backend cpu --warmup 1 --steps 3 \
+  --timeout 3 --fail-rank 1 --fail-at-task 800 --out "$work/partial-async.json" \
+  > "$work/async.out" 2> "$work/async.err"
+status=$?
+cat "$work/async.err"
+[ "$status" -ne 0 ] || fail "a hung rank must make validate fail (non-blocking P2P)"
+grep -q "waiting for rank(s) 1" "$work/async.err" ||
+  fail "the message must name the hung rank 1 (non-blocking P2P)"
+grep -q '"async_p2p": true' "$work/partial-async.json" ||
+  fail "the partial report must say the P2P calls ran beside the compute"
+grep -q '"complete": false' "$work/partial-async.json" ||
+  fail "the partial report must say complete=false (non-blocking P2P)"
 echo "fault handling ok"
