@@ -191,6 +191,13 @@ ValidationReport Validation::make_report(const Measurement& m) const {
                       std::to_string(later_warmup_) +
                       " before each later one); each sample is its median over the rounds");
   }
+  if (out_.workload->cost_model.kind == CostModelSpec::Kind::kRoofline) {
+    r.notes.push_back("the prediction uses the roofline with the nominal figures of system '" +
+                      out_.workload->system.name +
+                      "', not costs measured on this machine, so its error says little about "
+                      "the model: validate with --calibrate P.json (or --profile P.json from "
+                      "stepsim calibrate)");
+  }
   for (const auto& warning : out_.predicted->prediction.warnings) r.notes.push_back(warning);
   return r;
 }

@@ -30,6 +30,8 @@ grep -q "waiting for rank(s) 1" "$work/hang.err" || fail "the message must name 
 grep -q "in step [0-9]*, task [0-9]* '" "$work/hang.err" || fail "the message must name the task"
 [ -s "$work/partial.json" ] || fail "rank 0 must write the partial report"
 grep -q '"complete": false' "$work/partial.json" || fail "the partial report must say complete=false"
+grep -q "nominal figures of system 'cpu-localhost'" "$work/partial.json" ||
+  fail "a report whose prediction is not calibrated on this machine must say so"
 grep -q '"measured_step_time_s": 0\.[0-9]*[1-9]' "$work/partial.json" ||
   grep -q '"measured_step_time_s": [1-9]' "$work/partial.json" ||
   fail "the partial report must keep the measured step(s)"
