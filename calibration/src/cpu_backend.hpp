@@ -90,6 +90,8 @@ class CpuBackend final : public Backend {
   std::vector<float>& floats(std::int64_t count, int slot);
   Result<double> collective_unverified(const CollectiveOp& op, GroupId group);
   Result<double> p2p_unverified(const std::vector<P2PRequest>& requests);
+  /// Every request's peer is another rank of the world and its size is in range.
+  Status check_requests(const std::vector<P2PRequest>& requests) const;
 
   /// A non-blocking call in flight: its MPI requests and buffers, its own.
   struct InFlight {

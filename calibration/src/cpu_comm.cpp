@@ -158,11 +158,8 @@ Result<double> CpuBackend::p2p_unverified(const std::vector<P2PRequest>& request
   return median(times);
 }
 
-Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
-  const MPI_Comm world = world_.comm(GroupId{0});
-  std::vector<std::vector<std::uint8_t>> buffers(requests.size());
-  for (std::size_t r = 0; r < requests.size(); ++r) {
-    const P2PRequest& q = requests[r];
+Status CpuBackend::check_requests(const std::vector<P2PRequest>& requests) const {
+  for (const P2PRequest& q : requests) {
     if (q.peer < 0 || q.peer >= world_.size() || q.peer == world_.rank()) {
       return Error{"", "",
                    "cpu backend: point-to-point peer " + std::to_string(q.peer) +
@@ -176,6 +173,13 @@ Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
                    ErrorKind::kRuntime};
     }
   }
+  return ok_status();
+}
+
+Result<double> CpuBackend::p2p(const std::vector<P2PRequest>& requests) {
+  const MPI_Comm world = world_.comm(GroupId{0});
+  std::vector<std::vector<std::uint8_t>> buffers(requests.size());
+  if (auto checked = check_requests(requests); !checked) return checked.errors();
   if (!options_.verify) return p2p_unverified(requests);
   for (std::size_t r = 0; r < requests.size(); ++r) {
     buffers[r].resize(static_cast<std::size_t>(requests[r].bytes));
@@ -248,6 +252,7 @@ Result<P2PHandle> CpuBackend::post_p2p(const std::vector<P2PRequest>& requests) 
                  "this MPI did not provide",
                  ErrorKind::kInternal};
   }
+  if (auto checked = check_requests(requests); !checked) return checked.errors();
   const MPI_Comm world = world_.comm(GroupId{0});
   InFlight call;
   call.requests.assign(requests.size(), MPI_REQUEST_NULL);
@@ -255,13 +260,6 @@ Result<P2PHandle> CpuBackend::post_p2p(const std::vector<P2PRequest>& requests) 
   call.posted_s = now_s();
   for (std::size_t r = 0; r < requests.size(); ++r) {
     const P2PRequest& q = requests[r];
-    if (q.peer < 0 || q.peer >= world_.size() || q.peer == world_.rank() || q.bytes <= 0 ||
-        q.bytes > kMaxMessageBytes) {
-      return Error{"", "",
-                   "cpu backend: non-blocking point-to-point of " + std::to_string(q.bytes) +
-                       " bytes with rank " + std::to_string(q.peer) + " is out of range",
-                   ErrorKind::kRuntime};
-    }
     call.buffers[r].resize(static_cast<std::size_t>(q.bytes));
     const int count = static_cast<int>(q.bytes);
     const int rc = q.send ? MPI_Isend(call.buffers[r].data(), count, MPI_BYTE, q.peer, q.tag, world,
