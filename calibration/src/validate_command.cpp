@@ -73,6 +73,17 @@ Result<Workload> load_workload(const ValidateRequest& q) {
                  "=true is not validated yet: the executor does not run Transformer Engine's "
                  "userbuffers (predict prices them)"};
   }
+  for (const auto& [key, margin] :
+       {std::pair{"training.fwd_layernorm_sm_margin", w.training.fwd_layernorm_sm_margin},
+        std::pair{"training.bwd_layernorm_sm_margin", w.training.bwd_layernorm_sm_margin}}) {
+    if (margin > 0) {
+      // The backends run each norm as one memory kernel on the whole device.
+      return Error{q.scenario, key,
+                   "=" + std::to_string(margin) +
+                       " is not validated yet: the executor's norm kernels take every SM "
+                       "(predict prices the margin)"};
+    }
+  }
   if (w.model.multi_latent_attention) {
     // The backends' attention kernels take one head dim for keys and values alike.
     return Error{q.scenario, "model.multi_latent_attention",

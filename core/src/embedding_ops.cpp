@@ -96,7 +96,7 @@ void emit_output_forward(OpList& ops) {
   const Dims& x = ops.dims();
   const Phase ph = Phase::kForward;
   const std::int64_t logits = x.tokens * x.vocab_n();
-  ops.memory("final_norm", kNoLayer, ph, norm_forward_bytes(x, x.sp_tokens));
+  ops.norm("final_norm", kNoLayer, ph, norm_forward_bytes(x, x.sp_tokens));
   if (x.sp) {
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, kNoLayer, ph, x.tokens * x.h * x.e));
   }
@@ -139,8 +139,7 @@ void emit_output_backward(OpList& ops, bool defer_wgrad) {
   }
   emit_column_parallel_backward(ops, "logits_dgrad", "logits_wgrad", kNoLayer, x.vocab_n(), x.h,
                                 false, !defer_wgrad);
-  ops.memory("final_norm_bwd", kNoLayer, Phase::kBackwardInput,
-             norm_backward_bytes(x, x.sp_tokens));
+  ops.norm("final_norm_bwd", kNoLayer, Phase::kBackwardInput, norm_backward_bytes(x, x.sp_tokens));
 }
 
 void emit_output_deferred_wgrad(OpList& ops) {

@@ -211,11 +211,11 @@ void emit_norm_linear_input(OpList& ops, std::string_view norm_name, std::string
                             std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
   if (x.fp8) {
-    ops.memory(norm_name, layer, phase, fp8_norm_forward_bytes(x, x.sp_tokens));
+    ops.norm(norm_name, layer, phase, fp8_norm_forward_bytes(x, x.sp_tokens));
     emit_fp8_norm_linear_input(ops, prefix, layer, phase);
     return;
   }
-  ops.memory(norm_name, layer, phase, norm_forward_bytes(x, x.sp_tokens));
+  ops.norm(norm_name, layer, phase, norm_forward_bytes(x, x.sp_tokens));
   if (!x.ub_ag) gather_input(ops, layer, phase);  // else the ring exchange of the GEMM
 }
 
@@ -287,8 +287,7 @@ void emit_attention_backward(OpList& ops, std::int32_t layer, bool selective_rec
   emit_core_attention_backward(ops, layer);
   if (x.rope) ops.memory("rope_bwd", layer, ph, rope_bytes(x));
   emit_norm_linear_backward(ops, "qkv", "qkv_dgrad", "qkv_wgrad", layer, x.qkv_n(), x.bias);
-  ops.memory("ln1_bwd", layer, ph,
-             norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
+  ops.norm("ln1_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens), residual_grad_add_bytes(x));
 }
 
 }  // namespace
@@ -340,8 +339,7 @@ void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompu
       ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);
     }
     emit_norm_linear_backward(ops, "fc1", "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), false);
-    ops.memory("ln2_bwd", layer, ph,
-               norm_backward_bytes(x, x.sp_tokens) + residual_grad_add_bytes(x));
+    ops.norm("ln2_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens), residual_grad_add_bytes(x));
   }
   // Attention block.
   emit_bda_backward(ops, "attn_bda_bwd", layer);

@@ -67,7 +67,7 @@ void emit_mla_core_attention_forward(OpList& ops, std::int32_t layer, Phase phas
 
 void emit_mla_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
-  ops.memory("ln1", layer, phase, norm_forward_bytes(x, x.sp_tokens));
+  ops.norm("ln1", layer, phase, norm_forward_bytes(x, x.sp_tokens));
   // _qkv_down_projection: the duplicated down projections on the rank's own tokens.
   if (x.q_lora > 0) ops.linear_gemm("q_down_gemm", layer, phase, x.sp_tokens, x.q_lora, x.h);
   ops.linear_gemm("kv_down_gemm", layer, phase, x.sp_tokens, x.kv_lora + x.dr, x.h);
@@ -75,7 +75,7 @@ void emit_mla_forward(OpList& ops, std::int32_t layer, Phase phase) {
   // qkv_up_proj_and_rope_apply.
   if (x.q_lora > 0) {
     if (x.qk_norm) {
-      ops.memory("q_norm", layer, phase, latent_norm_forward_bytes(x, x.sp_tokens, x.q_lora));
+      ops.norm("q_norm", layer, phase, latent_norm_forward_bytes(x, x.sp_tokens, x.q_lora));
     }
     gather(ops, layer, phase, x.q_lora);
     ops.linear_gemm("q_up_gemm", layer, phase, x.tokens, x.mla_q_n(), x.q_lora);
@@ -84,7 +84,7 @@ void emit_mla_forward(OpList& ops, std::int32_t layer, Phase phase) {
     ops.linear_gemm("q_gemm", layer, phase, x.tokens, x.mla_q_n(), x.h);
   }
   if (x.qk_norm) {
-    ops.memory("kv_norm", layer, phase, latent_norm_forward_bytes(x, x.sp_tokens, x.kv_lora));
+    ops.norm("kv_norm", layer, phase, latent_norm_forward_bytes(x, x.sp_tokens, x.kv_lora));
   }
   gather(ops, layer, phase, x.kv_lora);
   ops.linear_gemm("kv_up_gemm", layer, phase, x.tokens, x.mla_kv_n(), x.kv_lora);
@@ -113,13 +113,13 @@ void emit_mla_backward(OpList& ops, std::int32_t layer, bool selective_recompute
   emit_column_parallel_backward(ops, "kv_up_dgrad", "kv_up_wgrad", layer, x.mla_kv_n(), x.kv_lora,
                                 false);
   if (x.qk_norm) {
-    ops.memory("kv_norm_bwd", layer, ph, latent_norm_backward_bytes(x, x.sp_tokens, x.kv_lora));
+    ops.norm("kv_norm_bwd", layer, ph, latent_norm_backward_bytes(x, x.sp_tokens, x.kv_lora));
   }
   if (x.q_lora > 0) {
     emit_column_parallel_backward(ops, "q_up_dgrad", "q_up_wgrad", layer, x.mla_q_n(), x.q_lora,
                                   false);
     if (x.qk_norm) {
-      ops.memory("q_norm_bwd", layer, ph, latent_norm_backward_bytes(x, x.sp_tokens, x.q_lora));
+      ops.norm("q_norm_bwd", layer, ph, latent_norm_backward_bytes(x, x.sp_tokens, x.q_lora));
     }
   } else {
     emit_column_parallel_backward(ops, "q_dgrad", "q_wgrad", layer, x.mla_q_n(), x.h, false);
@@ -138,8 +138,7 @@ void emit_mla_backward(OpList& ops, std::int32_t layer, bool selective_recompute
   // Autograd sums the q and kv branches' gradients of the norm output, then the norm's
   // backward and the residual branch's gradient (as for the other attention).
   ops.memory("mla_input_grad_add", layer, ph, x.sp_tokens * x.h * 3 * x.e);
-  ops.memory("ln1_bwd", layer, ph,
-             norm_backward_bytes(x, x.sp_tokens) + x.sp_tokens * x.h * 3 * x.e);
+  ops.norm("ln1_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens), x.sp_tokens * x.h * 3 * x.e);
 }
 
 }  // namespace stepsim::detail

@@ -322,7 +322,7 @@ void emit_allgather_backward(OpList& ops, std::int32_t layer, const MoeTokens& n
 void emit_moe_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
   const MoeTokens n = moe_tokens(x);
-  ops.memory("ln2", layer, phase, norm_forward_bytes(x, n.tokens));
+  ops.norm("ln2", layer, phase, norm_forward_bytes(x, n.tokens));
   // By default the shared experts run before the router; overlapped, the dispatcher runs
   // them (transformer_config.py, moe_shared_expert_intermediate_size's docstring).
   if (!x.shared_overlap) emit_shared_forward(ops, layer, phase);
@@ -359,8 +359,8 @@ void emit_moe_backward(OpList& ops, std::int32_t layer) {
   // experts'); then the norm's own backward and the residual branch's gradient.
   ops.memory("moe_input_grad_add", layer, Phase::kBackwardInput,
              n.tokens * x.h * 3 * x.e * (x.shared_f > 0 ? 2 : 1));
-  ops.memory("ln2_bwd", layer, Phase::kBackwardInput,
-             norm_backward_bytes(x, n.tokens) + n.tokens * x.h * 3 * x.e);
+  ops.norm("ln2_bwd", layer, Phase::kBackwardInput, norm_backward_bytes(x, n.tokens),
+           n.tokens * x.h * 3 * x.e);
 }
 
 MoeParameters moe_mlp_parameters(const Dims& x) {

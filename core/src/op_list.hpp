@@ -41,6 +41,24 @@ class OpList {
     return compute(name, layer, phase, MemoryBoundOp{bytes});
   }
 
+  /// A Transformer Engine norm kernel (LayerNorm/RMSNorm, forward or backward by `phase`)
+  /// moving `norm_bytes`, on the SMs NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN leaves it
+  /// (Op::sm_share). `other_bytes`: memory traffic of a full-GPU kernel charged to the same op
+  /// (autograd's add of the residual gradient after a norm backward); the op's share then
+  /// weighs the two by bytes, so that only the norm's bytes move at the reduced rate.
+  std::int32_t norm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t norm_bytes,
+                    std::int64_t other_bytes = 0) {
+    const bool forward = phase == Phase::kForward || phase == Phase::kRecompute;
+    const double share = forward ? dims_.norm_share_fwd : dims_.norm_share_bwd;
+    const std::int32_t i = memory(name, layer, phase, norm_bytes + other_bytes);
+    if (share < 1.0) {
+      const auto n = static_cast<double>(norm_bytes);
+      const auto o = static_cast<double>(other_bytes);
+      ops_[static_cast<std::size_t>(i)].sm_share = (n + o) / (n / share + o);
+    }
+    return i;
+  }
+
   /// A linear layer's GEMM (or `batch` of them: grouped experts) in the params dtype, in the
   /// layout Transformer Engine runs `phase` in.
   std::int32_t gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,

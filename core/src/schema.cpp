@@ -837,6 +837,19 @@ const std::array kSchema = {
             .check = ">= 0; no effect without defer_embedding_wgrad_compute",
             .doc = "micro-batches whose output-layer wgrad is deferred (0 = all)",
             .zero_allowed = true},
+    // Transformer Engine's norm kernels (layer_ops.cpp OpList::norm; validate.cpp)
+    KeyInfo{STEPSIM_INT("training.fwd_layernorm_sm_margin", training.fwd_layernorm_sm_margin),
+            .sweep = Sweep::kListed, .env = "NVTE_FWD_LAYERNORM_SM_MARGIN", .default_text = "0",
+            .check = ">= 0 and below the system's sm_count",
+            .doc = "SMs Transformer Engine's LayerNorm/RMSNorm forward (and recompute) kernels "
+                   "leave to the communication beside them (NeMo's PerfEnvPlugin sets 16): the "
+                   "norm runs on sm_count minus this many SMs, priced at its full-GPU time over "
+                   "that share",
+            .zero_allowed = true},
+    KeyInfo{STEPSIM_INT("training.bwd_layernorm_sm_margin", training.bwd_layernorm_sm_margin),
+            .sweep = Sweep::kListed, .env = "NVTE_BWD_LAYERNORM_SM_MARGIN", .default_text = "0",
+            .check = ">= 0 and below the system's sm_count",
+            .doc = "the same for the norms' backward kernels", .zero_allowed = true},
     // expert parallelism and the MoE layer's execution (moe_ops.cpp; validate_moe.cpp)
     KeyInfo{STEPSIM_INT("training.expert_model_parallel_size", training.expert_model_parallel_size),
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-model-parallel-size",
@@ -1226,7 +1239,9 @@ std::string scenario_keys_markdown() {
       "gets \"did you mean\", a Megatron-LM argument stepsim does not model gets \"does not model\n"
       "yet\" (the list at the end). `Sweep`: a sweep file may vary the key (`auto`: it also takes\n"
       "`\"auto\"`, the key's whole valid range). `Megatron-LM flag`: what `--megatron-args` and\n"
-      "`import-megatron` read (`--flag=value` sets the value without taking one).\n\n";
+      "`import-megatron` read (`--flag=value` sets the value without taking one); an\n"
+      "`environment` entry is a variable of Transformer Engine's that they read from the\n"
+      "assignments before the launcher (`NVTE_FWD_LAYERNORM_SM_MARGIN=16 torchrun ...`).\n\n";
   const auto section_of = [](std::string_view key) -> std::string_view {
     const auto dot = key.find('.');
     return dot == std::string_view::npos ? std::string_view("top level") : key.substr(0, dot);
@@ -1275,6 +1290,7 @@ std::string scenario_keys_markdown() {
       out += "|---|---|---|---|---|---|---|\n";
     }
     std::string flags;
+    if (!k.env.empty()) flags = "environment `" + std::string(k.env) + "`";
     std::string_view rest = k.flags;
     while (!rest.empty()) {
       const auto space = rest.find(' ');

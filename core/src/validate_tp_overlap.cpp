@@ -6,6 +6,7 @@
 // not model of them yet.
 
 #include <string>
+#include <tuple>
 
 #include "validate_internal.hpp"
 
@@ -13,6 +14,28 @@ namespace stepsim::detail {
 
 void check_tp_overlap(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
+  // Transformer Engine's norm kernels launch on the device's multiProcessorCount minus the
+  // margin (transformer_engine/common/normalization/common.cpp: multiprocessorCount -
+  // sm_margin; the tuned kernels then put ctas_per_sm CTAs on each of those SMs).
+  const SystemConfig& sys = w.system;
+  const bool sys_given =
+      sys.peak_flops_fp32 > 0 || sys.peak_flops_fp16 > 0 || sys.peak_flops_bf16 > 0;
+  for (const auto& [key, env, margin] :
+       {std::tuple{"training.fwd_layernorm_sm_margin", "NVTE_FWD_LAYERNORM_SM_MARGIN",
+                   t.fwd_layernorm_sm_margin},
+        std::tuple{"training.bwd_layernorm_sm_margin", "NVTE_BWD_LAYERNORM_SM_MARGIN",
+                   t.bwd_layernorm_sm_margin}}) {
+    if (margin <= 0 || !sys_given) continue;
+    if (sys.sm_count <= 0) {
+      check.fail(key, "=" + str(margin) + " (" + env + ") needs the system's sm_count (system \"" +
+                          sys.name +
+                          "\" does not give it): the norm kernels run on the SMs "
+                          "the margin leaves");
+    } else if (margin >= sys.sm_count) {
+      check.fail(key, "=" + str(margin) + " (" + env + ") must be below system.sm_count=" +
+                          str(sys.sm_count) + ": the norm kernels need an SM");
+    }
+  }
   if (t.defer_embedding_wgrad_compute && t.pipeline_model_parallel_size == 1) {
     check.fail("training.defer_embedding_wgrad_compute",
                "=true needs pipeline_model_parallel_size > 1 (Megatron: \"Cannot defer embedding "

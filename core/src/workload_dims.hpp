@@ -92,6 +92,10 @@ struct Dims {
     bool aggregate = false;  ///< an all-gather ring exchange two chunks a step (tp / 2 steps)
   };
   std::array<UbGemm, kUbGemmNames.size()> ub_gemm{};
+  /// Share of the SMs Transformer Engine's norm kernels run on, forward (and recompute) and
+  /// backward: (sm_count - NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN) / sm_count, else 1.
+  double norm_share_fwd = 1.0;
+  double norm_share_bwd = 1.0;
   /// The settings of GEMM `name` ("qkv_fprop", ...); asserts it is one.
   const UbGemm& ub(std::string_view name) const;
 
@@ -273,6 +277,13 @@ inline Dims dims_of(const Workload& w) {
   x.ub_bulk_dgrad = ub && tc.tp_comm_bulk_dgrad && !x.ub_rs_dgrad;
   x.ub_bulk_wgrad = ub && tc.tp_comm_bulk_wgrad && !x.ub_rs_dgrad;
   if (ub) resolve_ub_gemms(tc, w.system.sm_count, x.fp8, x);
+  const auto norm_share = [&](std::int64_t margin) {
+    const std::int64_t sms = w.system.sm_count;
+    return margin > 0 && sms > margin ? static_cast<double>(sms - margin) / static_cast<double>(sms)
+                                      : 1.0;
+  };
+  x.norm_share_fwd = norm_share(tc.fwd_layernorm_sm_margin);
+  x.norm_share_bwd = norm_share(tc.bwd_layernorm_sm_margin);
   const std::int64_t gpn = w.system.gpus_per_node > 0 ? w.system.gpus_per_node : 1;
   x.tp_nodes = ceil_div(x.t, gpn);
   if (x.cp > 1) {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "stepsim/core/flops.hpp"
 #include "stepsim/core/moe.hpp"
@@ -220,6 +221,11 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
     j.field("fp8_param_gather", t.fp8_param_gather);
     j.field("fp8_amax_history_len", t.fp8_amax_history_len);
   }
+  if (t.fwd_layernorm_sm_margin > 0 || t.bwd_layernorm_sm_margin > 0) {
+    // Only when set, so that every other configuration's output stays as it was.
+    j.field("fwd_layernorm_sm_margin", t.fwd_layernorm_sm_margin);
+    j.field("bwd_layernorm_sm_margin", t.bwd_layernorm_sm_margin);
+  }
   j.field("seq_length", w.model.seq_length);
   j.field("system", std::string_view(w.system.name));
   j.field("gpu", std::string_view(w.system.gpu_name));
@@ -329,6 +335,30 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
         << (t.fp8_param_gather ? ", FP8 parameters (1-byte all-gather)" : "")
         << "; embedding, attention and output layer "
         << to_string(t.params_dtype) << "\n";
+  }
+  {
+    // The overlaps and SM settings that are on (Megatron's flags, Transformer Engine's
+    // variables), so that the job predicted can be read off the report.
+    std::vector<std::string> on;
+    if (t.overlap_grad_reduce) on.emplace_back("gradient reduce");
+    if (t.overlap_param_gather) on.emplace_back("parameter gather");
+    if (result.schedule->params.overlap_p2p_comm) on.emplace_back("P2P");
+    if (t.tp_comm_overlap) {
+      on.emplace_back(
+          "TP communication (userbuffers" +
+          (t.tp_comm_overlap_cfg.empty() ? std::string() : ", " + t.tp_comm_overlap_cfg) + ")");
+    }
+    if (t.defer_embedding_wgrad_compute) on.emplace_back("deferred embedding wgrad");
+    if (t.fwd_layernorm_sm_margin > 0 || t.bwd_layernorm_sm_margin > 0) {
+      on.emplace_back("norm kernels leave " + std::to_string(t.fwd_layernorm_sm_margin) + "/" +
+                      std::to_string(t.bwd_layernorm_sm_margin) +
+                      " SMs (NVTE_FWD/BWD_LAYERNORM_SM_MARGIN)");
+    }
+    if (!on.empty()) {
+      out << "  overlaps   ";
+      for (std::size_t i = 0; i < on.size(); ++i) out << (i == 0 ? " " : ", ") << on[i];
+      out << "\n";
+    }
   }
   out << "  cost model  " << cost_model << "\n\n";
 

@@ -54,10 +54,75 @@ TEST(MegatronArgs, LaunchLineToScenario) {
   EXPECT_TRUE(w.training.overlap_grad_reduce);
   EXPECT_TRUE(w.model.use_flash_attn);
   EXPECT_EQ(w.training.params_dtype, DType::kBf16);
-  const std::vector<std::string> ignored{"--merge-file", "--lr", "--train-iters", "--log-interval",
-                                         "--data-path"};
+  const std::vector<std::string> ignored{"--merge-file",   "--lr",        "--train-iters",
+                                         "--log-interval", "--data-path", "NCCL_DEBUG=WARN"};
   EXPECT_EQ(r->ignored_flags, ignored);
   EXPECT_FALSE(r->notes.empty());
+}
+
+// The environment a launch line sets: Transformer Engine's norm SM margins become scenario
+// keys (and megatron_args_of writes them back as assignments), the attention variables must
+// agree with the attention backend as Megatron-Core asserts, and a Transformer Engine or NCCL
+// setting stepsim does not model is refused like a flag.
+TEST(MegatronArgs, EnvironmentOfTheLaunchLine) {
+  const std::string flags =
+      " torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 "
+      "--micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 32000";
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      "NVTE_FWD_LAYERNORM_SM_MARGIN=16 "
+      "NVTE_BWD_LAYERNORM_SM_MARGIN=20 "
+      "CUDA_DEVICE_MAX_CONNECTIONS=1 PYTHONPATH=/m" +
+          flags,
+      o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_EQ(w.training.fwd_layernorm_sm_margin, 16);
+  EXPECT_EQ(w.training.bwd_layernorm_sm_margin, 20);
+  EXPECT_EQ(r->ignored_flags,
+            (std::vector<std::string>{"CUDA_DEVICE_MAX_CONNECTIONS=1", "PYTHONPATH=/m"}));
+  const std::string back = megatron_args_of(w);
+  EXPECT_TRUE(back.starts_with(
+      "NVTE_FWD_LAYERNORM_SM_MARGIN=16 NVTE_BWD_LAYERNORM_SM_MARGIN=20 --num-layers 4"))
+      << back;
+  o.world_size = 8;
+  auto again = scenario_from_megatron_args(back, o);
+  ASSERT_TRUE(again.ok()) << format_errors(again.errors());
+  EXPECT_EQ(load(again->scenario_json).training, w.training);
+
+  // attention_backend auto: Megatron-Core wants all three variables at 1.
+  const auto error_of = [&](const std::string& line) {
+    auto bad = scenario_from_megatron_args(line, o);
+    return bad.ok() ? std::string() : format_errors(bad.errors());
+  };
+  std::string e = error_of("NVTE_FUSED_ATTN=0" + flags);
+  EXPECT_NE(e.find("NVTE_FUSED_ATTN=0 contradicts attention_backend=auto: Megatron-Core expects "
+                   "NVTE_FUSED_ATTN=1"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(error_of("NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1 NVTE_UNFUSED_ATTN=0" + flags +
+                     " --attention-backend fused"),
+            "");
+  EXPECT_NE(error_of("NVTE_FLASH_ATTN=1" + flags + " --attention-backend fused")
+                .find("NVTE_FLASH_ATTN=1 contradicts attention_backend=fused"),
+            std::string::npos);
+  // Settings that change the job and are not modelled.
+  e = error_of("NVTE_UB_ATOMIC_GEMM_RS=1 NCCL_ALGO=Ring CUDA_DEVICE_MAX_CONNECTIONS=8" + flags);
+  for (const char* word : {"NVTE_UB_ATOMIC_GEMM_RS=1 is a Transformer Engine setting",
+                           "NCCL_ALGO=Ring changes how "
+                           "NCCL runs collectives",
+                           "CUDA_DEVICE_MAX_CONNECTIONS=8"}) {
+    EXPECT_NE(e.find(word), std::string::npos) << word << "\n" << e;
+  }
+  EXPECT_NE(error_of("NVTE_FWD_LAYERNORM_SM_MARGIN=-2" + flags)
+                .find("NVTE_FWD_LAYERNORM_SM_MARGIN=-2 must be an integer >= 0"),
+            std::string::npos);
+  o.allow_unmodelled = true;
+  auto allowed = scenario_from_megatron_args("NCCL_ALGO=Ring" + flags, o);
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->unmodelled, std::vector<std::string>{"NCCL_ALGO=Ring"});
 }
 
 // The flex dispatcher's flags: the deprecated --moe-enable-deepep and --moe-deepep-num-sms

@@ -42,7 +42,12 @@ struct ImportedScenario {
 /// shell quoting and backslash-newlines allowed). Errors name "--megatron-args" and the flag:
 /// every flag that changes the job and is not modelled (the schema's not-modelled arguments,
 /// any flag stepsim does not know, a training script other than pretrain_gpt.py) is one,
-/// unless options.allow_unmodelled. Without --attention-backend or --use-flash-attn the
+/// unless options.allow_unmodelled. Assignments before the launcher (or before the first flag
+/// of a line of flags) are the job's environment: Transformer Engine's variables the schema
+/// maps to keys (KeyInfo::env) set them, NVTE_{FLASH,FUSED,UNFUSED}_ATTN must agree with the
+/// attention backend as Megatron-Core asserts, other NVTE_* variables, NCCL's tuning variables
+/// and CUDA_DEVICE_MAX_CONNECTIONS other than 1 are not modelled, the rest is ignored (listed
+/// in ignored_flags as NAME=VALUE). Without --attention-backend or --use-flash-attn the
 /// scenario gets Megatron-Core's default attention_backend "auto" (noted).
 Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
                                                      const MegatronImportOptions& options);

@@ -274,6 +274,12 @@ struct TrainingConfig {
   /// micro-batches deferred (0 = all).
   bool defer_embedding_wgrad_compute = false;
   std::int64_t wgrad_deferral_limit = 0;
+  /// Transformer Engine's NVTE_FWD_LAYERNORM_SM_MARGIN / NVTE_BWD_LAYERNORM_SM_MARGIN
+  /// (environment variables, not Megatron flags): its LayerNorm/RMSNorm kernels run on
+  /// sm_count minus this many SMs in forward (and recompute) / backward, leaving them to the
+  /// communication kernels beside.
+  std::int64_t fwd_layernorm_sm_margin = 0;
+  std::int64_t bwd_layernorm_sm_margin = 0;
 
   // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
   // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).

@@ -61,6 +61,9 @@ struct KeyInfo {
   /// "--swiglu=true" or "--use-rotary-position-embeddings=rope" sets the value without one.
   /// Empty for keys that are not Megatron arguments (system figures).
   std::string_view flags = {};
+  /// The environment variable that sets the key on a launch line ("NVTE_FWD_LAYERNORM_SM_MARGIN=16
+  /// torchrun ..."), for settings Transformer Engine reads from the environment. Empty for most.
+  std::string_view env = {};
   std::string_view default_text = {};  ///< the default, as the reference prints it
   std::string_view check = {};         ///< the rule(s) the value obeys, as the reference prints it
   std::string_view doc = {};           ///< one line
