@@ -8,6 +8,7 @@
 #include <set>
 #include <type_traits>
 
+#include "interference.hpp"
 #include "stepsim/calibration/journal.hpp"
 #include "stepsim/calibration/mpi_session.hpp"
 
@@ -202,6 +203,15 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
     }
     if (progress != nullptr) progress->update(finished, run.total, key);
   }
+  // What compute and a collective beside it cost each other on this machine (every rank;
+  // not journaled: a few seconds, measured again on a resumed run).
+  MeasuredInterference interference;
+  if (run.complete && options.interference && backend.async_collectives() &&
+      backend.world_size() >= 2) {
+    auto m = measure_interference(backend, interference_pair(points, backend.world_size()));
+    if (!m.ok()) return m.errors();
+    interference = m.value();
+  }
   if (progress != nullptr) progress->finish();
   run.wall_s = steady_s() - start;
   if (!root || !run.complete) return run;
@@ -214,6 +224,7 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
   p.notes = options.notes;
   p.world_size = backend.world_size();
   for (const BenchPoint& point : points) add_sample(p, point, seconds.at(point_key(point)));
+  p.interference = interference;
   fit_profile(p);
   return run;
 }

@@ -30,6 +30,16 @@ Profile median_profile(const std::vector<Profile>& rounds) {
   take_median(&Profile::memory, out.memory);
   take_median(&Profile::collectives, out.collectives);
   take_median(&Profile::p2p, out.p2p);
+  if (out.interference.measured()) {
+    std::vector<double> compute, collective;
+    for (const Profile& r : rounds) {
+      if (!r.interference.measured()) continue;
+      compute.push_back(r.interference.compute_slowdown);
+      collective.push_back(r.interference.collective_slowdown);
+    }
+    out.interference.compute_slowdown = median(std::move(compute));
+    out.interference.collective_slowdown = median(std::move(collective));
+  }
   fit_profile(out);
   return out;
 }
@@ -67,6 +77,8 @@ Result<Profile> calibrate_for_plan(const std::string& backend_name, const Worklo
   std::vector<Profile> rounds;
   Profile so_far;
   for (int round = 0; round < options.rounds; ++round) {
+    // The interference microbenchmark (a few seconds) once, in the first round.
+    run_options.interference = round == 0;
     auto run = run_calibration(**backend, points, run_options, nullptr);
     if (!run.ok()) return run.errors();
     (*backend)->release_buffers();  // the measured steps after this round need the memory

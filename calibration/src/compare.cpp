@@ -11,11 +11,12 @@
 
 namespace stepsim::calib {
 
-sim::SimulateOptions validation_simulate_options(bool async_p2p) {
+sim::SimulateOptions validation_simulate_options(bool async_p2p, bool async_grad_reduce) {
   sim::SimulateOptions o;
   o.keep_timeline = true;
   o.serialize_streams = true;
   o.async_p2p = async_p2p;
+  o.async_grad_reduce = async_grad_reduce;
   return o;
 }
 
@@ -113,6 +114,7 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   r.complete = measured.complete;
   r.failure = measured.failure;
   r.async_p2p = measured.async_p2p;
+  r.async_grad_reduce = measured.async_grad_reduce;
   if (measured.step_times_s.empty()) {
     r.notes.push_back("no measured step completed");
     return r;

@@ -94,6 +94,17 @@ CpuBackend::~CpuBackend() {
   }
   async_cv_.notify_all();
   if (progress_.joinable()) progress_.join();
+  {
+    std::lock_guard<std::mutex> lock(coll_mutex_);
+    coll_stop_ = true;
+  }
+  coll_cv_.notify_all();
+  if (coll_thread_.joinable()) coll_thread_.join();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  for (auto& [group, comm] : coll_comms_) {
+    if (finalized == 0 && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
 }
 
 Result<GroupId> CpuBackend::split(std::int32_t color, std::int32_t key) {

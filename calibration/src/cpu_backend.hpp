@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_math.hpp"
 #include "mpi_world.hpp"
 #include "stepsim/calibration/backend.hpp"
 
@@ -47,6 +48,15 @@ class CpuBackend final : public Backend {
   bool async_p2p() const override { return thread_multiple_; }
   Result<P2PHandle> post_p2p(const std::vector<P2PRequest>& requests) override;
   Result<P2PCompletion> wait_p2p(P2PHandle h) override;
+  /// With MPI_THREAD_MULTIPLE: posted collectives run one after another, in posting order, on
+  /// a thread of this backend, as blocking MPI collectives on a duplicate of the group's
+  /// communicator (made at the group's first post, by every member in the same order), as
+  /// NCCL runs them on its own stream. That thread shares the rank's core with its compute,
+  /// as NCCL's kernels share the SMs: what each costs the other is what calibration's
+  /// interference microbenchmark measures.
+  bool async_collectives() const override { return thread_multiple_; }
+  Result<CollectiveHandle> post_collective(const CollectiveOp& op, GroupId group) override;
+  Result<P2PCompletion> wait_collective(CollectiveHandle h) override;
 
   Result<double> barrier(GroupId group) override { return world_.barrier(group); }
   double now_s() const override { return world_.now_s(); }
@@ -90,6 +100,8 @@ class CpuBackend final : public Backend {
   std::vector<float>& floats(std::int64_t count, int slot);
   Result<double> collective_unverified(const CollectiveOp& op, GroupId group);
   Result<double> p2p_unverified(const std::vector<P2PRequest>& requests);
+  /// The group exists and the collective's buffers fit MPI's int counts: its counts.
+  Result<CollectiveCounts> check_collective(const CollectiveOp& op, GroupId group) const;
   /// Every request's peer is another rank of the world and its size is in range.
   Status check_requests(const std::vector<P2PRequest>& requests) const;
 
@@ -112,6 +124,25 @@ class CpuBackend final : public Backend {
   /// The progress thread drives MPI's progress until then (a completion's aftermath).
   std::chrono::steady_clock::time_point linger_until_{};
   std::thread progress_;  ///< started by the first post_p2p, joined by the destructor
+
+  /// A posted collective: run by collective_loop in handle order.
+  struct PostedCollective {
+    CollectiveOp op;
+    MPI_Comm comm = MPI_COMM_NULL;  ///< the duplicate of its group's communicator
+    std::int64_t group_size = 1;
+    double posted_s = 0;
+    double completed_s = -1;  ///< aligned clock; -1 until done
+    int rc = MPI_SUCCESS;
+  };
+  void collective_loop();
+  std::mutex coll_mutex_;            ///< guards everything below but the thread's buffers
+  std::condition_variable coll_cv_;  ///< a collective posted or done, or stop
+  std::map<std::int64_t, PostedCollective> coll_posted_;
+  std::int64_t coll_next_ = 0;  ///< the next handle
+  bool coll_stop_ = false;
+  std::map<std::int32_t, MPI_Comm> coll_comms_;             ///< by GroupId: the duplicates
+  std::map<std::int64_t, std::vector<float>> coll_floats_;  ///< the thread's, by count*2+slot
+  std::thread coll_thread_;  ///< started by the first post_collective
 };
 
 template <typename Body>

@@ -46,25 +46,32 @@ int run_collective(CollectiveKind kind, const float* in, float* out, int per, MP
 
 }  // namespace
 
-Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
+Result<CollectiveCounts> CpuBackend::check_collective(const CollectiveOp& op, GroupId group) const {
   if (!world_.valid(group)) {
     return Error{"", "", "cpu backend: unknown process group " + std::to_string(group.value),
                  ErrorKind::kRuntime};
   }
-  const std::int64_t n = world_.group_size(group);
-  const std::int64_t g = world_.group_rank(group);
-  const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
+  const CollectiveCounts counts = collective_counts(op.kind, op.bytes, world_.group_size(group), 4);
   if (std::max(counts.in, counts.out) * 4 > kMaxMessageBytes) {
     return Error{"", "",
                  "cpu backend: collective of " + std::to_string(op.bytes) +
                      " bytes is larger than MPI's int counts allow",
                  ErrorKind::kRuntime};
   }
+  return counts;
+}
+
+Result<double> CpuBackend::collective(const CollectiveOp& op, GroupId group) {
+  auto checked = check_collective(op, group);
+  if (!checked) return checked.errors();
+  const CollectiveCounts counts = *checked;
+  const std::int64_t n = world_.group_size(group);
+  const std::int64_t g = world_.group_rank(group);
+  if (!options_.verify) return collective_unverified(op, group);
   std::vector<float> in(static_cast<std::size_t>(counts.in));
   std::vector<float> out(static_cast<std::size_t>(counts.out), -1.0F);
   for (std::int64_t i = 0; i < counts.in; ++i)
     in[static_cast<std::size_t>(i)] = pattern_value(g, i);
-  if (!options_.verify) return collective_unverified(op, group);
   const MPI_Comm comm = world_.comm(group);
   const int per = static_cast<int>(counts.per_rank);
 
@@ -355,6 +362,90 @@ void CpuBackend::progress_loop() {
     lock.unlock();
     std::this_thread::sleep_for(kPoll);
     lock.lock();
+  }
+}
+
+}  // namespace stepsim::calib
+
+namespace stepsim::calib {
+
+Result<CollectiveHandle> CpuBackend::post_collective(const CollectiveOp& op, GroupId group) {
+  if (!thread_multiple_) {
+    return Error{"", "",
+                 "cpu backend: non-blocking collectives need MPI_THREAD_MULTIPLE, which this "
+                 "MPI did not provide",
+                 ErrorKind::kInternal};
+  }
+  if (auto checked = check_collective(op, group); !checked) return checked.errors();
+  PostedCollective posted;
+  posted.op = op;
+  posted.group_size = world_.group_size(group);
+  {
+    std::lock_guard<std::mutex> lock(coll_mutex_);
+    MPI_Comm& comm = coll_comms_.try_emplace(group.value, MPI_COMM_NULL).first->second;
+    if (comm == MPI_COMM_NULL) {
+      // Collective over the group: every member's first post on it is the same collective.
+      const int rc = MPI_Comm_dup(world_.comm(group), &comm);
+      if (rc != MPI_SUCCESS) return mpi_error("MPI_Comm_dup", rc);
+    }
+    posted.comm = comm;
+  }
+  posted.posted_s = now_s();
+  std::int64_t handle = 0;
+  {
+    std::lock_guard<std::mutex> lock(coll_mutex_);
+    handle = coll_next_++;
+    coll_posted_.emplace(handle, posted);
+    if (!coll_thread_.joinable()) coll_thread_ = std::thread([this] { collective_loop(); });
+  }
+  coll_cv_.notify_all();
+  return CollectiveHandle{handle};
+}
+
+Result<P2PCompletion> CpuBackend::wait_collective(CollectiveHandle h) {
+  std::unique_lock<std::mutex> lock(coll_mutex_);
+  auto it = coll_posted_.find(h.value);
+  if (it == coll_posted_.end()) {
+    return Error{
+        "", "", "cpu backend: no non-blocking collective " + std::to_string(h.value) + " in flight",
+        ErrorKind::kInternal};
+  }
+  // Sleeps until the thread has run it: the core is the collective thread's meanwhile.
+  coll_cv_.wait(lock, [&] { return it->second.completed_s >= 0; });
+  const PostedCollective done = it->second;
+  coll_posted_.erase(it);
+  if (done.rc != MPI_SUCCESS) return mpi_error(std::string(to_string(done.op.kind)), done.rc);
+  return P2PCompletion{.posted_s = done.posted_s, .completed_s = done.completed_s};
+}
+
+// Runs the posted collectives in handle order (the order every member posted them in), each
+// a blocking MPI collective: MPI's own algorithms, as fast as the blocking path calibration
+// measures, while the rank's thread computes beside it.
+void CpuBackend::collective_loop() {
+  std::unique_lock<std::mutex> lock(coll_mutex_);
+  std::int64_t next = 0;
+  for (;;) {
+    coll_cv_.wait(lock, [&] { return coll_stop_ || coll_posted_.count(next) != 0; });
+    if (coll_stop_) return;
+    const PostedCollective call = coll_posted_.at(next);
+    lock.unlock();
+    const CollectiveCounts counts =
+        collective_counts(call.op.kind, call.op.bytes, call.group_size, 4);
+    std::vector<float>& in = coll_floats_[counts.in * 2];
+    std::vector<float>& out = coll_floats_[counts.out * 2 + 1];
+    if (in.size() != static_cast<std::size_t>(counts.in))
+      in.assign(static_cast<std::size_t>(counts.in), 1.0F);
+    if (out.size() != static_cast<std::size_t>(counts.out))
+      out.assign(static_cast<std::size_t>(counts.out), 0.0F);
+    const int rc = run_collective(call.op.kind, in.data(), out.data(),
+                                  static_cast<int>(counts.per_rank), call.comm);
+    const double completed = now_s();
+    lock.lock();
+    PostedCollective& c = coll_posted_.at(next);
+    c.rc = rc;
+    c.completed_s = completed;
+    ++next;
+    coll_cv_.notify_all();
   }
 }
 

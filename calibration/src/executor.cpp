@@ -44,6 +44,8 @@ class Runner {
 
  private:
   Result<double> run_task(const ExecTask& t);
+  /// The process group collective `s` of task `t` runs over, checked against the plan.
+  Result<GroupId> group_of(const ExecTask& t, const CollectiveOp& s) const;
   std::vector<P2PRequest> requests_of(const ExecTask& t) const;
   std::string describe(std::int32_t step, std::int64_t task, double idle_s) const;
   void fire(std::int32_t step, std::int64_t task, double idle_s);
@@ -82,6 +84,28 @@ std::vector<P2PRequest> Runner::requests_of(const ExecTask& t) const {
                                   p2p_tag(tr, virtual_stages_)});
   }
   return requests;
+}
+
+Result<GroupId> Runner::group_of(const ExecTask& t, const CollectiveOp& s) const {
+  const GroupId g = s.group == CommGroup::kTensor               ? groups_.tp
+                    : s.group == CommGroup::kData               ? groups_.dp
+                    : s.group == CommGroup::kExpert             ? groups_.ep
+                    : s.group == CommGroup::kExpertTensor       ? groups_.etp
+                    : s.group == CommGroup::kExpertTensorExpert ? groups_.etp_ep
+                    : s.group == CommGroup::kExpertData         ? groups_.edp
+                    : s.group == CommGroup::kContext            ? groups_.cp
+                    : s.group == CommGroup::kContextA2a         ? groups_.cp_a2a
+                    : s.group == CommGroup::kTensorData         ? groups_.tp_dp
+                    : s.group == CommGroup::kGradStats          ? groups_.grad_stats
+                                                                : groups_.embedding;
+  if (b_.group_size(g) != s.group_size) {
+    return Error{"", "",
+                 t.name + ": " + std::string(to_string(s.group)) + " group of rank " +
+                     std::to_string(me_) + " has " + std::to_string(b_.group_size(g)) +
+                     " ranks, the plan expects " + std::to_string(s.group_size),
+                 ErrorKind::kRuntime};
+  }
+  return g;
 }
 
 Result<double> Runner::run_task(const ExecTask& t) {
@@ -127,24 +151,9 @@ Result<double> Runner::run_task(const ExecTask& t) {
             return runtime_error(t.name + ": an expert-parallel collective in a model without "
                                           "experts");
           }
-          const GroupId g = s.group == CommGroup::kTensor               ? groups_.tp
-                            : s.group == CommGroup::kData               ? groups_.dp
-                            : s.group == CommGroup::kExpert             ? groups_.ep
-                            : s.group == CommGroup::kExpertTensor       ? groups_.etp
-                            : s.group == CommGroup::kExpertTensorExpert ? groups_.etp_ep
-                            : s.group == CommGroup::kExpertData         ? groups_.edp
-                            : s.group == CommGroup::kContext            ? groups_.cp
-                            : s.group == CommGroup::kContextA2a         ? groups_.cp_a2a
-                            : s.group == CommGroup::kTensorData         ? groups_.tp_dp
-                            : s.group == CommGroup::kGradStats          ? groups_.grad_stats
-                                                                        : groups_.embedding;
-          if (b_.group_size(g) != s.group_size) {
-            return runtime_error(t.name + ": " + std::string(to_string(s.group)) +
-                                 " group of rank " + std::to_string(me_) + " has " +
-                                 std::to_string(b_.group_size(g)) + " ranks, the plan expects " +
-                                 std::to_string(s.group_size));
-          }
-          return b_.collective(s, g);
+          auto g = group_of(t, s);
+          if (!g) return g.errors();
+          return b_.collective(s, *g);
         } else {
           // One step of the context-parallel ring (Transformer Engine's p2p attention): send
           // this rank's block to the next CP rank, receive the previous one's. Every CP rank
@@ -260,6 +269,7 @@ Status Runner::run() {
     double completed_s = 0;  ///< the last completion seen
   };
   std::vector<std::vector<P2PHandle>> handles(tasks_.size());
+  std::vector<CollectiveHandle> collectives(tasks_.size());
   std::vector<AsyncCall> calls(tasks_.size());
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -276,10 +286,12 @@ Status Runner::run() {
     if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
       for (const ExecTask::Wait& w : tasks_[i].waits) {
-        // Megatron's handle.wait() on one transfer: the watchdog names its call.
+        // Megatron's handle.wait() on one transfer (or on a bucket's reduction,
+        // finish_grad_sync): the watchdog names its call.
         enter(step, w.task);
         const auto wi = static_cast<std::size_t>(w.task);
-        auto done = b_.wait_p2p(handles[wi][static_cast<std::size_t>(w.transfer)]);
+        auto done = w.transfer < 0 ? b_.wait_collective(collectives[wi])
+                                   : b_.wait_p2p(handles[wi][static_cast<std::size_t>(w.transfer)]);
         if (!done) return done.errors();
         // The call is done when its last transfer is: it then gets its timing.
         AsyncCall& call = calls[wi];
@@ -292,6 +304,22 @@ Status Runner::run() {
       enter(step, static_cast<std::int64_t>(i));
       if (auto entered = enter_task(i); !entered) return entered;
       const double start = b_.now_s();
+      if (tasks_[i].async && tasks_[i].kind == ExecTask::Kind::kOp) {
+        // A bucket's gradient reduction, posted: it runs beside the backward that follows,
+        // until the step ops wait for it.
+        const auto* coll = std::get_if<CollectiveOp>(&tasks_[i].op.shape);
+        if (coll == nullptr) return runtime_error(tasks_[i].name + ": only a collective is posted");
+        auto g = group_of(tasks_[i], *coll);
+        if (!g) return g.errors();
+        auto h = b_.post_collective(*coll, *g);
+        if (!h) return h.errors();
+        collectives[i] = *h;
+        calls[i] = AsyncCall{.left = 1, .completed_s = start};
+        std::lock_guard<std::mutex> lock(mutex_);
+        timings_[i] = TaskTiming{start, start, 0.0};
+        done_in_step_ = i + 1;
+        continue;
+      }
       if (tasks_[i].async) {
         // Posted, one handle per transfer; it completes beside the tasks that follow, up to
         // the tasks that wait for its transfers (until then its timing says posted, not done).
@@ -376,8 +404,10 @@ Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan
     return Error{"", "--steps", "must be at least 1 (and --warmup at least 0)"};
   }
   m.async_p2p = backend.async_p2p();
+  m.async_grad_reduce = backend.async_collectives() && w.training.overlap_grad_reduce;
   for (std::int32_t s = 0; s < m.layout.pp; ++s) {
-    m.stage_tasks.push_back(build_stage_tasks(w, plan, schedule, s, m.async_p2p));
+    m.stage_tasks.push_back(
+        build_stage_tasks(w, plan, schedule, s, m.async_p2p, m.async_grad_reduce));
   }
   Runner runner(w, backend, options, m);
   if (auto r = runner.run(); !r) return r.errors();

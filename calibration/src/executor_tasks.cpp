@@ -11,6 +11,7 @@
 
 #include "stepsim/calibration/executor.hpp"
 #include "stepsim/core/assert.hpp"
+#include "stepsim/sim/ddp_buckets.hpp"
 #include "stepsim/sim/op_vocabulary.hpp"
 
 namespace stepsim::calib {
@@ -156,10 +157,28 @@ void append_grad_sync(const ChunkPlan& chunk, std::vector<ExecTask>& tasks) {
 
 std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& plan,
                                         const sim::Schedule& schedule, std::int32_t stage,
-                                        bool async_p2p) {
+                                        bool async_p2p, bool async_grad_reduce) {
   const auto p = static_cast<std::int32_t>(w.training.pipeline_model_parallel_size);
   const auto& program = schedule.ranks.at(static_cast<std::size_t>(stage));
   const auto& stage_plan = plan.stages.at(static_cast<std::size_t>(stage));
+  // overlap_grad_reduce beside the backward (async_grad_reduce): each bucket's reduction
+  // posted where Megatron issues it (the simulator's grad_sync_launches), all of them waited
+  // for before the step's ops (finish_grad_sync).
+  const bool grad_async = async_grad_reduce && w.training.overlap_grad_reduce;
+  const auto v = static_cast<std::int32_t>(stage_plan.chunks.size());
+  std::vector<std::vector<sim::DdpBucket>> buckets(static_cast<std::size_t>(v));
+  std::vector<sim::GradSyncLaunch> launches;
+  if (grad_async) {
+    for (std::int32_t c = 0; c < v; ++c) {
+      auto made =
+          sim::ddp_buckets(w, stage_plan.chunks[static_cast<std::size_t>(c)],
+                           sim::ddp_bucket_size(w.training, stage_plan.parameters, stage, c));
+      STEPSIM_ASSERT(made.ok());  // the prediction built the same buckets first
+      buckets[static_cast<std::size_t>(c)] = std::move(made).value();
+    }
+    launches = sim::grad_sync_launches(program, v, true, buckets);
+  }
+  std::vector<ExecTask::Wait> grad_posted;  // posted and not waited for yet
 
   std::vector<ExecTask> tasks;
   // Transfers posted without blocking (async_p2p) and not waited for yet, by what they move;
@@ -172,6 +191,30 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
     waits.clear();
     tasks.push_back(std::move(t));
   };
+  // The reductions launched at (backward, after_op), posted without blocking.
+  const auto post_grad_sync = [&](std::int32_t backward, std::int32_t after_op) {
+    for (const sim::GradSyncLaunch& l : launches) {
+      if (l.backward != backward || l.after_op != after_op) continue;
+      const auto& chunk = stage_plan.chunks.at(static_cast<std::size_t>(l.chunk));
+      const auto& chunk_buckets = buckets[static_cast<std::size_t>(l.chunk)];
+      const bool split = chunk_buckets.size() > 1;
+      for (Op op : chunk.grad_sync) {
+        auto* coll = std::get_if<CollectiveOp>(&op.shape);
+        STEPSIM_ASSERT(coll != nullptr);
+        if (split) {
+          coll->bytes = sim::bucket_bytes(coll->bytes, chunk_buckets,
+                                          static_cast<std::size_t>(l.bucket), chunk.parameters);
+        }
+        ExecTask t = op_task(op, -1, l.chunk);
+        t.name = sim::op_slice_name(op, -1, l.chunk, split ? l.bucket : -1);
+        t.async = true;
+        grad_posted.push_back(
+            ExecTask::Wait{.task = static_cast<std::int32_t>(tasks.size()), .transfer = -1});
+        push(std::move(t));
+      }
+    }
+  };
+  std::int32_t backward = 0;  // ordinal of the next backward action
   for (std::size_t i = 0; i < program.items.size(); ++i) {
     const auto& item = program.items[i];
     if (item.kind == sim::ProgramItem::Kind::kComm) {
@@ -201,7 +244,15 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
     const auto& a = item.action;
     const auto& chunk = stage_plan.chunks.at(static_cast<std::size_t>(a.chunk));
     const auto& ops = a.type == sim::ActionType::kForward ? chunk.forward : chunk.backward;
-    for (const auto& op : ops) push(op_task(op, a.microbatch, a.chunk));
+    const bool is_backward = a.type == sim::ActionType::kBackward;
+    for (std::size_t o = 0; o < ops.size(); ++o) {
+      push(op_task(ops[o], a.microbatch, a.chunk));
+      if (is_backward && grad_async) post_grad_sync(backward, static_cast<std::int32_t>(o));
+    }
+    if (is_backward) {
+      if (grad_async) post_grad_sync(backward, -1);
+      ++backward;
+    }
   }
   // The end of the schedule: every non-blocking call is done before the gradient reduction
   // (Megatron's last send handles are waited for when the schedule returns).
@@ -211,7 +262,14 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
   // finalize_model_grads and the simulator with serialised streams order it (with one host
   // thread there is nothing for overlap_grad_reduce to overlap with).
   std::vector<ExecTask> after;
-  for (const auto& chunk : stage_plan.chunks) append_grad_sync(chunk, after);
+  if (grad_async) {
+    // The rest of the reductions (Megatron's finish_grad_sync launches what no hook did),
+    // then the step waits for every one of them.
+    post_grad_sync(-1, -1);
+    waits.insert(waits.end(), grad_posted.begin(), grad_posted.end());
+  } else {
+    for (const auto& chunk : stage_plan.chunks) append_grad_sync(chunk, after);
+  }
   for (const auto& op : stage_plan.step_ops) after.push_back(op_task(op, -1, -1));
   for (auto& t : after) push(std::move(t));
   STEPSIM_ASSERT(waits.empty());  // the step always ends with its optimizer's ops

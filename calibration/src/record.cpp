@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "figures_json.hpp"
 #include "stepsim/calibration/regress.hpp"
 #include "stepsim/core/json_input.hpp"
 #include "stepsim/core/load.hpp"
@@ -38,14 +39,6 @@ std::string record_id(const RecordInputs& in) {
   if (in.overrides.num_layers > 0) id += "-L" + std::to_string(in.overrides.num_layers);
   if (in.overrides.world_size > 0) id += "-W" + std::to_string(in.overrides.world_size);
   return id;
-}
-
-json figures_json(const StageFigures& f) {
-  return {{"busy_s", f.busy_s},
-          {"comm_s", f.comm_s},
-          {"wait_s", f.wait_s},
-          {"idle_s", f.idle_s},
-          {"overlap_s", f.overlap_s}};
 }
 
 }  // namespace
@@ -98,6 +91,7 @@ Result<std::string> write_record(const std::string& dir, const RecordInputs& in)
   j["warmup_steps"] = r.warmup_steps;
   j["steps"] = r.steps;
   j["async_p2p"] = r.async_p2p;
+  j["async_grad_reduce"] = r.async_grad_reduce;
   j["measured_step_time_s"] = r.measured_step_time_s;
   j["measured_step_times_s"] = r.measured_step_times_s;
   auto stages = json::array();
@@ -152,6 +146,14 @@ Result<Record> load_record(const std::string& path) {
       r.async_p2p = it->get<bool>();
     } else {
       errors.push_back(Error{path, "async_p2p", "must be true or false"});
+    }
+  }
+  // Absent from records written before the executor ran the gradient reductions beside it.
+  if (const auto it = j.find("async_grad_reduce"); it != j.end()) {
+    if (it->is_boolean()) {
+      r.async_grad_reduce = it->get<bool>();
+    } else {
+      errors.push_back(Error{path, "async_grad_reduce", "must be true or false"});
     }
   }
   if (const auto* v = need("measured_step_time_s", V::number_float)) {

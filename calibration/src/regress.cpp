@@ -31,7 +31,8 @@ Result<double> repredict(const Record& rec, const std::string& dir,
   auto cost = factory(*w);
   if (!cost) return cost.errors();
   const WorkloadPlan plan = decompose(*w);
-  auto sim = sim::simulate(*w, plan, **cost, validation_simulate_options(rec.async_p2p));
+  auto sim = sim::simulate(*w, plan, **cost,
+                           validation_simulate_options(rec.async_p2p, rec.async_grad_reduce));
   if (!sim) return sim.errors();
   return sim->prediction.step_time_s;
 }

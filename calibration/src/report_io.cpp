@@ -5,21 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "figures_json.hpp"
 #include "stepsim/calibration/validate.hpp"
 #include "text_file.hpp"
 
 namespace stepsim::calib {
-namespace {
-
-nlohmann::ordered_json figures_json(const StageFigures& f) {
-  return {{"busy_s", f.busy_s},
-          {"comm_s", f.comm_s},
-          {"wait_s", f.wait_s},
-          {"idle_s", f.idle_s},
-          {"overlap_s", f.overlap_s}};
-}
-
-}  // namespace
 
 Status write_report_json(const std::string& path, const ValidationReport& r) {
   return write_text_file(path, report_to_json(r));
@@ -36,6 +26,7 @@ std::string report_to_json(const ValidationReport& r) {
   j["warmup_steps"] = r.warmup_steps;
   j["steps"] = r.steps;
   j["async_p2p"] = r.async_p2p;
+  j["async_grad_reduce"] = r.async_grad_reduce;
   j["predicted_step_time_s"] = r.predicted_step_time_s;
   j["measured_step_time_s"] = r.measured_step_time_s;
   j["relative_error"] = r.relative_error;
@@ -103,6 +94,10 @@ std::string format_report_text(const ValidationReport& r) {
   s << (r.async_p2p ? "non-blocking P2P calls ran beside the compute (overlap_p2p_comm), on the "
                       "backend's progress thread\n"
                     : "every call completed where it was issued (streams serialised)\n");
+  if (r.async_grad_reduce) {
+    s << "the gradient buckets' reductions ran beside the backward (overlap_grad_reduce), on "
+         "the backend's collective thread\n";
+  }
   s << "stage   busy pred/meas (ms)   comm pred/meas (ms)   overlap pred/meas (ms)   idle "
        "pred/meas (ms)   meas waiting for peers (ms)   backend overhead (ms)\n";
   for (const auto& st : r.stages) {

@@ -168,7 +168,10 @@ bool Validation::prepare(Workload w) {
 
 Status Validation::predict(std::unique_ptr<CostModel> model) {
   // Every rank predicts (deterministic, cheap at validation sizes) with the same profile.
-  sim::SimulateOptions options = validation_simulate_options(backend_->async_p2p());
+  // The prediction models what this backend runs beside the compute.
+  sim::SimulateOptions options = validation_simulate_options(
+      backend_->async_p2p(),
+      backend_->async_collectives() && out_.workload->training.overlap_grad_reduce);
   options.schedule = schedule_;
   auto simulated = sim::simulate(*out_.workload, plan_, *model, options);
   if (!simulated) return simulated.errors();

@@ -395,7 +395,11 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       model.contains("attention_backend") && model["attention_backend"].is_string()
           ? model["attention_backend"].get<std::string>()
           : std::string("auto");
-  for (const auto& [name, value] : environment) {
+  for (const auto& assignment : environment) {
+    // Named copies: a lambda below compares with the name (clang 14 cannot capture a
+    // structured binding).
+    const std::string& name = assignment.first;
+    const std::string& value = assignment.second;
     const std::string word = name + "=" + value;
     const auto row = std::find_if(scenario_schema().begin(), scenario_schema().end(),
                                   [&](const KeyInfo& k) { return k.env == name; });

@@ -434,6 +434,35 @@ void read_host(ObjectReader& top, Profile& p) {
   }
 }
 
+// The optional "interference" object (calibrate's microbenchmark): two time ratios in [1, 10]
+// (the system file's rule for the same coefficients) and what was timed.
+void read_interference(ObjectReader& top, Profile& p) {
+  if (!top.has("interference")) return;
+  ObjectReader r(top.at("interference"), top.path("interference"), top.file(), top.errors());
+  if (!r.is_object()) {
+    r.error(top.path("interference"), " must be an object");
+    return;
+  }
+  MeasuredInterference& m = p.interference;
+  r.reject_unknown({"compute_slowdown", "collective_slowdown", "gemm", "collective"});
+  for (const auto& [name, out] :
+       {std::pair<const char*, double*>{"compute_slowdown", &m.compute_slowdown},
+        {"collective_slowdown", &m.collective_slowdown}}) {
+    double x = 1;
+    const std::size_t before = top.errors().size();
+    r.number(name, x, true);
+    if (top.errors().size() != before) continue;
+    if (x < 1 || x > 10) {
+      r.error(r.path(name), cat("=", format_value(x), " must be between 1 and 10"));
+      continue;
+    }
+    *out = x;
+  }
+  r.string("gemm", m.gemm);
+  r.string("collective", m.collective);
+  if (m.gemm.empty() && top.errors().empty()) r.error(r.path("gemm"), " must not be empty");
+}
+
 }  // namespace
 
 Result<Profile> parse_profile(std::string_view json_text, const std::string& file_label) {
@@ -446,7 +475,7 @@ Result<Profile> parse_profile(std::string_view json_text, const std::string& fil
   if (!top.is_object()) return errors;
   top.reject_unknown({"format_version", "machine", "backend", "date", "source", "notes",
                       "world_size", "gemm", "attention", "memory", "collectives", "p2p",
-                      "memory_fit", "collective_fits", "p2p_fits", "host"});
+                      "memory_fit", "collective_fits", "p2p_fits", "host", "interference"});
   std::int64_t version = 0;
   top.integer("format_version", version, 1);
   if (version > 1) {
@@ -471,6 +500,7 @@ Result<Profile> parse_profile(std::string_view json_text, const std::string& fil
   read_samples(top, p);
   read_fits(top, p);
   read_host(top, p);
+  read_interference(top, p);
   if (!errors.empty()) return errors;
   // A profile written by hand (the public reference profiles) may leave the fits out; they
   // are then made from its samples here, exactly as `stepsim calibrate` makes them.

@@ -134,6 +134,15 @@ std::string profile_to_json(const Profile& p) {
     host["citation"] = h.citation;
     j["host"] = std::move(host);
   }
+  if (p.interference.measured()) {
+    const MeasuredInterference& m = p.interference;
+    OrderedJson o;
+    o["compute_slowdown"] = m.compute_slowdown;
+    o["collective_slowdown"] = m.collective_slowdown;
+    o["gemm"] = m.gemm;
+    o["collective"] = m.collective;
+    j["interference"] = std::move(o);
+  }
   return j.dump(2) + "\n";
 }
 

@@ -20,7 +20,10 @@ void add_import_megatron_command(CLI::App& app, Env& env) {
       "import-megatron",
       "Write the scenario of a Megatron-LM launch line (torchrun ... pretrain_gpt.py --flags).\n"
       "Flags that change the job and are not modelled are errors (exit 2) unless\n"
-      "--allow-unmodelled, which lists them in the scenario's \"unmodelled\".");
+      "--allow-unmodelled, which lists them in the scenario's \"unmodelled\".\n"
+      "Assignments before the launcher are the job's environment: Transformer Engine's\n"
+      "NVTE_FWD/BWD_LAYERNORM_SM_MARGIN=N are read, other NVTE_* and NCCL tuning variables\n"
+      "are not modelled (errors), the rest is listed as ignored.");
   cmd->add_option("LINE", args->line, "the launch line (quote it)")->required();
   cmd->add_option("--out", *out_path, "write the scenario to FILE instead of stdout");
   cmd->add_option("--world-size", args->world_size,

@@ -42,6 +42,7 @@ class ScaledCompute final : public CostModel {
   double p2p_s(const P2POp& op) const override { return base_.p2p_s(op); }
   std::string describe() const override { return base_.describe(); }
   const HostCosts* host() const override { return base_.host(); }  // the host is not slowed
+  const MeasuredInterference* interference() const override { return base_.interference(); }
 
  private:
   const CostModel& base_;
@@ -158,8 +159,7 @@ void StepBuilder::add_program(const RankProgram& program,
   const auto ri = static_cast<std::size_t>(r);
   // The first rank without interleaving dispatches its buckets inside its last backward,
   // which needs that backward's predecessors (bucket_ready).
-  const bool record_preds =
-      w_.training.overlap_grad_reduce && !options_.serialize_streams && v_ == 1 && r == 0;
+  const bool record_preds = grad_reduce_overlapped() && v_ == 1 && r == 0;
   ParamGather gather = plan_param_gather(program);
   // The tasks the rank's next item waits for: the last compute, or every transfer of the
   // last blocking call, plus the transfers of Megatron's handle.wait() calls.

@@ -20,6 +20,9 @@ struct BuildOptions {
   /// With serialize_streams: non-blocking P2P calls still complete at their wait
   /// (SimulateOptions::async_p2p).
   bool async_p2p = false;
+  /// With serialize_streams: overlap_grad_reduce's bucket reductions still run on the DP
+  /// stream beside the backward (SimulateOptions::async_grad_reduce).
+  bool async_grad_reduce = false;
   /// Per pipeline stage: compute kernels take this many times as long (stragglers); empty
   /// or 1: as the cost model says.
   std::vector<double> compute_scale;

@@ -10,22 +10,6 @@
 
 namespace stepsim::sim {
 
-namespace {
-
-/// total * part / whole (part <= whole) without overflowing 64 bits: exact whenever the
-/// product fits, as before; past that (a 400B model's parameter gather times a chunk's
-/// parameters) the quotient's remainder is scaled in long double.
-std::int64_t share_of(std::int64_t total, std::int64_t part, std::int64_t whole) {
-  std::int64_t product = 0;
-  if (!__builtin_mul_overflow(total, part, &product)) return product / whole;
-  const std::int64_t remainder = total % whole;
-  return total / whole * part + static_cast<std::int64_t>(static_cast<long double>(remainder) *
-                                                          static_cast<long double>(part) /
-                                                          static_cast<long double>(whole));
-}
-
-}  // namespace
-
 const Op* StepBuilder::param_gather_op(std::int32_t r) const {
   for (const Op& op : plan_.stages[static_cast<std::size_t>(r)].step_ops) {
     const auto* coll = std::get_if<CollectiveOp>(&op.shape);
@@ -86,7 +70,8 @@ std::int32_t StepBuilder::dispatch_param_gather(std::int32_t r, std::int32_t c,
   // The chunk's share of the stage's gather, then cut into its buckets.
   Op& chunk_op = out_.bucket_ops.emplace_back(*g.op);
   auto& coll = std::get<CollectiveOp>(chunk_op.shape);
-  coll.bytes = stage.parameters > 0 ? share_of(coll.bytes, chunk.parameters, stage.parameters) : 0;
+  coll.bytes =
+      stage.parameters > 0 ? scaled_share(coll.bytes, chunk.parameters, stage.parameters) : 0;
   const std::vector<DdpBucket>& buckets = buckets_of(r, c);
   std::vector<std::size_t> order(buckets.size());
   for (std::size_t b = 0; b < order.size(); ++b) order[b] = b;
@@ -121,11 +106,11 @@ std::int32_t StepBuilder::dispatch_param_gather(std::int32_t r, std::int32_t c,
 }
 
 TaskId StepBuilder::add_op_task(std::int32_t r, std::int32_t chunk, const Op& op,
-                                std::int32_t bucket) {
+                                std::int32_t bucket, bool own_stream) {
   const auto payload = static_cast<std::int32_t>(out_.step_ops.size());
   out_.step_ops.push_back(StepOpRef{.rank = r, .chunk = chunk, .bucket = bucket, .op = &op});
   const auto* coll = std::get_if<CollectiveOp>(&op.shape);
-  const Stream stream = options_.serialize_streams ? Stream::kCompute : op.stream;
+  const Stream stream = options_.serialize_streams && !own_stream ? Stream::kCompute : op.stream;
   const double seconds = coll != nullptr ? cost_.op_s(op) : scale_of(r) * cost_.op_s(op);
   return add(Task{.rank = r,
                   .stream = stream,
@@ -165,51 +150,31 @@ Status StepBuilder::make_buckets() {
 Status StepBuilder::add_step_work(std::int32_t r, std::int32_t end_of_program) {
   const auto ri = static_cast<std::size_t>(r);
   const StagePlan& stage = plan_.stages[ri];
-  const bool overlap = w_.training.overlap_grad_reduce && !options_.serialize_streams;
-  std::vector<std::pair<std::int32_t, std::int32_t>> launches;  // (gate task, chunk)
-  bool per_bucket = false;
-  if (!overlap) {
-    for (std::int32_t c = 0; c < v_; ++c) launches.emplace_back(end_of_program, c);
-  } else if (v_ > 1) {
-    const std::vector<std::int32_t>& bw = backward_tasks_[ri];
-    std::vector<std::size_t> last(static_cast<std::size_t>(v_), 0);
-    for (std::size_t j = 0; j < bw.size(); ++j) last[static_cast<std::size_t>(chunk_of(bw[j]))] = j;
-    std::vector<bool> launched(static_cast<std::size_t>(v_), false);
-    for (std::size_t k = ri; k < bw.size(); ++k) {
-      const std::size_t j = k - ri;  // grad_sync_virtual_microbatch_id
-      const std::int32_t c = chunk_of(bw[j]);
-      if (last[static_cast<std::size_t>(c)] != j) continue;
-      launches.emplace_back(bw[k], c);
-      launched[static_cast<std::size_t>(c)] = true;
-    }
-    for (std::int32_t c = 0; c < v_; ++c) {
-      if (!launched[static_cast<std::size_t>(c)]) launches.emplace_back(end_of_program, c);
-    }
-  } else if (r == 0) {
-    per_bucket = true;
-    launches.emplace_back(kNoTask, 0);
-  } else {
-    launches.emplace_back(end_of_program, 0);
-  }
-
+  const bool overlap = grad_reduce_overlapped();
+  std::vector<std::vector<DdpBucket>> buckets(static_cast<std::size_t>(v_));
+  for (std::int32_t c = 0; c < v_; ++c) buckets[static_cast<std::size_t>(c)] = buckets_of(r, c);
+  const std::vector<GradSyncLaunch> launches =
+      grad_sync_launches(schedule_.ranks[ri], v_, overlap, buckets);
   std::int32_t stream_prev = dp_stream_last_[ri];  // after the parameter gathers
-  for (const auto& [launch_gate, c] : launches) {
-    const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
+  for (const GradSyncLaunch& l : launches) {
+    const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(l.chunk)];
     if (chunk.grad_sync.empty()) continue;
-    const std::vector<DdpBucket>& buckets = buckets_of(r, c);
-    for (std::size_t b = 0; b < buckets.size(); ++b) {
-      const std::int32_t gate = per_bucket ? bucket_ready(r, c, buckets[b]) : launch_gate;
-      for (const Op& op : chunk.grad_sync) {
-        const Op* what = &op;
-        if (buckets.size() > 1) what = &bucket_op(op, chunk.parameters, buckets, b);
-        const TaskId id =
-            add_op_task(r, c, *what, buckets.size() > 1 ? static_cast<std::int32_t>(b) : -1);
-        if (gate != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(gate)}, id);
-        if (stream_prev != kNoTask && stream_prev != gate) {
-          out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(stream_prev)}, id);
-        }
-        stream_prev = static_cast<std::int32_t>(id.value);
+    const std::vector<DdpBucket>& chunk_buckets = buckets[static_cast<std::size_t>(l.chunk)];
+    const auto b = static_cast<std::size_t>(l.bucket);
+    const std::int32_t gate = l.after_op >= 0 ? bucket_ready(r, l.chunk, chunk_buckets[b])
+                              : l.backward >= 0
+                                  ? backward_tasks_[ri][static_cast<std::size_t>(l.backward)]
+                                  : end_of_program;
+    for (const Op& op : chunk.grad_sync) {
+      const Op* what = &op;
+      if (chunk_buckets.size() > 1) what = &bucket_op(op, chunk.parameters, chunk_buckets, b);
+      const TaskId id =
+          add_op_task(r, l.chunk, *what, chunk_buckets.size() > 1 ? l.bucket : -1, overlap);
+      if (gate != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(gate)}, id);
+      if (stream_prev != kNoTask && stream_prev != gate) {
+        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(stream_prev)}, id);
       }
+      stream_prev = static_cast<std::int32_t>(id.value);
     }
   }
   const std::int32_t last_grad_task = stream_prev;
@@ -293,11 +258,7 @@ const Op& StepBuilder::bucket_op(const Op& op, std::int64_t parameters,
   Op& out = out_.bucket_ops.emplace_back(op);
   auto* coll = std::get_if<CollectiveOp>(&out.shape);
   STEPSIM_ASSERT(coll != nullptr && parameters > 0);
-  const std::int64_t total = coll->bytes;
-  std::int64_t before = 0;
-  for (std::size_t i = 0; i < b; ++i) before += share_of(total, buckets[i].parameters, parameters);
-  coll->bytes =
-      b + 1 == buckets.size() ? total - before : share_of(total, buckets[b].parameters, parameters);
+  coll->bytes = bucket_bytes(coll->bytes, buckets, b, parameters);
   return out;
 }
 

@@ -1,8 +1,10 @@
-#include "ddp_buckets.hpp"
+#include "stepsim/sim/ddp_buckets.hpp"
 
 #include <algorithm>
 #include <string>
 #include <string_view>
+
+#include "stepsim/core/assert.hpp"
 
 namespace stepsim::sim {
 
@@ -116,6 +118,83 @@ Result<std::vector<DdpBucket>> ddp_buckets(const Workload& w, const ChunkPlan& c
     }
   }
   if (open.parameters > 0) out.push_back(open);
+  return out;
+}
+
+}  // namespace stepsim::sim
+
+namespace stepsim::sim {
+
+std::int64_t scaled_share(std::int64_t total, std::int64_t part, std::int64_t whole) {
+  std::int64_t product = 0;
+  if (!__builtin_mul_overflow(total, part, &product)) return product / whole;
+  const std::int64_t remainder = total % whole;
+  return total / whole * part + static_cast<std::int64_t>(static_cast<long double>(remainder) *
+                                                          static_cast<long double>(part) /
+                                                          static_cast<long double>(whole));
+}
+
+std::int64_t bucket_bytes(std::int64_t total, const std::vector<DdpBucket>& buckets, std::size_t b,
+                          std::int64_t parameters) {
+  STEPSIM_ASSERT(b < buckets.size() && parameters > 0);
+  if (b + 1 < buckets.size()) return scaled_share(total, buckets[b].parameters, parameters);
+  std::int64_t before = 0;
+  for (std::size_t i = 0; i < b; ++i)
+    before += scaled_share(total, buckets[i].parameters, parameters);
+  return total - before;
+}
+
+std::vector<GradSyncLaunch> grad_sync_launches(const RankProgram& program,
+                                               std::int32_t virtual_size, bool overlap,
+                                               const std::vector<std::vector<DdpBucket>>& buckets) {
+  const auto v = static_cast<std::size_t>(virtual_size);
+  STEPSIM_ASSERT(buckets.size() == v);
+  std::vector<GradSyncLaunch> out;
+  // Every bucket of chunk c at (backward, after_op).
+  const auto launch = [&](std::int32_t c, std::int32_t backward) {
+    for (std::size_t b = 0; b < buckets[static_cast<std::size_t>(c)].size(); ++b) {
+      out.push_back(GradSyncLaunch{.chunk = c,
+                                   .bucket = static_cast<std::int32_t>(b),
+                                   .backward = backward,
+                                   .after_op = -1});
+    }
+  };
+  if (!overlap) {
+    for (std::int32_t c = 0; c < virtual_size; ++c) launch(c, -1);
+    return out;
+  }
+  std::vector<std::int32_t> chunk_of_backward;
+  for (const Action& a : program.actions) {
+    if (a.type == ActionType::kBackward) chunk_of_backward.push_back(a.chunk);
+  }
+  const std::size_t n = chunk_of_backward.size();
+  if (virtual_size > 1) {
+    std::vector<std::size_t> last(v, 0);
+    for (std::size_t j = 0; j < n; ++j) last[static_cast<std::size_t>(chunk_of_backward[j])] = j;
+    std::vector<bool> launched(v, false);
+    for (std::size_t k = static_cast<std::size_t>(program.rank); k < n; ++k) {
+      const std::size_t j = k - static_cast<std::size_t>(program.rank);
+      const std::int32_t c = chunk_of_backward[j];
+      if (last[static_cast<std::size_t>(c)] != j) continue;
+      launch(c, static_cast<std::int32_t>(k));
+      launched[static_cast<std::size_t>(c)] = true;
+    }
+    for (std::int32_t c = 0; c < virtual_size; ++c) {
+      if (!launched[static_cast<std::size_t>(c)]) launch(c, -1);
+    }
+    return out;
+  }
+  if (program.rank != 0 || n == 0) {
+    launch(0, -1);
+    return out;
+  }
+  const auto last = static_cast<std::int32_t>(n - 1);  // the chunk's (the only one) last backward
+  for (std::size_t b = 0; b < buckets[0].size(); ++b) {
+    out.push_back(GradSyncLaunch{.chunk = 0,
+                                 .bucket = static_cast<std::int32_t>(b),
+                                 .backward = last,
+                                 .after_op = buckets[0][b].ready_op});
+  }
   return out;
 }
 

@@ -212,6 +212,18 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("overlap_param_gather", t.overlap_param_gather);
   j.field("overlap_p2p_comm", t.overlap_p2p_comm);
   j.field("microbatch_group_size_per_vp_stage", t.microbatch_group_size_per_vp_stage);
+  // The other overlaps only when on, so that every other configuration's output stays as it
+  // was.
+  if (t.tp_comm_overlap) {
+    j.field("tp_comm_overlap", true);
+    if (!t.tp_comm_overlap_cfg.empty()) {
+      j.field("tp_comm_overlap_cfg", std::string_view(t.tp_comm_overlap_cfg));
+    }
+  }
+  if (t.defer_embedding_wgrad_compute) {
+    j.field("defer_embedding_wgrad_compute", true);
+    j.field("wgrad_deferral_limit", t.wgrad_deferral_limit);
+  }
   if (uneven_pipeline(t)) write_pipeline_split_json(j, w);
   j.field("dtype", to_string(t.params_dtype));
   if (t.fp8_enabled()) {

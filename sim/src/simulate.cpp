@@ -8,11 +8,12 @@
 #include <string>
 
 #include "build_full_rank.hpp"
-#include "heterogeneity.hpp"
 #include "build_step.hpp"
+#include "heterogeneity.hpp"
 #include "intervals.hpp"
 #include "step_memory.hpp"
 #include "step_timeline.hpp"
+#include "stepsim/core/profile.hpp"
 #include "stepsim/core/rank_layout.hpp"
 #include "stepsim/sim/engine.hpp"
 
@@ -276,14 +277,20 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                  schedule->params.virtual_size == params.virtual_size &&
                  schedule->params.microbatches == params.microbatches &&
                  schedule->params.kind == params.kind);
-  BuildOptions build_options{
-      .serialize_streams = options.serialize_streams,
-      .async_p2p = options.async_p2p,
-      .compute_scale = {},
-      .interference = options.contention ? w.system.interference : Interference{}};
-  EngineOptions engine_options{.contention = options.contention,
-                               .interference = w.system.interference,
-                               .nic_capacity = {}};
+  // What compute and NCCL kernels cost each other: measured on the calibrated machine where
+  // the profile says, else the system file's cited coefficients.
+  Interference interference = w.system.interference;
+  if (const MeasuredInterference* m = cost.interference()) {
+    interference = Interference{.compute_slowdown = m->compute_slowdown,
+                                .collective_slowdown = m->collective_slowdown};
+  }
+  BuildOptions build_options{.serialize_streams = options.serialize_streams,
+                             .async_p2p = options.async_p2p,
+                             .async_grad_reduce = options.async_grad_reduce,
+                             .compute_scale = {},
+                             .interference = options.contention ? interference : Interference{}};
+  EngineOptions engine_options{
+      .contention = options.contention, .interference = interference, .nic_capacity = {}};
   std::optional<BuiltStep> representative;
   std::unique_ptr<FullRankStep> full;
   EngineResult full_run, lane_run;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "build_step.hpp"
-#include "ddp_buckets.hpp"
 #include "stepsim/core/profile.hpp"
+#include "stepsim/sim/ddp_buckets.hpp"
 
 namespace stepsim::sim {
 
@@ -160,7 +160,16 @@ class StepBuilder {
 
   Status add_data_dependencies();
 
-  TaskId add_op_task(std::int32_t r, std::int32_t chunk, const Op& op, std::int32_t bucket);
+  /// `own_stream`: on the op's stream even with serialised streams (async_grad_reduce).
+  TaskId add_op_task(std::int32_t r, std::int32_t chunk, const Op& op, std::int32_t bucket,
+                     bool own_stream = false);
+
+  /// overlap_grad_reduce's reductions run beside the backward (not with serialised streams,
+  /// unless the executor compared with runs them so: async_grad_reduce).
+  bool grad_reduce_overlapped() const {
+    return w_.training.overlap_grad_reduce &&
+           (!options_.serialize_streams || options_.async_grad_reduce);
+  }
 
   // A P2P transfer moves its bytes out of the sender's NIC rail (across nodes) or NVLink
   // port and into the receiver's. NCCL's send/receive kernels take one or two CTAs: no
@@ -189,11 +198,6 @@ class StepBuilder {
   Status make_buckets();
 
   Status add_step_work(std::int32_t r, std::int32_t end_of_program);
-
-  std::int32_t chunk_of(std::int32_t compute_task) const {
-    const Task& t = out_.graph.task(TaskId{static_cast<std::uint32_t>(compute_task)});
-    return out_.actions[static_cast<std::size_t>(t.payload)].action.chunk;
-  }
 
   // The moment a bucket's gradients become final inside chunk `c`'s last backward: a delay
   // task that starts with that backward (same predecessors) and lasts until the end of the

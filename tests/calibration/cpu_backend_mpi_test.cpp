@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "mpi_environment.hpp"
 #include "stepsim/calibration/backend.hpp"
@@ -103,6 +105,43 @@ TEST(CpuBackendMpi, NonBlockingTransferProgressesBesideCompute) {
   (void)b->barrier(GroupId{0});
 }
 
+// Megatron's overlapped gradient reduction (overlap_grad_reduce): posted collectives run in
+// posting order on the backend's collective thread while the rank computes, on the world and
+// on a split group alike.
+TEST(CpuBackendMpi, PostedCollectivesRunInOrderBesideTheCaller) {
+  auto b = cpu();
+  ASSERT_TRUE(b->async_collectives()) << "MPI did not give MPI_THREAD_MULTIPLE";
+  ASSERT_TRUE(b->align_clocks().ok());
+  auto pairs = b->split(b->world_rank() / 2, b->world_rank());
+  ASSERT_TRUE(pairs.ok());
+  ASSERT_TRUE(b->barrier(GroupId{0}).ok());
+  const std::int64_t bytes = std::int64_t{8} << 20;
+  const CollectiveOp reduce{.kind = CollectiveKind::kAllReduce,
+                            .group = CommGroup::kData,
+                            .bytes = bytes,
+                            .group_size = b->world_size()};
+  auto first = b->post_collective(reduce, GroupId{0});
+  auto second = b->post_collective(CollectiveOp{.kind = CollectiveKind::kAllGather,
+                                                .group = CommGroup::kData,
+                                                .bytes = bytes,
+                                                .group_size = b->group_size(pairs.value())},
+                                   pairs.value());
+  ASSERT_TRUE(first.ok() && second.ok());
+  // The caller does something else than MPI for 0.4 s (sleeps, so that the collective thread
+  // has the core: what it costs a computing caller is calibration's interference figure).
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const double waited = b->now_s();
+  auto a = b->wait_collective(second.value());  // waited for out of order: fine
+  auto c = b->wait_collective(first.value());
+  ASSERT_TRUE(a.ok() && c.ok());
+  EXPECT_LE(c->completed_s, a->completed_s);  // run in posting order
+  EXPECT_GE(c->completed_s, c->posted_s);
+  EXPECT_LT(a->completed_s, waited - 0.1)
+      << "posted " << a->posted_s << " completed " << a->completed_s << " waited " << waited;
+  EXPECT_FALSE(b->wait_collective(first.value()).ok());  // a handle is waited for once
+  (void)b->barrier(GroupId{0});
+}
+
 TEST(CpuBackendMpi, GatherAndClocks) {
   auto b = cpu();
   auto offset = b->align_clocks();
@@ -151,6 +190,16 @@ TEST(RunCalibrationMpi, MeasuresCollectivesAndMessages) {
   for (const auto& c : p.collectives) EXPECT_GT(c.seconds, 0.0);
   EXPECT_FALSE(p.collective_fits.empty());
   EXPECT_FALSE(p.p2p_fits.empty());
+  // Then the interference microbenchmark: the largest GEMM beside an all-reduce over the
+  // world of the largest world collective's size (a 64^3 GEMM call is far shorter than it).
+  ASSERT_TRUE(p.interference.measured());
+  EXPECT_EQ(p.interference.gemm, "fp32 m=64 n=64 k=64");
+  EXPECT_EQ(p.interference.collective,
+            "all_reduce of 1048576 bytes over " + std::to_string(b->world_size()) + " ranks");
+  for (const double x : {p.interference.compute_slowdown, p.interference.collective_slowdown}) {
+    EXPECT_GE(x, 1.0);
+    EXPECT_LE(x, 10.0);
+  }
 }
 
 }  // namespace

@@ -17,23 +17,33 @@ rm -rf "$work"
 mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
-# Each step of this scenario has a few hundred tasks per rank: task 600 is in a measured step
+# validate CASE SCENARIO TASK [OPTIONS...]: world rank 1 hangs at its task TASK; the job must
+# fail, the watchdog name the hung rank 1 and rank 0 write a partial report
+# ($work/partial-CASE.json, complete=false). Output in $work/CASE.out and $work/CASE.err.
+hang() {
+  local name=$1 file=$2 task=$3
+  shift 3
+  "${mpirun[@]}" -np 2 "$bin" validate "$file" --backend cpu --warmup 1 --steps 3 \
+    --timeout 3 --fail-rank 1 --fail-at-task "$task" --out "$work/partial-$name.json" "$@" \
+    > "$work/$name.out" 2> "$work/$name.err"
+  local status=$?
+  cat "$work/$name.err"
+  [ "$status" -ne 0 ] || fail "a hung rank must make validate fail ($name, status $status)"
+  grep -q "waiting for rank(s) 1" "$work/$name.err" || fail "the message must name the hung rank 1 ($name)"
+  [ -s "$work/partial-$name.json" ] || fail "rank 0 must write the partial report ($name)"
+  grep -q '"complete": false' "$work/partial-$name.json" ||
+    fail "the partial report must say complete=false ($name)"
+}
+
+# Each step of this scenario has a few hundred tasks per rank: task 800 is in a measured step
 # (warm-up 1, then 3 measured), after at least one complete measured step.
-"${mpirun[@]}" -np 2 "$bin" validate "$scenario" --backend cpu --warmup 1 --steps 3 \
-  --timeout 3 --fail-rank 1 --fail-at-task 800 --out "$work/partial.json" \
-  > "$work/hang.out" 2> "$work/hang.err"
-status=$?
-cat "$work/hang.err"
-[ "$status" -ne 0 ] || fail "a hung rank must make validate fail (status $status)"
+hang hang "$scenario" 800
 grep -q "rank 0 (pipeline stage 0" "$work/hang.err" || fail "the message must name the rank that stopped"
-grep -q "waiting for rank(s) 1" "$work/hang.err" || fail "the message must name the hung rank 1"
 grep -q "in step [0-9]*, task [0-9]* '" "$work/hang.err" || fail "the message must name the task"
-[ -s "$work/partial.json" ] || fail "rank 0 must write the partial report"
-grep -q '"complete": false' "$work/partial.json" || fail "the partial report must say complete=false"
-grep -q "nominal figures of system 'cpu-localhost'" "$work/partial.json" ||
+grep -q "nominal figures of system 'cpu-localhost'" "$work/partial-hang.json" ||
   fail "a report whose prediction is not calibrated on this machine must say so"
-grep -q '"measured_step_time_s": 0\.[0-9]*[1-9]' "$work/partial.json" ||
-  grep -q '"measured_step_time_s": [1-9]' "$work/partial.json" ||
+grep -q '"measured_step_time_s": 0\.[0-9]*[1-9]' "$work/partial-hang.json" ||
+  grep -q '"measured_step_time_s": [1-9]' "$work/partial-hang.json" ||
   fail "the partial report must keep the measured step(s)"
 
 "${mpirun[@]}" -np 2 "$bin" validate "$scenario" --backend cpu --warmup 1 --steps 3 \
@@ -44,33 +54,14 @@ status=$?
 # Interleaved calibration (--calibrate: 3 rounds of calibration, each followed by 1 warm-up
 # and 1 measured step): rank 1 (stage 1, ~330 tasks a step) hangs at its task 900, in the
 # second round's steps (tasks 660-1320). The partial report keeps the first round's step.
-"${mpirun[@]}" -np 2 "$bin" validate "$scenario" --backend cpu --warmup 1 --steps 3 \
-  --calibrate "$work/profile.json" --timeout 3 --fail-rank 1 --fail-at-task 900 \
-  --out "$work/partial-rounds.json" > "$work/rounds.out" 2> "$work/rounds.err"
-status=$?
-cat "$work/rounds.err"
-[ "$status" -ne 0 ] || fail "a rank hung between calibration rounds must make validate fail"
-grep -q "waiting for rank(s) 1" "$work/rounds.err" || fail "the message must name the hung rank 1"
-[ -s "$work/partial-rounds.json" ] || fail "rank 0 must write the partial report (rounds)"
-grep -q '"complete": false' "$work/partial-rounds.json" ||
-  fail "the partial report must say complete=false (rounds)"
+hang rounds "$scenario" 900 --calibrate "$work/profile.json"
 grep -q '"measured_step_times_s": \[$' "$work/partial-rounds.json" &&
   grep -A1 '"measured_step_times_s": \[$' "$work/partial-rounds.json" | grep -q '[0-9]' ||
   fail "the partial report must keep the first round's measured step"
 # Megatron's non-blocking P2P calls (pp2-interleaved, overlap_p2p_comm) run beside the compute
 # on the CPU backend's progress thread: rank 0 then blocks waiting for a transfer that rank 1,
 # hung, never posts; the watchdog names that call and rank 1 all the same.
-interleaved="$scenarios/validation/pp2-interleaved.json"
-"${mpirun[@]}" -np 2 "$bin" validate "$interleaved" --backend cpu --warmup 1 --steps 3 \
-  --timeout 3 --fail-rank 1 --fail-at-task 800 --out "$work/partial-async.json" \
-  > "$work/async.out" 2> "$work/async.err"
-status=$?
-cat "$work/async.err"
-[ "$status" -ne 0 ] || fail "a hung rank must make validate fail (non-blocking P2P)"
-grep -q "waiting for rank(s) 1" "$work/async.err" ||
-  fail "the message must name the hung rank 1 (non-blocking P2P)"
+hang async "$scenarios/validation/pp2-interleaved.json" 800
 grep -q '"async_p2p": true' "$work/partial-async.json" ||
   fail "the partial report must say the P2P calls ran beside the compute"
-grep -q '"complete": false' "$work/partial-async.json" ||
-  fail "the partial report must say complete=false (non-blocking P2P)"
 echo "fault handling ok"

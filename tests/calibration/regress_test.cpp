@@ -33,9 +33,9 @@ CostModelFactory fixed_factory() {
   };
 }
 
-double predict_fixed(const Workload& w, bool async_p2p = false) {
+double predict_fixed(const Workload& w, bool async_p2p = false, bool async_grad = false) {
   const testing::FixedCost cost(1e-4);
-  auto r = sim::simulate(w, decompose(w), cost, validation_simulate_options(async_p2p));
+  auto r = sim::simulate(w, decompose(w), cost, validation_simulate_options(async_p2p, async_grad));
   EXPECT_TRUE(r.ok());
   return r->prediction.step_time_s;
 }
@@ -52,10 +52,12 @@ class RegressTest : public ::testing::Test {
 
   /// Records `measured_s` for the pp2-1f1b scenario with `overrides`.
   std::string record(double measured_s, ScaleOverrides overrides = {},
-                     const std::string& scenario = kPp2, bool async_p2p = false) {
+                     const std::string& scenario = kPp2, bool async_p2p = false,
+                     bool async_grad = false) {
     ValidationReport r;
     r.scenario = "validation-pp2-1f1b";
     r.async_p2p = async_p2p;
+    r.async_grad_reduce = async_grad;
     r.backend = "cpu";
     r.world_size = 2;
     r.warmup_steps = 1;
@@ -160,6 +162,28 @@ TEST_F(RegressTest, RePredictsTheExecutionTheRecordSays) {
   auto old = load_record(path);
   ASSERT_TRUE(old.ok()) << format_errors(old.errors());
   EXPECT_FALSE(old->async_p2p);
+  run = regress(dir_.string(), 0.1, kScenarios, fixed_factory());
+  ASSERT_TRUE(run.ok());
+  EXPECT_NEAR(run->rows.at(0).predicted_step_time_s, serial, 1e-12);
+}
+
+// The same for overlap_grad_reduce's reductions beside the backward (dp2-overlap).
+TEST_F(RegressTest, RePredictsTheGradientReductionTheRecordSays) {
+  const std::string scenario = std::string(kScenarios) + "/validation/dp2-overlap.json";
+  const Workload w = load(scenario);
+  const double serial = predict_fixed(w, true, false);
+  const double async = predict_fixed(w, true, true);
+  ASSERT_LT(async, serial);
+  const std::string path = record(async, {}, scenario, true, true);
+  auto r = load_record(path);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  EXPECT_TRUE(r->async_grad_reduce);
+  auto run = regress(dir_.string(), 0.1, kScenarios, fixed_factory());
+  ASSERT_TRUE(run.ok()) << format_errors(run.errors());
+  EXPECT_NEAR(run->rows.at(0).predicted_step_time_s, async, 1e-12);
+  auto j = nlohmann::json::parse(std::ifstream(path));
+  j.erase("async_grad_reduce");  // a record written before the key existed
+  std::ofstream(path) << j.dump();
   run = regress(dir_.string(), 0.1, kScenarios, fixed_factory());
   ASSERT_TRUE(run.ok());
   EXPECT_NEAR(run->rows.at(0).predicted_step_time_s, serial, 1e-12);

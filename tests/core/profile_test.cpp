@@ -43,6 +43,10 @@ Profile sample_profile() {
                      .layer_forward_host_s = 1.0e-3,
                      .layer_backward_host_s = 1.8e-3,
                      .citation = "measured here"};
+  p.interference = MeasuredInterference{.compute_slowdown = 1.0 + 1.0 / 3.0,
+                                        .collective_slowdown = 2.5,
+                                        .gemm = "fp32 m=64 n=64 k=64",
+                                        .collective = "all_reduce of 1048576 bytes over 2 ranks"};
   fit_profile(p);
   return p;
 }
@@ -90,9 +94,29 @@ TEST(ProfileJson, HostSectionIsOptionalAndChecked) {
   EXPECT_NE(msg.find("host.citatoin"), std::string::npos) << msg;
 }
 
+// Calibration's interference microbenchmark: optional, two ratios in [1, 10] and what was timed.
+TEST(ProfileJson, InterferenceSectionIsOptionalAndChecked) {
+  Profile p = sample_profile();
+  p.interference = MeasuredInterference{};
+  const std::string without = profile_to_json(p);
+  EXPECT_EQ(without.find("\"interference\""), std::string::npos);
+  const Result<Profile> back = parse_profile(without, "no-interference.json");
+  ASSERT_TRUE(back.ok()) << format_errors(back.errors());
+  EXPECT_FALSE(back.value().interference.measured());
+  std::string bad = profile_to_json(sample_profile());
+  bad.replace(bad.find("\"collective_slowdown\": 2.5"), 26, "\"collective_slowdown\": 0.5");
+  const Result<Profile> r = parse_profile(bad, "bad-interference.json");
+  ASSERT_FALSE(r.ok());
+  const std::string msg = format_errors(r.errors());
+  EXPECT_NE(msg.find("interference.collective_slowdown=0.5 must be between 1 and 10"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(ProfileJson, MissingFitsAreMadeFromSamples) {
   Profile p = sample_profile();
   p.host = HostCosts{};  // written after the fits, which the cut below drops
+  p.interference = MeasuredInterference{};
   std::string text = profile_to_json(p);
   // Drop the three fit keys: what a hand-written public profile looks like.
   const auto cut = text.find(",\n  \"memory_fit\"");

@@ -21,8 +21,14 @@ struct P2PHandle {
   bool operator==(const P2PHandle&) const = default;
 };
 
-/// When a non-blocking call was posted and when its transfers were seen done, on the aligned
-/// clock (Backend::now_s), seconds.
+/// A collective posted without blocking (Backend::post_collective).
+struct CollectiveHandle {
+  std::int64_t value = -1;
+  bool operator==(const CollectiveHandle&) const = default;
+};
+
+/// When a non-blocking call (point-to-point or collective) was posted and when it was seen
+/// done, on the aligned clock (Backend::now_s), seconds.
 struct P2PCompletion {
   double posted_s = 0;
   double completed_s = 0;
@@ -83,6 +89,24 @@ class Backend {
   /// Blocks until every transfer of `h` is done; each handle is waited for once.
   virtual Result<P2PCompletion> wait_p2p(P2PHandle /*h*/) {
     return Error{"", "", name() + " backend: no non-blocking point-to-point path",
+                 ErrorKind::kInternal};
+  }
+
+  /// Megatron's overlapped gradient reduction (overlap_grad_reduce: DDP's buckets reduced with
+  /// async_op=True on NCCL's stream while the backward goes on): whether post_collective and
+  /// wait_collective run a collective beside the caller's own work. The CPU backend runs them,
+  /// in posting order, on a thread of its own when MPI gives MPI_THREAD_MULTIPLE. false: the
+  /// executor runs such collectives where the serialised order puts them.
+  virtual bool async_collectives() const { return false; }
+  /// Posts collective `op` over `group` (unverified, buffers of its own) and returns at once.
+  /// Every member posts the group's collectives in the same order. Needs async_collectives().
+  virtual Result<CollectiveHandle> post_collective(const CollectiveOp& /*op*/, GroupId /*group*/) {
+    return Error{"", "", name() + " backend: no non-blocking collective path",
+                 ErrorKind::kInternal};
+  }
+  /// Blocks until collective `h` is done; each handle is waited for once.
+  virtual Result<P2PCompletion> wait_collective(CollectiveHandle /*h*/) {
+    return Error{"", "", name() + " backend: no non-blocking collective path",
                  ErrorKind::kInternal};
   }
 

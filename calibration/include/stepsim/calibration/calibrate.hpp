@@ -51,6 +51,10 @@ struct CalibrationOptions {
   std::vector<std::string> notes;  ///< copied into the profile
   /// Testing aid: stop (as if interrupted) after measuring this many new points; -1: never.
   std::int64_t stop_after = -1;
+  /// After the points, the interference microbenchmark (a GEMM beside a collective and the
+  /// collective beside GEMMs) where the backend runs collectives beside its caller and there
+  /// are two or more ranks: the profile's "interference".
+  bool interference = true;
 };
 
 struct CalibrationRun {

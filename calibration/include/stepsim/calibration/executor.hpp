@@ -104,6 +104,8 @@ struct ExecTask {
   /// kind == kComm: Megatron posts the call without blocking (overlap_p2p_comm) and, with
   /// build_stage_tasks' `async_p2p`, the executor posts it (Backend::post_p2p) and goes on;
   /// its timing runs from the post to the moment the backend saw its transfers done.
+  /// kind == kOp: a DDP bucket's gradient reduction posted (Backend::post_collective) with
+  /// `async_grad_reduce`; timed from the post to its completion likewise.
   bool async = false;
   /// Transfers of earlier tasks of the same list, posted without blocking, that must be done
   /// before this task starts: Megatron's handle.wait() calls (one handle per transfer: with
@@ -111,7 +113,7 @@ struct ExecTask {
   /// such transfer not waited for yet.
   struct Wait {
     std::int32_t task = 0;      ///< index in the list
-    std::int32_t transfer = 0;  ///< index in that task's `transfers`
+    std::int32_t transfer = 0;  ///< index in that task's `transfers`; -1: its collective
     bool operator==(const Wait&) const = default;
     auto operator<=>(const Wait&) const = default;
   };
@@ -136,9 +138,12 @@ struct ExecTask {
 /// in chunk order (Megatron's finalize_model_grads), then the step ops. `plan` must be
 /// decompose(w), `schedule` the one simulate() used for w. `async_p2p` (Backend::async_p2p): the
 /// non-blocking calls are ExecTask::async and the tasks after Megatron's waits carry them.
+/// `async_grad_reduce` (Backend::async_collectives) with overlap_grad_reduce: each DDP
+/// bucket's reduction is an async task where Megatron issues it (inside or after a backward:
+/// sim::grad_sync_launches, the simulator's own), and the first step op waits for them all.
 std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& plan,
                                         const sim::Schedule& schedule, std::int32_t stage,
-                                        bool async_p2p = false);
+                                        bool async_p2p = false, bool async_grad_reduce = false);
 
 /// Point-to-point tag of a transfer, equal on sender and receiver:
 /// derived from (tensor kind, microbatch, producer virtual stage).
@@ -160,6 +165,9 @@ struct Measurement {
   RankLayout layout;
   /// The backend ran non-blocking P2P calls beside the rank's compute (Backend::async_p2p).
   bool async_p2p = false;
+  /// overlap_grad_reduce's bucket reductions ran beside the backward on the backend's
+  /// collective thread (Backend::async_collectives, with overlap_grad_reduce).
+  bool async_grad_reduce = false;
   std::vector<std::vector<ExecTask>> stage_tasks;  ///< per pipeline rank
   std::vector<std::vector<std::vector<TaskTiming>>> steps;
   std::vector<double> step_times_s;  ///< per measured step: last end - first start, all ranks

@@ -36,6 +36,9 @@ struct Record {
   /// The executor ran non-blocking P2P calls beside the compute (ValidationReport::async_p2p);
   /// the re-prediction models the same. false in records written before it existed.
   bool async_p2p = false;
+  /// overlap_grad_reduce's reductions ran beside the backward
+  /// (ValidationReport::async_grad_reduce); false in records written before it existed.
+  bool async_grad_reduce = false;
   double measured_step_time_s = 0;
   std::vector<double> measured_step_times_s;
   std::vector<StageFigures> measured_stages;

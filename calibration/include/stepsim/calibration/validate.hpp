@@ -30,8 +30,10 @@ Result<Workload> apply_overrides(Workload w, const ScaleOverrides& o);
 
 /// The prediction options that describe what the executor runs: streams serialised, and
 /// Megatron's non-blocking P2P calls beside the compute when the backend runs them so
-/// (`async_p2p`: Backend::async_p2p, Measurement::async_p2p).
-sim::SimulateOptions validation_simulate_options(bool async_p2p);
+/// (`async_p2p`: Backend::async_p2p, Measurement::async_p2p), and overlap_grad_reduce's bucket
+/// reductions beside the backward when it runs them so (`async_grad_reduce`:
+/// Measurement::async_grad_reduce).
+sim::SimulateOptions validation_simulate_options(bool async_p2p, bool async_grad_reduce = false);
 
 /// Compute/communication/idle time of one stage's representative rank in one timeline.
 struct StageFigures {
@@ -94,6 +96,9 @@ struct ValidationReport {
   /// Non-blocking P2P calls ran beside the compute, in the measurement and the prediction
   /// (Measurement::async_p2p); false: every call completed where it was issued.
   bool async_p2p = false;
+  /// overlap_grad_reduce's bucket reductions ran beside the backward, in the measurement and
+  /// the prediction (Measurement::async_grad_reduce).
+  bool async_grad_reduce = false;
   double predicted_step_time_s = 0;
   double measured_step_time_s = 0;  ///< median over the measured steps
   double relative_error = 0;        ///< (predicted - measured) / measured

@@ -67,6 +67,9 @@ class CalibratedCostModel final : public CostModel {
   const HostCosts* host() const override {
     return profile_->host.measured() ? &profile_->host : nullptr;
   }
+  const MeasuredInterference* interference() const override {
+    return profile_->interference.measured() ? &profile_->interference : nullptr;
+  }
 
   const Profile& profile() const { return *profile_; }
 

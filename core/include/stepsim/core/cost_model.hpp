@@ -11,6 +11,7 @@
 namespace stepsim {
 
 struct HostCosts;
+struct MeasuredInterference;
 
 class CostModel {
  public:
@@ -31,6 +32,10 @@ class CostModel {
   /// The host's cost of issuing kernels, where measured (a profile's "host" section); null:
   /// the host is not modelled (kernels start when their stream and inputs allow).
   virtual const HostCosts* host() const { return nullptr; }
+
+  /// Compute-communication interference measured on the calibrated machine (a profile's
+  /// "interference" section); null: the system file's coefficients apply.
+  virtual const MeasuredInterference* interference() const { return nullptr; }
 
   /// Dispatch on the op's shape.
   double op_s(const Op& op) const;

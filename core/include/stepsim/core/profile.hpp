@@ -100,6 +100,19 @@ struct HostCosts {
   bool operator==(const HostCosts&) const = default;
 };
 
+/// Compute-communication interference on the calibrated machine (calibrate's microbenchmark,
+/// run on two or more ranks by a backend that runs a collective beside the caller's work): a
+/// GEMM timed alone and while a collective is in flight, the collective alone and while GEMMs
+/// run back to back on the same device. Absent: the system file's cited coefficients apply.
+struct MeasuredInterference {
+  double compute_slowdown = 1;     ///< the GEMM's time beside the collective over alone
+  double collective_slowdown = 1;  ///< the collective's time beside GEMMs over alone
+  std::string gemm;                ///< the GEMM timed, e.g. "fp32 m=1024 n=1024 k=1024"
+  std::string collective;          ///< e.g. "all_reduce of 16777216 bytes over 2 ranks"
+  bool measured() const { return !gemm.empty(); }
+  bool operator==(const MeasuredInterference&) const = default;
+};
+
 struct Profile {
   int format_version = 1;
   std::string machine;   ///< host / GPU identity
@@ -120,6 +133,7 @@ struct Profile {
   std::vector<P2PFit> p2p_fits;
 
   HostCosts host;  ///< optional ("host" in the file)
+  MeasuredInterference interference;  ///< optional ("interference" in the file)
 
   bool operator==(const Profile&) const = default;
 };

@@ -31,6 +31,7 @@ class CostMemo final : public CostModel {
   std::string describe() const override { return model_->describe(); }
   std::vector<std::string> warnings() const override { return model_->warnings(); }
   const HostCosts* host() const override { return model_->host(); }
+  const MeasuredInterference* interference() const override { return model_->interference(); }
 
   const CostModel& model() const { return *model_; }
   std::size_t size() const { return memo_.size(); }

@@ -133,6 +133,11 @@ struct SimulateOptions {
   /// the validator's CPU backend runs them on a progress thread of its own
   /// (calib::Backend::async_p2p). Without serialize_streams they always do.
   bool async_p2p = false;
+  /// With serialize_streams: overlap_grad_reduce's bucket reductions still run on the data-
+  /// parallel stream beside the backward, issued where Megatron issues them
+  /// (grad_sync_launches), as the validator's CPU backend runs them on a thread of its own
+  /// (calib::Backend::async_collectives). Without serialize_streams they always do.
+  bool async_grad_reduce = false;
   /// A schedule already built for schedule_params_of(w) (with `gpipe` applied), to reuse
   /// across configurations that share it (sweeps); nullptr: build it.
   std::shared_ptr<const Schedule> schedule;
