@@ -87,17 +87,7 @@ std::vector<P2PRequest> Runner::requests_of(const ExecTask& t) const {
 }
 
 Result<GroupId> Runner::group_of(const ExecTask& t, const CollectiveOp& s) const {
-  const GroupId g = s.group == CommGroup::kTensor               ? groups_.tp
-                    : s.group == CommGroup::kData               ? groups_.dp
-                    : s.group == CommGroup::kExpert             ? groups_.ep
-                    : s.group == CommGroup::kExpertTensor       ? groups_.etp
-                    : s.group == CommGroup::kExpertTensorExpert ? groups_.etp_ep
-                    : s.group == CommGroup::kExpertData         ? groups_.edp
-                    : s.group == CommGroup::kContext            ? groups_.cp
-                    : s.group == CommGroup::kContextA2a         ? groups_.cp_a2a
-                    : s.group == CommGroup::kTensorData         ? groups_.tp_dp
-                    : s.group == CommGroup::kGradStats          ? groups_.grad_stats
-                                                                : groups_.embedding;
+  const GroupId g = groups_.of(s.group);
   if (b_.group_size(g) != s.group_size) {
     return Error{"", "",
                  t.name + ": " + std::string(to_string(s.group)) + " group of rank " +

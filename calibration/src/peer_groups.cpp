@@ -253,4 +253,32 @@ std::string join_ranks(std::vector<std::int32_t> ranks, std::int32_t me) {
   return s.str();
 }
 
+GroupId Groups::of(CommGroup g) const {
+  switch (g) {
+    case CommGroup::kTensor:
+      return tp;
+    case CommGroup::kData:
+      return dp;
+    case CommGroup::kExpert:
+      return ep;
+    case CommGroup::kExpertTensor:
+      return etp;
+    case CommGroup::kExpertTensorExpert:
+      return etp_ep;
+    case CommGroup::kExpertData:
+      return edp;
+    case CommGroup::kContext:
+      return cp;
+    case CommGroup::kContextA2a:
+      return cp_a2a;
+    case CommGroup::kTensorData:
+      return tp_dp;
+    case CommGroup::kGradStats:
+      return grad_stats;
+    case CommGroup::kEmbedding:
+      return embedding;
+  }
+  return embedding;
+}
+
 }  // namespace stepsim::calib

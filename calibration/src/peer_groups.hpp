@@ -32,6 +32,8 @@ struct Groups {
   GroupId grad_stats;
   // With experts (RankLayout::moe): Megatron's expert groups.
   GroupId ep, etp, etp_ep, edp;
+  /// The group a collective over `g` runs on.
+  GroupId of(CommGroup g) const;
 };
 
 /// Megatron's process groups of rank `me`, made with Backend::split (a collective over the

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "import_environment.hpp"
 #include "stepsim/core/import.hpp"
 #include "stepsim/core/schema.hpp"
 
@@ -50,57 +51,6 @@ const std::vector<FlagSpec>& flag_table() {
     return out;
   }();
   return table;
-}
-
-/// A shell assignment before the launcher ("NVTE_FWD_LAYERNORM_SM_MARGIN=16"): a name of
-/// letters, digits and underscores (not starting with a digit), '=' and the value.
-bool is_assignment(std::string_view word) {
-  const auto eq = word.find('=');
-  if (eq == 0 || eq == std::string_view::npos) return false;
-  if (word.front() >= '0' && word.front() <= '9') return false;
-  return std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(eq), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
-/// NCCL's variables that change which algorithm, protocol, channels or transport a collective
-/// or a transfer runs with (NCCL's docs, "Environment Variables"): stepsim prices collectives
-/// as NCCL's own tuning chooses them.
-constexpr std::string_view kNcclTuning[] = {"NCCL_ALGO",
-                                            "NCCL_PROTO",
-                                            "NCCL_NVLS_ENABLE",
-                                            "NCCL_MIN_NCHANNELS",
-                                            "NCCL_MAX_NCHANNELS",
-                                            "NCCL_MIN_CTAS",
-                                            "NCCL_MAX_CTAS",
-                                            "NCCL_BUFFSIZE",
-                                            "NCCL_NTHREADS",
-                                            "NCCL_P2P_NET_CHUNKSIZE",
-                                            "NCCL_P2P_NVL_CHUNKSIZE",
-                                            "NCCL_P2P_PCI_CHUNKSIZE",
-                                            "NCCL_NCHANNELS_PER_NET_PEER",
-                                            "NCCL_CROSS_NIC",
-                                            "NCCL_P2P_LEVEL",
-                                            "NCCL_P2P_DISABLE",
-                                            "NCCL_SHM_DISABLE",
-                                            "NCCL_IB_DISABLE",
-                                            "NCCL_NET_GDR_LEVEL",
-                                            "NCCL_COLLNET_ENABLE",
-                                            "NCCL_IB_QPS_PER_CONNECTION",
-                                            "NCCL_TOPO_FILE",
-                                            "NCCL_GRAPH_FILE",
-                                            "NCCL_TUNER_PLUGIN"};
-
-/// The value Megatron-Core sets Transformer Engine's attention variable `name` to for the
-/// attention backend `backend` (LanguageModule._set_attention_backend: it asserts that a
-/// value already in the environment is that one).
-char expected_attention_env(std::string_view name, std::string_view backend) {
-  if (backend == "local") return '0';
-  if (backend == "auto") return '1';
-  const bool on = (name == "NVTE_FLASH_ATTN" && backend == "flash") ||
-                  (name == "NVTE_FUSED_ATTN" && backend == "fused") ||
-                  (name == "NVTE_UNFUSED_ATTN" && backend == "unfused");
-  return on ? '1' : '0';
 }
 
 /// The byte offset of the first byte of `text` that is not valid UTF-8 (as a scenario file
@@ -262,14 +212,8 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
 
   // The environment the line sets for the job: the assignments before the launcher (and, on
   // a line of flags only, before the first flag).
-  std::vector<std::pair<std::string, std::string>> environment;
-  const std::size_t env_end = first_flag > 0 ? first_flag : args.size();
-  for (std::size_t i = 0; i < env_end; ++i) {
-    if (first_flag == 0 && !is_assignment(args[i])) break;
-    if (!is_assignment(args[i])) continue;
-    const auto eq = args[i].find('=');
-    environment.emplace_back(args[i].substr(0, eq), args[i].substr(eq + 1));
-  }
+  const std::vector<detail::Assignment> environment =
+      detail::environment_of(args, first_flag > 0 ? first_flag : args.size(), first_flag == 0);
   for (std::size_t i = 0; i < first_flag; ++i) {
     const std::string& a = args[i];
     std::int64_t v = 0;
@@ -395,58 +339,11 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       model.contains("attention_backend") && model["attention_backend"].is_string()
           ? model["attention_backend"].get<std::string>()
           : std::string("auto");
-  for (const auto& assignment : environment) {
-    // Named copies: a lambda below compares with the name (clang 14 cannot capture a
-    // structured binding).
-    const std::string& name = assignment.first;
-    const std::string& value = assignment.second;
-    const std::string word = name + "=" + value;
-    const auto row = std::find_if(scenario_schema().begin(), scenario_schema().end(),
-                                  [&](const KeyInfo& k) { return k.env == name; });
-    if (row != scenario_schema().end()) {
-      std::int64_t v = 0;
-      if (!parse_int(value, v) || v < 0) {
-        errors.push_back(Error{kLabel, name, "=" + value + " must be an integer >= 0"});
-      } else {
-        training[std::string(row->key.substr(row->key.find('.') + 1))] = v;
-      }
-      continue;
-    }
-    if (name == "NVTE_FLASH_ATTN" || name == "NVTE_FUSED_ATTN" || name == "NVTE_UNFUSED_ATTN") {
-      const char want = expected_attention_env(name, backend);
-      if (value != std::string(1, want)) {
-        errors.push_back(Error{kLabel, name,
-                               "=" + value + " contradicts attention_backend=" + backend +
-                                   ": Megatron-Core expects " + name + "=" + want +
-                                   " and stops (\"unset NVTE_FLASH_ATTN, NVTE_FUSED_ATTN and "
-                                   "NVTE_UNFUSED_ATTN. Use the --attention-backend argument\")"});
-      } else {
-        out.ignored_flags.push_back(word);  // what Megatron-Core sets anyway
-      }
-      continue;
-    }
-    if (name.starts_with("NVTE_")) {
-      unmodelled.emplace_back(word,
-                              " is a Transformer Engine setting that changes its kernels, "
-                              "and stepsim does not model it yet");
-      continue;
-    }
-    if (std::find(std::begin(kNcclTuning), std::end(kNcclTuning), name) != std::end(kNcclTuning)) {
-      unmodelled.emplace_back(word,
-                              " changes how NCCL runs collectives, and stepsim prices them "
-                              "as NCCL's own tuning chooses");
-      continue;
-    }
-    if (name == "CUDA_DEVICE_MAX_CONNECTIONS" && value != "1") {
-      unmodelled.emplace_back(word,
-                              ": kernels of several streams may then start out of the "
-                              "order the program issues them in; stepsim models one "
-                              "hardware queue (the 1 Megatron asks for with TP and "
-                              "sequence parallelism)");
-      continue;
-    }
-    out.ignored_flags.push_back(word);  // paths, logging, allocator and launcher settings
-  }
+  detail::ImportedEnvironment env = detail::import_environment(environment, backend, kLabel);
+  for (const auto& [key, value] : env.training) training[key] = value;
+  out.ignored_flags.insert(out.ignored_flags.end(), env.ignored.begin(), env.ignored.end());
+  unmodelled.insert(unmodelled.end(), env.unmodelled.begin(), env.unmodelled.end());
+  errors.insert(errors.end(), env.errors.begin(), env.errors.end());
   for (const auto& [flag, why] : unmodelled) {
     if (options.allow_unmodelled) {
       out.unmodelled.push_back(flag);
