@@ -113,7 +113,13 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   r.predicted_step_time_s = prediction.step_time_s;
   r.complete = measured.complete;
   r.failure = measured.failure;
-  r.async_p2p = measured.async_p2p;
+  // Non-blocking P2P calls ran beside the compute only where the schedule has some
+  // (overlap_p2p_comm): a backend that could run them says nothing about a schedule without.
+  bool posted = false;
+  for (const auto& tasks : measured.stage_tasks) {
+    for (const ExecTask& t : tasks) posted = posted || (t.async && t.kind == ExecTask::Kind::kComm);
+  }
+  r.async_p2p = measured.async_p2p && posted;
   r.async_grad_reduce = measured.async_grad_reduce;
   if (measured.step_times_s.empty()) {
     r.notes.push_back("no measured step completed");

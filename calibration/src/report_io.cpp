@@ -91,12 +91,16 @@ std::string format_report_text(const ValidationReport& r) {
       "           on the backend's clock (no operand setup/checks): %.3f ms, error %+.1f%%\n",
       r.measured_backend_step_time_s * 1e3, r.backend_relative_error * 100.0);
   s << line;
-  s << (r.async_p2p ? "non-blocking P2P calls ran beside the compute (overlap_p2p_comm), on the "
-                      "backend's progress thread\n"
-                    : "every call completed where it was issued (streams serialised)\n");
+  if (r.async_p2p) {
+    s << "non-blocking P2P calls ran beside the compute (overlap_p2p_comm), on the backend's "
+         "progress thread\n";
+  }
   if (r.async_grad_reduce) {
     s << "the gradient buckets' reductions ran beside the backward (overlap_grad_reduce), on "
          "the backend's collective thread\n";
+  }
+  if (!r.async_p2p && !r.async_grad_reduce) {
+    s << "every call completed where it was issued (streams serialised)\n";
   }
   s << "stage   busy pred/meas (ms)   comm pred/meas (ms)   overlap pred/meas (ms)   idle "
        "pred/meas (ms)   meas waiting for peers (ms)   backend overhead (ms)\n";
