@@ -17,23 +17,22 @@ void check_tp_overlap(const Workload& w, Checker& check) {
   // Transformer Engine's norm kernels launch on the device's multiProcessorCount minus the
   // margin (transformer_engine/common/normalization/common.cpp: multiprocessorCount -
   // sm_margin; the tuned kernels then put ctas_per_sm CTAs on each of those SMs).
-  const SystemConfig& sys = w.system;
-  const bool sys_given =
-      sys.peak_flops_fp32 > 0 || sys.peak_flops_fp16 > 0 || sys.peak_flops_bf16 > 0;
+  const SystemConfig& s = w.system;
+  const bool system_given = s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
   for (const auto& [key, env, margin] :
        {std::tuple{"training.fwd_layernorm_sm_margin", "NVTE_FWD_LAYERNORM_SM_MARGIN",
                    t.fwd_layernorm_sm_margin},
         std::tuple{"training.bwd_layernorm_sm_margin", "NVTE_BWD_LAYERNORM_SM_MARGIN",
                    t.bwd_layernorm_sm_margin}}) {
-    if (margin <= 0 || !sys_given) continue;
-    if (sys.sm_count <= 0) {
+    if (margin <= 0 || !system_given) continue;
+    if (s.sm_count <= 0) {
       check.fail(key, "=" + str(margin) + " (" + env + ") needs the system's sm_count (system \"" +
-                          sys.name +
+                          s.name +
                           "\" does not give it): the norm kernels run on the SMs "
                           "the margin leaves");
-    } else if (margin >= sys.sm_count) {
+    } else if (margin >= s.sm_count) {
       check.fail(key, "=" + str(margin) + " (" + env + ") must be below system.sm_count=" +
-                          str(sys.sm_count) + ": the norm kernels need an SM");
+                          str(s.sm_count) + ": the norm kernels need an SM");
     }
   }
   if (t.defer_embedding_wgrad_compute && t.pipeline_model_parallel_size == 1) {
@@ -63,14 +62,12 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                              : ""));
     return;
   }
-  const SystemConfig& s = w.system;
   const std::int64_t gpn = s.gpus_per_node;
   if (gpn > 0 && t.tensor_model_parallel_size > gpn) {
     check.fail(key, "=true with tensor_model_parallel_size=" + str(t.tensor_model_parallel_size) +
                         " across nodes (gpus_per_node=" + str(gpn) +
                         "): userbuffers over the network is not modelled yet");
   }
-  const bool system_given = s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
   if (system_given && s.sm_count <= 0) {
     check.fail(key, "=true needs the system's sm_count (system \"" + s.name +
                         "\" does not give it): Transformer Engine runs GEMMs on the SMs its "
