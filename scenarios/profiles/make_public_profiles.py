@@ -302,10 +302,10 @@ def a100():
 
 def measured_h100():
     """What the H100 public profile takes from stepsim's own one-GPU measurement
-    (MEASURED_H100, beside this script), because no public table has it: FP8 GEMMs and the
-    memory-bound kernels' bandwidth by size. (Its cuDNN attention backward samples are left
-    out: measured at 16 and 32 heads only, the profile would clamp every larger kernel to
-    them.) Each sample is copied as measured. Its citation names the file and the kind of
+    (MEASURED_H100, beside this script), because no public table has it: FP8 GEMMs, the
+    memory-bound kernels' bandwidth by size and cuDNN's fused attention backward (the
+    forward is public: flash-attention's FlashAttention-3 figure). Each sample is copied as
+    measured. Its citation names the file and the kind of
     measurement, short (every predict reads every citation); the note returned describes the
     GPU, the date, the library versions and the method once."""
     with open(os.path.join(HERE, MEASURED_H100), encoding="utf-8") as f:
@@ -315,12 +315,23 @@ def measured_h100():
     where = f"scenarios/profiles/{MEASURED_H100} (stepsim's measurement, notes)"
     fp8 = [dict(s, citation=f"{where}: FP8 GEMM") for s in m["gemm"] if s["dtype"] == "fp8"]
     memory = [dict(s, citation=f"{where}: memory-bound kernel") for s in m["memory"]]
+    attention_backward = [dict(s, citation=f"{where}: cuDNN fused attention backward")
+                          for s in m["attention"] if s["backward"]]
     note = (f"Measured by stepsim on one {gpu} (SXM5) on {m['date'][:10]} "
             f"({versions[len('cuda backend: '):]}), copied from {MEASURED_H100}: its FP8 GEMMs "
             "(`stepsim calibrate --backend cuda --fp8 --flush-cache`: cuBLASLt, E4M3 operands, "
             "bf16 result, TN, median of 10) and its memory-bound kernels (a scale-copy kernel, "
             "dst = 2 * src over floats, half the bytes read and half written; median of 10).")
-    return fp8, memory, note
+    note += (" Its cuDNN fused attention backward samples (forward + backward minus forward "
+             "through PyTorch's scaled_dot_product_attention pinned to cuDNN, GPU-side timing; "
+             f"{attention_note(m)}) are copied too.")
+    return fp8, memory, attention_backward, note
+
+
+def attention_note(measured):
+    """What the measured profile's fused attention note says of the versions and date."""
+    found = [n for n in measured["notes"] if n.startswith("attention: fused kernels")]
+    return found[-1].split("(", 1)[1].split(")", 1)[0] if found else "no note"
 
 
 def h100():
@@ -376,7 +387,8 @@ def h100():
     attention += fa_benchmark_attention(
         256, True, [(512, 308), (1024, 391), (2048, 450), (4096, 483), (8192, 497),
                     (16384, 509)], "cuDNN", fa3_fig)
-    fp8_gemms, memory, measured_note = measured_h100()
+    fp8_gemms, memory, attention_backward, measured_note = measured_h100()
+    attention += attention_backward
     gemms += fp8_gemms
     step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
     p2p_samples = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
@@ -422,11 +434,12 @@ def h100():
             "Attention: cuDNN fused attention forward (Transformer Engine's kernel on Hopper) at "
             "head dim 64, 128 and 256, causal and not, sequence 512..16k, from flash-attention's "
             "FlashAttention-3 benchmark figure (FP16; bf16 borrows it, same tensor-core rate, "
-            "with a warning). The backward pass has no samples: flash-attention's repository "
-            "holds a forward-only figure for FlashAttention-3 / cuDNN and one of forward+backward "
-            "together for FlashAttention-2, which does not split by direction, and "
-            f"{MEASURED_H100}'s cuDNN backward samples cover 16 and 32 heads only. It is costed "
-            "as its matmuls plus its HBM traffic, with a warning.",
+            "with a warning). The backward pass has no public samples (flash-attention's "
+            "repository holds a forward-only figure for FlashAttention-3 / cuDNN and one of "
+            "forward+backward together for FlashAttention-2, which does not split by "
+            f"direction): its samples are {MEASURED_H100}'s cuDNN backward, bf16, on a grid of "
+            "batch x heads 4..256, sequence 512..32k, head dim 64, 128 and 256, causal and not, "
+            "and the measured scenarios' own shapes.",
         ],
         "world_size": WORLD_SIZE,
         "gemm": gemms,

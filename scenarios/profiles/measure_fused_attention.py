@@ -10,15 +10,24 @@ scaled_dot_product_attention pinned to its cuDNN backend (the same cuDNN SDPA gr
 Transformer Engine builds), and replaces the profile's attention samples with them.
 
 Timing: CUDA events around each call, `--warmup` untimed calls, the median of `--repeats`.
-The backward of a sample is the median of (forward + backward) minus the median forward,
-both timed on the same inputs; the inputs are [batch, heads, seq, head_dim] bf16 with
-grouped-query key/value heads (enable_gqa). Needs PyTorch with CUDA; run it on the GPU
+Before each timed call the stream is given a GPU-side wait (`torch.cuda._sleep`) long enough
+for the host to queue the whole call behind it, so the events time the kernels and not the
+host that launches them (PyTorch's autograd takes longer to issue a small backward than the
+GPU takes to run it; that host cost is the profile's `host` section). The backward of a
+sample is the median of (forward + backward) minus the median forward, both timed on the
+same inputs; the inputs are [batch, heads, seq, head_dim] bf16 with grouped-query key/value
+heads (enable_gqa).
+
+`--grid` also measures a grid (batch x heads 4..256, sequence 512..32k, head dim 64, 128 and
+256, causal and not), so that kernels of other scenarios interpolate between measured points
+instead of clamping at the few shapes of the scenarios the profile was made for. Needs PyTorch with CUDA; run it on the GPU
 whose profile it is:
 
     python3 measure_fused_attention.py PROFILE.json --out PROFILE.json
 """
 
 import argparse
+import datetime
 import json
 import statistics
 import sys
@@ -28,6 +37,11 @@ def dtype_of(name, torch):
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(name)
 
 
+# GPU clock cycles the stream waits before each timed call: ~5 ms at Hopper's 1.98 GHz, well
+# over the host's time to queue a forward and backward (about 1 ms).
+QUEUE_CYCLES = 10_000_000
+
+
 def time_ms(fn, torch, warmup, repeats):
     for _ in range(warmup):
         fn()
@@ -35,6 +49,7 @@ def time_ms(fn, torch, warmup, repeats):
     stop = torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(repeats):
+        torch.cuda._sleep(QUEUE_CYCLES)
         start.record()
         fn()
         stop.record()
@@ -72,12 +87,31 @@ def measure(sample, torch, backend, warmup, repeats):
     return fwd * 1e-3, max(both - fwd, 0.0) * 1e-3
 
 
+def grid_shapes():
+    """(batch, heads, kv_heads, seq, head_dim, causal, dtype) of the --grid points: batch x
+    heads in 4, 16, 64, 256 (heads up to 64, the rest as batch), sequence 512..32k, head dim
+    64, 128, 256, causal and not; the largest (batch x heads x seq over 2^21) left out, each
+    of them seconds of GPU time."""
+    out = []
+    for bh in (4, 16, 64, 256):
+        heads = min(bh, 64)
+        for seq in (512, 1024, 2048, 4096, 8192, 16384, 32768):
+            if bh * seq > 2 ** 21:
+                continue
+            for head_dim in (64, 128, 256):
+                for causal in (True, False):
+                    out.append((bh // heads, heads, heads, seq, head_dim, causal, "bf16"))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("profile", help="a profile written by stepsim calibrate --backend cuda")
     ap.add_argument("--out", required=True, help="where to write the profile")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--grid", action="store_true",
+                    help="also measure the grid of shapes described above")
     a = ap.parse_args()
 
     import torch
@@ -96,6 +130,10 @@ def main():
         key = (e["batch"], e["heads"], e["kv_heads"], e["seq"], e["head_dim"], e["causal"],
                e["dtype"])
         shapes[key] = e
+    if a.grid:
+        for key in grid_shapes():
+            shapes.setdefault(key, dict(zip(("batch", "heads", "kv_heads", "seq", "head_dim",
+                                             "causal", "dtype"), key), grid=True))
     out = []
     for key in sorted(shapes):
         e = shapes[key]
@@ -108,7 +146,7 @@ def main():
         for backward, seconds in ((False, fwd), (True, bwd)):
             s = {k: e[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim", "causal")}
             s.update({"backward": backward, "dtype": e["dtype"], "seconds": seconds,
-                      "citation": f"measured here: {used} fused attention through PyTorch's "
+                      "citation": f"measured here{' (grid)' if e.get('grid') else ''}: {used} fused attention through PyTorch's "
                                   f"scaled_dot_product_attention ({version}), median of "
                                   f"{a.repeats}, {'forward+backward minus forward' if backward else 'forward'}"})
             out.append(s)
@@ -116,10 +154,15 @@ def main():
               f"d={e['head_dim']} {'causal' if e['causal'] else 'full'}: forward "
               f"{fwd * 1e3:.3f} ms, backward {bwd * 1e3:.3f} ms ({used})", flush=True)
     profile["attention"] = out
+    # One note for the attention samples: an earlier run's note goes with its samples.
+    profile["notes"] = [n for n in profile["notes"] if not n.startswith("attention: fused kernels")]
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     profile["notes"].append(
         "attention: fused kernels (cuDNN through PyTorch's scaled_dot_product_attention, "
-        f"{version}), measured by scenarios/profiles/measure_fused_attention.py; stepsim "
-        "calibrate's unfused attention samples replaced")
+        f"{version}, {when}), measured by scenarios/profiles/measure_fused_attention.py"
+        f"{' --grid' if a.grid else ''} (GPU-side timing behind a queued wait, median of "
+        f"{a.repeats} after {a.warmup} warm-ups); stepsim calibrate's unfused attention samples "
+        "replaced")
     with open(a.out, "w") as f:
         json.dump(profile, f, indent=2)
         f.write("\n")
