@@ -121,6 +121,7 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   }
   r.async_p2p = measured.async_p2p && posted;
   r.async_grad_reduce = measured.async_grad_reduce;
+  r.device_timed = measured.device_timed;
   if (measured.step_times_s.empty()) {
     r.notes.push_back("no measured step completed");
     return r;

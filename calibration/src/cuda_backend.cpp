@@ -48,6 +48,10 @@ void DeviceBuffer::release() {
 void CudaBackend::release_buffers() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   for (DeviceBuffer* b : {&a_, &b_, &c_, &extra_, &send_, &recv_, &flush_}) b->release();
+  // Stream mode's plans point into the buffers.
+  gemm_plans_.clear();
+  attention_plans_.clear();
+  operands_.clear();
 }
 
 Result<void*> DeviceBuffer::reserve(std::int64_t bytes, const char* what) {
@@ -132,7 +136,11 @@ CudaBackend::~CudaBackend() {
   for (ncclComm_t c : nccl_) {
     if (c != nullptr) ncclCommDestroy(c);
   }
+  gemm_plans_.clear();
+  attention_plans_.clear();
   if (lt_ != nullptr) cublasLtDestroy(lt_);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (base_ != nullptr) cudaEventDestroy(base_);
   if (start_ != nullptr) cudaEventDestroy(start_);
   if (stop_ != nullptr) cudaEventDestroy(stop_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -199,35 +207,6 @@ Result<std::vector<double>> CudaBackend::time_repeats(Body&& body, bool flush) {
   return times;
 }
 
-namespace {
-
-/// The cuBLASLt product that runs `op`. A layout says how Transformer Engine calls it
-/// (general_gemm: column-major D[n x m] = op(A)[n x k] op(B)[k x m], the tokens as cuBLAS's
-/// n; "TN" = A transposed, B not). Without one: column-major D[m x n] = A[m x k] B[k x n],
-/// FP8 as A^T B (cuBLASLt's only FP8 layout on Hopper).
-MatmulShape matmul_shape(const GemmOp& op, const void* a, const void* b, void* d) {
-  MatmulShape s;
-  const bool te = op.layout != GemmLayout::kUnspecified;
-  s.trans_a = te ? op.layout == GemmLayout::kTN : op.dtype == DType::kFp8;
-  s.trans_b = te && op.layout == GemmLayout::kNT;
-  s.m = te ? op.n : op.m;
-  s.n = te ? op.m : op.n;
-  s.k = op.k;
-  s.a = a;
-  s.lda = s.trans_a ? s.k : s.m;  // op(A) is m x k: stored k x m when transposed
-  s.stride_a = s.m * s.k;
-  s.b = b;
-  s.ldb = s.trans_b ? s.n : s.k;  // op(B) is k x n: stored n x k when transposed
-  s.stride_b = s.k * s.n;
-  s.d = d;
-  s.ldd = s.m;
-  s.stride_d = s.m * s.n;
-  s.batch = op.batch;
-  return s;
-}
-
-}  // namespace
-
 Result<double> CudaBackend::gemm(const GemmOp& op) {
   if (op.m <= 0 || op.n <= 0 || op.k <= 0 || op.batch <= 0) {
     return Error{"", "", "cuda backend: GEMM shape must be positive (m, n, k, batch)",
@@ -242,6 +221,7 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
     return Error{"", "", "cuda backend: an FP8 GEMM needs m, n and k divisible by 16 (cuBLASLt)",
                  ErrorKind::kRuntime};
   }
+  if (!options_.verify) return gemm_enqueued(op);
   const cuda::ElemType t = elem_type(op.dtype);
   const bool fp8 = op.dtype == DType::kFp8;
   const std::int64_t e = bytes_of(op.dtype);
@@ -259,7 +239,7 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
   if (!c.ok()) return c.errors();
   STEPSIM_CUDA_TRY(cuda::fill_operand(a.value(), a_elems, t, 1, stream_));
   STEPSIM_CUDA_TRY(cuda::fill_operand(b.value(), b_elems, t, 2, stream_));
-  auto mm = plan(matmul_shape(op, a.value(), b.value(), c.value()), t);
+  auto mm = plan(te_matmul_shape(op, a.value(), b.value(), c.value()), t);
   if (!mm.ok()) return mm.errors();
   auto times = time_repeats([&] { return mm.value()->run(stream_); }, options_.flush_cache);
   if (!times.ok()) return times.errors();
@@ -285,6 +265,15 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
                      " keys (a context-parallel step) is not run yet; the CPU backend runs it",
                  ErrorKind::kRuntime};
   }
+  if (!options_.verify) return attention_enqueued(op);
+  auto run = plan_attention(op, true);
+  if (!run.ok()) return run.errors();
+  auto times = time_repeats([&] { return run_attention(run.value()); }, false);
+  if (!times.ok()) return times.errors();
+  return median(times.value());
+}
+
+Result<CudaBackend::AttentionRun> CudaBackend::plan_attention(const AttentionOp& op, bool fill) {
   // Unfused attention: per key/value head, its group of G query heads stacked as G*s rows,
   // so one strided batch of b*kv products serves grouped-query attention too.
   const cuda::ElemType t = elem_type(op.dtype);
@@ -294,14 +283,20 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
   const std::int64_t q = align256(batch * gs * d * e), kv = align256(batch * s * d * e);
   const std::int64_t sc = align256(batch * gs * s * e);
   // Q, K, V, O, S; backward adds dO, dP, dQ, dK, dV.
-  auto buf =
-      extra_.reserve(2 * q + 2 * kv + sc + (op.backward ? 2 * q + 2 * kv + sc : 0), "attention");
+  const std::int64_t bytes = 2 * q + 2 * kv + sc + (op.backward ? 2 * q + 2 * kv + sc : 0);
+  const std::int64_t had = extra_.capacity();
+  const void* before = extra_.data();
+  auto buf = extra_.reserve(bytes, "attention");
   if (!buf.ok()) return buf.errors();
   auto* base = static_cast<char*>(buf.value());
+  if (!fill && (buf.value() != before || had < bytes)) {
+    // Stream mode: every operand written once, when the buffer is new.
+    STEPSIM_CUDA_TRY(cuda::fill_operand(base, extra_.capacity() / e, t, 3, stream_));
+  }
   std::int64_t off = 0;
-  auto take = [&](std::int64_t bytes) {
+  auto take = [&](std::int64_t n) {
     void* p = base + off;
-    off += bytes;
+    off += n;
     return p;
   };
   void* Q = take(q);
@@ -314,11 +309,12 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
   void* dQ = op.backward ? take(q) : nullptr;
   void* dK = op.backward ? take(kv) : nullptr;
   void* dV = op.backward ? take(kv) : nullptr;
-  STEPSIM_CUDA_TRY(cuda::fill_operand(Q, batch * gs * d, t, 3, stream_));
-  STEPSIM_CUDA_TRY(cuda::fill_operand(K, batch * s * d, t, 4, stream_));
-  STEPSIM_CUDA_TRY(cuda::fill_operand(V, batch * s * d, t, 5, stream_));
-  if (op.backward) STEPSIM_CUDA_TRY(cuda::fill_operand(dO, batch * gs * d, t, 6, stream_));
-
+  if (fill) {
+    STEPSIM_CUDA_TRY(cuda::fill_operand(Q, batch * gs * d, t, 3, stream_));
+    STEPSIM_CUDA_TRY(cuda::fill_operand(K, batch * s * d, t, 4, stream_));
+    STEPSIM_CUDA_TRY(cuda::fill_operand(V, batch * s * d, t, 5, stream_));
+    if (op.backward) STEPSIM_CUDA_TRY(cuda::fill_operand(dO, batch * gs * d, t, 6, stream_));
+  }
   // Row-major X[r x c] is column-major X^T with ld = c. Each shape below is the transposed
   // (column-major) form of the row-major product named beside it.
   auto shape = [&](bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
@@ -342,11 +338,11 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
     r.batch = batch;
     return r;
   };
-  std::vector<std::unique_ptr<LtMatmul>> mms;
+  AttentionRun run;
   auto add = [&](const MatmulShape& ms) -> Status {
     auto p = plan(ms, t);
     if (!p.ok()) return p.errors();
-    mms.push_back(std::move(p).value());
+    run.mms.push_back(std::move(p).value());
     return ok_status();
   };
   const std::int64_t qs = gs * d, kvs = s * d, ss = gs * s;
@@ -368,33 +364,40 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
   for (const auto& p : planned) {
     if (!p.ok()) return p.errors();
   }
-  const float scale = 1.0F / std::sqrt(static_cast<float>(d));
-  const std::int64_t rows = batch * gs;
-  auto body = [&]() -> Status {
-    auto r = mms[0]->run(stream_);  // S (recomputed in backward, as flash attention does)
-    if (!r.ok()) return r;
-    STEPSIM_CUDA_TRY(cuda::softmax_rows(S, rows, s, scale, op.causal, t, stream_));
-    if (!op.backward) return mms[1]->run(stream_);
-    for (std::size_t i = 1; i <= 2; ++i) {  // dV, dP
-      r = mms[i]->run(stream_);
-      if (!r.ok()) return r;
-    }
-    STEPSIM_CUDA_TRY(cuda::softmax_backward_rows(S, dP, rows, s, t, stream_));
-    for (std::size_t i = 3; i <= 4; ++i) {  // dQ, dK
-      r = mms[i]->run(stream_);
-      if (!r.ok()) return r;
-    }
-    return ok_status();
-  };
-  auto times = time_repeats(body, false);
-  if (!times.ok()) return times.errors();
-  return median(times.value());
+  run.S = S;
+  run.dP = dP;
+  run.rows = batch * gs;
+  run.cols = s;
+  run.scale = 1.0F / std::sqrt(static_cast<float>(d));
+  run.type = t;
+  run.causal = op.causal;
+  run.backward = op.backward;
+  return run;
+}
+
+Status CudaBackend::run_attention(const AttentionRun& r) {
+  const auto& mms = r.mms;
+  auto st = mms[0]->run(stream_);  // S (recomputed in backward, as flash attention does)
+  if (!st.ok()) return st;
+  STEPSIM_CUDA_TRY(cuda::softmax_rows(r.S, r.rows, r.cols, r.scale, r.causal, r.type, stream_));
+  if (!r.backward) return mms[1]->run(stream_);
+  for (std::size_t i = 1; i <= 2; ++i) {  // dV, dP
+    st = mms[i]->run(stream_);
+    if (!st.ok()) return st;
+  }
+  STEPSIM_CUDA_TRY(cuda::softmax_backward_rows(r.S, r.dP, r.rows, r.cols, r.type, stream_));
+  for (std::size_t i = 3; i <= 4; ++i) {  // dQ, dK
+    st = mms[i]->run(stream_);
+    if (!st.ok()) return st;
+  }
+  return ok_status();
 }
 
 Result<double> CudaBackend::memory_bound(const MemoryBoundOp& op) {
   if (op.bytes < 8)
     return Error{"", "", "cuda backend: memory-bound kernel needs at least 8 bytes",
                  ErrorKind::kRuntime};
+  if (!options_.verify) return memory_bound_enqueued(op);
   // Half the bytes read, half written: dst = 2 * src over floats.
   const std::int64_t n = op.bytes / 8;
   auto src = a_.reserve(n * 4, "memory-bound source");

@@ -12,8 +12,10 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_kernels.hpp"
@@ -33,6 +35,7 @@ class DeviceBuffer {
   /// At least `bytes` bytes; errors say how much was asked.
   Result<void*> reserve(std::int64_t bytes, const char* what);
   void* data() const { return ptr_; }
+  std::int64_t capacity() const { return bytes_; }
   /// Gives the memory back (the next reserve allocates again).
   void release();
 
@@ -68,6 +71,11 @@ class CudaBackend final : public Backend {
   Result<double> p2p(const std::vector<P2PRequest>& requests) override;
 
   Result<double> barrier(GroupId group) override;
+  bool deferred_timing() const override { return !options_.verify; }
+  Status begin_step() override;
+  void tag(std::int64_t task) override { task_ = task; }
+  Result<std::vector<DeviceTiming>> end_step() override;
+
   double now_s() const override { return world_.now_s(); }
   Result<double> align_clocks() override { return world_.align_clocks(); }
   Result<std::vector<std::vector<double>>> gather_to_root(
@@ -83,6 +91,38 @@ class CudaBackend final : public Backend {
   Result<std::vector<double>> time_repeats(Body&& body, bool flush_l2);
   Status flush_l2();
 
+  /// Unfused attention as planned products and softmax kernels over extra_ (Q, K, V, O, S;
+  /// backward adds dO, dP, dQ, dK, dV).
+  struct AttentionRun {
+    std::vector<std::unique_ptr<LtMatmul>> mms;  ///< S, then O (forward) or dV, dP, dQ, dK
+    void* S = nullptr;
+    void* dP = nullptr;
+    std::int64_t rows = 0, cols = 0;
+    float scale = 1.0F;
+    cuda::ElemType type = cuda::ElemType::kBf16;
+    bool causal = false, backward = false;
+  };
+  /// Plans `op` over extra_; `fill`: write fresh operands first (calibration), else only
+  /// when extra_ was (re)allocated (the validator's stream mode).
+  Result<AttentionRun> plan_attention(const AttentionOp& op, bool fill);
+  Status run_attention(const AttentionRun& r);
+
+  // Stream mode (verify = false, the validator: cuda_stream.cpp). Every op is enqueued
+  // between two events and timed when the step ends; products are planned once per shape and
+  // operands written once per buffer, as a training step reuses its kernels' plans.
+  Result<double> gemm_enqueued(const GemmOp& op);
+  Result<double> attention_enqueued(const AttentionOp& op);
+  Result<double> memory_bound_enqueued(const MemoryBoundOp& op);
+  Result<double> collective_enqueued(const CollectiveOp& op, GroupId group);
+  Result<double> p2p_enqueued(const std::vector<P2PRequest>& requests);
+  /// Enqueues `body` between two events of the current task; returns 0 (timed at end_step).
+  template <typename Body>
+  Result<double> enqueue(Body&& body);
+  Result<cudaEvent_t> pooled_event();
+  /// Operand buffer `role` of type `t` with at least `elems` elements, filled with operand
+  /// values (seed) when it had to be allocated; seed 0: left as allocated.
+  Result<void*> operand(int role, cuda::ElemType t, std::int64_t elems, std::uint32_t seed);
+
   BackendOptions options_;
   int device_ = 0;
   MpiWorld world_;
@@ -94,6 +134,21 @@ class CudaBackend final : public Backend {
   cublasLtHandle_t lt_ = nullptr;
   std::vector<ncclComm_t> nccl_;  ///< index = GroupId::value, like world_'s communicators
   DeviceBuffer workspace_, a_, b_, c_, extra_, send_, recv_, flush_, counter_;
+
+  // Stream mode's state.
+  struct Pending {
+    std::int64_t task = 0;
+    std::size_t start = 0, stop = 0;  ///< indices into events_
+  };
+  std::int64_t task_ = 0;
+  cudaEvent_t base_ = nullptr;  ///< recorded at begin_step, when now_s() was base_s_
+  double base_s_ = 0;
+  std::vector<cudaEvent_t> events_;
+  std::size_t next_event_ = 0;
+  std::vector<Pending> pending_;
+  std::map<std::pair<int, cuda::ElemType>, DeviceBuffer> operands_;
+  std::map<std::string, std::unique_ptr<LtMatmul>> gemm_plans_;
+  std::map<std::string, AttentionRun> attention_plans_;
 };
 
 }  // namespace stepsim::calib

@@ -35,6 +35,27 @@ cublasStatus_t make_layout(cublasLtMatrixLayout_t* out, cudaDataType_t type, std
 
 }  // namespace
 
+MatmulShape te_matmul_shape(const GemmOp& op, const void* a, const void* b, void* d) {
+  MatmulShape s;
+  const bool te = op.layout != GemmLayout::kUnspecified;
+  s.trans_a = te ? op.layout == GemmLayout::kTN : op.dtype == DType::kFp8;
+  s.trans_b = te && op.layout == GemmLayout::kNT;
+  s.m = te ? op.n : op.m;
+  s.n = te ? op.m : op.n;
+  s.k = op.k;
+  s.a = a;
+  s.lda = s.trans_a ? s.k : s.m;  // op(A) is m x k: stored k x m when transposed
+  s.stride_a = s.m * s.k;
+  s.b = b;
+  s.ldb = s.trans_b ? s.n : s.k;  // op(B) is k x n: stored n x k when transposed
+  s.stride_b = s.k * s.n;
+  s.d = d;
+  s.ldd = s.m;
+  s.stride_d = s.m * s.n;
+  s.batch = op.batch;
+  return s;
+}
+
 Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const MatmulShape& s,
                                                  cuda::ElemType t, void* workspace,
                                                  std::size_t workspace_bytes) {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cuda_kernels.hpp"
+#include "stepsim/core/ops.hpp"
 #include "stepsim/core/result.hpp"
 
 namespace stepsim::calib {
@@ -27,6 +28,12 @@ struct MatmulShape {
   std::int64_t batch = 1;
   float beta = 0.0F;
 };
+
+/// The cuBLASLt product that runs `op` over operands a, b and result d. A layout says how
+/// Transformer Engine calls it (general_gemm: column-major D[n x m] = op(A)[n x k] op(B)[k x m],
+/// the tokens as cuBLAS's n; "TN" = A transposed, B not). Without one: column-major
+/// D[m x n] = A[m x k] B[k x n], FP8 as A^T B (cuBLASLt's only FP8 layout on Hopper).
+MatmulShape te_matmul_shape(const GemmOp& op, const void* a, const void* b, void* d);
 
 class LtMatmul {
  public:

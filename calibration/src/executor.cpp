@@ -70,6 +70,8 @@ class Runner {
   // The step in progress; the watchdog copies the first done_in_step_ entries.
   std::vector<TaskTiming> timings_;
   std::size_t done_in_step_ = 0;
+  /// Deferred timing: gives timings_ the device's times of the step just run.
+  void place_on_device(const std::vector<Backend::DeviceTiming>& device);
   bool measuring_ = false;
   bool timed_out_ = false;  // the watchdog fired; m_.failure says why
   bool reported_ = false;   // on_timeout returned
@@ -182,6 +184,7 @@ std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s
   if (task == -1) return s.str() + "waiting in the barrier that starts the step";
   if (task == -2) return s.str() + "gathering the step's timings at rank 0";
   if (task == -3) return s.str() + "setting up process groups and clocks";
+  if (task == -4) return s.str() + "waiting for the step's kernels on the device";
   const auto& t = tasks_.at(static_cast<std::size_t>(task));
   s << "task " << task << " '" << t.name << "' (" << t.detail << ")";
   if (t.kind == ExecTask::Kind::kComm) {
@@ -220,6 +223,28 @@ void Runner::fire(std::int32_t step, std::int64_t task, double idle_s) {
     reported_ = true;
   }
   reported_cv_.notify_all();
+}
+
+void Runner::place_on_device(const std::vector<Backend::DeviceTiming>& device) {
+  // The tasks' times are their kernels' on the device; a task that ran none (a call with
+  // nothing to send) sits, empty, where the device had got to when it was issued.
+  std::vector<bool> placed(timings_.size(), false);
+  double at = std::numeric_limits<double>::max();
+  for (const Backend::DeviceTiming& d : device) {
+    const auto i = static_cast<std::size_t>(d.task);
+    if (i >= timings_.size()) continue;
+    timings_[i] = TaskTiming{d.start_s, d.end_s, d.busy_s};
+    placed[i] = true;
+    at = std::min(at, d.start_s);
+  }
+  if (at == std::numeric_limits<double>::max()) return;  // no kernels: the host's times stand
+  for (std::size_t i = 0; i < timings_.size(); ++i) {
+    if (placed[i]) {
+      at = std::max(at, timings_[i].end_s);
+    } else {
+      timings_[i] = TaskTiming{at, at, 0.0};
+    }
+  }
 }
 
 Status Runner::timed_out_error(std::unique_lock<std::mutex>& lock) {
@@ -274,6 +299,10 @@ Status Runner::run() {
     }
     enter(step, -1);
     if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
+    const bool deferred = b_.deferred_timing();
+    if (deferred) {
+      if (auto r = b_.begin_step(); !r) return r.errors();
+    }
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
       for (const ExecTask::Wait& w : tasks_[i].waits) {
         // Megatron's handle.wait() on one transfer (or on a bucket's reduction,
@@ -326,12 +355,20 @@ Status Runner::run() {
         done_in_step_ = i + 1;
         continue;
       }
+      if (deferred) b_.tag(static_cast<std::int64_t>(i));
       auto r = run_task(tasks_[i]);
       const double end = b_.now_s();
       if (!r) return r.errors();
       std::lock_guard<std::mutex> lock(mutex_);
       timings_[i] = TaskTiming{start, end, *r};
       done_in_step_ = i + 1;
+    }
+    if (deferred) {
+      enter(step, -4);
+      auto device = b_.end_step();
+      if (!device) return device.errors();
+      std::lock_guard<std::mutex> lock(mutex_);
+      place_on_device(*device);
     }
     if (options_.on_step_done) options_.on_step_done(step);
     if (!measured) continue;
@@ -395,6 +432,7 @@ Result<Measurement> execute_schedule(const Workload& w, const WorkloadPlan& plan
   }
   m.async_p2p = backend.async_p2p();
   m.async_grad_reduce = backend.async_collectives() && w.training.overlap_grad_reduce;
+  m.device_timed = backend.deferred_timing();
   for (std::int32_t s = 0; s < m.layout.pp; ++s) {
     m.stage_tasks.push_back(
         build_stage_tasks(w, plan, schedule, s, m.async_p2p, m.async_grad_reduce));

@@ -27,6 +27,7 @@ std::string report_to_json(const ValidationReport& r) {
   j["steps"] = r.steps;
   j["async_p2p"] = r.async_p2p;
   j["async_grad_reduce"] = r.async_grad_reduce;
+  j["device_timed"] = r.device_timed;
   j["predicted_step_time_s"] = r.predicted_step_time_s;
   j["measured_step_time_s"] = r.measured_step_time_s;
   j["relative_error"] = r.relative_error;
@@ -99,7 +100,10 @@ std::string format_report_text(const ValidationReport& r) {
     s << "the gradient buckets' reductions ran beside the backward (overlap_grad_reduce), on "
          "the backend's collective thread\n";
   }
-  if (!r.async_p2p && !r.async_grad_reduce) {
+  if (r.device_timed) {
+    s << "every op was enqueued on the device's stream ahead of it, as Megatron's host runs "
+         "ahead, and timed there (CUDA events)\n";
+  } else if (!r.async_p2p && !r.async_grad_reduce) {
     s << "every call completed where it was issued (streams serialised)\n";
   }
   s << "stage   busy pred/meas (ms)   comm pred/meas (ms)   overlap pred/meas (ms)   idle "

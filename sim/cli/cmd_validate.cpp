@@ -121,10 +121,12 @@ void add_validate_command(CLI::App& app, Env& env) {
   auto* cmd = app.add_subcommand(
       "validate",
       "Run the simulator's schedule for real (under mpirun, one rank per device) and compare\n"
-      "the measured step with the prediction. One host thread per rank issues every op and\n"
-      "waits for it, except Megatron's non-blocking P2P calls (overlap_p2p_comm), which the\n"
-      "cpu backend runs beside the compute on a progress thread; the prediction models exactly\n"
-      "that, and the report gives the overlap predicted and measured per stage.");
+      "the measured step with the prediction. One host thread per rank issues every op. The\n"
+      "cuda backend enqueues each on the GPU's stream ahead of it and times the kernels there;\n"
+      "the cpu backend runs each where it is issued, except Megatron's non-blocking P2P calls\n"
+      "(overlap_p2p_comm) and overlapped gradient reductions, which it runs beside the compute\n"
+      "on threads of its own. The prediction models exactly that, and the report gives the\n"
+      "overlap predicted and measured per stage.");
   cmd->add_option("scenario", args->request.scenario, "Scenario file")->required();
   cmd->add_option("--backend", args->request.backend, "cuda or cpu")->required();
   cmd->add_option("--steps", args->request.steps, "Measured steps")->capture_default_str();

@@ -364,6 +364,49 @@ TEST(Executor, IssuesEveryTaskEveryStepAndTimesThem) {
   }
 }
 
+TEST(Executor, InStreamModeEachTaskTakesItsKernelsTimesOnTheDevice) {
+  // The CUDA backend as the validator runs it: calls return at once and the step's kernels
+  // are timed on the device when it ends. The tasks then carry the device's times, which
+  // are the serial run's: the host issued ahead, so the device never waited for it.
+  const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
+  const WorkloadPlan plan = decompose(w);
+  const auto sim = simulate_serialised(w, plan);
+  FakeBackend serial(0, 2, {2, 1, 1, 2, 2});
+  FakeBackend stream(0, 2, {2, 1, 1, 2, 2});
+  stream.deferred = true;
+  ExecutorOptions o;
+  o.warmup_steps = 1;
+  o.steps = 2;
+  auto a = execute_schedule(w, plan, *sim.schedule, serial, o);
+  auto b = execute_schedule(w, plan, *sim.schedule, stream, o);
+  ASSERT_TRUE(a.ok()) << format_errors(a.errors());
+  ASSERT_TRUE(b.ok()) << format_errors(b.errors());
+  EXPECT_EQ(stream.log(), serial.log());
+  ASSERT_EQ(b->steps.size(), 2U);
+  ASSERT_EQ(b->step_times_s.size(), 2U);
+  EXPECT_NEAR(b->step_times_s[1], a->step_times_s[1], 1e-12);
+  const auto& ta = a->steps[1][0];
+  const auto& tb = b->steps[1][0];
+  ASSERT_EQ(ta.size(), tb.size());
+  for (std::size_t i = 0; i < ta.size(); ++i) {
+    EXPECT_NEAR(tb[i].op_s, ta[i].op_s, 1e-15) << i;
+    EXPECT_NEAR(tb[i].end_s - tb[i].start_s, ta[i].end_s - ta[i].start_s, 1e-12) << i;
+    if (i > 0) {
+      EXPECT_GE(tb[i].start_s, tb[i - 1].end_s - 1e-12) << i;
+    }
+  }
+  // A host slower than the device: the kernels wait for their launches, and the gaps
+  // between them are the step's idle time, not any task's.
+  FakeBackend slow(0, 2, {2, 1, 1, 2, 2});
+  slow.deferred = true;
+  slow.issue_s = 1e-3;
+  auto c = execute_schedule(w, plan, *sim.schedule, slow, o);
+  ASSERT_TRUE(c.ok()) << format_errors(c.errors());
+  EXPECT_GT(c->step_times_s[1], a->step_times_s[1]);
+  const auto& tc = c->steps[1][0];
+  for (std::size_t i = 0; i < tc.size(); ++i) EXPECT_NEAR(tc[i].op_s, ta[i].op_s, 1e-15) << i;
+}
+
 TEST(Executor, AppendsTheStepsOfALaterRound) {
   const Workload w = tiny_workload(Shape{2, 1, 1, 1, 2, true});
   const WorkloadPlan plan = decompose(w);

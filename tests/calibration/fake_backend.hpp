@@ -4,6 +4,7 @@
 // deterministic duration (from the op's size) and is logged, so tests can check what the
 // executor issued and in which order. Collectives and P2P complete at once (no peers).
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <sstream>
@@ -67,6 +68,33 @@ class FakeBackend final : public Backend {
     p2p_calls_.push_back(requests);
     return advance(s.str(), 1e-5 + static_cast<double>(bytes) * 1e-9);
   }
+  /// Stream mode (deferred = true), as the CUDA backend runs for the validator: a call costs
+  /// the host `issue_s` and returns 0; its duration runs on a device clock that starts when
+  /// the host issues it or when the device's previous call ends, whichever is later.
+  bool deferred_timing() const override { return deferred; }
+  Status begin_step() override {
+    device_s_ = clock_s_;
+    pending_.clear();
+    return ok_status();
+  }
+  void tag(std::int64_t task) override { task_ = task; }
+  Result<std::vector<DeviceTiming>> end_step() override {
+    std::vector<DeviceTiming> out;
+    for (const DeviceTiming& t : pending_) {
+      if (!out.empty() && out.back().task == t.task) {
+        out.back().end_s = t.end_s;
+        out.back().busy_s += t.busy_s;
+      } else {
+        out.push_back(t);
+      }
+    }
+    clock_s_ = std::max(clock_s_, device_s_);  // the host waits for the device
+    pending_.clear();
+    return out;
+  }
+  bool deferred = false;
+  double issue_s = 1e-7;
+
   Result<double> barrier(GroupId) override {
     if (on_barrier) on_barrier();
     return 0.0;
@@ -89,6 +117,14 @@ class FakeBackend final : public Backend {
  private:
   Result<double> advance(std::string entry, double seconds) {
     log_.push_back(std::move(entry));
+    if (deferred) {
+      clock_s_ += issue_s;
+      const double start = std::max(device_s_, clock_s_);
+      device_s_ = start + seconds;
+      pending_.push_back(
+          DeviceTiming{.task = task_, .start_s = start, .end_s = device_s_, .busy_s = seconds});
+      return 0.0;
+    }
     clock_s_ += seconds;
     return seconds;
   }
@@ -100,6 +136,9 @@ class FakeBackend final : public Backend {
   std::vector<std::string> log_;
   std::vector<std::vector<P2PRequest>> p2p_calls_;
   double clock_s_ = 0;
+  double device_s_ = 0;
+  std::int64_t task_ = 0;
+  std::vector<DeviceTiming> pending_;
 };
 
 }  // namespace stepsim::calib::testing

@@ -110,6 +110,26 @@ class Backend {
                  ErrorKind::kInternal};
   }
 
+  /// Stream-ordered execution (the CUDA backend as the validator runs it, verify = false):
+  /// gemm, attention, memory_bound, collective and p2p enqueue their kernels on the device's
+  /// stream with an event on either side and return 0 at once, as Megatron's host runs ahead
+  /// of its GPU; end_step() waits for the step's kernels and gives each task its time on the
+  /// device. false: every call returns its own measured seconds when it is done.
+  virtual bool deferred_timing() const { return false; }
+  /// Starts a step's device clock: waits for the device to be idle and pins now_s() to it.
+  virtual Status begin_step() { return ok_status(); }
+  /// The task the following calls belong to (an index into the executor's task list).
+  virtual void tag(std::int64_t /*task*/) {}
+  /// One task's kernels on the device, on now_s()'s clock: from the first kernel's start to
+  /// the last one's end, and the sum of the kernels' own times.
+  struct DeviceTiming {
+    std::int64_t task = 0;
+    double start_s = 0, end_s = 0, busy_s = 0;
+  };
+  /// Waits for every kernel enqueued since begin_step() and returns the tasks' device times,
+  /// in the order of their first kernel.
+  virtual Result<std::vector<DeviceTiming>> end_step() { return std::vector<DeviceTiming>{}; }
+
   /// Blocks until every rank of `group` arrived.
   virtual Result<double> barrier(GroupId group) = 0;
   /// Seconds on a clock shared by all ranks after align_clocks() (steady clock + offset).

@@ -168,6 +168,9 @@ struct Measurement {
   /// overlap_grad_reduce's bucket reductions ran beside the backward on the backend's
   /// collective thread (Backend::async_collectives, with overlap_grad_reduce).
   bool async_grad_reduce = false;
+  /// The backend enqueued every op ahead of its device and timed the kernels there
+  /// (Backend::deferred_timing): the tasks' times are the device's.
+  bool device_timed = false;
   std::vector<std::vector<ExecTask>> stage_tasks;  ///< per pipeline rank
   std::vector<std::vector<std::vector<TaskTiming>>> steps;
   std::vector<double> step_times_s;  ///< per measured step: last end - first start, all ranks

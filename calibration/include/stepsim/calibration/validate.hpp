@@ -99,6 +99,8 @@ struct ValidationReport {
   /// overlap_grad_reduce's bucket reductions ran beside the backward, in the measurement and
   /// the prediction (Measurement::async_grad_reduce).
   bool async_grad_reduce = false;
+  /// Ops were enqueued ahead of the device and timed on it (Measurement::device_timed).
+  bool device_timed = false;
   double predicted_step_time_s = 0;
   double measured_step_time_s = 0;  ///< median over the measured steps
   double relative_error = 0;        ///< (predicted - measured) / measured

@@ -1,0 +1,282 @@
+// CudaBackend's stream mode (BackendOptions::verify = false), what the validator runs: every
+// op is enqueued on the device's stream between two events and returns at once, the way
+// Megatron's host runs ahead of its GPU, and end_step() reads the events once the step's
+// kernels are done. Products are planned once per shape and operands written once per
+// buffer, as a training step reuses its kernels' plans and tensors; nothing is checked (the
+// calibration path checks every result). Timing each call by itself instead (synchronise,
+// plan, fill, check) cost the host ~0.3 ms per op on an H100, which made a step's wall time
+// 1.6-1.8x its kernels' time.
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "bench_math.hpp"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+
+namespace stepsim::calib {
+namespace {
+
+std::int64_t size_of(cuda::ElemType t) {
+  switch (t) {
+    case cuda::ElemType::kFp8E4M3:
+      return 1;
+    case cuda::ElemType::kBf16:
+    case cuda::ElemType::kFp16:
+      return 2;
+    case cuda::ElemType::kFp32:
+      return 4;
+  }
+  return 4;
+}
+
+cuda::ElemType elem_of(DType t) {
+  switch (t) {
+    case DType::kBf16:
+      return cuda::ElemType::kBf16;
+    case DType::kFp16:
+      return cuda::ElemType::kFp16;
+    case DType::kFp32:
+      return cuda::ElemType::kFp32;
+    case DType::kFp8:
+      return cuda::ElemType::kFp8E4M3;
+  }
+  return cuda::ElemType::kBf16;
+}
+
+/// A plan's identity: everything a cuBLASLt product is planned from.
+std::string plan_key(const MatmulShape& s, cuda::ElemType t) {
+  char key[320];
+  std::snprintf(
+      key, sizeof key, "%d %d %d %lld %lld %lld %p %lld %lld %p %lld %lld %p %lld %lld %lld",
+      static_cast<int>(t), s.trans_a ? 1 : 0, s.trans_b ? 1 : 0, static_cast<long long>(s.m),
+      static_cast<long long>(s.n), static_cast<long long>(s.k), s.a, static_cast<long long>(s.lda),
+      static_cast<long long>(s.stride_a), s.b, static_cast<long long>(s.ldb),
+      static_cast<long long>(s.stride_b), static_cast<void*>(s.d), static_cast<long long>(s.ldd),
+      static_cast<long long>(s.stride_d), static_cast<long long>(s.batch));
+  return key;
+}
+
+// Operand buffer roles.
+constexpr int kA = 0, kB = 1, kD = 2, kSend = 3, kRecv = 4;
+
+}  // namespace
+
+Status CudaBackend::begin_step() {
+  STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+  if (base_ == nullptr) STEPSIM_CUDA_TRY(cudaEventCreate(&base_));
+  // The device is idle: the base event completes as soon as it is recorded, so its device
+  // time is now_s() right after it, to within the wake-up of cudaEventSynchronize.
+  STEPSIM_CUDA_TRY(cudaEventRecord(base_, stream_));
+  STEPSIM_CUDA_TRY(cudaEventSynchronize(base_));
+  base_s_ = now_s();
+  pending_.clear();
+  next_event_ = 0;
+  return ok_status();
+}
+
+Result<std::vector<Backend::DeviceTiming>> CudaBackend::end_step() {
+  STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+  std::vector<DeviceTiming> out;
+  std::map<std::int64_t, std::size_t> index;  // task -> its entry in out
+  auto since_base = [this](std::size_t e) -> Result<double> {
+    float ms = 0.0F;
+    STEPSIM_CUDA_TRY(cudaEventElapsedTime(&ms, base_, events_[e]));
+    return base_s_ + static_cast<double>(ms) * 1e-3;
+  };
+  for (const Pending& p : pending_) {
+    auto start = since_base(p.start);
+    auto stop = since_base(p.stop);
+    if (!start.ok()) return start.errors();
+    if (!stop.ok()) return stop.errors();
+    const double busy = std::max(0.0, stop.value() - start.value());
+    auto [it, added] = index.emplace(p.task, out.size());
+    if (added) {
+      out.push_back(DeviceTiming{
+          .task = p.task, .start_s = start.value(), .end_s = stop.value(), .busy_s = busy});
+      continue;
+    }
+    DeviceTiming& t = out[it->second];
+    t.start_s = std::min(t.start_s, start.value());
+    t.end_s = std::max(t.end_s, stop.value());
+    t.busy_s += busy;
+  }
+  pending_.clear();
+  next_event_ = 0;
+  return out;
+}
+
+Result<cudaEvent_t> CudaBackend::pooled_event() {
+  if (next_event_ == events_.size()) {
+    cudaEvent_t e = nullptr;
+    STEPSIM_CUDA_TRY(cudaEventCreate(&e));
+    events_.push_back(e);
+  }
+  return events_[next_event_++];
+}
+
+template <typename Body>
+Result<double> CudaBackend::enqueue(Body&& body) {
+  const std::size_t start = next_event_;
+  auto a = pooled_event();
+  if (!a.ok()) return a.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(a.value(), stream_));
+  if (auto r = body(); !r.ok()) return r.errors();
+  const std::size_t stop = next_event_;
+  auto b = pooled_event();
+  if (!b.ok()) return b.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(b.value(), stream_));
+  pending_.push_back(Pending{.task = task_, .start = start, .stop = stop});
+  return 0.0;
+}
+
+Result<void*> CudaBackend::operand(int role, cuda::ElemType t, std::int64_t elems,
+                                   std::uint32_t seed) {
+  DeviceBuffer& buf = operands_[{role, t}];
+  const std::int64_t bytes = elems * size_of(t);
+  const bool fresh = bytes > buf.capacity();
+  auto p = buf.reserve(bytes, "an operand of the validator's step");
+  if (!p.ok()) return p.errors();
+  if (fresh && seed != 0) STEPSIM_CUDA_TRY(cuda::fill_operand(p.value(), elems, t, seed, stream_));
+  return p.value();
+}
+
+Result<double> CudaBackend::gemm_enqueued(const GemmOp& op) {
+  const cuda::ElemType t = elem_of(op.dtype);
+  // FP8 products write bf16; in Transformer Engine's layouts cuBLAS's A is the op's k x n
+  // operand and B its m x k one (te_matmul_shape).
+  const cuda::ElemType out = op.dtype == DType::kFp8 ? cuda::ElemType::kBf16 : t;
+  const bool te = op.layout != GemmLayout::kUnspecified;
+  auto a = operand(kA, t, op.batch * op.k * (te ? op.n : op.m), 1);
+  auto b = operand(kB, t, op.batch * op.k * (te ? op.m : op.n), 2);
+  auto d = operand(kD, out, op.batch * op.m * op.n, 0);
+  if (!a.ok()) return a.errors();
+  if (!b.ok()) return b.errors();
+  if (!d.ok()) return d.errors();
+  const MatmulShape shape = te_matmul_shape(op, a.value(), b.value(), d.value());
+  std::unique_ptr<LtMatmul>& mm = gemm_plans_[plan_key(shape, t)];
+  if (mm == nullptr) {
+    auto planned = plan(shape, t);
+    if (!planned.ok()) {
+      gemm_plans_.erase(plan_key(shape, t));
+      return planned.errors();
+    }
+    mm = std::move(planned).value();
+  }
+  const LtMatmul* run = mm.get();
+  return enqueue([this, run] { return run->run(stream_); });
+}
+
+Result<double> CudaBackend::attention_enqueued(const AttentionOp& op) {
+  // Planned over extra_, which only grows: a plan stays valid until extra_ moves.
+  char key[160];
+  std::snprintf(key, sizeof key, "%d %lld %lld %lld %lld %lld %d %d %p", static_cast<int>(op.dtype),
+                static_cast<long long>(op.batch), static_cast<long long>(op.heads),
+                static_cast<long long>(op.kv_heads), static_cast<long long>(op.seq),
+                static_cast<long long>(op.head_dim), op.causal ? 1 : 0, op.backward ? 1 : 0,
+                extra_.data());
+  auto found = attention_plans_.find(key);
+  if (found == attention_plans_.end()) {
+    const void* before = extra_.data();
+    auto planned = plan_attention(op, false);
+    if (!planned.ok()) return planned.errors();
+    if (extra_.data() != before) attention_plans_.clear();  // the older plans point to freed memory
+    std::snprintf(key, sizeof key, "%d %lld %lld %lld %lld %lld %d %d %p",
+                  static_cast<int>(op.dtype), static_cast<long long>(op.batch),
+                  static_cast<long long>(op.heads), static_cast<long long>(op.kv_heads),
+                  static_cast<long long>(op.seq), static_cast<long long>(op.head_dim),
+                  op.causal ? 1 : 0, op.backward ? 1 : 0, extra_.data());
+    found = attention_plans_.emplace(key, std::move(planned).value()).first;
+  }
+  const AttentionRun* run = &found->second;
+  return enqueue([this, run] { return run_attention(*run); });
+}
+
+Result<double> CudaBackend::memory_bound_enqueued(const MemoryBoundOp& op) {
+  // Half the bytes read, half written: dst = 2 * src over floats.
+  const std::int64_t n = op.bytes / 8;
+  auto src = operand(kA, cuda::ElemType::kFp32, n, 7);
+  auto dst = operand(kB, cuda::ElemType::kFp32, n, 0);
+  if (!src.ok()) return src.errors();
+  if (!dst.ok()) return dst.errors();
+  const auto* in = static_cast<const float*>(src.value());
+  auto* out = static_cast<float*>(dst.value());
+  return enqueue([this, in, out, n]() -> Status {
+    STEPSIM_CUDA_TRY(cuda::scale_copy(in, out, n, stream_));
+    return ok_status();
+  });
+}
+
+Result<double> CudaBackend::collective_enqueued(const CollectiveOp& op, GroupId group) {
+  const std::int64_t n = world_.group_size(group);
+  const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
+  auto in = operand(kSend, cuda::ElemType::kFp32, counts.in, 8);
+  auto out = operand(kRecv, cuda::ElemType::kFp32, counts.out, 0);
+  if (!in.ok()) return in.errors();
+  if (!out.ok()) return out.errors();
+  auto* send = static_cast<float*>(in.value());
+  auto* recv = static_cast<float*>(out.value());
+  const ncclComm_t comm = nccl_[static_cast<std::size_t>(group.value)];
+  const auto per = static_cast<std::size_t>(counts.per_rank);
+  // No barrier before it and no check after: a late peer's wait is part of the step.
+  return enqueue([&]() -> Status {
+    switch (op.kind) {
+      case CollectiveKind::kAllReduce:
+        STEPSIM_NCCL_TRY(ncclAllReduce(send, recv, per, ncclFloat, ncclSum, comm, stream_));
+        break;
+      case CollectiveKind::kAllGather:
+        STEPSIM_NCCL_TRY(ncclAllGather(send, recv, per, ncclFloat, comm, stream_));
+        break;
+      case CollectiveKind::kReduceScatter:
+        STEPSIM_NCCL_TRY(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream_));
+        break;
+      case CollectiveKind::kAllToAll:
+        STEPSIM_NCCL_TRY(ncclGroupStart());
+        for (std::int64_t peer = 0; peer < n; ++peer) {
+          const std::size_t at = static_cast<std::size_t>(peer) * per;
+          STEPSIM_NCCL_TRY(
+              ncclSend(send + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
+          STEPSIM_NCCL_TRY(
+              ncclRecv(recv + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
+        }
+        STEPSIM_NCCL_TRY(ncclGroupEnd());
+        break;
+      case CollectiveKind::kDeepEpDispatch:  // DeepEP is not NCCL (validate refuses flex)
+      case CollectiveKind::kDeepEpCombine:
+        STEPSIM_UNREACHABLE("DeepEP's kernels are not run by the CUDA backend");
+        break;
+    }
+    return ok_status();
+  });
+}
+
+Result<double> CudaBackend::p2p_enqueued(const std::vector<P2PRequest>& requests) {
+  std::int64_t total = 0;
+  std::vector<std::int64_t> offsets;
+  for (const P2PRequest& q : requests) {
+    offsets.push_back(total);
+    total += (q.bytes + 255) / 256 * 256;
+  }
+  auto buf = operand(kSend, cuda::ElemType::kFp8E4M3, total, 0);  // bytes
+  if (!buf.ok()) return buf.errors();
+  auto* base = static_cast<std::uint8_t*>(buf.value());
+  const ncclComm_t comm = nccl_[0];
+  return enqueue([&]() -> Status {
+    // NCCL has no tags: messages between two ranks match in the order they are posted.
+    STEPSIM_NCCL_TRY(ncclGroupStart());
+    for (std::size_t r = 0; r < requests.size(); ++r) {
+      const P2PRequest& q = requests[r];
+      const auto count = static_cast<std::size_t>(q.bytes);
+      if (q.send) {
+        STEPSIM_NCCL_TRY(ncclSend(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
+      } else {
+        STEPSIM_NCCL_TRY(ncclRecv(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
+      }
+    }
+    STEPSIM_NCCL_TRY(ncclGroupEnd());
+    return ok_status();
+  });
+}
+
+}  // namespace stepsim::calib
