@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <type_traits>
 
 namespace stepsim::calib {
@@ -199,6 +200,8 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
   const std::int64_t max_memory_bytes = std::int64_t{4} << 30;
   std::set<std::int64_t> too_large_memory;
   std::int64_t rectangular_attention = 0;
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, GemmScaling>>
+      block_scaled;
   const auto world = static_cast<std::int32_t>(o.node_ids.size());
   auto visit_op = [&](const Op& op) {
     std::visit(
@@ -243,6 +246,12 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
             }
             if constexpr (std::is_same_v<T, GemmOp>) {
               if (!o.gpu) shape.layout = GemmLayout::kUnspecified;
+              // The backends run per-tensor scaled FP8 products: the shape is measured so,
+              // and recorded so (its block-scaled kernel: measure_blockwise_fp8.py).
+              if (shape.scaling != GemmScaling::kTensor) {
+                block_scaled.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
+                shape.scaling = GemmScaling::kTensor;
+              }
             }
             compute.emplace_back(shape);
             if constexpr (std::is_same_v<T, GemmOp>) {
@@ -297,6 +306,12 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
     skipped.push_back(std::to_string(rectangular_attention) +
                       " attention kernels over another block of keys (context parallelism): "
                       "measured as self-attention of their query rows, priced by their FLOPs");
+  }
+  if (!block_scaled.empty()) {
+    skipped.push_back(std::to_string(block_scaled.size()) +
+                      " block-scaled FP8 GEMM shapes (fp8_recipe \"blockwise\"): measured with "
+                      "per-tensor scales; scenarios/profiles/measure_blockwise_fp8.py measures "
+                      "their block-scaled kernels");
   }
   if (!too_large_memory.empty()) {
     skipped.push_back(std::to_string(too_large_memory.size()) +

@@ -73,6 +73,13 @@ Result<Workload> load_workload(const ValidateRequest& q) {
                  "=true is not validated yet: the executor does not run Transformer Engine's "
                  "userbuffers (predict prices them)"};
   }
+  if (w.training.fp8_enabled() && w.training.fp8_recipe == Fp8Recipe::kBlockwise) {
+    // The backends run per-tensor scaled FP8 products (cuda: cuBLASLt's scalar scales; cpu:
+    // the emulated fp32 product).
+    return Error{q.scenario, "training.fp8_recipe",
+                 "=\"blockwise\" is not validated yet: the executor runs per-tensor scaled FP8 "
+                 "GEMMs (predict prices the block-scaled ones from the profile)"};
+  }
   for (const auto& [key, margin] :
        {std::pair{"training.fwd_layernorm_sm_margin", w.training.fwd_layernorm_sm_margin},
         std::pair{"training.bwd_layernorm_sm_margin", w.training.bwd_layernorm_sm_margin}}) {

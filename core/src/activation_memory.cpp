@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "embedding_ops.hpp"
+#include "fp8_ops.hpp"
 #include "moe_ops.hpp"
 #include "recompute_layout.hpp"
 #include "stepsim/core/decompose.hpp"
@@ -41,14 +42,19 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool mo
   const double t = as_d(x.t);
   // FP8 (Transformer Engine): the linears save their inputs as FP8 (1 byte; the transposed
   // copy wgrad reads, or with SP the row-wise shard that backward re-gathers) instead of
-  // 16-bit ones; tensors other ops also save stay as they are.
-  const double linear_in = x.fp8 ? 1.0 : e;
+  // 16-bit ones; tensors other ops also save stay as they are. Block scaling saves the
+  // column-wise copy with its fp32 scales, one per 128 elements.
+  const double linear_in = x.fp8 ? (x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0) : e;
   // Outside the TP regions (sequence-sharded with SP): the inputs of the two norms, of QKV
   // and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks (none
-  // with hidden_dropout 0).
+  // with hidden_dropout 0). A block-scaled shard that is not gathered in FP8 (dims not
+  // multiples of 128) is gathered in 16 bits and quantized whole: QKV and FC1 keep the whole
+  // column-wise copy.
   const double masks = x.hidden_dropout ? 2.0 : 0.0;
+  const bool whole_linear_in = x.fp8_block && x.sp && !detail::fp8_block_gathers_fp8(x, x.h);
   const double outside =
-      tok * as_d(x.h) * (2.0 * e + 2.0 * linear_in + masks) / (x.sp ? t : 1.0);
+      whole_linear_in ? tok * as_d(x.h) * (2.0 * e + masks) / t + tok * as_d(x.h) * 2.0 * linear_in
+                      : tok * as_d(x.h) * (2.0 * e + 2.0 * linear_in + masks) / (x.sp ? t : 1.0);
   // Core attention inputs: unfused attention keeps Q and the head-expanded K and V for the
   // two batched GEMMs; flash attention and checkpointed core attention keep Q, K, V as
   // the QKV GEMM produced them.

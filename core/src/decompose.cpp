@@ -290,7 +290,7 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   if (fp8_params > 0) {
     // quantize_param_shard over the data-parallel group (dp x cp: the optimizer's shards).
     step_index = detail::append_fp8_param_quantization(
-        ops, tc.fp8_recipe, fp8_shard, fp8_tensors,
+        ops, tc.fp8_recipe, fp8_shard, fp8_tensors, fp8_params,
         CollectiveOp{.kind = CollectiveKind::kAllReduce,
                      .group = CommGroup::kData,
                      .group_size = dp_cp,

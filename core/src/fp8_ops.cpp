@@ -22,6 +22,19 @@ namespace stepsim::detail {
 // a LayerNormLinear's norm writes its 16-bit output with the amax (FUSED_NORM_AMAX_FP8), then
 // one cast(-transpose) kernel quantizes it. The scale computation is one thread's work and
 // is left out. No amax history and no per-chunk reduction.
+// Block scaling ("blockwise", Float8BlockQuantizer; transformer_engine/common/transpose/
+// quantize_transpose_vector_blockwise.cu and quantize_transpose_square_blockwise.cu): no
+// amax pass, reduction or history; a 1x128 quantize reads the 16-bit tensor once and writes
+// the row-wise and the column-wise FP8 copies, each quantized from the 16-bit values with
+// scales of its own (not a transpose of FP8 data), plus fp32 scales: one per 128 elements
+// per copy (e + 2 + 1/16 bytes per element). No norm writes FP8 for a block quantizer
+// (normalization.cpp: Impl::UNFUSED) and no bias gradient is fused into its quantize
+// (bgrad_quantize is not used): both run as kernels of their own. Under SP only the
+// row-wise data and scales of a norm's output are all-gathered (data 1, scales 1/32 byte
+// per element; the gathered scales reordered by swap_first_dims), and the local column-wise
+// shard is kept for backward, where it is gathered beside dgrad; a gradient shard gathers
+// both copies. A shard whose dims are not multiples of 128 is gathered in 16 bits and
+// quantized whole instead (distributed.py, gather_along_first_dim's blockwise fallback).
 
 namespace {
 
@@ -47,14 +60,42 @@ void current_amax(OpList& ops, std::string_view prefix, std::int32_t layer, Phas
 
 }  // namespace
 
+std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements) {
+  return elements * (x.e + 2) + elements / 16;
+}
+
+std::int64_t fp8_block_copy_bytes(std::int64_t elements) { return elements + elements / 32; }
+
+bool fp8_block_gathers_fp8(const Dims& x, std::int64_t width) {
+  return x.sp && x.sp_tokens % 128 == 0 && width % 128 == 0;
+}
+
 std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens) {
-  // Current scaling: the norm writes 16 bits (and the amax); delayed: FP8 directly.
-  return tokens * x.h * (x.fp8_current ? 2 * x.e : x.e + 1) + tokens * (x.layernorm ? 8 : 4);
+  // Current and block scaling: the norm writes 16 bits (current scaling with the amax);
+  // delayed: FP8 directly.
+  return tokens * x.h * (x.fp8_current || x.fp8_block ? 2 * x.e : x.e + 1) +
+         tokens * (x.layernorm ? 8 : 4);
 }
 
 void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
                                 Phase phase) {
   const Dims& x = ops.dims();
+  if (x.fp8_block) {
+    if (fp8_block_gathers_fp8(x, x.h)) {
+      ops.memory(named(prefix, "_input_quantize"), layer, phase,
+                 fp8_block_quantize_bytes(x, x.sp_tokens * x.h));
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase,
+                                 fp8_block_copy_bytes(x.tokens * x.h)));
+      ops.memory(named(prefix, "_input_scale_swap"), layer, phase, 2 * (x.tokens * x.h / 32));
+      return;
+    }
+    if (x.sp) {
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h * x.e));
+    }
+    ops.memory(named(prefix, "_input_quantize"), layer, phase,
+               fp8_block_quantize_bytes(x, x.tokens * x.h));
+    return;
+  }
   if (x.fp8_current) {
     // The norm's amax (computed by the norm) is reduced over TP with SP, then one cast
     // kernel: row-wise only before the gather, with the transpose without SP.
@@ -89,6 +130,11 @@ void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32
 void emit_fp8_row_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
                                Phase phase, std::int64_t in_k) {
   const Dims& x = ops.dims();
+  if (x.fp8_block) {
+    ops.memory(named(prefix, "_input_quantize"), layer, phase,
+               fp8_block_quantize_bytes(x, x.tokens * in_k));
+    return;
+  }
   current_amax(ops, prefix, layer, phase, x.tokens * in_k, false);
   ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * in_k * (x.e + 2));
 }
@@ -101,6 +147,12 @@ void emit_fp8_row_grad_cast(OpList& ops, std::string_view prefix, std::int32_t l
   if (x.bias) {
     ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.sp_tokens * x.h * x.e);
   }
+  if (x.fp8_block) {
+    // Both copies of the shard (the gather moves both: emit_fp8_row_parallel_backward).
+    ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
+               fp8_block_quantize_bytes(x, x.sp_tokens * x.h));
+    return;
+  }
   current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.sp_tokens * x.h, true);
   ops.memory(named(prefix, "_grad_cast"), layer, Phase::kBackwardInput,
              x.sp_tokens * x.h * (x.e + 1));
@@ -109,6 +161,15 @@ void emit_fp8_row_grad_cast(OpList& ops, std::string_view prefix, std::int32_t l
 void emit_fp8_column_grad_cast(OpList& ops, std::string_view prefix, std::int32_t layer,
                                std::int64_t out_n) {
   const Dims& x = ops.dims();
+  if (x.fp8_block) {
+    // Row- and column-wise copies of the output gradient; the bias gradient unfused.
+    if (x.bias) {
+      ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
+    }
+    ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
+               fp8_block_quantize_bytes(x, x.tokens * out_n));
+    return;
+  }
   // The output gradient [tokens, out_n] in FP8 (dgrad) and transposed (wgrad), bias
   // gradient fused (bgrad_quantize).
   current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * out_n, false);
@@ -121,7 +182,13 @@ void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
                                        std::int32_t layer, std::int64_t out_n, std::int64_t in_k) {
   const Dims& x = ops.dims();
   emit_fp8_column_grad_cast(ops, prefix, layer, out_n);
-  if (x.sp) {
+  std::int32_t gathered = -1;
+  if (x.fp8_block && fp8_block_gathers_fp8(x, in_k)) {
+    // The saved column-wise shard and its scales, gathered beside dgrad (linear.py: the
+    // backward's async all-gather), then reordered (swap_first_dims) for wgrad.
+    gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
+                                 fp8_block_copy_bytes(x.tokens * in_k));
+  } else if (x.sp && !x.fp8_block) {
     // The saved FP8 input shard is re-gathered for wgrad. On Hopper the gathered input must
     // be transposed, so _all_gather_fp8 waits for the gather at once (no overlap with
     // dgrad) and transposes it.
@@ -141,6 +208,11 @@ void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
     reduce = ops.tp_collective(CollectiveKind::kAllReduce, layer, Phase::kBackwardInput,
                                x.tokens * in_k * x.e);
   }
+  if (gathered >= 0) {
+    ops.wait(gathered);
+    ops.memory(named(prefix, "_input_swap_bwd"), layer, Phase::kBackwardWeight,
+               2 * fp8_block_copy_bytes(x.tokens * in_k));
+  }
   ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
   if (reduce >= 0) ops.wait(reduce);
 }
@@ -149,7 +221,27 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
                                     std::string_view dgrad_name, std::string_view wgrad_name,
                                     std::int32_t layer, std::int64_t in_k) {
   const Dims& x = ops.dims();
-  if (x.sp) {
+  if (x.fp8_block && fp8_block_gathers_fp8(x, x.h)) {
+    // Both copies of the gradient shard and their scales gathered, the column-wise one
+    // reordered (swap_first_dims) for wgrad.
+    emit_fp8_row_grad_cast(ops, prefix, layer);
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
+                               2 * fp8_block_copy_bytes(x.tokens * x.h)));
+    ops.memory(named(prefix, "_grad_swap"), layer, Phase::kBackwardInput,
+               2 * fp8_block_copy_bytes(x.tokens * x.h));
+  } else if (x.fp8_block) {
+    // Gathered in 16 bits (a shard not of 128-multiples), then both copies of the whole
+    // gradient quantized; the bias gradient unfused.
+    if (x.sp) {
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
+                                 x.tokens * x.h * x.e));
+    }
+    if (x.bias) {
+      ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.tokens * x.h * x.e);
+    }
+    ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
+               fp8_block_quantize_bytes(x, x.tokens * x.h));
+  } else if (x.sp) {
     // The gradient shard is cast row-wise, all-gathered in FP8, then transposed for wgrad
     // once the gather is done.
     emit_fp8_row_grad_cast(ops, prefix, layer);

@@ -1,7 +1,7 @@
 #pragma once
 // FP8 training as Transformer Engine runs it on Hopper (transformer_engine/pytorch/module/
 // linear.py, layernorm_linear.py, distributed.py, quantization.py, csrc/quantizer.cpp),
-// delayed or per-tensor current ("tensorwise") scaling: the
+// delayed, per-tensor current ("tensorwise") or block ("blockwise") scaling: the
 // quantize kernels around each FP8 linear of a transformer layer, the FP8 tensor-parallel
 // all-gathers, and the amax reductions. Megatron's TE spec builds QKV and FC1 as
 // LayerNormColumnParallelLinear (the norm writes FP8 itself) and the projection and FC2 as
@@ -14,6 +14,15 @@
 #include "op_list.hpp"
 
 namespace stepsim::detail {
+
+/// Block scaling: bytes of one 1x128 quantize of `elements` 16-bit values into their row-wise
+/// and column-wise FP8 copies with fp32 scales (one per 128 elements of each copy).
+std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements);
+/// Block scaling: bytes of one FP8 copy of `elements` with its 1x128 scales.
+std::int64_t fp8_block_copy_bytes(std::int64_t elements);
+/// Block scaling: whether a sequence-parallel shard [sp_tokens, width] is all-gathered in FP8
+/// (both dims multiples of 128), else in 16 bits and quantized whole after the gather.
+bool fp8_block_gathers_fp8(const Dims& x, std::int64_t width);
 
 /// Bytes of a norm that writes its output in FP8 (1 byte) instead of the params dtype.
 std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens);

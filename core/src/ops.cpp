@@ -108,6 +108,25 @@ std::string_view to_string(GemmLayout l) {
   return "?";
 }
 
+std::string_view to_string(GemmScaling s) {
+  switch (s) {
+    case GemmScaling::kTensor:
+      return "tensor";
+    case GemmScaling::kBlock128x128:
+      return "block_128x128";
+    case GemmScaling::kBlock1x128:
+      return "block_1x128";
+  }
+  return "?";
+}
+
+std::optional<GemmScaling> parse_gemm_scaling(std::string_view s) {
+  if (s == "tensor") return GemmScaling::kTensor;
+  if (s == "block_128x128") return GemmScaling::kBlock128x128;
+  if (s == "block_1x128") return GemmScaling::kBlock1x128;
+  return std::nullopt;
+}
+
 std::optional<GemmLayout> parse_gemm_layout(std::string_view s) {
   if (s == "TN") return GemmLayout::kTN;
   if (s == "NN") return GemmLayout::kNN;

@@ -189,8 +189,10 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
 
 std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recipe,
                                            const OptimizerShard& shard, std::int64_t tensors,
+                                           std::int64_t param_elements,
                                            const CollectiveOp& amax_group, std::int32_t after) {
-  STEPSIM_ASSERT(recipe == Fp8Recipe::kDelayed || recipe == Fp8Recipe::kTensorwise);
+  STEPSIM_ASSERT(recipe == Fp8Recipe::kDelayed || recipe == Fp8Recipe::kTensorwise ||
+                 recipe == Fp8Recipe::kBlockwise);
   STEPSIM_ASSERT(tensors > 0 && shard.tensors <= tensors);
   const auto last = [&] { return static_cast<std::int32_t>(ops.size()) - 1; };
   // One fp32 value per FP8 parameter: its amax, scale or scale_inv.
@@ -201,10 +203,11 @@ std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recip
     // quantizer.update_quantized(master_weight, fp8 shard): one cast kernel per shard.
     ops.push_back(compute_op("fp8_param_cast", shard.elements * (4 + 1), shard.tensors));
   };
-  // The packed amaxes MAX-reduced over `amax_group`, then `next`, which waits for them.
-  const auto reduce_then = [&](Op next) {
+  // The packed amaxes (`bytes`) MAX-reduced over `amax_group`, then `next`, which waits for
+  // them.
+  const auto reduce_then = [&](std::int64_t bytes, Op next) {
     const std::int32_t reduced = append_step_all_reduce(ops, "fp8_param_amax_all_reduce",
-                                                        CommGroup::kData, values, amax_group);
+                                                        CommGroup::kData, bytes, amax_group);
     if (reduced >= 0) next.deps.push_back(reduced);
     ops.push_back(std::move(next));
   };
@@ -215,13 +218,22 @@ std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recip
     ops.push_back(compute_op("fp8_param_amax_pack", values * 2, value_copy));
     // Unpacked into the amaxes, the scales packed, torch.reciprocal, copied into the
     // scale_invs: three multi_tensor_scale copies and one elementwise kernel.
-    reduce_then(compute_op("fp8_param_scale_update", values * 2 * 4, 3 * value_copy + 1));
+    reduce_then(values, compute_op("fp8_param_scale_update", values * 2 * 4, 3 * value_copy + 1));
+  } else if (recipe == Fp8Recipe::kBlockwise) {
+    // One fp32 amax per 128x128 block of every FP8 parameter, packed.
+    const std::int64_t blocks = ceil_div(param_elements, std::int64_t{128} * 128) * 4;
+    // fp8_block_scaling_compute_partial_amax of each master shard into the packed amaxes.
+    ops.push_back(compute_op("fp8_param_amax", shard.elements * 4 + blocks, shard.tensors + 1));
+    // multi_tensor_compute_scale_and_scale_inv over the blocks (depth 3).
+    reduce_then(blocks, compute_op("fp8_param_scale", blocks * 3,
+                                   multi_tensor_launches(tensors, tensors, 3)));
+    cast();  // fp8_block_scaling_partial_cast
   } else {
     // tex.compute_amax of each master shard into the zeroed packed buffer.
     ops.push_back(compute_op("fp8_param_amax", shard.elements * 4 + values, shard.tensors + 1));
     // multi_tensor_compute_scale_and_scale_inv: amaxes, scales and scale_invs (depth 3).
-    reduce_then(
-        compute_op("fp8_param_scale", values * 3, multi_tensor_launches(tensors, tensors, 3)));
+    reduce_then(values, compute_op("fp8_param_scale", values * 3,
+                                   multi_tensor_launches(tensors, tensors, 3)));
     cast();
   }
   if (after >= 0) ops[static_cast<std::size_t>(first)].deps.push_back(after);

@@ -75,13 +75,20 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
 ///   the amax of each shard (tex.compute_amax: read 4 bytes per element), the packed amaxes
 ///   MAX-reduced over `amax_group`, the scales and scale_invs from them
 ///   (multi_tensor_compute_scale_and_scale_inv), then each shard cast with its new scale (read
-///   4, write 1), which so waits for the all-reduce.
+///   4, write 1), which so waits for the all-reduce;
+/// - block scaling, "blockwise" (_cast_master_weights_to_fp8_blockwise_scaling): the partial
+///   amax of every 128x128 block of each shard (read 4 bytes per element), the packed block
+///   amaxes MAX-reduced over `amax_group` (so every rank computes the same scales and none are
+///   gathered), the blocks' scales and scale_invs, then each shard's partial cast (read 4,
+///   write 1).
 /// `shard`: this rank's FP8 parameter shard (elements and tensors with a master shard here);
-/// `tensors`: every FP8 parameter of the rank (each has an amax, a scale and a scale_inv).
+/// `tensors`: every FP8 parameter of the rank (each has an amax, a scale and a scale_inv);
+/// `param_elements`: their elements (block scaling's amaxes are one per 128x128 block).
 /// The all-reduce is on the data-parallel stream; none for a group of one rank. Returns the
 /// index of the last op, which the parameter all-gather waits for.
 std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recipe,
                                            const OptimizerShard& shard, std::int64_t tensors,
+                                           std::int64_t param_elements,
                                            const CollectiveOp& amax_group, std::int32_t after);
 
 }  // namespace stepsim::detail

@@ -189,6 +189,21 @@ class ObjectReader {
     out = *l;
   }
 
+  /// An optional FP8 GEMM scaling ("tensor", "block_128x128", "block_1x128"); absent: tensor.
+  void gemm_scaling(const char* name, GemmScaling& out) {
+    if (!has(name)) return;
+    std::string s;
+    string(name, s);
+    if (!at(name).is_string()) return;
+    const auto v = parse_gemm_scaling(s);
+    if (!v) {
+      error(path(name),
+            cat("=\"", s, "\" is not a GEMM scaling (tensor, block_128x128 or block_1x128)"));
+      return;
+    }
+    out = *v;
+  }
+
   void collective_kind(const char* name, CollectiveKind& out) {
     std::string s;
     string(name, s);
@@ -277,13 +292,18 @@ void read_samples(ObjectReader& top, Profile& p) {
     GemmSample s;
     ObjectReader r(j, key, file, errors);
     if (!r.is_object()) return;
-    r.reject_unknown({"m", "n", "k", "batch", "dtype", "layout", "seconds", "citation"});
+    r.reject_unknown({"m", "n", "k", "batch", "dtype", "layout", "scaling", "seconds", "citation"});
     r.integer("m", s.m, 1);
     r.integer("n", s.n, 1);
     r.integer("k", s.k, 1);
     r.integer("batch", s.batch, 1, false);
     r.dtype("dtype", s.dtype);
     r.gemm_layout("layout", s.layout);
+    r.gemm_scaling("scaling", s.scaling);
+    if (s.scaling != GemmScaling::kTensor && s.dtype != DType::kFp8) {
+      r.error(r.path("scaling"), "=\"" + std::string(to_string(s.scaling)) +
+                                     "\" needs dtype \"fp8\" (block scaling is an FP8 recipe's)");
+    }
     r.seconds("seconds", s.seconds);
     r.string("citation", s.citation, false);
     p.gemm.push_back(std::move(s));

@@ -750,11 +750,15 @@ const std::array kSchema = {
             .choices = kFp8Recipe, .sweep = Sweep::kListed, .flags = "--fp8-recipe",
             .default_text = "\"delayed\"",
             .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; only "
-                     "\"delayed\" and \"tensorwise\" are modelled yet; \"mxfp8\" needs a Blackwell "
-                     "GPU (Transformer Engine's "
+                     "\"delayed\", \"tensorwise\" and \"blockwise\" are modelled yet "
+                     "(\"blockwise\" needs a Hopper GPU or newer and no tp_comm_overlap); "
+                     "\"mxfp8\" needs a Blackwell GPU (Transformer Engine's "
                      "check_mxfp8_support: compute capability 10.0+)",
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
-                   "backward of a model chunk), or per-tensor / per-block current scaling"},
+                   "backward of a model chunk), per-tensor current scaling (tensorwise), or "
+                   "blockwise (Transformer Engine's Float8BlockScaling: 1x128 tiles of "
+                   "activations and gradients, 128x128 blocks of weights, block-scaled GEMMs "
+                   "priced from the profile's block-scaled samples)"},
     KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),
             .sweep = Sweep::kListed, .flags = "--fp8-param-gather=true", .default_text = "false",
             .check = "needs fp8 and use_distributed_optimizer",

@@ -28,15 +28,6 @@ std::string_view recipe_name(Fp8Recipe r) {
 /// (transformer_engine/common/recipe/__init__.py, pytorch/quantization.py check_*_support).
 std::string_view unmodelled_recipe_reason(Fp8Recipe r) {
   switch (r) {
-    case Fp8Recipe::kBlockwise:
-      // Float8BlockScaling: x and grad 1D blocks (1x128), weights 2D (128x128), fp32 scales;
-      // TE quantizes both usages from 16 bits (they are not each other's transposes) and
-      // all-gathers data and scales (distributed.py _start_all_gather_fp8_blockwise).
-      return ": Transformer Engine's Float8BlockScaling (1x128 tiles of activations and "
-             "gradients, 128x128 blocks of weights, fp32 scales, no amax history or reduction; "
-             "compute capability 9.0 and CUDA 12.9 or newer, check_fp8_block_scaling_support) "
-             "quantizes row- and column-wise copies with their scales and all-gathers both "
-             "under sequence parallelism, which stepsim does not price yet";
     case Fp8Recipe::kMxfp8:
       return ": Transformer Engine's MXFP8BlockScaling needs compute capability 10.0 or "
              "higher (check_mxfp8_support: \"Device compute capability 10.0 or higher required "
@@ -46,7 +37,9 @@ std::string_view unmodelled_recipe_reason(Fp8Recipe r) {
       return ": a custom recipe's quantizers come from fp8_quantizer_factory, code stepsim "
              "cannot price";
     case Fp8Recipe::kDelayed:
-    case Fp8Recipe::kTensorwise: break;
+    case Fp8Recipe::kTensorwise:
+    case Fp8Recipe::kBlockwise:
+      break;
   }
   return "";
 }
@@ -76,11 +69,21 @@ void check_fp8(const Workload& w, Checker& check) {
                                    "\" but system \"" + s.name + "\" (" + s.gpu_name +
                                    ") has no FP8 tensor cores (no peak_flops_fp8)");
   }
-  if (t.fp8_recipe != Fp8Recipe::kDelayed && t.fp8_recipe != Fp8Recipe::kTensorwise) {
+  if (t.fp8_recipe != Fp8Recipe::kDelayed && t.fp8_recipe != Fp8Recipe::kTensorwise &&
+      t.fp8_recipe != Fp8Recipe::kBlockwise) {
     check.fail("training.fp8_recipe", std::string("=\"") + std::string(recipe_name(t.fp8_recipe)) +
                                           "\" is not modelled yet (\"delayed\", Megatron-LM's "
-                                          "default, and \"tensorwise\" are)" +
+                                          "default, \"tensorwise\" and \"blockwise\" are)" +
                                           std::string(unmodelled_recipe_reason(t.fp8_recipe)));
+  }
+  if (t.fp8_recipe == Fp8Recipe::kBlockwise && t.tp_comm_overlap) {
+    // Transformer Engine's fill_userbuffers_buffer_for_all_gather (module/base.py) takes
+    // Float8 / current-scaling, MXFP8 and NVFP4 quantizers only: a Float8BlockQuantizer
+    // raises ValueError("Unsupported quantizer for Userbuffers").
+    check.fail("training.fp8_recipe",
+               "=\"blockwise\" with tp_comm_overlap: Transformer Engine's userbuffers take no "
+               "block-scaled tensor (module/base.py fill_userbuffers_buffer_for_all_gather: "
+               "\"Unsupported quantizer for Userbuffers\")");
   }
 }
 

@@ -70,6 +70,7 @@ struct Dims {
   bool dist_saved = false;  ///< distribute_saved_activations in effect
   bool fp8 = false;         ///< the layers' linears run FP8 GEMMs (Transformer Engine)
   bool fp8_current = false;  ///< with per-tensor current scaling (fp8_recipe "tensorwise")
+  bool fp8_block = false;    ///< with block scaling (fp8_recipe "blockwise", fp8_ops.hpp)
   std::int64_t tp_nodes = 1;  ///< nodes a TP group spans
   // TP-communication overlap as Transformer Engine's linears resolve it (tp_overlap_ops.cpp):
   // the AG+GEMM ring exchange (QKV/FC1 fprop, projection/FC2 dgrad), the GEMM+RS pipeline
@@ -268,6 +269,7 @@ inline Dims dims_of(const Workload& w) {
                  tc.recompute_granularity == RecomputeGranularity::kFull;
   x.fp8 = tc.fp8_enabled();
   x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
+  x.fp8_block = x.fp8 && tc.fp8_recipe == Fp8Recipe::kBlockwise;
   // layernorm_linear.py / linear.py: every overlap needs sequence parallelism; the bulk
   // overlaps give way to the dgrad GEMM+RS pipeline.
   const bool ub = tc.tp_comm_overlap && x.sp;

@@ -302,7 +302,8 @@ def a100():
 
 def measured_h100():
     """What the H100 public profile takes from stepsim's own one-GPU measurement
-    (MEASURED_H100, beside this script), because no public table has it: FP8 GEMMs, the
+    (MEASURED_H100, beside this script), because no public table has it: FP8 GEMMs (per-tensor
+    and block-scaled), the
     memory-bound kernels' bandwidth by size and cuDNN's fused attention backward (the
     forward is public: flash-attention's FlashAttention-3 figure). Each sample is copied as
     measured. Its citation names the file and the kind of
@@ -313,7 +314,8 @@ def measured_h100():
     versions = next(n for n in m["notes"] if n.startswith("cuda backend: "))
     gpu = m["machine"].split(": ", 1)[-1].replace(" measured", "")
     where = f"scenarios/profiles/{MEASURED_H100} (stepsim's measurement, notes)"
-    fp8 = [dict(s, citation=f"{where}: FP8 GEMM") for s in m["gemm"] if s["dtype"] == "fp8"]
+    fp8 = [dict(s, citation=f"{where}: FP8 GEMM" if "scaling" not in s else
+                f"{where}: block-scaled FP8 GEMM") for s in m["gemm"] if s["dtype"] == "fp8"]
     memory = [dict(s, citation=f"{where}: memory-bound kernel") for s in m["memory"]]
     attention_backward = [dict(s, citation=f"{where}: cuDNN fused attention backward")
                           for s in m["attention"] if s["backward"]]
@@ -324,8 +326,15 @@ def measured_h100():
             "dst = 2 * src over floats, half the bytes read and half written; median of 10).")
     note += (" Its cuDNN fused attention backward samples (forward + backward minus forward "
              "through PyTorch's scaled_dot_product_attention pinned to cuDNN, GPU-side timing; "
-             f"{attention_note(m)}) are copied too.")
+             f"{attention_note(m)}) are copied too, and its block-scaled FP8 GEMMs ("
+             f"{block_note(m)}).")
     return fp8, memory, attention_backward, note
+
+
+def block_note(measured):
+    """What the measured profile's blockwise note says of the versions, date and method."""
+    found = [n for n in measured["notes"] if n.startswith("fp8 blockwise:")]
+    return found[-1][len("fp8 blockwise: "):] if found else "none"
 
 
 def attention_note(measured):

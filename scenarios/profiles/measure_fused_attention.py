@@ -29,8 +29,9 @@ whose profile it is:
 import argparse
 import datetime
 import json
-import statistics
 import sys
+
+import gpu_timing
 
 
 def dtype_of(name, torch):
@@ -43,19 +44,7 @@ QUEUE_CYCLES = 10_000_000
 
 
 def time_ms(fn, torch, warmup, repeats):
-    for _ in range(warmup):
-        fn()
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeats):
-        torch.cuda._sleep(QUEUE_CYCLES)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+    return gpu_timing.time_ms(fn, torch, warmup, repeats, QUEUE_CYCLES)
 
 
 def measure(sample, torch, backend, warmup, repeats):

@@ -53,7 +53,9 @@ std::string describe_shape(const OpShape& shape) {
           std::string out = "m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
                             " k=" + std::to_string(s.k);
           if (s.batch != 1) out += " batch=" + std::to_string(s.batch);
-          return out + " " + std::string(to_string(s.dtype));
+          out += " " + std::string(to_string(s.dtype));
+          if (s.scaling != GemmScaling::kTensor) out += " " + std::string(to_string(s.scaling));
+          return out;
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           return "flash b=" + std::to_string(s.batch) + " heads=" + std::to_string(s.heads) +
                  " kv=" + std::to_string(s.kv_heads) + " s=" + std::to_string(s.seq) +

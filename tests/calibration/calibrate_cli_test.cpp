@@ -213,5 +213,24 @@ TEST(ValidateCli, RoundsNeedCalibrateAndAStepEach) {
   EXPECT_NE(negative.output.find("--rounds"), std::string::npos) << negative.output;
 }
 
+TEST(ValidateCli, BlockScaledFp8IsNotValidatedYet) {
+  // The backends run per-tensor scaled FP8 GEMMs: a blockwise job is refused, not measured
+  // as another one.
+  std::ifstream in(std::string(STEPSIM_SCENARIOS_DIR) + "/validation/tp2-sp-fp8.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string at = "\"training\": {";
+  const auto pos = text.find(at);
+  ASSERT_NE(pos, std::string::npos);
+  text.insert(pos + at.size(), "\"fp8_recipe\": \"blockwise\",");
+  const std::string path = temp_dir() + "/blockwise.json";
+  std::ofstream(path) << text;
+  const Ran r = run("STEPSIM_SCENARIOS_DIR=" + std::string(STEPSIM_SCENARIOS_DIR) + " " +
+                    std::string(STEPSIM_BIN) + " validate " + path + " --backend cpu");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("training.fp8_recipe=\"blockwise\" is not validated yet"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace stepsim

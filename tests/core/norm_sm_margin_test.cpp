@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "shipped_scenario.hpp"
 #include "stepsim/core/cost_model.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/load.hpp"
@@ -18,17 +18,9 @@
 namespace stepsim {
 namespace {
 
-const std::string kScenarios = STEPSIM_SCENARIOS_DIR;
-
 /// Llama 3.1 8B on 8 H100 (132 SMs), with `training` keys added.
 Result<Workload> llama(const std::string& training) {
-  std::ifstream in(kScenarios + "/llama3-8b-h100-8.json");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string at = "\"training\": {";
-  const auto pos = text.find(at);
-  if (pos == std::string::npos) return Error{"test", "", "no training section"};
-  if (!training.empty()) text.insert(pos + at.size(), training + ",");
-  return load_scenario_text(text, "margin.json", kScenarios, LoadOptions{kScenarios});
+  return testing::shipped_with("llama3-8b-h100-8.json", training);
 }
 
 const Op& op_named(const std::vector<Op>& ops, std::string_view name, std::int32_t layer) {

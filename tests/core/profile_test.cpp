@@ -21,6 +21,15 @@ Profile sample_profile() {
   p.gemm.push_back({1024, 8192, 512, 4, DType::kFp32, 1.2345678901234567e-4, "a citation"});
   p.gemm.push_back(GemmSample{.m = 4096, .n = 4096, .k = 4096, .batch = 1, .dtype = DType::kBf16,
                               .seconds = 1.5e-4, .citation = "", .layout = GemmLayout::kNT});
+  p.gemm.push_back(GemmSample{.m = 4096,
+                              .n = 4096,
+                              .k = 4096,
+                              .batch = 1,
+                              .dtype = DType::kFp8,
+                              .seconds = 9.5e-5,
+                              .citation = "",
+                              .layout = GemmLayout::kTN,
+                              .scaling = GemmScaling::kBlock1x128});
   AttentionSample a;
   a.op = {2, 16, 4, 2048, 128, true, true, DType::kFp16};
   a.seconds = 2.0 / 7.0 * 1e-3;
@@ -135,7 +144,10 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
     "notes": [], "world_size": 8,
     "gemm": [{"m": 128, "n": 128, "k": 128, "dtype": "bf16", "seconds": 1e-5},
              {"m": -1, "n": 128, "k": 128, "dtype": "int8", "seconds": 1e-5},
-             {"m": 128, "n": 128, "k": 128, "dtype": "bf16", "layout": "TT", "seconds": 1e-5}],
+             {"m": 128, "n": 128, "k": 128, "dtype": "bf16", "layout": "TT", "seconds": 1e-5},
+             {"m": 128, "n": 128, "k": 128, "dtype": "bf16", "scaling": "block_1x128",
+              "seconds": 1e-5},
+             {"m": 128, "n": 128, "k": 128, "dtype": "fp8", "scaling": "mx", "seconds": 1e-5}],
     "memory": [{"bytes": 1024, "seconds": 0}],
     "collectives": [{"kind": "broadcast", "group_size": 8, "nodes_spanned": 1,
                      "bytes": 1024, "seconds": 1e-5},
@@ -151,6 +163,10 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
            "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16, bf16 or fp8)\n",
            "bad.json: gemm[2].layout=\"TT\" is not a GEMM layout (TN, NN or NT: Transformer "
            "Engine's names)\n",
+           "bad.json: gemm[3].scaling=\"block_1x128\" needs dtype \"fp8\" (block scaling is an "
+           "FP8 recipe's)\n",
+           "bad.json: gemm[4].scaling=\"mx\" is not a GEMM scaling (tensor, block_128x128 or "
+           "block_1x128)\n",
            "bad.json: memory[0].seconds must be a finite positive number\n",
            "bad.json: collectives[0].kind=\"broadcast\" is not a collective",
            "bad.json: collectives[1].nodes_spanned=4 must not exceed group_size=2\n",
@@ -159,7 +175,7 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
        }) {
     EXPECT_NE(all.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << all;
   }
-  EXPECT_EQ(r.errors().size(), 8u) << all;
+  EXPECT_EQ(r.errors().size(), 10u) << all;
 }
 
 TEST(ProfileJson, MissingKeysAreNamed) {
@@ -229,15 +245,25 @@ TEST(MeasuredProfile, H100LoadsWithItsVersionsAndFp8Samples) {
                             n.find("cuBLASLt ") != std::string::npos);
   }
   EXPECT_TRUE(versions);
-  double bf16 = 0, fp8 = 0;
+  double bf16 = 0, fp8 = 0, block = 0, block_1d = 0;
   for (const auto& g : p.value().gemm) {
     if (g.m != 8192 || g.n != 8192 || g.k != 8192 || g.batch != 1) continue;
     if (g.dtype == DType::kBf16) bf16 = g.seconds;
-    if (g.dtype == DType::kFp8) fp8 = g.seconds;
+    if (g.dtype != DType::kFp8) continue;
+    if (g.scaling == GemmScaling::kTensor) fp8 = g.seconds;
+    if (g.scaling == GemmScaling::kBlock128x128) block = g.seconds;
+    if (g.scaling == GemmScaling::kBlock1x128) block_1d = g.seconds;
   }
   ASSERT_GT(bf16, 0.0);
   ASSERT_GT(fp8, 0.0);
   EXPECT_LT(fp8 * 1.3, bf16);
+  // Block scaling (Transformer Engine's Float8BlockScaling) runs other kernels: slower than
+  // per-tensor scales, faster than bf16; two 1x128-scaled operands slower than one 128x128.
+  ASSERT_GT(block, 0.0);
+  ASSERT_GT(block_1d, 0.0);
+  EXPECT_GT(block, fp8);
+  EXPECT_GT(block_1d, block);
+  EXPECT_LT(block_1d, bf16);
   // Below the data sheet's dense peaks (989.4 and 1978.9 TFLOP/s).
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   EXPECT_LT(flops / bf16, 989.4e12);

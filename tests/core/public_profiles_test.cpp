@@ -109,7 +109,13 @@ TEST_P(PublicProfile, CitedGemmIsReturnedExactly) {
   auto p = std::make_shared<const Profile>(load());
   const CalibratedCostModel m(p, GetParam(), fallback_system(GetParam()));
   for (const GemmSample& s : p->gemm) {
-    EXPECT_EQ(m.gemm_s({s.m, s.n, s.k, s.batch, s.dtype}), s.seconds);
+    EXPECT_EQ(m.gemm_s({.m = s.m,
+                        .n = s.n,
+                        .k = s.k,
+                        .batch = s.batch,
+                        .dtype = s.dtype,
+                        .scaling = s.scaling}),
+              s.seconds);
   }
 }
 

@@ -82,11 +82,14 @@ TEST(CostMemo, AnswersAsTheModelAndAsksItOncePerShape) {
 }
 
 // Fields the first key left out: a GEMM's cuBLAS layout (a measured profile prices NN, NT
-// and TN apart), a context-parallel attention step's keys (seq_kv) and MLA's value width, and
-// whether a collective or transfer is NCCL's. Shapes differing only there are distinct.
+// and TN apart) and an FP8 GEMM's scaling (block-scaled kernels apart), a context-parallel
+// attention step's keys (seq_kv) and MLA's value width, and whether a collective or transfer is
+// NCCL's. Shapes differing only there are distinct.
 class FieldModel final : public CostModel {
  public:
-  double gemm_s(const GemmOp& op) const override { return 1.0 + static_cast<double>(op.layout); }
+  double gemm_s(const GemmOp& op) const override {
+    return 1.0 + static_cast<double>(op.layout) + 10.0 * static_cast<double>(op.scaling);
+  }
   double attention_s(const AttentionOp& op) const override {
     return 1.0 + 1e-3 * static_cast<double>(op.kv_seq()) + static_cast<double>(op.v_dim());
   }
@@ -113,6 +116,9 @@ TEST(CostMemo, KeysEveryFieldThatChangesThePrice) {
       GemmOp{128, 256, 512, 1, DType::kBf16, GemmLayout::kTN},
       GemmOp{128, 256, 512, 1, DType::kBf16, GemmLayout::kNN},
       GemmOp{128, 256, 512, 1, DType::kBf16, GemmLayout::kNT},
+      GemmOp{128, 256, 512, 1, DType::kFp8, GemmLayout::kTN},
+      GemmOp{128, 256, 512, 1, DType::kFp8, GemmLayout::kTN, GemmScaling::kBlock128x128},
+      GemmOp{128, 256, 512, 1, DType::kFp8, GemmLayout::kTN, GemmScaling::kBlock1x128},
       ring,
       half,
       narrow,

@@ -35,12 +35,22 @@ enum class GemmLayout : std::uint8_t { kUnspecified, kTN, kNN, kNT };
 /// The layout Transformer Engine runs a linear layer's GEMM of `phase` in (see GemmLayout).
 GemmLayout te_linear_layout(Phase phase, DType dtype);
 
+/// How an FP8 GEMM's operands are scaled. kTensor: one fp32 scale per tensor (delayed and
+/// per-tensor current scaling; every GEMM that is not FP8). Transformer Engine's
+/// Float8BlockScaling ("blockwise") runs its GEMMs through cuBLASLt with a scale per block:
+/// kBlock128x128 for fprop and dgrad (the weight per 128x128 block,
+/// CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, the other operand per 1x128 tile, VEC128_32F)
+/// and kBlock1x128 for wgrad (both operands per 1x128 tile along the tokens), other kernels
+/// than per-tensor scaling's (transformer_engine/common/gemm/cublaslt_gemm.cu).
+enum class GemmScaling : std::uint8_t { kTensor, kBlock128x128, kBlock1x128 };
+
 /// C[m,n] = A[m,k] * B[k,n], `batch` independent products (batched GEMM for attention).
 struct GemmOp {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;
   DType dtype = DType::kBf16;
   GemmLayout layout = GemmLayout::kUnspecified;
+  GemmScaling scaling = GemmScaling::kTensor;
   double flops() const { return 2.0 * static_cast<double>(batch * m) * static_cast<double>(n * k); }
   bool operator==(const GemmOp&) const = default;
 };
@@ -206,5 +216,8 @@ std::string_view to_string(CommGroup g);
 std::string_view to_string(GemmLayout l);  ///< "TN" | "NN" | "NT" | "" (unspecified)
 /// "TN" | "NN" | "NT"; nullopt otherwise.
 std::optional<GemmLayout> parse_gemm_layout(std::string_view s);
+std::string_view to_string(GemmScaling s);  ///< "tensor" | "block_128x128" | "block_1x128"
+/// "tensor" | "block_128x128" | "block_1x128"; nullopt otherwise.
+std::optional<GemmScaling> parse_gemm_scaling(std::string_view s);
 
 }  // namespace stepsim

@@ -23,6 +23,8 @@ struct GemmSample {
   /// public data that does not say. The calibrated model prices a GEMM from the samples of
   /// its own layout when the profile has them.
   GemmLayout layout = GemmLayout::kUnspecified;
+  /// An FP8 GEMM's operand scaling (GemmScaling); kTensor for every other sample.
+  GemmScaling scaling = GemmScaling::kTensor;
   bool operator==(const GemmSample&) const = default;
 };
 
