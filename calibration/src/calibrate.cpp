@@ -114,9 +114,15 @@ void add_sample(Profile& profile, const BenchPoint& point, double seconds) {
       [&](const auto& p) {
         using T = std::decay_t<decltype(p)>;
         if constexpr (std::is_same_v<T, GemmOp>) {
-          profile.gemm.push_back(GemmSample{.m = p.m, .n = p.n, .k = p.k, .batch = p.batch,
-                                            .dtype = p.dtype, .seconds = seconds,
-                                            .citation = "", .layout = p.layout});
+          profile.gemm.push_back(GemmSample{.m = p.m,
+                                            .n = p.n,
+                                            .k = p.k,
+                                            .batch = p.batch,
+                                            .dtype = p.dtype,
+                                            .seconds = seconds,
+                                            .citation = "",
+                                            .layout = p.layout,
+                                            .fast_accum = p.fast_accum});
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           profile.attention.push_back(AttentionSample{p, seconds, ""});
         } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {

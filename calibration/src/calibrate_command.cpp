@@ -60,7 +60,8 @@ std::vector<std::string> run_notes(const CalibrateRequest& a, const Backend& bac
     notes.push_back(
         "fp8: every GEMM of the grid and of the scenarios also measured with E4M3 operands and a "
         "bf16 result in cuBLASLt's TN layout (the layout Transformer Engine calls), per-tensor "
-        "scales off");
+        "scales off; the grid's and the forward GEMMs' also with fast accumulation "
+        "(\"fast_accum\": Transformer Engine's fprop under delayed and current scaling)");
   }
   for (std::size_t i = 0; i < a.scenario_plans.size(); ++i) {
     const std::string& name = a.scenario_names[i];

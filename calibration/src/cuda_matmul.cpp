@@ -53,6 +53,7 @@ MatmulShape te_matmul_shape(const GemmOp& op, const void* a, const void* b, void
   s.ldd = s.m;
   s.stride_d = s.m * s.n;
   s.batch = op.batch;
+  s.fast_accum = op.dtype == DType::kFp8 && op.fast_accum;
   return s;
 }
 
@@ -80,6 +81,13 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
   if (fp8 && (!s.trans_a || s.trans_b)) {
     return Error{"", "", "cuda backend: an FP8 product needs op(A) = A^T and op(B) = B (TN)",
                  ErrorKind::kRuntime};
+  }
+  if (fp8 && s.fast_accum) {
+    // Transformer Engine's fprop under delayed and current scaling (use_split_accumulator
+    // false): cuBLASLt's fast accumulation.
+    const std::int8_t fast = 1;
+    STEPSIM_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM,
+                                                      &fast, sizeof fast));
   }
   const cudaDataType_t d_type = fp8 ? CUDA_R_16BF : type;
   STEPSIM_CUBLAS_TRY(make_layout(&mm->a_layout_, type, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k,

@@ -27,6 +27,8 @@ struct MatmulShape {
   std::int64_t ldd = 0, stride_d = 0;
   std::int64_t batch = 1;
   float beta = 0.0F;
+  /// FP8: cuBLASLt's fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM, GemmOp::fast_accum).
+  bool fast_accum = false;
 };
 
 /// The cuBLASLt product that runs `op` over operands a, b and result d. A layout says how

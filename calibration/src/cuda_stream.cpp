@@ -49,12 +49,12 @@ cuda::ElemType elem_of(DType t) {
 std::string plan_key(const MatmulShape& s, cuda::ElemType t) {
   char key[320];
   std::snprintf(
-      key, sizeof key, "%d %d %d %lld %lld %lld %p %lld %lld %p %lld %lld %p %lld %lld %lld",
+      key, sizeof key, "%d %d %d %lld %lld %lld %p %lld %lld %p %lld %lld %p %lld %lld %lld %d",
       static_cast<int>(t), s.trans_a ? 1 : 0, s.trans_b ? 1 : 0, static_cast<long long>(s.m),
       static_cast<long long>(s.n), static_cast<long long>(s.k), s.a, static_cast<long long>(s.lda),
       static_cast<long long>(s.stride_a), s.b, static_cast<long long>(s.ldb),
       static_cast<long long>(s.stride_b), static_cast<void*>(s.d), static_cast<long long>(s.ldd),
-      static_cast<long long>(s.stride_d), static_cast<long long>(s.batch));
+      static_cast<long long>(s.stride_d), static_cast<long long>(s.batch), s.fast_accum ? 1 : 0);
   return key;
 }
 

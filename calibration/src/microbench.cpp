@@ -104,7 +104,8 @@ std::string point_key(const BenchPoint& p) {
           // Unspecified layouts keep the key they had before layouts were measured.
           const std::string layout(to_string(v.layout));
           return "gemm " + std::string(to_string(v.dtype)) + (layout.empty() ? "" : " " + layout) +
-                 " m=" + s(v.m) + " n=" + s(v.n) + " k=" + s(v.k) + " b=" + s(v.batch);
+                 " m=" + s(v.m) + " n=" + s(v.n) + " k=" + s(v.k) + " b=" + s(v.batch) +
+                 (v.fast_accum ? " fast_accum" : "");
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           return std::string(v.backward ? "attention_bwd " : "attention_fwd ") +
                  std::string(to_string(v.dtype)) + " b=" + s(v.batch) + " h=" + s(v.heads) +
@@ -144,9 +145,20 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
               GemmOp{.m = m, .n = n, .k = k, .batch = 1, .dtype = dtype, .layout = layout});
         }
         if (o.fp8) {
-          // The cpu backend emulates FP8 with its fp32 product: no layouts to tell apart.
+          // The cpu backend emulates FP8 with its fp32 product: no layouts to tell apart. On
+          // GPUs also with fast accumulation, as Transformer Engine runs fprop under delayed
+          // and current scaling.
           out.emplace_back(GemmOp{.m = m, .n = n, .k = k, .batch = 1, .dtype = DType::kFp8,
                                   .layout = o.gpu ? GemmLayout::kTN : GemmLayout::kUnspecified});
+          if (o.gpu) {
+            out.emplace_back(GemmOp{.m = m,
+                                    .n = n,
+                                    .k = k,
+                                    .batch = 1,
+                                    .dtype = DType::kFp8,
+                                    .layout = GemmLayout::kTN,
+                                    .fast_accum = true});
+          }
         }
       }
     }
@@ -247,7 +259,7 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
             if constexpr (std::is_same_v<T, GemmOp>) {
               if (!o.gpu) shape.layout = GemmLayout::kUnspecified;
               // The backends run per-tensor scaled FP8 products: the shape is measured so,
-              // and recorded so (its block-scaled kernel: measure_blockwise_fp8.py).
+              // and recorded so (its block-scaled kernel: measure_fp8_variants.py).
               if (shape.scaling != GemmScaling::kTensor) {
                 block_scaled.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
                 shape.scaling = GemmScaling::kTensor;
@@ -263,6 +275,8 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
                 if (!o.gpu) {
                   twin.layout = GemmLayout::kUnspecified;
                 } else if (twin.layout != GemmLayout::kUnspecified) {
+                  // A forward GEMM (TN in 16 bits) runs with fast accumulation in FP8.
+                  twin.fast_accum = twin.layout == GemmLayout::kTN;
                   twin.layout = GemmLayout::kTN;
                 }
                 compute.emplace_back(twin);
@@ -310,7 +324,7 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
   if (!block_scaled.empty()) {
     skipped.push_back(std::to_string(block_scaled.size()) +
                       " block-scaled FP8 GEMM shapes (fp8_recipe \"blockwise\"): measured with "
-                      "per-tensor scales; scenarios/profiles/measure_blockwise_fp8.py measures "
+                      "per-tensor scales; scenarios/profiles/measure_fp8_variants.py measures "
                       "their block-scaled kernels");
   }
   if (!too_large_memory.empty()) {

@@ -63,6 +63,14 @@ std::array<double, 3> attention_coords(const AttentionOp& a) {
   return {log2_of(a.batch * a.heads), seq, log2_of((a.head_dim + a.v_dim()) / 2)};
 }
 
+/// A sample that prices only GEMMs of its own kind: block-scaled, or FP8 with fast
+/// accumulation.
+bool is_variant(const GemmSample& s) { return s.scaling != GemmScaling::kTensor || s.fast_accum; }
+
+std::string variant_text(const GemmOp& g) {
+  return g.scaling != GemmScaling::kTensor ? std::string(to_string(g.scaling)) : "fast_accum";
+}
+
 std::string gemm_text(const GemmOp& g) {
   return std::string(to_string(g.dtype)) + " m=" + std::to_string(g.m) +
          " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
@@ -100,7 +108,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
   STEPSIM_ASSERT(profile_ != nullptr);
   std::map<GemmKey, std::vector<double>> gemm_seconds;
   for (const GemmSample& s : profile_->gemm) {
-    if (s.scaling != GemmScaling::kTensor) continue;  // block-scaled: tables of their own
+    if (is_variant(s)) continue;  // block-scaled or fast-accumulating: tables of their own
     gemm_seconds[GemmKey{s.dtype, s.m, s.n, s.k, s.batch}].push_back(s.seconds);
   }
   gemm_measured_ = medians(gemm_seconds);
@@ -114,7 +122,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
   // wgrad run different kernels on the same shape.
   std::map<LayoutGemmKey, std::vector<double>> layout_seconds;
   for (const GemmSample& s : profile_->gemm) {
-    if (s.layout == GemmLayout::kUnspecified || s.scaling != GemmScaling::kTensor) continue;
+    if (s.layout == GemmLayout::kUnspecified || is_variant(s)) continue;
     layout_seconds[LayoutGemmKey{s.dtype, s.layout, s.m, s.n, s.k, s.batch}].push_back(s.seconds);
   }
   gemm_layout_measured_ = medians(layout_seconds);
@@ -123,16 +131,17 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
     const GemmOp g{m, n, k, batch, dtype};
     add_point(gemm_layout_tables_[{dtype, layout}], gemm_coords(g), g.flops(), seconds);
   }
-  std::map<BlockGemmKey, std::vector<double>> block_seconds;
+  std::map<VariantGemmKey, std::vector<double>> variant_seconds;
   for (const GemmSample& s : profile_->gemm) {
-    if (s.scaling == GemmScaling::kTensor) continue;
-    block_seconds[BlockGemmKey{s.scaling, s.m, s.n, s.k, s.batch}].push_back(s.seconds);
+    if (!is_variant(s)) continue;
+    variant_seconds[VariantGemmKey{s.scaling, s.fast_accum, s.m, s.n, s.k, s.batch}].push_back(
+        s.seconds);
   }
-  gemm_block_measured_ = medians(block_seconds);
-  for (const auto& [key, seconds] : gemm_block_measured_) {
-    const auto& [scaling, m, n, k, batch] = key;
+  gemm_variant_measured_ = medians(variant_seconds);
+  for (const auto& [key, seconds] : gemm_variant_measured_) {
+    const auto& [scaling, fast, m, n, k, batch] = key;
     const GemmOp g{m, n, k, batch, DType::kFp8};
-    add_point(gemm_block_tables_[scaling], gemm_coords(g), g.flops(), seconds);
+    add_point(gemm_variant_tables_[{scaling, fast}], gemm_coords(g), g.flops(), seconds);
   }
 
   std::map<AttentionKey, std::vector<double>> attention_seconds;
@@ -223,28 +232,37 @@ double CalibratedCostModel::gemm_s(const GemmOp& op) const { return gemm_with_fl
 
 double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floor) const {
   if (op.flops() <= 0) return 0.0;
-  if (op.scaling != GemmScaling::kTensor) {
-    const auto measured =
-        gemm_block_measured_.find(BlockGemmKey{op.scaling, op.m, op.n, op.k, op.batch});
-    if (measured != gemm_block_measured_.end()) return measured->second;
-    const auto table = gemm_block_tables_.find(op.scaling);
-    if (table != gemm_block_tables_.end()) {
-      const double compute =
-          interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM",
-                         gemm_text(op) + " " + std::string(to_string(op.scaling)));
+  if (op.dtype == DType::kFp8 && (op.scaling != GemmScaling::kTensor || op.fast_accum)) {
+    const auto measured = gemm_variant_measured_.find(
+        VariantGemmKey{op.scaling, op.fast_accum, op.m, op.n, op.k, op.batch});
+    if (measured != gemm_variant_measured_.end()) return measured->second;
+    const auto table = gemm_variant_tables_.find({op.scaling, op.fast_accum});
+    if (table != gemm_variant_tables_.end()) {
+      const double compute = interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM",
+                                            gemm_text(op) + " " + variant_text(op));
       return std::max(compute, gemm_roofline_floor_s(op, memory_floor));
     }
-    // Per-tensor FP8 kernels run faster than block-scaled ones (one H100, products over 100
-    // GFLOP: 1x128 x 128x128 a median 17% slower, 1x128 x 1x128 45%; profiles/README.md):
-    // said, never silent.
-    warn(
-        "no block-scaled FP8 GEMM samples in the profile (scenarios/profiles/"
-        "measure_blockwise_fp8.py measures them): per-tensor FP8 samples used, an optimistic "
-        "price",
-        std::string(to_string(op.scaling)));
-    GemmOp tensor = op;
-    tensor.scaling = GemmScaling::kTensor;
-    return gemm_with_floor_s(tensor, memory_floor);
+    GemmOp plain = op;
+    if (op.scaling != GemmScaling::kTensor) {
+      // Per-tensor FP8 kernels run faster than block-scaled ones (one H100, products over
+      // 100 GFLOP: 1x128 x 128x128 a median 13% slower, 1x128 x 1x128 42%;
+      // profiles/README.md): said, never silent.
+      warn(
+          "no block-scaled FP8 GEMM samples in the profile (scenarios/profiles/"
+          "measure_fp8_variants.py measures them): per-tensor FP8 samples used, an "
+          "optimistic price",
+          std::string(to_string(op.scaling)));
+      plain.scaling = GemmScaling::kTensor;
+    } else {
+      // Split accumulation is the slower of the two: a pessimistic price, said.
+      warn(
+          "no fast-accumulation FP8 GEMM samples in the profile (stepsim calibrate --fp8 and "
+          "scenarios/profiles/measure_fp8_variants.py measure them): split-accumulation FP8 "
+          "samples used, a pessimistic price",
+          "fast_accum");
+      plain.fast_accum = false;
+    }
+    return gemm_with_floor_s(plain, memory_floor);
   }
   if (op.layout != GemmLayout::kUnspecified) {
     const auto table = gemm_layout_tables_.find({op.dtype, op.layout});

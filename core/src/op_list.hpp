@@ -81,7 +81,8 @@ class OpList {
   /// A GEMM of a transformer layer's linear (QKV, projection, FC1, FC2): FP8 operands under
   /// Transformer Engine's FP8 autocast (the output stays 16-bit), else the params dtype.
   /// Block scaling (fp8_recipe "blockwise"): wgrad scales both operands per 1x128 tile, fprop
-  /// and dgrad the weight per 128x128 block (GemmScaling).
+  /// and dgrad the weight per 128x128 block (GemmScaling). Delayed and current per-tensor
+  /// scaling run fprop with fast accumulation (GemmOp::fast_accum).
   std::int32_t linear_gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
                            std::int64_t n, std::int64_t k) {
     const DType dtype = dims_.fp8 ? DType::kFp8 : dims_.dtype;
@@ -90,6 +91,7 @@ class OpList {
       scaling =
           phase == Phase::kBackwardWeight ? GemmScaling::kBlock1x128 : GemmScaling::kBlock128x128;
     }
+    const bool fprop = phase == Phase::kForward || phase == Phase::kRecompute;
     return compute(name, layer, phase,
                    GemmOp{.m = m,
                           .n = n,
@@ -97,7 +99,8 @@ class OpList {
                           .batch = 1,
                           .dtype = dtype,
                           .layout = te_linear_layout(phase, dtype),
-                          .scaling = scaling});
+                          .scaling = scaling,
+                          .fast_accum = dims_.fp8 && !dims_.fp8_block && fprop});
   }
 
   /// Issues a tensor-parallel collective of `bytes` (nccl-tests size) after the last compute.

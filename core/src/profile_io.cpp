@@ -292,7 +292,8 @@ void read_samples(ObjectReader& top, Profile& p) {
     GemmSample s;
     ObjectReader r(j, key, file, errors);
     if (!r.is_object()) return;
-    r.reject_unknown({"m", "n", "k", "batch", "dtype", "layout", "scaling", "seconds", "citation"});
+    r.reject_unknown({"m", "n", "k", "batch", "dtype", "layout", "scaling", "fast_accum", "seconds",
+                      "citation"});
     r.integer("m", s.m, 1);
     r.integer("n", s.n, 1);
     r.integer("k", s.k, 1);
@@ -300,9 +301,15 @@ void read_samples(ObjectReader& top, Profile& p) {
     r.dtype("dtype", s.dtype);
     r.gemm_layout("layout", s.layout);
     r.gemm_scaling("scaling", s.scaling);
+    r.boolean("fast_accum", s.fast_accum, false);
     if (s.scaling != GemmScaling::kTensor && s.dtype != DType::kFp8) {
       r.error(r.path("scaling"), "=\"" + std::string(to_string(s.scaling)) +
                                      "\" needs dtype \"fp8\" (block scaling is an FP8 recipe's)");
+    }
+    if (s.fast_accum && (s.dtype != DType::kFp8 || s.scaling != GemmScaling::kTensor)) {
+      r.error(r.path("fast_accum"),
+              "=true needs dtype \"fp8\" with per-tensor scaling (Transformer Engine's fprop "
+              "under delayed and current scaling)");
     }
     r.seconds("seconds", s.seconds);
     r.string("citation", s.citation, false);

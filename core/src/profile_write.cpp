@@ -49,6 +49,7 @@ std::string profile_to_json(const Profile& p) {
     e["dtype"] = to_string(s.dtype);
     if (s.layout != GemmLayout::kUnspecified) e["layout"] = to_string(s.layout);
     if (s.scaling != GemmScaling::kTensor) e["scaling"] = to_string(s.scaling);
+    if (s.fast_accum) e["fast_accum"] = true;
     e["seconds"] = s.seconds;
     put_citation(e, s.citation);
     j["gemm"].push_back(std::move(e));

@@ -1,5 +1,5 @@
 """GPU-side timing shared by the measurement scripts beside it (measure_fused_attention.py,
-measure_blockwise_fp8.py): CUDA events around each call, with the stream first given a wait
+measure_fp8_variants.py): CUDA events around each call, with the stream first given a wait
 (`torch.cuda._sleep`) long enough for the host to queue the whole call behind it, so the
 events time the kernels and not the host that launches them."""
 

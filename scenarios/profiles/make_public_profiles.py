@@ -314,27 +314,31 @@ def measured_h100():
     versions = next(n for n in m["notes"] if n.startswith("cuda backend: "))
     gpu = m["machine"].split(": ", 1)[-1].replace(" measured", "")
     where = f"scenarios/profiles/{MEASURED_H100} (stepsim's measurement, notes)"
-    fp8 = [dict(s, citation=f"{where}: FP8 GEMM" if "scaling" not in s else
-                f"{where}: block-scaled FP8 GEMM") for s in m["gemm"] if s["dtype"] == "fp8"]
+    def kind(s):
+        if "scaling" in s:
+            return "block-scaled FP8 GEMM"
+        return "FP8 GEMM, fast accumulation" if s.get("fast_accum") else "FP8 GEMM"
+
+    fp8 = [dict(s, citation=f"{where}: {kind(s)}") for s in m["gemm"] if s["dtype"] == "fp8"]
     memory = [dict(s, citation=f"{where}: memory-bound kernel") for s in m["memory"]]
     attention_backward = [dict(s, citation=f"{where}: cuDNN fused attention backward")
                           for s in m["attention"] if s["backward"]]
     note = (f"Measured by stepsim on one {gpu} (SXM5) on {m['date'][:10]} "
             f"({versions[len('cuda backend: '):]}), copied from {MEASURED_H100}: its FP8 GEMMs "
             "(`stepsim calibrate --backend cuda --fp8 --flush-cache`: cuBLASLt, E4M3 operands, "
-            "bf16 result, TN, median of 10) and its memory-bound kernels (a scale-copy kernel, "
+            "bf16 result, TN, split and fast accumulation, median of 10) and its memory-bound kernels (a scale-copy kernel, "
             "dst = 2 * src over floats, half the bytes read and half written; median of 10).")
     note += (" Its cuDNN fused attention backward samples (forward + backward minus forward "
              "through PyTorch's scaled_dot_product_attention pinned to cuDNN, GPU-side timing; "
-             f"{attention_note(m)}) are copied too, and its block-scaled FP8 GEMMs ("
+             f"{attention_note(m)}) are copied too, and its other FP8 GEMM kernels ("
              f"{block_note(m)}).")
     return fp8, memory, attention_backward, note
 
 
 def block_note(measured):
-    """What the measured profile's blockwise note says of the versions, date and method."""
-    found = [n for n in measured["notes"] if n.startswith("fp8 blockwise:")]
-    return found[-1][len("fp8 blockwise: "):] if found else "none"
+    """What the measured profile's FP8 variants note says of the versions, date and method."""
+    found = [n for n in measured["notes"] if n.startswith("fp8 variants:")]
+    return found[-1][len("fp8 variants: "):] if found else "none"
 
 
 def attention_note(measured):

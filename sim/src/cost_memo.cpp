@@ -38,10 +38,10 @@ double CostMemo::remembered(const Key& key, Query&& query) const {
 
 double CostMemo::gemm_s(const GemmOp& op) const {
   // The layout too: a profile with per-layout samples prices NN, NT and TN apart; and an FP8
-  // GEMM's scaling, whose block-scaled kernels are priced apart.
-  const std::int64_t flags = static_cast<std::int64_t>(op.dtype) |
-                             static_cast<std::int64_t>(op.layout) << 8 |
-                             static_cast<std::int64_t>(op.scaling) << 16;
+  // GEMM's scaling and accumulation, whose kernels are priced apart.
+  const std::int64_t flags =
+      static_cast<std::int64_t>(op.dtype) | static_cast<std::int64_t>(op.layout) << 8 |
+      static_cast<std::int64_t>(op.scaling) << 16 | std::int64_t{op.fast_accum} << 24;
   const Key key{{tag(Kind::kGemm, flags), op.m, op.n, op.k, op.batch}};
   return remembered(key, [&] { return model_->gemm_s(op); });
 }

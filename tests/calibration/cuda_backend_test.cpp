@@ -63,6 +63,15 @@ TEST(CudaBackend, Fp8GemmRunsFasterThanBf16OnHopper) {
   ASSERT_TRUE(bf16.ok()) << format_errors(bf16.errors());
   // Hopper's FP8 tensor-core peak is twice bf16's; a large product gets well over 1.3x.
   EXPECT_LT(fp8.value() * 1.3, bf16.value()) << fp8.value() << " s vs " << bf16.value() << " s";
+  // With fast accumulation (Transformer Engine's fprop under per-tensor scaling): no slower.
+  auto fast = b->gemm({.m = 8192,
+                       .n = 8192,
+                       .k = 8192,
+                       .dtype = DType::kFp8,
+                       .layout = GemmLayout::kTN,
+                       .fast_accum = true});
+  ASSERT_TRUE(fast.ok()) << format_errors(fast.errors());
+  EXPECT_LT(fast.value(), fp8.value() * 1.05) << fast.value() << " s vs " << fp8.value() << " s";
   auto odd = b->gemm(GemmOp{8200, 8192, 8192, 1, DType::kFp8});
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.errors()[0].message.find("divisible by 16"), std::string::npos);

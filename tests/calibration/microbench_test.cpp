@@ -262,14 +262,17 @@ TEST(BenchPlan, GpuFp8GridTwinsEveryGemm) {
   o.quick = true;
   o.fp8 = true;
   const auto gemms = only<GemmOp>(make_bench_plan(o));
-  std::size_t fp8 = 0;
+  std::size_t fp8 = 0, fast = 0;
   for (const GemmOp& g : gemms) {
     if (g.dtype != DType::kFp8) continue;
     ++fp8;
+    if (g.fast_accum) ++fast;
     EXPECT_EQ(g.layout, GemmLayout::kTN);  // cuBLASLt's only FP8 layout on Hopper
   }
-  // Every shape of the grid: three bf16 layouts and one FP8 twin.
-  EXPECT_EQ(fp8 * 4, gemms.size());
+  // Every shape of the grid: three bf16 layouts and two FP8 twins, with split and with fast
+  // accumulation (Transformer Engine's dgrad/wgrad and its fprop under per-tensor scaling).
+  EXPECT_EQ(fast * 2, fp8);
+  EXPECT_EQ(fp8 * 5, gemms.size() * 2);
 }
 
 // The CPU backend's Eigen products have no layouts: its grid and a scenario's GEMMs are

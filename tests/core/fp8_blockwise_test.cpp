@@ -74,6 +74,7 @@ TEST(Fp8Blockwise, GemmsAreBlockScaledAsTransformerEngineRunsThem) {
       }
       ++fp8;
       EXPECT_EQ(g->layout, GemmLayout::kTN) << op.name;
+      EXPECT_FALSE(g->fast_accum) << op.name << ": block scaling accumulates split";
       const GemmScaling want = op.phase == Phase::kBackwardWeight ? GemmScaling::kBlock1x128
                                                                   : GemmScaling::kBlock128x128;
       EXPECT_EQ(g->scaling, want) << op.name;
@@ -143,26 +144,35 @@ TEST(Fp8Blockwise, AShardNotOf128MultiplesIsGatheredIn16Bits) {
   for (const Op& op : c.backward) EXPECT_NE(op.name, "qkv_input_swap_bwd");
 }
 
-TEST(Fp8Blockwise, BlockScaledGemmsArePricedFromTheirOwnSamples) {
+/// A measured profile of `gemm` samples (and two memory-bound ones, which a fit needs).
+std::shared_ptr<Profile> gemm_profile(std::vector<GemmSample> gemm) {
   auto p = std::make_shared<Profile>();
   p->format_version = 1;
   p->machine = "test";
   p->backend = "cuda";
   p->source = "measured";
-  const GemmSample tensor{.m = 4096,
-                          .n = 4096,
-                          .k = 4096,
-                          .batch = 1,
-                          .dtype = DType::kFp8,
-                          .seconds = 1.0e-4,
-                          .citation = "",
-                          .layout = GemmLayout::kTN};
+  p->gemm = std::move(gemm);
+  p->memory = {MemorySample{1 << 20, 1e-6, ""}, MemorySample{1 << 30, 4e-4, ""}};
+  fit_profile(*p);
+  return p;
+}
+
+/// A per-tensor, split-accumulating FP8 sample of 4096^3 in 100 us.
+const GemmSample kFp8Sample{.m = 4096,
+                            .n = 4096,
+                            .k = 4096,
+                            .batch = 1,
+                            .dtype = DType::kFp8,
+                            .seconds = 1.0e-4,
+                            .citation = "",
+                            .layout = GemmLayout::kTN};
+
+TEST(Fp8Blockwise, BlockScaledGemmsArePricedFromTheirOwnSamples) {
+  const GemmSample tensor = kFp8Sample;
   GemmSample block = tensor;
   block.scaling = GemmScaling::kBlock128x128;
   block.seconds = 1.2e-4;
-  p->gemm = {tensor, block};
-  p->memory = {MemorySample{1 << 20, 1e-6, ""}, MemorySample{1 << 30, 4e-4, ""}};
-  fit_profile(*p);
+  const auto p = gemm_profile({tensor, block});
   const auto w = llama(kBlockwise);
   ASSERT_TRUE(w.ok()) << format_errors(w.errors());
   const CalibratedCostModel m(p, "test", w->system);
@@ -178,6 +188,35 @@ TEST(Fp8Blockwise, BlockScaledGemmsArePricedFromTheirOwnSamples) {
   EXPECT_NE(m.warnings()[0].find("no block-scaled FP8 GEMM samples"), std::string::npos)
       << m.warnings()[0];
   EXPECT_NE(m.warnings()[0].find("block_1x128"), std::string::npos) << m.warnings()[0];
+}
+
+TEST(Fp8Accumulation, FastAccumulatingGemmsArePricedFromTheirOwnSamples) {
+  const GemmSample split = kFp8Sample;
+  GemmSample fast = split;
+  fast.fast_accum = true;
+  fast.seconds = 0.9e-4;
+  const auto p = gemm_profile({split, fast});
+  const auto w = llama(kBlockwise);
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  const CalibratedCostModel m(p, "test", w->system);
+  GemmOp op{.m = 4096, .n = 4096, .k = 4096, .dtype = DType::kFp8, .layout = GemmLayout::kTN};
+  EXPECT_EQ(m.gemm_s(op), 1.0e-4);
+  op.fast_accum = true;
+  EXPECT_EQ(m.gemm_s(op), 0.9e-4);
+  // Another shape takes the fast samples' efficiency (here: the one's, clamped at its edge,
+  // with that warning), never the split samples'.
+  op.m = 8192;
+  EXPECT_NEAR(m.gemm_s(op), 2 * 0.9e-4, 1e-12);
+  for (const std::string& warning : m.warnings()) {
+    EXPECT_EQ(warning.find("fast-accumulation"), std::string::npos) << warning;
+  }
+  // Without fast samples: the split price, said.
+  const CalibratedCostModel without(gemm_profile({split}), "test", w->system);
+  op.m = 4096;
+  EXPECT_EQ(without.gemm_s(op), 1.0e-4);
+  ASSERT_EQ(without.warnings().size(), 1u);
+  EXPECT_NE(without.warnings()[0].find("no fast-accumulation FP8 GEMM samples"), std::string::npos)
+      << without.warnings()[0];
 }
 
 TEST(Fp8Blockwise, ItsGemmsCostMoreThanPerTensorScalingsOnTheShippedH100Profile) {

@@ -49,12 +49,15 @@ TEST(Fp8, LinearGemmsRunInFp8AndTheRestStaysBf16) {
     const Op* op = find_op(c.forward, name, 50);
     ASSERT_NE(op, nullptr) << name;
     EXPECT_EQ(std::get<GemmOp>(op->shape).dtype, DType::kFp8) << name;
+    // Delayed scaling's fprop: cuBLASLt's fast accumulation (TE's _2X_ACC_FPROP false).
+    EXPECT_TRUE(std::get<GemmOp>(op->shape).fast_accum) << name;
   }
   for (const std::string name : {"qkv_dgrad", "qkv_wgrad", "proj_dgrad", "proj_wgrad",
                                  "fc1_dgrad", "fc1_wgrad", "fc2_dgrad", "fc2_wgrad"}) {
     const Op* op = find_op(c.backward, name, 50);
     ASSERT_NE(op, nullptr) << name;
     EXPECT_EQ(std::get<GemmOp>(op->shape).dtype, DType::kFp8) << name;
+    EXPECT_FALSE(std::get<GemmOp>(op->shape).fast_accum) << name << ": split accumulation";
   }
   EXPECT_EQ(std::get<GemmOp>(find_op(c.forward, "attn_qk", 50)->shape).dtype, DType::kBf16);
   EXPECT_EQ(std::get<GemmOp>(find_op(c.forward, "logits_gemm", -1)->shape).dtype, DType::kBf16);

@@ -137,7 +137,13 @@ TEST(Fp8TpOverlap, RingExchangeAllGathersTheFp8NormOutputAndMultipliesFp8Chunks)
   ASSERT_EQ(qkv.size(), 4u);
   for (const std::int32_t i : qkv) {
     const Op& op = c.forward[static_cast<std::size_t>(i)];
-    EXPECT_EQ(std::get<GemmOp>(op.shape), (GemmOp{kTs, kQkv, kH, 1, DType::kFp8, GemmLayout::kTN}));
+    // Forward: fast accumulation, as TE's fprop under delayed scaling.
+    EXPECT_EQ(std::get<GemmOp>(op.shape), (GemmOp{.m = kTs,
+                                                  .n = kQkv,
+                                                  .k = kH,
+                                                  .dtype = DType::kFp8,
+                                                  .layout = GemmLayout::kTN,
+                                                  .fast_accum = true}));
     EXPECT_EQ(op.sm_share, 1.0);
   }
   EXPECT_DOUBLE_EQ(gemm_flops(c.forward, "qkv_gemm"), 2.0 * kT * kQkv * kH);
@@ -163,8 +169,12 @@ TEST(Fp8TpOverlap, PipelinedReduceScatterStays16Bit) {
   ASSERT_EQ(fc2.size(), 4u);
   for (const std::int32_t i : fc2) {
     const Op& op = c.forward[static_cast<std::size_t>(i)];
-    EXPECT_EQ(std::get<GemmOp>(op.shape),
-              (GemmOp{kT, kH / 4, kFfn, 1, DType::kFp8, GemmLayout::kTN}));
+    EXPECT_EQ(std::get<GemmOp>(op.shape), (GemmOp{.m = kT,
+                                                  .n = kH / 4,
+                                                  .k = kFfn,
+                                                  .dtype = DType::kFp8,
+                                                  .layout = GemmLayout::kTN,
+                                                  .fast_accum = true}));
     EXPECT_DOUBLE_EQ(op.sm_share, kShare);
   }
   // proj_fprop and fc2_fprop have no FP8 buffer by default: the 16-bit output reduced.

@@ -30,6 +30,15 @@ Profile sample_profile() {
                               .citation = "",
                               .layout = GemmLayout::kTN,
                               .scaling = GemmScaling::kBlock1x128});
+  p.gemm.push_back(GemmSample{.m = 4096,
+                              .n = 4096,
+                              .k = 4096,
+                              .batch = 1,
+                              .dtype = DType::kFp8,
+                              .seconds = 7.5e-5,
+                              .citation = "",
+                              .layout = GemmLayout::kTN,
+                              .fast_accum = true});
   AttentionSample a;
   a.op = {2, 16, 4, 2048, 128, true, true, DType::kFp16};
   a.seconds = 2.0 / 7.0 * 1e-3;
@@ -147,7 +156,8 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
              {"m": 128, "n": 128, "k": 128, "dtype": "bf16", "layout": "TT", "seconds": 1e-5},
              {"m": 128, "n": 128, "k": 128, "dtype": "bf16", "scaling": "block_1x128",
               "seconds": 1e-5},
-             {"m": 128, "n": 128, "k": 128, "dtype": "fp8", "scaling": "mx", "seconds": 1e-5}],
+             {"m": 128, "n": 128, "k": 128, "dtype": "fp8", "scaling": "mx", "seconds": 1e-5},
+             {"m": 128, "n": 128, "k": 128, "dtype": "bf16", "fast_accum": true, "seconds": 1e-5}],
     "memory": [{"bytes": 1024, "seconds": 0}],
     "collectives": [{"kind": "broadcast", "group_size": 8, "nodes_spanned": 1,
                      "bytes": 1024, "seconds": 1e-5},
@@ -167,6 +177,7 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
            "FP8 recipe's)\n",
            "bad.json: gemm[4].scaling=\"mx\" is not a GEMM scaling (tensor, block_128x128 or "
            "block_1x128)\n",
+           "bad.json: gemm[5].fast_accum=true needs dtype \"fp8\" with per-tensor scaling",
            "bad.json: memory[0].seconds must be a finite positive number\n",
            "bad.json: collectives[0].kind=\"broadcast\" is not a collective",
            "bad.json: collectives[1].nodes_spanned=4 must not exceed group_size=2\n",
@@ -175,7 +186,7 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
        }) {
     EXPECT_NE(all.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << all;
   }
-  EXPECT_EQ(r.errors().size(), 10u) << all;
+  EXPECT_EQ(r.errors().size(), 11u) << all;
 }
 
 TEST(ProfileJson, MissingKeysAreNamed) {
@@ -245,18 +256,21 @@ TEST(MeasuredProfile, H100LoadsWithItsVersionsAndFp8Samples) {
                             n.find("cuBLASLt ") != std::string::npos);
   }
   EXPECT_TRUE(versions);
-  double bf16 = 0, fp8 = 0, block = 0, block_1d = 0;
+  double bf16 = 0, fp8 = 0, fast = 0, block = 0, block_1d = 0;
   for (const auto& g : p.value().gemm) {
     if (g.m != 8192 || g.n != 8192 || g.k != 8192 || g.batch != 1) continue;
     if (g.dtype == DType::kBf16) bf16 = g.seconds;
     if (g.dtype != DType::kFp8) continue;
-    if (g.scaling == GemmScaling::kTensor) fp8 = g.seconds;
+    if (g.scaling == GemmScaling::kTensor) (g.fast_accum ? fast : fp8) = g.seconds;
     if (g.scaling == GemmScaling::kBlock128x128) block = g.seconds;
     if (g.scaling == GemmScaling::kBlock1x128) block_1d = g.seconds;
   }
   ASSERT_GT(bf16, 0.0);
   ASSERT_GT(fp8, 0.0);
   EXPECT_LT(fp8 * 1.3, bf16);
+  // Fast accumulation (Transformer Engine's fprop under per-tensor scaling): no slower.
+  ASSERT_GT(fast, 0.0);
+  EXPECT_LT(fast, fp8 * 1.02);
   // Block scaling (Transformer Engine's Float8BlockScaling) runs other kernels: slower than
   // per-tensor scales, faster than bf16; two 1x128-scaled operands slower than one 128x128.
   ASSERT_GT(block, 0.0);

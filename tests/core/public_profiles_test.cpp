@@ -114,7 +114,8 @@ TEST_P(PublicProfile, CitedGemmIsReturnedExactly) {
                         .k = s.k,
                         .batch = s.batch,
                         .dtype = s.dtype,
-                        .scaling = s.scaling}),
+                        .scaling = s.scaling,
+                        .fast_accum = s.fast_accum}),
               s.seconds);
   }
 }

@@ -210,8 +210,13 @@ TEST(ShippedUbCfg, Gpt3Fp8RunsBothReduceScattersAsRingExchanges) {
     const auto ops = named(c.forward, gemm);
     ASSERT_EQ(ops.size(), 4u) << gemm;
     for (const Op* op : ops) {
-      EXPECT_EQ(std::get<GemmOp>(op->shape),
-                (GemmOp{tokens / 4, h, k, 1, DType::kFp8, GemmLayout::kTN}))
+      // Forward: fast accumulation, as TE's fprop under delayed scaling.
+      EXPECT_EQ(std::get<GemmOp>(op->shape), (GemmOp{.m = tokens / 4,
+                                                     .n = h,
+                                                     .k = k,
+                                                     .dtype = DType::kFp8,
+                                                     .layout = GemmLayout::kTN,
+                                                     .fast_accum = true}))
           << gemm;
       EXPECT_DOUBLE_EQ(op->sm_share, 131.0 / 132);  // num_sm 1 with set_sm_margin
     }

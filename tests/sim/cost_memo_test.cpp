@@ -88,7 +88,8 @@ TEST(CostMemo, AnswersAsTheModelAndAsksItOncePerShape) {
 class FieldModel final : public CostModel {
  public:
   double gemm_s(const GemmOp& op) const override {
-    return 1.0 + static_cast<double>(op.layout) + 10.0 * static_cast<double>(op.scaling);
+    return 1.0 + static_cast<double>(op.layout) + 10.0 * static_cast<double>(op.scaling) +
+           (op.fast_accum ? 100.0 : 0.0);
   }
   double attention_s(const AttentionOp& op) const override {
     return 1.0 + 1e-3 * static_cast<double>(op.kv_seq()) + static_cast<double>(op.v_dim());
@@ -119,6 +120,7 @@ TEST(CostMemo, KeysEveryFieldThatChangesThePrice) {
       GemmOp{128, 256, 512, 1, DType::kFp8, GemmLayout::kTN},
       GemmOp{128, 256, 512, 1, DType::kFp8, GemmLayout::kTN, GemmScaling::kBlock128x128},
       GemmOp{128, 256, 512, 1, DType::kFp8, GemmLayout::kTN, GemmScaling::kBlock1x128},
+      GemmOp{128, 256, 512, 1, DType::kFp8, GemmLayout::kTN, GemmScaling::kTensor, true},
       ring,
       half,
       narrow,

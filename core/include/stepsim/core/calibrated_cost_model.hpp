@@ -121,12 +121,12 @@ class CalibratedCostModel final : public CostModel {
   /// from these when the profile has its layout, else from gemm_tables_.
   std::map<LayoutGemmKey, double> gemm_layout_measured_;
   std::map<std::pair<DType, GemmLayout>, Table> gemm_layout_tables_;
-  /// Block-scaled FP8 GEMMs (GemmScaling other than kTensor), apart from every table above:
-  /// they run other kernels than per-tensor scaled ones of the same shape.
-  using BlockGemmKey =
-      std::tuple<GemmScaling, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-  std::map<BlockGemmKey, double> gemm_block_measured_;
-  std::map<GemmScaling, Table> gemm_block_tables_;
+  /// FP8 GEMMs of other kernels than the per-tensor, split-accumulating ones of the same
+  /// shape (GemmOp::scaling other than kTensor, or fast_accum), apart from every table above.
+  using VariantGemmKey =
+      std::tuple<GemmScaling, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<VariantGemmKey, double> gemm_variant_measured_;
+  std::map<std::pair<GemmScaling, bool>, Table> gemm_variant_tables_;
   using AttentionClass = std::tuple<DType, bool, bool>;  ///< dtype, backward, causal
   std::map<AttentionClass, Table> attention_tables_;
   using AttentionKey = std::tuple<DType, bool, bool, std::int64_t, std::int64_t, std::int64_t,

@@ -51,6 +51,11 @@ struct GemmOp {
   DType dtype = DType::kBf16;
   GemmLayout layout = GemmLayout::kUnspecified;
   GemmScaling scaling = GemmScaling::kTensor;
+  /// FP8 with cuBLASLt's fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1), which
+  /// Transformer Engine asks for in fprop under delayed and per-tensor current scaling
+  /// (use_split_accumulator false: module/base.py _2X_ACC_FPROP, recipe fp8_gemm_fprop);
+  /// dgrad, wgrad and block scaling accumulate split (the default, false).
+  bool fast_accum = false;
   double flops() const { return 2.0 * static_cast<double>(batch * m) * static_cast<double>(n * k); }
   bool operator==(const GemmOp&) const = default;
 };

@@ -25,6 +25,8 @@ struct GemmSample {
   GemmLayout layout = GemmLayout::kUnspecified;
   /// An FP8 GEMM's operand scaling (GemmScaling); kTensor for every other sample.
   GemmScaling scaling = GemmScaling::kTensor;
+  /// A per-tensor FP8 GEMM measured with fast accumulation (GemmOp::fast_accum).
+  bool fast_accum = false;
   bool operator==(const GemmSample&) const = default;
 };
 
