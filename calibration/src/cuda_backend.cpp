@@ -17,20 +17,6 @@ namespace {
 /// cuBLASLt workspace: 32 MiB, NVIDIA's recommendation for Hopper.
 constexpr std::int64_t kWorkspaceBytes = std::int64_t{32} << 20;
 
-cuda::ElemType elem_type(DType t) {
-  switch (t) {
-    case DType::kBf16:
-      return cuda::ElemType::kBf16;
-    case DType::kFp16:
-      return cuda::ElemType::kFp16;
-    case DType::kFp32:
-      return cuda::ElemType::kFp32;
-    case DType::kFp8:
-      return cuda::ElemType::kFp8E4M3;
-  }
-  return cuda::ElemType::kBf16;
-}
-
 std::int64_t align256(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 }  // namespace
@@ -222,7 +208,7 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
                  ErrorKind::kRuntime};
   }
   if (!options_.verify) return gemm_enqueued(op);
-  const cuda::ElemType t = elem_type(op.dtype);
+  const cuda::ElemType t = elem_type_of(op.dtype);
   const bool fp8 = op.dtype == DType::kFp8;
   const std::int64_t e = bytes_of(op.dtype);
   const std::int64_t e_out = fp8 ? bytes_of(DType::kBf16) : e;  // FP8 products write bf16
@@ -276,7 +262,7 @@ Result<double> CudaBackend::attention(const AttentionOp& op) {
 Result<CudaBackend::AttentionRun> CudaBackend::plan_attention(const AttentionOp& op, bool fill) {
   // Unfused attention: per key/value head, its group of G query heads stacked as G*s rows,
   // so one strided batch of b*kv products serves grouped-query attention too.
-  const cuda::ElemType t = elem_type(op.dtype);
+  const cuda::ElemType t = elem_type_of(op.dtype);
   const std::int64_t e = bytes_of(op.dtype);
   const std::int64_t s = op.seq, d = op.head_dim, gs = (op.heads / op.kv_heads) * op.seq;
   const std::int64_t batch = op.batch * op.kv_heads;

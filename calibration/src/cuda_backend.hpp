@@ -119,6 +119,13 @@ class CudaBackend final : public Backend {
   template <typename Body>
   Result<double> enqueue(Body&& body);
   Result<cudaEvent_t> pooled_event();
+  /// Enqueues collective `kind` over `comm` on the stream (all-to-all as grouped sends and
+  /// receives): `per` floats per rank, `n` ranks.
+  Status issue_collective(CollectiveKind kind, const float* send, float* recv, std::size_t per,
+                          std::int64_t n, ncclComm_t comm);
+  /// Enqueues `requests` as one NCCL group over the world, message r at base + offsets[r].
+  Status issue_p2p(const std::vector<P2PRequest>& requests, std::uint8_t* base,
+                   const std::vector<std::int64_t>& offsets);
   /// Operand buffer `role` of type `t` with at least `elems` elements, filled with operand
   /// values (seed) when it had to be allocated; seed 0: left as allocated.
   Result<void*> operand(int role, cuda::ElemType t, std::int64_t elems, std::uint32_t seed);

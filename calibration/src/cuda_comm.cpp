@@ -50,32 +50,7 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
     const int rc = MPI_Barrier(world_.comm(group));
     if (rc != MPI_SUCCESS) return mpi_error("MPI_Barrier", rc);
     STEPSIM_CUDA_TRY(cudaEventRecord(start_, stream_));
-    switch (op.kind) {
-      case CollectiveKind::kAllReduce:
-        STEPSIM_NCCL_TRY(ncclAllReduce(send, recv, per, ncclFloat, ncclSum, comm, stream_));
-        break;
-      case CollectiveKind::kAllGather:
-        STEPSIM_NCCL_TRY(ncclAllGather(send, recv, per, ncclFloat, comm, stream_));
-        break;
-      case CollectiveKind::kReduceScatter:
-        STEPSIM_NCCL_TRY(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream_));
-        break;
-      case CollectiveKind::kAllToAll:
-        // NCCL has no all-to-all call: grouped sends and receives, one pair per member, as
-        // nccl-tests' alltoall and Megatron's MoE dispatcher run it.
-        STEPSIM_NCCL_TRY(ncclGroupStart());
-        for (std::int64_t peer = 0; peer < n; ++peer) {
-          const std::size_t at = static_cast<std::size_t>(peer) * per;
-          STEPSIM_NCCL_TRY(ncclSend(send + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
-          STEPSIM_NCCL_TRY(ncclRecv(recv + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
-        }
-        STEPSIM_NCCL_TRY(ncclGroupEnd());
-        break;
-      case CollectiveKind::kDeepEpDispatch:  // DeepEP is not NCCL (validate refuses flex)
-      case CollectiveKind::kDeepEpCombine:
-        STEPSIM_UNREACHABLE("DeepEP's kernels are not run by the CUDA backend");
-        break;
-    }
+    if (auto r = issue_collective(op.kind, send, recv, per, n, comm); !r.ok()) return r.errors();
     STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));
     STEPSIM_CUDA_TRY(cudaEventSynchronize(stop_));
     float ms = 0.0F;
@@ -134,25 +109,13 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
                                         requests[r].tag, stream_));
   }
   const std::vector<std::int32_t> peers = distinct_peers(requests);
-  const ncclComm_t comm = nccl_[0];
   std::vector<double> times;
   for (int i = 0; i < options_.warmup + options_.repeats; ++i) {
     STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
     auto shake = world_.handshake(peers);
     if (!shake.ok()) return shake.errors();
     STEPSIM_CUDA_TRY(cudaEventRecord(start_, stream_));
-    // NCCL has no tags: messages between two ranks match in the order they are posted.
-    STEPSIM_NCCL_TRY(ncclGroupStart());
-    for (std::size_t r = 0; r < requests.size(); ++r) {
-      const P2PRequest& q = requests[r];
-      const auto count = static_cast<std::size_t>(q.bytes);
-      if (q.send) {
-        STEPSIM_NCCL_TRY(ncclSend(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
-      } else {
-        STEPSIM_NCCL_TRY(ncclRecv(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
-      }
-    }
-    STEPSIM_NCCL_TRY(ncclGroupEnd());
+    if (auto r = issue_p2p(requests, base, offsets); !r.ok()) return r.errors();
     STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));
     STEPSIM_CUDA_TRY(cudaEventSynchronize(stop_));
     float ms = 0.0F;
@@ -176,6 +139,57 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
         "cuda backend: received messages have " + std::to_string(wrong_here) + " wrong bytes"};
   }
   return median(times);
+}
+
+Status CudaBackend::issue_collective(CollectiveKind kind, const float* send, float* recv,
+                                     std::size_t per, std::int64_t n, ncclComm_t comm) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      STEPSIM_NCCL_TRY(ncclAllReduce(send, recv, per, ncclFloat, ncclSum, comm, stream_));
+      break;
+    case CollectiveKind::kAllGather:
+      STEPSIM_NCCL_TRY(ncclAllGather(send, recv, per, ncclFloat, comm, stream_));
+      break;
+    case CollectiveKind::kReduceScatter:
+      STEPSIM_NCCL_TRY(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream_));
+      break;
+    case CollectiveKind::kAllToAll:
+      // NCCL has no all-to-all call: grouped sends and receives, one pair per member, as
+      // nccl-tests' alltoall and Megatron's MoE dispatcher run it.
+      STEPSIM_NCCL_TRY(ncclGroupStart());
+      for (std::int64_t peer = 0; peer < n; ++peer) {
+        const std::size_t at = static_cast<std::size_t>(peer) * per;
+        STEPSIM_NCCL_TRY(
+            ncclSend(send + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
+        STEPSIM_NCCL_TRY(
+            ncclRecv(recv + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
+      }
+      STEPSIM_NCCL_TRY(ncclGroupEnd());
+      break;
+    case CollectiveKind::kDeepEpDispatch:  // DeepEP is not NCCL (validate refuses flex)
+    case CollectiveKind::kDeepEpCombine:
+      STEPSIM_UNREACHABLE("DeepEP's kernels are not run by the CUDA backend");
+      break;
+  }
+  return ok_status();
+}
+
+Status CudaBackend::issue_p2p(const std::vector<P2PRequest>& requests, std::uint8_t* base,
+                              const std::vector<std::int64_t>& offsets) {
+  // NCCL has no tags: messages between two ranks match in the order they are posted.
+  const ncclComm_t comm = nccl_[0];
+  STEPSIM_NCCL_TRY(ncclGroupStart());
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    const P2PRequest& q = requests[r];
+    const auto count = static_cast<std::size_t>(q.bytes);
+    if (q.send) {
+      STEPSIM_NCCL_TRY(ncclSend(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
+    } else {
+      STEPSIM_NCCL_TRY(ncclRecv(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
+    }
+  }
+  STEPSIM_NCCL_TRY(ncclGroupEnd());
+  return ok_status();
 }
 
 }  // namespace stepsim::calib

@@ -31,6 +31,21 @@ struct MatmulShape {
   bool fast_accum = false;
 };
 
+/// The element type a GemmOp's dtype is stored in on the device.
+inline cuda::ElemType elem_type_of(DType t) {
+  switch (t) {
+    case DType::kBf16:
+      return cuda::ElemType::kBf16;
+    case DType::kFp16:
+      return cuda::ElemType::kFp16;
+    case DType::kFp32:
+      return cuda::ElemType::kFp32;
+    case DType::kFp8:
+      return cuda::ElemType::kFp8E4M3;
+  }
+  return cuda::ElemType::kBf16;
+}
+
 /// The cuBLASLt product that runs `op` over operands a, b and result d. A layout says how
 /// Transformer Engine calls it (general_gemm: column-major D[n x m] = op(A)[n x k] op(B)[k x m],
 /// the tokens as cuBLAS's n; "TN" = A transposed, B not). Without one: column-major

@@ -31,20 +31,6 @@ std::int64_t size_of(cuda::ElemType t) {
   return 4;
 }
 
-cuda::ElemType elem_of(DType t) {
-  switch (t) {
-    case DType::kBf16:
-      return cuda::ElemType::kBf16;
-    case DType::kFp16:
-      return cuda::ElemType::kFp16;
-    case DType::kFp32:
-      return cuda::ElemType::kFp32;
-    case DType::kFp8:
-      return cuda::ElemType::kFp8E4M3;
-  }
-  return cuda::ElemType::kBf16;
-}
-
 /// A plan's identity: everything a cuBLASLt product is planned from.
 std::string plan_key(const MatmulShape& s, cuda::ElemType t) {
   char key[320];
@@ -143,7 +129,7 @@ Result<void*> CudaBackend::operand(int role, cuda::ElemType t, std::int64_t elem
 }
 
 Result<double> CudaBackend::gemm_enqueued(const GemmOp& op) {
-  const cuda::ElemType t = elem_of(op.dtype);
+  const cuda::ElemType t = elem_type_of(op.dtype);
   // FP8 products write bf16; in Transformer Engine's layouts cuBLAS's A is the op's k x n
   // operand and B its m x k one (te_matmul_shape).
   const cuda::ElemType out = op.dtype == DType::kFp8 ? cuda::ElemType::kBf16 : t;
@@ -220,35 +206,7 @@ Result<double> CudaBackend::collective_enqueued(const CollectiveOp& op, GroupId 
   const ncclComm_t comm = nccl_[static_cast<std::size_t>(group.value)];
   const auto per = static_cast<std::size_t>(counts.per_rank);
   // No barrier before it and no check after: a late peer's wait is part of the step.
-  return enqueue([&]() -> Status {
-    switch (op.kind) {
-      case CollectiveKind::kAllReduce:
-        STEPSIM_NCCL_TRY(ncclAllReduce(send, recv, per, ncclFloat, ncclSum, comm, stream_));
-        break;
-      case CollectiveKind::kAllGather:
-        STEPSIM_NCCL_TRY(ncclAllGather(send, recv, per, ncclFloat, comm, stream_));
-        break;
-      case CollectiveKind::kReduceScatter:
-        STEPSIM_NCCL_TRY(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream_));
-        break;
-      case CollectiveKind::kAllToAll:
-        STEPSIM_NCCL_TRY(ncclGroupStart());
-        for (std::int64_t peer = 0; peer < n; ++peer) {
-          const std::size_t at = static_cast<std::size_t>(peer) * per;
-          STEPSIM_NCCL_TRY(
-              ncclSend(send + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
-          STEPSIM_NCCL_TRY(
-              ncclRecv(recv + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
-        }
-        STEPSIM_NCCL_TRY(ncclGroupEnd());
-        break;
-      case CollectiveKind::kDeepEpDispatch:  // DeepEP is not NCCL (validate refuses flex)
-      case CollectiveKind::kDeepEpCombine:
-        STEPSIM_UNREACHABLE("DeepEP's kernels are not run by the CUDA backend");
-        break;
-    }
-    return ok_status();
-  });
+  return enqueue([&]() -> Status { return issue_collective(op.kind, send, recv, per, n, comm); });
 }
 
 Result<double> CudaBackend::p2p_enqueued(const std::vector<P2PRequest>& requests) {
@@ -261,22 +219,7 @@ Result<double> CudaBackend::p2p_enqueued(const std::vector<P2PRequest>& requests
   auto buf = operand(kSend, cuda::ElemType::kFp8E4M3, total, 0);  // bytes
   if (!buf.ok()) return buf.errors();
   auto* base = static_cast<std::uint8_t*>(buf.value());
-  const ncclComm_t comm = nccl_[0];
-  return enqueue([&]() -> Status {
-    // NCCL has no tags: messages between two ranks match in the order they are posted.
-    STEPSIM_NCCL_TRY(ncclGroupStart());
-    for (std::size_t r = 0; r < requests.size(); ++r) {
-      const P2PRequest& q = requests[r];
-      const auto count = static_cast<std::size_t>(q.bytes);
-      if (q.send) {
-        STEPSIM_NCCL_TRY(ncclSend(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
-      } else {
-        STEPSIM_NCCL_TRY(ncclRecv(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
-      }
-    }
-    STEPSIM_NCCL_TRY(ncclGroupEnd());
-    return ok_status();
-  });
+  return enqueue([&]() -> Status { return issue_p2p(requests, base, offsets); });
 }
 
 }  // namespace stepsim::calib
