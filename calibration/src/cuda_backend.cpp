@@ -270,12 +270,12 @@ Result<CudaBackend::AttentionRun> CudaBackend::plan_attention(const AttentionOp&
   const std::int64_t sc = align256(batch * gs * s * e);
   // Q, K, V, O, S; backward adds dO, dP, dQ, dK, dV.
   const std::int64_t bytes = 2 * q + 2 * kv + sc + (op.backward ? 2 * q + 2 * kv + sc : 0);
-  const std::int64_t had = extra_.capacity();
-  const void* before = extra_.data();
+  // reserve() reallocates exactly when the buffer is smaller than asked.
+  const bool fresh = extra_.capacity() < bytes;
   auto buf = extra_.reserve(bytes, "attention");
   if (!buf.ok()) return buf.errors();
   auto* base = static_cast<char*>(buf.value());
-  if (!fill && (buf.value() != before || had < bytes)) {
+  if (!fill && fresh) {
     // Stream mode: every operand written once, when the buffer is new.
     STEPSIM_CUDA_TRY(cuda::fill_operand(base, extra_.capacity() / e, t, 3, stream_));
   }

@@ -141,11 +141,12 @@ Result<double> CudaBackend::gemm_enqueued(const GemmOp& op) {
   if (!b.ok()) return b.errors();
   if (!d.ok()) return d.errors();
   const MatmulShape shape = te_matmul_shape(op, a.value(), b.value(), d.value());
-  std::unique_ptr<LtMatmul>& mm = gemm_plans_[plan_key(shape, t)];
+  const std::string key = plan_key(shape, t);
+  std::unique_ptr<LtMatmul>& mm = gemm_plans_[key];
   if (mm == nullptr) {
     auto planned = plan(shape, t);
     if (!planned.ok()) {
-      gemm_plans_.erase(plan_key(shape, t));
+      gemm_plans_.erase(key);
       return planned.errors();
     }
     mm = std::move(planned).value();
@@ -156,24 +157,22 @@ Result<double> CudaBackend::gemm_enqueued(const GemmOp& op) {
 
 Result<double> CudaBackend::attention_enqueued(const AttentionOp& op) {
   // Planned over extra_, which only grows: a plan stays valid until extra_ moves.
-  char key[160];
-  std::snprintf(key, sizeof key, "%d %lld %lld %lld %lld %lld %d %d %p", static_cast<int>(op.dtype),
-                static_cast<long long>(op.batch), static_cast<long long>(op.heads),
-                static_cast<long long>(op.kv_heads), static_cast<long long>(op.seq),
-                static_cast<long long>(op.head_dim), op.causal ? 1 : 0, op.backward ? 1 : 0,
-                extra_.data());
-  auto found = attention_plans_.find(key);
+  const auto key = [&op](const void* buffer) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%d %lld %lld %lld %lld %lld %d %d %p",
+                  static_cast<int>(op.dtype), static_cast<long long>(op.batch),
+                  static_cast<long long>(op.heads), static_cast<long long>(op.kv_heads),
+                  static_cast<long long>(op.seq), static_cast<long long>(op.head_dim),
+                  op.causal ? 1 : 0, op.backward ? 1 : 0, buffer);
+    return std::string(text);
+  };
+  auto found = attention_plans_.find(key(extra_.data()));
   if (found == attention_plans_.end()) {
     const void* before = extra_.data();
     auto planned = plan_attention(op, false);
     if (!planned.ok()) return planned.errors();
     if (extra_.data() != before) attention_plans_.clear();  // the older plans point to freed memory
-    std::snprintf(key, sizeof key, "%d %lld %lld %lld %lld %lld %d %d %p",
-                  static_cast<int>(op.dtype), static_cast<long long>(op.batch),
-                  static_cast<long long>(op.heads), static_cast<long long>(op.kv_heads),
-                  static_cast<long long>(op.seq), static_cast<long long>(op.head_dim),
-                  op.causal ? 1 : 0, op.backward ? 1 : 0, extra_.data());
-    found = attention_plans_.emplace(key, std::move(planned).value()).first;
+    found = attention_plans_.emplace(key(extra_.data()), std::move(planned).value()).first;
   }
   const AttentionRun* run = &found->second;
   return enqueue([this, run] { return run_attention(*run); });
