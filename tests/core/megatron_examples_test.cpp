@@ -12,6 +12,7 @@
 
 #include "stepsim/core/import.hpp"
 #include "stepsim/core/load.hpp"
+#include "stepsim/core/memory_model.hpp"
 
 namespace stepsim {
 namespace {
@@ -122,6 +123,30 @@ TEST(MegatronExamples, TorchrunWithoutNnodesRunsOnOneNode) {
   auto bare = scenario_from_megatron_args(line.substr(line.find("pretrain_gpt.py")), o);
   ASSERT_FALSE(bare.ok());
   EXPECT_NE(format_errors(bare.errors()).find("--world-size"), std::string::npos);
+}
+
+// The shipped scenario of Megatron's Llama 3 8B FP8 example is the job its launch line
+// imports as: the same Megatron-LM flags back out, the same memory per GPU (it once left out
+// --grad-reduce-in-bf16, the fused cross entropy and dropout 0 and did not fit 80 GB).
+TEST(MegatronExamples, ShippedLlama3Fp8ScenarioIsTheExampleJob) {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(launch_line("llama_train_llama3_8b_h100_fp8.txt"), o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  LoadOptions lo;
+  lo.scenarios_dir = STEPSIM_SCENARIOS_DIR;
+  auto imported = load_scenario_text(r->scenario_json, "line", ".", lo);
+  ASSERT_TRUE(imported.ok()) << format_errors(imported.errors());
+  auto shipped =
+      load_scenario_file(std::string(STEPSIM_SCENARIOS_DIR) + "/llama3-8b-h100-8-fp8.json", lo);
+  ASSERT_TRUE(shipped.ok()) << format_errors(shipped.errors());
+  EXPECT_EQ(megatron_args_of(*shipped), megatron_args_of(*imported));
+  const auto a = analytic_memory(*shipped);
+  const auto b = analytic_memory(*imported);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].peak_bytes, b[0].peak_bytes);
+  EXPECT_LT(a[0].peak_bytes, shipped->system.memory_bytes);
 }
 
 }  // namespace
