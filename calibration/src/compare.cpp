@@ -114,10 +114,14 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   r.complete = measured.complete;
   r.failure = measured.failure;
   // Non-blocking P2P calls ran beside the compute only where the schedule has some
-  // (overlap_p2p_comm): a backend that could run them says nothing about a schedule without.
+  // (overlap_p2p_comm, or the context-parallel ring): a backend that could run them says
+  // nothing about a schedule without.
   bool posted = false;
   for (const auto& tasks : measured.stage_tasks) {
-    for (const ExecTask& t : tasks) posted = posted || (t.async && t.kind == ExecTask::Kind::kComm);
+    for (const ExecTask& t : tasks) {
+      posted = posted || (t.async && (t.kind == ExecTask::Kind::kComm ||
+                                      std::holds_alternative<P2POp>(t.op.shape)));
+    }
   }
   r.async_p2p = measured.async_p2p && posted;
   r.async_grad_reduce = measured.async_grad_reduce;

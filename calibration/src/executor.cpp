@@ -47,6 +47,9 @@ class Runner {
   /// The process group collective `s` of task `t` runs over, checked against the plan.
   Result<GroupId> group_of(const ExecTask& t, const CollectiveOp& s) const;
   std::vector<P2PRequest> requests_of(const ExecTask& t) const;
+  /// One step of the context-parallel ring: the send to the next CP rank, then the receive
+  /// from the previous one.
+  Result<std::vector<P2PRequest>> ring_requests(const ExecTask& t, const P2POp& s) const;
   std::string describe(std::int32_t step, std::int64_t task, double idle_s) const;
   void fire(std::int32_t step, std::int64_t task, double idle_s);
   Status enter_task(std::size_t i);
@@ -147,33 +150,38 @@ Result<double> Runner::run_task(const ExecTask& t) {
           if (!g) return g.errors();
           return b_.collective(s, *g);
         } else {
-          // One step of the context-parallel ring (Transformer Engine's p2p attention): send
-          // this rank's block to the next CP rank, receive the previous one's. Every CP rank
-          // posts the same sequence of steps, and MPI/NCCL keep the order of messages per
-          // peer and tag, so one tag serves every step.
-          if (t.op.stream != Stream::kContextComm || m_.layout.cp <= 1) {
-            return runtime_error(t.name +
-                                 ": a P2P op inside a chunk's op list that is not a step of the "
-                                 "context-parallel ring; pipeline transfers come from the "
-                                 "schedule's CommCalls");
-          }
-          // With a2a+p2p the ring is the hierarchical level 1: every cp_a2a-th CP rank, as
-          // AttnFuncWithCPAndKVP2P's send_dst = cp_global_ranks[(rank + 1) % cp_size *
-          // cp_size_a2a + rank_a2a].
-          const std::int32_t a2a = m_.layout.cp_a2a;
-          const std::int32_t n = m_.layout.cp / a2a;
-          const std::int32_t pos = coord_.cp / a2a;
-          const std::int32_t next = (pos + 1) % n * a2a + coord_.cp % a2a;
-          const std::int32_t prev = (pos + n - 1) % n * a2a + coord_.cp % a2a;
-          return b_.p2p({P2PRequest{true, s.bytes,
-                                    m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, next),
-                                    kContextRingTag},
-                         P2PRequest{false, s.bytes,
-                                    m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, prev),
-                                    kContextRingTag}});
+          auto requests = ring_requests(t, s);
+          if (!requests) return requests.errors();
+          return b_.p2p(*requests);
         }
       },
       t.op.shape);
+}
+
+Result<std::vector<P2PRequest>> Runner::ring_requests(const ExecTask& t, const P2POp& s) const {
+  // One step of the context-parallel ring (Transformer Engine's p2p attention): send this
+  // rank's block to the next CP rank, receive the previous one's. Every CP rank posts the same
+  // sequence of steps, and MPI/NCCL keep the order of messages per peer and tag, so one tag
+  // serves every step.
+  if (t.op.stream != Stream::kContextComm || m_.layout.cp <= 1) {
+    return runtime_error(t.name +
+                         ": a P2P op inside a chunk's op list that is not a step of the "
+                         "context-parallel ring; pipeline transfers come from the "
+                         "schedule's CommCalls");
+  }
+  // With a2a+p2p the ring is the hierarchical level 1: every cp_a2a-th CP rank, as
+  // AttnFuncWithCPAndKVP2P's send_dst = cp_global_ranks[(rank + 1) % cp_size *
+  // cp_size_a2a + rank_a2a].
+  const std::int32_t a2a = m_.layout.cp_a2a;
+  const std::int32_t n = m_.layout.cp / a2a;
+  const std::int32_t pos = coord_.cp / a2a;
+  const std::int32_t next = (pos + 1) % n * a2a + coord_.cp % a2a;
+  const std::int32_t prev = (pos + n - 1) % n * a2a + coord_.cp % a2a;
+  return std::vector<P2PRequest>{
+      P2PRequest{true, s.bytes, m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, next),
+                 kContextRingTag},
+      P2PRequest{false, s.bytes, m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, prev),
+                 kContextRingTag}};
 }
 
 std::string Runner::describe(std::int32_t step, std::int64_t task, double idle_s) const {
@@ -323,7 +331,8 @@ Status Runner::run() {
       enter(step, static_cast<std::int64_t>(i));
       if (auto entered = enter_task(i); !entered) return entered;
       const double start = b_.now_s();
-      if (tasks_[i].async && tasks_[i].kind == ExecTask::Kind::kOp) {
+      if (tasks_[i].async && tasks_[i].kind == ExecTask::Kind::kOp &&
+          !std::holds_alternative<P2POp>(tasks_[i].op.shape)) {
         // A bucket's gradient reduction, posted: it runs beside the backward that follows,
         // until the step ops wait for it.
         const auto* coll = std::get_if<CollectiveOp>(&tasks_[i].op.shape);
@@ -340,10 +349,20 @@ Status Runner::run() {
         continue;
       }
       if (tasks_[i].async) {
-        // Posted, one handle per transfer; it completes beside the tasks that follow, up to
-        // the tasks that wait for its transfers (until then its timing says posted, not done).
+        // Posted, one handle per transfer: a non-blocking pipeline call, or a step of the
+        // context-parallel ring (its send and its receive). It completes beside the tasks that
+        // follow, up to the tasks that wait for its transfers (until then its timing says
+        // posted, not done).
+        std::vector<P2PRequest> requests;
+        if (tasks_[i].kind == ExecTask::Kind::kComm) {
+          requests = requests_of(tasks_[i]);
+        } else {
+          auto ring = ring_requests(tasks_[i], std::get<P2POp>(tasks_[i].op.shape));
+          if (!ring) return ring.errors();
+          requests = std::move(ring).value();
+        }
         handles[i].clear();
-        for (const P2PRequest& q : requests_of(tasks_[i])) {
+        for (const P2PRequest& q : requests) {
           auto h = b_.post_p2p({q});
           if (!h) return h.errors();
           handles[i].push_back(*h);

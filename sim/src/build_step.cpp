@@ -104,8 +104,9 @@ void StepBuilder::build_templates() {
           return;
         }
       }
-      out_.templates[index] =
-          time_ops(ops, cost, options_.serialize_streams, options_.interference);
+      // A serial executor posting non-blocking P2P (async_p2p) posts the CP ring's steps too.
+      out_.templates[index] = time_ops(ops, cost, options_.serialize_streams, options_.interference,
+                                       options_.async_p2p);
       timed.push_back(Timed{.ops = &ops, .scale = scale, .index = index});
     };
     for (std::int32_t c = 0; c < v_; ++c) {

@@ -17,8 +17,8 @@ namespace stepsim::sim {
 
 struct BuildOptions {
   bool serialize_streams = false;  ///< one stream per rank (single-threaded executors)
-  /// With serialize_streams: non-blocking P2P calls still complete at their wait
-  /// (SimulateOptions::async_p2p).
+  /// With serialize_streams: non-blocking P2P calls and the CP ring's steps still complete at
+  /// their wait (SimulateOptions::async_p2p).
   bool async_p2p = false;
   /// With serialize_streams: overlap_grad_reduce's bucket reductions still run on the DP
   /// stream beside the backward (SimulateOptions::async_grad_reduce).

@@ -25,22 +25,31 @@ Role role_of(const Op& op) {
   return op.stream == Stream::kCompute ? Role::kCompute : Role::kOther;
 }
 
+bool is_ring_step(const Op& op) {
+  return op.stream == Stream::kContextComm && std::holds_alternative<P2POp>(op.shape);
+}
+
 // Stream order and deps with fixed durations (list scheduling).
 void list_schedule(const std::vector<Op>& ops, const std::vector<double>& duration, bool serial,
-                   std::vector<OpTiming>& out) {
+                   bool async_ring, std::vector<OpTiming>& out) {
   std::array<double, kStreamCount> stream_end{};  // last end per Stream
-  double last_end = 0;
+  double last_end = 0;                            // serial: where the host is
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const auto stream = static_cast<std::size_t>(op.stream);
-    double start = serial ? last_end : stream_end[stream];
+    // A posted ring step: the host first waits for the ring's previous step, posts this one
+    // and goes on; only the ops that depend on it wait for its end.
+    const bool posted = serial && async_ring && is_ring_step(op);
+    double start = !serial  ? stream_end[stream]
+                   : posted ? std::max(last_end, stream_end[stream])
+                            : last_end;
     for (const std::int32_t d : op.deps) {
       STEPSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i);
       start = std::max(start, out[static_cast<std::size_t>(d)].end_s);
     }
     out[i] = OpTiming{start, start + duration[i]};
     stream_end[stream] = start + duration[i];
-    last_end = std::max(last_end, start + duration[i]);
+    last_end = posted ? start : std::max(last_end, start + duration[i]);
   }
 }
 
@@ -66,18 +75,37 @@ bool interferes(const std::vector<Op>& ops, const std::vector<OpTiming>& t,
 
 // Stream order and deps with rates: while a compute kernel and an NCCL kernel run together,
 // the compute kernel progresses at 1 / compute_slowdown of its speed alone and the NCCL kernel
-// at 1 / collective_slowdown. Rates change only when an op starts or ends.
+// at 1 / collective_slowdown. Rates change only when an op starts or ends. `serial_host`
+// (time_ops' serial with async_ring): every op but the ring steps runs in list order on one
+// host queue; a ring step starts once the host reached it (the host ops before it ended),
+// and the host goes past it once it started (posted).
 void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
-                   const std::vector<Role>& role, const Interference& k,
+                   const std::vector<Role>& role, const Interference& k, bool serial_host,
                    std::vector<OpTiming>& out) {
   const std::size_t n = ops.size();
   std::array<std::vector<std::size_t>, kStreamCount> queue;
-  for (std::size_t i = 0; i < n; ++i) queue[static_cast<std::size_t>(ops[i].stream)].push_back(i);
+  // serial_host: the host op and the ring step last before each op in list order.
+  std::vector<std::int64_t> prev_host(n, -1);
+  std::vector<std::int64_t> prev_ring(n, -1);
+  std::int64_t host = -1;
+  std::int64_t ring = -1;
+  for (std::size_t i = 0; i < n; ++i) {
+    Stream stream = ops[i].stream;
+    if (serial_host) {
+      prev_host[i] = host;
+      prev_ring[i] = ring;
+      const bool posted = is_ring_step(ops[i]);
+      (posted ? ring : host) = static_cast<std::int64_t>(i);
+      stream = posted ? Stream::kContextComm : Stream::kCompute;
+    }
+    queue[static_cast<std::size_t>(stream)].push_back(i);
+  }
   std::array<std::size_t, kStreamCount> head{};
   std::array<std::int64_t, kStreamCount> running;
   running.fill(-1);
   std::vector<double> left(duration);
   std::vector<bool> done(n, false);
+  std::vector<bool> began(n, false);
   std::size_t finished = 0;
   double now = 0;
   while (finished < n) {
@@ -89,8 +117,13 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
         const std::size_t i = queue[s][head[s]];
         bool ready = true;
         for (const std::int32_t d : ops[i].deps) ready = ready && done[static_cast<std::size_t>(d)];
+        if (serial_host) {
+          if (prev_host[i] >= 0) ready = ready && done[static_cast<std::size_t>(prev_host[i])];
+          if (prev_ring[i] >= 0) ready = ready && began[static_cast<std::size_t>(prev_ring[i])];
+        }
         if (!ready) continue;
         out[i].start_s = now;
+        began[i] = true;
         ++head[s];
         if (left[i] <= 0) {  // zero-time op
           out[i].end_s = now;
@@ -145,13 +178,13 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
 }  // namespace
 
 ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
-                       const Interference& interference) {
+                       const Interference& interference, bool async_ring) {
   ChunkTemplate t;
   const std::size_t n = ops.size();
   t.ops.resize(n);
   std::vector<double> duration(n);
   for (std::size_t i = 0; i < n; ++i) duration[i] = cost.op_s(ops[i]);
-  list_schedule(ops, duration, serial, t.ops);
+  list_schedule(ops, duration, serial, async_ring, t.ops);
   bool rated = false;
   std::vector<Role> role(n);
   bool holders = false;
@@ -159,11 +192,11 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
     role[i] = role_of(ops[i]);
     holders = holders || role[i] == Role::kSmHolder;
   }
-  if (!serial &&
+  if ((!serial || async_ring) &&
       (holders || interference.compute_slowdown != 1 || interference.collective_slowdown != 1)) {
     // Fast path: nothing overlaps, so the fixed durations are the times.
     if (interferes(ops, t.ops, role)) {
-      rate_schedule(ops, duration, role, interference, t.ops);
+      rate_schedule(ops, duration, role, interference, serial && async_ring, t.ops);
       rated = true;
     }
   }

@@ -39,9 +39,13 @@ struct ChunkTemplate {
 /// Otherwise compute-stream kernels and NCCL kernels (CollectiveOp/P2POp with `nccl`: the TP
 /// and CP communication) that run at the same time slow each other by `interference`'s
 /// factors (resource_model.hpp): both progress at 1/factor of their speed alone while they
-/// overlap. Default (factors 1): fixed durations, free overlap.
+/// overlap. Default (factors 1): fixed durations, free overlap. `async_ring` with `serial`:
+/// the context-parallel ring's steps (P2POp on Stream::kContextComm) are posted without
+/// blocking, as an executor with a progress thread runs them: each starts where the serial
+/// host posts it, after the ring's previous step, and only the ops that depend on it (the
+/// attention step using the received block, Op::deps) wait for its end.
 ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
-                       const Interference& interference = {});
+                       const Interference& interference = {}, bool async_ring = false);
 
 /// Whether time_ops gives `a` and `b` the same template (with the same cost model and
 /// options): every field it reads (phase, stream, shape, deps, workspace bytes, SM share) is

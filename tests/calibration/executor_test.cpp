@@ -272,6 +272,66 @@ TEST(ExecutorTasks, TheAsynchronousPredictionOverlapsTransfersWithCompute) {
   EXPECT_LE(async->prediction.step_time_s, serial->prediction.step_time_s);
 }
 
+// Transformer Engine's context-parallel ring with a backend that runs non-blocking P2P beside
+// the compute: every ring step is posted (the same tasks in the same order otherwise), its two
+// transfers are waited for exactly once, before the ring's next step is posted and no later
+// than the first op that depends on it; and the prediction for such a backend overlaps the
+// ring with the attention and is no longer than the serialised one.
+TEST(ExecutorTasks, ContextParallelRingStepsArePostedAndWaitedForBeforeTheirBlock) {
+  for (const Shape& shape : {Shape{1, 1, 1, 1, 2, false, false, 0, 1, 2, CpCommType::kP2p},
+                             Shape{2, 2, 1, 1, 4, true, false, 0, 1, 2, CpCommType::kP2p},
+                             Shape{1, 1, 1, 1, 2, false, false, 0, 1, 4, CpCommType::kA2aP2p, 2}}) {
+    const Workload w = tiny_workload(shape);
+    const WorkloadPlan plan = decompose(w);
+    const auto sim = simulate_serialised(w, plan);
+    for (std::int32_t s = 0; s < static_cast<std::int32_t>(shape.p); ++s) {
+      const auto serial = build_stage_tasks(w, plan, *sim.schedule, s, false);
+      const auto tasks = build_stage_tasks(w, plan, *sim.schedule, s, true);
+      ASSERT_EQ(executed_names(tasks), executed_names(serial));
+      std::map<ExecTask::Wait, std::size_t> waited_at;
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        for (const auto& wt : tasks[i].waits) {
+          ASSERT_LT(static_cast<std::size_t>(wt.task), i);
+          EXPECT_TRUE(waited_at.emplace(wt, i).second) << "waited for twice";
+        }
+      }
+      std::size_t ring_steps = 0;
+      std::size_t previous = tasks.size();  // the ring step posted before, if any
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        const bool ring = std::holds_alternative<P2POp>(tasks[i].op.shape) &&
+                          tasks[i].kind == ExecTask::Kind::kOp;
+        EXPECT_EQ(tasks[i].async, ring) << tasks[i].name;
+        if (!ring) continue;
+        ++ring_steps;
+        for (std::int32_t k = 0; k < 2; ++k) {
+          const ExecTask::Wait wt{static_cast<std::int32_t>(i), k};
+          ASSERT_TRUE(waited_at.contains(wt)) << tasks[i].name << " never waited for";
+          EXPECT_GT(waited_at.at(wt), i);
+          if (previous < tasks.size()) {
+            EXPECT_LE(waited_at.at(ExecTask::Wait{static_cast<std::int32_t>(previous), k}), i)
+                << tasks[i].name << ": posted before the ring's previous step was done";
+          }
+        }
+        previous = i;
+      }
+      EXPECT_GT(ring_steps, 0U);
+    }
+    const FixedCost cost(1e-3);
+    auto serial = sim::simulate(w, plan, cost, validation_simulate_options(false));
+    auto async = sim::simulate(w, plan, cost, validation_simulate_options(true));
+    ASSERT_TRUE(serial.ok() && async.ok());
+    double serial_overlap = 0;
+    double async_overlap = 0;
+    for (std::int32_t s = 0; s < static_cast<std::int32_t>(shape.p); ++s) {
+      serial_overlap += stage_figures(serial->timeline, s).overlap_s;
+      async_overlap += stage_figures(async->timeline, s).overlap_s;
+    }
+    EXPECT_NEAR(serial_overlap, 0.0, 1e-12);
+    EXPECT_GT(async_overlap, 1e-4);
+    EXPECT_LT(async->prediction.step_time_s, serial->prediction.step_time_s);
+  }
+}
+
 TEST(Executor, PointToPointRequestsPairUpBetweenPeers) {
   for (const auto& c : kCases) {
     const Workload w = tiny_workload(c.shape);

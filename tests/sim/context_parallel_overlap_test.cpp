@@ -68,5 +68,46 @@ TEST(ContextParallelOverlap, BackwardWaitsForTheLastGradientBlock) {
   }
 }
 
+// The validator's single host thread with a progress thread for non-blocking P2P (async_ring):
+// it waits for the ring's previous step, posts the next and computes beside it, so the ring
+// overlaps as on the GPU's streams: the same closed forms, forward and backward.
+TEST(ContextParallelOverlap, ASerialHostPostingTheRingKeepsItsOverlap) {
+  for (const std::int64_t cp : {2, 3, 4}) {
+    const ChunkPlan chunk = one_layer_ring(cp);
+    const double steps = static_cast<double>(cp - 1);
+    for (const auto& [a, t] : {std::pair{1.0, 0.25}, std::pair{1.0, 3.0}}) {
+      const RingCost cost(a, t);
+      EXPECT_DOUBLE_EQ(time_ops(chunk.forward, cost, true, {}, true).duration_s,
+                       steps * std::max(a, t) + a)
+          << "cp=" << cp << " T=" << t;
+      EXPECT_DOUBLE_EQ(time_ops(chunk.backward, cost, true, {}, true).duration_s,
+                       static_cast<double>(cp) * std::max(a, t))
+          << "cp=" << cp << " T=" << t;
+      // Without the flag, or with concurrent streams, it is as before.
+      EXPECT_DOUBLE_EQ(time_ops(chunk.forward, cost, true, {}, false).duration_s,
+                       static_cast<double>(cp) * a + steps * t);
+      EXPECT_DOUBLE_EQ(time_ops(chunk.forward, cost, false, {}, true).duration_s,
+                       steps * std::max(a, t) + a);
+    }
+  }
+}
+
+// The serial host with posted ring steps slows compute beside a transfer as the GPU's streams
+// do (the profile's interference factors): cp 2, attention 1, transfer 0.5, compute 1.5x and
+// the transfer 2x slower while together. The transfer ends at 1.0, the diagonal step 2/3
+// done; its last third runs alone to 4/3; the second step then runs alone: 7/3.
+TEST(ContextParallelOverlap, APostedRingStepInterferesWithTheComputeBesideIt) {
+  const ChunkPlan chunk = one_layer_ring(2);
+  Interference k;
+  k.compute_slowdown = 1.5;
+  k.collective_slowdown = 2;
+  const RingCost cost(1.0, 0.5);
+  EXPECT_NEAR(time_ops(chunk.forward, cost, true, k, true).duration_s, 7.0 / 3, 1e-12);
+  EXPECT_NEAR(time_ops(chunk.forward, cost, false, k).duration_s, 7.0 / 3, 1e-12);
+  // Without interference: max(A, T) + A; serialised without posting: 2 A + T.
+  EXPECT_DOUBLE_EQ(time_ops(chunk.forward, cost, true, {}, true).duration_s, 2.0);
+  EXPECT_DOUBLE_EQ(time_ops(chunk.forward, cost, true, k, false).duration_s, 2.5);
+}
+
 }  // namespace
 }  // namespace stepsim::sim

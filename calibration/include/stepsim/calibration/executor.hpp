@@ -105,7 +105,9 @@ struct ExecTask {
   /// build_stage_tasks' `async_p2p`, the executor posts it (Backend::post_p2p) and goes on;
   /// its timing runs from the post to the moment the backend saw its transfers done.
   /// kind == kOp: a DDP bucket's gradient reduction posted (Backend::post_collective) with
-  /// `async_grad_reduce`; timed from the post to its completion likewise.
+  /// `async_grad_reduce`, or (P2POp) a step of the context-parallel ring posted with
+  /// `async_p2p` (its send and its receive, transfers 0 and 1); timed from the post to its
+  /// completion likewise.
   bool async = false;
   /// Transfers of earlier tasks of the same list, posted without blocking, that must be done
   /// before this task starts: Megatron's handle.wait() calls (one handle per transfer: with
@@ -137,7 +139,9 @@ struct ExecTask {
 /// program's "wait" calls have nothing left to do), then the gradient reduction of each chunk
 /// in chunk order (Megatron's finalize_model_grads), then the step ops. `plan` must be
 /// decompose(w), `schedule` the one simulate() used for w. `async_p2p` (Backend::async_p2p): the
-/// non-blocking calls are ExecTask::async and the tasks after Megatron's waits carry them.
+/// non-blocking calls are ExecTask::async and the tasks after Megatron's waits carry them;
+/// so are the context-parallel ring's steps, each waited for by the ring's next step and by
+/// the ops that depend on it (Op::deps).
 /// `async_grad_reduce` (Backend::async_collectives) with overlap_grad_reduce: each DDP
 /// bucket's reduction is an async task where Megatron issues it (inside or after a backward:
 /// sim::grad_sync_launches, the simulator's own), and the first step op waits for them all.

@@ -131,7 +131,9 @@ struct SimulateOptions {
   /// With serialize_streams: Megatron's non-blocking point-to-point calls (overlap_p2p_comm)
   /// still run beside the compute that follows them, until the program's wait for them, as
   /// the validator's CPU backend runs them on a progress thread of its own
-  /// (calib::Backend::async_p2p). Without serialize_streams they always do.
+  /// (calib::Backend::async_p2p); so do Transformer Engine's context-parallel ring steps
+  /// (always non-blocking), until the attention step that uses the received block. Without
+  /// serialize_streams they always do.
   bool async_p2p = false;
   /// With serialize_streams: overlap_grad_reduce's bucket reductions still run on the data-
   /// parallel stream beside the backward, issued where Megatron issues them
