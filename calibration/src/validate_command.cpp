@@ -4,10 +4,12 @@
 #include "stepsim/calibration/validate_command.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <string>
 #include <utility>
 
 #include "stepsim/calibration/backend.hpp"
@@ -297,6 +299,11 @@ bool Validation::run(std::ostream* err, bool terminal) {
   bo.warmup = 0;  // the executor runs each op once, as training does
   bo.repeats = 1;
   bo.verify = false;  // time the step's work, not the calibration harness around each op
+  if (const std::int64_t nvls = out_.workload->training.nccl_nvls_enable; nvls != 2) {
+    // The job's NCCL_NVLS_ENABLE, for the NCCL communicators the cuda backend creates (NCCL
+    // reads it when a communicator is made); the cpu backend's MPI ignores it.
+    setenv("NCCL_NVLS_ENABLE", std::to_string(nvls).c_str(), 1);
+  }
   auto backend = make_backend(q_.backend, bo);
   if (!backend) return fail(ValidateStage::kBackend, backend.errors());
   backend_ = std::move(backend).value();

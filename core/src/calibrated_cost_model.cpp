@@ -451,13 +451,17 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
   }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   const std::string what = group_text(op.kind, op.group_size, op.nodes_spanned);
+  // Measured with NCCL's default (NVLS where supported): with NCCL_NVLS_ENABLE=0, NCCL's own
+  // model of the change scales the measurement (1 where it would not have picked NVLS).
+  const double nvls_off =
+      nccl_nvls_off_factor(fallback_system_, op.kind, op.group_size, op.nodes_spanned, op.bytes);
   const auto exact = collective_fits_.find(CollectiveKey{op.kind, op.group_size, op.nodes_spanned});
   if (exact != collective_fits_.end()) {
     const auto curve = collective_curves_.find(exact->first);
     if (curve != collective_curves_.end()) {
-      if (const auto measured = on_curve(curve->second, op.bytes)) return *measured;
+      if (const auto measured = on_curve(curve->second, op.bytes)) return *measured * nvls_off;
     }
-    return linear_s(exact->second, op.bytes, what);
+    return linear_s(exact->second, op.bytes, what) * nvls_off;
   }
   const bool all_to_all = op.kind == CollectiveKind::kAllToAll;
   if (all_to_all &&
@@ -527,7 +531,7 @@ double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
     rescaled.bandwidth_bytes_per_s *=
         bus_factor(kind, group_size) / bus_factor(op.kind, op.group_size);
   }
-  return linear_s(rescaled, op.bytes, what);
+  return linear_s(rescaled, op.bytes, what) * nvls_off;
 }
 
 double CalibratedCostModel::p2p_s(const P2POp& op) const {

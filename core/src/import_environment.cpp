@@ -25,7 +25,6 @@ bool is_assignment(std::string_view word) {
 /// as NCCL's own tuning chooses them.
 constexpr std::string_view kNcclTuning[] = {"NCCL_ALGO",
                                             "NCCL_PROTO",
-                                            "NCCL_NVLS_ENABLE",
                                             "NCCL_MIN_NCHANNELS",
                                             "NCCL_MAX_NCHANNELS",
                                             "NCCL_MIN_CTAS",

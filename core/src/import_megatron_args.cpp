@@ -415,8 +415,8 @@ std::string megatron_args_of(const Workload& w) {
   // Transformer Engine's settings from the environment, as assignments before the flags.
   for (const KeyInfo& k : scenario_schema()) {
     if (k.env.empty() || k.get == nullptr) continue;
-    const std::int64_t v = k.get(w).integer;
-    if (v != 0) flag(std::string(k.env) + "=" + std::to_string(v));
+    const std::string v = std::to_string(k.get(w).integer);
+    if (v != k.default_text) flag(std::string(k.env) + "=" + v);
   }
   num("--num-layers", m.num_layers);
   num("--hidden-size", m.hidden_size);

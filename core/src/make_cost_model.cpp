@@ -15,8 +15,10 @@ Result<std::shared_ptr<const Profile>> load_shared_profile(const std::string& pa
 
 Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w,
                                                    std::shared_ptr<const Profile> profile) {
+  SystemConfig system = w.system;
+  system.nccl_nvls = w.training.nccl_nvls_enable != 0;  // NCCL_NVLS_ENABLE of the job
   if (w.cost_model.kind == CostModelSpec::Kind::kRoofline) {
-    return std::unique_ptr<CostModel>(std::make_unique<RooflineCostModel>(w.system));
+    return std::unique_ptr<CostModel>(std::make_unique<RooflineCostModel>(std::move(system)));
   }
   if (profile == nullptr) {
     auto loaded = load_shared_profile(w.cost_model.profile_path);
@@ -25,8 +27,8 @@ Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w,
   }
   std::string label = std::filesystem::path(w.cost_model.profile_path).filename().string();
   if (label.empty()) label = profile->machine;
-  return std::unique_ptr<CostModel>(
-      std::make_unique<CalibratedCostModel>(std::move(profile), std::move(label), w.system));
+  return std::unique_ptr<CostModel>(std::make_unique<CalibratedCostModel>(
+      std::move(profile), std::move(label), std::move(system)));
 }
 
 Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w) {

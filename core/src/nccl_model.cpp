@@ -308,12 +308,36 @@ std::optional<NcclComm> nccl_comm(const SystemConfig& system, std::int64_t group
   // No speed of the search fits (a link slower than NCCL's slowest speed): no model.
   if (c.ring.channels == 0) return std::nullopt;
   c.tree = tree_graph(c.arch, f, c.ring.channels, per_node == 1);
-  // nvls.cc: multicast needs Hopper or newer on NVSwitch and 2 GPUs of the communicator.
-  if (c.arch >= NcclArch::kHopper && per_node >= 2) {
+  // nvls.cc: multicast needs Hopper or newer on NVSwitch and 2 GPUs of the communicator;
+  // NCCL_NVLS_ENABLE=0 turns it off (ncclNvlsInit).
+  if (system.nccl_nvls && c.arch >= NcclArch::kHopper && per_node >= 2) {
     c.nvls = nvls_graph(c.arch, f, per_node);
     c.nvls_support = c.nvls.channels >= 2;
   }
   return c;
+}
+
+bool nccl_nvls_capable(const SystemConfig& system) {
+  const auto platform = nccl_platform(system);
+  return platform && platform->arch >= NcclArch::kHopper;
+}
+
+double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
+                            std::int64_t group_size, std::int64_t nodes_spanned,
+                            std::int64_t bytes) {
+  if (system.nccl_nvls || bytes <= 0) return 1.0;
+  if (kind != CollectiveKind::kAllReduce && kind != CollectiveKind::kAllGather &&
+      kind != CollectiveKind::kReduceScatter) {
+    return 1.0;
+  }
+  SystemConfig with = system;
+  with.nccl_nvls = true;
+  const auto on = nccl_comm(with, group_size, nodes_spanned);
+  const auto off = nccl_comm(system, group_size, nodes_spanned);
+  if (!on || !off) return 1.0;
+  const NcclChoice chosen = NcclModel(*on).choose(kind, bytes);
+  if (chosen.algo != NcclAlgo::kNvls && chosen.algo != NcclAlgo::kNvlsTree) return 1.0;
+  return NcclModel(*off).choose(kind, bytes).seconds / chosen.seconds;
 }
 
 NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {

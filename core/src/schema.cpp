@@ -854,6 +854,17 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .env = "NVTE_BWD_LAYERNORM_SM_MARGIN", .default_text = "0",
             .check = ">= 0 and below the system's sm_count",
             .doc = "the same for the norms' backward kernels", .zero_allowed = true},
+    // NCCL's NVLink SHARP (nccl_model.cpp; make_cost_model.cpp; validate_tp_overlap.cpp)
+    KeyInfo{STEPSIM_INT("training.nccl_nvls_enable", training.nccl_nvls_enable),
+            .env = "NCCL_NVLS_ENABLE", .default_text = "2",
+            .check = "0, 1 or 2; 1 needs NVLink SHARP (a Hopper or newer GPU on NVSwitch): "
+                     "NCCL fails without it",
+            .doc = "NCCL's NVLink SHARP (NVLS): 0 turns it off, so collectives run with the "
+                   "ring, tree or PAT algorithm NCCL's tuning picks without it (Megatron-"
+                   "Bridge's Llama 3.1 405B recipes set 0); 2, NCCL's default, uses it where "
+                   "the system supports multicast. NCCL's NVLS buffers in memory are not "
+                   "modelled either way",
+            .zero_allowed = true},
     // expert parallelism and the MoE layer's execution (moe_ops.cpp; validate_moe.cpp)
     KeyInfo{STEPSIM_INT("training.expert_model_parallel_size", training.expert_model_parallel_size),
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-model-parallel-size",

@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "stepsim/core/nccl_model.hpp"
 #include "validate_internal.hpp"
 
 namespace stepsim::detail {
@@ -34,6 +35,16 @@ void check_tp_overlap(const Workload& w, Checker& check) {
       check.fail(key, "=" + str(margin) + " (" + env + ") must be below system.sm_count=" +
                           str(s.sm_count) + ": the norm kernels need an SM");
     }
+  }
+  // NCCL_NVLS_ENABLE (src/transport/nvls.cc ncclNvlsInit): 0 off, 2 auto-detect, 1 forced on
+  // (and cuMulticast fails on a GPU without multicast).
+  if (t.nccl_nvls_enable < 0 || t.nccl_nvls_enable > 2) {
+    check.fail("training.nccl_nvls_enable",
+               "=" + str(t.nccl_nvls_enable) + " (NCCL_NVLS_ENABLE) must be 0, 1 or 2");
+  } else if (t.nccl_nvls_enable == 1 && system_given && !nccl_nvls_capable(s)) {
+    check.fail("training.nccl_nvls_enable",
+               "=1 (NCCL_NVLS_ENABLE) forces NVLink SHARP, which system \"" + s.name +
+                   "\" does not have (it needs a Hopper or newer GPU on NVSwitch): NCCL fails");
   }
   if (t.defer_embedding_wgrad_compute && t.pipeline_model_parallel_size == 1) {
     check.fail("training.defer_embedding_wgrad_compute",

@@ -238,6 +238,7 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
     j.field("fwd_layernorm_sm_margin", t.fwd_layernorm_sm_margin);
     j.field("bwd_layernorm_sm_margin", t.bwd_layernorm_sm_margin);
   }
+  if (t.nccl_nvls_enable != 2) j.field("nccl_nvls_enable", t.nccl_nvls_enable);  // likewise
   j.field("seq_length", w.model.seq_length);
   j.field("system", std::string_view(w.system.name));
   j.field("gpu", std::string_view(w.system.gpu_name));
@@ -338,7 +339,12 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
       << " micro-batches per pipeline, global batch " << t.global_batch_size << "\n";
   out << "  schedule    " << schedule_name(result.schedule->params.kind) << "\n";
   out << "  system      " << w.system.name << " (" << w.system.gpu_name << ", "
-      << w.system.gpus_per_node << " per node)\n";
+      << w.system.gpus_per_node << " per node)";
+  if (t.nccl_nvls_enable != 2) {
+    out << ", NCCL_NVLS_ENABLE=" << t.nccl_nvls_enable
+        << (t.nccl_nvls_enable == 0 ? " (no NVLink SHARP)" : " (NVLink SHARP forced)");
+  }
+  out << "\n";
   if (t.fp8_enabled()) {
     out << "  precision   FP8 " << fp8_format_key(t.fp8) << " (" << fp8_recipe_key(t.fp8_recipe)
         << " scaling";

@@ -166,6 +166,44 @@ TEST(NcclChoice, AcrossNodes) {
   EXPECT_EQ(pick(full, kRS, 256 * kMiB), "ring/Simple");
 }
 
+// NCCL_NVLS_ENABLE=0 (SystemConfig::nccl_nvls false, from training.nccl_nvls_enable): no NVLS
+// graph, so the tuner picks among ring and tree; a measured collective that NCCL ran with
+// NVLS is scaled by the model's own ratio, one it ran without is left as it is.
+TEST(NcclChoice, NvlsOffPicksWithoutNvlinkSharp) {
+  SystemConfig off = dgx_h100();
+  off.nccl_nvls = false;
+  const auto comm = nccl_comm(off, 8, 1);
+  ASSERT_TRUE(comm.has_value());
+  EXPECT_FALSE(comm->nvls_support);
+  const NcclModel m(*comm);
+  EXPECT_FALSE(m.time_s(kAR, NcclAlgo::kNvls, NcclProto::kSimple, 64 * kMiB).has_value());
+  EXPECT_EQ(pick(m, kAR, 64 * kMiB), "ring/Simple");
+  EXPECT_EQ(pick(model(off, 64, 8), kAR, 256 * kMiB), "ring/LL128");  // not nvls_tree
+  // The factor: ring over NVLS at 64 MiB, as the two models time them.
+  const NcclModel on = model(dgx_h100(), 8, 1);
+  const double ratio = m.choose(kAR, 64 * kMiB).seconds / on.choose(kAR, 64 * kMiB).seconds;
+  EXPECT_GT(ratio, 1.0);
+  EXPECT_DOUBLE_EQ(nccl_nvls_off_factor(off, kAR, 8, 1, 64 * kMiB), ratio);
+  // 1: NVLS on; NCCL picks the ring anyway (small all-reduce, all-gather); no NVLS on A100.
+  EXPECT_EQ(nccl_nvls_off_factor(dgx_h100(), kAR, 8, 1, 64 * kMiB), 1.0);
+  EXPECT_EQ(nccl_nvls_off_factor(off, kAR, 8, 1, kMiB), 1.0);
+  EXPECT_EQ(nccl_nvls_off_factor(off, kAG, 8, 1, 1024 * kMiB), 1.0);
+  SystemConfig a100 = dgx_a100();
+  a100.nccl_nvls = false;
+  EXPECT_EQ(nccl_nvls_off_factor(a100, kAR, 8, 1, 64 * kMiB), 1.0);
+  EXPECT_TRUE(nccl_nvls_capable(dgx_h100()));
+  EXPECT_FALSE(nccl_nvls_capable(dgx_a100()));
+  // The roofline cost model prices through the same choice.
+  const CollectiveOp op{.kind = kAR,
+                        .group = CommGroup::kData,
+                        .bytes = 64 * kMiB,
+                        .group_size = 8,
+                        .nodes_spanned = 1};
+  EXPECT_DOUBLE_EQ(RooflineCostModel(off).collective_s(op), m.choose(kAR, 64 * kMiB).seconds);
+  EXPECT_DOUBLE_EQ(RooflineCostModel(dgx_h100()).collective_s(op),
+                   on.choose(kAR, 64 * kMiB).seconds);
+}
+
 // Checks against published nccl-tests figures (not fitted: the model has no free constant).
 TEST(NcclModelCheck, PublishedNcclTests) {
   const auto busbw = [](const NcclModel& m, CollectiveKind k, std::int64_t bytes, double n) {

@@ -16,7 +16,8 @@
 // - src/init.cc: the graph each algorithm uses (Tree, PAT: tree graph; NVLS, NVLS tree: NVLS
 //   graph); src/transport/nvls.cc: NVLS needs NVSwitch multicast (Hopper and newer) and at
 //   least 2 GPUs of the communicator in the node.
-// Not modelled: CollNet/SHARP (off unless the cluster has a SHARP plugin: NCCL's default
+// NCCL_NVLS_ENABLE=0 (SystemConfig::nccl_nvls false) leaves the NVLS graph out, as ncclNvlsInit
+// does. Not modelled: CollNet/SHARP (off unless the cluster has a SHARP plugin: NCCL's default
 // collnetEnable is 0), user NCCL_ALGO/NCCL_PROTO overrides, tuner plugins, aggregation of
 // several operations (numPipeOps is 1), fp8 reductions.
 
@@ -74,6 +75,10 @@ struct NcclPlatform {
 };
 std::optional<NcclPlatform> nccl_platform(const SystemConfig& system);
 
+/// Whether NCCL can use NVLink SHARP on `system` at all (multicast: Hopper or newer on
+/// NVSwitch), whatever SystemConfig::nccl_nvls says.
+bool nccl_nvls_capable(const SystemConfig& system);
+
 /// The communicator of `group_size` ranks spread evenly over `nodes_spanned` nodes of
 /// `system` (Megatron's groups: the same number of ranks on each node), with the graphs
 /// NCCL's search reaches on that platform. nullopt when nccl_platform() is, or when the
@@ -86,6 +91,15 @@ struct NcclChoice {
   NcclProto proto = NcclProto::kSimple;
   double seconds = 0;
 };
+
+/// A measured collective's time on `system` with NVLink SHARP off (SystemConfig::nccl_nvls
+/// false) is its measurement times this factor: NCCL's own model of the group without NVLS
+/// over its model with it (the measurements ran with NCCL's default, NVLS where supported).
+/// 1 with NVLS on, where NCCL has no model of the platform or the group, or where NCCL would
+/// not have picked an NVLS algorithm for it anyway.
+double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
+                            std::int64_t group_size, std::int64_t nodes_spanned,
+                            std::int64_t bytes);
 
 class NcclModel {
  public:

@@ -280,6 +280,10 @@ struct TrainingConfig {
   /// communication kernels beside.
   std::int64_t fwd_layernorm_sm_margin = 0;
   std::int64_t bwd_layernorm_sm_margin = 0;
+  /// NCCL's NCCL_NVLS_ENABLE (an environment variable of the job): 0 = no NVLink SHARP, so
+  /// NCCL's tuning never picks the NVLS algorithms; 2 (NCCL's default) = where the system
+  /// supports multicast; 1 = forced on.
+  std::int64_t nccl_nvls_enable = 2;
 
   // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
   // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).
@@ -389,6 +393,9 @@ struct SystemConfig {
   /// Streaming multiprocessors per GPU; 0 = not given (TP-communication overlap needs it:
   /// Transformer Engine runs GEMMs on sm_count - num_sm SMs beside its comm kernels).
   std::int64_t sm_count = 0;
+  /// Whether NCCL may use NVLink SHARP on this system for the job (not a system-file key:
+  /// make_cost_model sets it from training.nccl_nvls_enable; nccl_model.hpp).
+  bool nccl_nvls = true;
   LinkSpec intra_node;
   LinkSpec inter_node;
   RooflineEfficiency efficiency;
