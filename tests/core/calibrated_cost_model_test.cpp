@@ -137,6 +137,25 @@ TEST(CalibratedCostModel, SkinnyShapeOutsideTheBoxTakesTheFloor) {
   EXPECT_NE(w[0].find("beyond the profile's measured range"), std::string::npos) << w[0];
 }
 
+// A class with one measured GEMM (the A100 public profile: no per-shape data is public) has
+// no range to be beyond: every shape runs at that sample's efficiency (under the peak and
+// over the floor), and the note says that, not that a shape was clamped.
+TEST(CalibratedCostModel, OneMeasuredShapeIsSaidSoNotClamped) {
+  Profile p;
+  p.gemm.push_back(
+      {1024, 10240, 5120, 1, DType::kBf16, gemm_seconds(1024, 10240, 5120, 60e12), ""});
+  const CalibratedCostModel m(std::make_shared<const Profile>(p), "one.json", test_system());
+  const GemmOp other{.m = 12288, .n = 6144, .k = 2048, .batch = 1, .dtype = DType::kBf16};
+  EXPECT_NEAR(m.gemm_s(other), other.flops() / 60e12, 1e-15);
+  const auto w = m.warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("the profile measured one GEMM shape of this class: every other shape "
+                      "priced at its efficiency"),
+            std::string::npos)
+      << w[0];
+  EXPECT_EQ(w[0].find("clamped"), std::string::npos) << w[0];
+}
+
 // A profile whose samples beat the system's peak (measured on a faster part, or a system file
 // that understates it) never prices an interpolated shape above the peak: 2048^3 between two
 // samples at 150 TFLOP/s takes its 17.18 GFLOP at 100 TFLOP/s, 0.1718 ms. A measured shape
