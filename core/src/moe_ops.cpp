@@ -165,10 +165,30 @@ OpList::Waits emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase
   const Dims& x = ops.dims();
   const std::int64_t pb = probs_bytes(x);
   const std::int64_t rows = n.received * x.etp;  // after the expert-TP all-gather
+  // Without padding to capacity the dispatcher copies its token counts to the host after the
+  // router (cuda_dtoh_point "before_permutation_1") and the host waits for that copy at its
+  // cuda_sync_point, the earliest of: before permutation 1 with a capacity factor (the
+  // output size is dynamic), before the EP all-to-all with ep or expert tp > 1 (its split
+  // sizes), before permutation 2 with several local experts (moe_permute_fusion, which would
+  // avoid it, is not modelled), else before the experts (token_dispatcher.py preprocess).
+  enum SyncPoint { kPermutation1, kEpAllToAll, kPermutation2, kFinish, kNoSync };
+  SyncPoint sync = kNoSync;
+  if (!x.pad_to_capacity) {
+    sync = x.capacity_factor > 0   ? kPermutation1
+           : x.ep > 1 || x.etp > 1 ? kEpAllToAll
+           : n.local_experts > 1   ? kPermutation2
+                                   : kFinish;
+  }
+  const std::int32_t d2h = ops.last_compute();  // the router's last kernel
+  const auto sync_here = [&](SyncPoint point) {
+    if (sync == point && d2h >= 0) ops.host_waits_before_next(d2h);
+  };
   const std::int32_t shared_input =
       x.shared_overlap ? emit_shared_pre_forward_comm(ops, layer, phase) : -1;
+  sync_here(kPermutation1);
   ops.memory("moe_permute", layer, phase,
              (n.tokens + n.routed) * x.h * x.e + n.routed * pb + n.tokens * x.experts);
+  sync_here(kEpAllToAll);
   std::int32_t dispatch = -1;
   if (x.ep > 1) {
     dispatch = ops.expert_collective("moe_dispatch_all_to_all", CollectiveKind::kAllToAll,
@@ -191,9 +211,11 @@ OpList::Waits emit_alltoall_forward(OpList& ops, std::int32_t layer, Phase phase
     ops.wait(tokens);
     ops.wait(probs);
   }
+  sync_here(kPermutation2);
   if (n.local_experts > 1) {
     ops.memory("moe_sort_chunks", layer, phase, rows * (x.h * x.e + pb) * 2);
   }
+  sync_here(kFinish);
   emit_experts_forward(ops, layer, phase, n);
   if (n.local_experts > 1) ops.memory("moe_unsort_chunks", layer, phase, rows * x.h * x.e * 2);
   if (x.etp > 1) {

@@ -192,6 +192,10 @@ class OpList {
   /// The last compute op appended (-1: none yet).
   std::int32_t last_compute() const { return last_compute_; }
 
+  /// The host blocks before issuing the next op until op `index` has ended on the GPU
+  /// (Op::host_waits_for: a device-to-host synchronisation).
+  void host_waits_before_next(std::int32_t index) { host_wait_ = index; }
+
   /// The next compute op waits for op `index` (a collective's handle.wait()).
   void wait(std::int32_t index) {
     STEPSIM_ASSERT(pending_count_ < pending_.size());
@@ -253,6 +257,8 @@ class OpList {
     op.phase = phase;
     op.stream = stream;
     op.shape = std::move(shape);
+    op.host_waits_for = host_wait_;
+    host_wait_ = -1;
     return op;
   }
 
@@ -265,6 +271,7 @@ class OpList {
   std::array<std::int32_t, 4> main_pending_{};
   std::size_t main_pending_count_ = 0;
   std::int32_t main_last_compute_ = -1;
+  std::int32_t host_wait_ = -1;  // host_waits_before_next
 };
 
 }  // namespace stepsim::detail

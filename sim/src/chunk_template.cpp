@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "stepsim/core/assert.hpp"
+#include "stepsim/core/profile.hpp"
 
 namespace stepsim::sim {
 
@@ -29,9 +30,18 @@ bool is_ring_step(const Op& op) {
   return op.stream == Stream::kContextComm && std::holds_alternative<P2POp>(op.shape);
 }
 
+// An op the host issues only after a device-to-host synchronisation (Op::host_waits_for): it
+// starts no earlier than that op's end plus the host's wake and one launch. 0 when the host
+// is not modelled or the op has no such wait.
+double host_wait_s(const Op& op, const HostCosts* host) {
+  if (host == nullptr || op.host_waits_for < 0) return 0.0;
+  const bool backward = op.phase == Phase::kBackwardInput || op.phase == Phase::kBackwardWeight;
+  return host->sync_s + (backward ? host->backward_op_issue_s : host->forward_op_issue_s);
+}
+
 // Stream order and deps with fixed durations (list scheduling).
 void list_schedule(const std::vector<Op>& ops, const std::vector<double>& duration, bool serial,
-                   bool async_ring, std::vector<OpTiming>& out) {
+                   bool async_ring, const HostCosts* host, std::vector<OpTiming>& out) {
   std::array<double, kStreamCount> stream_end{};  // last end per Stream
   double last_end = 0;                            // serial: where the host is
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -46,6 +56,9 @@ void list_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
     for (const std::int32_t d : op.deps) {
       STEPSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i);
       start = std::max(start, out[static_cast<std::size_t>(d)].end_s);
+    }
+    if (const double wait = host_wait_s(op, host); wait > 0) {
+      start = std::max(start, out[static_cast<std::size_t>(op.host_waits_for)].end_s + wait);
     }
     out[i] = OpTiming{start, start + duration[i]};
     stream_end[stream] = start + duration[i];
@@ -81,21 +94,21 @@ bool interferes(const std::vector<Op>& ops, const std::vector<OpTiming>& t,
 // and the host goes past it once it started (posted).
 void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
                    const std::vector<Role>& role, const Interference& k, bool serial_host,
-                   std::vector<OpTiming>& out) {
+                   const HostCosts* host, std::vector<OpTiming>& out) {
   const std::size_t n = ops.size();
   std::array<std::vector<std::size_t>, kStreamCount> queue;
   // serial_host: the host op and the ring step last before each op in list order.
   std::vector<std::int64_t> prev_host(n, -1);
   std::vector<std::int64_t> prev_ring(n, -1);
-  std::int64_t host = -1;
-  std::int64_t ring = -1;
+  std::int64_t last_host = -1;
+  std::int64_t last_ring = -1;
   for (std::size_t i = 0; i < n; ++i) {
     Stream stream = ops[i].stream;
     if (serial_host) {
-      prev_host[i] = host;
-      prev_ring[i] = ring;
+      prev_host[i] = last_host;
+      prev_ring[i] = last_ring;
       const bool posted = is_ring_step(ops[i]);
-      (posted ? ring : host) = static_cast<std::int64_t>(i);
+      (posted ? last_ring : last_host) = static_cast<std::int64_t>(i);
       stream = posted ? Stream::kContextComm : Stream::kCompute;
     }
     queue[static_cast<std::size_t>(stream)].push_back(i);
@@ -109,7 +122,9 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
   std::size_t finished = 0;
   double now = 0;
   while (finished < n) {
-    // Start every op whose stream is free and whose deps have ended, until none can.
+    // Start every op whose stream is free and whose deps have ended, until none can; an op
+    // the host issues after a synchronisation also waits for that (`wake`: the earliest).
+    double wake = std::numeric_limits<double>::infinity();
     for (bool started = true; started;) {
       started = false;
       for (std::size_t s = 0; s < kStreamCount; ++s) {
@@ -120,6 +135,14 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
         if (serial_host) {
           if (prev_host[i] >= 0) ready = ready && done[static_cast<std::size_t>(prev_host[i])];
           if (prev_ring[i] >= 0) ready = ready && began[static_cast<std::size_t>(prev_ring[i])];
+        }
+        if (const double wait = host_wait_s(ops[i], host); ready && wait > 0) {
+          const auto w = static_cast<std::size_t>(ops[i].host_waits_for);
+          ready = done[w];
+          if (ready && now < out[w].end_s + wait) {
+            wake = std::min(wake, out[w].end_s + wait);
+            ready = false;
+          }
         }
         if (!ready) continue;
         out[i].start_s = now;
@@ -155,6 +178,7 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
     for (const std::int64_t r : running) {
       if (r >= 0) next = std::min(next, now + left[static_cast<std::size_t>(r)] / rate(static_cast<std::size_t>(r)));
     }
+    next = std::min(next, wake);
     if (finished == n) break;
     STEPSIM_ASSERT(next < std::numeric_limits<double>::infinity());
     for (auto& r : running) {
@@ -184,7 +208,9 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
   t.ops.resize(n);
   std::vector<double> duration(n);
   for (std::size_t i = 0; i < n; ++i) duration[i] = cost.op_s(ops[i]);
-  list_schedule(ops, duration, serial, async_ring, t.ops);
+  // The host, where modelled: a serialised executor has none apart from its one thread.
+  const HostCosts* host = serial ? nullptr : cost.host();
+  list_schedule(ops, duration, serial, async_ring, host, t.ops);
   bool rated = false;
   std::vector<Role> role(n);
   bool holders = false;
@@ -196,7 +222,7 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
       (holders || interference.compute_slowdown != 1 || interference.collective_slowdown != 1)) {
     // Fast path: nothing overlaps, so the fixed durations are the times.
     if (interferes(ops, t.ops, role)) {
-      rate_schedule(ops, duration, role, interference, serial && async_ring, t.ops);
+      rate_schedule(ops, duration, role, interference, serial && async_ring, host, t.ops);
       rated = true;
     }
   }
@@ -223,7 +249,8 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
 bool same_timing(const std::vector<Op>& a, const std::vector<Op>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Op& x, const Op& y) {
     return x.phase == y.phase && x.stream == y.stream && x.workspace_bytes == y.workspace_bytes &&
-           x.sm_share == y.sm_share && x.deps == y.deps && x.shape == y.shape;
+           x.sm_share == y.sm_share && x.deps == y.deps && x.shape == y.shape &&
+           x.host_waits_for == y.host_waits_for;
   });
 }
 

@@ -208,6 +208,12 @@ struct Op {
   /// Memory a step op allocates and keeps to the end of the step: the optimizer's fp32 copy
   /// of its bf16 gradient shard (grad_reduce_in_bf16), freed by the next step's zero_grad.
   std::int64_t held_bytes = 0;
+  /// The host blocks before issuing this op until op `host_waits_for` (an earlier op of the
+  /// same list) has ended on the GPU, wakes and only then issues it: the device-to-host
+  /// synchronisation of Megatron-Core's alltoall token dispatcher (token_dispatcher.py,
+  /// d2h_event.synchronize() at its cuda_sync_point). -1: no such wait. Priced with the
+  /// profile's host costs (CostModel::host), where the host is modelled.
+  std::int32_t host_waits_for = -1;
 
   /// Arithmetic of this op (GEMM/attention FLOPs); 0 for memory-bound and communication.
   double flops() const;
