@@ -204,13 +204,13 @@ void StepBuilder::add_program(const RankProgram& program,
                                                          : host_->backward_op_issue_s);
       const auto payload = static_cast<std::int32_t>(out_.actions.size());
       out_.actions.push_back(ActionRef{r, a, ti, wgrad_deferred});
-      const TaskId id =
-          add(Task{.rank = r,
-                   .stream = Stream::kCompute,
-                   .kind = TaskKind::kCompute,
-                   .duration_s = out_.templates[static_cast<std::size_t>(ti)].duration_s,
-                   .payload = payload,
-                   .resources = {.compute_gpu = r}});
+      Task& task = out_.graph.emplace_task();  // in place: one per action, a hot path
+      task.rank = r;
+      task.kind = TaskKind::kCompute;
+      task.duration_s = out_.templates[static_cast<std::size_t>(ti)].duration_s;
+      task.payload = payload;
+      task.resources.compute_gpu = r;
+      const TaskId id{static_cast<std::uint32_t>(out_.graph.size() - 1)};
       add_edges(cursor, id);
       if (wait_gather != kNoTask)
         out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(wait_gather)}, id);
@@ -366,14 +366,15 @@ std::int32_t StepBuilder::post_transfer(std::int32_t r, const Transfer& tr,
     ref.transfer.peer = receiver;
     ref.bytes = b.bytes;
     ref.inter_node = b.inter_node;
-    task = static_cast<std::int32_t>(
-        add(Task{.rank = sender,
-                 .stream = Stream::kPipelineComm,
-                 .kind = TaskKind::kTransfer,
-                 .duration_s = b.duration_s,
-                 .payload = payload,
-                 .resources = transfer_resources(sender, receiver, b.inter_node)})
-            .value);
+    // The task likewise, in place.
+    Task& t = out_.graph.emplace_task();
+    t.rank = sender;
+    t.stream = Stream::kPipelineComm;
+    t.kind = TaskKind::kTransfer;
+    t.duration_s = b.duration_s;
+    t.payload = payload;
+    set_transfer_resources(t.resources, sender, receiver, b.inter_node);
+    task = static_cast<std::int32_t>(out_.graph.size() - 1);
   }
   add_edges(cursor, TaskId{static_cast<std::uint32_t>(task)});
   TransferRef& ref = out_.transfers[static_cast<std::size_t>(
@@ -397,13 +398,11 @@ Status StepBuilder::add_data_dependencies() {
   return ok_status();
 }
 
-TaskResources StepBuilder::transfer_resources(std::int32_t sender, std::int32_t receiver,
-                                              bool inter_node) {
-  TaskResources out;
+void StepBuilder::set_transfer_resources(TaskResources& out, std::int32_t sender,
+                                         std::int32_t receiver, bool inter_node) {
   out.links[0] = ResourceRef{sender, inter_node ? ResourceKind::kNicTx : ResourceKind::kNvlinkTx};
   out.links[1] = ResourceRef{receiver, inter_node ? ResourceKind::kNicRx : ResourceKind::kNvlinkRx};
   out.link_count = 2;
-  return out;
 }
 
 std::int32_t template_index(std::int32_t stage, std::int32_t chunk, ActionType type,

@@ -174,8 +174,9 @@ class StepBuilder {
   // A P2P transfer moves its bytes out of the sender's NIC rail (across nodes) or NVLink
   // port and into the receiver's. NCCL's send/receive kernels take one or two CTAs: no
   // interference with compute is modelled for them.
-  static TaskResources transfer_resources(std::int32_t sender, std::int32_t receiver,
-                                          bool inter_node);
+  // Written into `out` (a task's, filled in place).
+  static void set_transfer_resources(TaskResources& out, std::int32_t sender, std::int32_t receiver,
+                                     bool inter_node);
 
   // A collective's ring sends and receives on every member: both directions of the rank's NIC
   // rail when its group spans nodes, of its NVLink port otherwise; as an NCCL kernel it
