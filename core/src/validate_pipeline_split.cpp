@@ -280,6 +280,17 @@ void check_pipeline_split(const Workload& w, Checker& check) {
 }
 
 bool pipeline_split_valid(const Workload& w) {
+  // pipeline_split() holds a record per pipeline rank and virtual stage (in 32 bits): a
+  // hostile virtual_pipeline_model_parallel_size (a fuzzed --num-layers 2888888888884 with
+  // --num-layers-per-virtual-pipeline-stage 2) must not get there. Megatron's splits give each
+  // chunk a layer at least (a layout string is bounded by its own length), so the chunks are
+  // never more than the limits' 16384 layers allow, with room to spare.
+  const std::int64_t p = w.training.pipeline_model_parallel_size;
+  const std::int64_t v = std::max<std::int64_t>(1, w.training.virtual_pipeline_model_parallel_size);
+  std::int64_t chunks = 0;
+  if (p <= 0 || __builtin_mul_overflow(p, v, &chunks) || chunks > (std::int64_t{1} << 20)) {
+    return false;
+  }
   Errors scratch;
   const std::string file;
   Checker quiet{file, scratch};
