@@ -248,32 +248,32 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
     // Transformer Engine's context-parallel ring steps are non-blocking sends and receives:
     // with async_p2p each is posted (after the ring's previous step is done, as TE waits for
     // it before sending the block on), and the ops that depend on it wait for its two
-    // transfers. Ring steps posted and not waited for yet: (op index, its task).
-    std::vector<std::pair<std::int32_t, std::int32_t>> ring;
-    const auto wait_ring = [&](std::pair<std::int32_t, std::int32_t> step) {
+    // transfers. At most one step is posted and not waited for yet: its op index and task.
+    std::int32_t ring_op = -1;
+    std::int32_t ring_task = -1;
+    const auto wait_ring = [&] {
+      if (ring_op < 0) return;
       for (std::int32_t k = 0; k < 2; ++k) {
-        waits.push_back(ExecTask::Wait{.task = step.second, .transfer = k});
+        waits.push_back(ExecTask::Wait{.task = ring_task, .transfer = k});
       }
+      ring_op = -1;
     };
     for (std::size_t o = 0; o < ops.size(); ++o) {
-      for (const std::int32_t d : ops[o].deps) {
-        const auto it = std::find_if(ring.begin(), ring.end(),
-                                     [d](const auto& step) { return step.first == d; });
-        if (it == ring.end()) continue;
-        wait_ring(*it);
-        ring.erase(it);
+      if (std::find(ops[o].deps.begin(), ops[o].deps.end(), ring_op) != ops[o].deps.end()) {
+        wait_ring();
       }
       ExecTask t = op_task(ops[o], a.microbatch, a.chunk);
       if (async_p2p && ops[o].stream == Stream::kContextComm &&
           std::holds_alternative<P2POp>(ops[o].shape)) {
-        for (const auto& step : ring) wait_ring(step);
-        ring.assign(1, {static_cast<std::int32_t>(o), static_cast<std::int32_t>(tasks.size())});
+        wait_ring();
+        ring_op = static_cast<std::int32_t>(o);
+        ring_task = static_cast<std::int32_t>(tasks.size());
         t.async = true;
       }
       push(std::move(t));
       if (is_backward && grad_async) post_grad_sync(backward, static_cast<std::int32_t>(o));
     }
-    for (const auto& step : ring) wait_ring(step);  // the next task carries them
+    wait_ring();  // the next task carries them
     if (is_backward) {
       if (grad_async) post_grad_sync(backward, -1);
       ++backward;

@@ -373,19 +373,14 @@ double CalibratedCostModel::interpolated_s(const Table& t, const std::array<doub
                                            const std::string& detail) const {
   bool clamped = false;
   const double flops_per_s = interpolate(t, x, clamped);
-  if (t.points.size() == 1) {
+  if (clamped) {
     // One measured shape has no range to be beyond: every shape of its class runs at its
     // efficiency (GEMMs with the memory floor beside), which is what the profile knows, and
     // the note says so (the A100 public profile: no per-shape data is public).
-    if (clamped) {
-      warn("the profile measured one " + what +
-               " shape of this class: every other shape priced at its efficiency",
-           detail);
-    }
-    return flops / flops_per_s;
-  }
-  if (clamped) {
-    warn(what + " shape beyond the profile's measured range: efficiency clamped at its edge",
+    warn(t.points.size() == 1
+             ? "the profile measured one " + what +
+                   " shape of this class: every other shape priced at its efficiency"
+             : what + " shape beyond the profile's measured range: efficiency clamped at its edge",
          detail);
   }
   return flops / flops_per_s;
