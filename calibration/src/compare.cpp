@@ -113,14 +113,13 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   r.predicted_step_time_s = prediction.step_time_s;
   r.complete = measured.complete;
   r.failure = measured.failure;
-  // Non-blocking P2P calls ran beside the compute only where the schedule has some
-  // (overlap_p2p_comm, or the context-parallel ring): a backend that could run them says
-  // nothing about a schedule without.
+  // Non-blocking calls ran beside the compute only where the schedule has some
+  // (overlap_p2p_comm, the context-parallel ring, Transformer Engine's userbuffers): a backend
+  // that could run them says nothing about a schedule without.
   bool posted = false;
   for (const auto& tasks : measured.stage_tasks) {
     for (const ExecTask& t : tasks) {
-      posted = posted || (t.async && (t.kind == ExecTask::Kind::kComm ||
-                                      std::holds_alternative<P2POp>(t.op.shape)));
+      posted = posted || (t.async && (t.kind == ExecTask::Kind::kComm || posted_when_serial(t.op)));
     }
   }
   r.async_p2p = measured.async_p2p && posted;

@@ -19,9 +19,11 @@
 namespace stepsim::calib {
 namespace {
 
-/// The tag of context-parallel ring messages: above every pipeline tag (p2p_tag stays far
-/// below it), the last one P2PRequest leaves to callers (32767 is the backends' handshake).
+/// The tags of context-parallel and tensor-parallel ring messages: above every pipeline tag
+/// (p2p_tag stays far below them), the last ones P2PRequest leaves to callers (32767 is the
+/// backends' handshake).
 constexpr std::int32_t kContextRingTag = 32766;
+constexpr std::int32_t kTensorRingTag = 32765;
 
 Error runtime_error(const std::string& message) {
   return Error{"", "", message, ErrorKind::kRuntime};
@@ -47,8 +49,8 @@ class Runner {
   /// The process group collective `s` of task `t` runs over, checked against the plan.
   Result<GroupId> group_of(const ExecTask& t, const CollectiveOp& s) const;
   std::vector<P2PRequest> requests_of(const ExecTask& t) const;
-  /// One step of the context-parallel ring: the send to the next CP rank, then the receive
-  /// from the previous one.
+  /// One step of the context-parallel ring or of a userbuffers exchange in the TP group: the
+  /// send, then the receive (their peers by P2POp::peer_step).
   Result<std::vector<P2PRequest>> ring_requests(const ExecTask& t, const P2POp& s) const;
   std::string describe(std::int32_t step, std::int64_t task, double idle_s) const;
   void fire(std::int32_t step, std::int64_t task, double idle_s);
@@ -159,24 +161,35 @@ Result<double> Runner::run_task(const ExecTask& t) {
 }
 
 Result<std::vector<P2PRequest>> Runner::ring_requests(const ExecTask& t, const P2POp& s) const {
-  // One step of the context-parallel ring (Transformer Engine's p2p attention): send this
-  // rank's block to the next CP rank, receive the previous one's. Every CP rank posts the same
-  // sequence of steps, and MPI/NCCL keep the order of messages per peer and tag, so one tag
-  // serves every step.
+  // A step of a ring: send this rank's block to one member of its group, receive one from
+  // another. Every member posts the same sequence of steps, and MPI/NCCL keep the order of
+  // messages per peer and tag, so one tag per ring serves every step.
+  if (t.op.stream == Stream::kTensorComm && m_.layout.tp > 1) {
+    // Transformer Engine's userbuffers exchanges (comm_gemm_overlap.cpp: _next_rank /
+    // _prev_rank over the TP group, the aggregated exchange's pair swap and steps of two, the
+    // ring-exchange reduce-scatter's send_rank / recv_rank).
+    const RingPeers peers = ring_peers(coord_.tp, m_.layout.tp, s.peer_step);
+    return std::vector<P2PRequest>{
+        P2PRequest{true, s.bytes,
+                   m_.layout.global_rank(coord_.pp, coord_.dp, peers.send_to, coord_.cp),
+                   kTensorRingTag},
+        P2PRequest{false, s.bytes,
+                   m_.layout.global_rank(coord_.pp, coord_.dp, peers.recv_from, coord_.cp),
+                   kTensorRingTag}};
+  }
   if (t.op.stream != Stream::kContextComm || m_.layout.cp <= 1) {
     return runtime_error(t.name +
                          ": a P2P op inside a chunk's op list that is not a step of the "
-                         "context-parallel ring; pipeline transfers come from the "
-                         "schedule's CommCalls");
+                         "context-parallel ring or of a tensor-parallel exchange; pipeline "
+                         "transfers come from the schedule's CommCalls");
   }
-  // With a2a+p2p the ring is the hierarchical level 1: every cp_a2a-th CP rank, as
-  // AttnFuncWithCPAndKVP2P's send_dst = cp_global_ranks[(rank + 1) % cp_size *
-  // cp_size_a2a + rank_a2a].
+  // Transformer Engine's p2p attention. With a2a+p2p the ring is the hierarchical level 1:
+  // every cp_a2a-th CP rank, as AttnFuncWithCPAndKVP2P's send_dst = cp_global_ranks[(rank + 1)
+  // % cp_size * cp_size_a2a + rank_a2a].
   const std::int32_t a2a = m_.layout.cp_a2a;
-  const std::int32_t n = m_.layout.cp / a2a;
-  const std::int32_t pos = coord_.cp / a2a;
-  const std::int32_t next = (pos + 1) % n * a2a + coord_.cp % a2a;
-  const std::int32_t prev = (pos + n - 1) % n * a2a + coord_.cp % a2a;
+  const RingPeers peers = ring_peers(coord_.cp / a2a, m_.layout.cp / a2a, s.peer_step);
+  const std::int32_t next = peers.send_to * a2a + coord_.cp % a2a;
+  const std::int32_t prev = peers.recv_from * a2a + coord_.cp % a2a;
   return std::vector<P2PRequest>{
       P2PRequest{true, s.bytes, m_.layout.global_rank(coord_.pp, coord_.dp, coord_.tp, next),
                  kContextRingTag},
@@ -333,8 +346,8 @@ Status Runner::run() {
       const double start = b_.now_s();
       if (tasks_[i].async && tasks_[i].kind == ExecTask::Kind::kOp &&
           !std::holds_alternative<P2POp>(tasks_[i].op.shape)) {
-        // A bucket's gradient reduction, posted: it runs beside the backward that follows,
-        // until the step ops wait for it.
+        // A bucket's gradient reduction or a userbuffers collective, posted: it runs beside
+        // the tasks that follow, until one waits for it.
         const auto* coll = std::get_if<CollectiveOp>(&tasks_[i].op.shape);
         if (coll == nullptr) return runtime_error(tasks_[i].name + ": only a collective is posted");
         auto g = group_of(tasks_[i], *coll);
@@ -350,9 +363,9 @@ Status Runner::run() {
       }
       if (tasks_[i].async) {
         // Posted, one handle per transfer: a non-blocking pipeline call, or a step of the
-        // context-parallel ring (its send and its receive). It completes beside the tasks that
-        // follow, up to the tasks that wait for its transfers (until then its timing says
-        // posted, not done).
+        // context-parallel ring or of a userbuffers exchange (its send and its receive). It
+        // completes beside the tasks that follow, up to the tasks that wait for its transfers
+        // (until then its timing says posted, not done).
         std::vector<P2PRequest> requests;
         if (tasks_[i].kind == ExecTask::Kind::kComm) {
           requests = requests_of(tasks_[i]);

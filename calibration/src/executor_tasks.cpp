@@ -33,6 +33,17 @@ RankLayout layout_of(const Workload& w) {
                     .cp_a2a = hierarchical ? static_cast<std::int32_t>(levels[0]) : 1};
 }
 
+RingPeers ring_peers(std::int32_t position, std::int32_t size, std::int32_t peer_step) {
+  STEPSIM_ASSERT(size > 0 && position >= 0 && position < size && peer_step >= 0);
+  if (peer_step == 0) {
+    const std::int32_t partner = position ^ 1;
+    STEPSIM_ASSERT(partner < size);  // an even ring (the aggregated exchange's rule)
+    return RingPeers{partner, partner};
+  }
+  const std::int32_t step = peer_step % size;
+  return RingPeers{(position + step) % size, (position + size - step) % size};
+}
+
 std::string_view to_string(OpCategory c) {
   switch (c) {
     case OpCategory::kGemm:
@@ -245,35 +256,54 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
     const auto& chunk = stage_plan.chunks.at(static_cast<std::size_t>(a.chunk));
     const auto& ops = a.type == sim::ActionType::kForward ? chunk.forward : chunk.backward;
     const bool is_backward = a.type == sim::ActionType::kBackward;
-    // Transformer Engine's context-parallel ring steps are non-blocking sends and receives:
-    // with async_p2p each is posted (after the ring's previous step is done, as TE waits for
-    // it before sending the block on), and the ops that depend on it wait for its two
-    // transfers. At most one step is posted and not waited for yet: its op index and task.
-    std::int32_t ring_op = -1;
-    std::int32_t ring_task = -1;
-    const auto wait_ring = [&] {
-      if (ring_op < 0) return;
-      for (std::int32_t k = 0; k < 2; ++k) {
-        waits.push_back(ExecTask::Wait{.task = ring_task, .transfer = k});
+    // The ops Megatron's Transformer Engine runs on side streams and waits for where their
+    // result is needed (posted_when_serial: the context-parallel ring's steps, the
+    // userbuffers exchanges and collectives): with async_p2p each is posted and the ops that
+    // depend on it wait for it and for every one posted before it (they complete in the order
+    // they were posted, as on their stream). A ring step is posted once the ring's previous
+    // step is done (TE waits for it before sending the received block on). Posted and not
+    // waited for yet, in list order:
+    struct Posted {
+      std::int32_t op = -1;
+      std::int32_t task = -1;
+      bool p2p = false;  // a send and a receive (transfers 0 and 1), else one collective
+      bool context_ring = false;
+    };
+    std::vector<Posted> in_flight;
+    const auto wait_through = [&](std::size_t count) {  // the first `count` of in_flight
+      for (std::size_t j = 0; j < count; ++j) {
+        const Posted& q = in_flight[j];
+        if (!q.p2p) waits.push_back(ExecTask::Wait{.task = q.task, .transfer = -1});
+        for (std::int32_t k = 0; q.p2p && k < 2; ++k) {
+          waits.push_back(ExecTask::Wait{.task = q.task, .transfer = k});
+        }
       }
-      ring_op = -1;
+      in_flight.erase(in_flight.begin(), in_flight.begin() + static_cast<std::ptrdiff_t>(count));
     };
     for (std::size_t o = 0; o < ops.size(); ++o) {
-      if (std::find(ops[o].deps.begin(), ops[o].deps.end(), ring_op) != ops[o].deps.end()) {
-        wait_ring();
+      const bool post = async_p2p && posted_when_serial(ops[o]);
+      const bool context_ring = post && ops[o].stream == Stream::kContextComm;
+      std::size_t through = 0;
+      for (std::size_t j = 0; j < in_flight.size(); ++j) {
+        const auto& deps = ops[o].deps;
+        if (std::find(deps.begin(), deps.end(), in_flight[j].op) != deps.end() ||
+            (context_ring && in_flight[j].context_ring)) {
+          through = j + 1;
+        }
       }
+      wait_through(through);
       ExecTask t = op_task(ops[o], a.microbatch, a.chunk);
-      if (async_p2p && ops[o].stream == Stream::kContextComm &&
-          std::holds_alternative<P2POp>(ops[o].shape)) {
-        wait_ring();
-        ring_op = static_cast<std::int32_t>(o);
-        ring_task = static_cast<std::int32_t>(tasks.size());
+      if (post) {
+        in_flight.push_back(Posted{.op = static_cast<std::int32_t>(o),
+                                   .task = static_cast<std::int32_t>(tasks.size()),
+                                   .p2p = std::holds_alternative<P2POp>(ops[o].shape),
+                                   .context_ring = context_ring});
         t.async = true;
       }
       push(std::move(t));
       if (is_backward && grad_async) post_grad_sync(backward, static_cast<std::int32_t>(o));
     }
-    wait_ring();  // the next task carries them
+    wait_through(in_flight.size());  // the next task carries them
     if (is_backward) {
       if (grad_async) post_grad_sync(backward, -1);
       ++backward;

@@ -93,8 +93,8 @@ std::string format_report_text(const ValidationReport& r) {
       r.measured_backend_step_time_s * 1e3, r.backend_relative_error * 100.0);
   s << line;
   if (r.async_p2p) {
-    s << "non-blocking P2P calls ran beside the compute (overlap_p2p_comm, the context-parallel "
-         "ring), on the backend's progress thread\n";
+    s << "non-blocking calls ran beside the compute (overlap_p2p_comm, the context-parallel "
+         "ring, Transformer Engine's userbuffers), on the backend's progress threads\n";
   }
   if (r.async_grad_reduce) {
     s << "the gradient buckets' reductions ran beside the backward (overlap_grad_reduce), on "

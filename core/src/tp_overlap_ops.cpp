@@ -75,9 +75,10 @@ std::int64_t chunk_of(std::int64_t total, std::int64_t parts, std::int64_t i) {
 std::int64_t ag_elem_bytes(const Dims& x) { return x.fp8 ? 1 : x.e; }
 
 /// split_overlap_ag with _aggregate: the chunk is first swapped with the neighbour of the
-/// rank's pair (one chunk, waited by the first GEMM), then tp / 2 steps each multiply the pair
-/// of chunks held (2 * tokens / tp rows) while the next pair comes from the rank two back
-/// (two chunks a send/recv); step i + 1 waits for that receive.
+/// rank's pair (one chunk, waited by the first GEMM; peer_step 0), then tp / 2 steps each
+/// multiply the pair of chunks held (2 * tokens / tp rows) while the next pair goes to the rank
+/// two ahead and comes from the rank two back (two chunks a send/recv; peer_step 2); step i + 1
+/// waits for that receive.
 void aggregated_ring_exchange_gemm(OpList& ops, std::string_view gemm_name, double sm_share,
                                    std::int32_t layer, Phase phase, std::int64_t n,
                                    std::int64_t k) {
@@ -85,7 +86,8 @@ void aggregated_ring_exchange_gemm(OpList& ops, std::string_view gemm_name, doub
   const std::int64_t chunk_bytes = x.tokens / x.t * k * ag_elem_bytes(x);
   std::int32_t exchange = ops.comm_after(
       "tp_ring_exchange", layer, phase, Stream::kTensorComm,
-      P2POp{.bytes = chunk_bytes, .inter_node = false, .nccl = false}, ops.last_compute());
+      P2POp{.bytes = chunk_bytes, .inter_node = false, .nccl = false, .peer_step = 0},
+      ops.last_compute());
   const std::int64_t steps = x.t / 2;
   for (std::int64_t i = 0; i < steps; ++i) {
     ops.wait(exchange);
@@ -93,9 +95,9 @@ void aggregated_ring_exchange_gemm(OpList& ops, std::string_view gemm_name, doub
     const std::int32_t gemm = ops.linear_gemm(gemm_name, layer, phase, rows, n, k);
     ops.at(gemm).sm_share = sm_share;
     if (i + 1 < steps) {
-      exchange =
-          ops.comm_after("tp_ring_exchange", layer, phase, Stream::kTensorComm,
-                         P2POp{.bytes = 2 * chunk_bytes, .inter_node = false, .nccl = false}, -1);
+      exchange = ops.comm_after(
+          "tp_ring_exchange", layer, phase, Stream::kTensorComm,
+          P2POp{.bytes = 2 * chunk_bytes, .inter_node = false, .nccl = false, .peer_step = 2}, -1);
     }
   }
 }
@@ -154,7 +156,8 @@ void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::string_view
 /// CommOverlapP2PBase::split_overlap_rs: tp GEMM chunks of tokens / tp rows (output width
 /// n_total, input width k) on the SMs userbuffers' `ub_name` leaves, chunk i the partial result
 /// of the rows rank (tp_id + i + 1) % tp keeps, written into userbuffer chunk i; once chunk i's
-/// GEMM is done (i < tp - 1) the copy engine sends it to that rank, beside the next GEMM. The
+/// GEMM is done (i < tp - 1) the copy engine sends it to that rank and receives rank
+/// (tp_id - i - 1) % tp's partial result of this rank's rows, beside the next GEMM. The
 /// last chunk is the rank's own rows. When every send and receive is done, one kernel
 /// (reduce_bf16, or reduce_fp8_in_bf16_out from an FP8 buffer) sums the tp chunks it holds
 /// (`elem_bytes` each) into its 16-bit output rows. TE spreads the GEMM chunks over up to three
@@ -175,7 +178,8 @@ void ring_exchange_gemm_rs(OpList& ops, std::string_view prefix, std::string_vie
       send = ops.comm_after("tp_ring_reduce_scatter", layer, phase, Stream::kTensorComm,
                             P2POp{.bytes = chunk_of(x.tokens, x.t, i - 1) * n_total * elem_bytes,
                                   .inter_node = false,
-                                  .nccl = false},
+                                  .nccl = false,
+                                  .peer_step = static_cast<std::int32_t>(i)},
                             previous);
     }
     previous = gemm;

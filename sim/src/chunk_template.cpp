@@ -26,10 +26,6 @@ Role role_of(const Op& op) {
   return op.stream == Stream::kCompute ? Role::kCompute : Role::kOther;
 }
 
-bool is_ring_step(const Op& op) {
-  return op.stream == Stream::kContextComm && std::holds_alternative<P2POp>(op.shape);
-}
-
 // An op the host issues only after a device-to-host synchronisation (Op::host_waits_for): it
 // starts no earlier than that op's end plus the host's wake and one launch. 0 when the host
 // is not modelled or the op has no such wait.
@@ -44,14 +40,18 @@ void list_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
                    bool async_ring, const HostCosts* host, std::vector<OpTiming>& out) {
   std::array<double, kStreamCount> stream_end{};  // last end per Stream
   double last_end = 0;                            // serial: where the host is
+  double posted_end = 0;                          // serial: the posted ops' queue
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const auto stream = static_cast<std::size_t>(op.stream);
-    // A posted ring step: the host first waits for the ring's previous step, posts this one
-    // and goes on; only the ops that depend on it wait for its end.
-    const bool posted = serial && async_ring && is_ring_step(op);
+    // A posted op (a ring step, a userbuffers exchange or collective): it starts once the
+    // host reached it and the op posted before it is done (one queue, in order); the host
+    // goes on (past a ring step once it started: TE waits for the ring's previous step before
+    // posting the next), and only the ops that depend on it wait for its end.
+    const bool posted = serial && async_ring && posted_when_serial(op);
+    const bool ring = posted && op.stream == Stream::kContextComm;
     double start = !serial  ? stream_end[stream]
-                   : posted ? std::max(last_end, stream_end[stream])
+                   : posted ? std::max(last_end, posted_end)
                             : last_end;
     for (const std::int32_t d : op.deps) {
       STEPSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i);
@@ -62,7 +62,9 @@ void list_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
     }
     out[i] = OpTiming{start, start + duration[i]};
     stream_end[stream] = start + duration[i];
-    last_end = posted ? start : std::max(last_end, start + duration[i]);
+    if (posted) posted_end = start + duration[i];
+    if (!posted) last_end = std::max(last_end, start + duration[i]);
+    if (ring) last_end = start;
   }
 }
 
@@ -89,9 +91,10 @@ bool interferes(const std::vector<Op>& ops, const std::vector<OpTiming>& t,
 // Stream order and deps with rates: while a compute kernel and an NCCL kernel run together,
 // the compute kernel progresses at 1 / compute_slowdown of its speed alone and the NCCL kernel
 // at 1 / collective_slowdown. Rates change only when an op starts or ends. `serial_host`
-// (time_ops' serial with async_ring): every op but the ring steps runs in list order on one
-// host queue; a ring step starts once the host reached it (the host ops before it ended),
-// and the host goes past it once it started (posted).
+// (time_ops' serial with async_ring): every op but the posted ones (posted_when_serial) runs in
+// list order on one host queue; the posted ones run in list order on a queue of their own, each
+// starting once the host reached it (the host ops before it ended); the host goes on, past a
+// context-parallel ring step once it started.
 void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
                    const std::vector<Role>& role, const Interference& k, bool serial_host,
                    const HostCosts* host, std::vector<OpTiming>& out) {
@@ -107,8 +110,9 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
     if (serial_host) {
       prev_host[i] = last_host;
       prev_ring[i] = last_ring;
-      const bool posted = is_ring_step(ops[i]);
-      (posted ? last_ring : last_host) = static_cast<std::int64_t>(i);
+      const bool posted = posted_when_serial(ops[i]);
+      if (!posted) last_host = static_cast<std::int64_t>(i);
+      if (posted && stream == Stream::kContextComm) last_ring = static_cast<std::int64_t>(i);
       stream = posted ? Stream::kContextComm : Stream::kCompute;
     }
     queue[static_cast<std::size_t>(stream)].push_back(i);
@@ -215,7 +219,10 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
   std::vector<Role> role(n);
   bool holders = false;
   for (std::size_t i = 0; i < n; ++i) {
-    role[i] = role_of(ops[i]);
+    // A serialised executor's posted communication runs on the backend's threads, which take
+    // the compute's cores as NCCL's kernels take its SMs: the profile's interference.
+    const bool posted = serial && async_ring && posted_when_serial(ops[i]);
+    role[i] = posted ? Role::kNccl : role_of(ops[i]);
     holders = holders || role[i] == Role::kSmHolder;
   }
   if ((!serial || async_ring) &&

@@ -40,10 +40,13 @@ struct ChunkTemplate {
 /// and CP communication) that run at the same time slow each other by `interference`'s
 /// factors (resource_model.hpp): both progress at 1/factor of their speed alone while they
 /// overlap. Default (factors 1): fixed durations, free overlap. `async_ring` with `serial`:
-/// the context-parallel ring's steps (P2POp on Stream::kContextComm) are posted without
-/// blocking, as an executor with a progress thread runs them: each starts where the serial
-/// host posts it, after the ring's previous step, and only the ops that depend on it (the
-/// attention step using the received block, Op::deps) wait for its end.
+/// the ops posted_when_serial (the context-parallel ring's steps, Transformer Engine's
+/// userbuffers exchanges and collectives) are posted without blocking, as an executor with
+/// progress threads runs them: each starts where the serial host posts it, after the op
+/// posted before it (one queue), and only the ops that depend on it (the attention step using
+/// the received block, the GEMM chunk using the received rows, Op::deps) wait for its end; the
+/// host waits for a ring step to start before going on (TE sends the received block on). They
+/// interfere with the compute beside them (the backend's threads take its cores).
 ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
                        const Interference& interference = {}, bool async_ring = false);
 

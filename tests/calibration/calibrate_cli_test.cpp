@@ -233,5 +233,23 @@ TEST(ValidateCli, BlockScaledFp8IsValidatedOnTheCpuBackendOnly) {
   EXPECT_NE(cpu.output.find("mpirun -np 2"), std::string::npos) << cpu.output;
 }
 
+TEST(ValidateCli, TpCommOverlapIsValidatedOnTheCpuBackendOnly) {
+  // The cpu backend posts Transformer Engine's userbuffers exchanges and collectives beside the
+  // GEMM chunks; the cuda executor would run them one after another on its stream: refused
+  // there, not measured as another job.
+  const std::string path = std::string(STEPSIM_SCENARIOS_DIR) + "/validation/tp2-sp-overlap.json";
+  const std::string validate = "STEPSIM_SCENARIOS_DIR=" + std::string(STEPSIM_SCENARIOS_DIR) + " " +
+                               std::string(STEPSIM_BIN) + " validate " + path;
+  const Ran cuda = run(validate + " --backend cuda");
+  EXPECT_EQ(cuda.status, 2) << cuda.output;
+  EXPECT_NE(cuda.output.find("training.tp_comm_overlap=true is not validated on the cuda "
+                             "backend yet"),
+            std::string::npos)
+      << cuda.output;
+  const Ran cpu = run(validate + " --backend cpu");
+  EXPECT_EQ(cpu.output.find("tp_comm_overlap"), std::string::npos) << cpu.output;
+  EXPECT_NE(cpu.output.find("mpirun -np 2"), std::string::npos) << cpu.output;
+}
+
 }  // namespace
 }  // namespace stepsim

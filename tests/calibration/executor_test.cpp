@@ -24,6 +24,7 @@ namespace {
 using testing::FakeBackend;
 using testing::FixedCost;
 using testing::Shape;
+using testing::split_sizes;
 using testing::tiny_workload;
 
 struct Case {
@@ -64,26 +65,6 @@ std::vector<std::string> executed_names(const std::vector<ExecTask>& tasks) {
     names.insert(names.end(), t.transfer_names.begin(), t.transfer_names.end());
   }
   return names;
-}
-
-std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t rank) {
-  const auto c = l.coord_of(rank);
-  const bool embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
-  std::vector<std::int32_t> out{l.tp, l.dp * l.cp, embedding ? 2 : 1};
-  if (l.cp > 1) out.push_back(l.cp);
-  if (l.cp_a2a > 1) out.push_back(l.cp_a2a);
-  if (l.moe) {
-    // The expert groups: EP, expert TP, expert TP x EP, expert DP.
-    for (const std::int32_t n :
-         {l.ep, l.etp, l.etp * l.ep, l.world_size() / (l.pp * l.ep * l.etp)}) {
-      out.push_back(n);
-    }
-  }
-  // The amax-reduction group, then (without the distributed optimizer) the model-parallel
-  // group over which the gradient norm is summed.
-  out.push_back(l.tp * l.dp * l.cp);
-  out.push_back(l.tp * l.pp);
-  return out;
 }
 
 TEST(RankLayout, FollowsMegatronTensorThenDataThenPipeline) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stepsim/calibration/backend.hpp"
+#include "stepsim/calibration/executor.hpp"
 
 namespace stepsim::calib::testing {
 
@@ -140,5 +141,27 @@ class FakeBackend final : public Backend {
   std::int64_t task_ = 0;
   std::vector<DeviceTiming> pending_;
 };
+
+/// The sizes of the groups the executor splits off for world rank `rank` of layout `l`, in
+/// the order it splits them (FakeBackend's `split_sizes`).
+inline std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t rank) {
+  const auto c = l.coord_of(rank);
+  const bool embedding = l.pp > 1 && (c.pp == 0 || c.pp == l.pp - 1);
+  std::vector<std::int32_t> out{l.tp, l.dp * l.cp, embedding ? 2 : 1};
+  if (l.cp > 1) out.push_back(l.cp);
+  if (l.cp_a2a > 1) out.push_back(l.cp_a2a);
+  if (l.moe) {
+    // The expert groups: EP, expert TP, expert TP x EP, expert DP.
+    for (const std::int32_t n :
+         {l.ep, l.etp, l.etp * l.ep, l.world_size() / (l.pp * l.ep * l.etp)}) {
+      out.push_back(n);
+    }
+  }
+  // The amax-reduction group, then (without the distributed optimizer) the model-parallel
+  // group over which the gradient norm is summed.
+  out.push_back(l.tp * l.dp * l.cp);
+  out.push_back(l.tp * l.pp);
+  return out;
+}
 
 }  // namespace stepsim::calib::testing

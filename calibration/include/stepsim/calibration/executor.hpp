@@ -75,6 +75,17 @@ struct RankLayout {
 
 RankLayout layout_of(const Workload& w);
 
+/// Positions in a ring of `size` that a step of `peer_step` (P2POp::peer_step) sends to and
+/// receives from: position + peer_step and position - peer_step modulo `size`, or with
+/// peer_step 0 the pair partner both ways (position ^ 1, Transformer Engine's
+/// `_tp_id % 2 == 0 ? _next_rank : _prev_rank`).
+struct RingPeers {
+  std::int32_t send_to = 0;
+  std::int32_t recv_from = 0;
+  bool operator==(const RingPeers&) const = default;
+};
+RingPeers ring_peers(std::int32_t position, std::int32_t size, std::int32_t peer_step);
+
 /// What an executed op is, for per-kind comparison.
 enum class OpCategory : std::uint8_t {
   kGemm,
@@ -105,9 +116,10 @@ struct ExecTask {
   /// build_stage_tasks' `async_p2p`, the executor posts it (Backend::post_p2p) and goes on;
   /// its timing runs from the post to the moment the backend saw its transfers done.
   /// kind == kOp: a DDP bucket's gradient reduction posted (Backend::post_collective) with
-  /// `async_grad_reduce`, or (P2POp) a step of the context-parallel ring posted with
-  /// `async_p2p` (its send and its receive, transfers 0 and 1); timed from the post to its
-  /// completion likewise.
+  /// `async_grad_reduce`; or, with `async_p2p`, an op posted_when_serial: a step of the
+  /// context-parallel ring or of a userbuffers exchange (P2POp: its send and its receive,
+  /// transfers 0 and 1) or a userbuffers collective; timed from the post to its completion
+  /// likewise.
   bool async = false;
   /// Transfers of earlier tasks of the same list, posted without blocking, that must be done
   /// before this task starts: Megatron's handle.wait() calls (one handle per transfer: with

@@ -174,12 +174,17 @@ struct CollectiveOp {
   bool operator==(const CollectiveOp&) const = default;
 };
 
-/// One pipeline message between adjacent stages, or one step of the context-parallel ring
-/// (every CP rank sends its block to the next and receives one from the previous).
+/// One pipeline message between adjacent stages, or one step of a ring inside a group: the
+/// context-parallel ring (every CP rank sends its block to the next and receives one from the
+/// previous) or a Transformer Engine userbuffers exchange of the tensor-parallel group.
 struct P2POp {
   std::int64_t bytes = 0;
   bool inter_node = false;
   bool nccl = true;  ///< as CollectiveOp::nccl
+  /// A ring step's peers: send to the group position + peer_step and receive from position -
+  /// peer_step (modulo the ring); 0: swap with the pair partner (position ^ 1, the first step
+  /// of TE's aggregated ring exchange). Pipeline messages take their peers from the schedule.
+  std::int32_t peer_step = 1;
   bool operator==(const P2POp&) const = default;
 };
 
@@ -219,6 +224,19 @@ struct Op {
   double flops() const;
   bool operator==(const Op&) const = default;
 };
+
+/// Whether a serialised executor that runs non-blocking communication (the validator's CPU
+/// backend: MPI calls on threads of their own) posts `op` and goes on: the context-parallel
+/// ring's steps and Transformer Engine's userbuffers exchanges and collectives (the ops
+/// Megatron's TE issues on side streams and waits for where their result is needed).
+inline bool posted_when_serial(const Op& op) {
+  if (std::holds_alternative<P2POp>(op.shape)) {
+    return op.stream == Stream::kContextComm || op.stream == Stream::kTensorComm;
+  }
+  const auto* c = std::get_if<CollectiveOp>(&op.shape);
+  return c != nullptr && op.stream == Stream::kTensorComm && c->group == CommGroup::kTensor &&
+         !c->nccl;
+}
 
 std::string_view to_string(Phase p);
 std::string_view to_string(Stream s);
