@@ -31,14 +31,18 @@ Profile median_profile(const std::vector<Profile>& rounds) {
   take_median(&Profile::collectives, out.collectives);
   take_median(&Profile::p2p, out.p2p);
   if (out.interference.measured()) {
-    std::vector<double> compute, collective;
+    std::vector<double> compute, collective, p2p_latency, collective_latency;
     for (const Profile& r : rounds) {
       if (!r.interference.measured()) continue;
       compute.push_back(r.interference.compute_slowdown);
       collective.push_back(r.interference.collective_slowdown);
+      p2p_latency.push_back(r.interference.p2p_post_latency_s);
+      collective_latency.push_back(r.interference.collective_post_latency_s);
     }
     out.interference.compute_slowdown = median(std::move(compute));
     out.interference.collective_slowdown = median(std::move(collective));
+    out.interference.p2p_post_latency_s = median(std::move(p2p_latency));
+    out.interference.collective_post_latency_s = median(std::move(collective_latency));
   }
   fit_profile(out);
   return out;

@@ -16,6 +16,10 @@ constexpr int kAloneColls = 3;       // collectives timed alone
 constexpr int kOverlapped = 3;       // overlapped runs
 constexpr int kMaxCalls = 40;        // GEMM calls in one overlapped run, at most
 constexpr int kMaxCollectives = 64;  // collectives posted in one overlapped run, at most
+constexpr int kPosts = 9;            // small calls posted beside GEMMs (and alone), per kind
+constexpr std::int64_t kPostedBytes = std::int64_t{64} << 10;  // their size
+constexpr double kPostedSpan = 0.01;        // GEMM calls after each post: about this long
+constexpr std::int32_t kPostedTag = 32000;  // below the validator's ring tags
 
 double flops(const GemmOp& g) {
   return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
@@ -120,6 +124,65 @@ Result<Overlapped> overlapped_run(Backend& b, const InterferencePair& pair, int 
   return o;
 }
 
+/// One small call posted, `calls` GEMM calls (none: waited for at once), then waited for:
+/// seconds from the post to its completion as the backend saw it. `p2p`: a send to the next
+/// rank and a receive from the previous one (one handle each, as the validator posts them),
+/// else an all-reduce over the world.
+Result<double> posted_call(Backend& b, bool p2p, int calls, const GemmOp& gemm) {
+  if (auto ok = b.barrier(GroupId{0}); !ok.ok()) return ok.errors();
+  const std::int32_t n = b.world_size();
+  const std::int32_t me = b.world_rank();
+  std::vector<P2PHandle> transfers;
+  CollectiveHandle collective;
+  if (p2p) {
+    for (const P2PRequest& q : {P2PRequest{true, kPostedBytes, (me + 1) % n, kPostedTag},
+                                P2PRequest{false, kPostedBytes, (me + n - 1) % n, kPostedTag}}) {
+      auto h = b.post_p2p({q});
+      if (!h.ok()) return h.errors();
+      transfers.push_back(h.value());
+    }
+  } else {
+    auto h = b.post_collective(CollectiveOp{.kind = CollectiveKind::kAllReduce,
+                                            .group = CommGroup::kData,
+                                            .bytes = kPostedBytes,
+                                            .group_size = n},
+                               GroupId{0});
+    if (!h.ok()) return h.errors();
+    collective = h.value();
+  }
+  for (int i = 0; i < calls; ++i) {
+    if (auto r = b.gemm(gemm); !r.ok()) return r.errors();
+  }
+  double posted = 0;
+  double completed = 0;
+  if (p2p) {
+    for (std::size_t i = 0; i < transfers.size(); ++i) {
+      auto done = b.wait_p2p(transfers[i]);
+      if (!done.ok()) return done.errors();
+      if (i == 0) posted = done->posted_s;
+      completed = std::max(completed, done->completed_s);
+    }
+  } else {
+    auto done = b.wait_collective(collective);
+    if (!done.ok()) return done.errors();
+    posted = done->posted_s;
+    completed = done->completed_s;
+  }
+  return completed - posted;
+}
+
+/// How much later than alone a small posted call completes while the caller computes: the
+/// median over kPosts posts beside about kPostedSpan of GEMM calls, less the median of the
+/// call posted and waited for at once; the largest over the ranks.
+Result<double> post_latency(Backend& b, bool p2p, const GemmOp& gemm, double gemm_alone) {
+  const int calls = static_cast<int>(std::clamp(std::ceil(kPostedSpan / gemm_alone), 1.0, 200.0));
+  auto alone = agree(median_of(kPosts, [&] { return posted_call(b, p2p, 0, gemm); }));
+  if (!alone.ok()) return alone.errors();
+  auto beside = agree(median_of(kPosts, [&] { return posted_call(b, p2p, calls, gemm); }));
+  if (!beside.ok()) return beside.errors();
+  return std::max(0.0, beside.value() - alone.value());
+}
+
 }  // namespace
 
 InterferencePair interference_pair(const std::vector<BenchPoint>& points, std::int32_t world_size) {
@@ -178,6 +241,21 @@ Result<MeasuredInterference> measure_interference(Backend& b, InterferencePair p
   m.collective_slowdown = std::clamp(median(collective), 1.0, 10.0);
   m.gemm = describe(pair.gemm);
   m.collective = describe(pair.collective);
+  // The latency of small posted calls, on the threads that run each kind.
+  const CollectiveOp small{.kind = CollectiveKind::kAllReduce,
+                           .group = CommGroup::kData,
+                           .bytes = kPostedBytes,
+                           .group_size = b.world_size()};
+  auto coll_latency = post_latency(b, false, pair.gemm, gemm_alone.value());
+  if (!coll_latency.ok()) return coll_latency.errors();
+  m.collective_post_latency_s = coll_latency.value();
+  m.posted = describe(small);
+  if (b.async_p2p()) {
+    auto p2p_latency = post_latency(b, true, pair.gemm, gemm_alone.value());
+    if (!p2p_latency.ok()) return p2p_latency.errors();
+    m.p2p_post_latency_s = p2p_latency.value();
+    m.posted = "send/recv of " + std::to_string(kPostedBytes) + " bytes, " + m.posted;
+  }
   return m;
 }
 

@@ -12,6 +12,11 @@
 //      (1); collective_slowdown = the collectives' mean time over (2).
 // Three overlapped runs, the median of each ratio, the largest over the ranks (a
 // synchronous step advances at its slowest rank), within [1, 10] (system files' rule).
+// Then the latency of a small posted call (64 KiB) on the backend's threads while the caller
+// computes: an all-reduce over the world, and (with async_p2p) a send to the next rank with a
+// receive from the previous, each posted then followed by about 10 ms of GEMM calls,
+// nine times; the median post-to-completion time less the median of the same call posted and
+// waited for at once (MeasuredInterference::collective_post_latency_s, p2p_post_latency_s).
 
 #include <vector>
 

@@ -471,7 +471,8 @@ void read_interference(ObjectReader& top, Profile& p) {
     return;
   }
   MeasuredInterference& m = p.interference;
-  r.reject_unknown({"compute_slowdown", "collective_slowdown", "gemm", "collective"});
+  r.reject_unknown({"compute_slowdown", "collective_slowdown", "gemm", "collective",
+                    "p2p_post_latency_s", "collective_post_latency_s", "posted"});
   for (const auto& [name, out] :
        {std::pair<const char*, double*>{"compute_slowdown", &m.compute_slowdown},
         {"collective_slowdown", &m.collective_slowdown}}) {
@@ -487,6 +488,24 @@ void read_interference(ObjectReader& top, Profile& p) {
   }
   r.string("gemm", m.gemm);
   r.string("collective", m.collective);
+  // The posted calls' latencies: optional (older profiles), given together with `posted`.
+  if (r.has("posted") || r.has("p2p_post_latency_s") || r.has("collective_post_latency_s")) {
+    for (const auto& [name, out] :
+         {std::pair<const char*, double*>{"p2p_post_latency_s", &m.p2p_post_latency_s},
+          {"collective_post_latency_s", &m.collective_post_latency_s}}) {
+      double x = 0;
+      const std::size_t before = top.errors().size();
+      r.number(name, x, false);
+      if (top.errors().size() != before) continue;
+      if (x >= 1) {
+        r.error(r.path(name), cat("=", format_value(x), " must be below 1 s"));
+        continue;
+      }
+      *out = x;
+    }
+    r.string("posted", m.posted, true);
+    if (m.posted.empty() && top.errors().empty()) r.error(r.path("posted"), " must not be empty");
+  }
   if (m.gemm.empty() && top.errors().empty()) r.error(r.path("gemm"), " must not be empty");
 }
 

@@ -143,6 +143,11 @@ std::string profile_to_json(const Profile& p) {
     o["collective_slowdown"] = m.collective_slowdown;
     o["gemm"] = m.gemm;
     o["collective"] = m.collective;
+    if (!m.posted.empty()) {
+      o["p2p_post_latency_s"] = m.p2p_post_latency_s;
+      o["collective_post_latency_s"] = m.collective_post_latency_s;
+      o["posted"] = m.posted;
+    }
     j["interference"] = std::move(o);
   }
   return j.dump(2) + "\n";

@@ -35,37 +35,65 @@ double host_wait_s(const Op& op, const HostCosts* host) {
   return host->sync_s + (backward ? host->backward_op_issue_s : host->forward_op_issue_s);
 }
 
-// Stream order and deps with fixed durations (list scheduling).
-void list_schedule(const std::vector<Op>& ops, const std::vector<double>& duration, bool serial,
-                   bool async_ring, const HostCosts* host, std::vector<OpTiming>& out) {
+// Stream order and deps with fixed durations (list scheduling). `lag`: a posted op's wait for
+// its thread (Interference::*_post_latency_s) when the thread was idle at its post; the wait
+// ends early when the host blocks (the core is then free).
+void list_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
+                   const std::vector<double>& lag, bool serial, bool async_ring,
+                   const HostCosts* host, std::vector<OpTiming>& out) {
   std::array<double, kStreamCount> stream_end{};  // last end per Stream
   double last_end = 0;                            // serial: where the host is
   double posted_end = 0;                          // serial: the posted ops' queue
+  // Posted ops whose start is not settled yet (their thread may still be waiting for a core):
+  // op index and post time, in posting order.
+  std::vector<std::pair<std::size_t, double>> pending;
+  std::vector<bool> is_pending(ops.size(), false);
+  // The host blocks at `h`: the pending ops' threads get the core by then at the latest.
+  const auto settle = [&](double h) {
+    for (const auto& [i, post] : pending) {
+      const bool idle = post >= posted_end;
+      const double start = std::max(post, posted_end);
+      const double run = idle ? std::min(post + lag[i], std::max(h, post)) : posted_end;
+      out[i] = OpTiming{start, run + duration[i]};
+      posted_end = out[i].end_s;
+      is_pending[i] = false;
+    }
+    pending.clear();
+  };
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const auto stream = static_cast<std::size_t>(op.stream);
     // A posted op (a ring step, a userbuffers exchange or collective): it starts once the
-    // host reached it and the op posted before it is done (one queue, in order); the host
-    // goes on (past a ring step once it started: TE waits for the ring's previous step before
-    // posting the next), and only the ops that depend on it wait for its end.
+    // host reached it and the op posted before it is done (one queue, in order), first
+    // waiting for its thread if that was idle; the host goes on (a ring step is posted once
+    // the ring's previous step is done: TE waits for it before sending the received block
+    // on), and only the ops that depend on it wait for its end.
     const bool posted = serial && async_ring && posted_when_serial(op);
     const bool ring = posted && op.stream == Stream::kContextComm;
-    double start = !serial  ? stream_end[stream]
-                   : posted ? std::max(last_end, posted_end)
-                            : last_end;
+    bool blocks = ring && !pending.empty();
     for (const std::int32_t d : op.deps) {
       STEPSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i);
+      blocks = blocks || is_pending[static_cast<std::size_t>(d)];
+    }
+    if (blocks) settle(last_end);
+    double start = serial ? last_end : stream_end[stream];
+    for (const std::int32_t d : op.deps) {
       start = std::max(start, out[static_cast<std::size_t>(d)].end_s);
     }
     if (const double wait = host_wait_s(op, host); wait > 0) {
       start = std::max(start, out[static_cast<std::size_t>(op.host_waits_for)].end_s + wait);
     }
+    if (posted) {
+      pending.emplace_back(i, ring ? std::max(start, posted_end) : start);
+      is_pending[i] = true;
+      if (ring) last_end = pending.back().second;
+      continue;
+    }
     out[i] = OpTiming{start, start + duration[i]};
     stream_end[stream] = start + duration[i];
-    if (posted) posted_end = start + duration[i];
-    if (!posted) last_end = std::max(last_end, start + duration[i]);
-    if (ring) last_end = start;
+    last_end = std::max(last_end, start + duration[i]);
   }
+  settle(last_end);  // the next action's first op waits for them
 }
 
 // Whether a compute kernel and an NCCL kernel ever run at the same time.
@@ -96,27 +124,36 @@ bool interferes(const std::vector<Op>& ops, const std::vector<OpTiming>& t,
 // starting once the host reached it (the host ops before it ended); the host goes on, past a
 // context-parallel ring step once it started.
 void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
-                   const std::vector<Role>& role, const Interference& k, bool serial_host,
-                   const HostCosts* host, std::vector<OpTiming>& out) {
+                   const std::vector<double>& lag, const std::vector<Role>& role,
+                   const Interference& k, bool serial_host, const HostCosts* host,
+                   std::vector<OpTiming>& out) {
   const std::size_t n = ops.size();
   std::array<std::vector<std::size_t>, kStreamCount> queue;
-  // serial_host: the host op and the ring step last before each op in list order.
+  // serial_host: the host op, the ring step and the posted op last before each op in list
+  // order.
   std::vector<std::int64_t> prev_host(n, -1);
   std::vector<std::int64_t> prev_ring(n, -1);
+  std::vector<std::int64_t> prev_posted(n, -1);
   std::int64_t last_host = -1;
   std::int64_t last_ring = -1;
+  std::int64_t last_posted = -1;
   for (std::size_t i = 0; i < n; ++i) {
     Stream stream = ops[i].stream;
     if (serial_host) {
       prev_host[i] = last_host;
       prev_ring[i] = last_ring;
+      prev_posted[i] = last_posted;
       const bool posted = posted_when_serial(ops[i]);
       if (!posted) last_host = static_cast<std::int64_t>(i);
       if (posted && stream == Stream::kContextComm) last_ring = static_cast<std::int64_t>(i);
+      if (posted) last_posted = static_cast<std::int64_t>(i);
       stream = posted ? Stream::kContextComm : Stream::kCompute;
     }
     queue[static_cast<std::size_t>(stream)].push_back(i);
   }
+  // A posted op's wait for its idle thread, left: meanwhile it neither progresses nor
+  // interferes; it ends early when the host blocks.
+  std::vector<double> waiting(n, 0.0);
   std::array<std::size_t, kStreamCount> head{};
   std::array<std::int64_t, kStreamCount> running;
   running.fill(-1);
@@ -152,7 +189,20 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
         out[i].start_s = now;
         began[i] = true;
         ++head[s];
-        if (left[i] <= 0) {  // zero-time op
+        if (lag[i] > 0) {
+          // Its thread was idle if the op posted before it ended before the host got here; a
+          // ring step is posted once the ring's previous step is done.
+          const bool ring = ops[i].stream == Stream::kContextComm;
+          double reached = 0;
+          if (prev_host[i] >= 0) reached = out[static_cast<std::size_t>(prev_host[i])].end_s;
+          if (prev_ring[i] >= 0) {
+            reached = std::max(reached, out[static_cast<std::size_t>(prev_ring[i])].start_s);
+          }
+          const bool idle = ring || prev_posted[i] < 0 ||
+                            out[static_cast<std::size_t>(prev_posted[i])].end_s <= reached;
+          if (idle) waiting[i] = lag[i];
+        }
+        if (left[i] <= 0 && waiting[i] <= 0) {  // zero-time op
           out[i].end_s = now;
           done[i] = true;
           ++finished;
@@ -162,11 +212,18 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
         started = true;
       }
     }
+    if (serial_host && running[static_cast<std::size_t>(Stream::kCompute)] < 0) {
+      // The host blocks (or is done): the core is free, the posted calls' threads have it.
+      for (const std::int64_t r : running) {
+        if (r >= 0) waiting[static_cast<std::size_t>(r)] = 0;
+      }
+    }
     bool compute = false, nccl = false;
     double share = 1.0;  // of the SMs left to compute by the SM-holding kernels running
     for (const std::int64_t r : running) {
       if (r < 0) continue;
       const auto i = static_cast<std::size_t>(r);
+      if (waiting[i] > 0) continue;
       compute = compute || role[i] == Role::kCompute;
       nccl = nccl || role[i] == Role::kNccl;
       if (role[i] == Role::kSmHolder) {
@@ -180,7 +237,9 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
     };
     double next = std::numeric_limits<double>::infinity();
     for (const std::int64_t r : running) {
-      if (r >= 0) next = std::min(next, now + left[static_cast<std::size_t>(r)] / rate(static_cast<std::size_t>(r)));
+      if (r < 0) continue;
+      const auto i = static_cast<std::size_t>(r);
+      next = std::min(next, now + (waiting[i] > 0 ? waiting[i] : left[i] / rate(i)));
     }
     next = std::min(next, wake);
     if (finished == n) break;
@@ -188,6 +247,11 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
     for (auto& r : running) {
       if (r < 0) continue;
       const auto i = static_cast<std::size_t>(r);
+      if (waiting[i] > 0) {
+        // Its thread got a core: its work starts (at once, if there is none).
+        waiting[i] = now + waiting[i] <= next ? 0.0 : waiting[i] - (next - now);
+        if (waiting[i] > 0 || left[i] > 0) continue;
+      }
       const double end = now + left[i] / rate(i);
       if (end <= next) {
         out[i].end_s = next;
@@ -214,7 +278,14 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
   for (std::size_t i = 0; i < n; ++i) duration[i] = cost.op_s(ops[i]);
   // The host, where modelled: a serialised executor has none apart from its one thread.
   const HostCosts* host = serial ? nullptr : cost.host();
-  list_schedule(ops, duration, serial, async_ring, host, t.ops);
+  // A serialised executor's posted calls first wait for their thread, if it was idle.
+  std::vector<double> lag(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!serial || !async_ring || !posted_when_serial(ops[i])) continue;
+    lag[i] = std::holds_alternative<P2POp>(ops[i].shape) ? interference.p2p_post_latency_s
+                                                         : interference.collective_post_latency_s;
+  }
+  list_schedule(ops, duration, lag, serial, async_ring, host, t.ops);
   bool rated = false;
   std::vector<Role> role(n);
   bool holders = false;
@@ -229,7 +300,7 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
       (holders || interference.compute_slowdown != 1 || interference.collective_slowdown != 1)) {
     // Fast path: nothing overlaps, so the fixed durations are the times.
     if (interferes(ops, t.ops, role)) {
-      rate_schedule(ops, duration, role, interference, serial && async_ring, host, t.ops);
+      rate_schedule(ops, duration, lag, role, interference, serial && async_ring, host, t.ops);
       rated = true;
     }
   }

@@ -282,7 +282,9 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   Interference interference = w.system.interference;
   if (const MeasuredInterference* m = cost.interference()) {
     interference = Interference{.compute_slowdown = m->compute_slowdown,
-                                .collective_slowdown = m->collective_slowdown};
+                                .collective_slowdown = m->collective_slowdown,
+                                .p2p_post_latency_s = m->p2p_post_latency_s,
+                                .collective_post_latency_s = m->collective_post_latency_s};
   }
   BuildOptions build_options{.serialize_streams = options.serialize_streams,
                              .async_p2p = options.async_p2p,

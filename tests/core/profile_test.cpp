@@ -64,7 +64,12 @@ Profile sample_profile() {
   p.interference = MeasuredInterference{.compute_slowdown = 1.0 + 1.0 / 3.0,
                                         .collective_slowdown = 2.5,
                                         .gemm = "fp32 m=64 n=64 k=64",
-                                        .collective = "all_reduce of 1048576 bytes over 2 ranks"};
+                                        .collective = "all_reduce of 1048576 bytes over 2 ranks",
+                                        .p2p_post_latency_s = 7.5e-5,
+                                        .collective_post_latency_s = 4.25e-4,
+                                        .posted =
+                                            "send/recv of 65536 bytes, all_reduce of 65536 "
+                                            "bytes over 2 ranks"};
   fit_profile(p);
   return p;
 }
@@ -129,6 +134,26 @@ TEST(ProfileJson, InterferenceSectionIsOptionalAndChecked) {
   EXPECT_NE(msg.find("interference.collective_slowdown=0.5 must be between 1 and 10"),
             std::string::npos)
       << msg;
+  // The posted calls' latencies: optional (a profile written before them has none, and reads
+  // as 0), below a second, and said what was posted.
+  Profile old = sample_profile();
+  old.interference.p2p_post_latency_s = old.interference.collective_post_latency_s = 0;
+  old.interference.posted.clear();
+  const std::string old_text = profile_to_json(old);
+  EXPECT_EQ(old_text.find("post_latency"), std::string::npos);
+  const Result<Profile> old_back = parse_profile(old_text, "old-interference.json");
+  ASSERT_TRUE(old_back.ok()) << format_errors(old_back.errors());
+  EXPECT_EQ(old_back.value(), old);
+  std::string slow = profile_to_json(sample_profile());
+  const std::string given = "\"collective_post_latency_s\": 0.000425";
+  ASSERT_NE(slow.find(given), std::string::npos) << slow;
+  slow.replace(slow.find(given), given.size(), "\"collective_post_latency_s\": 2.5");
+  const Result<Profile> s2 = parse_profile(slow, "slow-post.json");
+  ASSERT_FALSE(s2.ok());
+  EXPECT_NE(format_errors(s2.errors())
+                .find("interference.collective_post_latency_s=2.5 must be below 1 s"),
+            std::string::npos)
+      << format_errors(s2.errors());
 }
 
 TEST(ProfileJson, MissingFitsAreMadeFromSamples) {

@@ -109,5 +109,25 @@ TEST(ContextParallelOverlap, APostedRingStepInterferesWithTheComputeBesideIt) {
   EXPECT_DOUBLE_EQ(time_ops(chunk.forward, cost, true, k, false).duration_s, 2.5);
 }
 
+// Each ring step is posted to the progress thread once the previous one is done, so the thread
+// is idle at every post and each transfer waits for it first (the profile's
+// p2p_post_latency_s; the collectives' latency does not apply): forward (cp - 1) * max(A, L +
+// T) + A.
+TEST(ContextParallelOverlap, EachPostedRingStepWaitsForItsThread) {
+  for (const std::int64_t cp : {2, 4}) {
+    const ChunkPlan chunk = one_layer_ring(cp);
+    const double steps = static_cast<double>(cp - 1);
+    const RingCost cost(1.0, 0.25);
+    for (const double l : {0.5, 1.0}) {
+      Interference k;
+      k.p2p_post_latency_s = l;
+      k.collective_post_latency_s = 10;
+      EXPECT_NEAR(time_ops(chunk.forward, cost, true, k, true).duration_s,
+                  steps * std::max(1.0, l + 0.25) + 1.0, 1e-12)
+          << "cp=" << cp << " L=" << l;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stepsim::sim

@@ -113,6 +113,14 @@ struct MeasuredInterference {
   double collective_slowdown = 1;  ///< the collective's time beside GEMMs over alone
   std::string gemm;                ///< the GEMM timed, e.g. "fp32 m=1024 n=1024 k=1024"
   std::string collective;          ///< e.g. "all_reduce of 16777216 bytes over 2 ranks"
+  /// A backend that runs posted calls on threads of its own (the CPU backend's MPI progress
+  /// and collective threads): how much later than alone a small call posted while the caller
+  /// computes completes, because its thread waits for a core (the median over posts; 0: not
+  /// measured, as in profiles written before it). Point-to-point and collectives apart: they
+  /// run on different threads. `posted`: what was posted.
+  double p2p_post_latency_s = 0;
+  double collective_post_latency_s = 0;
+  std::string posted;  ///< e.g. "send/recv of 65536 bytes, all_reduce of 65536 bytes over 2 ranks"
   bool measured() const { return !gemm.empty(); }
   bool operator==(const MeasuredInterference&) const = default;
 };

@@ -374,6 +374,11 @@ struct RooflineEfficiency {
 struct Interference {
   double compute_slowdown = 1;     ///< compute kernels' time factor beside an NCCL kernel
   double collective_slowdown = 1;  ///< an NCCL kernel's time factor beside compute kernels
+  /// A serialised executor's posted calls (time_ops with async_ring): how much later a call
+  /// posted while the caller computes completes because the backend's thread waits for a core.
+  /// Measured only (a calibrated profile's MeasuredInterference), never a system-file key.
+  double p2p_post_latency_s = 0;
+  double collective_post_latency_s = 0;
   bool operator==(const Interference&) const = default;
 };
 
