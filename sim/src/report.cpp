@@ -144,6 +144,13 @@ std::string_view fp8_recipe_key(Fp8Recipe r) {
   return "?";
 }
 
+/// A peak in TFLOP/s as the report prints it: whole numbers for GPUs, three significant
+/// digits below 10 (a CPU core's 0.166).
+std::string peak_tflops(double flops_per_s) {
+  const double tflops = flops_per_s / 1e12;
+  return fmt(tflops >= 10 ? "%.0f" : "%.3g", tflops);
+}
+
 std::optional<Utilisation> fp8_peak_utilisation(const Workload& w, const Prediction& p) {
   const double peak = w.system.peak_flops(w.training.params_dtype);
   if (!w.training.fp8_enabled() || w.system.peak_flops_fp8 <= 0 || peak <= 0) return std::nullopt;
@@ -390,12 +397,12 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
       << " hardware (recompute included)\n";
   out << "  utilisation      MFU " << fmt("%.1f%%", 100.0 * p.mfu) << ", HFU "
       << fmt("%.1f%%", 100.0 * p.hfu) << " of "
-      << fmt("%.0f", w.system.peak_flops(t.params_dtype) / 1e12) << " TFLOP/s "
+      << peak_tflops(w.system.peak_flops(t.params_dtype)) << " TFLOP/s "
       << to_string(t.params_dtype) << " peak\n";
   if (const auto fp8 = fp8_peak_utilisation(w, p)) {
     out << "  FP8 peak         MFU " << fmt("%.1f%%", 100.0 * fp8->mfu) << ", HFU "
         << fmt("%.1f%%", 100.0 * fp8->hfu) << " of "
-        << fmt("%.0f", w.system.peak_flops_fp8 / 1e12)
+        << peak_tflops(w.system.peak_flops_fp8)
         << " TFLOP/s FP8 peak (the same FLOPs; the line above is Megatron-LM's)\n";
   }
   out << "  pipeline bubble  " << fmt("%.1f%%", 100.0 * p.bubble_fraction) << " of compute\n";
