@@ -47,7 +47,7 @@ void list_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
   // Posted ops whose start is not settled yet (their thread may still be waiting for a core):
   // op index and post time, in posting order.
   std::vector<std::pair<std::size_t, double>> pending;
-  std::vector<bool> is_pending(ops.size(), false);
+  std::vector<bool> is_pending(serial && async_ring ? ops.size() : 0, false);
   // The host blocks at `h`: the pending ops' threads get the core by then at the latest.
   const auto settle = [&](double h) {
     for (const auto& [i, post] : pending) {
@@ -70,14 +70,15 @@ void list_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
     // on), and only the ops that depend on it wait for its end.
     const bool posted = serial && async_ring && posted_when_serial(op);
     const bool ring = posted && op.stream == Stream::kContextComm;
-    bool blocks = ring && !pending.empty();
-    for (const std::int32_t d : op.deps) {
-      STEPSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i);
-      blocks = blocks || is_pending[static_cast<std::size_t>(d)];
+    if (!pending.empty()) {
+      bool blocks = ring;
+      for (const std::int32_t d : op.deps)
+        blocks = blocks || is_pending[static_cast<std::size_t>(d)];
+      if (blocks) settle(last_end);
     }
-    if (blocks) settle(last_end);
     double start = serial ? last_end : stream_end[stream];
     for (const std::int32_t d : op.deps) {
+      STEPSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i);
       start = std::max(start, out[static_cast<std::size_t>(d)].end_s);
     }
     if (const double wait = host_wait_s(op, host); wait > 0) {
@@ -189,7 +190,7 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
         out[i].start_s = now;
         began[i] = true;
         ++head[s];
-        if (lag[i] > 0) {
+        if (!lag.empty() && lag[i] > 0) {
           // Its thread was idle if the op posted before it ended before the host got here; a
           // ring step is posted once the ring's previous step is done.
           const bool ring = ops[i].stream == Stream::kContextComm;
@@ -279,9 +280,10 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
   // The host, where modelled: a serialised executor has none apart from its one thread.
   const HostCosts* host = serial ? nullptr : cost.host();
   // A serialised executor's posted calls first wait for their thread, if it was idle.
-  std::vector<double> lag(n, 0.0);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!serial || !async_ring || !posted_when_serial(ops[i])) continue;
+  std::vector<double> lag;  // empty: none (every op but a serialised executor's posted ones)
+  if (serial && async_ring) lag.assign(n, 0.0);
+  for (std::size_t i = 0; i < lag.size(); ++i) {
+    if (!posted_when_serial(ops[i])) continue;
     lag[i] = std::holds_alternative<P2POp>(ops[i].shape) ? interference.p2p_post_latency_s
                                                          : interference.collective_post_latency_s;
   }
