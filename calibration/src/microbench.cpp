@@ -257,6 +257,11 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
               if (!o.gpu) shape.dtype = DType::kFp32;
             }
             if constexpr (std::is_same_v<T, GemmOp>) {
+              // A chunk of an atomic GEMM is priced as the whole GEMM's share: measure that.
+              if (shape.atomic_chunks > 1) {
+                shape.n *= shape.atomic_chunks;
+                shape.atomic_chunks = 1;
+              }
               if (!o.gpu) shape.layout = GemmLayout::kUnspecified;
               // The backends run per-tensor scaled FP8 products: the shape is measured so,
               // and recorded so (its block-scaled kernel: measure_fp8_variants.py).

@@ -8,7 +8,14 @@ double CostModel::shape_s(const OpShape& shape) const {
   return std::visit(
       [this](const auto& s) -> double {
         using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<T, GemmOp>) return gemm_s(s);
+        if constexpr (std::is_same_v<T, GemmOp>) {
+          if (s.atomic_chunks <= 1) return gemm_s(s);
+          // A chunk of one atomic GEMM: the whole kernel's time, shared by its chunks.
+          GemmOp whole = s;
+          whole.n *= s.atomic_chunks;
+          whole.atomic_chunks = 1;
+          return gemm_s(whole) / static_cast<double>(s.atomic_chunks);
+        }
         if constexpr (std::is_same_v<T, AttentionOp>) return attention_s(s);
         if constexpr (std::is_same_v<T, MemoryBoundOp>) {
           if (s.kernels <= 1) return memory_bound_s(s);

@@ -817,7 +817,8 @@ const std::array kSchema = {
                      "directory) mapping GEMM names (qkv_fprop ... fc2_wgrad) to flat mappings "
                      "of initialize_ub's settings; needs tp_comm_overlap; not modelled yet: a "
                      "method other than the GEMM's default (or ring_exchange on "
-                     "proj_fprop/fc2_fprop), atomic_gemm, pipeline_rs_overlap_first_gemm, "
+                     "proj_fprop/fc2_fprop), atomic_gemm other than on a pipelined "
+                     "proj_fprop/fc2_fprop (which needs fp8), pipeline_rs_overlap_first_gemm, "
                      "use_ce false on a ring exchange, a setting of proj_wgrad/fc2_wgrad; "
                      "aggregate only on an all-gather ring exchange, with an even "
                      "tensor_model_parallel_size; num_sm below the system's sm_count; "
@@ -826,7 +827,9 @@ const std::array kSchema = {
                    "set_sm_margin (the SMs left to the GEMM), num_splits (the pipelined "
                    "reduce-scatter's chunks), fp8_buf (a projection/FC2 reduce-scatter in FP8), "
                    "method ring_exchange on proj_fprop/fc2_fprop (the ring-exchange "
-                   "reduce-scatter) and aggregate (two chunks a ring-exchange step) are priced; "
+                   "reduce-scatter), aggregate (two chunks a ring-exchange step) and atomic_gemm "
+                   "on a pipelined proj_fprop/fc2_fprop (one cuBLAS atomic GEMM for its chunks) "
+                   "are priced; "
                    "cga_size and the stream priorities are read, not priced"},
     KeyInfo{STEPSIM_BOOL("training.defer_embedding_wgrad_compute",
                          training.defer_embedding_wgrad_compute),

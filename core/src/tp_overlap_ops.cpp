@@ -132,6 +132,7 @@ void ring_exchange_gemm(OpList& ops, std::string_view gemm_name, std::string_vie
 /// split_overlap_rs: the GEMM (tokens x n_total x k) in num_splits chunks of output features
 /// (userbuffers GEMM `ub_name`'s) on the SMs the reduce-scatter leaves, each chunk's
 /// reduce-scatter (`elem_bytes` per element) after it; the next compute waits for the last.
+/// With atomic_gemm the chunks are one atomic GEMM's (GemmOp::atomic_chunks).
 void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::string_view ub_name,
                        std::int32_t layer, Phase phase, std::int64_t n_total, std::int64_t k,
                        std::int64_t elem_bytes) {
@@ -142,6 +143,13 @@ void pipelined_gemm_rs(OpList& ops, std::string_view gemm_name, std::string_view
     const std::int64_t cols = chunk_of(n_total, ub.splits, i);
     const std::int32_t gemm = ops.linear_gemm(gemm_name, layer, phase, x.tokens, cols, k);
     ops.at(gemm).sm_share = ub.sm_share;
+    if (ub.atomic) {
+      // atomic_gemm_overlap_rs: one cuBLAS atomic GEMM (nvte_cublas_atomic_gemm on _math_sms
+      // SMs) whose chunk i the reduce-scatter kernel waits for by counter i; the chunks come
+      // out one after another at the whole GEMM's pace (hidden_size divisible by num_splits:
+      // equal chunks).
+      std::get<GemmOp>(ops.at(gemm).shape).atomic_chunks = ub.splits;
+    }
     reduce = ops.collective("tp_ub_reduce_scatter", layer, phase, Stream::kTensorComm,
                             CollectiveOp{.kind = CollectiveKind::kReduceScatter,
                                          .group = CommGroup::kTensor,

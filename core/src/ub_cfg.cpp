@@ -23,8 +23,13 @@
 // - aggregate: on an all-gather ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad),
 //   split_overlap_ag's _aggregate: two chunks a GEMM, tp / 2 steps. Only CommOverlapP2PBase's
 //   all-gather reads it: on any other GEMM it changes nothing (an error).
-// - other methods and is_reduce_scatter than these, atomic_gemm, use_ce false on a ring
-//   exchange, pipeline_rs_overlap_first_gemm: not modelled (errors).
+// - atomic_gemm: on a pipelined GEMM+reduce-scatter (proj_fprop, fc2_fprop, method pipeline)
+//   CommOverlapBase::atomic_gemm_overlap_rs: one cuBLAS atomic GEMM on the SMs the
+//   reduce-scatter leaves, each chunk's reduce-scatter waiting for its counter. initialize_ub
+//   turns it off on a bulk overlap (an error: it changes nothing) and needs FP8 (a scenario
+//   rule, validate_tp_overlap.cpp).
+// - other methods and is_reduce_scatter than these, atomic_gemm on a ring exchange, use_ce
+//   false on a ring exchange, pipeline_rs_overlap_first_gemm: not modelled (errors).
 
 namespace stepsim::detail {
 
@@ -162,6 +167,12 @@ class Reader {
            "=false is not modelled yet (the ring exchange's transfers by SM kernels instead of "
            "the copy engine)");
     }
+    if (s.ring_exchange == 1 && atomic_gemm_line_ > 0) {
+      line_ = atomic_gemm_line_;
+      fail(name + ".atomic_gemm",
+           "=true is not modelled yet with method ring_exchange (Transformer Engine's atomic "
+           "ring-exchange reduce-scatter; stepsim models atomic_gemm with method pipeline)");
+    }
     if (s.ring_exchange == 1 && num_splits_line_ > 0) {
       line_ = num_splits_line_;
       fail(name + ".num_splits",
@@ -180,6 +191,7 @@ class Reader {
     finish_block();
     use_ce_false_line_ = 0;
     num_splits_line_ = 0;
+    atomic_gemm_line_ = 0;
     gemm_ = -1;
     seen_gemm_ = true;
     block_indent_ = 0;
@@ -304,7 +316,26 @@ class Reader {
           s.aggregate = *b ? 1 : 0;
         }
       }
-    } else if (setting == "atomic_gemm" || setting == "pipeline_rs_overlap_first_gemm") {
+    } else if (setting == "atomic_gemm") {
+      if (const auto b = want_bool(); b && *b) {
+        if (method == "pipeline") {
+          s.atomic_gemm = 1;  // an error in finish_block if the block makes it a ring exchange
+          atomic_gemm_line_ = line_;
+        } else if (method == "bulk") {
+          // add_ub: "atomic GEMM not is supported for a bulk overlap. Defaulting to
+          // `atomic_gemm=False`."
+          fail(key, "=true changes nothing on " + gemm +
+                        " (Transformer Engine turns it off for a bulk overlap: \"atomic GEMM not "
+                        "is supported for a bulk overlap\")");
+        } else {
+          fail(key, "=true is not modelled yet on " + gemm +
+                        " (Transformer Engine's atomic all-gather ring exchange; stepsim "
+                        "models atomic_gemm on proj_fprop and fc2_fprop with method pipeline)");
+        }
+      } else if (b) {
+        s.atomic_gemm = 0;
+      }
+    } else if (setting == "pipeline_rs_overlap_first_gemm") {
       if (const auto b = want_bool(); b && *b) {
         fail(key, "=true is not modelled yet (Transformer Engine's " + setting + ")");
       }
@@ -337,6 +368,7 @@ class Reader {
   std::array<bool, kUbGemmNames.size()> given_{};
   std::size_t use_ce_false_line_ = 0;  ///< the block's "use_ce: false" (0: none)
   std::size_t num_splits_line_ = 0;    ///< the block's num_splits (0: none)
+  std::size_t atomic_gemm_line_ = 0;   ///< the block's "atomic_gemm: true" (0: none)
   std::vector<std::string> settings_;
 };
 

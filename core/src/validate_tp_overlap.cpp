@@ -113,6 +113,13 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                                           "(tp_comm_overlap" +
                                           (g.num_splits > 0 ? "_cfg's num_splits" : "") + ")");
     }
+    if (g.atomic_gemm == 1 && !t.fp8_enabled()) {
+      // add_ub: "Atomic GEMM overlap supported only for FP8 GEMM".
+      check.fail("training.tp_comm_overlap_cfg",
+                 ": " + name +
+                     ".atomic_gemm=true needs fp8 (Transformer Engine: \"Atomic GEMM overlap "
+                     "supported only for FP8 GEMM\")");
+    }
     if (g.num_sm > 0 && s.sm_count > 0 && g.num_sm >= s.sm_count) {
       check.fail("training.tp_comm_overlap_cfg", ": " + name + ".num_sm=" + str(g.num_sm) +
                                                      " leaves no SM of the system's " +

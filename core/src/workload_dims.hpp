@@ -91,6 +91,7 @@ struct Dims {
     /// CommOverlapP2PBase), not the pipelined one.
     bool ring_rs = false;
     bool aggregate = false;  ///< an all-gather ring exchange two chunks a step (tp / 2 steps)
+    bool atomic = false;     ///< a pipelined GEMM+reduce-scatter as one atomic GEMM
   };
   std::array<UbGemm, kUbGemmNames.size()> ub_gemm{};
   /// Share of the SMs Transformer Engine's norm kernels run on, forward (and recompute) and
@@ -221,6 +222,7 @@ inline void resolve_ub_gemms(const TrainingConfig& tc, std::int64_t sm_count, bo
     out.fp8_buf = fp8 && pipeline && given.fp8_buf == 1;
     out.ring_rs = pipeline && given.ring_exchange == 1;
     out.aggregate = ring && given.aggregate == 1;
+    out.atomic = pipeline && !out.ring_rs && given.atomic_gemm == 1;
   }
 }
 

@@ -55,6 +55,9 @@ std::string describe_shape(const OpShape& shape) {
           if (s.batch != 1) out += " batch=" + std::to_string(s.batch);
           out += " " + std::string(to_string(s.dtype));
           if (s.scaling != GemmScaling::kTensor) out += " " + std::string(to_string(s.scaling));
+          if (s.atomic_chunks > 1) {
+            out += " (1/" + std::to_string(s.atomic_chunks) + " of an atomic GEMM)";
+          }
           return out;
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           return "flash b=" + std::to_string(s.batch) + " heads=" + std::to_string(s.heads) +

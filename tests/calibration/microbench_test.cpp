@@ -256,6 +256,42 @@ TEST(ScenarioPoints, CpuRecordsFp8GemmsAsTheFp32ProductsItRunsForThem) {
   EXPECT_EQ(plain[1].dtype, DType::kFp32);
 }
 
+TEST(ScenarioPoints, AnAtomicGemmsChunksAreMeasuredAsTheWholeGemm) {
+  // Each chunk of an atomic GEMM is priced as the whole GEMM's time over its chunks
+  // (CostModel::shape_s): the profile needs the whole GEMM, not the chunk.
+  WorkloadPlan plan;
+  StagePlan stage;
+  ChunkPlan chunk;
+  for (int i = 0; i < 4; ++i) {
+    chunk.forward.push_back(Op{"proj_gemm",
+                               0,
+                               Phase::kForward,
+                               Stream::kCompute,
+                               GemmOp{.m = 2048,
+                                      .n = 768,
+                                      .k = 1024,
+                                      .batch = 1,
+                                      .dtype = DType::kFp8,
+                                      .layout = GemmLayout::kTN,
+                                      .atomic_chunks = 4},
+                               {},
+                               0});
+  }
+  stage.chunks.push_back(chunk);
+  plan.stages.push_back(stage);
+  BenchPlanOptions o;
+  o.gpu = true;
+  std::vector<std::string> skipped;
+  const auto gemms = only<GemmOp>(scenario_points(plan, o, skipped));
+  ASSERT_EQ(gemms.size(), 1u);
+  EXPECT_EQ(gemms[0], (GemmOp{.m = 2048,
+                              .n = 3072,
+                              .k = 1024,
+                              .batch = 1,
+                              .dtype = DType::kFp8,
+                              .layout = GemmLayout::kTN}));
+}
+
 TEST(BenchPlan, GpuFp8GridTwinsEveryGemm) {
   BenchPlanOptions o;
   o.gpu = true;

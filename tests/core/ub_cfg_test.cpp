@@ -137,7 +137,7 @@ TEST_F(UbCfg, UnmodelledSettingsNameTheFileTheLineAndTheKey) {
   const std::string f = yaml_path() + ": ";
   EXPECT_NE(all.find(f + "qkv_fprop.atomic_gemm=true is not modelled yet"), std::string::npos)
       << all;
-  EXPECT_NE(all.find("atomic_gemm) (line 2)"), std::string::npos) << all;
+  EXPECT_NE(all.find("with method pipeline) (line 2)"), std::string::npos) << all;
   EXPECT_NE(all.find(f + "qkv_dgrad.method=ring_exchange is not modelled yet"), std::string::npos);
   EXPECT_NE(all.find("(line 4)"), std::string::npos);
   EXPECT_NE(all.find(f + "proj_fprop.aggregate=true changes nothing"), std::string::npos);
@@ -146,6 +146,52 @@ TEST_F(UbCfg, UnmodelledSettingsNameTheFileTheLineAndTheKey) {
   EXPECT_NE(all.find(f + "fc1_fprop.bogus is not a setting"), std::string::npos);
   EXPECT_NE(all.find(f + "proj_wgrad.num_sm=2"), std::string::npos);
   EXPECT_EQ(w.errors().size(), 7u) << all;
+}
+
+// atomic_gemm on the pipelined reduce-scatters (CommOverlapBase::atomic_gemm_overlap_rs): one
+// cuBLAS atomic GEMM, each chunk its 1/num_splits share, priced as the whole GEMM's share; FP8
+// only; changes nothing on a bulk overlap; not modelled with a ring exchange.
+TEST_F(UbCfg, AtomicGemmMakesThePipelinedChunksOneGemm) {
+  const std::string yaml = "proj_fprop:\n  atomic_gemm: true\nfc2_fprop:\n  atomic_gemm: 1\n";
+  const auto w = load(yaml, true);
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  const ChunkPlan c = chunk(*w);
+  for (const std::string gemm : {"proj_gemm", "fc2_gemm"}) {
+    const auto chunks = named(c.forward, gemm);
+    ASSERT_EQ(chunks.size(), 4u) << gemm;
+    for (const Op* op : chunks) {
+      const auto& g = std::get<GemmOp>(op->shape);
+      EXPECT_EQ(g.atomic_chunks, 4) << gemm;
+      EXPECT_EQ(g.n, kH / 4) << gemm;
+    }
+  }
+  // Without it, the chunks are GEMMs of their own.
+  const auto plain = load("proj_fprop:\n  atomic_gemm: false\n", true);
+  ASSERT_TRUE(plain.ok()) << format_errors(plain.errors());
+  const ChunkPlan p = chunk(*plain);
+  for (const Op* op : named(p.forward, "proj_gemm")) {
+    EXPECT_EQ(std::get<GemmOp>(op->shape).atomic_chunks, 1);
+  }
+  // bf16: Transformer Engine refuses it.
+  const auto bf16 = load(yaml, false);
+  ASSERT_FALSE(bf16.ok());
+  EXPECT_NE(format_errors(bf16.errors())
+                .find("proj_fprop.atomic_gemm=true needs fp8 (Transformer Engine: \"Atomic GEMM "
+                      "overlap supported only for FP8 GEMM\")"),
+            std::string::npos)
+      << format_errors(bf16.errors());
+  const auto others = load(
+      "qkv_dgrad:\n  atomic_gemm: true\nfc2_fprop:\n  method: ring_exchange\n"
+      "  atomic_gemm: true\n",
+      true);
+  ASSERT_FALSE(others.ok());
+  const std::string all = format_errors(others.errors());
+  EXPECT_NE(all.find("qkv_dgrad.atomic_gemm=true changes nothing on qkv_dgrad"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("fc2_fprop.atomic_gemm=true is not modelled yet with method ring_exchange"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("(line 5)"), std::string::npos) << all;
 }
 
 TEST_F(UbCfg, RingExchangeReduceScatterAndAggregateAreRead) {

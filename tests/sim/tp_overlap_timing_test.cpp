@@ -16,6 +16,7 @@
 #include "../../sim/src/chunk_template.hpp"
 #include "../core/model_workloads.hpp"
 #include "stepsim/core/decompose.hpp"
+#include "stepsim/sim/op_vocabulary.hpp"
 
 namespace stepsim::sim {
 namespace {
@@ -132,6 +133,46 @@ TEST(TpOverlapTiming, BulkOverlapsCostTheSmsTheirKernelsTake) {
   // dgrad + wgrad of QKV (out 1536) and FC1 (out 7168), each 2 * tokens * out * h FLOPs.
   const double gemms = 2 * (2 * kTokens * 1536 * kH + 2 * kTokens * 7168 * kH) / kRate;
   EXPECT_NEAR(on_s - off_s, gemms * (1 / share - 1), 1e-12);
+}
+
+// atomic_gemm on the pipelined reduce-scatters: the four chunks of the projection and FC2
+// GEMMs are one cuBLAS atomic GEMM, each priced as a quarter of the whole GEMM's time. With a
+// GEMM that costs a fixed 10 us per kernel on top of its FLOPs (and free transfers), the
+// pipelined chunks pay it four times per GEMM and the atomic GEMM once, on the SMs the
+// reduce-scatter leaves (116 of 132): the forward is 2 x 3 x 10 us x 132 / 116 shorter.
+TEST(TpOverlapTiming, AnAtomicGemmPaysOneKernelForItsChunks) {
+  class KernelCost final : public CostModel {
+   public:
+    double gemm_s(const GemmOp& op) const override { return 1e-5 + op.flops() / kRate; }
+    double attention_s(const AttentionOp&) const override { return 0.0; }
+    double memory_bound_s(const MemoryBoundOp&) const override { return 0.0; }
+    double collective_s(const CollectiveOp&) const override { return 0.0; }
+    double p2p_s(const P2POp&) const override { return 0.0; }
+    std::string describe() const override { return "kernel test"; }
+  };
+  Workload pipelined = one_layer(true);
+  pipelined.training.fp8 = Fp8Format::kHybrid;
+  Workload atomic = pipelined;
+  for (const std::size_t i : {std::size_t{3}, std::size_t{9}}) {  // proj_fprop, fc2_fprop
+    ASSERT_TRUE(kUbGemmNames[i] == "proj_fprop" || kUbGemmNames[i] == "fc2_fprop");
+    atomic.training.tp_comm_overlap_gemms[i].atomic_gemm = 1;
+  }
+  const ChunkPlan a = decompose(atomic).stages[0].chunks[0];
+  std::size_t chunks = 0;
+  for (const Op& op : a.forward) {
+    if (const auto* g = std::get_if<GemmOp>(&op.shape); g != nullptr && g->atomic_chunks > 1) {
+      ++chunks;
+      EXPECT_EQ(g->atomic_chunks, 4);
+      EXPECT_NE(describe_shape(op.shape).find("(1/4 of an atomic GEMM)"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(chunks, 8u);
+  const KernelCost cost;
+  const double p =
+      time_ops(decompose(pipelined).stages[0].chunks[0].forward, cost, false).duration_s;
+  const double at = time_ops(a.forward, cost, false).duration_s;
+  const double share = static_cast<double>(kSms - 16) / kSms;
+  EXPECT_NEAR(p - at, 2 * 3 * 1e-5 / share, 1e-12);
 }
 
 }  // namespace

@@ -56,6 +56,10 @@ struct GemmOp {
   /// (use_split_accumulator false: module/base.py _2X_ACC_FPROP, recipe fp8_gemm_fprop);
   /// dgrad, wgrad and block scaling accumulate split (the default, false).
   bool fast_accum = false;
+  /// > 1: one of that many equal chunks (of n) of one cuBLAS atomic GEMM (Transformer
+  /// Engine's atomic_gemm_overlap_rs): the kernel runs the whole GEMM, n * atomic_chunks wide,
+  /// and this chunk's share of it is the whole's time over atomic_chunks (CostModel::shape_s).
+  std::int64_t atomic_chunks = 1;
   double flops() const { return 2.0 * static_cast<double>(batch * m) * static_cast<double>(n * k); }
   bool operator==(const GemmOp&) const = default;
 };

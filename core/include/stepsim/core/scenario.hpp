@@ -189,6 +189,10 @@ struct UbGemmSettings {
   /// 1: an all-gather ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad) multiplies
   /// two chunks a step in tp / 2 steps (split_overlap_ag's _aggregate).
   std::int64_t aggregate = -1;
+  /// 1: a pipelined GEMM+reduce-scatter (proj_fprop, fc2_fprop with method pipeline) as one
+  /// cuBLAS atomic GEMM whose chunks the reduce-scatter kernels wait for by counters
+  /// (CommOverlapBase::atomic_gemm_overlap_rs); FP8 with per-tensor scales only.
+  std::int64_t atomic_gemm = -1;
   bool operator==(const UbGemmSettings&) const = default;
 };
 
