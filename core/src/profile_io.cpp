@@ -473,36 +473,28 @@ void read_interference(ObjectReader& top, Profile& p) {
   MeasuredInterference& m = p.interference;
   r.reject_unknown({"compute_slowdown", "collective_slowdown", "gemm", "collective",
                     "p2p_post_latency_s", "collective_post_latency_s", "posted"});
-  for (const auto& [name, out] :
-       {std::pair<const char*, double*>{"compute_slowdown", &m.compute_slowdown},
-        {"collective_slowdown", &m.collective_slowdown}}) {
-    double x = 1;
+  // A number within [lo, hi] (hi excluded when `below`), else an error naming the key.
+  const auto ranged = [&](const char* name, double& out, double lo, double hi, bool below,
+                          const std::string& rule) {
+    double x = lo;
     const std::size_t before = top.errors().size();
-    r.number(name, x, true);
-    if (top.errors().size() != before) continue;
-    if (x < 1 || x > 10) {
-      r.error(r.path(name), cat("=", format_value(x), " must be between 1 and 10"));
-      continue;
+    r.number(name, x, lo > 0);
+    if (top.errors().size() != before) return;
+    if (x < lo || x > hi || (below && x == hi)) {
+      r.error(r.path(name), cat("=", format_value(x), rule));
+      return;
     }
-    *out = x;
-  }
+    out = x;
+  };
+  ranged("compute_slowdown", m.compute_slowdown, 1, 10, false, " must be between 1 and 10");
+  ranged("collective_slowdown", m.collective_slowdown, 1, 10, false, " must be between 1 and 10");
   r.string("gemm", m.gemm);
   r.string("collective", m.collective);
   // The posted calls' latencies: optional (older profiles), given together with `posted`.
   if (r.has("posted") || r.has("p2p_post_latency_s") || r.has("collective_post_latency_s")) {
-    for (const auto& [name, out] :
-         {std::pair<const char*, double*>{"p2p_post_latency_s", &m.p2p_post_latency_s},
-          {"collective_post_latency_s", &m.collective_post_latency_s}}) {
-      double x = 0;
-      const std::size_t before = top.errors().size();
-      r.number(name, x, false);
-      if (top.errors().size() != before) continue;
-      if (x >= 1) {
-        r.error(r.path(name), cat("=", format_value(x), " must be below 1 s"));
-        continue;
-      }
-      *out = x;
-    }
+    ranged("p2p_post_latency_s", m.p2p_post_latency_s, 0, 1, true, " must be below 1 s");
+    ranged("collective_post_latency_s", m.collective_post_latency_s, 0, 1, true,
+           " must be below 1 s");
     r.string("posted", m.posted, true);
     if (m.posted.empty() && top.errors().empty()) r.error(r.path("posted"), " must not be empty");
   }

@@ -213,42 +213,38 @@ TEST(ValidateCli, RoundsNeedCalibrateAndAStepEach) {
   EXPECT_NE(negative.output.find("--rounds"), std::string::npos) << negative.output;
 }
 
-TEST(ValidateCli, BlockScaledFp8IsValidatedOnTheCpuBackendOnly) {
-  // The cuda backend runs per-tensor scaled FP8 GEMMs: a blockwise job is refused there, not
-  // measured as another one. The cpu backend emulates every FP8 GEMM as its fp32 product,
-  // block-scaled or not, and runs the recipe's other work: it gets past that check (and
-  // then needs its two ranks).
-  const std::string path =
-      std::string(STEPSIM_SCENARIOS_DIR) + "/validation/tp2-sp-fp8-blockwise.json";
+/// `validate` of the shipped validation scenario `name` is refused on the cuda backend with
+/// `refusal`, and gets past that check on the cpu backend (then needs its two ranks).
+void expect_validated_on_cpu_only(const std::string& name, const std::string& refusal,
+                                  const std::string& key) {
+  const std::string path = std::string(STEPSIM_SCENARIOS_DIR) + "/validation/" + name;
   const std::string validate = "STEPSIM_SCENARIOS_DIR=" + std::string(STEPSIM_SCENARIOS_DIR) + " " +
                                std::string(STEPSIM_BIN) + " validate " + path;
   const Ran cuda = run(validate + " --backend cuda");
   EXPECT_EQ(cuda.status, 2) << cuda.output;
-  EXPECT_NE(cuda.output.find("training.fp8_recipe=\"blockwise\" is not validated on the cuda "
-                             "backend yet"),
-            std::string::npos)
-      << cuda.output;
+  EXPECT_NE(cuda.output.find(refusal), std::string::npos) << cuda.output;
   const Ran cpu = run(validate + " --backend cpu");
-  EXPECT_EQ(cpu.output.find("fp8_recipe"), std::string::npos) << cpu.output;
+  EXPECT_EQ(cpu.output.find(key), std::string::npos) << cpu.output;
   EXPECT_NE(cpu.output.find("mpirun -np 2"), std::string::npos) << cpu.output;
+}
+
+TEST(ValidateCli, BlockScaledFp8IsValidatedOnTheCpuBackendOnly) {
+  // The cuda backend runs per-tensor scaled FP8 GEMMs: a blockwise job is refused there, not
+  // measured as another one. The cpu backend emulates every FP8 GEMM as its fp32 product,
+  // block-scaled or not, and runs the recipe's other work.
+  expect_validated_on_cpu_only(
+      "tp2-sp-fp8-blockwise.json",
+      "training.fp8_recipe=\"blockwise\" is not validated on the cuda backend yet", "fp8_recipe");
 }
 
 TEST(ValidateCli, TpCommOverlapIsValidatedOnTheCpuBackendOnly) {
   // The cpu backend posts Transformer Engine's userbuffers exchanges and collectives beside the
   // GEMM chunks; the cuda executor would run them one after another on its stream: refused
   // there, not measured as another job.
-  const std::string path = std::string(STEPSIM_SCENARIOS_DIR) + "/validation/tp2-sp-overlap.json";
-  const std::string validate = "STEPSIM_SCENARIOS_DIR=" + std::string(STEPSIM_SCENARIOS_DIR) + " " +
-                               std::string(STEPSIM_BIN) + " validate " + path;
-  const Ran cuda = run(validate + " --backend cuda");
-  EXPECT_EQ(cuda.status, 2) << cuda.output;
-  EXPECT_NE(cuda.output.find("training.tp_comm_overlap=true is not validated on the cuda "
-                             "backend yet"),
-            std::string::npos)
-      << cuda.output;
-  const Ran cpu = run(validate + " --backend cpu");
-  EXPECT_EQ(cpu.output.find("tp_comm_overlap"), std::string::npos) << cpu.output;
-  EXPECT_NE(cpu.output.find("mpirun -np 2"), std::string::npos) << cpu.output;
+  expect_validated_on_cpu_only("tp2-sp-overlap.json",
+                               "training.tp_comm_overlap=true is not validated on the cuda "
+                               "backend yet",
+                               "tp_comm_overlap");
 }
 
 }  // namespace
