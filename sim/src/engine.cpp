@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "resource_model.hpp"
@@ -25,12 +26,13 @@ struct Later {
   }
 };
 
-// One task's engine state, kept together: the event loop touches most of it at each start
-// and end, and one cache line per task is much cheaper than a dozen parallel arrays on
-// graphs of tens of thousands of tasks.
-struct TaskState {
-  double ready_s = 0;    // when its last predecessor ended
-  // Contention on: its work left at `since`, its rate.
+// One task's engine state, kept together in one cache line: the event loop touches most of
+// it at each start and end, and one line per task is much cheaper than a dozen parallel
+// arrays (or a second read of the Task) on graphs of tens of thousands of tasks.
+struct alignas(64) TaskState {
+  double ready_s = 0;  // when its last predecessor ended
+  // Its work left at `since`: before it starts, its duration (Task::duration_s). Contention
+  // on: its rate.
   double remaining = 0;
   double rate = 1;
   double since = 0;
@@ -38,10 +40,16 @@ struct TaskState {
   std::uint32_t crit = TaskTiming::kNone;  // the predecessor that ended last
   std::uint32_t version = 0;  // of its planned end (contention on)
   std::int32_t rendezvous = -1;  // Task::rendezvous
-  bool started = false;
-  bool model_flow = false;  // in the resource model
-  bool slowed = false;      // ran below full speed at some point
+  // Contention on, on a flow's task (a rendezvous group's first member): the flow's
+  // resource uses in Engine::flow_uses_ (every member's, in task order); none: it holds
+  // nothing.
+  std::uint32_t use_begin = 0;
+  std::uint16_t use_count = 0;
+  bool started : 1 = false;
+  bool model_flow : 1 = false;  // in the resource model
+  bool slowed : 1 = false;      // ran below full speed at some point
 };
+static_assert(sizeof(TaskState) == 64);
 
 std::uint32_t resource_index(const ResourceRef& r) {
   return static_cast<std::uint32_t>(r.gpu) * kResourceKinds + static_cast<std::uint32_t>(r.kind);
@@ -65,9 +73,12 @@ class Engine {
     // rendezvous groups and, with contention on, how many GPUs the resources span.
     std::vector<std::uint32_t> grouped;  // tasks in a rendezvous group, in task order
     std::int32_t gpus = 0;
+    if (options.contention) flow_uses_.reserve(n);  // most flows use one resource
     for (std::uint32_t u = 0; u < n; ++u) {
       const Task& t = graph.tasks()[u];
-      state_[u].rendezvous = t.rendezvous;
+      TaskState& s = state_[u];
+      s.rendezvous = t.rendezvous;
+      s.remaining = t.duration_s;
       if (t.rendezvous >= 0) {
         ++group_left_[static_cast<std::size_t>(t.rendezvous)];
         grouped.push_back(u);
@@ -76,6 +87,7 @@ class Engine {
         const TaskResources& r = t.resources;
         gpus = std::max({gpus, r.compute_gpu + 1, r.nccl_gpu + 1});
         for (std::uint8_t i = 0; i < r.link_count; ++i) gpus = std::max(gpus, r.links[i].gpu + 1);
+        if (t.rendezvous < 0) set_uses(s, &u, 1);
       }
       auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
       for (; e != end; ++e) ++state_[boost::target(*e, csr)].pending;
@@ -88,7 +100,13 @@ class Engine {
       group_members_[fill[g]++] = u;
     }
     group_running_.assign(groups, 0);
-    if (options.contention) init_resources(gpus);
+    if (options.contention) {
+      for (std::size_t g = 0; g < groups; ++g) {
+        const std::uint32_t* members = &group_members_[group_offsets_[g]];
+        set_uses(state_[members[0]], members, group_offsets_[g + 1] - group_offsets_[g]);
+      }
+      init_resources(gpus);
+    }
     events_.reserve(n);
   }
 
@@ -163,6 +181,18 @@ class Engine {
     __builtin_prefetch(&state_[u]);
     __builtin_prefetch(&result_.timings[u]);
     if (model_) model_->prefetch(u);
+  }
+
+  // The uses of the flow of `members` (one task, or a rendezvous group) onto its state `s`;
+  // built once, here, in task order: the resource model keeps a view of them.
+  void set_uses(TaskState& s, const std::uint32_t* members, std::size_t count) {
+    const std::size_t begin = flow_uses_.size();
+    for (std::size_t i = 0; i < count; ++i) {
+      append_uses(graph_.tasks()[members[i]].resources, flow_uses_);
+    }
+    STEPSIM_ASSERT(flow_uses_.size() - begin <= 0xffff);
+    s.use_begin = static_cast<std::uint32_t>(begin);
+    s.use_count = static_cast<std::uint16_t>(flow_uses_.size() - begin);
   }
 
   static void append_uses(const TaskResources& r, std::vector<FlowUse>& out) {
@@ -245,7 +275,6 @@ class Engine {
     for (auto p = e; p != end; ++p) {
       const auto v = static_cast<std::size_t>(boost::target(*p, csr));
       __builtin_prefetch(&state_[v]);
-      __builtin_prefetch(&graph_.tasks()[v].resources);
       if (model_) model_->prefetch(static_cast<std::uint32_t>(v));
     }
     for (; e != end; ++e) {
@@ -261,10 +290,8 @@ class Engine {
 
   // Starts `members` (one task, or a whole rendezvous group) at `at`.
   void start_flow(const std::uint32_t* members, std::size_t count, double at, std::uint32_t crit) {
-    bool holds = false;
-    if (model_) {
-      for (std::size_t i = 0; i < count; ++i) holds |= !graph_.tasks()[members[i]].resources.empty();
-    }
+    const TaskState& head = state_[members[0]];  // the flow's task
+    const bool holds = model_ && head.use_count > 0;
     for (std::size_t i = 0; i < count; ++i) {
       const std::uint32_t u = members[i];
       TaskTiming& t = result_.timings[u];
@@ -273,30 +300,26 @@ class Engine {
       t.critical_pred = crit;
       TaskState& s = state_[u];
       s.started = true;
-      const double duration = graph_.tasks()[u].duration_s;
       if (!holds) {
-        push(Event{at + duration, u, s.version});
+        push(Event{at + s.remaining, u, s.version});
         continue;
       }
       s.model_flow = true;
-      s.remaining = duration;
       s.since = at;
       s.rate = 1;
     }
     if (!holds) return;
-    uses_.clear();
-    for (std::size_t i = 0; i < count; ++i) append_uses(graph_.tasks()[members[i]].resources, uses_);
-    const std::int32_t g = state_[members[0]].rendezvous;
+    const std::int32_t g = head.rendezvous;
     if (g >= 0) group_running_[static_cast<std::size_t>(g)] = static_cast<std::uint32_t>(count);
-    const std::optional<double> alone = model_->add_flow(members[0], uses_, 1.0,
-                                                         /*report_alone=*/false);
-    if (!alone) return;  // shares a resource: the next re-solve plans it
-    const double rate = *alone;
+    const double rate = model_->add_flow(
+        members[0], std::span(flow_uses_.data() + head.use_begin, head.use_count), 1.0,
+        /*report_alone=*/false);
+    if (!(rate > 0)) return;  // shares a resource: the next re-solve plans it
     // Alone on its resources, it keeps this rate until another event, and its end is planned
     // here rather than at the next re-solve; unless an end falls at `at` itself, which the
     // re-solve after this instant's batch of ends must push (as for every other flow).
     for (std::size_t i = 0; i < count; ++i) {
-      if (!(rate > 0 && at + state_[members[i]].remaining / rate > at)) {
+      if (!(at + state_[members[i]].remaining / rate > at)) {
         model_->report_at_update(members[0]);
         return;
       }
@@ -338,7 +361,7 @@ class Engine {
   std::vector<std::uint32_t> group_running_;
   std::vector<Event> events_;  // a binary heap (Later)
   std::optional<ResourceModel> model_;  // contention on
-  std::vector<FlowUse> uses_;  // scratch
+  std::vector<FlowUse> flow_uses_;      // every flow's (TaskState::use_begin), built at the start
   EngineResult result_;
 };
 

@@ -29,7 +29,7 @@ void fill(std::size_t flows, const std::vector<double>& capacity, Uses&& uses,
     weight_sum.assign(capacity.size(), 0.0);
     for (std::size_t i = 0; i < flows; ++i) {
       if (fixed[i]) continue;
-      for (const FlowUse& u : uses(i)) weight_sum[u.resource] += u.weight;
+      for (const FlowUse& u : uses(i)) weight_sum[u.resource] += static_cast<double>(u.weight);
     }
     // How far every unfixed rate can rise: to the first resource to saturate or the first
     // bound to be reached.
@@ -74,8 +74,7 @@ ResourceModel::ResourceModel(std::vector<double> capacity, std::vector<bool> is_
   touched_.assign(n, false);
   resource_mark_.assign(n, 0);
   local_index_.assign(n, 0);
-  flows_.assign(max_flows, FlowState{});
-  uses_.reserve(max_flows);  // most flows use one resource: grown by doubling, copied over
+  slot_of_.assign(max_flows, kNoSlot);
 }
 
 void ResourceModel::touch(std::uint32_t resource) {
@@ -84,16 +83,26 @@ void ResourceModel::touch(std::uint32_t resource) {
   touched_list_.push_back(resource);
 }
 
-std::optional<double> ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses,
-                                              double bound, bool report_alone) {
-  STEPSIM_ASSERT(flow < flows_.size() && !flows_[flow].active && uses.size() <= 0xffff && bound > 0);
-  FlowState& fs = flows_[flow];
-  fs.use_begin = static_cast<std::uint32_t>(uses_.size());
+double ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound,
+                               bool report_alone) {
+  STEPSIM_ASSERT(flow < slot_of_.size() && slot_of_[flow] == kNoSlot && uses.size() <= 0xffff &&
+                 bound > 0);
+  std::uint32_t slot = 0;
+  if (free_slots_.empty()) {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  slot_of_[flow] = slot;
+  FlowState& fs = slots_[slot];
+  fs.uses = uses.data();
+  if (uses.size() <= kInlineUses) std::copy(uses.begin(), uses.end(), fs.inline_uses.begin());
   fs.use_count = static_cast<std::uint16_t>(uses.size());
-  uses_.insert(uses_.end(), uses.begin(), uses.end());
+  fs.flow = flow;
   fs.bound = bound;
   fs.rate = 0;
-  fs.active = true;
   fs.added = true;
   // A flow on resources nobody else uses is a component of its own: no other flow's rate
   // changes (no sharing, and no interference, which needs a flow of the other kind on the
@@ -107,7 +116,7 @@ std::optional<double> ResourceModel::add_flow(std::uint32_t flow, std::span<cons
     alone = alone && users_[u.resource].empty();
   }
   for (const FlowUse& u : uses) {
-    users_[u.resource].push_back(flow);
+    users_[u.resource].push_back(slot);
     if (!alone) touch(u.resource);
     if (!is_sm_[u.resource]) continue;
     // The first compute flow (or NCCL kernel) on a GPU changes the bounds of the other kind:
@@ -115,9 +124,10 @@ std::optional<double> ResourceModel::add_flow(std::uint32_t flow, std::span<cons
     if (u.nccl_kernel) ++nccl_count_[u.resource];
     if (u.weight > 0) ++compute_count_[u.resource];
   }
-  if (!alone) return std::nullopt;
-  fs.rate = lone_rate(flow);
-  if (report_alone) {
+  if (!alone) return 0;
+  fs.rate = lone_rate(slot);
+  // A rate of 0 (a capacity of 0) is for the update to report, like a shared start's.
+  if (report_alone || !(fs.rate > 0)) {
     fresh_.push_back(flow);
   } else {
     fs.added = false;  // as if reported: a re-solve reports it only when its rate changes
@@ -125,23 +135,22 @@ std::optional<double> ResourceModel::add_flow(std::uint32_t flow, std::span<cons
   return fs.rate;
 }
 
-double ResourceModel::lone_rate(std::uint32_t flow) const {
-  double rate = bound_of(flow);
-  for (const FlowUse& u : uses_of(flow)) {
-    if (u.weight > 0) rate = std::min(rate, capacity_[u.resource] / u.weight);
+double ResourceModel::lone_rate(std::uint32_t slot) const {
+  double rate = bound_of(slot);
+  for (const FlowUse& u : uses_of(slot)) {
+    if (u.weight > 0) rate = std::min(rate, capacity_[u.resource] / static_cast<double>(u.weight));
   }
   return rate;
 }
 
 void ResourceModel::remove_flow(std::uint32_t flow) {
-  STEPSIM_ASSERT(flow < flows_.size() && flows_[flow].active);
-  FlowState& fs = flows_[flow];
-  fs.active = false;
-  fs.added = false;
-  fs.rate = 0;
-  for (const FlowUse& u : uses_of(flow)) {
+  STEPSIM_ASSERT(flow < slot_of_.size() && slot_of_[flow] != kNoSlot);
+  const std::uint32_t slot = slot_of_[flow];
+  slot_of_[flow] = kNoSlot;
+  free_slots_.push_back(slot);
+  for (const FlowUse& u : uses_of(slot)) {
     auto& users = users_[u.resource];
-    const auto it = std::find(users.begin(), users.end(), flow);
+    const auto it = std::find(users.begin(), users.end(), slot);
     STEPSIM_ASSERT(it != users.end());
     users.erase(it);  // keeps the remaining users in start order (deterministic)
     // A resource left unused has no component to re-solve.
@@ -152,10 +161,10 @@ void ResourceModel::remove_flow(std::uint32_t flow) {
   }
 }
 
-double ResourceModel::bound_of(std::uint32_t flow) const {
-  const double own = flows_[flow].bound;
+double ResourceModel::bound_of(std::uint32_t slot) const {
+  const double own = slots_[slot].bound;
   double bound = own;
-  for (const FlowUse& u : uses_of(flow)) {
+  for (const FlowUse& u : uses_of(slot)) {
     if (!is_sm_[u.resource]) continue;
     if (u.nccl_kernel && compute_count_[u.resource] > 0) {
       bound = std::min(bound, own / coefficients_.collective_slowdown);
@@ -181,8 +190,8 @@ void ResourceModel::solve_touched() {
       stack_.pop_back();
       component_resources_.push_back(r);
       for (const std::uint32_t f : users_[r]) {
-        if (flows_[f].mark == generation_ + 1) continue;
-        flows_[f].mark = generation_ + 1;
+        if (slots_[f].mark == generation_ + 1) continue;
+        slots_[f].mark = generation_ + 1;
         component_flows_.push_back(f);
         for (const FlowUse& u : uses_of(f)) {
           if (resource_mark_[u.resource] == generation_ + 1) continue;
@@ -197,8 +206,9 @@ void ResourceModel::solve_touched() {
   ++generation_;
   // Flows added alone and not re-solved with another since: their rate is new.
   for (const std::uint32_t f : fresh_) {
-    FlowState& fs = flows_[f];
-    if (!fs.active || !fs.added) continue;
+    if (slot_of_[f] == kNoSlot) continue;  // ended since
+    FlowState& fs = slots_[slot_of_[f]];
+    if (!fs.added) continue;
     fs.added = false;
     changed_.push_back(f);
   }
@@ -206,19 +216,19 @@ void ResourceModel::solve_touched() {
   std::sort(changed_.begin(), changed_.end());
 }
 
-void ResourceModel::solve_component(const std::vector<std::uint32_t>& flows,
+void ResourceModel::solve_component(const std::vector<std::uint32_t>& slots,
                                     const std::vector<std::uint32_t>& resources) {
-  const auto report = [&](std::uint32_t f, double rate) {
-    FlowState& fs = flows_[f];
+  const auto report = [&](std::uint32_t slot, double rate) {
+    FlowState& fs = slots_[slot];
     if (rate != fs.rate || fs.added) {
       fs.rate = rate;
       fs.added = false;
-      changed_.push_back(f);
+      changed_.push_back(fs.flow);
     }
   };
   // The fast path: one flow alone takes its bound unless a resource caps it.
-  if (flows.size() == 1) {
-    report(flows[0], lone_rate(flows[0]));
+  if (slots.size() == 1) {
+    report(slots[0], lone_rate(slots[0]));
     return;
   }
   // Renumber the component's resources 0..n-1 for the filling (scratch kept across calls:
@@ -230,23 +240,24 @@ void ResourceModel::solve_component(const std::vector<std::uint32_t>& flows,
   }
   local_uses_.clear();
   local_begin_.assign(1, 0);
-  local_bound_.resize(flows.size());
-  for (std::size_t i = 0; i < flows.size(); ++i) {
-    local_bound_[i] = bound_of(flows[i]);
-    for (const FlowUse& u : uses_of(flows[i])) {
+  local_bound_.resize(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    local_bound_[i] = bound_of(slots[i]);
+    for (const FlowUse& u : uses_of(slots[i])) {
       local_uses_.push_back(FlowUse{.resource = local_index_[u.resource],
                                     .weight = u.weight,
                                     .nccl_kernel = u.nccl_kernel});
     }
     local_begin_.push_back(static_cast<std::uint32_t>(local_uses_.size()));
   }
-  fill(flows.size(), local_capacity_,
-       [&](std::size_t i) {
-         return std::span<const FlowUse>(local_uses_.data() + local_begin_[i],
-                                         local_begin_[i + 1] - local_begin_[i]);
-       },
-       local_bound_, local_rate_, left_, weight_sum_);
-  for (std::size_t i = 0; i < flows.size(); ++i) report(flows[i], local_rate_[i]);
+  fill(
+      slots.size(), local_capacity_,
+      [&](std::size_t i) {
+        return std::span<const FlowUse>(local_uses_.data() + local_begin_[i],
+                                        local_begin_[i + 1] - local_begin_[i]);
+      },
+      local_bound_, local_rate_, left_, weight_sum_);
+  for (std::size_t i = 0; i < slots.size(); ++i) report(slots[i], local_rate_[i]);
 }
 
 std::vector<double> max_min_rates(const std::vector<double>& capacity,

@@ -25,8 +25,8 @@
 // bound without any filling, and one that starts on resources nobody uses, or ends leaving
 // a resource unused, touches nothing (no other flow's rate can change).
 
+#include <array>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,7 +39,9 @@ struct FlowUse {
   std::uint32_t resource = 0;
   /// Capacity units per unit of the flow's rate; 0 with `nccl_kernel`: the flow holds none
   /// of the resource's capacity but runs an NCCL kernel on that GPU's SMs (interference).
-  double weight = 1;
+  /// A float (the engine's are 0 and 1, exact in any width): 12 bytes a use rather than 24,
+  /// and the engine reads a flow's uses at each start and end.
+  float weight = 1;
   bool nccl_kernel = false;
 };
 
@@ -50,16 +52,19 @@ class ResourceModel {
   ResourceModel(std::vector<double> capacity, std::vector<bool> is_sm, Interference coefficients,
                 std::size_t max_flows);
 
-  /// Flow `flow` (< max_flows) starts using `uses` with maximum rate `bound`. Returns its
-  /// rate when it starts alone on its resources (no other flow's rate changes), else none. With
-  /// `report_alone` false, update() reports a flow that started alone only if a flow joining
-  /// it before then changes its rate: the caller plans it at the returned rate itself.
-  std::optional<double> add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound,
-                                 bool report_alone = true);
+  /// Flow `flow` (< max_flows) starts using `uses` with maximum rate `bound`. The model keeps
+  /// a view of more than kInlineUses uses, not a copy: they must outlive the flow (until
+  /// remove_flow). Returns its rate (> 0) when it starts alone on its resources (no other
+  /// flow's rate changes), else 0 (a double, not an optional: the optional's flag, stored a
+  /// byte and reloaded a word, stalled every start). With `report_alone` false, update()
+  /// reports a flow that started alone only if a flow joining it before then changes its
+  /// rate: the caller plans it at the returned rate itself.
+  double add_flow(std::uint32_t flow, std::span<const FlowUse> uses, double bound,
+                  bool report_alone = true);
   /// Flow `flow`, added alone with `report_alone` false, is reported at the next update after
   /// all (the caller does not plan it itself).
   void report_at_update(std::uint32_t flow) {
-    flows_[flow].added = true;
+    slots_[slot_of_[flow]].added = true;
     fresh_.push_back(flow);
   }
   /// Flow `flow` ends and releases its resources.
@@ -70,54 +75,64 @@ class ResourceModel {
   template <class F>
   void update(F&& changed) {
     solve_touched();
-    for (const std::uint32_t f : changed_) changed(f, flows_[f].rate);
+    for (const std::uint32_t f : changed_) changed(f, slots_[slot_of_[f]].rate);
     changed_.clear();
   }
   /// Asks for flow `flow`'s state ahead of its add_flow or remove_flow: the engine knows
   /// which tasks start and end next, and their states lie far apart in memory.
-  void prefetch(std::uint32_t flow) const { __builtin_prefetch(&flows_[flow]); }
-  double rate(std::uint32_t flow) const { return flows_[flow].rate; }
-  bool active(std::uint32_t flow) const { return flows_[flow].active; }
+  void prefetch(std::uint32_t flow) const { __builtin_prefetch(&slot_of_[flow]); }
+  double rate(std::uint32_t flow) const { return active(flow) ? slots_[slot_of_[flow]].rate : 0.0; }
+  bool active(std::uint32_t flow) const { return slot_of_[flow] != kNoSlot; }
 
  private:
   void touch(std::uint32_t resource);
   void solve_touched();
-  void solve_component(const std::vector<std::uint32_t>& flows,
+  // The private interface names flows by their slots (below).
+  void solve_component(const std::vector<std::uint32_t>& slots,
                        const std::vector<std::uint32_t>& resources);
-  double bound_of(std::uint32_t flow) const;
-  /// The rate of `flow` alone in its component.
-  double lone_rate(std::uint32_t flow) const;
-  std::span<const FlowUse> uses_of(std::uint32_t flow) const {
-    return {uses_.data() + flows_[flow].use_begin, flows_[flow].use_count};
+  double bound_of(std::uint32_t slot) const;
+  /// The rate of the flow in `slot` alone in its component.
+  double lone_rate(std::uint32_t slot) const;
+  std::span<const FlowUse> uses_of(std::uint32_t slot) const {
+    const FlowState& fs = slots_[slot];
+    return {fs.use_count <= kInlineUses ? fs.inline_uses.data() : fs.uses, fs.use_count};
   }
 
   std::vector<double> capacity_;
   std::vector<bool> is_sm_;
   Interference coefficients_;
-  // Per resource: active flows using it; counts of compute flows (weight > 0 on an SM
-  // resource) and NCCL kernels on it; touched since the last update.
+  // Per resource: the slots of the active flows using it, in start order; counts of compute flows
+  // (weight > 0 on an SM resource) and NCCL kernels on it; touched since the last update.
   std::vector<std::vector<std::uint32_t>> users_;
   std::vector<std::uint32_t> compute_count_;
   std::vector<std::uint32_t> nccl_count_;
   std::vector<bool> touched_;
   std::vector<std::uint32_t> touched_list_;
-  // Per flow, kept together (one cache line per flow at each start, end and solve).
-  struct FlowState {
+  // An active flow's state, in a slot of a small pool reused as flows end: a few dozen flows
+  // run at once among tens of thousands, and a pool that stays in cache costs no miss at
+  // each start, end and solve (a state per flow did, one per start).
+  static constexpr std::uint16_t kInlineUses = 2;
+  struct alignas(64) FlowState {
     double bound = 1;
     double rate = 0;
-    std::uint32_t use_begin = 0;  // into uses_
+    // Its uses: up to kInlineUses copied here (a compute task's one, a transfer's two: no
+    // miss on the caller's at its end and at each solve), more the caller's (add_flow).
+    const FlowUse* uses = nullptr;
+    std::array<FlowUse, kInlineUses> inline_uses{};
+    std::uint32_t flow = 0;       // its id
     std::uint32_t mark = 0;       // component-search generation
     std::uint16_t use_count = 0;  // a rendezvous flow: every member's uses
-    bool active = false;
     bool added = false;  // added since the last update: reported even if its rate is 0->x
   };
-  std::vector<FlowUse> uses_;  // every flow's uses, appended at add_flow
-  std::vector<FlowState> flows_;
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+  std::vector<std::uint32_t> slot_of_;  // per flow id: its slot, kNoSlot when not active
+  std::vector<FlowState> slots_;
+  std::vector<std::uint32_t> free_slots_;  // last freed first (deterministic)
   std::uint32_t generation_ = 0;
   std::vector<std::uint32_t> changed_;
   std::vector<std::uint32_t> fresh_;  // added alone since the last update (add_flow)
   // Scratch for solve_component.
-  std::vector<std::uint32_t> component_flows_, component_resources_, stack_;
+  std::vector<std::uint32_t> component_flows_, component_resources_, stack_;  // slots, resources
   std::vector<std::uint32_t> resource_mark_;
   std::vector<double> left_, weight_sum_;
   std::vector<std::uint32_t> local_index_;  // per resource: its index in the component

@@ -112,9 +112,9 @@ TEST(ResourceModelUpdates, AFlowPlannedByItsCallerIsReportedOnlyWhenItsRateChang
   EXPECT_EQ(model.add_flow(0, std::span(&link1, 1), 1, /*report_alone=*/false), 0.5);
   EXPECT_TRUE(updated(model).empty());
   // Alone again, then joined before the update: its rate halves, so it is reported with the
-  // flow that joined (which shares a resource: add_flow gives no rate).
+  // flow that joined (which shares a resource: add_flow gives 0).
   EXPECT_EQ(model.add_flow(1, std::span(&link0, 1), 1, /*report_alone=*/false), 1.0);
-  EXPECT_EQ(model.add_flow(2, std::span(&link0, 1), 1), std::nullopt);
+  EXPECT_EQ(model.add_flow(2, std::span(&link0, 1), 1), 0.0);
   EXPECT_EQ(updated(model), (R{{1, 0.5}, {2, 0.5}}));
   // A flow the caller hands back is reported as if added with report_alone.
   model.remove_flow(0);
