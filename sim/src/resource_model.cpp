@@ -98,7 +98,10 @@ double ResourceModel::add_flow(std::uint32_t flow, std::span<const FlowUse> uses
   slot_of_[flow] = slot;
   FlowState& fs = slots_[slot];
   fs.uses = uses.data();
-  if (uses.size() <= kInlineUses) std::copy(uses.begin(), uses.end(), fs.inline_uses.begin());
+  if (uses.size() <= kInlineUses) {
+    // A loop, not std::copy: that calls memmove for a runtime count, at every start.
+    for (std::size_t i = 0; i < uses.size(); ++i) fs.inline_uses[i] = uses[i];
+  }
   fs.use_count = static_cast<std::uint16_t>(uses.size());
   fs.flow = flow;
   fs.bound = bound;
