@@ -113,6 +113,30 @@ TEST(Compare, MatchesSlicesByIdentityAndUsesMedians) {
   EXPECT_NEAR(r.stages[0].measured_backend_overhead_s, 0.1, 1e-12);  // the GEMM's call
 }
 
+TEST(Compare, TheBackendsClockCountsTheHostsWaitsForPostedCalls) {
+  // A posted reduce-scatter (done 1.5 s after its post at 0), a GEMM beside it (0.9 s of
+  // work in its 1 s call), then a GEMM that waits for the reduce-scatter: the host waited
+  // from 1.0 to 1.5, and set the second GEMM up until 1.6.
+  ExecTask posted = task("F rs", OpCategory::kReduceScatter, Stream::kTensorComm);
+  posted.async = true;
+  ExecTask waiting = task("F gemm2", OpCategory::kGemm, Stream::kCompute);
+  waiting.waits = {ExecTask::Wait{.task = 0, .transfer = -1}};
+  const std::vector<ExecTask> tasks = {posted, task("F gemm", OpCategory::kGemm, Stream::kCompute),
+                                       waiting};
+  EXPECT_NEAR(backend_step_s(tasks, {{0.0, 1.5, 1.5}, {0.0, 1.0, 0.9}, {1.6, 2.6, 1.0}}),
+              0.9 + 0.5 + 1.0, 1e-12);
+  // Done before the host got to it (0.8 s): no wait.
+  EXPECT_NEAR(backend_step_s(tasks, {{0.0, 0.8, 0.8}, {0.0, 1.0, 0.9}, {1.1, 2.1, 1.0}}), 1.9,
+              1e-12);
+  // Posted after the first GEMM instead: the host left off at the post (1.2), waited to 3.0.
+  const std::vector<ExecTask> later = {task("F gemm", OpCategory::kGemm, Stream::kCompute), posted,
+                                       waiting};
+  std::vector<ExecTask> waits_for_1 = later;
+  waits_for_1[2].waits = {ExecTask::Wait{.task = 1, .transfer = -1}};
+  EXPECT_NEAR(backend_step_s(waits_for_1, {{0.0, 1.0, 0.9}, {1.2, 3.0, 1.8}, {3.1, 4.1, 1.0}}),
+              0.9 + 1.8 + 1.0, 1e-12);
+}
+
 TEST(Compare, MatchesByIdentityNeverByName) {
   // The predicted "F gemm" slice is named like the measured task but is another op; the
   // slice named "renamed" is the measured "F ar" op under another name.

@@ -106,8 +106,9 @@ struct ValidationReport {
   double relative_error = 0;        ///< (predicted - measured) / measured
   std::vector<double> measured_step_times_s;
   /// The median step again, on the backend's clock: per rank the sum of the durations the
-  /// backend reported for its calls (the work without operand setup and result checks; P2P
-  /// waits included), the largest over ranks. Shows how much of the wall-clock step is the
+  /// backend reported for its blocking calls (the work without operand setup and result
+  /// checks; P2P waits included) and of the host's waits for its posted calls
+  /// (backend_step_s), the largest over ranks. Shows how much of the wall-clock step is the
   /// backend's own overhead.
   double measured_backend_step_time_s = 0;
   double backend_relative_error = 0;  ///< (predicted - backend step) / backend step
@@ -127,6 +128,13 @@ struct ValidationReport {
 double relative_error(double predicted, double measured);
 
 StageFigures stage_figures(const sim::Timeline& t, std::int32_t stage);
+
+/// One rank's step on the backend's clock, from its `timings` of `tasks` (one step): the
+/// blocking calls' own durations (TaskTiming::op_s) plus, before each task that waits for
+/// posted calls, the host's wait: from where the host left off (the previous blocking call's
+/// end, or a posted call's post) to the last of those calls' completions, within the gap
+/// before the task. A posted call itself runs beside the rest and adds nothing.
+double backend_step_s(const std::vector<ExecTask>& tasks, const std::vector<TaskTiming>& timings);
 
 /// Compares a prediction (its timeline kept) with a measurement. Slices are matched per
 /// stage by name and occurrence order; measured op durations are the backend's own timings
