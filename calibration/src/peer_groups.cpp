@@ -42,6 +42,12 @@ std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std:
         }
       }
       break;
+    case CommGroup::kTensorContext:
+      for (std::int32_t k = 0; k < layout.cp; ++k) {
+        for (std::int32_t t = 0; t < layout.tp; ++t)
+          out.push_back(layout.global_rank(c.pp, c.dp, t, k));
+      }
+      break;
     case CommGroup::kContext:
       for (std::int32_t k = 0; k < layout.cp; ++k)
         out.push_back(layout.global_rank(c.pp, c.dp, c.tp, k));
@@ -195,6 +201,7 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
                 .dp = *dp,
                 .embedding = *emb,
                 .tp_dp = {},
+                .tp_cp = *tp,
                 .cp = {},
                 .cp_a2a = {},
                 .grad_stats = GroupId{0},
@@ -229,6 +236,12 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
   auto tp_dp = b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp);
   if (!tp_dp) return tp_dp.errors();
   groups.tp_dp = *tp_dp;
+  if (layout.cp > 1) {
+    // ... and with tp_only_amax_red, Megatron's tensor x context group (cp fastest after tp).
+    auto tp_cp = b.split(c.pp * layout.dp + c.dp, c.cp * layout.tp + c.tp);
+    if (!tp_cp) return tp_cp.errors();
+    groups.tp_cp = *tp_cp;
+  }
   if (!distributed_optimizer) {
     // The gradient norm's group without the distributed optimizer: Megatron's model-parallel
     // group, the tensor and pipeline ranks of one (dp, cp) position, tp fastest (with it,
@@ -273,6 +286,8 @@ GroupId Groups::of(CommGroup g) const {
       return cp_a2a;
     case CommGroup::kTensorData:
       return tp_dp;
+    case CommGroup::kTensorContext:
+      return tp_cp;
     case CommGroup::kGradStats:
       return grad_stats;
     case CommGroup::kEmbedding:

@@ -25,6 +25,9 @@ struct Groups {
   /// Tensor x data (x context) parallel ranks of one pipeline stage: where FP8's amax
   /// histories are reduced (Megatron's amax reduction group).
   GroupId tp_dp;
+  /// Tensor x context parallel ranks of one (pipeline, data) position: the amax reduction
+  /// group with tp_only_amax_red (the tensor group without context parallelism).
+  GroupId tp_cp;
   GroupId cp;      ///< with context parallelism (RankLayout::cp > 1)
   GroupId cp_a2a;  ///< with hierarchical CP (RankLayout::cp_a2a > 1): its a2a level
   /// The optimizer's grad_stats_parallel_group (the gradient norm's all-reduce): the world

@@ -45,6 +45,11 @@ struct Layout {
   std::int64_t tp_dp_nodes(std::int64_t stage) const {
     return ranks.nodes_spanned("tp-cp-dp", first_rank(stage), gpus_per_node);
   }
+  /// ... with tp_only_amax_red, its tensor x context group
+  /// (get_amax_reduction_group(with_context_parallel=True, tp_only_amax_red=True)).
+  std::int64_t tp_cp_nodes(std::int64_t stage) const {
+    return ranks.nodes_spanned("tp-cp", first_rank(stage), gpus_per_node);
+  }
   /// Nodes of the expert data-parallel group of the stage's first rank (Megatron's expert
   /// rank generator: tp = etp, ep, dp = expert dp, pp).
   std::int64_t edp_nodes(const Dims& x, std::int64_t stage) const {
@@ -118,10 +123,17 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
     detail::emit_layer_forward(fwd, l, Phase::kForward);
   }
   const bool amax_reduction = x.fp8 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
+  // Megatron's amax reduction group (fp8_utils.py: get_amax_reduction_group(
+  // with_context_parallel=True, tp_only_amax_red=config.tp_only_amax_red)).
+  const bool tp_only = tc.tp_only_amax_red;
+  const CommGroup amax_group = tp_only ? CommGroup::kTensorContext : CommGroup::kTensorData;
+  const std::int64_t amax_ranks = x.t * x.cp * (tp_only ? 1 : x.dp);
+  const std::int64_t amax_nodes = !amax_reduction ? 0
+                                  : tp_only       ? layout.tp_cp_nodes(stage)
+                                                  : layout.tp_dp_nodes(stage);
   if (amax_reduction) {
     detail::emit_fp8_amax_reduction(fwd, range.count, true, tc.fp8_param_gather,
-                                    tc.fp8_amax_history_len, x.t * x.cp * x.dp,
-                                    layout.tp_dp_nodes(stage));
+                                    tc.fp8_amax_history_len, amax_group, amax_ranks, amax_nodes);
   }
   if (plan.has_loss) detail::emit_output_forward(fwd);
 
@@ -131,8 +143,7 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
     emit_chunk_backward(bwd, tc, range);
     if (amax_reduction) {
       detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_param_gather,
-                                      tc.fp8_amax_history_len, x.t * x.cp * x.dp,
-                                      layout.tp_dp_nodes(stage));
+                                      tc.fp8_amax_history_len, amax_group, amax_ranks, amax_nodes);
     }
     if (plan.has_embedding) detail::emit_embedding_backward(bwd);
   };

@@ -258,8 +258,8 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
   ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
 }
 
-void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
-                             bool fp8_params, std::int64_t amax_history_len,
+void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward, bool fp8_params,
+                             std::int64_t amax_history_len, CommGroup group,
                              std::int64_t group_size, std::int64_t nodes) {
   const std::int64_t per_layer =
       forward ? kFp8ForwardTensorsPerLayer - (fp8_params ? kFp8LinearsPerLayer : 0)
@@ -269,10 +269,10 @@ void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
   constexpr std::int32_t kNoLayer = -1;
   if (group_size > 1) {
     // torch.distributed.all_reduce(..., async_op=False) on the concatenated amaxes.
-    ops.wait(ops.collective(forward ? "fp8_amax_all_reduce" : "fp8_amax_all_reduce_bwd",
-                            kNoLayer, phase, Stream::kTensorComm,
-                            CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensorData,
-                                         tensors * 4, group_size, nodes}));
+    ops.wait(ops.collective(
+        forward ? "fp8_amax_all_reduce" : "fp8_amax_all_reduce_bwd", kNoLayer, phase,
+        Stream::kTensorComm,
+        CollectiveOp{CollectiveKind::kAllReduce, group, tensors * 4, group_size, nodes}));
   }
   // fused_amax_and_scale_update_after_reduction: reads the reduced amaxes, reads and rolls
   // each amax history (read + write), reads the scale and writes scale and its inverse.

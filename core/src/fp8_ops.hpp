@@ -71,10 +71,11 @@ constexpr std::int64_t kFp8BackwardTensorsPerLayer = kFp8LinearsPerLayer * 2;
 /// Delayed scaling at the end of a model chunk's forward (the exit of the FP8 autocast that
 /// wraps Megatron's TransformerBlock) or backward (after its first FP8 module's backward):
 /// one blocking MAX all-reduce of the chunk's amaxes (4 bytes each) over the amax reduction
-/// group (tensor x data parallel ranks of the stage, `group_size` ranks on `nodes` nodes),
-/// then TE's fused amax-and-scale update over the amax histories.
-void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward,
-                             bool fp8_params, std::int64_t amax_history_len,
+/// group (`group`: kTensorData, the tensor x context x data parallel ranks of the stage, or
+/// kTensorContext with tp_only_amax_red; `group_size` ranks on `nodes` nodes), then TE's
+/// fused amax-and-scale update over the amax histories.
+void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward, bool fp8_params,
+                             std::int64_t amax_history_len, CommGroup group,
                              std::int64_t group_size, std::int64_t nodes);
 
 /// Bytes of casting one weight of `elements` from the params dtype to FP8 and its FP8

@@ -595,6 +595,7 @@ std::string megatron_args_of(const Workload& w) {
   }
   if (t.fp8_param_gather) flag("--fp8-param-gather");
   if (t.fp8_amax_history_len != 1) num("--fp8-amax-history-len", t.fp8_amax_history_len);
+  if (t.tp_only_amax_red) flag("--tp-only-amax-red");
   if (t.tp_comm_overlap) flag("--tp-comm-overlap");
   if (!t.tp_comm_overlap_ag) flag("--disable-tp-comm-overlap-ag");
   if (!t.tp_comm_overlap_rs) flag("--disable-tp-comm-overlap-rs");

@@ -94,6 +94,8 @@ std::string_view to_string(CommGroup g) {
     case CommGroup::kExpertData: return "edp";
     case CommGroup::kContextA2a: return "cp_a2a";
     case CommGroup::kGradStats: return "grad_stats";
+    case CommGroup::kTensorContext:
+      return "tp_cp";
   }
   return "?";
 }

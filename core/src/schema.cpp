@@ -769,6 +769,12 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .flags = "--fp8-amax-history-len", .default_text = "1",
             .check = "> 0; at most 2^24 (stepsim's limit)",
             .doc = "amax history per FP8 tensor (delayed scaling)"},
+    KeyInfo{STEPSIM_BOOL("training.tp_only_amax_red", training.tp_only_amax_red),
+            .sweep = Sweep::kListed, .flags = "--tp-only-amax-red=true", .default_text = "false",
+            .check = "changes the job only with fp8 and fp8_recipe \"delayed\"",
+            .doc = "delayed scaling's amax all-reduce over the tensor x context parallel group "
+                   "only (Megatron's get_amax_reduction_group with tp_only_amax_red), not over "
+                   "the data-parallel ranks too"},
     // TP-communication overlap (tp_overlap_ops.cpp): Megatron's ModelParallelConfig flags,
     // handed to Transformer Engine's linears (megatron/core/extensions/transformer_engine.py)
     KeyInfo{STEPSIM_BOOL("training.tp_comm_overlap", training.tp_comm_overlap),
@@ -1020,7 +1026,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "fp8_wgrad", .flag = "--no-fp8-wgrad"},
     {.dest = "fp8_dot_product_attention", .flag = "--fp8-dot-product-attention"},
     {.dest = "fp8_multi_head_attention", .flag = "--fp8-multi-head-attention"},
-    {.dest = "tp_only_amax_red", .flag = "--tp-only-amax-red"},
     {.dest = "fp4", .flag = "--fp4-format"},
     {.dest = "first_last_layers_bf16", .flag = "--first-last-layers-bf16"},
     {.dest = "accumulate_allreduce_grads_in_fp32", .flag = "--accumulate-allreduce-grads-in-fp32"},

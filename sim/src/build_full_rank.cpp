@@ -33,6 +33,8 @@ std::optional<GroupToken> token_of(CommGroup g, bool distributed_optimizer) {
     case CommGroup::kContext: return GroupToken{false, "cp"};
     case CommGroup::kData: return GroupToken{false, "dp-cp"};
     case CommGroup::kTensorData: return GroupToken{false, "tp-cp-dp"};  // FP8 amax reduction
+    case CommGroup::kTensorContext:
+      return GroupToken{false, "tp-cp"};  // ... tp_only_amax_red
     case CommGroup::kExpert: return GroupToken{true, "ep"};
     case CommGroup::kExpertTensor: return GroupToken{true, "tp"};
     case CommGroup::kExpertTensorExpert: return GroupToken{true, "tp-ep"};

@@ -157,9 +157,11 @@ inline std::vector<std::int32_t> split_sizes(const RankLayout& l, std::int32_t r
       out.push_back(n);
     }
   }
-  // The amax-reduction group, then (without the distributed optimizer) the model-parallel
-  // group over which the gradient norm is summed.
+  // The amax-reduction group (with CP also its tensor x context variant, tp_only_amax_red),
+  // then (without the distributed optimizer) the model-parallel group over which the
+  // gradient norm is summed.
   out.push_back(l.tp * l.dp * l.cp);
+  if (l.cp > 1) out.push_back(l.tp * l.cp);
   out.push_back(l.tp * l.pp);
   return out;
 }

@@ -170,6 +170,49 @@ TEST(Fp8, OneAmaxAllReducePerChunkForwardAndBackward) {
   EXPECT_EQ(bytes_of_op(c.forward, "fp8_amax_update", -1), 48 * 12 * 4 * (1 + 2 * 1024 + 3));
 }
 
+TEST(Fp8, TpOnlyAmaxReductionStaysInsideTheTensorAndContextGroup) {
+  // Megatron's --tp-only-amax-red: get_amax_reduction_group(with_context_parallel=True,
+  // tp_only_amax_red=True) is the tensor x context group, not tensor x context x data.
+  Workload w = fp8_workload(gpt3_175b(), 8, true, 4);
+  w.training.tp_only_amax_red = true;
+  const auto amax_of = [](const Workload& wl) {
+    const WorkloadPlan plan = decompose(wl);
+    std::vector<CollectiveOp> out;
+    for (const auto* list :
+         {&plan.stages[0].chunks[0].forward, &plan.stages[0].chunks[0].backward}) {
+      for (const Op& op : *list) {
+        if (op.name.rfind("fp8_amax_all_reduce", 0) == 0)
+          out.push_back(std::get<CollectiveOp>(op.shape));
+      }
+    }
+    return out;
+  };
+  auto reduced = amax_of(w);
+  ASSERT_EQ(reduced.size(), 2U);  // forward and backward
+  for (const CollectiveOp& c : reduced) {
+    EXPECT_EQ(c.group, CommGroup::kTensorContext);
+    EXPECT_EQ(c.group_size, 8);  // t
+    EXPECT_EQ(c.nodes_spanned, 1);
+  }
+  // With context parallelism 2 the group is t * cp = 16 ranks, two nodes of 8.
+  w.training.context_parallel_size = 2;
+  w.training.world_size = 8 * 2 * 2 * 4;
+  reduced = amax_of(w);
+  ASSERT_EQ(reduced.size(), 2U);
+  EXPECT_EQ(reduced[0].group_size, 16);
+  EXPECT_EQ(reduced[0].nodes_spanned, 2);
+  // Without the flag: every data-parallel rank too (t * cp * dp).
+  w.training.tp_only_amax_red = false;
+  reduced = amax_of(w);
+  ASSERT_EQ(reduced.size(), 2U);
+  EXPECT_EQ(reduced[0].group, CommGroup::kTensorData);
+  EXPECT_EQ(reduced[0].group_size, 64);
+  // Current scaling reduces its amaxes over TP whatever the flag (TE's own tp_group).
+  w.training.tp_only_amax_red = true;
+  w.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  for (const CollectiveOp& c : amax_of(w)) EXPECT_EQ(c.group, CommGroup::kTensor);
+}
+
 TEST(Fp8, WeightCastsOncePerStepPerLinear) {
   const WorkloadPlan plan = decompose(fp8_workload(gpt3_175b(), 8, true));
   const StagePlan& s = plan.stages[0];

@@ -125,6 +125,23 @@ TEST(MegatronArgs, EnvironmentOfTheLaunchLine) {
   EXPECT_EQ(allowed->unmodelled, std::vector<std::string>{"NCCL_ALGO=Ring"});
 }
 
+// --tp-only-amax-red (MLPerf's GPT-3 175B on NeMo sets tp_only_amax_red) loads as its key,
+// and megatron_args_of writes it back.
+TEST(MegatronArgs, TpOnlyAmaxReductionLoadsAndRoundTrips) {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      "torchrun --nproc_per_node=8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
+      "--vocab-size 32000 --tensor-model-parallel-size 4 --micro-batch-size 1 "
+      "--global-batch-size 8 --bf16 --fp8-format hybrid --tp-only-amax-red",
+      o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_TRUE(w.training.tp_only_amax_red);
+  EXPECT_NE(megatron_args_of(w).find("--tp-only-amax-red"), std::string::npos);
+}
+
 // The flex dispatcher's flags: the deprecated --moe-enable-deepep and --moe-deepep-num-sms
 // load (TransformerConfig routes them to the deepep backend and moe_flex_dispatcher_num_sms),
 // and megatron_args_of writes the current flags back.

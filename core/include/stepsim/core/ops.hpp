@@ -152,7 +152,8 @@ enum class CommGroup : std::uint8_t {
   kExpertTensorExpert,
   kExpertData,
   kContextA2a,
-  kGradStats
+  kGradStats,
+  kTensorContext
 };
 
 /// A collective over a process group. `bytes` is nccl-tests' "size": the full buffer

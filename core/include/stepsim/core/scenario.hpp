@@ -260,6 +260,9 @@ struct TrainingConfig {
   /// no 16-bit copy of the FP8 weights.
   bool fp8_param_gather = false;
   std::int64_t fp8_amax_history_len = 1;  ///< delayed scaling's amax history per FP8 tensor
+  /// Megatron's --tp-only-amax-red: delayed scaling reduces the amaxes over the tensor (and
+  /// context) parallel group only, not over the data-parallel ranks too.
+  bool tp_only_amax_red = false;
   /// TP-communication overlap (Megatron's --tp-comm-overlap: Transformer Engine's userbuffers
   /// around the layers' linears, tp_overlap_ops.cpp). The per-GEMM switches are
   /// ModelParallelConfig's, defaults Megatron's; TE derives each linear's overlaps from them.
