@@ -52,8 +52,8 @@ class ResourceModel {
   ResourceModel(std::vector<double> capacity, std::vector<bool> is_sm, Interference coefficients,
                 std::size_t max_flows);
 
-  /// Flow `flow` (< max_flows) starts using `uses` with maximum rate `bound`. The model keeps
-  /// a view of more than kInlineUses uses, not a copy: they must outlive the flow (until
+  /// Flow `flow` (< max_flows) starts using `uses` with maximum rate `bound`. The model copies
+  /// up to two uses and keeps a view of more: those must outlive the flow (until
   /// remove_flow). Returns its rate (> 0) when it starts alone on its resources (no other
   /// flow's rate changes), else 0 (a double, not an optional: the optional's flag, stored a
   /// byte and reloaded a word, stalled every start). With `report_alone` false, update()
