@@ -14,6 +14,13 @@ Result<std::unique_ptr<MpiSession>> MpiSession::start(int* argc, char*** argv) {
   MPI_Initialized(&initialised);
   if (initialised != 0)
     return Error{"", "", "MPI: already initialised in this process", ErrorKind::kRuntime};
+  // Open MPI's progress loops spin while a call waits, unless told to yield the core when
+  // idle. A rank here runs its compute on one thread and its posted calls on the backend's
+  // progress and collective threads; spinning, those threads took the cores the compute
+  // needed (on 2 vCPUs, tp2-sp-overlap's waits for posted calls added 21-46 ms a step, in
+  // 0.5-11 ms stretches). Open MPI's mpirun sets this itself when it oversubscribes ranks,
+  // not threads. A value the user set wins (no overwrite); other MPIs ignore it.
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
   int provided = 0;
   // MPI_THREAD_MULTIPLE: the CPU backend progresses Megatron's non-blocking point-to-point
   // calls on a thread of its own while the rank computes (Backend::async_p2p); with less it
