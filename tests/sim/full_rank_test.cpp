@@ -188,6 +188,28 @@ TEST(FullRank, ExpertAndAmaxGroupsJoinActionsAcrossReplicas) {
   }
 }
 
+TEST(FullRank, TpOnlyAmaxReductionLeavesTheReplicasApartInsideActions) {
+  // Llama 3 8B FP8 on 8 H100 (t 1, dp 8) with tp_only_amax_red: the amax all-reduce spans
+  // the tensor x context group, one GPU here, so there is none. The step is shorter than with
+  // the reduction over all 8 replicas, representative and full-rank alike ...
+  Loaded fp8 = load("llama3-8b-h100-8-fp8.json");
+  const double over_dp =
+      simulate(fp8.w, fp8.plan, *fp8.cost, SimulateOptions{})->prediction.step_time_s;
+  fp8.w.training.tp_only_amax_red = true;
+  fp8.plan = decompose(fp8.w);
+  expect_same_step(fp8, "llama3 8b fp8 dp8 tp-only amax");
+  const double tp_only =
+      simulate(fp8.w, fp8.plan, *fp8.cost, SimulateOptions{})->prediction.step_time_s;
+  EXPECT_LT(tp_only, over_dp);
+  // ... and a straggler no longer paces the other replicas' actions (two paces, not one): only
+  // the gradient reduction waits for it.
+  SimulateOptions o = full_rank();
+  o.stragglers = {Straggler{.rank = 5, .factor = 1.5}};
+  Result<SimulationResult> full = simulate(fp8.w, fp8.plan, *fp8.cost, o);
+  ASSERT_TRUE(full.ok()) << format_errors(full.errors());
+  EXPECT_EQ(full->prediction.full_rank.value_or(FullRankSummary{}).paces, 2);
+}
+
 TEST(FullRank, AStragglerInOneReplicaHoldsEveryReplicaAtTheReduction) {
   // tp 2, dp 2, p 2: global rank = tp + 2 dp + 4 pp. Without stragglers: stage 0 F0 [0,1]
   // F1 [1,2], stage 1 F0 [1,2] B0 [2,4], stage 0 B0 [4,6], stage 1 F1 [4,5] B1 [5,7], stage 0
