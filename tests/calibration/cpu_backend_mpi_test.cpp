@@ -1,9 +1,11 @@
 // CpuBackend and the runner across ranks: run under mpirun with 2 (or more) ranks.
 
 #include <gtest/gtest.h>
+#include <mpi.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -26,6 +28,30 @@ std::unique_ptr<Backend> cpu() {
 TEST(CpuBackendMpi, HasSeveralRanks) {
   auto b = cpu();
   ASSERT_GE(b->world_size(), 2) << "run this test under mpirun -np 2";
+}
+
+// MpiSession::start asks Open MPI to yield the core while a call waits: the backend's
+// progress and collective threads share the cores with the rank's compute. Read back through
+// MPI's tool interface, where the library exposes the variable.
+TEST(CpuBackendMpi, OpenMpiYieldsTheCoreWhileACallWaits) {
+  const char* env = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  ASSERT_NE(env, nullptr);
+  EXPECT_STREQ(env, "1");
+  int provided = 0;
+  ASSERT_EQ(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), MPI_SUCCESS);
+  int index = -1;
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) != MPI_SUCCESS) {
+    MPI_T_finalize();
+    GTEST_SKIP() << "this MPI has no mpi_yield_when_idle control variable (not Open MPI)";
+  }
+  MPI_T_cvar_handle handle{};
+  int count = 0;
+  ASSERT_EQ(MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count), MPI_SUCCESS);
+  int value = 0;  // a bool variable, read as MPI_INT
+  EXPECT_EQ(MPI_T_cvar_read(handle, &value), MPI_SUCCESS);
+  EXPECT_NE(value, 0);
+  MPI_T_cvar_handle_free(&handle);
+  MPI_T_finalize();
 }
 
 TEST(CpuBackendMpi, CollectivesAreCorrectOnSplitGroups) {
