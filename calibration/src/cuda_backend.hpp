@@ -90,6 +90,14 @@ class CudaBackend final : public Backend {
   template <typename Body>
   Result<std::vector<double>> time_repeats(Body&& body, bool flush_l2);
   Status flush_l2();
+  /// Points a block-scaled FP8 product's scales at scales_ (grown as needed, every scale
+  /// 1.0, so its result is the unscaled product's); per-tensor products are left as they are.
+  Status attach_block_scales(MatmulShape& s);
+  /// How many back-to-back launches of a memory-bound kernel of `bytes` one timed repeat
+  /// runs: enough for about 200 us, at least kMinTrain, at most kMaxTrain.
+  static std::int64_t train_length(std::int64_t bytes);
+  static constexpr std::int64_t kMinTrain = 2;
+  static constexpr std::int64_t kMaxTrain = 64;
 
   /// Unfused attention as planned products and softmax kernels over extra_ (Q, K, V, O, S;
   /// backward adds dO, dP, dQ, dK, dV).
@@ -140,7 +148,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   std::vector<ncclComm_t> nccl_;  ///< index = GroupId::value, like world_'s communicators
-  DeviceBuffer workspace_, a_, b_, c_, extra_, send_, recv_, flush_, counter_;
+  DeviceBuffer workspace_, a_, b_, c_, extra_, send_, recv_, flush_, counter_, scales_;
 
   // Stream mode's state.
   struct Pending {

@@ -1,5 +1,7 @@
 #include "cuda_matmul.hpp"
 
+#include <algorithm>
+
 #include "cuda_check.hpp"
 
 namespace stepsim::calib {
@@ -33,7 +35,16 @@ cublasStatus_t make_layout(cublasLtMatrixLayout_t* out, cudaDataType_t type, std
                                           &stride, sizeof stride);
 }
 
+std::int64_t round_up(std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; }
+
 }  // namespace
+
+std::int64_t block_scale_floats(std::int64_t outer, std::int64_t k) {
+  const std::int64_t k_blocks = (k + 127) / 128;
+  const std::int64_t tiles = k_blocks * round_up(outer, 4);
+  const std::int64_t blocks = (outer + 127) / 128 * round_up(k_blocks, 4);
+  return round_up(std::max(tiles, blocks), 64);
+}
 
 MatmulShape te_matmul_shape(const GemmOp& op, const void* a, const void* b, void* d) {
   MatmulShape s;
@@ -54,6 +65,7 @@ MatmulShape te_matmul_shape(const GemmOp& op, const void* a, const void* b, void
   s.stride_d = s.m * s.n;
   s.batch = op.batch;
   s.fast_accum = op.dtype == DType::kFp8 && op.fast_accum;
+  s.scaling = op.dtype == DType::kFp8 ? op.scaling : GemmScaling::kTensor;
   return s;
 }
 
@@ -90,11 +102,46 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
                                                       &fast, sizeof fast));
   }
   const cudaDataType_t d_type = fp8 ? CUDA_R_16BF : type;
+  const bool block_scaled = fp8 && s.scaling != GemmScaling::kTensor;
+  std::int64_t batch = s.batch;
+  if (block_scaled) {
+#if CUBLAS_VERSION >= 120900
+    if (s.a_scale == nullptr || s.b_scale == nullptr) {
+      return Error{"", "", "cuda backend: a block-scaled FP8 product needs its scales",
+                   ErrorKind::kRuntime};
+    }
+    if (s.fast_accum) {
+      return Error{"", "", "cuda backend: block-scaled FP8 products accumulate split, not fast",
+                   ErrorKind::kRuntime};
+    }
+    // As Transformer Engine's cublas_gemm sets them (common/gemm/cublaslt_gemm.cu).
+    const std::int32_t mode_a = s.scaling == GemmScaling::kBlock128x128
+                                    ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                    : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const std::int32_t mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    STEPSIM_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+        mm->desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &s.a_scale, sizeof s.a_scale));
+    STEPSIM_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+        mm->desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &s.b_scale, sizeof s.b_scale));
+    STEPSIM_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                                                      &mode_a, sizeof mode_a));
+    STEPSIM_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+                                                      &mode_b, sizeof mode_b));
+    mm->loops_ = s.batch;
+    mm->a_step_ = s.stride_a;  // FP8 operands: one byte an element
+    mm->b_step_ = s.stride_b;
+    mm->d_step_ = s.stride_d * 2;  // a bf16 result
+    batch = 1;
+#else
+    return Error{"", "", "cuda backend: block-scaled FP8 products need cuBLASLt 12.9 or newer",
+                 ErrorKind::kRuntime};
+#endif
+  }
   STEPSIM_CUBLAS_TRY(make_layout(&mm->a_layout_, type, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k,
-                                 s.lda, s.batch, s.stride_a));
+                                 s.lda, batch, s.stride_a));
   STEPSIM_CUBLAS_TRY(make_layout(&mm->b_layout_, type, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n,
-                                 s.ldb, s.batch, s.stride_b));
-  STEPSIM_CUBLAS_TRY(make_layout(&mm->d_layout_, d_type, s.m, s.n, s.ldd, s.batch, s.stride_d));
+                                 s.ldb, batch, s.stride_b));
+  STEPSIM_CUBLAS_TRY(make_layout(&mm->d_layout_, d_type, s.m, s.n, s.ldd, batch, s.stride_d));
   STEPSIM_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&mm->pref_));
   const std::uint64_t ws = workspace_bytes;
   STEPSIM_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
@@ -125,9 +172,14 @@ LtMatmul::~LtMatmul() {
 Status LtMatmul::run(cudaStream_t stream) const {
   const float alpha = 1.0F;
   const float beta = shape_.beta;
-  STEPSIM_CUBLAS_TRY(cublasLtMatmul(handle_, desc_, &alpha, shape_.a, a_layout_, shape_.b,
-                                    b_layout_, &beta, shape_.d, d_layout_, shape_.d, d_layout_,
-                                    &algo_, workspace_, workspace_bytes_, stream));
+  for (std::int64_t i = 0; i < loops_; ++i) {
+    const auto* a = static_cast<const char*>(shape_.a) + i * a_step_;
+    const auto* b = static_cast<const char*>(shape_.b) + i * b_step_;
+    auto* d = static_cast<char*>(shape_.d) + i * d_step_;
+    STEPSIM_CUBLAS_TRY(cublasLtMatmul(handle_, desc_, &alpha, a, a_layout_, b, b_layout_, &beta, d,
+                                      d_layout_, d, d_layout_, &algo_, workspace_, workspace_bytes_,
+                                      stream));
+  }
   return ok_status();
 }
 

@@ -29,7 +29,19 @@ struct MatmulShape {
   float beta = 0.0F;
   /// FP8: cuBLASLt's fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM, GemmOp::fast_accum).
   bool fast_accum = false;
+  /// FP8: Transformer Engine's block scaling (GemmOp::scaling), fp32 scales as cuBLASLt 12.9+
+  /// takes them: block_128x128 scales A (the weight) per 128x128 block (BLK128x128_32F) and B
+  /// per 1x128 tile along k (VEC128_32F); block_1x128 (wgrad) scales both per 1x128 tile.
+  GemmScaling scaling = GemmScaling::kTensor;
+  const float* a_scale = nullptr;
+  const float* b_scale = nullptr;
 };
+
+/// Floats of a block-scaled operand's scales, `outer` x `k` stored k-major, for either
+/// scaling (1x128 tiles: ceil(k/128) x outer rounded up to 4; 128x128 blocks: ceil(outer/128)
+/// x ceil(k/128) rounded up to 4, as Transformer Engine pads them), rounded up to 64 floats so
+/// the next operand's scales stay 256-byte aligned.
+std::int64_t block_scale_floats(std::int64_t outer, std::int64_t k);
 
 /// The element type a GemmOp's dtype is stored in on the device.
 inline cuda::ElemType elem_type_of(DType t) {
@@ -74,6 +86,10 @@ class LtMatmul {
   cublasLtMatmulPreference_t pref_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   MatmulShape shape_;
+  /// Block-scaled products of a batch run one after the other (cuBLASLt's block scales
+  /// take no batch stride): `loops_` products, operands `a_step_`, `b_step_`, `d_step_`
+  /// bytes apart.
+  std::int64_t loops_ = 1, a_step_ = 0, b_step_ = 0, d_step_ = 0;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
 };

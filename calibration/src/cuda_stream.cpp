@@ -33,14 +33,17 @@ std::int64_t size_of(cuda::ElemType t) {
 
 /// A plan's identity: everything a cuBLASLt product is planned from.
 std::string plan_key(const MatmulShape& s, cuda::ElemType t) {
-  char key[320];
-  std::snprintf(
-      key, sizeof key, "%d %d %d %lld %lld %lld %p %lld %lld %p %lld %lld %p %lld %lld %lld %d",
-      static_cast<int>(t), s.trans_a ? 1 : 0, s.trans_b ? 1 : 0, static_cast<long long>(s.m),
-      static_cast<long long>(s.n), static_cast<long long>(s.k), s.a, static_cast<long long>(s.lda),
-      static_cast<long long>(s.stride_a), s.b, static_cast<long long>(s.ldb),
-      static_cast<long long>(s.stride_b), static_cast<void*>(s.d), static_cast<long long>(s.ldd),
-      static_cast<long long>(s.stride_d), static_cast<long long>(s.batch), s.fast_accum ? 1 : 0);
+  char key[400];
+  std::snprintf(key, sizeof key,
+                "%d %d %d %lld %lld %lld %p %lld %lld %p %lld %lld %p %lld %lld %lld %d %d %p %p",
+                static_cast<int>(t), s.trans_a ? 1 : 0, s.trans_b ? 1 : 0,
+                static_cast<long long>(s.m), static_cast<long long>(s.n),
+                static_cast<long long>(s.k), s.a, static_cast<long long>(s.lda),
+                static_cast<long long>(s.stride_a), s.b, static_cast<long long>(s.ldb),
+                static_cast<long long>(s.stride_b), static_cast<void*>(s.d),
+                static_cast<long long>(s.ldd), static_cast<long long>(s.stride_d),
+                static_cast<long long>(s.batch), s.fast_accum ? 1 : 0, static_cast<int>(s.scaling),
+                static_cast<const void*>(s.a_scale), static_cast<const void*>(s.b_scale));
   return key;
 }
 
@@ -140,7 +143,8 @@ Result<double> CudaBackend::gemm_enqueued(const GemmOp& op) {
   if (!a.ok()) return a.errors();
   if (!b.ok()) return b.errors();
   if (!d.ok()) return d.errors();
-  const MatmulShape shape = te_matmul_shape(op, a.value(), b.value(), d.value());
+  MatmulShape shape = te_matmul_shape(op, a.value(), b.value(), d.value());
+  if (auto st = attach_block_scales(shape); !st.ok()) return st.errors();
   const std::string key = plan_key(shape, t);
   std::unique_ptr<LtMatmul>& mm = gemm_plans_[key];
   if (mm == nullptr) {

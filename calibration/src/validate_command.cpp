@@ -79,18 +79,6 @@ Result<Workload> load_workload(const ValidateRequest& q) {
                      " backend yet: its executor does not run Transformer Engine's userbuffers "
                      "beside the GEMMs (predict prices them; the cpu backend validates them)"};
   }
-  if (w.training.fp8_enabled() && w.training.fp8_recipe == Fp8Recipe::kBlockwise &&
-      q.backend != "cpu") {
-    // The cuda backend runs per-tensor scaled FP8 products (cuBLASLt's scalar scales), not
-    // block-scaled ones. The cpu backend's emulation runs every FP8 GEMM as its fp32 product,
-    // block-scaled or not, and its profile measures them so: it validates the recipe's
-    // quantize kernels, its FP8 gathers of data and scales and its memory.
-    return Error{q.scenario, "training.fp8_recipe",
-                 "=\"blockwise\" is not validated on the " + q.backend +
-                     " backend yet: its executor runs per-tensor scaled FP8 GEMMs (predict "
-                     "prices the block-scaled ones from the profile; the cpu backend validates "
-                     "the recipe's other work)"};
-  }
   for (const auto& [key, margin] :
        {std::pair{"training.fwd_layernorm_sm_margin", w.training.fwd_layernorm_sm_margin},
         std::pair{"training.bwd_layernorm_sm_margin", w.training.bwd_layernorm_sm_margin}}) {

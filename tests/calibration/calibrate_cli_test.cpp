@@ -228,13 +228,20 @@ void expect_validated_on_cpu_only(const std::string& name, const std::string& re
   EXPECT_NE(cpu.output.find("mpirun -np 2"), std::string::npos) << cpu.output;
 }
 
-TEST(ValidateCli, BlockScaledFp8IsValidatedOnTheCpuBackendOnly) {
-  // The cuda backend runs per-tensor scaled FP8 GEMMs: a blockwise job is refused there, not
-  // measured as another one. The cpu backend emulates every FP8 GEMM as its fp32 product,
-  // block-scaled or not, and runs the recipe's other work.
-  expect_validated_on_cpu_only(
-      "tp2-sp-fp8-blockwise.json",
-      "training.fp8_recipe=\"blockwise\" is not validated on the cuda backend yet", "fp8_recipe");
+TEST(ValidateCli, BlockScaledFp8IsValidatedOnBothBackends) {
+  // The cuda backend runs the block-scaled GEMMs through cuBLASLt's block scaling; the cpu
+  // backend emulates every FP8 GEMM as its fp32 product, block-scaled or not, and runs the
+  // recipe's other work. Neither refuses the recipe (here both stop later: two ranks, or no
+  // device).
+  const std::string path =
+      std::string(STEPSIM_SCENARIOS_DIR) + "/validation/tp2-sp-fp8-blockwise.json";
+  const std::string validate = "STEPSIM_SCENARIOS_DIR=" + std::string(STEPSIM_SCENARIOS_DIR) + " " +
+                               std::string(STEPSIM_BIN) + " validate " + path;
+  for (const char* backend : {"cpu", "cuda"}) {
+    const Ran ran = run(validate + " --backend " + backend);
+    EXPECT_NE(ran.status, 0) << ran.output;
+    EXPECT_EQ(ran.output.find("fp8_recipe"), std::string::npos) << backend << ": " << ran.output;
+  }
 }
 
 TEST(ValidateCli, TpCommOverlapIsValidatedOnTheCpuBackendOnly) {

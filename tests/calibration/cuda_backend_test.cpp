@@ -112,6 +112,78 @@ TEST(CudaBackend, GemmInEachTransformerEngineLayout) {
   EXPECT_NE(nn.errors()[0].message.find("TN layout only"), std::string::npos);
 }
 
+// Transformer Engine's block-scaled FP8 GEMMs (fp8_recipe "blockwise") as cuBLASLt 12.9+ runs
+// them on Hopper: fprop/dgrad with 128x128 blocks on the weight and 1x128 tiles on the other
+// operand, wgrad with 1x128 tiles on both; a batch runs as its products one after the other.
+TEST(CudaBackend, BlockScaledFp8GemmsInBothModes) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  if (prop.major != 9) GTEST_SKIP() << "cuBLASLt's 128-element block scaling runs on Hopper";
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  const auto op = [](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
+                     GemmScaling s) {
+    return GemmOp{.m = m,
+                  .n = n,
+                  .k = k,
+                  .batch = batch,
+                  .dtype = DType::kFp8,
+                  .layout = GemmLayout::kTN,
+                  .scaling = s};
+  };
+  for (const GemmScaling s : {GemmScaling::kBlock128x128, GemmScaling::kBlock1x128}) {
+    for (const GemmOp& g :
+         {op(4096, 4096, 4096, 1, s), op(256, 14336, 4096, 1, s), op(1024, 4096, 1024, 4, s)}) {
+      auto t = b->gemm(g);
+      ASSERT_TRUE(t.ok()) << to_string(s) << ": " << format_errors(t.errors());
+      EXPECT_GT(t.value(), 0.0);
+    }
+  }
+  // Scaling every 1x128 tile of both operands costs the main loop: a large wgrad-like product
+  // is slower than its per-tensor twin (about 40% on an H100: profiles/README.md).
+  auto tensor = b->gemm(op(8192, 8192, 8192, 1, GemmScaling::kTensor));
+  auto tiles = b->gemm(op(8192, 8192, 8192, 1, GemmScaling::kBlock1x128));
+  ASSERT_TRUE(tensor.ok() && tiles.ok());
+  EXPECT_GT(tiles.value(), tensor.value()) << tiles.value() << " s vs " << tensor.value() << " s";
+
+  BackendOptions o;
+  o.verify = false;
+  auto made = make_backend("cuda", o);
+  ASSERT_TRUE(made.ok()) << format_errors(made.errors());
+  Backend& stream = *made.value();
+  for (int step = 0; step < 2; ++step) {  // the second step reuses the plans and the scales
+    ASSERT_TRUE(stream.begin_step().ok());
+    stream.tag(0);
+    ASSERT_TRUE(stream.gemm(op(4096, 4096, 4096, 1, GemmScaling::kBlock128x128)).ok());
+    stream.tag(1);
+    ASSERT_TRUE(stream.gemm(op(4096, 4096, 4096, 1, GemmScaling::kBlock1x128)).ok());
+    stream.tag(2);  // a wider product: the scales' buffer grows under the first plans
+    ASSERT_TRUE(stream.gemm(op(4096, 16384, 4096, 2, GemmScaling::kBlock1x128)).ok());
+    auto t = stream.end_step();
+    ASSERT_TRUE(t.ok()) << format_errors(t.errors());
+    ASSERT_EQ(t.value().size(), 3U);
+    for (const auto& d : t.value()) EXPECT_GT(d.busy_s, 0.0);
+  }
+}
+
+// Calibration times memory-bound kernels in trains of back-to-back launches, as a step runs
+// them: a tiny kernel costs what the host's launches pace it at there (3.5-4.6 us on the
+// H100 of 2026-11-28), not the 7.4 us one kernel between two events shows; a large one costs
+// its bytes at HBM bandwidth.
+TEST(CudaBackend, MemoryBoundKernelsAreTimedInTrains) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  auto tiny = b->memory_bound(MemoryBoundOp{4096});
+  auto large = b->memory_bound(MemoryBoundOp{std::int64_t{1} << 30});
+  ASSERT_TRUE(tiny.ok() && large.ok());
+  EXPECT_LT(tiny.value(), 6e-6) << tiny.value();
+  EXPECT_GT(tiny.value(), 2e-7) << tiny.value();
+  // 1 GiB through any HBM of today (under 8 TB/s) takes over 0.13 ms.
+  EXPECT_GT(large.value(), 1.3e-4) << large.value();
+}
+
 TEST(CudaBackend, SaysItsVersionsAndGivesMemoryBack) {
   STEPSIM_SKIP_WITHOUT_GPU();
   auto b = cuda_or_skip();
