@@ -122,6 +122,7 @@ void add_sample(Profile& profile, const BenchPoint& point, double seconds) {
                                             .seconds = seconds,
                                             .citation = "",
                                             .layout = p.layout,
+                                            .scaling = p.scaling,
                                             .fast_accum = p.fast_accum});
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           profile.attention.push_back(AttentionSample{p, seconds, ""});

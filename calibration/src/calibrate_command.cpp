@@ -16,7 +16,8 @@ namespace {
 
 /// The grid for this world, plus the scenario's own points; `skipped` gets what the
 /// scenario asks for that this world cannot measure.
-std::vector<BenchPoint> plan_points(const CalibrateRequest& a, std::vector<std::int32_t> node_ids,
+std::vector<BenchPoint> plan_points(const CalibrateRequest& a, const Backend& backend,
+                                    std::vector<std::int32_t> node_ids,
                                     std::vector<std::size_t>& scenario_counts,
                                     std::vector<std::vector<std::string>>& skipped) {
   BenchPlanOptions plan_options;
@@ -24,6 +25,7 @@ std::vector<BenchPoint> plan_points(const CalibrateRequest& a, std::vector<std::
   plan_options.quick = a.quick;
   plan_options.node_ids = std::move(node_ids);
   plan_options.fp8 = a.fp8;
+  plan_options.fp8_block_scaling = backend.runs_block_scaled_fp8();
   std::vector<BenchPoint> points = make_bench_plan(plan_options);
   skipped.assign(a.scenario_plans.size(), {});
   for (std::size_t i = 0; i < a.scenario_plans.size(); ++i) {
@@ -61,7 +63,14 @@ std::vector<std::string> run_notes(const CalibrateRequest& a, const Backend& bac
         "fp8: every GEMM of the grid and of the scenarios also measured with E4M3 operands and a "
         "bf16 result in cuBLASLt's TN layout (the layout Transformer Engine calls), per-tensor "
         "scales off; the grid's and the forward GEMMs' also with fast accumulation "
-        "(\"fast_accum\": Transformer Engine's fprop under delayed and current scaling)");
+        "(\"fast_accum\": Transformer Engine's fprop under delayed and current scaling)" +
+        std::string(backend.runs_block_scaled_fp8()
+                        ? "; every FP8 GEMM also block-scaled as Transformer Engine's blockwise "
+                          "recipe runs it, through cuBLASLt's VEC128_32F and BLK128x128_32F "
+                          "scales (\"scaling\": block_128x128, 128x128 blocks on the weight and "
+                          "1x128 tiles on the other operand, its fprop and dgrad; block_1x128, "
+                          "1x128 tiles on both, its wgrad)"
+                        : ""));
   }
   for (std::size_t i = 0; i < a.scenario_plans.size(); ++i) {
     const std::string& name = a.scenario_names[i];
@@ -143,7 +152,7 @@ CalibrateOutcome calibrate_profile(const CalibrateRequest& a, std::ostream* err,
   std::vector<std::size_t> scenario_counts;
   std::vector<std::vector<std::string>> skipped;
   const std::vector<BenchPoint> points =
-      plan_points(a, node_ids.value(), scenario_counts, skipped);
+      plan_points(a, *backend.value(), node_ids.value(), scenario_counts, skipped);
   CalibrationOptions run_options;
   run_options.journal_path = outcome.journal_path;
   run_options.stop_after = a.stop_after;

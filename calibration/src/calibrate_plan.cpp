@@ -65,6 +65,7 @@ Result<Profile> calibrate_for_plan(const std::string& backend_name, const Worklo
   // generic grid's (up to 1024^3 GEMMs on a CPU) would be three quarters of every round.
   plan_options.compute_grids = false;
   plan_options.node_ids = node_ids.value();
+  plan_options.fp8_block_scaling = backend.value()->runs_block_scaled_fp8();
   std::vector<std::string> skipped;
   const std::vector<BenchPoint> points =
       merge_points(make_bench_plan(plan_options), scenario_points(plan, plan_options, skipped));

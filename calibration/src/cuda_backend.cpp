@@ -87,6 +87,12 @@ std::string cuda_version_text(int v) {
 
 }  // namespace
 
+bool CudaBackend::runs_block_scaled_fp8() const {
+  // cuBLASLt's VEC128_32F and BLK128x128_32F scales run on Hopper (Transformer Engine's
+  // Float8BlockScaling GEMMs; cublaslt_gemm.cu asks for cuBLAS 12.9).
+  return cc_major_ == 9 && cublasLtGetVersion() >= 120900;
+}
+
 std::string CudaBackend::versions() const {
   std::string out;
   // The kernel module's version line, "NVRM version: NVIDIA UNIX Open Kernel Module for

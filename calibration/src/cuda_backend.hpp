@@ -57,6 +57,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device_name() const override { return device_name_; }
   std::string versions() const override;
+  bool runs_block_scaled_fp8() const override;
   void release_buffers() override;
   std::int32_t world_rank() const override { return world_.rank(); }
   std::int32_t world_size() const override { return world_.size(); }

@@ -105,7 +105,8 @@ std::string point_key(const BenchPoint& p) {
           const std::string layout(to_string(v.layout));
           return "gemm " + std::string(to_string(v.dtype)) + (layout.empty() ? "" : " " + layout) +
                  " m=" + s(v.m) + " n=" + s(v.n) + " k=" + s(v.k) + " b=" + s(v.batch) +
-                 (v.fast_accum ? " fast_accum" : "");
+                 (v.fast_accum ? " fast_accum" : "") +
+                 (v.scaling == GemmScaling::kTensor ? "" : " " + std::string(to_string(v.scaling)));
         } else if constexpr (std::is_same_v<T, AttentionOp>) {
           return std::string(v.backward ? "attention_bwd " : "attention_fwd ") +
                  std::string(to_string(v.dtype)) + " b=" + s(v.batch) + " h=" + s(v.heads) +
@@ -124,6 +125,20 @@ std::string point_key(const BenchPoint& p) {
       },
       p);
 }
+
+namespace {
+
+/// `op` (an FP8 GEMM) block-scaled both ways Transformer Engine's blockwise recipe runs it:
+/// 128x128 blocks on one operand (fprop, dgrad) and 1x128 tiles on both (wgrad).
+void add_block_scaled_twins(std::vector<BenchPoint>& out, GemmOp op) {
+  op.fast_accum = false;
+  for (const GemmScaling s : {GemmScaling::kBlock128x128, GemmScaling::kBlock1x128}) {
+    op.scaling = s;
+    out.emplace_back(op);
+  }
+}
+
+}  // namespace
 
 std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
   std::vector<BenchPoint> out;
@@ -158,6 +173,11 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
                                     .dtype = DType::kFp8,
                                     .layout = GemmLayout::kTN,
                                     .fast_accum = true});
+          }
+          if (o.fp8_block_scaling) {
+            add_block_scaled_twins(
+                out,
+                GemmOp{.m = m, .n = n, .k = k, .dtype = DType::kFp8, .layout = GemmLayout::kTN});
           }
         }
       }
@@ -263,9 +283,9 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
                 shape.atomic_chunks = 1;
               }
               if (!o.gpu) shape.layout = GemmLayout::kUnspecified;
-              // The backends run per-tensor scaled FP8 products: the shape is measured so,
-              // and recorded so (its block-scaled kernel: measure_fp8_variants.py).
-              if (shape.scaling != GemmScaling::kTensor) {
+              // A backend that cannot run block-scaled FP8 products (the cpu backend, a GPU
+              // before Hopper) measures the shape with per-tensor scales and records it so.
+              if (shape.scaling != GemmScaling::kTensor && !o.fp8_block_scaling) {
                 block_scaled.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
                 shape.scaling = GemmScaling::kTensor;
               }
@@ -285,6 +305,9 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
                   twin.layout = GemmLayout::kTN;
                 }
                 compute.emplace_back(twin);
+                if (o.fp8_block_scaling) add_block_scaled_twins(compute, twin);
+              } else if (o.fp8 && o.fp8_block_scaling && s.dtype == DType::kFp8) {
+                add_block_scaled_twins(compute, shape);
               }
             }
           } else if constexpr (std::is_same_v<T, CollectiveOp>) {
@@ -329,8 +352,8 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
   if (!block_scaled.empty()) {
     skipped.push_back(std::to_string(block_scaled.size()) +
                       " block-scaled FP8 GEMM shapes (fp8_recipe \"blockwise\"): measured with "
-                      "per-tensor scales; scenarios/profiles/measure_fp8_variants.py measures "
-                      "their block-scaled kernels");
+                      "per-tensor scales (this backend runs no block-scaled products: the cuda "
+                      "backend does on Hopper with cuBLASLt 12.9 or newer)");
   }
   if (!too_large_memory.empty()) {
     skipped.push_back(std::to_string(too_large_memory.size()) +

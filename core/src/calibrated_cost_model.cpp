@@ -245,20 +245,18 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
     GemmOp plain = op;
     if (op.scaling != GemmScaling::kTensor) {
       // Per-tensor FP8 kernels run faster than block-scaled ones (one H100, products over
-      // 100 GFLOP: 1x128 x 128x128 a median 13% slower, 1x128 x 1x128 42%;
+      // 100 GFLOP: 1x128 x 128x128 a median 8% slower, 1x128 x 1x128 43%;
       // profiles/README.md): said, never silent.
       warn(
-          "no block-scaled FP8 GEMM samples in the profile (scenarios/profiles/"
-          "measure_fp8_variants.py measures them): per-tensor FP8 samples used, an "
-          "optimistic price",
+          "no block-scaled FP8 GEMM samples in the profile (stepsim calibrate --fp8 measures "
+          "them on Hopper): per-tensor FP8 samples used, an optimistic price",
           std::string(to_string(op.scaling)));
       plain.scaling = GemmScaling::kTensor;
     } else {
       // Split accumulation is the slower of the two: a pessimistic price, said.
       warn(
-          "no fast-accumulation FP8 GEMM samples in the profile (stepsim calibrate --fp8 and "
-          "scenarios/profiles/measure_fp8_variants.py measure them): split-accumulation FP8 "
-          "samples used, a pessimistic price",
+          "no fast-accumulation FP8 GEMM samples in the profile (stepsim calibrate --fp8 "
+          "measures them on GPUs): split-accumulation FP8 samples used, a pessimistic price",
           "fast_accum");
       plain.fast_accum = false;
     }

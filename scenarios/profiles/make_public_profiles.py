@@ -327,7 +327,8 @@ def measured_h100():
             f"({versions[len('cuda backend: '):]}), copied from {MEASURED_H100}: its FP8 GEMMs "
             "(`stepsim calibrate --backend cuda --fp8 --flush-cache`: cuBLASLt, E4M3 operands, "
             "bf16 result, TN, split and fast accumulation, median of 10) and its memory-bound kernels (a scale-copy kernel, "
-            "dst = 2 * src over floats, half the bytes read and half written; median of 10).")
+            "dst = 2 * src over floats, half the bytes read and half written; each repeat a "
+            "train of back-to-back launches, per kernel; median of 10).")
     note += (" Its cuDNN fused attention backward samples (forward + backward minus forward "
              "through PyTorch's scaled_dot_product_attention pinned to cuDNN, GPU-side timing; "
              f"{attention_note(m)}) are copied too, and its other FP8 GEMM kernels ("
@@ -338,7 +339,13 @@ def measured_h100():
 def block_note(measured):
     """What the measured profile's FP8 variants note says of the versions, date and method."""
     found = [n for n in measured["notes"] if n.startswith("fp8 variants:")]
-    return found[-1][len("fp8 variants: "):] if found else "none"
+    if found:
+        return found[-1][len("fp8 variants: "):]
+    if any("block-scaled as Transformer Engine" in n for n in measured["notes"]):
+        return ("block-scaled by the same `stepsim calibrate` run, through cuBLASLt's "
+                "VEC128_32F and BLK128x128_32F scales as Transformer Engine calls them: "
+                "block_128x128 (its fprop and dgrad), block_1x128 (its wgrad)")
+    return "none"
 
 
 def attention_note(measured):

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Measures the block-scaled FP8 GEMMs Transformer Engine runs on this GPU, and adds them to a
-measured profile.
+"""Measures the block-scaled FP8 GEMMs Transformer Engine runs on this GPU through PyTorch, and
+puts them in a measured profile in place of its own: a cross-check of calibrate's.
 
 `stepsim calibrate --backend cuda --fp8` times FP8 GEMMs with one scale per tensor (split and
-fast accumulation). Megatron-LM's `--fp8-recipe blockwise` (Transformer Engine's
+fast accumulation) and, on Hopper with cuBLASLt 12.9 or newer, block-scaled ones through the
+product the validator runs; this script times the latter another way. Megatron-LM's `--fp8-recipe blockwise` (Transformer Engine's
 Float8BlockScaling; transformer_engine/common/gemm/cublaslt_gemm.cu, recipe/__init__.py) runs
 block-scaled ones: fprop and dgrad scale the weight per 128x128 block
 (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F) and the other operand per 1x128 tile

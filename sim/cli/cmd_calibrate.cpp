@@ -88,10 +88,12 @@ void add_calibrate_command(CLI::App& app, Env& env) {
                   "also measure the exact GEMM shapes and collective sizes of this scenario "
                   "(may be given several times)");
   cmd->add_flag("--quick", args->quick, "coarser grids (a CPU run of 2 ranks in about a minute)");
-  cmd->add_flag("--fp8", args->fp8,
-                "also measure every GEMM in FP8: cuda, E4M3 operands and a bf16 result (Hopper "
-                "or Ada GPUs), split and fast accumulation; cpu, emulated as the fp32 product "
-                "the cpu backend runs for one");
+  cmd->add_flag(
+      "--fp8", args->fp8,
+      "also measure every GEMM in FP8: cuda, E4M3 operands and a bf16 result (Hopper "
+      "or Ada GPUs), split and fast accumulation, and on Hopper block-scaled as Transformer "
+      "Engine's blockwise recipe runs it; cpu, emulated as the fp32 product "
+      "the cpu backend runs for one");
   cmd->add_option("--threads", args->threads, "Eigen threads per rank (cpu)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--repeats", args->repeats, "timed repeats per point; the median is kept")

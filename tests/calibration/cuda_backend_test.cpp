@@ -122,6 +122,7 @@ TEST(CudaBackend, BlockScaledFp8GemmsInBothModes) {
   if (prop.major != 9) GTEST_SKIP() << "cuBLASLt's 128-element block scaling runs on Hopper";
   auto b = cuda_or_skip();
   ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->runs_block_scaled_fp8());  // so calibrate measures them (and --fp8's twins)
   const auto op = [](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch,
                      GemmScaling s) {
     return GemmOp{.m = m,

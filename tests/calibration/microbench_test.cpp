@@ -311,6 +311,77 @@ TEST(BenchPlan, GpuFp8GridTwinsEveryGemm) {
   EXPECT_EQ(fp8 * 5, gemms.size() * 2);
 }
 
+// On a backend that runs block-scaled FP8 (Hopper, cuBLASLt 12.9+) every FP8 GEMM of the
+// grid also runs block-scaled both ways Transformer Engine's blockwise recipe uses; each
+// kind keeps a journal key of its own.
+TEST(BenchPlan, GpuFp8GridTwinsEveryGemmBlockScaledWhereTheBackendCan) {
+  BenchPlanOptions o;
+  o.gpu = true;
+  o.quick = true;
+  o.fp8 = true;
+  const std::size_t without = only<GemmOp>(make_bench_plan(o)).size();
+  o.fp8_block_scaling = true;
+  const auto points = make_bench_plan(o);
+  const auto gemms = only<GemmOp>(points);
+  std::size_t split = 0, blocks = 0, tiles = 0;
+  std::set<std::string> keys;
+  for (const BenchPoint& p : points) keys.insert(point_key(p));
+  EXPECT_EQ(keys.size(), points.size());
+  for (const GemmOp& g : gemms) {
+    if (g.dtype != DType::kFp8 || g.fast_accum) continue;
+    EXPECT_EQ(g.layout, GemmLayout::kTN);
+    if (g.scaling == GemmScaling::kTensor) ++split;
+    if (g.scaling == GemmScaling::kBlock128x128) ++blocks;
+    if (g.scaling == GemmScaling::kBlock1x128) ++tiles;
+  }
+  EXPECT_GT(split, 0u);
+  EXPECT_EQ(blocks, split);
+  EXPECT_EQ(tiles, split);
+  EXPECT_EQ(gemms.size(), without + 2 * split);
+}
+
+// A blockwise scenario's GEMMs keep their scaling where the backend runs it, and are
+// measured with per-tensor scales (and said so) where it does not.
+TEST(ScenarioPoints, BlockScaledGemmsAreMeasuredAsSuchWhereTheBackendCan) {
+  WorkloadPlan plan;
+  StagePlan stage;
+  ChunkPlan chunk;
+  chunk.forward.push_back(Op{"fc1_gemm",
+                             0,
+                             Phase::kForward,
+                             Stream::kCompute,
+                             GemmOp{.m = 4096,
+                                    .n = 14336,
+                                    .k = 4096,
+                                    .dtype = DType::kFp8,
+                                    .layout = GemmLayout::kTN,
+                                    .scaling = GemmScaling::kBlock128x128},
+                             {},
+                             0});
+  stage.chunks.push_back(chunk);
+  plan.stages.push_back(stage);
+  BenchPlanOptions o;
+  o.gpu = true;
+  std::vector<std::string> skipped;
+  auto gemms = only<GemmOp>(scenario_points(plan, o, skipped));
+  ASSERT_EQ(gemms.size(), 1u);
+  EXPECT_EQ(gemms[0].scaling, GemmScaling::kTensor);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("measured with per-tensor scales"), std::string::npos) << skipped[0];
+
+  o.fp8_block_scaling = true;
+  skipped.clear();
+  gemms = only<GemmOp>(scenario_points(plan, o, skipped));
+  ASSERT_EQ(gemms.size(), 1u);
+  EXPECT_EQ(gemms[0].scaling, GemmScaling::kBlock128x128);
+  EXPECT_TRUE(skipped.empty());
+  // With --fp8, the other block-scaled kind too (the shape's wgrad-like twin).
+  o.fp8 = true;
+  gemms = only<GemmOp>(scenario_points(plan, o, skipped));
+  ASSERT_EQ(gemms.size(), 2u);
+  EXPECT_EQ(gemms[1].scaling, GemmScaling::kBlock1x128);
+}
+
 // The CPU backend's Eigen products have no layouts: its grid and a scenario's GEMMs are
 // recorded without one, whatever layout the scenario's op carries.
 TEST(BenchPlan, CpuPlansRecordNoLayout) {

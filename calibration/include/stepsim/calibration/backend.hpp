@@ -58,6 +58,10 @@ class Backend {
   virtual std::string device_name() const = 0;  ///< e.g. "NVIDIA H100 80GB HBM3", CPU model
   /// Driver and library versions the measurements depend on, one line; empty if none.
   virtual std::string versions() const { return {}; }
+  /// Runs FP8 GEMMs with Transformer Engine's block scaling (GemmOp::scaling) as the GPU
+  /// does: the cuda backend on Hopper with cuBLASLt 12.9 or newer. Otherwise calibration
+  /// measures a block-scaled shape with per-tensor scales and says so.
+  virtual bool runs_block_scaled_fp8() const { return false; }
   virtual std::int32_t world_rank() const = 0;
   virtual std::int32_t world_size() const = 0;
 

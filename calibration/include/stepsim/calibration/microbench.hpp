@@ -53,6 +53,11 @@ struct BenchPlanOptions {
   /// Every GEMM of the grid and of a scenario measured in FP8 (E4M3 operands, bf16 result)
   /// too, as Transformer Engine runs them: Hopper and Ada GPUs only.
   bool fp8 = false;
+  /// With fp8: every FP8 GEMM also block-scaled as Transformer Engine's blockwise recipe runs
+  /// it (block_128x128: fprop and dgrad; block_1x128: wgrad), and a scenario's block-scaled
+  /// GEMMs measured so (Backend::runs_block_scaled_fp8). Without it a scenario's block-scaled
+  /// GEMMs are measured with per-tensor scales.
+  bool fp8_block_scaling = false;
   /// Node id of every world rank (equal ids share a node); its size is the world size.
   std::vector<std::int32_t> node_ids{0};
 };
