@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace stepsim {
 namespace {
@@ -293,9 +297,31 @@ TEST(MeasuredProfile, H100LoadsWithItsVersionsAndFp8Samples) {
   ASSERT_GT(bf16, 0.0);
   ASSERT_GT(fp8, 0.0);
   EXPECT_LT(fp8 * 1.3, bf16);
-  // Fast accumulation (Transformer Engine's fprop under per-tensor scaling): no slower.
+  // Fast accumulation (Transformer Engine's fprop under per-tensor scaling): faster at the
+  // median of the products over 100 GFLOP measured both ways (one product at the power cap
+  // can come out either way: 8192^3 measured 0.2% slower on 2026-11-28).
   ASSERT_GT(fast, 0.0);
-  EXPECT_LT(fast, fp8 * 1.02);
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, double> split;
+  std::vector<double> fast_over_split;
+  for (const auto& g : p.value().gemm) {
+    if (g.dtype == DType::kFp8 && g.scaling == GemmScaling::kTensor && !g.fast_accum &&
+        g.layout == GemmLayout::kTN) {
+      split[{g.m, g.n, g.k, g.batch}] = g.seconds;
+    }
+  }
+  for (const auto& g : p.value().gemm) {
+    const auto found = split.find({g.m, g.n, g.k, g.batch});
+    if (g.fast_accum && found != split.end() &&
+        2 * g.m * g.n * g.k * g.batch > std::int64_t{100000000000}) {
+      fast_over_split.push_back(g.seconds / found->second);
+    }
+  }
+  ASSERT_GT(fast_over_split.size(), 20u);
+  std::nth_element(
+      fast_over_split.begin(),
+      fast_over_split.begin() + static_cast<std::ptrdiff_t>(fast_over_split.size() / 2),
+      fast_over_split.end());
+  EXPECT_LT(fast_over_split[fast_over_split.size() / 2], 0.98);
   // Block scaling (Transformer Engine's Float8BlockScaling) runs other kernels: slower than
   // per-tensor scales, faster than bf16; two 1x128-scaled operands slower than one 128x128.
   ASSERT_GT(block, 0.0);
