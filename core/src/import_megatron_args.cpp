@@ -380,12 +380,14 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
   if (world == 0 && nproc > 0) world = (nnodes > 0 ? nnodes : 1) * nproc;
   if (world <= 0) {
     errors.push_back(Error{kLabel, "--world-size",
-                           " is needed: the line has no launcher with --nproc_per_node"});
+                           " is needed: the line has no launcher (torchrun --nnodes N "
+                           "--nproc_per_node G) to count its GPUs; give stepsim's own "
+                           "--world-size N beside the quoted line"});
   }
   if (options.system.empty()) {
     errors.push_back(Error{kLabel, "--system",
-                           " is needed: a system file (e.g. "
-                           "systems/dgx-a100-80gb.json)"});
+                           " is needed: give stepsim's own --system FILE beside the quoted "
+                           "line (e.g. systems/dgx-a100-80gb.json)"});
   }
   if (!errors.empty()) return errors;
   training["world_size"] = world;
