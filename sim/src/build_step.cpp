@@ -172,6 +172,14 @@ void StepBuilder::add_program(const RankProgram& program,
     for (const std::int32_t c : {0, 1}) dispatch_param_gather(r, c, cursor, gather);
   }
   std::int32_t forward_index = 0;
+  if (host_ != nullptr) {
+    // Megatron's backward hooks launch each bucket's reduction from the host (start_grad_sync)
+    // while autograd issues the backward: one launch per collective, on the host's lane.
+    std::vector<std::vector<DdpBucket>> buckets(static_cast<std::size_t>(v_));
+    for (std::int32_t c = 0; c < v_; ++c) buckets[static_cast<std::size_t>(c)] = buckets_of(r, c);
+    grad_launches_[ri] = grad_sync_launches(program, v_, grad_reduce_overlapped(), buckets);
+    grad_launch_issued_[ri].assign(grad_launches_[ri].size(), kNoTask);
+  }
   for (const ProgramItem& item : program.items) {
     if (item.kind == ProgramItem::Kind::kCompute) {
       const Action& a = item.action;
@@ -229,6 +237,8 @@ void StepBuilder::add_program(const RankProgram& program,
           add_data_dependency(id, key, cursor);
         }
         backward.push_back(static_cast<std::int32_t>(id.value));
+        if (host_ != nullptr)
+          issue_grad_launches(r, static_cast<std::int32_t>(backward.size()) - 1);
         if (record_preds) {
           const auto slot = static_cast<std::size_t>(r * v_ + a.chunk);
           last_backward_preds_[slot] = cursor;
@@ -285,6 +295,21 @@ void StepBuilder::add_program(const RankProgram& program,
   const TaskId end = add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
   add_edges(cursor, end);
   end_of_program[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(end.value);
+}
+
+void StepBuilder::issue_grad_launches(std::int32_t r, std::int32_t backward) {
+  const auto ri = static_cast<std::size_t>(r);
+  const std::vector<GradSyncLaunch>& launches = grad_launches_[ri];
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    if (launches[i].backward != backward) continue;
+    const ChunkPlan& chunk = plan_.stages[ri].chunks[static_cast<std::size_t>(launches[i].chunk)];
+    // After the action's own kernels: the hook fires inside the backward, and the host's
+    // next action waits for these launches as for the action's kernels.
+    for (std::size_t k = 0; k < chunk.grad_sync.size(); ++k) {
+      const std::int32_t issued = issue_on_host(r, 1, host_->op_issue_s);
+      if (k == 0) grad_launch_issued_[ri][i] = issued;
+    }
+  }
 }
 
 std::int32_t StepBuilder::issue_on_host(std::int32_t r, std::size_t kernels, double per_kernel) {

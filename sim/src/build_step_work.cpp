@@ -85,6 +85,11 @@ std::int32_t StepBuilder::dispatch_param_gather(std::int32_t r, std::int32_t c,
         buckets.size() > 1 ? bucket_op(chunk_op, chunk.parameters, buckets, b) : chunk_op;
     const TaskId id = add_op_task(r, c, op, buckets.size() > 1 ? static_cast<std::int32_t>(b) : -1);
     add_edges(cursor, id);
+    // The host launches each bucket's all-gather (start_param_sync), in dispatch order.
+    if (const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
+        issued != kNoTask) {
+      out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
+    }
     std::int32_t& prev = dp_stream_last_[ri];
     if (prev != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(prev)}, id);
     prev = last = static_cast<std::int32_t>(id.value);
@@ -153,10 +158,12 @@ Status StepBuilder::add_step_work(std::int32_t r, std::int32_t end_of_program) {
   const bool overlap = grad_reduce_overlapped();
   std::vector<std::vector<DdpBucket>> buckets(static_cast<std::size_t>(v_));
   for (std::int32_t c = 0; c < v_; ++c) buckets[static_cast<std::size_t>(c)] = buckets_of(r, c);
-  const std::vector<GradSyncLaunch> launches =
-      grad_sync_launches(schedule_.ranks[ri], v_, overlap, buckets);
+  std::vector<GradSyncLaunch> made;
+  if (host_ == nullptr) made = grad_sync_launches(schedule_.ranks[ri], v_, overlap, buckets);
+  const std::vector<GradSyncLaunch>& launches = host_ != nullptr ? grad_launches_[ri] : made;
   std::int32_t stream_prev = dp_stream_last_[ri];  // after the parameter gathers
-  for (const GradSyncLaunch& l : launches) {
+  for (std::size_t li = 0; li < launches.size(); ++li) {
+    const GradSyncLaunch& l = launches[li];
     const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(l.chunk)];
     if (chunk.grad_sync.empty()) continue;
     const std::vector<DdpBucket>& chunk_buckets = buckets[static_cast<std::size_t>(l.chunk)];
@@ -165,12 +172,25 @@ Status StepBuilder::add_step_work(std::int32_t r, std::int32_t end_of_program) {
                               : l.backward >= 0
                                   ? backward_tasks_[ri][static_cast<std::size_t>(l.backward)]
                                   : end_of_program;
+    // Launched from the host: inside its backward (add_program), or here after the program
+    // (finish_grad_sync), one launch per collective.
+    std::int32_t launch = host_ != nullptr ? grad_launch_issued_[ri][li] : kNoTask;
     for (const Op& op : chunk.grad_sync) {
       const Op* what = &op;
       if (chunk_buckets.size() > 1) what = &bucket_op(op, chunk.parameters, chunk_buckets, b);
       const TaskId id =
           add_op_task(r, l.chunk, *what, chunk_buckets.size() > 1 ? l.bucket : -1, overlap);
       if (gate != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(gate)}, id);
+      if (host_ != nullptr) {
+        if (l.backward < 0 || launch == kNoTask) {
+          launch = issue_on_host(r, 1, host_->op_issue_s);
+        } else if (&op != &chunk.grad_sync.front()) {
+          ++launch;  // issue_grad_launches: one host task per collective, in order
+        }
+        STEPSIM_ASSERT(out_.graph.task(TaskId{static_cast<std::uint32_t>(launch)}).kind ==
+                       TaskKind::kHost);
+        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(launch)}, id);
+      }
       if (stream_prev != kNoTask && stream_prev != gate) {
         out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(stream_prev)}, id);
       }

@@ -36,6 +36,8 @@ class StepBuilder {
     dp_stream_last_.assign(static_cast<std::size_t>(p_), kNoTask);
     host_ = options.serialize_streams ? nullptr : cost.host();
     host_last_.assign(static_cast<std::size_t>(p_), kNoTask);
+    grad_launches_.resize(static_cast<std::size_t>(p_));
+    grad_launch_issued_.resize(static_cast<std::size_t>(p_));
   }
 
   Result<BuiltStep> build();
@@ -86,6 +88,9 @@ class StepBuilder {
   // GPU work waits for), and leaves the host busy until the last one. kNoTask without host
   // costs (no measured host, or the validator's serialised executor).
   std::int32_t issue_on_host(std::int32_t r, std::size_t kernels, double per_kernel);
+  /// The host's launches of the gradient reductions that the rank's `backward`-th backward
+  /// action makes ready (overlap_grad_reduce), after that action's kernels.
+  void issue_grad_launches(std::int32_t r, std::int32_t backward);
 
   bool defers_next_wgrad() const {
     const std::int64_t limit = w_.training.wgrad_deferral_limit;
@@ -245,6 +250,12 @@ class StepBuilder {
   // host has issued everything so far.
   const HostCosts* host_ = nullptr;
   std::vector<std::int32_t> host_last_;
+  // With a host, per rank: its gradient reductions in Megatron's issue order
+  // (grad_sync_launches, made in add_program) and the host task that launches the first
+  // collective of each (the launch's others follow it one task each); kNoTask: launched
+  // after the program (add_step_work).
+  std::vector<std::vector<GradSyncLaunch>> grad_launches_;
+  std::vector<std::vector<std::int32_t>> grad_launch_issued_;
   std::int32_t deferred_template_ = -1;  // the last stage's backward with the wgrad deferred
   std::int64_t deferred_ = 0;            // backwards whose output-layer wgrad was deferred
 };

@@ -16,11 +16,11 @@ namespace stepsim::sim {
 namespace {
 
 /// GEMMs cost their k in seconds (hand_cost.hpp); the host issues a forward kernel in
-/// `forward` seconds, a backward one in `backward`, other launches in 0.1 s and wakes from a
-/// synchronisation in 0.2 s.
-HandCost host_cost(double forward, double backward) {
+/// `forward` seconds, a backward one in `backward`, other launches (P2P calls, collectives)
+/// in `launch` and wakes from a synchronisation in 0.2 s.
+HandCost host_cost(double forward, double backward, double launch = 0.1) {
   HostCosts host;
-  host.op_issue_s = 0.1;
+  host.op_issue_s = launch;
   host.forward_op_issue_s = forward;
   host.backward_op_issue_s = backward;
   host.sync_s = 0.2;
@@ -92,6 +92,34 @@ TEST(HostIssue, SweepsAndStragglersSeeTheSameHost) {
   // Stage 1: B0's first kernel issued at 5.45, after F0: [10.2, 16.2]; the transfer at 16.2,
   // both wake at 16.4; stage 0's B0 [16.65, 19.65] and its all-reduce: 20.13.
   EXPECT_NEAR(r.value().prediction.step_time_s, 20.13, 1e-9);
+}
+
+TEST(HostIssue, TheHostLaunchesTheGradientReductionAfterTheProgram) {
+  // The first case with 9 s per launch: the host has issued B1 at 4.5 and launches the
+  // all-reduce (finish_grad_sync) at 13.5, after B1's end at 12.5: [13.5, 13.98].
+  EXPECT_NEAR(step_time(step_of(1, 2), host_cost(0.5, 0.25, 9)), 13.98, 1e-9);
+  EXPECT_NEAR(step_time(step_of(1, 2), host_cost(0.5, 0.25, 0.1)), 12.98, 1e-9);
+}
+
+TEST(HostIssue, BackwardHooksLaunchTheBucketsFromTheHost) {
+  // overlap_grad_reduce, p 1, m 2: GPU F0 [0.5, 3.5] B0 [3.5, 6.5] F1 [6.5, 9.5] B1 [9.5,
+  // 12.5]; B1's three buckets (0.16 s each) become final 1, 2 and 3 s into it (10.5, 11.5,
+  // 12.5). The host issues B1 by 4.5 and then launches them, 4 s each: at 8.5, 12.5, 16.5.
+  // b0 [10.5, 10.66], b1 [12.5, 12.66], b2 [16.5, 16.66]. With 0.1 s launches (by 4.8) the
+  // buckets wait only for their gradients: b2 ends at 12.66.
+  const Step s = make_step(1, 1, 2, StepOptions{.overlap_grad_reduce = true});
+  EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25, 4)), 16.66, 1e-9);
+  EXPECT_NEAR(step_time(s, host_cost(0.5, 0.25, 0.1)), 12.66, 1e-9);
+}
+
+TEST(HostIssue, TheHostLaunchesEachParameterGatherBeforeTheForwardsKernels) {
+  // overlap_param_gather, distributed optimizer (2 bytes per parameter), p 1, m 2: the
+  // forward pre-hook launches the three buckets' 0.08 s all-gathers at 0.1, 0.2 and 0.3
+  // before F0's first kernel is issued at 0.8: F0 [0.8, 3.8] ... B1 [9.8, 12.8], its last
+  // bucket's reduction [12.8, 12.96], the 0.5 s optimizer: 13.46 (12.74 without a host).
+  StepOptions o{.overlap_grad_reduce = true, .param_bytes = 2, .overlap_param_gather = true};
+  EXPECT_NEAR(step_time(make_step(1, 1, 2, o), host_cost(0.5, 0.25, 0.1)), 13.46, 1e-9);
+  EXPECT_NEAR(step_time(make_step(1, 1, 2, o), host_cost(0, 0, 0)), 12.74, 1e-9);
 }
 
 TEST(HostIssue, TheValidatorsSerialisedExecutorHasNoSeparateHost) {
