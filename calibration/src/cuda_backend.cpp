@@ -231,6 +231,20 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
     return Error{"", "", "cuda backend: an FP8 GEMM runs in the TN layout only (cuBLASLt on Hopper)",
                  ErrorKind::kRuntime};
   }
+  if (op.dtype == DType::kFp8 && cc_major_ * 10 + cc_minor_ < 89) {
+    return Error{"", "",
+                 "cuda backend: FP8 GEMMs need compute capability 8.9 or newer (Ada, Hopper); "
+                 "this GPU is " +
+                     std::to_string(cc_major_) + "." + std::to_string(cc_minor_),
+                 ErrorKind::kRuntime};
+  }
+  if (op.dtype == DType::kFp8 && op.scaling != GemmScaling::kTensor && !runs_block_scaled_fp8()) {
+    return Error{"", "",
+                 "cuda backend: block-scaled FP8 GEMMs (fp8_recipe \"blockwise\") run on Hopper "
+                 "with cuBLASLt 12.9 or newer; this GPU is compute capability " +
+                     std::to_string(cc_major_) + "." + std::to_string(cc_minor_),
+                 ErrorKind::kRuntime};
+  }
   if (op.dtype == DType::kFp8 && (op.m % 16 != 0 || op.n % 16 != 0 || op.k % 16 != 0)) {
     return Error{"", "", "cuda backend: an FP8 GEMM needs m, n and k divisible by 16 (cuBLASLt)",
                  ErrorKind::kRuntime};
