@@ -6,6 +6,9 @@
 
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace stepsim::calib {
 namespace {
@@ -17,6 +20,22 @@ std::vector<T> only(const std::vector<BenchPoint>& points) {
     if (const auto* v = std::get_if<T>(&p)) out.push_back(*v);
   }
   return out;
+}
+
+/// A compute op named `name` (layer 0) in `phase`.
+Op compute_op(std::string name, OpShape shape, Phase phase = Phase::kForward) {
+  return Op{std::move(name), 0, phase, Stream::kCompute, std::move(shape), {}, 0};
+}
+
+/// A plan of one stage whose one chunk's forward list is `forward`.
+WorkloadPlan one_chunk(std::vector<Op> forward) {
+  ChunkPlan chunk;
+  chunk.forward = std::move(forward);
+  StagePlan stage;
+  stage.chunks.push_back(std::move(chunk));
+  WorkloadPlan plan;
+  plan.stages.push_back(std::move(stage));
+  return plan;
 }
 
 TEST(BenchPlan, CpuQuickGridsAreSmallAndComplete) {
@@ -181,19 +200,11 @@ TEST(ScenarioPoints, TakesTheExactShapesOfAPlan) {
 }
 
 TEST(ScenarioPoints, Fp8TwinsAndGpuMemoryBeyondTheGrid) {
-  WorkloadPlan plan;
-  StagePlan stage;
-  ChunkPlan chunk;
-  chunk.forward.push_back(Op{"fc1", 0, Phase::kForward, Stream::kCompute,
-                             GemmOp{4096, 28672, 4096, 1, DType::kBf16}, {}, 0});
-  chunk.forward.push_back(Op{"odd", 0, Phase::kForward, Stream::kCompute,
-                             GemmOp{4096, 50257, 4096, 1, DType::kBf16}, {}, 0});
-  chunk.forward.push_back(Op{"adam", 0, Phase::kStep, Stream::kCompute,
-                             MemoryBoundOp{std::int64_t{5} << 30}, {}, 0});
-  chunk.forward.push_back(Op{"ln", 0, Phase::kForward, Stream::kCompute,
-                             MemoryBoundOp{std::int64_t{1} << 30}, {}, 0});
-  stage.chunks.push_back(chunk);
-  plan.stages.push_back(stage);
+  const WorkloadPlan plan =
+      one_chunk({compute_op("fc1", GemmOp{4096, 28672, 4096, 1, DType::kBf16}),
+                 compute_op("odd", GemmOp{4096, 50257, 4096, 1, DType::kBf16}),
+                 compute_op("adam", MemoryBoundOp{std::int64_t{5} << 30}, Phase::kStep),
+                 compute_op("ln", MemoryBoundOp{std::int64_t{1} << 30})});
 
   BenchPlanOptions o;
   o.gpu = true;
@@ -225,19 +236,18 @@ TEST(ScenarioPoints, CpuRecordsFp8GemmsAsTheFp32ProductsItRunsForThem) {
   // An FP8 scenario on the cpu backend: its FP8 linear GEMMs keep their dtype (the backend
   // runs each as its fp32 product, emulated FP8), so the profile prices exactly those; the
   // other GEMMs are recorded as the fp32 products they are, without layouts.
-  WorkloadPlan plan;
-  StagePlan stage;
-  ChunkPlan chunk;
-  chunk.forward.push_back(Op{"fc1", 0, Phase::kForward, Stream::kCompute,
-                             GemmOp{.m = 128, .n = 512, .k = 256, .batch = 1,
-                                    .dtype = DType::kFp8, .layout = GemmLayout::kTN},
-                             {}, 0});
-  chunk.forward.push_back(Op{"logits", 0, Phase::kForward, Stream::kCompute,
-                             GemmOp{.m = 128, .n = 2048, .k = 256, .batch = 1,
-                                    .dtype = DType::kBf16, .layout = GemmLayout::kTN},
-                             {}, 0});
-  stage.chunks.push_back(chunk);
-  plan.stages.push_back(stage);
+  const WorkloadPlan plan = one_chunk({compute_op("fc1", GemmOp{.m = 128,
+                                                                .n = 512,
+                                                                .k = 256,
+                                                                .batch = 1,
+                                                                .dtype = DType::kFp8,
+                                                                .layout = GemmLayout::kTN}),
+                                       compute_op("logits", GemmOp{.m = 128,
+                                                                   .n = 2048,
+                                                                   .k = 256,
+                                                                   .batch = 1,
+                                                                   .dtype = DType::kBf16,
+                                                                   .layout = GemmLayout::kTN})});
   BenchPlanOptions o;
   o.gpu = false;
   o.fp8 = true;
@@ -259,26 +269,14 @@ TEST(ScenarioPoints, CpuRecordsFp8GemmsAsTheFp32ProductsItRunsForThem) {
 TEST(ScenarioPoints, AnAtomicGemmsChunksAreMeasuredAsTheWholeGemm) {
   // Each chunk of an atomic GEMM is priced as the whole GEMM's time over its chunks
   // (CostModel::shape_s): the profile needs the whole GEMM, not the chunk.
-  WorkloadPlan plan;
-  StagePlan stage;
-  ChunkPlan chunk;
-  for (int i = 0; i < 4; ++i) {
-    chunk.forward.push_back(Op{"proj_gemm",
-                               0,
-                               Phase::kForward,
-                               Stream::kCompute,
-                               GemmOp{.m = 2048,
-                                      .n = 768,
-                                      .k = 1024,
-                                      .batch = 1,
-                                      .dtype = DType::kFp8,
-                                      .layout = GemmLayout::kTN,
-                                      .atomic_chunks = 4},
-                               {},
-                               0});
-  }
-  stage.chunks.push_back(chunk);
-  plan.stages.push_back(stage);
+  const Op chunk_op = compute_op("proj_gemm", GemmOp{.m = 2048,
+                                                     .n = 768,
+                                                     .k = 1024,
+                                                     .batch = 1,
+                                                     .dtype = DType::kFp8,
+                                                     .layout = GemmLayout::kTN,
+                                                     .atomic_chunks = 4});
+  const WorkloadPlan plan = one_chunk({chunk_op, chunk_op, chunk_op, chunk_op});
   BenchPlanOptions o;
   o.gpu = true;
   std::vector<std::string> skipped;
@@ -343,23 +341,13 @@ TEST(BenchPlan, GpuFp8GridTwinsEveryGemmBlockScaledWhereTheBackendCan) {
 // A blockwise scenario's GEMMs keep their scaling where the backend runs it, and are
 // measured with per-tensor scales (and said so) where it does not.
 TEST(ScenarioPoints, BlockScaledGemmsAreMeasuredAsSuchWhereTheBackendCan) {
-  WorkloadPlan plan;
-  StagePlan stage;
-  ChunkPlan chunk;
-  chunk.forward.push_back(Op{"fc1_gemm",
-                             0,
-                             Phase::kForward,
-                             Stream::kCompute,
-                             GemmOp{.m = 4096,
-                                    .n = 14336,
-                                    .k = 4096,
-                                    .dtype = DType::kFp8,
-                                    .layout = GemmLayout::kTN,
-                                    .scaling = GemmScaling::kBlock128x128},
-                             {},
-                             0});
-  stage.chunks.push_back(chunk);
-  plan.stages.push_back(stage);
+  const WorkloadPlan plan =
+      one_chunk({compute_op("fc1_gemm", GemmOp{.m = 4096,
+                                               .n = 14336,
+                                               .k = 4096,
+                                               .dtype = DType::kFp8,
+                                               .layout = GemmLayout::kTN,
+                                               .scaling = GemmScaling::kBlock128x128})});
   BenchPlanOptions o;
   o.gpu = true;
   std::vector<std::string> skipped;
