@@ -172,9 +172,10 @@ void StepBuilder::add_program(const RankProgram& program,
     for (const std::int32_t c : {0, 1}) dispatch_param_gather(r, c, cursor, gather);
   }
   std::int32_t forward_index = 0;
-  if (host_ != nullptr) {
-    // Megatron's backward hooks launch each bucket's reduction from the host (start_grad_sync)
-    // while autograd issues the backward: one launch per collective, on the host's lane.
+  {
+    // The rank's gradient reductions, in Megatron's issue order: launched from the host
+    // inside their backward here (issue_grad_launches), added to the DP stream in
+    // add_step_work.
     std::vector<std::vector<DdpBucket>> buckets(static_cast<std::size_t>(v_));
     for (std::int32_t c = 0; c < v_; ++c) buckets[static_cast<std::size_t>(c)] = buckets_of(r, c);
     grad_launches_[ri] = grad_sync_launches(program, v_, grad_reduce_overlapped(), buckets);

@@ -156,17 +156,13 @@ Status StepBuilder::add_step_work(std::int32_t r, std::int32_t end_of_program) {
   const auto ri = static_cast<std::size_t>(r);
   const StagePlan& stage = plan_.stages[ri];
   const bool overlap = grad_reduce_overlapped();
-  std::vector<std::vector<DdpBucket>> buckets(static_cast<std::size_t>(v_));
-  for (std::int32_t c = 0; c < v_; ++c) buckets[static_cast<std::size_t>(c)] = buckets_of(r, c);
-  std::vector<GradSyncLaunch> made;
-  if (host_ == nullptr) made = grad_sync_launches(schedule_.ranks[ri], v_, overlap, buckets);
-  const std::vector<GradSyncLaunch>& launches = host_ != nullptr ? grad_launches_[ri] : made;
+  const std::vector<GradSyncLaunch>& launches = grad_launches_[ri];  // add_program's
   std::int32_t stream_prev = dp_stream_last_[ri];  // after the parameter gathers
   for (std::size_t li = 0; li < launches.size(); ++li) {
     const GradSyncLaunch& l = launches[li];
     const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(l.chunk)];
     if (chunk.grad_sync.empty()) continue;
-    const std::vector<DdpBucket>& chunk_buckets = buckets[static_cast<std::size_t>(l.chunk)];
+    const std::vector<DdpBucket>& chunk_buckets = buckets_of(r, l.chunk);
     const auto b = static_cast<std::size_t>(l.bucket);
     const std::int32_t gate = l.after_op >= 0 ? bucket_ready(r, l.chunk, chunk_buckets[b])
                               : l.backward >= 0

@@ -250,10 +250,10 @@ class StepBuilder {
   // host has issued everything so far.
   const HostCosts* host_ = nullptr;
   std::vector<std::int32_t> host_last_;
-  // With a host, per rank: its gradient reductions in Megatron's issue order
-  // (grad_sync_launches, made in add_program) and the host task that launches the first
-  // collective of each (the launch's others follow it one task each); kNoTask: launched
-  // after the program (add_step_work).
+  // Per rank: its gradient reductions in Megatron's issue order (grad_sync_launches, made
+  // once in add_program) and, with a host, the host task that launches the first collective
+  // of each (the launch's others follow it one task each); kNoTask: launched after the
+  // program (add_step_work), or no host.
   std::vector<std::vector<GradSyncLaunch>> grad_launches_;
   std::vector<std::vector<std::int32_t>> grad_launch_issued_;
   std::int32_t deferred_template_ = -1;  // the last stage's backward with the wgrad deferred
