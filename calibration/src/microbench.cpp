@@ -333,7 +333,8 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
       for (const Op& op : chunk.forward) visit_op(op);
       for (const Op& op : chunk.backward) visit_op(op);
       for (const Op& op : chunk.grad_sync) visit_op(op);
-      if (chunk.p2p_bytes > 0) p2p_sizes.insert(chunk.p2p_bytes);
+      // Activations cross a pipeline boundary only when there is one.
+      if (chunk.p2p_bytes > 0 && plan.stages.size() > 1) p2p_sizes.insert(chunk.p2p_bytes);
     }
     for (const Op& op : stage.step_ops) visit_op(op);
   }

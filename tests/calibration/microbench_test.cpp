@@ -175,6 +175,7 @@ TEST(ScenarioPoints, TakesTheExactShapesOfAPlan) {
   chunk.p2p_bytes = 4096;
   stage.chunks.push_back(chunk);
   plan.stages.push_back(stage);
+  plan.stages.push_back(stage);  // two pipeline ranks: activations cross between them
 
   BenchPlanOptions o;
   o.gpu = true;
@@ -197,6 +198,17 @@ TEST(ScenarioPoints, TakesTheExactShapesOfAPlan) {
   o.gpu = false;  // the CPU backend records the fp32 it computes in
   skipped.clear();
   EXPECT_EQ(only<GemmOp>(scenario_points(plan, o, skipped))[0].dtype, DType::kFp32);
+
+  // One pipeline rank sends no activations: nothing to measure, nothing said to be skipped,
+  // on one rank as on two.
+  plan.stages.pop_back();
+  for (const std::vector<std::int32_t>& nodes :
+       {std::vector<std::int32_t>{0}, std::vector<std::int32_t>{0, 0}}) {
+    o.node_ids = nodes;
+    skipped.clear();
+    EXPECT_TRUE(only<P2PPoint>(scenario_points(plan, o, skipped)).empty());
+    for (const std::string& s : skipped) EXPECT_EQ(s.find("pipeline"), std::string::npos) << s;
+  }
 }
 
 TEST(ScenarioPoints, Fp8TwinsAndGpuMemoryBeyondTheGrid) {
