@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the public reference profiles a100-sxm4-80gb-public.json and
-h100-sxm5-80gb-public.json from the cited microbenchmark figures below.
+"""Writes the public reference profiles a100-sxm4-80gb-public.json,
+h100-sxm5-80gb-public.json and h200-sxm-141gb-public.json from the cited microbenchmark
+figures below.
 
 Every figure is a microbenchmark result somebody published (nccl-tests, cuBLAS matmul
 sweeps, a BabelStream-style copy kernel, p2pBandwidthLatencyTest) and carries its source in
@@ -28,7 +29,12 @@ SOURCE = "public data, not measured here"
 # taken): the H100 profile takes from it what no public table has.
 MEASURED_H100 = "h100-sxm5-80gb-measured.json"
 SOURCE_H100 = "public data, and one H100 measured by stepsim where none is public"
+# The same for one H200: no public per-shape GEMM, attention or memory figure for H200 was
+# found, so the H200 profile's kernels are all stepsim's measurement; its links are public.
+MEASURED_H200 = "h200-sxm-141gb-measured.json"
+SOURCE_H200 = "public data, and one H200 measured by stepsim where none is public"
 DATE = "2026-11-22"
+DATE_H200 = "2026-11-28"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 # --- sources -------------------------------------------------------------------------------
@@ -354,9 +360,9 @@ def attention_note(measured):
     return found[-1].split("(", 1)[1].split(")", 1)[0] if found else "no note"
 
 
-def h100():
-    # nccl-tests all_reduce_perf busbw (GB/s) on one 8x H200 node: NVLink 4 and NVSwitch
-    # gen 3, the fabric of DGX H100. NCCL uses NVLink SHARP (NVLS) from 2 MiB up.
+def nvlink4_all_reduce():
+    """nccl-tests all_reduce_perf busbw (GB/s) on one 8x H200 node: NVLink 4 and NVSwitch
+    gen 3, the fabric of DGX H100 and DGX H200. NCCL uses NVLink SHARP (NVLS) from 2 MiB up."""
     ar8 = [(32 * KiB, 3.20), (64 * KiB, 6.26), (128 * KiB, 12.40), (256 * KiB, 24.63),
            (512 * KiB, 48.30), (1 * MiB, 72.45), (2 * MiB, 91.48), (4 * MiB, 139.97),
            (8 * MiB, 182.03), (16 * MiB, 242.45), (32 * MiB, 298.44), (64 * MiB, 369.82),
@@ -364,10 +370,28 @@ def h100():
            (2 * GiB, 468.31), (4 * GiB, 473.10), (8 * GiB, 475.16), (16 * GiB, 480.70)]
     ar8_cite = (MLE_NET_BENCH + ": nccl-tests all_reduce_perf on one 8x H200 node (NVLink 4 + "
                 "NVSwitch gen 3 as in DGX H100; notes)")
-    collectives = [{"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1, "bytes": size,
-                    "seconds": size * bus_factor("all_reduce", 8) / (gbps * 1e9),
-                    "citation": f"{ar8_cite}: size {size} B, busbw {gbps} GB/s"}
-                   for size, gbps in ar8]
+    return [{"kind": "all_reduce", "group_size": 8, "nodes_spanned": 1, "bytes": size,
+             "seconds": size * bus_factor("all_reduce", 8) / (gbps * 1e9),
+             "citation": f"{ar8_cite}: size {size} B, busbw {gbps} GB/s"}
+            for size, gbps in ar8]
+
+
+def nvlink4_ndr_p2p():
+    """Point-to-point on DGX H100's links (NVLink 4 in a node, one NDR NIC across nodes),
+    which DGX H200 has too. The latency in a node: the 32 KiB 8-GPU all-reduce over its 14
+    ring steps."""
+    step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
+    out = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
+              MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x H100, "
+              f"~376 GB/s unidirectional between GPUs; latency {step_intra * 1e6:.2f} us "
+              "(notes)")
+    out += p2p(True, 47e9, 0.0, 1 * MiB, 4 * GiB,
+               f"{NCCL_TESTS_290}: 46-48 GB/s per NDR 400 Gb/s NIC (no latency figure)")
+    return out
+
+
+def h100():
+    collectives = nvlink4_all_reduce()
     squares = [(1024, 176.62), (2048, 676.59), (4096, 788.72), (8192, 797.51),
                (10240, 719.72)]
     gemms = [gemm(n, n, n, tf, f"{TORCH_PERF_H100}: NVIDIA H100 80GB HBM3 (SXM), torch "
@@ -410,13 +434,7 @@ def h100():
     fp8_gemms, memory, attention_backward, measured_note = measured_h100()
     attention += attention_backward
     gemms += fp8_gemms
-    step_intra = 32 * KiB * bus_factor("all_reduce", 8) / 3.20e9 / 14
-    p2p_samples = p2p(False, 376e9, step_intra, 64 * KiB, 4 * GiB,
-                      MLE_NET + "#real-network-throughput: p2pBandwidthLatencyTest on 8x H100, "
-                      f"~376 GB/s unidirectional between GPUs; latency {step_intra * 1e6:.2f} us "
-                      "(notes)")
-    p2p_samples += p2p(True, 47e9, 0.0, 1 * MiB, 4 * GiB,
-                       f"{NCCL_TESTS_290}: 46-48 GB/s per NDR 400 Gb/s NIC (no latency figure)")
+    p2p_samples = nvlink4_ndr_p2p()
     return {
         "format_version": 1,
         "machine": "NVIDIA H100-SXM5-80GB, DGX H100 (8 GPUs, NVLink 4, 8x NDR 400 Gb/s)",
@@ -470,6 +488,66 @@ def h100():
     }
 
 
+def h200():
+    """DGX H200: every kernel sample is stepsim's own measurement of one H200 (MEASURED_H200),
+    copied as measured, because no public per-shape table for H200 was found (XLA's sm_90
+    table and the FlashAttention-3 figure are H100's, whose HBM is slower); the links are
+    DGX H100's public figures, the same NVLink 4 / NVSwitch fabric and NDR NICs."""
+    with open(os.path.join(HERE, MEASURED_H200), encoding="utf-8") as f:
+        m = json.load(f)
+    versions = next(n for n in m["notes"] if n.startswith("cuda backend: "))
+    where = f"scenarios/profiles/{MEASURED_H200} (stepsim's measurement, notes)"
+
+    def kind(s):
+        if s["dtype"] != "fp8":
+            return f"{s['dtype']} GEMM" + (f", {s['layout']}" if "layout" in s else "")
+        if "scaling" in s:
+            return "block-scaled FP8 GEMM"
+        return "FP8 GEMM, fast accumulation" if s.get("fast_accum") else "FP8 GEMM"
+
+    gemms = [dict(s, citation=f"{where}: {kind(s)}") for s in m["gemm"]]
+    memory = [dict(s, citation=f"{where}: memory-bound kernel") for s in m["memory"]]
+    attention = [dict(s, citation=f"{where}: cuDNN fused attention "
+                                   f"{'backward' if s['backward'] else 'forward'}")
+                 for s in m["attention"]]
+    return {
+        "format_version": 1,
+        "machine": "NVIDIA H200-SXM-141GB, DGX H200 (8 GPUs, NVLink 4, 8x NDR 400 Gb/s)",
+        "backend": "public",
+        "date": DATE_H200,
+        "source": SOURCE_H200,
+        "notes": [
+            "Assembled by scenarios/profiles/make_public_profiles.py; every sample cites its "
+            "figure. Never fitted or tuned to end-to-end training step times or throughputs.",
+            f"GEMMs, attention and memory-bound kernels: measured by stepsim on one H200 (SXM, "
+            f"141 GB HBM3e) on {m['date'][:10]} ({versions[len('cuda backend: '):]}), copied "
+            f"as measured from {MEASURED_H200} (scenarios/profiles/README.md: the commands): "
+            "bf16 GEMMs in each layout Transformer Engine runs (TN fprop, NN dgrad, NT wgrad) "
+            "on the 256..16384 grid and the H200 scenarios' shapes, FP8 GEMMs (split and fast "
+            "accumulation, block-scaled), cuDNN fused attention forward and backward "
+            f"({attention_note(m)}), memory-bound kernels (trains of a scale-copy kernel, 1 MiB "
+            "to 4 GiB). No public per-shape figure for H200 was found; H100's (XLA's sm_90 "
+            "matmul table, the FlashAttention-3 figure) are another GPU's, with slower HBM. "
+            "fp16 GEMMs borrow the bf16 samples (same 989 TFLOPS peak).",
+            "Collectives: nccl-tests all-reduce over the 8 GPUs of an H200 node (NVLink 4, "
+            "NVSwitch gen 3). Every other group is priced by NCCL's own tuning model "
+            "(core/src/nccl_model.cpp, from NVIDIA/nccl src/graph/tuning.cc).",
+            "P2P: DGX H100's figures (p2pBandwidthLatencyTest's ~376 GB/s in a node, one NDR "
+            "NIC's 47 GB/s across nodes): DGX H200 has the same NVLink 4 / NVSwitch fabric and "
+            "the same ConnectX-7 NDR 400 Gb/s NICs (NVIDIA DGX H100/H200 User Guide, hardware "
+            "overview). Latency in a node: the 32 KiB all-reduce over its 14 ring steps.",
+            "No host section: like the other public profiles, predictions from it assume the "
+            f"host keeps ahead of the GPU ({MEASURED_H200} has the measured host).",
+        ],
+        "world_size": WORLD_SIZE,
+        "gemm": gemms,
+        "attention": attention,
+        "memory": memory,
+        "collectives": nvlink4_all_reduce(),
+        "p2p": nvlink4_ndr_p2p(),
+    }
+
+
 COMMON_NOTES = [
     "Assembled by scenarios/profiles/make_public_profiles.py from published microbenchmarks "
     "(nccl-tests, cuBLAS matmul sweeps, a BabelStream-style kernel, p2pBandwidthLatencyTest); "
@@ -491,3 +569,4 @@ if __name__ == "__main__":
     os.makedirs(out, exist_ok=True)
     write("a100-sxm4-80gb-public.json", a100(), out)
     write("h100-sxm5-80gb-public.json", h100(), out)
+    write("h200-sxm-141gb-public.json", h200(), out)

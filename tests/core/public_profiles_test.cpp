@@ -17,13 +17,17 @@ namespace {
 // The DGX system each profile describes (the NVLink and NIC figures NCCL's model reads).
 SystemConfig fallback_system(const std::string& profile) {
   const bool a100 = profile.find("a100") != std::string::npos;
+  const bool h200 = profile.find("h200") != std::string::npos;
   SystemConfig s;
   s.name = "fallback";
-  s.gpu_name = a100 ? "NVIDIA A100-SXM4-80GB" : "NVIDIA H100-SXM5-80GB";
+  s.gpu_name = a100   ? "NVIDIA A100-SXM4-80GB"
+               : h200 ? "NVIDIA H200-SXM-141GB"
+                      : "NVIDIA H100-SXM5-80GB";
   s.peak_flops_bf16 = a100 ? 312e12 : 989e12;
   s.peak_flops_fp16 = s.peak_flops_bf16;
   s.peak_flops_fp32 = s.peak_flops_bf16 / 2;
-  s.hbm_bandwidth_bytes_per_s = a100 ? 2.039e12 : 3.35e12;
+  s.peak_flops_fp8 = a100 ? 0.0 : 1979e12;
+  s.hbm_bandwidth_bytes_per_s = a100 ? 2.039e12 : h200 ? 4.8e12 : 3.35e12;
   s.gpus_per_node = 8;
   s.nics_per_node = 8;
   s.intra_node = {a100 ? 300e9 : 450e9, 3e-6};
@@ -43,13 +47,17 @@ class PublicProfile : public testing::TestWithParam<const char*> {
 };
 
 // A published figure (a link), or stepsim's own measurement committed beside the profile
-// (the H100 profile takes FP8 GEMMs, memory-bound kernels and attention backward from it).
+// (the H100 profile takes FP8 GEMMs, memory-bound kernels and attention backward from it,
+// the H200 profile every kernel sample).
 bool cited(const std::string& c) {
   if (c.find("https://") != std::string::npos) return true;
-  const std::string measured = "scenarios/profiles/h100-sxm5-80gb-measured.json";
-  return c.find(measured) != std::string::npos &&
-         std::filesystem::exists(std::string(STEPSIM_SCENARIOS_DIR) + "/profiles/" +
-                                 measured.substr(measured.rfind('/') + 1));
+  for (const std::string measured :
+       {"h100-sxm5-80gb-measured.json", "h200-sxm-141gb-measured.json"}) {
+    if (c.find("scenarios/profiles/" + measured) != std::string::npos &&
+        std::filesystem::exists(std::string(STEPSIM_SCENARIOS_DIR) + "/profiles/" + measured))
+      return true;
+  }
+  return false;
 }
 
 TEST_P(PublicProfile, IsPublicDataWithEveryFigureCited) {
@@ -114,6 +122,7 @@ TEST_P(PublicProfile, CitedGemmIsReturnedExactly) {
                         .k = s.k,
                         .batch = s.batch,
                         .dtype = s.dtype,
+                        .layout = s.layout,
                         .scaling = s.scaling,
                         .fast_accum = s.fast_accum}),
               s.seconds);
@@ -121,8 +130,8 @@ TEST_P(PublicProfile, CitedGemmIsReturnedExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, PublicProfile,
-                         testing::Values("a100-sxm4-80gb-public.json",
-                                         "h100-sxm5-80gb-public.json"));
+                         testing::Values("a100-sxm4-80gb-public.json", "h100-sxm5-80gb-public.json",
+                                         "h200-sxm-141gb-public.json"));
 
 }  // namespace
 }  // namespace stepsim
