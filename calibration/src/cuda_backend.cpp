@@ -35,6 +35,7 @@ void DeviceBuffer::release() {
 
 void CudaBackend::release_buffers() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (comm_stream_ != nullptr) cudaStreamSynchronize(comm_stream_);
   for (DeviceBuffer* b : {&a_, &b_, &c_, &extra_, &send_, &recv_, &flush_, &scales_}) {
     b->release();
   }
@@ -129,6 +130,7 @@ CudaBackend::CudaBackend(const BackendOptions& options, int device)
 
 CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (comm_stream_ != nullptr) cudaStreamSynchronize(comm_stream_);
   for (ncclComm_t c : nccl_) {
     if (c != nullptr) ncclCommDestroy(c);
   }
@@ -140,6 +142,7 @@ CudaBackend::~CudaBackend() {
   if (start_ != nullptr) cudaEventDestroy(start_);
   if (stop_ != nullptr) cudaEventDestroy(stop_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (comm_stream_ != nullptr) cudaStreamDestroy(comm_stream_);
 }
 
 Status CudaBackend::init() {

@@ -73,6 +73,16 @@ class CudaBackend final : public Backend {
 
   Result<double> barrier(GroupId group) override;
   bool deferred_timing() const override { return !options_.verify; }
+  /// Stream mode: a posted collective (overlap_grad_reduce's bucket reductions) runs on a
+  /// communication stream of its own, after the work enqueued on the compute stream so far,
+  /// as PyTorch runs an async_op=True NCCL call on its process group's stream; waiting for
+  /// it makes the compute stream wait (handle.wait()), never the host. Non-blocking
+  /// point-to-point stays off (async_p2p false): each transfer is posted alone, and NCCL
+  /// serialises a communicator's calls in issue order, so two ranks' crossed sends would
+  /// wait for receives queued behind them.
+  bool async_collectives() const override { return !options_.verify; }
+  Result<CollectiveHandle> post_collective(const CollectiveOp& op, GroupId group) override;
+  Result<P2PCompletion> wait_collective(CollectiveHandle h) override;
   Status begin_step() override;
   void tag(std::int64_t task) override { task_ = task; }
   Result<std::vector<DeviceTiming>> end_step() override;
@@ -131,7 +141,7 @@ class CudaBackend final : public Backend {
   /// Enqueues collective `kind` over `comm` on the stream (all-to-all as grouped sends and
   /// receives): `per` floats per rank, `n` ranks.
   Status issue_collective(CollectiveKind kind, const float* send, float* recv, std::size_t per,
-                          std::int64_t n, ncclComm_t comm);
+                          std::int64_t n, ncclComm_t comm, cudaStream_t stream);
   /// Enqueues `requests` as one NCCL group over the world, message r at base + offsets[r].
   Status issue_p2p(const std::vector<P2PRequest>& requests, std::uint8_t* base,
                    const std::vector<std::int64_t>& offsets);
@@ -146,6 +156,7 @@ class CudaBackend final : public Backend {
   int cc_major_ = 0, cc_minor_ = 0;
   std::int64_t l2_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t comm_stream_ = nullptr;  ///< stream mode's posted collectives, made on first use
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   std::vector<ncclComm_t> nccl_;  ///< index = GroupId::value, like world_'s communicators
@@ -162,6 +173,13 @@ class CudaBackend final : public Backend {
   std::vector<cudaEvent_t> events_;
   std::size_t next_event_ = 0;
   std::vector<Pending> pending_;
+  /// A posted collective, by CollectiveHandle::value: its last event (an index into
+  /// events_; -1 once waited for) and now_s() when it was posted.
+  struct Posted {
+    std::int64_t stop = -1;
+    double posted_s = 0;
+  };
+  std::vector<Posted> posted_;
   std::map<std::pair<int, cuda::ElemType>, DeviceBuffer> operands_;
   std::map<std::string, std::unique_ptr<LtMatmul>> gemm_plans_;
   std::map<std::string, AttentionRun> attention_plans_;

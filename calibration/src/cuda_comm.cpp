@@ -50,7 +50,8 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
     const int rc = MPI_Barrier(world_.comm(group));
     if (rc != MPI_SUCCESS) return mpi_error("MPI_Barrier", rc);
     STEPSIM_CUDA_TRY(cudaEventRecord(start_, stream_));
-    if (auto r = issue_collective(op.kind, send, recv, per, n, comm); !r.ok()) return r.errors();
+    if (auto r = issue_collective(op.kind, send, recv, per, n, comm, stream_); !r.ok())
+      return r.errors();
     STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));
     STEPSIM_CUDA_TRY(cudaEventSynchronize(stop_));
     float ms = 0.0F;
@@ -142,16 +143,17 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
 }
 
 Status CudaBackend::issue_collective(CollectiveKind kind, const float* send, float* recv,
-                                     std::size_t per, std::int64_t n, ncclComm_t comm) {
+                                     std::size_t per, std::int64_t n, ncclComm_t comm,
+                                     cudaStream_t stream) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      STEPSIM_NCCL_TRY(ncclAllReduce(send, recv, per, ncclFloat, ncclSum, comm, stream_));
+      STEPSIM_NCCL_TRY(ncclAllReduce(send, recv, per, ncclFloat, ncclSum, comm, stream));
       break;
     case CollectiveKind::kAllGather:
-      STEPSIM_NCCL_TRY(ncclAllGather(send, recv, per, ncclFloat, comm, stream_));
+      STEPSIM_NCCL_TRY(ncclAllGather(send, recv, per, ncclFloat, comm, stream));
       break;
     case CollectiveKind::kReduceScatter:
-      STEPSIM_NCCL_TRY(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream_));
+      STEPSIM_NCCL_TRY(ncclReduceScatter(send, recv, per, ncclFloat, ncclSum, comm, stream));
       break;
     case CollectiveKind::kAllToAll:
       // NCCL has no all-to-all call: grouped sends and receives, one pair per member, as
@@ -159,10 +161,8 @@ Status CudaBackend::issue_collective(CollectiveKind kind, const float* send, flo
       STEPSIM_NCCL_TRY(ncclGroupStart());
       for (std::int64_t peer = 0; peer < n; ++peer) {
         const std::size_t at = static_cast<std::size_t>(peer) * per;
-        STEPSIM_NCCL_TRY(
-            ncclSend(send + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
-        STEPSIM_NCCL_TRY(
-            ncclRecv(recv + at, per, ncclFloat, static_cast<int>(peer), comm, stream_));
+        STEPSIM_NCCL_TRY(ncclSend(send + at, per, ncclFloat, static_cast<int>(peer), comm, stream));
+        STEPSIM_NCCL_TRY(ncclRecv(recv + at, per, ncclFloat, static_cast<int>(peer), comm, stream));
       }
       STEPSIM_NCCL_TRY(ncclGroupEnd());
       break;

@@ -49,11 +49,15 @@ std::string plan_key(const MatmulShape& s, cuda::ElemType t) {
 
 // Operand buffer roles.
 constexpr int kA = 0, kB = 1, kD = 2, kSend = 3, kRecv = 4;
+// A posted collective's buffers: its own, as the compute stream's may be in use meanwhile.
+constexpr int kPostedSend = 5, kPostedRecv = 6;
 
 }  // namespace
 
 Status CudaBackend::begin_step() {
   STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+  if (comm_stream_ != nullptr) STEPSIM_CUDA_TRY(cudaStreamSynchronize(comm_stream_));
+  posted_.clear();
   if (base_ == nullptr) STEPSIM_CUDA_TRY(cudaEventCreate(&base_));
   // The device is idle: the base event completes as soon as it is recorded, so its device
   // time is now_s() right after it, to within the wake-up of cudaEventSynchronize.
@@ -67,6 +71,7 @@ Status CudaBackend::begin_step() {
 
 Result<std::vector<Backend::DeviceTiming>> CudaBackend::end_step() {
   STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+  if (comm_stream_ != nullptr) STEPSIM_CUDA_TRY(cudaStreamSynchronize(comm_stream_));
   std::vector<DeviceTiming> out;
   std::map<std::int64_t, std::size_t> index;  // task -> its entry in out
   auto since_base = [this](std::size_t e) -> Result<double> {
@@ -209,7 +214,64 @@ Result<double> CudaBackend::collective_enqueued(const CollectiveOp& op, GroupId 
   const ncclComm_t comm = nccl_[static_cast<std::size_t>(group.value)];
   const auto per = static_cast<std::size_t>(counts.per_rank);
   // No barrier before it and no check after: a late peer's wait is part of the step.
-  return enqueue([&]() -> Status { return issue_collective(op.kind, send, recv, per, n, comm); });
+  return enqueue(
+      [&]() -> Status { return issue_collective(op.kind, send, recv, per, n, comm, stream_); });
+}
+
+Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, GroupId group) {
+  if (options_.verify) {
+    return Error{"", "", "cuda backend: collectives are posted only in stream mode",
+                 ErrorKind::kInternal};
+  }
+  if (op.kind == CollectiveKind::kDeepEpDispatch || op.kind == CollectiveKind::kDeepEpCombine) {
+    return Error{"", "", "cuda backend: DeepEP's kernels are not run", ErrorKind::kInternal};
+  }
+  if (comm_stream_ == nullptr) {
+    STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+  }
+  const std::int64_t n = world_.group_size(group);
+  const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
+  auto in = operand(kPostedSend, cuda::ElemType::kFp32, counts.in, 8);
+  auto out = operand(kPostedRecv, cuda::ElemType::kFp32, counts.out, 0);
+  if (!in.ok()) return in.errors();
+  if (!out.ok()) return out.errors();
+  // The gradients it reduces are the compute stream's so far: the communication stream
+  // waits for them, as PyTorch's process-group stream waits for the current stream.
+  auto ready = pooled_event();
+  if (!ready.ok()) return ready.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(ready.value(), stream_));
+  STEPSIM_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, ready.value(), 0));
+  const std::size_t start = next_event_;
+  auto a = pooled_event();
+  if (!a.ok()) return a.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(a.value(), comm_stream_));
+  const ncclComm_t comm = nccl_[static_cast<std::size_t>(group.value)];
+  if (auto r = issue_collective(op.kind, static_cast<float*>(in.value()),
+                                static_cast<float*>(out.value()),
+                                static_cast<std::size_t>(counts.per_rank), n, comm, comm_stream_);
+      !r.ok()) {
+    return r.errors();
+  }
+  const std::size_t stop = next_event_;
+  auto b = pooled_event();
+  if (!b.ok()) return b.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(b.value(), comm_stream_));
+  pending_.push_back(Pending{.task = task_, .start = start, .stop = stop});
+  posted_.push_back(Posted{.stop = static_cast<std::int64_t>(stop), .posted_s = now_s()});
+  return CollectiveHandle{static_cast<std::int64_t>(posted_.size()) - 1};
+}
+
+Result<P2PCompletion> CudaBackend::wait_collective(CollectiveHandle h) {
+  if (h.value < 0 || h.value >= static_cast<std::int64_t>(posted_.size()) ||
+      posted_[static_cast<std::size_t>(h.value)].stop < 0) {
+    return Error{"", "", "cuda backend: no such posted collective, or waited for already",
+                 ErrorKind::kInternal};
+  }
+  Posted& p = posted_[static_cast<std::size_t>(h.value)];
+  STEPSIM_CUDA_TRY(cudaStreamWaitEvent(stream_, events_[static_cast<std::size_t>(p.stop)], 0));
+  p.stop = -1;
+  // Its times on the device come with end_step(); the host only knows when it asked.
+  return P2PCompletion{.posted_s = p.posted_s, .completed_s = now_s()};
 }
 
 Result<double> CudaBackend::p2p_enqueued(const std::vector<P2PRequest>& requests) {

@@ -352,6 +352,7 @@ Status Runner::run() {
         if (coll == nullptr) return runtime_error(tasks_[i].name + ": only a collective is posted");
         auto g = group_of(tasks_[i], *coll);
         if (!g) return g.errors();
+        if (deferred) b_.tag(static_cast<std::int64_t>(i));  // its kernels are this task's
         auto h = b_.post_collective(*coll, *g);
         if (!h) return h.errors();
         collectives[i] = *h;
@@ -375,6 +376,7 @@ Status Runner::run() {
           requests = std::move(ring).value();
         }
         handles[i].clear();
+        if (deferred) b_.tag(static_cast<std::int64_t>(i));
         for (const P2PRequest& q : requests) {
           auto h = b_.post_p2p({q});
           if (!h) return h.errors();

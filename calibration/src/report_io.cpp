@@ -98,7 +98,9 @@ std::string format_report_text(const ValidationReport& r) {
   }
   if (r.async_grad_reduce) {
     s << "the gradient buckets' reductions ran beside the backward (overlap_grad_reduce), on "
-         "the backend's collective thread\n";
+      << (r.device_timed ? "a communication stream of their own"
+                         : "the backend's collective thread")
+      << "\n";
   }
   if (r.device_timed) {
     s << "every op was enqueued on the device's stream ahead of it, as Megatron's host runs "

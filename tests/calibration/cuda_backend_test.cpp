@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "mpi_environment.hpp"
 
 namespace stepsim::calib {
@@ -281,6 +283,56 @@ TEST(CudaBackend, StreamModeEnqueuesAndTimesEachTaskOnTheDevice) {
     // 137 GFLOP at well under Hopper's 989 TFLOP/s peak: over 0.1 ms, under 10 ms.
     EXPECT_GT(t.value()[0].busy_s, 1e-4);
     EXPECT_LT(t.value()[0].busy_s, 1e-2);
+  }
+}
+
+TEST(CudaBackend, StreamModePostsCollectivesOnACommunicationStream) {
+  // overlap_grad_reduce as the validator runs it on a GPU: a posted collective starts when
+  // the compute stream's work before it is done, runs beside the compute enqueued after it,
+  // and the compute stream waits for it where the executor waits. One rank: NCCL's
+  // all-reduce is a device copy, but it runs on the communication stream all the same.
+  STEPSIM_SKIP_WITHOUT_GPU();
+  BackendOptions o;
+  o.verify = false;
+  auto made = make_backend("cuda", o);
+  ASSERT_TRUE(made.ok()) << format_errors(made.errors());
+  Backend& b = *made.value();
+  ASSERT_TRUE(b.async_collectives());
+  EXPECT_FALSE(b.async_p2p());
+  auto g = b.split(0, b.world_rank());
+  ASSERT_TRUE(g.ok());
+  const GemmOp big{
+      .m = 8192, .n = 8192, .k = 8192, .dtype = DType::kBf16, .layout = GemmLayout::kTN};
+  CollectiveOp reduce;
+  reduce.kind = CollectiveKind::kAllReduce;
+  reduce.bytes = std::int64_t{1} << 30;
+  reduce.group_size = b.world_size();
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(b.begin_step().ok());
+    b.tag(0);
+    ASSERT_TRUE(b.gemm(big).ok());
+    b.tag(1);
+    auto h = b.post_collective(reduce, g.value());
+    ASSERT_TRUE(h.ok()) << format_errors(h.errors());
+    b.tag(2);
+    ASSERT_TRUE(b.gemm(big).ok());
+    auto done = b.wait_collective(h.value());
+    ASSERT_TRUE(done.ok()) << format_errors(done.errors());
+    EXPECT_LE(done.value().posted_s, done.value().completed_s);
+    EXPECT_FALSE(b.wait_collective(h.value()).ok()) << "each handle is waited for once";
+    b.tag(3);
+    ASSERT_TRUE(b.memory_bound(MemoryBoundOp{std::int64_t{1} << 20}).ok());
+    auto t = b.end_step();
+    ASSERT_TRUE(t.ok()) << format_errors(t.errors());
+    std::map<std::int64_t, Backend::DeviceTiming> by_task;
+    for (const auto& d : t.value()) by_task[d.task] = d;
+    ASSERT_EQ(by_task.size(), 4U);
+    const auto &first = by_task[0], &posted = by_task[1], &beside = by_task[2], &after = by_task[3];
+    EXPECT_GT(posted.busy_s, 0.0);
+    EXPECT_GE(posted.start_s, first.end_s - 1e-6) << "it waited for the compute before it";
+    EXPECT_LT(beside.start_s, posted.end_s) << "the GEMM after it ran beside it";
+    EXPECT_GE(after.start_s, posted.end_s - 1e-6) << "the compute stream waited for it";
+    EXPECT_GE(after.start_s, beside.end_s - 1e-6);
   }
 }
 
