@@ -36,6 +36,7 @@ void DeviceBuffer::release() {
 void CudaBackend::release_buffers() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (comm_stream_ != nullptr) cudaStreamSynchronize(comm_stream_);
+  if (p2p_stream_ != nullptr) cudaStreamSynchronize(p2p_stream_);
   for (DeviceBuffer* b : {&a_, &b_, &c_, &extra_, &send_, &recv_, &flush_, &scales_}) {
     b->release();
   }
@@ -131,6 +132,7 @@ CudaBackend::CudaBackend(const BackendOptions& options, int device)
 CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (comm_stream_ != nullptr) cudaStreamSynchronize(comm_stream_);
+  if (p2p_stream_ != nullptr) cudaStreamSynchronize(p2p_stream_);
   for (ncclComm_t c : nccl_) {
     if (c != nullptr) ncclCommDestroy(c);
   }
@@ -143,6 +145,7 @@ CudaBackend::~CudaBackend() {
   if (stop_ != nullptr) cudaEventDestroy(stop_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (comm_stream_ != nullptr) cudaStreamDestroy(comm_stream_);
+  if (p2p_stream_ != nullptr) cudaStreamDestroy(p2p_stream_);
 }
 
 Status CudaBackend::init() {

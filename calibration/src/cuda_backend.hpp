@@ -76,13 +76,19 @@ class CudaBackend final : public Backend {
   /// Stream mode: a posted collective (overlap_grad_reduce's bucket reductions) runs on a
   /// communication stream of its own, after the work enqueued on the compute stream so far,
   /// as PyTorch runs an async_op=True NCCL call on its process group's stream; waiting for
-  /// it makes the compute stream wait (handle.wait()), never the host. Non-blocking
-  /// point-to-point stays off (async_p2p false): each transfer is posted alone, and NCCL
-  /// serialises a communicator's calls in issue order, so two ranks' crossed sends would
-  /// wait for receives queued behind them.
+  /// it makes the compute stream wait (handle.wait()), never the host.
   bool async_collectives() const override { return !options_.verify; }
   Result<CollectiveHandle> post_collective(const CollectiveOp& op, GroupId group) override;
   Result<P2PCompletion> wait_collective(CollectiveHandle h) override;
+  /// Stream mode: the transfers one task posts (a Megatron P2P call, a context-parallel ring
+  /// step, a userbuffers exchange) go out as one NCCL group on a point-to-point stream, as
+  /// batch_isend_irecv posts a call's sends and receives together; the group is issued when
+  /// the task's posting ends (the next call of any kind). Posted one NCCL call each, two
+  /// ranks' crossed sends would wait for receives NCCL queues behind them (it runs a
+  /// communicator's calls in issue order). A rank may post to itself (NCCL allows it).
+  bool async_p2p() const override { return !options_.verify; }
+  Result<P2PHandle> post_p2p(const std::vector<P2PRequest>& requests) override;
+  Result<P2PCompletion> wait_p2p(P2PHandle h) override;
   Status begin_step() override;
   void tag(std::int64_t task) override { task_ = task; }
   Result<std::vector<DeviceTiming>> end_step() override;
@@ -144,7 +150,12 @@ class CudaBackend final : public Backend {
                           std::int64_t n, ncclComm_t comm, cudaStream_t stream);
   /// Enqueues `requests` as one NCCL group over the world, message r at base + offsets[r].
   Status issue_p2p(const std::vector<P2PRequest>& requests, std::uint8_t* base,
-                   const std::vector<std::int64_t>& offsets);
+                   const std::vector<std::int64_t>& offsets, cudaStream_t stream);
+  /// Issues the posted transfers not issued yet (post_p2p) as one group; every call that
+  /// enqueues work or waits does this first.
+  Status flush_posted_p2p();
+  /// Makes `side` wait for the compute stream's work so far.
+  Status after_compute(cudaStream_t side);
   /// Operand buffer `role` of type `t` with at least `elems` elements, filled with operand
   /// values (seed) when it had to be allocated; seed 0: left as allocated.
   Result<void*> operand(int role, cuda::ElemType t, std::int64_t elems, std::uint32_t seed);
@@ -157,6 +168,7 @@ class CudaBackend final : public Backend {
   std::int64_t l2_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaStream_t comm_stream_ = nullptr;  ///< stream mode's posted collectives, made on first use
+  cudaStream_t p2p_stream_ = nullptr;   ///< stream mode's posted transfers, made on first use
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   std::vector<ncclComm_t> nccl_;  ///< index = GroupId::value, like world_'s communicators
@@ -180,6 +192,12 @@ class CudaBackend final : public Backend {
     double posted_s = 0;
   };
   std::vector<Posted> posted_;
+  /// Posted transfers: by P2PHandle::value, the group each went out in (an index into
+  /// p2p_groups_); the groups' Posted records; the requests of the group being posted.
+  std::vector<std::size_t> p2p_handle_group_;
+  std::vector<Posted> p2p_groups_;
+  std::vector<P2PRequest> p2p_open_;
+  std::int64_t p2p_open_task_ = -1;
   std::map<std::pair<int, cuda::ElemType>, DeviceBuffer> operands_;
   std::map<std::string, std::unique_ptr<LtMatmul>> gemm_plans_;
   std::map<std::string, AttentionRun> attention_plans_;

@@ -116,7 +116,7 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
     auto shake = world_.handshake(peers);
     if (!shake.ok()) return shake.errors();
     STEPSIM_CUDA_TRY(cudaEventRecord(start_, stream_));
-    if (auto r = issue_p2p(requests, base, offsets); !r.ok()) return r.errors();
+    if (auto r = issue_p2p(requests, base, offsets, stream_); !r.ok()) return r.errors();
     STEPSIM_CUDA_TRY(cudaEventRecord(stop_, stream_));
     STEPSIM_CUDA_TRY(cudaEventSynchronize(stop_));
     float ms = 0.0F;
@@ -175,7 +175,7 @@ Status CudaBackend::issue_collective(CollectiveKind kind, const float* send, flo
 }
 
 Status CudaBackend::issue_p2p(const std::vector<P2PRequest>& requests, std::uint8_t* base,
-                              const std::vector<std::int64_t>& offsets) {
+                              const std::vector<std::int64_t>& offsets, cudaStream_t stream) {
   // NCCL has no tags: messages between two ranks match in the order they are posted.
   const ncclComm_t comm = nccl_[0];
   STEPSIM_NCCL_TRY(ncclGroupStart());
@@ -183,9 +183,9 @@ Status CudaBackend::issue_p2p(const std::vector<P2PRequest>& requests, std::uint
     const P2PRequest& q = requests[r];
     const auto count = static_cast<std::size_t>(q.bytes);
     if (q.send) {
-      STEPSIM_NCCL_TRY(ncclSend(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
+      STEPSIM_NCCL_TRY(ncclSend(base + offsets[r], count, ncclUint8, q.peer, comm, stream));
     } else {
-      STEPSIM_NCCL_TRY(ncclRecv(base + offsets[r], count, ncclUint8, q.peer, comm, stream_));
+      STEPSIM_NCCL_TRY(ncclRecv(base + offsets[r], count, ncclUint8, q.peer, comm, stream));
     }
   }
   STEPSIM_NCCL_TRY(ncclGroupEnd());

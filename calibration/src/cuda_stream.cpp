@@ -49,15 +49,19 @@ std::string plan_key(const MatmulShape& s, cuda::ElemType t) {
 
 // Operand buffer roles.
 constexpr int kA = 0, kB = 1, kD = 2, kSend = 3, kRecv = 4;
-// A posted collective's buffers: its own, as the compute stream's may be in use meanwhile.
-constexpr int kPostedSend = 5, kPostedRecv = 6;
+// Posted calls' buffers: their own, as the compute stream's may be in use meanwhile.
+constexpr int kPostedSend = 5, kPostedRecv = 6, kPostedMessages = 7;
 
 }  // namespace
 
 Status CudaBackend::begin_step() {
   STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
   if (comm_stream_ != nullptr) STEPSIM_CUDA_TRY(cudaStreamSynchronize(comm_stream_));
+  if (p2p_stream_ != nullptr) STEPSIM_CUDA_TRY(cudaStreamSynchronize(p2p_stream_));
   posted_.clear();
+  p2p_handle_group_.clear();
+  p2p_groups_.clear();
+  p2p_open_.clear();
   if (base_ == nullptr) STEPSIM_CUDA_TRY(cudaEventCreate(&base_));
   // The device is idle: the base event completes as soon as it is recorded, so its device
   // time is now_s() right after it, to within the wake-up of cudaEventSynchronize.
@@ -70,8 +74,10 @@ Status CudaBackend::begin_step() {
 }
 
 Result<std::vector<Backend::DeviceTiming>> CudaBackend::end_step() {
+  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
   STEPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
   if (comm_stream_ != nullptr) STEPSIM_CUDA_TRY(cudaStreamSynchronize(comm_stream_));
+  if (p2p_stream_ != nullptr) STEPSIM_CUDA_TRY(cudaStreamSynchronize(p2p_stream_));
   std::vector<DeviceTiming> out;
   std::map<std::int64_t, std::size_t> index;  // task -> its entry in out
   auto since_base = [this](std::size_t e) -> Result<double> {
@@ -112,6 +118,7 @@ Result<cudaEvent_t> CudaBackend::pooled_event() {
 
 template <typename Body>
 Result<double> CudaBackend::enqueue(Body&& body) {
+  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
   const std::size_t start = next_event_;
   auto a = pooled_event();
   if (!a.ok()) return a.errors();
@@ -226,6 +233,7 @@ Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, Gr
   if (op.kind == CollectiveKind::kDeepEpDispatch || op.kind == CollectiveKind::kDeepEpCombine) {
     return Error{"", "", "cuda backend: DeepEP's kernels are not run", ErrorKind::kInternal};
   }
+  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
   if (comm_stream_ == nullptr) {
     STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
   }
@@ -235,12 +243,8 @@ Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, Gr
   auto out = operand(kPostedRecv, cuda::ElemType::kFp32, counts.out, 0);
   if (!in.ok()) return in.errors();
   if (!out.ok()) return out.errors();
-  // The gradients it reduces are the compute stream's so far: the communication stream
-  // waits for them, as PyTorch's process-group stream waits for the current stream.
-  auto ready = pooled_event();
-  if (!ready.ok()) return ready.errors();
-  STEPSIM_CUDA_TRY(cudaEventRecord(ready.value(), stream_));
-  STEPSIM_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, ready.value(), 0));
+  // The gradients it reduces are the compute stream's so far.
+  if (auto waited = after_compute(comm_stream_); !waited.ok()) return waited.errors();
   const std::size_t start = next_event_;
   auto a = pooled_event();
   if (!a.ok()) return a.errors();
@@ -259,6 +263,87 @@ Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, Gr
   pending_.push_back(Pending{.task = task_, .start = start, .stop = stop});
   posted_.push_back(Posted{.stop = static_cast<std::int64_t>(stop), .posted_s = now_s()});
   return CollectiveHandle{static_cast<std::int64_t>(posted_.size()) - 1};
+}
+
+Status CudaBackend::after_compute(cudaStream_t side) {
+  // As PyTorch's process-group stream waits for the current stream before a call.
+  auto ready = pooled_event();
+  if (!ready.ok()) return ready.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(ready.value(), stream_));
+  STEPSIM_CUDA_TRY(cudaStreamWaitEvent(side, ready.value(), 0));
+  return ok_status();
+}
+
+Result<P2PHandle> CudaBackend::post_p2p(const std::vector<P2PRequest>& requests) {
+  if (options_.verify) {
+    return Error{"", "", "cuda backend: transfers are posted only in stream mode",
+                 ErrorKind::kInternal};
+  }
+  if (requests.empty()) {
+    return Error{"", "", "cuda backend: a posted call needs a transfer", ErrorKind::kInternal};
+  }
+  for (const P2PRequest& q : requests) {
+    if (q.peer < 0 || q.peer >= world_.size() || q.bytes <= 0) {
+      return Error{"", "",
+                   "cuda backend: point-to-point peer " + std::to_string(q.peer) +
+                       " of a world of " + std::to_string(world_.size()) + ", " +
+                       std::to_string(q.bytes) + " bytes: needs a rank of the world and bytes > 0",
+                   ErrorKind::kRuntime};
+    }
+  }
+  // One group per posting task: another task's transfers start a group of their own.
+  if (!p2p_open_.empty() && p2p_open_task_ != task_) {
+    if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
+  }
+  p2p_open_task_ = task_;
+  p2p_open_.insert(p2p_open_.end(), requests.begin(), requests.end());
+  p2p_handle_group_.push_back(p2p_groups_.size());  // the group it will go out in
+  return P2PHandle{static_cast<std::int64_t>(p2p_handle_group_.size()) - 1};
+}
+
+Status CudaBackend::flush_posted_p2p() {
+  if (p2p_open_.empty()) return ok_status();
+  if (p2p_stream_ == nullptr) {
+    STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&p2p_stream_, cudaStreamNonBlocking));
+  }
+  std::vector<std::int64_t> offsets;
+  std::int64_t total = 0;
+  for (const P2PRequest& q : p2p_open_) {
+    offsets.push_back(total);
+    total += (q.bytes + 255) / 256 * 256;
+  }
+  auto buf = operand(kPostedMessages, cuda::ElemType::kFp8E4M3, total, 0);  // bytes
+  if (!buf.ok()) return buf.errors();
+  // What it sends is the compute stream's so far.
+  if (auto waited = after_compute(p2p_stream_); !waited.ok()) return waited.errors();
+  const std::size_t start = next_event_;
+  auto a = pooled_event();
+  if (!a.ok()) return a.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(a.value(), p2p_stream_));
+  if (auto r = issue_p2p(p2p_open_, static_cast<std::uint8_t*>(buf.value()), offsets, p2p_stream_);
+      !r.ok()) {
+    return r;
+  }
+  const std::size_t stop = next_event_;
+  auto b = pooled_event();
+  if (!b.ok()) return b.errors();
+  STEPSIM_CUDA_TRY(cudaEventRecord(b.value(), p2p_stream_));
+  pending_.push_back(Pending{.task = p2p_open_task_, .start = start, .stop = stop});
+  p2p_groups_.push_back(Posted{.stop = static_cast<std::int64_t>(stop), .posted_s = now_s()});
+  p2p_open_.clear();
+  return ok_status();
+}
+
+Result<P2PCompletion> CudaBackend::wait_p2p(P2PHandle h) {
+  if (h.value < 0 || h.value >= static_cast<std::int64_t>(p2p_handle_group_.size())) {
+    return Error{"", "", "cuda backend: no such posted transfer", ErrorKind::kInternal};
+  }
+  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
+  const Posted& g = p2p_groups_[p2p_handle_group_[static_cast<std::size_t>(h.value)]];
+  // Every transfer of the group ends with it: the first wait makes the compute stream wait,
+  // the others find it waited for already (CUDA events may be waited on again).
+  STEPSIM_CUDA_TRY(cudaStreamWaitEvent(stream_, events_[static_cast<std::size_t>(g.stop)], 0));
+  return P2PCompletion{.posted_s = g.posted_s, .completed_s = now_s()};
 }
 
 Result<P2PCompletion> CudaBackend::wait_collective(CollectiveHandle h) {
@@ -284,7 +369,7 @@ Result<double> CudaBackend::p2p_enqueued(const std::vector<P2PRequest>& requests
   auto buf = operand(kSend, cuda::ElemType::kFp8E4M3, total, 0);  // bytes
   if (!buf.ok()) return buf.errors();
   auto* base = static_cast<std::uint8_t*>(buf.value());
-  return enqueue([&]() -> Status { return issue_p2p(requests, base, offsets); });
+  return enqueue([&]() -> Status { return issue_p2p(requests, base, offsets, stream_); });
 }
 
 }  // namespace stepsim::calib

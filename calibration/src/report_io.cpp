@@ -94,7 +94,10 @@ std::string format_report_text(const ValidationReport& r) {
   s << line;
   if (r.async_p2p) {
     s << "non-blocking calls ran beside the compute (overlap_p2p_comm, the context-parallel "
-         "ring, Transformer Engine's userbuffers), on the backend's progress threads\n";
+         "ring, Transformer Engine's userbuffers), on "
+      << (r.device_timed ? "a point-to-point stream of their own"
+                         : "the backend's progress threads")
+      << "\n";
   }
   if (r.async_grad_reduce) {
     s << "the gradient buckets' reductions ran beside the backward (overlap_grad_reduce), on "

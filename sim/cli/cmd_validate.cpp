@@ -122,12 +122,12 @@ void add_validate_command(CLI::App& app, Env& env) {
       "validate",
       "Run the simulator's schedule for real (under mpirun, one rank per device) and compare\n"
       "the measured step with the prediction. One host thread per rank issues every op. The\n"
-      "cuda backend enqueues each on the GPU's stream ahead of it and times the kernels there,\n"
-      "overlapped gradient reductions (overlap_grad_reduce) on a communication stream of their\n"
-      "own; the cpu backend runs each where it is issued, except Megatron's non-blocking P2P\n"
-      "calls (overlap_p2p_comm) and overlapped gradient reductions, which it runs beside the\n"
-      "compute on threads of its own. The prediction models exactly that, and the report gives\n"
-      "the overlap predicted and measured per stage.");
+      "cuda backend enqueues each on the GPU's stream ahead of it and times the kernels there;\n"
+      "the cpu backend runs each where it is issued. Megatron's non-blocking P2P calls\n"
+      "(overlap_p2p_comm, the context-parallel ring) and overlapped gradient reductions\n"
+      "(overlap_grad_reduce) run beside the compute: on streams of their own (cuda), on threads\n"
+      "of their own (cpu). The prediction models exactly that, and the report gives the overlap\n"
+      "predicted and measured per stage.");
   cmd->add_option("scenario", args->request.scenario, "Scenario file")->required();
   cmd->add_option("--backend", args->request.backend, "cuda or cpu")->required();
   cmd->add_option("--steps", args->request.steps, "Measured steps")->capture_default_str();

@@ -298,7 +298,6 @@ TEST(CudaBackend, StreamModePostsCollectivesOnACommunicationStream) {
   ASSERT_TRUE(made.ok()) << format_errors(made.errors());
   Backend& b = *made.value();
   ASSERT_TRUE(b.async_collectives());
-  EXPECT_FALSE(b.async_p2p());
   auto g = b.split(0, b.world_rank());
   ASSERT_TRUE(g.ok());
   const GemmOp big{
@@ -327,6 +326,55 @@ TEST(CudaBackend, StreamModePostsCollectivesOnACommunicationStream) {
     std::map<std::int64_t, Backend::DeviceTiming> by_task;
     for (const auto& d : t.value()) by_task[d.task] = d;
     ASSERT_EQ(by_task.size(), 4U);
+    const auto &first = by_task[0], &posted = by_task[1], &beside = by_task[2], &after = by_task[3];
+    EXPECT_GT(posted.busy_s, 0.0);
+    EXPECT_GE(posted.start_s, first.end_s - 1e-6) << "it waited for the compute before it";
+    EXPECT_LT(beside.start_s, posted.end_s) << "the GEMM after it ran beside it";
+    EXPECT_GE(after.start_s, posted.end_s - 1e-6) << "the compute stream waited for it";
+    EXPECT_GE(after.start_s, beside.end_s - 1e-6);
+  }
+}
+
+TEST(CudaBackend, StreamModePostsATasksTransfersAsOneGroupBesideTheCompute) {
+  // overlap_p2p_comm as the validator runs it on a GPU: one task's posted transfers go out
+  // together on the point-to-point stream after the compute before them, run beside the
+  // compute after them, and the compute stream waits for them where the executor waits.
+  // One rank: a send to itself and its receive (NCCL allows a rank to send to itself).
+  STEPSIM_SKIP_WITHOUT_GPU();
+  BackendOptions o;
+  o.verify = false;
+  auto made = make_backend("cuda", o);
+  ASSERT_TRUE(made.ok()) << format_errors(made.errors());
+  Backend& b = *made.value();
+  ASSERT_TRUE(b.async_p2p());
+  const GemmOp big{
+      .m = 8192, .n = 8192, .k = 8192, .dtype = DType::kBf16, .layout = GemmLayout::kTN};
+  const std::int64_t bytes = std::int64_t{1} << 30;
+  const std::int32_t me = b.world_rank();
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(b.begin_step().ok());
+    b.tag(0);
+    ASSERT_TRUE(b.gemm(big).ok());
+    b.tag(1);  // a call of two transfers, each with its handle
+    auto send = b.post_p2p({P2PRequest{true, bytes, me, 0}});
+    auto recv = b.post_p2p({P2PRequest{false, bytes, me, 0}});
+    ASSERT_TRUE(send.ok()) << format_errors(send.errors());
+    ASSERT_TRUE(recv.ok()) << format_errors(recv.errors());
+    b.tag(2);
+    ASSERT_TRUE(b.gemm(big).ok());
+    for (const P2PHandle h : {send.value(), recv.value()}) {
+      auto done = b.wait_p2p(h);
+      ASSERT_TRUE(done.ok()) << format_errors(done.errors());
+      EXPECT_LE(done.value().posted_s, done.value().completed_s);
+    }
+    EXPECT_FALSE(b.wait_p2p(P2PHandle{99}).ok());
+    b.tag(3);
+    ASSERT_TRUE(b.memory_bound(MemoryBoundOp{std::int64_t{1} << 20}).ok());
+    auto t = b.end_step();
+    ASSERT_TRUE(t.ok()) << format_errors(t.errors());
+    std::map<std::int64_t, Backend::DeviceTiming> by_task;
+    for (const auto& d : t.value()) by_task[d.task] = d;
+    ASSERT_EQ(by_task.size(), 4U) << "the two transfers are one task's, timed as one group";
     const auto &first = by_task[0], &posted = by_task[1], &beside = by_task[2], &after = by_task[3];
     EXPECT_GT(posted.busy_s, 0.0);
     EXPECT_GE(posted.start_s, first.end_s - 1e-6) << "it waited for the compute before it";
