@@ -143,6 +143,10 @@ class CudaBackend final : public Backend {
   /// Enqueues `body` between two events of the current task; returns 0 (timed at end_step).
   template <typename Body>
   Result<double> enqueue(Body&& body);
+  /// Enqueues `body` on `stream` between two pooled events, timed as `task`'s at end_step;
+  /// returns the second event's index.
+  template <typename Body>
+  Result<std::size_t> timed_on(cudaStream_t stream, std::int64_t task, Body&& body);
   Result<cudaEvent_t> pooled_event();
   /// Enqueues collective `kind` over `comm` on the stream (all-to-all as grouped sends and
   /// receives): `per` floats per rank, `n` ranks.
@@ -154,8 +158,8 @@ class CudaBackend final : public Backend {
   /// Issues the posted transfers not issued yet (post_p2p) as one group; every call that
   /// enqueues work or waits does this first.
   Status flush_posted_p2p();
-  /// Makes `side` wait for the compute stream's work so far.
-  Status after_compute(cudaStream_t side);
+  /// Makes `side` (created on first use) wait for the compute stream's work so far.
+  Status after_compute(cudaStream_t& side);
   /// Operand buffer `role` of type `t` with at least `elems` elements, filled with operand
   /// values (seed) when it had to be allocated; seed 0: left as allocated.
   Result<void*> operand(int role, cuda::ElemType t, std::int64_t elems, std::uint32_t seed);

@@ -117,18 +117,26 @@ Result<cudaEvent_t> CudaBackend::pooled_event() {
 }
 
 template <typename Body>
-Result<double> CudaBackend::enqueue(Body&& body) {
-  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
+Result<std::size_t> CudaBackend::timed_on(cudaStream_t stream, std::int64_t task, Body&& body) {
   const std::size_t start = next_event_;
   auto a = pooled_event();
   if (!a.ok()) return a.errors();
-  STEPSIM_CUDA_TRY(cudaEventRecord(a.value(), stream_));
+  STEPSIM_CUDA_TRY(cudaEventRecord(a.value(), stream));
   if (auto r = body(); !r.ok()) return r.errors();
   const std::size_t stop = next_event_;
   auto b = pooled_event();
   if (!b.ok()) return b.errors();
-  STEPSIM_CUDA_TRY(cudaEventRecord(b.value(), stream_));
-  pending_.push_back(Pending{.task = task_, .start = start, .stop = stop});
+  STEPSIM_CUDA_TRY(cudaEventRecord(b.value(), stream));
+  pending_.push_back(Pending{.task = task, .start = start, .stop = stop});
+  return stop;
+}
+
+template <typename Body>
+Result<double> CudaBackend::enqueue(Body&& body) {
+  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
+  if (auto timed = timed_on(stream_, task_, std::forward<Body>(body)); !timed.ok()) {
+    return timed.errors();
+  }
   return 0.0;
 }
 
@@ -234,9 +242,6 @@ Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, Gr
     return Error{"", "", "cuda backend: DeepEP's kernels are not run", ErrorKind::kInternal};
   }
   if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
-  if (comm_stream_ == nullptr) {
-    STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
-  }
   const std::int64_t n = world_.group_size(group);
   const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
   auto in = operand(kPostedSend, cuda::ElemType::kFp32, counts.in, 8);
@@ -245,27 +250,20 @@ Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, Gr
   if (!out.ok()) return out.errors();
   // The gradients it reduces are the compute stream's so far.
   if (auto waited = after_compute(comm_stream_); !waited.ok()) return waited.errors();
-  const std::size_t start = next_event_;
-  auto a = pooled_event();
-  if (!a.ok()) return a.errors();
-  STEPSIM_CUDA_TRY(cudaEventRecord(a.value(), comm_stream_));
   const ncclComm_t comm = nccl_[static_cast<std::size_t>(group.value)];
-  if (auto r = issue_collective(op.kind, static_cast<float*>(in.value()),
-                                static_cast<float*>(out.value()),
-                                static_cast<std::size_t>(counts.per_rank), n, comm, comm_stream_);
-      !r.ok()) {
-    return r.errors();
-  }
-  const std::size_t stop = next_event_;
-  auto b = pooled_event();
-  if (!b.ok()) return b.errors();
-  STEPSIM_CUDA_TRY(cudaEventRecord(b.value(), comm_stream_));
-  pending_.push_back(Pending{.task = task_, .start = start, .stop = stop});
-  posted_.push_back(Posted{.stop = static_cast<std::int64_t>(stop), .posted_s = now_s()});
+  auto* send = static_cast<float*>(in.value());
+  auto* recv = static_cast<float*>(out.value());
+  const auto per = static_cast<std::size_t>(counts.per_rank);
+  auto stop = timed_on(comm_stream_, task_, [&]() -> Status {
+    return issue_collective(op.kind, send, recv, per, n, comm, comm_stream_);
+  });
+  if (!stop.ok()) return stop.errors();
+  posted_.push_back(Posted{.stop = static_cast<std::int64_t>(stop.value()), .posted_s = now_s()});
   return CollectiveHandle{static_cast<std::int64_t>(posted_.size()) - 1};
 }
 
-Status CudaBackend::after_compute(cudaStream_t side) {
+Status CudaBackend::after_compute(cudaStream_t& side) {
+  if (side == nullptr) STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
   // As PyTorch's process-group stream waits for the current stream before a call.
   auto ready = pooled_event();
   if (!ready.ok()) return ready.errors();
@@ -303,9 +301,6 @@ Result<P2PHandle> CudaBackend::post_p2p(const std::vector<P2PRequest>& requests)
 
 Status CudaBackend::flush_posted_p2p() {
   if (p2p_open_.empty()) return ok_status();
-  if (p2p_stream_ == nullptr) {
-    STEPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&p2p_stream_, cudaStreamNonBlocking));
-  }
   std::vector<std::int64_t> offsets;
   std::int64_t total = 0;
   for (const P2PRequest& q : p2p_open_) {
@@ -316,20 +311,13 @@ Status CudaBackend::flush_posted_p2p() {
   if (!buf.ok()) return buf.errors();
   // What it sends is the compute stream's so far.
   if (auto waited = after_compute(p2p_stream_); !waited.ok()) return waited.errors();
-  const std::size_t start = next_event_;
-  auto a = pooled_event();
-  if (!a.ok()) return a.errors();
-  STEPSIM_CUDA_TRY(cudaEventRecord(a.value(), p2p_stream_));
-  if (auto r = issue_p2p(p2p_open_, static_cast<std::uint8_t*>(buf.value()), offsets, p2p_stream_);
-      !r.ok()) {
-    return r;
-  }
-  const std::size_t stop = next_event_;
-  auto b = pooled_event();
-  if (!b.ok()) return b.errors();
-  STEPSIM_CUDA_TRY(cudaEventRecord(b.value(), p2p_stream_));
-  pending_.push_back(Pending{.task = p2p_open_task_, .start = start, .stop = stop});
-  p2p_groups_.push_back(Posted{.stop = static_cast<std::int64_t>(stop), .posted_s = now_s()});
+  auto* base = static_cast<std::uint8_t*>(buf.value());
+  auto stop = timed_on(p2p_stream_, p2p_open_task_, [&]() -> Status {
+    return issue_p2p(p2p_open_, base, offsets, p2p_stream_);
+  });
+  if (!stop.ok()) return stop.errors();
+  p2p_groups_.push_back(
+      Posted{.stop = static_cast<std::int64_t>(stop.value()), .posted_s = now_s()});
   p2p_open_.clear();
   return ok_status();
 }

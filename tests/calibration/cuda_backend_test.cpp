@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "mpi_environment.hpp"
@@ -240,15 +241,22 @@ TEST(CudaBackend, AttentionMemoryAndOneRankCollectives) {
   EXPECT_FALSE(b->p2p({P2PRequest{true, 64, b->world_rank(), 0}}).ok());
 }
 
+// The validator's stream mode (verify = false) on this process's GPU.
+std::unique_ptr<Backend> stream_mode() {
+  BackendOptions o;
+  o.verify = false;
+  auto made = make_backend("cuda", o);
+  EXPECT_TRUE(made.ok()) << format_errors(made.errors());
+  return made.ok() ? std::move(made).value() : nullptr;
+}
+
 TEST(CudaBackend, StreamModeEnqueuesAndTimesEachTaskOnTheDevice) {
   // verify = false, as the validator runs it: calls return at once, the step's kernels are
   // timed on the device when it ends, per task, in issue order and one after the other.
   STEPSIM_SKIP_WITHOUT_GPU();
-  BackendOptions o;
-  o.verify = false;
-  auto made = make_backend("cuda", o);
-  ASSERT_TRUE(made.ok()) << format_errors(made.errors());
-  Backend& b = *made.value();
+  auto made = stream_mode();
+  ASSERT_NE(made, nullptr);
+  Backend& b = *made;
   ASSERT_TRUE(b.deferred_timing());
   AttentionOp a;
   a.batch = 1;
@@ -286,46 +294,29 @@ TEST(CudaBackend, StreamModeEnqueuesAndTimesEachTaskOnTheDevice) {
   }
 }
 
-TEST(CudaBackend, StreamModePostsCollectivesOnACommunicationStream) {
-  // overlap_grad_reduce as the validator runs it on a GPU: a posted collective starts when
-  // the compute stream's work before it is done, runs beside the compute enqueued after it,
-  // and the compute stream waits for it where the executor waits. One rank: NCCL's
-  // all-reduce is a device copy, but it runs on the communication stream all the same.
-  STEPSIM_SKIP_WITHOUT_GPU();
-  BackendOptions o;
-  o.verify = false;
-  auto made = make_backend("cuda", o);
-  ASSERT_TRUE(made.ok()) << format_errors(made.errors());
-  Backend& b = *made.value();
-  ASSERT_TRUE(b.async_collectives());
-  auto g = b.split(0, b.world_rank());
-  ASSERT_TRUE(g.ok());
+// Two steps of a GEMM (task 0), `post` (task 1), a GEMM (task 2), `wait`, then a small kernel
+// (task 3): the posted work starts when the first GEMM is done, runs beside the second, and
+// the kernel after the wait starts when both are done.
+void expect_posted_beside_compute(Backend& b, const std::function<void()>& post,
+                                  const std::function<void()>& wait) {
   const GemmOp big{
       .m = 8192, .n = 8192, .k = 8192, .dtype = DType::kBf16, .layout = GemmLayout::kTN};
-  CollectiveOp reduce;
-  reduce.kind = CollectiveKind::kAllReduce;
-  reduce.bytes = std::int64_t{1} << 30;
-  reduce.group_size = b.world_size();
   for (int step = 0; step < 2; ++step) {
     ASSERT_TRUE(b.begin_step().ok());
     b.tag(0);
     ASSERT_TRUE(b.gemm(big).ok());
     b.tag(1);
-    auto h = b.post_collective(reduce, g.value());
-    ASSERT_TRUE(h.ok()) << format_errors(h.errors());
+    post();
     b.tag(2);
     ASSERT_TRUE(b.gemm(big).ok());
-    auto done = b.wait_collective(h.value());
-    ASSERT_TRUE(done.ok()) << format_errors(done.errors());
-    EXPECT_LE(done.value().posted_s, done.value().completed_s);
-    EXPECT_FALSE(b.wait_collective(h.value()).ok()) << "each handle is waited for once";
+    wait();
     b.tag(3);
     ASSERT_TRUE(b.memory_bound(MemoryBoundOp{std::int64_t{1} << 20}).ok());
     auto t = b.end_step();
     ASSERT_TRUE(t.ok()) << format_errors(t.errors());
     std::map<std::int64_t, Backend::DeviceTiming> by_task;
     for (const auto& d : t.value()) by_task[d.task] = d;
-    ASSERT_EQ(by_task.size(), 4U);
+    ASSERT_EQ(by_task.size(), 4U) << "each task timed once, the posted one as one";
     const auto &first = by_task[0], &posted = by_task[1], &beside = by_task[2], &after = by_task[3];
     EXPECT_GT(posted.busy_s, 0.0);
     EXPECT_GE(posted.start_s, first.end_s - 1e-6) << "it waited for the compute before it";
@@ -335,53 +326,66 @@ TEST(CudaBackend, StreamModePostsCollectivesOnACommunicationStream) {
   }
 }
 
+TEST(CudaBackend, StreamModePostsCollectivesOnACommunicationStream) {
+  // overlap_grad_reduce as the validator runs it on a GPU. One rank: NCCL's all-reduce is a
+  // device copy, but it runs on the communication stream all the same.
+  STEPSIM_SKIP_WITHOUT_GPU();
+  auto made = stream_mode();
+  ASSERT_NE(made, nullptr);
+  Backend& b = *made;
+  ASSERT_TRUE(b.async_collectives());
+  auto g = b.split(0, b.world_rank());
+  ASSERT_TRUE(g.ok());
+  CollectiveOp reduce;
+  reduce.kind = CollectiveKind::kAllReduce;
+  reduce.bytes = std::int64_t{1} << 30;
+  reduce.group_size = b.world_size();
+  CollectiveHandle h;
+  expect_posted_beside_compute(
+      b,
+      [&] {
+        auto posted = b.post_collective(reduce, g.value());
+        ASSERT_TRUE(posted.ok()) << format_errors(posted.errors());
+        h = posted.value();
+      },
+      [&] {
+        auto done = b.wait_collective(h);
+        ASSERT_TRUE(done.ok()) << format_errors(done.errors());
+        EXPECT_LE(done.value().posted_s, done.value().completed_s);
+        EXPECT_FALSE(b.wait_collective(h).ok()) << "each handle is waited for once";
+      });
+}
+
 TEST(CudaBackend, StreamModePostsATasksTransfersAsOneGroupBesideTheCompute) {
   // overlap_p2p_comm as the validator runs it on a GPU: one task's posted transfers go out
-  // together on the point-to-point stream after the compute before them, run beside the
-  // compute after them, and the compute stream waits for them where the executor waits.
-  // One rank: a send to itself and its receive (NCCL allows a rank to send to itself).
+  // together on the point-to-point stream. One rank: a send to itself and its receive (NCCL
+  // allows a rank to send to itself).
   STEPSIM_SKIP_WITHOUT_GPU();
-  BackendOptions o;
-  o.verify = false;
-  auto made = make_backend("cuda", o);
-  ASSERT_TRUE(made.ok()) << format_errors(made.errors());
-  Backend& b = *made.value();
+  auto made = stream_mode();
+  ASSERT_NE(made, nullptr);
+  Backend& b = *made;
   ASSERT_TRUE(b.async_p2p());
-  const GemmOp big{
-      .m = 8192, .n = 8192, .k = 8192, .dtype = DType::kBf16, .layout = GemmLayout::kTN};
   const std::int64_t bytes = std::int64_t{1} << 30;
   const std::int32_t me = b.world_rank();
-  for (int step = 0; step < 2; ++step) {
-    ASSERT_TRUE(b.begin_step().ok());
-    b.tag(0);
-    ASSERT_TRUE(b.gemm(big).ok());
-    b.tag(1);  // a call of two transfers, each with its handle
-    auto send = b.post_p2p({P2PRequest{true, bytes, me, 0}});
-    auto recv = b.post_p2p({P2PRequest{false, bytes, me, 0}});
-    ASSERT_TRUE(send.ok()) << format_errors(send.errors());
-    ASSERT_TRUE(recv.ok()) << format_errors(recv.errors());
-    b.tag(2);
-    ASSERT_TRUE(b.gemm(big).ok());
-    for (const P2PHandle h : {send.value(), recv.value()}) {
-      auto done = b.wait_p2p(h);
-      ASSERT_TRUE(done.ok()) << format_errors(done.errors());
-      EXPECT_LE(done.value().posted_s, done.value().completed_s);
-    }
-    EXPECT_FALSE(b.wait_p2p(P2PHandle{99}).ok());
-    b.tag(3);
-    ASSERT_TRUE(b.memory_bound(MemoryBoundOp{std::int64_t{1} << 20}).ok());
-    auto t = b.end_step();
-    ASSERT_TRUE(t.ok()) << format_errors(t.errors());
-    std::map<std::int64_t, Backend::DeviceTiming> by_task;
-    for (const auto& d : t.value()) by_task[d.task] = d;
-    ASSERT_EQ(by_task.size(), 4U) << "the two transfers are one task's, timed as one group";
-    const auto &first = by_task[0], &posted = by_task[1], &beside = by_task[2], &after = by_task[3];
-    EXPECT_GT(posted.busy_s, 0.0);
-    EXPECT_GE(posted.start_s, first.end_s - 1e-6) << "it waited for the compute before it";
-    EXPECT_LT(beside.start_s, posted.end_s) << "the GEMM after it ran beside it";
-    EXPECT_GE(after.start_s, posted.end_s - 1e-6) << "the compute stream waited for it";
-    EXPECT_GE(after.start_s, beside.end_s - 1e-6);
-  }
+  std::vector<P2PHandle> handles;
+  expect_posted_beside_compute(
+      b,
+      [&] {  // a call of two transfers, each with its handle
+        handles.clear();
+        for (const bool send : {true, false}) {
+          auto posted = b.post_p2p({P2PRequest{send, bytes, me, 0}});
+          ASSERT_TRUE(posted.ok()) << format_errors(posted.errors());
+          handles.push_back(posted.value());
+        }
+      },
+      [&] {
+        for (const P2PHandle h : handles) {
+          auto done = b.wait_p2p(h);
+          ASSERT_TRUE(done.ok()) << format_errors(done.errors());
+          EXPECT_LE(done.value().posted_s, done.value().completed_s);
+        }
+        EXPECT_FALSE(b.wait_p2p(P2PHandle{99}).ok());
+      });
 }
 
 }  // namespace
