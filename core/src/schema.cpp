@@ -1040,6 +1040,10 @@ constexpr UnmodelledArgument kUnmodelled[] = {
      .changes_job = kHarmless},
     {.dest = "overlap_moe_expert_parallel_comm", .flag = "--overlap-moe-expert-parallel-comm"},
     {.dest = "use_nccl_ub", .flag = "--use-nccl-ub"},
+    // per-process-group NCCL options from a YAML file (parallel_state.get_nccl_options):
+    // max_ctas / min_ctas bound the group's channels, so its collectives' bandwidth and the
+    // SMs they take from the compute
+    {.dest = "nccl_communicator_config_path", .flag = "--nccl-communicator-config-path"},
     {.dest = "cuda_graph_impl", .flag = "--cuda-graph-impl", .neutral_value = "none"},
     {.dest = "enable_cuda_graph", .flag = "--enable-cuda-graph"},
     {.dest = "transformer_impl",
