@@ -39,12 +39,25 @@ __device__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float v) {
   return __nv_fp8_e4m3(v);
 }
 
+// Operand values uniform in [-0.5, 0.5), every element its own (SplitMix64's finaliser of its
+// index and the seed), as a training step's activations and weights have no period. A GEMM's
+// power, and so its clock under the 700 W cap, depends on how its operands' bits change: the
+// earlier fill, (i * 2654435761 + c) mod 1024, repeated every 1,024 elements, so every row of
+// a k = 4096 operand was the same, and the largest products measured cooler than they run.
+__device__ float operand_value(std::int64_t i, std::uint32_t seed) {
+  std::uint64_t z = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull +
+                    (static_cast<std::uint64_t>(seed) << 32);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f) - 0.5f;  // 24 bits
+}
+
 template <typename T>
 __global__ void fill_operand_kernel(T* buf, std::int64_t n, std::uint32_t seed) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u + seed * 40503u;
-    buf[i] = from_float<T>(static_cast<float>(h % 1024u) / 1024.0f - 0.5f);
+    buf[i] = from_float<T>(operand_value(i, seed));
   }
 }
 

@@ -335,6 +335,10 @@ def measured_h100():
             "bf16 result, TN, split and fast accumulation, median of 10) and its memory-bound kernels (a scale-copy kernel, "
             "dst = 2 * src over floats, half the bytes read and half written; each repeat a "
             "train of back-to-back launches, per kernel; median of 10).")
+    note += (" Its GEMMs were timed with operands whose values repeat every 1,024 elements (the "
+             "operand fill of 2026-11-28 and before); on an H200 the same calibration with "
+             "unperiodic operands measured products over 100 GFLOP a median 13-14% slower, so "
+             "the FP8 GEMMs copied here are fast by about that until re-measured on an H100.")
     note += (" Its cuDNN fused attention backward samples (forward + backward minus forward "
              "through PyTorch's scaled_dot_product_attention pinned to cuDNN, GPU-side timing; "
              f"{attention_note(m)}) are copied too, and its other FP8 GEMM kernels ("
