@@ -306,6 +306,15 @@ def a100():
     }
 
 
+def gemm_kind(s):
+    """What a measured GEMM sample is, for its citation."""
+    if s["dtype"] != "fp8":
+        return f"{s['dtype']} GEMM" + (f", {s['layout']}" if "layout" in s else "")
+    if "scaling" in s:
+        return "block-scaled FP8 GEMM"
+    return "FP8 GEMM, fast accumulation" if s.get("fast_accum") else "FP8 GEMM"
+
+
 def measured_h100():
     """What the H100 public profile takes from stepsim's own one-GPU measurement
     (MEASURED_H100, beside this script), because no public table has it: FP8 GEMMs (per-tensor
@@ -320,12 +329,7 @@ def measured_h100():
     versions = next(n for n in m["notes"] if n.startswith("cuda backend: "))
     gpu = m["machine"].split(": ", 1)[-1].replace(" measured", "")
     where = f"scenarios/profiles/{MEASURED_H100} (stepsim's measurement, notes)"
-    def kind(s):
-        if "scaling" in s:
-            return "block-scaled FP8 GEMM"
-        return "FP8 GEMM, fast accumulation" if s.get("fast_accum") else "FP8 GEMM"
-
-    fp8 = [dict(s, citation=f"{where}: {kind(s)}") for s in m["gemm"] if s["dtype"] == "fp8"]
+    fp8 = [dict(s, citation=f"{where}: {gemm_kind(s)}") for s in m["gemm"] if s["dtype"] == "fp8"]
     memory = [dict(s, citation=f"{where}: memory-bound kernel") for s in m["memory"]]
     attention_backward = [dict(s, citation=f"{where}: cuDNN fused attention backward")
                           for s in m["attention"] if s["backward"]]
@@ -502,14 +506,7 @@ def h200():
     versions = next(n for n in m["notes"] if n.startswith("cuda backend: "))
     where = f"scenarios/profiles/{MEASURED_H200} (stepsim's measurement, notes)"
 
-    def kind(s):
-        if s["dtype"] != "fp8":
-            return f"{s['dtype']} GEMM" + (f", {s['layout']}" if "layout" in s else "")
-        if "scaling" in s:
-            return "block-scaled FP8 GEMM"
-        return "FP8 GEMM, fast accumulation" if s.get("fast_accum") else "FP8 GEMM"
-
-    gemms = [dict(s, citation=f"{where}: {kind(s)}") for s in m["gemm"]]
+    gemms = [dict(s, citation=f"{where}: {gemm_kind(s)}") for s in m["gemm"]]
     memory = [dict(s, citation=f"{where}: memory-bound kernel") for s in m["memory"]]
     attention = [dict(s, citation=f"{where}: cuDNN fused attention "
                                    f"{'backward' if s['backward'] else 'forward'}")
