@@ -340,6 +340,8 @@ Result<P2PCompletion> CudaBackend::wait_collective(CollectiveHandle h) {
     return Error{"", "", "cuda backend: no such posted collective, or waited for already",
                  ErrorKind::kInternal};
   }
+  // Transfers posted before this wait go out before it: they do not wait for the collective.
+  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
   Posted& p = posted_[static_cast<std::size_t>(h.value)];
   STEPSIM_CUDA_TRY(cudaStreamWaitEvent(stream_, events_[static_cast<std::size_t>(p.stop)], 0));
   p.stop = -1;
