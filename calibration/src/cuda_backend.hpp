@@ -158,6 +158,11 @@ class CudaBackend final : public Backend {
   /// Issues the posted transfers not issued yet (post_p2p) as one group; every call that
   /// enqueues work or waits does this first.
   Status flush_posted_p2p();
+  /// Enqueues collective `op` over `group` on `stream` (a side stream, created on first use,
+  /// after the compute stream's work so far) with operand buffers `send_role`/`recv_role`,
+  /// timed as the current task's; returns its last event's index.
+  Result<std::size_t> collective_on(const CollectiveOp& op, GroupId group, cudaStream_t& stream,
+                                    int send_role, int recv_role);
   /// Makes `side` (created on first use) wait for the compute stream's work so far.
   Status after_compute(cudaStream_t& side);
   /// Operand buffer `role` of type `t` with at least `elems` elements, filled with operand

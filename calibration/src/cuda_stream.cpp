@@ -217,20 +217,34 @@ Result<double> CudaBackend::memory_bound_enqueued(const MemoryBoundOp& op) {
   });
 }
 
-Result<double> CudaBackend::collective_enqueued(const CollectiveOp& op, GroupId group) {
+Result<std::size_t> CudaBackend::collective_on(const CollectiveOp& op, GroupId group,
+                                               cudaStream_t& stream, int send_role, int recv_role) {
   const std::int64_t n = world_.group_size(group);
   const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
-  auto in = operand(kSend, cuda::ElemType::kFp32, counts.in, 8);
-  auto out = operand(kRecv, cuda::ElemType::kFp32, counts.out, 0);
+  auto in = operand(send_role, cuda::ElemType::kFp32, counts.in, 8);
+  auto out = operand(recv_role, cuda::ElemType::kFp32, counts.out, 0);
   if (!in.ok()) return in.errors();
   if (!out.ok()) return out.errors();
+  // On a side stream it reduces what the compute stream made so far.
+  if (&stream != &stream_) {
+    if (auto waited = after_compute(stream); !waited.ok()) return waited.errors();
+  }
   auto* send = static_cast<float*>(in.value());
   auto* recv = static_cast<float*>(out.value());
   const ncclComm_t comm = nccl_[static_cast<std::size_t>(group.value)];
   const auto per = static_cast<std::size_t>(counts.per_rank);
   // No barrier before it and no check after: a late peer's wait is part of the step.
-  return enqueue(
-      [&]() -> Status { return issue_collective(op.kind, send, recv, per, n, comm, stream_); });
+  return timed_on(stream, task_, [&]() -> Status {
+    return issue_collective(op.kind, send, recv, per, n, comm, stream);
+  });
+}
+
+Result<double> CudaBackend::collective_enqueued(const CollectiveOp& op, GroupId group) {
+  if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
+  if (auto timed = collective_on(op, group, stream_, kSend, kRecv); !timed.ok()) {
+    return timed.errors();
+  }
+  return 0.0;
 }
 
 Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, GroupId group) {
@@ -242,21 +256,8 @@ Result<CollectiveHandle> CudaBackend::post_collective(const CollectiveOp& op, Gr
     return Error{"", "", "cuda backend: DeepEP's kernels are not run", ErrorKind::kInternal};
   }
   if (auto flushed = flush_posted_p2p(); !flushed.ok()) return flushed.errors();
-  const std::int64_t n = world_.group_size(group);
-  const CollectiveCounts counts = collective_counts(op.kind, op.bytes, n, 4);
-  auto in = operand(kPostedSend, cuda::ElemType::kFp32, counts.in, 8);
-  auto out = operand(kPostedRecv, cuda::ElemType::kFp32, counts.out, 0);
-  if (!in.ok()) return in.errors();
-  if (!out.ok()) return out.errors();
-  // The gradients it reduces are the compute stream's so far.
-  if (auto waited = after_compute(comm_stream_); !waited.ok()) return waited.errors();
-  const ncclComm_t comm = nccl_[static_cast<std::size_t>(group.value)];
-  auto* send = static_cast<float*>(in.value());
-  auto* recv = static_cast<float*>(out.value());
-  const auto per = static_cast<std::size_t>(counts.per_rank);
-  auto stop = timed_on(comm_stream_, task_, [&]() -> Status {
-    return issue_collective(op.kind, send, recv, per, n, comm, comm_stream_);
-  });
+  // Buffers of its own: the compute stream's may be in use meanwhile.
+  auto stop = collective_on(op, group, comm_stream_, kPostedSend, kPostedRecv);
   if (!stop.ok()) return stop.errors();
   posted_.push_back(Posted{.stop = static_cast<std::int64_t>(stop.value()), .posted_s = now_s()});
   return CollectiveHandle{static_cast<std::int64_t>(posted_.size()) - 1};
