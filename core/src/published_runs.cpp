@@ -37,14 +37,28 @@ Result<std::vector<PublishedRun>> load_published_runs(const std::string& path) {
     PublishedRun run;
     const auto scenario = reader.string("scenario", true);
     const bool has_formula = r.contains("flops_formula") && !r["flops_formula"].is_null();
-    const auto formula = reader.choice("flops_formula", {"narayanan2021_eq3"});
-    const auto tflops = reader.number("measured_tflops_per_gpu", true, 1e-3, 1e6);
+    const auto formula = reader.choice("flops_formula", {"narayanan2021_eq3", "megatron"});
+    const bool has_tflops = r.contains("measured_tflops_per_gpu");
+    const bool has_step = r.contains("measured_step_s");
+    const auto tflops = reader.number("measured_tflops_per_gpu", false, 1e-3, 1e6);
+    const auto step = reader.number("measured_step_s", false, 1e-6, 1e7);
     const auto source = reader.string("source", true);
     reader.reject_unknown_keys();
-    if (!has_formula) reader.error("flops_formula", " must be given (\"narayanan2021_eq3\")");
-    if (!scenario || !tflops || !source || !formula) continue;
+    if (!has_formula) {
+      reader.error("flops_formula", " must be given (\"narayanan2021_eq3\" or \"megatron\")");
+    }
+    if (has_tflops == has_step) {
+      reader.error("measured_tflops_per_gpu",
+                   " or measured_step_s: exactly one of the two must be given (what the run's "
+                   "authors published)");
+    }
+    if (!scenario || !source || !formula || has_tflops == has_step) continue;
+    if ((has_tflops && !tflops) || (has_step && !step)) continue;
     run.scenario = (dir / *scenario).string();
-    run.measured_tflops_per_gpu = *tflops;
+    run.formula =
+        *formula == "megatron" ? FlopsFormula::kMegatron : FlopsFormula::kNarayanan2021Eq3;
+    run.measured_tflops_per_gpu = has_tflops ? *tflops : 0.0;
+    run.measured_step_s = has_step ? *step : 0.0;
     run.source = *source;
     out.push_back(std::move(run));
   }

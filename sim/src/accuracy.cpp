@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "stepsim/core/decompose.hpp"
+#include "stepsim/core/flops.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/make_cost_model.hpp"
 #include "stepsim/sim/simulate.hpp"
@@ -40,6 +41,8 @@ double published_flops_per_iteration(const Workload& w, FlopsFormula formula) {
       const double v = 51200.0;
       return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
     }
+    case FlopsFormula::kMegatron:
+      return megatron_logged_flops_per_step(w);
   }
   return 0.0;
 }
@@ -73,8 +76,13 @@ Result<AccuracyReport> accuracy_report(const std::vector<PublishedRun>& runs,
     row.gpus = w->training.world_size;
     row.flops_per_iteration = published_flops_per_iteration(*w, run.formula);
     const double n = static_cast<double>(row.gpus);
-    row.measured_tflops_per_gpu = run.measured_tflops_per_gpu;
-    row.measured_step_s = row.flops_per_iteration / (run.measured_tflops_per_gpu * 1e12 * n);
+    if (run.measured_step_s > 0) {  // the step time itself was published
+      row.measured_step_s = run.measured_step_s;
+      row.measured_tflops_per_gpu = row.flops_per_iteration / (run.measured_step_s * n) / 1e12;
+    } else {
+      row.measured_tflops_per_gpu = run.measured_tflops_per_gpu;
+      row.measured_step_s = row.flops_per_iteration / (run.measured_tflops_per_gpu * 1e12 * n);
+    }
     row.predicted_step_s = result->prediction.step_time_s;
     row.predicted_tflops_per_gpu = row.flops_per_iteration / (row.predicted_step_s * n) / 1e12;
     row.error = row.predicted_step_s / row.measured_step_s - 1.0;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "stepsim/core/flops.hpp"
 #include "stepsim/core/load.hpp"
 #include "stepsim/core/published_runs.hpp"
 
@@ -38,6 +39,41 @@ TEST(PublishedRuns, BadFilesNameTheKey) {
   EXPECT_NE(text.find("runs[0].measured_tflops_per_gpu"), std::string::npos) << text;
   EXPECT_NE(text.find("runs[0].colour"), std::string::npos) << text;
   EXPECT_NE(text.find("runs[0].flops_formula"), std::string::npos) << text;
+  std::remove(path.c_str());
+}
+
+// Runs whose authors published the step time itself (MLPerf's logs give train_step_timing):
+// measured_step_s, with Megatron's own FLOPs count for the TFLOP/s columns. Exactly one of
+// the two measured figures.
+TEST(PublishedRuns, AStepTimeWithMegatronsFlops) {
+  const std::string path = ::testing::TempDir() + "/runs_step.json";
+  const std::string scenario = kScenarios + "/gpt3-175b-h100-512-fp8.json";
+  std::ofstream(path) << R"({"format_version": 1, "runs": [{"scenario": ")" << scenario
+                      << R"(", "flops_formula": "megatron", "measured_step_s": 9.5,
+      "source": "s"}]})";
+  Result<std::vector<PublishedRun>> runs = load_published_runs(path);
+  ASSERT_TRUE(runs.ok()) << format_errors(runs.errors());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].formula, FlopsFormula::kMegatron);
+  EXPECT_DOUBLE_EQ((*runs)[0].measured_step_s, 9.5);
+  Result<sim::AccuracyReport> report = sim::accuracy_report(*runs, kScenarios);
+  ASSERT_TRUE(report.ok()) << format_errors(report.errors());
+  const sim::AccuracyRow& row = report->rows.at(0);
+  Result<Workload> w = load_scenario_file(scenario, LoadOptions{kScenarios});
+  ASSERT_TRUE(w.ok());
+  EXPECT_DOUBLE_EQ(row.flops_per_iteration, megatron_logged_flops_per_step(*w));
+  EXPECT_DOUBLE_EQ(row.measured_step_s, 9.5);
+  EXPECT_DOUBLE_EQ(row.measured_tflops_per_gpu, row.flops_per_iteration / (9.5 * 512) / 1e12);
+  EXPECT_DOUBLE_EQ(row.error, row.predicted_step_s / 9.5 - 1.0);
+
+  std::ofstream(path) << R"({"format_version": 1, "runs": [{"scenario": "x.json",
+      "flops_formula": "megatron", "measured_step_s": 9.5, "measured_tflops_per_gpu": 400,
+      "source": "s"}]})";
+  Result<std::vector<PublishedRun>> both = load_published_runs(path);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(format_errors(both.errors()).find("exactly one of the two must be given"),
+            std::string::npos)
+      << format_errors(both.errors());
   std::remove(path.c_str());
 }
 

@@ -16,12 +16,16 @@ enum class FlopsFormula {
   /// Narayanan et al. 2021 (SC21), eq. 3: F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per
   /// iteration (full activation recomputation counted), with the paper's V = 51200.
   kNarayanan2021Eq3,
+  /// Megatron-LM's num_floating_point_operations (training.py), the model FLOPs it logs:
+  /// for runs whose authors published the step time itself (`measured_step_s`).
+  kMegatron,
 };
 
 struct PublishedRun {
   std::string scenario;  ///< resolved path of the scenario file
   FlopsFormula formula = FlopsFormula::kNarayanan2021Eq3;
-  double measured_tflops_per_gpu = 0;
+  double measured_tflops_per_gpu = 0;  ///< 0 when the step time is what was published
+  double measured_step_s = 0;          ///< 0 when the FLOP/s per GPU is what was published
   std::string source;  ///< where the figure and the configuration are published
   bool operator==(const PublishedRun&) const = default;
 };
