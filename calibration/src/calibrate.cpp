@@ -166,7 +166,7 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
   for (const GroupKey& g : needed) {
     const std::int32_t color =
         group_color(backend.world_rank(), backend.world_size(), g.first, g.second);
-    auto id = backend.split(color, backend.world_rank());
+    auto id = backend.split(color, backend.world_rank(), CommOptions{});
     if (!id.ok()) return id.errors();
     groups[g] = id.value();
   }

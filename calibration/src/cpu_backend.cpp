@@ -107,8 +107,9 @@ CpuBackend::~CpuBackend() {
   }
 }
 
-Result<GroupId> CpuBackend::split(std::int32_t color, std::int32_t key) {
-  return world_.split(color, key);
+Result<GroupId> CpuBackend::split(std::int32_t color, std::int32_t key,
+                                  const CommOptions& /*options*/) {
+  return world_.split(color, key);  // MPI's communicators have no CTAs to bound
 }
 
 Result<double> CpuBackend::gemm(const GemmOp& op) {

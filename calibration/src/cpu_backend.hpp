@@ -33,7 +33,7 @@ class CpuBackend final : public Backend {
   std::int32_t world_rank() const override { return world_.rank(); }
   std::int32_t world_size() const override { return world_.size(); }
 
-  Result<GroupId> split(std::int32_t color, std::int32_t key) override;
+  Result<GroupId> split(std::int32_t color, std::int32_t key, const CommOptions& options) override;
   std::int32_t group_size(GroupId g) const override { return world_.group_size(g); }
 
   Result<double> gemm(const GemmOp& op) override;

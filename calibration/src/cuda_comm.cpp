@@ -11,11 +11,20 @@
 
 namespace stepsim::calib {
 
-Result<GroupId> CudaBackend::split(std::int32_t color, std::int32_t key) {
+Result<GroupId> CudaBackend::split(std::int32_t color, std::int32_t key,
+                                   const CommOptions& options) {
   auto g = world_.split(color, key);
   if (!g.ok()) return g;
   ncclComm_t comm = nullptr;
-  STEPSIM_NCCL_TRY(ncclCommSplit(nccl_[0], color, key, &comm, nullptr));
+  // The group's ncclConfig_t, as Megatron makes it from --nccl-communicator-config-path
+  // (PyTorch's ProcessGroupNCCL.Options.config); unset fields keep NCCL's defaults.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  if (options.min_ctas > 0) config.minCTAs = static_cast<int>(options.min_ctas);
+  if (options.max_ctas > 0) config.maxCTAs = static_cast<int>(options.max_ctas);
+  if (options.cga_cluster_size >= 0) {
+    config.cgaClusterSize = static_cast<int>(options.cga_cluster_size);
+  }
+  STEPSIM_NCCL_TRY(ncclCommSplit(nccl_[0], color, key, &comm, &config));
   nccl_.push_back(comm);
   STEPSIM_ASSERT(static_cast<std::size_t>(g.value().value) == nccl_.size() - 1);
   return g;

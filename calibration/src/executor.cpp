@@ -33,6 +33,7 @@ class Runner {
  public:
   Runner(const Workload& w, Backend& b, const ExecutorOptions& options, Measurement& m)
       : b_(b),
+        training_(w.training),
         distributed_optimizer_(w.training.use_distributed_optimizer),
         options_(options),
         m_(m),
@@ -57,6 +58,7 @@ class Runner {
   Status enter_task(std::size_t i);
 
   Backend& b_;
+  const TrainingConfig& training_;
   bool distributed_optimizer_;
   const ExecutorOptions& options_;
   Measurement& m_;
@@ -293,7 +295,7 @@ Status Runner::run() {
     if (dog) dog->enter(step, task);
   };
   enter(0, -3);
-  auto groups = make_groups(b_, m_.layout, me_, distributed_optimizer_);
+  auto groups = make_groups(b_, m_.layout, me_, training_);
   if (!groups) return groups.errors();
   groups_ = *groups;
   if (auto a = b_.align_clocks(); !a) return a.errors();

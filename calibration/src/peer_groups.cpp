@@ -12,6 +12,8 @@
 #include <tuple>
 #include <variant>
 
+#include "stepsim/core/nccl_model.hpp"
+
 namespace stepsim::calib {
 
 std::vector<std::int32_t> members_of(CommGroup g, const RankLayout& layout, std::int32_t me,
@@ -174,7 +176,7 @@ Result<GroupId> split_expert_group(Backend& b, const RankLayout& layout, std::in
   const std::vector<std::int64_t> members = layout.expert_generator().group_of(token, me);
   const auto at = std::find(members.begin(), members.end(), me);
   return b.split(static_cast<std::int32_t>(*std::min_element(members.begin(), members.end())),
-                 static_cast<std::int32_t>(at - members.begin()));
+                 static_cast<std::int32_t>(at - members.begin()), CommOptions{});
 }
 
 }  // namespace
@@ -182,20 +184,30 @@ Result<GroupId> split_expert_group(Backend& b, const RankLayout& layout, std::in
 /// Megatron's process groups, made with Backend::split (a collective over the world: every
 /// rank makes the same calls in the same order).
 Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me,
-                           bool distributed_optimizer) {
+                           const TrainingConfig& training) {
+  const bool distributed_optimizer = training.use_distributed_optimizer;
   const auto c = layout.coord_of(me);
+  const auto options = [&training](CommGroup g) {
+    const auto o = nccl_group_options(training, g);
+    if (!o) return CommOptions{};
+    return CommOptions{.min_ctas = std::max<std::int64_t>(0, o->min_ctas),
+                       .max_ctas = std::max<std::int64_t>(0, o->max_ctas),
+                       .cga_cluster_size = o->cga_cluster_size};
+  };
   const std::int32_t world = layout.world_size();
   // Colours number the groups; keys give Megatron's order inside them (cp varies faster
   // than dp in its layout, so the data-parallel group with context parallelism, over which
   // gradients are reduced, is ordered by (dp, cp)).
-  auto tp = b.split((c.pp * layout.dp + c.dp) * layout.cp + c.cp, c.tp);
+  auto tp =
+      b.split((c.pp * layout.dp + c.dp) * layout.cp + c.cp, c.tp, options(CommGroup::kTensor));
   if (!tp) return tp.errors();
-  auto dp = b.split(c.pp * layout.tp + c.tp, c.dp * layout.cp + c.cp);
+  auto dp = b.split(c.pp * layout.tp + c.tp, c.dp * layout.cp + c.cp, options(CommGroup::kData));
   if (!dp) return dp.errors();
   // Embedding group: the first and last pipeline stage of the same (dp, tp) position. Ranks
   // outside it get a group of their own, which they never use.
   const bool member = layout.pp > 1 && (c.pp == 0 || c.pp == layout.pp - 1);
-  auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp);
+  auto emb = b.split(member ? (c.dp * layout.cp + c.cp) * layout.tp + c.tp : world + me, c.pp,
+                     options(CommGroup::kEmbedding));
   if (!emb) return emb.errors();
   Groups groups{.tp = *tp,
                 .dp = *dp,
@@ -211,13 +223,14 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
                 .edp = {}};
   if (layout.cp > 1) {
     const std::int32_t cp_colour = (c.pp * layout.dp + c.dp) * layout.tp + c.tp;
-    auto cp = b.split(cp_colour, c.cp);
+    auto cp = b.split(cp_colour, c.cp, options(CommGroup::kContext));
     if (!cp) return cp.errors();
     groups.cp = *cp;
     if (layout.cp_a2a > 1) {
       // Megatron's hierarchical level 0: cp_a2a consecutive ranks of the CP group.
       const std::int32_t runs = layout.cp / layout.cp_a2a;
-      auto a2a = b.split(cp_colour * runs + c.cp / layout.cp_a2a, c.cp % layout.cp_a2a);
+      auto a2a =
+          b.split(cp_colour * runs + c.cp / layout.cp_a2a, c.cp % layout.cp_a2a, CommOptions{});
       if (!a2a) return a2a.errors();
       groups.cp_a2a = *a2a;
     }
@@ -233,12 +246,14 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
     }
   }
   // The amax-reduction group of FP8 (every tensor, data and context rank of the stage).
-  auto tp_dp = b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp);
+  auto tp_dp =
+      b.split(c.pp, (c.dp * layout.cp + c.cp) * layout.tp + c.tp, options(CommGroup::kTensorData));
   if (!tp_dp) return tp_dp.errors();
   groups.tp_dp = *tp_dp;
   if (layout.cp > 1) {
     // ... and with tp_only_amax_red, Megatron's tensor x context group (cp fastest after tp).
-    auto tp_cp = b.split(c.pp * layout.dp + c.dp, c.cp * layout.tp + c.tp);
+    auto tp_cp = b.split(c.pp * layout.dp + c.dp, c.cp * layout.tp + c.tp,
+                         options(CommGroup::kTensorContext));
     if (!tp_cp) return tp_cp.errors();
     groups.tp_cp = *tp_cp;
   }
@@ -246,7 +261,8 @@ Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me
     // The gradient norm's group without the distributed optimizer: Megatron's model-parallel
     // group, the tensor and pipeline ranks of one (dp, cp) position, tp fastest (with it,
     // the world).
-    auto mp = b.split(c.dp * layout.cp + c.cp, c.pp * layout.tp + c.tp);
+    auto mp =
+        b.split(c.dp * layout.cp + c.cp, c.pp * layout.tp + c.tp, options(CommGroup::kGradStats));
     if (!mp) return mp.errors();
     groups.grad_stats = *mp;
   }

@@ -41,8 +41,10 @@ struct Groups {
 
 /// Megatron's process groups of rank `me`, made with Backend::split (a collective over the
 /// world: every rank makes the same calls in the same order).
+/// Each group's NCCL communicator gets the job's options for it (`training`'s
+/// nccl_group_options: Megatron's --nccl-communicator-config-path).
 Result<Groups> make_groups(Backend& b, const RankLayout& layout, std::int32_t me,
-                           bool distributed_optimizer);
+                           const TrainingConfig& training);
 
 /// `ranks` without `me`, sorted, each once, comma-separated: whom a fault message says a rank
 /// waits for.

@@ -296,6 +296,18 @@ bool Validation::run(std::ostream* err, bool terminal) {
     // reads it when a communicator is made); the cpu backend's MPI ignores it.
     setenv("NCCL_NVLS_ENABLE", std::to_string(nvls).c_str(), 1);
   }
+  // Likewise the job's channel limits and cross-node chunk (its communicators' per-group
+  // options go to Backend::split).
+  const TrainingConfig& job = out_.workload->training;
+  if (job.nccl_min_nchannels > 0) {
+    setenv("NCCL_MIN_NCHANNELS", std::to_string(job.nccl_min_nchannels).c_str(), 1);
+  }
+  if (job.nccl_max_nchannels > 0) {
+    setenv("NCCL_MAX_NCHANNELS", std::to_string(job.nccl_max_nchannels).c_str(), 1);
+  }
+  if (job.nccl_p2p_net_chunksize != 131072) {
+    setenv("NCCL_P2P_NET_CHUNKSIZE", std::to_string(job.nccl_p2p_net_chunksize).c_str(), 1);
+  }
   auto backend = make_backend(q_.backend, bo);
   if (!backend) return fail(ValidateStage::kBackend, backend.errors());
   backend_ = std::move(backend).value();

@@ -448,6 +448,12 @@ double CalibratedCostModel::memory_bound_s(const MemoryBoundOp& op) const {
 // algorithm bandwidth is turned into bus bandwidth with its own factor and back with the query's;
 // the latency scales with the ring's steps.
 double CalibratedCostModel::collective_s(const CollectiveOp& op) const {
+  // Measured (or modelled) at NCCL's default channels; the job's channel limits
+  // (NCCL_MIN/MAX_NCHANNELS, Megatron's per-group communicator options) scale it.
+  return collective_at_defaults_s(op) * nccl_channel_factor(fallback_system_, op);
+}
+
+double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) const {
   if (op.kind == CollectiveKind::kDeepEpDispatch || op.kind == CollectiveKind::kDeepEpCombine) {
     // DeepEP's kernels are not NCCL's and calibrate does not run them: its own measured
     // fractions of the system's links (deepep_cost.hpp).

@@ -25,13 +25,10 @@ bool is_assignment(std::string_view word) {
 /// as NCCL's own tuning chooses them.
 constexpr std::string_view kNcclTuning[] = {"NCCL_ALGO",
                                             "NCCL_PROTO",
-                                            "NCCL_MIN_NCHANNELS",
-                                            "NCCL_MAX_NCHANNELS",
                                             "NCCL_MIN_CTAS",
                                             "NCCL_MAX_CTAS",
                                             "NCCL_BUFFSIZE",
                                             "NCCL_NTHREADS",
-                                            "NCCL_P2P_NET_CHUNKSIZE",
                                             "NCCL_P2P_NVL_CHUNKSIZE",
                                             "NCCL_P2P_PCI_CHUNKSIZE",
                                             "NCCL_NCHANNELS_PER_NET_PEER",

@@ -15,6 +15,7 @@
 
 #include "json_fields.hpp"
 #include "load_internal.hpp"
+#include "nccl_cfg.hpp"
 #include "stepsim/core/assert.hpp"
 #include "stepsim/core/pipeline_split.hpp"
 #include "stepsim/core/schema.hpp"
@@ -432,6 +433,32 @@ void parse_ub_cfg_entry(ObjectReader& r, Errors& errors, const std::string& base
   detail::read_ub_cfg(*text, path, t.tp_comm_overlap_gemms, errors);
 }
 
+/// training.nccl_communicator_config_path: the YAML file of ncclConfig_t options per process
+/// group (Megatron's --nccl-communicator-config-path), a path relative to the scenario file
+/// (then under scenarios/); its problems name the YAML file, the line and the group's option
+/// (nccl_cfg.cpp).
+void parse_nccl_cfg_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
+                          const LoadOptions& options, TrainingConfig& t) {
+  const json* entry = r.raw("nccl_communicator_config_path");
+  if (entry == nullptr) return;
+  if (!entry->is_string() || entry->get<std::string>().empty()) {
+    r.error("nccl_communicator_config_path",
+            "=" + detail::describe(*entry) +
+                " must be a path to a YAML file of per-process-group NCCL options");
+    return;
+  }
+  const std::string relative = entry->get<std::string>();
+  const std::string path = resolve_path(relative, base_dir, options);
+  if (path.empty()) {
+    r.error("nccl_communicator_config_path", not_found(relative, base_dir, options));
+    return;
+  }
+  const auto text = detail::read_text_file(path, errors);
+  if (!text) return;
+  t.nccl_communicator_config_path = relative;
+  detail::read_nccl_cfg(*text, path, t.nccl_group_options, errors);
+}
+
 /// The `heterogeneity` section: {"full_rank": bool, "stragglers": {"RANK": FACTOR, ...},
 /// "slow_nics": {"NODE": FACTOR, ...}, "jitter_sigma": SIGMA, "jitter_seed": N}, checked
 /// against the job (ranks and nodes inside it, factors in [0.001, 1000], SIGMA in [0, 1]; slow NICs,
@@ -536,6 +563,7 @@ Result<Workload> load_scenario_text(std::string_view text, const std::string& fi
     ObjectReader r(*training, file_label, "training", errors);
     parse_training(r, *training, errors, w);
     parse_ub_cfg_entry(r, errors, base_dir, options, w.training);
+    parse_nccl_cfg_entry(r, errors, base_dir, options, w.training);
   } else {
     // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
     w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;

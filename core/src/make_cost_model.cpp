@@ -1,8 +1,10 @@
 #include "stepsim/core/make_cost_model.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "stepsim/core/calibrated_cost_model.hpp"
+#include "stepsim/core/nccl_model.hpp"
 #include "stepsim/core/roofline_cost_model.hpp"
 
 namespace stepsim {
@@ -17,6 +19,14 @@ Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w,
                                                    std::shared_ptr<const Profile> profile) {
   SystemConfig system = w.system;
   system.nccl_nvls = w.training.nccl_nvls_enable != 0;  // NCCL_NVLS_ENABLE of the job
+  system.nccl_min_nchannels = w.training.nccl_min_nchannels;
+  system.nccl_max_nchannels = w.training.nccl_max_nchannels;
+  for (std::size_t g = 0; g < system.nccl_group_limits.size(); ++g) {
+    const auto options = nccl_group_options(w.training, static_cast<CommGroup>(g));
+    if (!options) continue;
+    system.nccl_group_limits[g].min_ctas = std::max<std::int64_t>(0, options->min_ctas);
+    system.nccl_group_limits[g].max_ctas = std::max<std::int64_t>(0, options->max_ctas);
+  }
   if (w.cost_model.kind == CostModelSpec::Kind::kRoofline) {
     return std::unique_ptr<CostModel>(std::make_unique<RooflineCostModel>(std::move(system)));
   }

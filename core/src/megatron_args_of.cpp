@@ -211,6 +211,10 @@ std::string megatron_args_of(const Workload& w) {
   if (!t.tp_comm_overlap_ag) flag("--disable-tp-comm-overlap-ag");
   if (!t.tp_comm_overlap_rs) flag("--disable-tp-comm-overlap-rs");
   if (t.tp_comm_overlap_rs_dgrad) flag("--tp-comm-overlap-rs-dgrad");
+  if (!t.nccl_communicator_config_path.empty()) {
+    flag("--nccl-communicator-config-path");
+    out += " '" + t.nccl_communicator_config_path + "'";
+  }
   if (!t.tp_comm_overlap_cfg.empty()) {
     flag("--tp-comm-overlap-cfg");
     out += " '" + t.tp_comm_overlap_cfg + "'";

@@ -115,7 +115,7 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   // On NVIDIA NVSwitch platforms a collective costs what NCCL's own model says of the
   // algorithm and protocol NCCL picks (nccl_model.hpp); its latencies include the launch.
   if (const auto comm = nccl_comm(system_, op.group_size, op.nodes_spanned)) {
-    return NcclModel(*comm).choose(op.kind, op.bytes).seconds;
+    return NcclModel(*comm).choose(op.kind, op.bytes).seconds * nccl_channel_factor(system_, op);
   }
   const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);
   const double bw_time = static_cast<double>(op.bytes) * bus_factor(op.kind, op.group_size) / busbw;

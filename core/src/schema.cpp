@@ -874,6 +874,41 @@ const std::array kSchema = {
                    "the system supports multicast. NCCL's NVLS buffers in memory are not "
                    "modelled either way",
             .zero_allowed = true},
+    // NCCL's channel limits (nccl_model.cpp nccl_channel_factor; nccl_cfg.cpp; validate.cpp)
+    KeyInfo{STEPSIM_INT("training.nccl_min_nchannels", training.nccl_min_nchannels),
+            .env = "NCCL_MIN_NCHANNELS", .default_text = "0", .check = "0 (unset) to 64",
+            .doc = "NCCL's NCCL_MIN_NCHANNELS: every communicator runs at least this many "
+                   "channels (NCCL copies its first ones; connect.cc), above a group's max_ctas "
+                   "too; more channels than NCCL's own add no bandwidth in NCCL's model",
+            .zero_allowed = true},
+    KeyInfo{STEPSIM_INT("training.nccl_max_nchannels", training.nccl_max_nchannels),
+            .env = "NCCL_MAX_NCHANNELS", .default_text = "0", .check = "0 (unset: 64) to 64",
+            .doc = "NCCL's NCCL_MAX_NCHANNELS: communicators run at most this many channels; "
+                   "a collective on fewer channels than NCCL's tuning assumed is priced with "
+                   "NCCL's bandwidth formula (channels x per-channel speed) for the channels "
+                   "that run",
+            .zero_allowed = true},
+    KeyInfo{.key = "training.nccl_communicator_config_path",
+            .kind = KnobKind::kString,
+            .flags = "--nccl-communicator-config-path",
+            .default_text = "none (NCCL's defaults)",
+            .check = "a YAML file (relative to the scenario; a launch line's to the working "
+                     "directory) mapping Megatron's process-group names (tp, dp_cp, pp, embd, "
+                     "mp, ...) to min_ctas / max_ctas (1-64) and cga_cluster_size (0-8); not "
+                     "modelled yet: net_name, is_high_priority_stream true, options that cut "
+                     "the channels of the pipeline or context-parallel point-to-point "
+                     "communicators, options of expert groups with expert parallelism",
+            .doc = "Megatron's per-process-group ncclConfig_t options "
+                   "(parallel_state.get_nccl_options): a group's collectives run "
+                   "max(NCCL_MIN_NCHANNELS, min_ctas, min(NCCL_MAX_NCHANNELS, max_ctas, NCCL's "
+                   "own)) channels; cga_cluster_size is a launch attribute, read, not priced"},
+    KeyInfo{STEPSIM_INT("training.nccl_p2p_net_chunksize", training.nccl_p2p_net_chunksize),
+            .env = "NCCL_P2P_NET_CHUNKSIZE", .default_text = "131072",
+            .check = ">= 131072 (NCCL's default; smaller chunks are not modelled yet)",
+            .doc = "NCCL's chunk of a point-to-point transfer across nodes, capped by NCCL at "
+                   "its 4 MiB buffer / 8 steps = 512 KiB (init.cc computeBuffSizes): the "
+                   "profiles' cross-node sends, measured at the 128 KiB default, already run at "
+                   "the NIC's rate, so larger chunks do not change their price"},
     // expert parallelism and the MoE layer's execution (moe_ops.cpp; validate_moe.cpp)
     KeyInfo{STEPSIM_INT("training.expert_model_parallel_size", training.expert_model_parallel_size),
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--expert-model-parallel-size",
@@ -1040,10 +1075,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
      .changes_job = kHarmless},
     {.dest = "overlap_moe_expert_parallel_comm", .flag = "--overlap-moe-expert-parallel-comm"},
     {.dest = "use_nccl_ub", .flag = "--use-nccl-ub"},
-    // per-process-group NCCL options from a YAML file (parallel_state.get_nccl_options):
-    // max_ctas / min_ctas bound the group's channels, so its collectives' bandwidth and the
-    // SMs they take from the compute
-    {.dest = "nccl_communicator_config_path", .flag = "--nccl-communicator-config-path"},
     {.dest = "cuda_graph_impl", .flag = "--cuda-graph-impl", .neutral_value = "none"},
     {.dest = "enable_cuda_graph", .flag = "--enable-cuda-graph"},
     {.dest = "transformer_impl",

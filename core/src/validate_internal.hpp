@@ -58,6 +58,10 @@ void check_fp8(const Workload& w, Checker& check);
 /// Megatron-LM's rules, TE's limits, what is not modelled yet.
 void check_tp_overlap(const Workload& w, Checker& check);
 
+/// NCCL's settings of the job (validate_nccl.cpp): the ranges NCCL accepts, what stepsim does
+/// not model of the channel limits and the cross-node chunk size.
+void check_nccl(const Workload& w, Checker& check);
+
 /// Sliding-window attention rules (validate_window.cpp): the window's form, its layer pattern,
 /// what Transformer Engine refuses with it and what stepsim does not model yet.
 void check_window(const Workload& w, Checker& check);

@@ -246,6 +246,14 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
     j.field("bwd_layernorm_sm_margin", t.bwd_layernorm_sm_margin);
   }
   if (t.nccl_nvls_enable != 2) j.field("nccl_nvls_enable", t.nccl_nvls_enable);  // likewise
+  if (t.nccl_min_nchannels > 0) j.field("nccl_min_nchannels", t.nccl_min_nchannels);
+  if (t.nccl_max_nchannels > 0) j.field("nccl_max_nchannels", t.nccl_max_nchannels);
+  if (!t.nccl_communicator_config_path.empty()) {
+    j.field("nccl_communicator_config_path", std::string_view(t.nccl_communicator_config_path));
+  }
+  if (t.nccl_p2p_net_chunksize != 131072) {
+    j.field("nccl_p2p_net_chunksize", t.nccl_p2p_net_chunksize);
+  }
   j.field("seq_length", w.model.seq_length);
   j.field("system", std::string_view(w.system.name));
   j.field("gpu", std::string_view(w.system.gpu_name));
@@ -350,6 +358,16 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   if (t.nccl_nvls_enable != 2) {
     out << ", NCCL_NVLS_ENABLE=" << t.nccl_nvls_enable
         << (t.nccl_nvls_enable == 0 ? " (no NVLink SHARP)" : " (NVLink SHARP forced)");
+  }
+  if (t.nccl_min_nchannels > 0) out << ", NCCL_MIN_NCHANNELS=" << t.nccl_min_nchannels;
+  if (t.nccl_max_nchannels > 0) out << ", NCCL_MAX_NCHANNELS=" << t.nccl_max_nchannels;
+  if (!t.nccl_communicator_config_path.empty()) {
+    out << ", NCCL options per group from " << t.nccl_communicator_config_path;
+  }
+  if (t.nccl_p2p_net_chunksize != 131072) {
+    // init.cc computeBuffSizes: at most the 4 MiB buffer over NCCL_STEPS = 8.
+    out << ", NCCL_P2P_NET_CHUNKSIZE=" << t.nccl_p2p_net_chunksize << " (NCCL uses "
+        << std::min<std::int64_t>(t.nccl_p2p_net_chunksize, 524288) << ")";
   }
   out << "\n";
   if (t.fp8_enabled()) {

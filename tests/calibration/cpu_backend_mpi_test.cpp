@@ -60,8 +60,8 @@ TEST(CpuBackendMpi, CollectivesAreCorrectOnSplitGroups) {
   auto b = cpu();
   const std::int32_t n = b->world_size();
   // The world as one group, pairs (contiguous), and everyone alone.
-  auto pairs = b->split(b->world_rank() / 2, b->world_rank());
-  auto alone = b->split(b->world_rank(), 0);
+  auto pairs = b->split(b->world_rank() / 2, b->world_rank(), CommOptions{});
+  auto alone = b->split(b->world_rank(), 0, CommOptions{});
   ASSERT_TRUE(pairs.ok() && alone.ok());
   EXPECT_EQ(b->group_size(pairs.value()), std::min(2, n - b->world_rank() / 2 * 2));
   EXPECT_EQ(b->group_size(alone.value()), 1);
@@ -140,7 +140,7 @@ TEST(CpuBackendMpi, PostedCollectivesRunInOrderBesideTheCaller) {
   auto b = cpu();
   ASSERT_TRUE(b->async_collectives()) << "MPI did not give MPI_THREAD_MULTIPLE";
   ASSERT_TRUE(b->align_clocks().ok());
-  auto pairs = b->split(b->world_rank() / 2, b->world_rank());
+  auto pairs = b->split(b->world_rank() / 2, b->world_rank(), CommOptions{});
   ASSERT_TRUE(pairs.ok());
   ASSERT_TRUE(b->barrier(GroupId{0}).ok());
   const std::int64_t bytes = std::int64_t{8} << 20;

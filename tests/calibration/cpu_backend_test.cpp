@@ -102,7 +102,7 @@ TEST(CpuBackend, SplitAndCollectivesWithOneRank) {
   EXPECT_EQ(b.world_size(), 1);
   EXPECT_EQ(b.world_rank(), 0);
   EXPECT_EQ(b.group_size(GroupId{0}), 1);
-  auto g = b.split(7, 0);
+  auto g = b.split(7, 0, CommOptions{});
   ASSERT_TRUE(g.ok());
   EXPECT_NE(g.value(), GroupId{0});
   EXPECT_EQ(b.group_size(g.value()), 1);

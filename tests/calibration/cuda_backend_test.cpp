@@ -226,8 +226,11 @@ TEST(CudaBackend, AttentionMemoryAndOneRankCollectives) {
   auto mem = b->memory_bound(MemoryBoundOp{std::int64_t{256} << 20});
   ASSERT_TRUE(mem.ok()) << format_errors(mem.errors());
   EXPECT_GT(mem.value(), 0.0);
-  auto g = b->split(0, b->world_rank());
-  ASSERT_TRUE(g.ok());
+  // A communicator made with a group's ncclConfig_t (Megatron's --nccl-communicator-config-
+  // path: max_ctas 2, cga_cluster_size 2) runs and checks its collectives like any other.
+  auto g = b->split(0, b->world_rank(),
+                    CommOptions{.min_ctas = 1, .max_ctas = 2, .cga_cluster_size = 2});
+  ASSERT_TRUE(g.ok()) << format_errors(g.errors());
   for (const CollectiveKind kind :
        {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
     CollectiveOp op;
@@ -334,7 +337,7 @@ TEST(CudaBackend, StreamModePostsCollectivesOnACommunicationStream) {
   ASSERT_NE(made, nullptr);
   Backend& b = *made;
   ASSERT_TRUE(b.async_collectives());
-  auto g = b.split(0, b.world_rank());
+  auto g = b.split(0, b.world_rank(), CommOptions{});
   ASSERT_TRUE(g.ok());
   CollectiveOp reduce;
   reduce.kind = CollectiveKind::kAllReduce;

@@ -28,7 +28,11 @@ class FakeBackend final : public Backend {
   std::int32_t world_rank() const override { return rank_; }
   std::int32_t world_size() const override { return world_; }
 
-  Result<GroupId> split(std::int32_t color, std::int32_t key) override {
+  Result<GroupId> split(std::int32_t color, std::int32_t key, const CommOptions& options) override {
+    if (options != CommOptions{}) {
+      log_.push_back("split options min_ctas=" + std::to_string(options.min_ctas) +
+                     " max_ctas=" + std::to_string(options.max_ctas));
+    }
     const std::size_t i = sizes_.size();
     sizes_.push_back(i < split_sizes_.size() ? split_sizes_[i] : 1);
     log_.push_back("split color=" + std::to_string(color) + " key=" + std::to_string(key));

@@ -269,28 +269,6 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   EXPECT_TRUE(w.model.fused_attention());
 }
 
-// MLPerf's GPT-3 job caps each process group's NCCL channels from a YAML file
-// (conf/nccl/custom_communicator_cta.yaml): a Megatron argument stepsim knows and does not
-// model, in a launch line as in a scenario file.
-TEST(MegatronArgs, NcclCommunicatorConfigIsKnownAndNotModelled) {
-  MegatronImportOptions o;
-  o.system = "systems/dgx-h100-80gb.json";
-  auto r = scenario_from_megatron_args(
-      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 "
-      "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
-      "--vocab-size 1000 --bf16 --nccl-communicator-config-path conf/nccl/cta.yaml",
-      o);
-  ASSERT_FALSE(r.ok());
-  const std::string errors = format_errors(r.errors());
-  EXPECT_NE(errors.find("--nccl-communicator-config-path conf/nccl/cta.yaml changes the job and "
-                        "stepsim does not model it yet"),
-            std::string::npos)
-      << errors;
-  EXPECT_NE(unknown_key_message("training", "nccl_communicator_config_path")
-                .find("is a Megatron-LM argument (--nccl-communicator-config-path)"),
-            std::string::npos);
-}
-
 TEST(MegatronArgs, OtherTrainingScriptsAreNotModelled) {
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";

@@ -35,6 +35,16 @@ struct P2PCompletion {
   bool operator==(const P2PCompletion&) const = default;
 };
 
+/// NCCL's options of one process group (ncclConfig_t, from Megatron's
+/// --nccl-communicator-config-path; core/include/stepsim/core/nccl_model.hpp
+/// nccl_group_options): 0 or -1 = NCCL's default. The cpu backend's MPI has no such settings.
+struct CommOptions {
+  std::int64_t min_ctas = 0;
+  std::int64_t max_ctas = 0;
+  std::int64_t cga_cluster_size = -1;
+  bool operator==(const CommOptions&) const = default;
+};
+
 /// A process group made by Backend::split; 0 is the world.
 struct GroupId {
   std::int32_t value = 0;
@@ -66,8 +76,9 @@ class Backend {
   virtual std::int32_t world_size() const = 0;
 
   /// Collective over the world, like MPI_Comm_split: ranks with equal `color` form a group,
-  /// ordered by `key`.
-  virtual Result<GroupId> split(std::int32_t color, std::int32_t key) = 0;
+  /// ordered by `key`, its NCCL communicator made with `options` (the cuda backend's).
+  virtual Result<GroupId> split(std::int32_t color, std::int32_t key,
+                                const CommOptions& options) = 0;
   virtual std::int32_t group_size(GroupId g) const = 0;
 
   virtual Result<double> gemm(const GemmOp& op) = 0;

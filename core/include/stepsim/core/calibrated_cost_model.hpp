@@ -85,6 +85,8 @@ class CalibratedCostModel final : public CostModel {
   };
 
  private:
+  /// collective_s at NCCL's default channels (what the profile measured).
+  double collective_at_defaults_s(const CollectiveOp& op) const;
   /// Achieved FLOP/s at `x` by inverse-distance weighting; clamps `x` into the box and
   /// returns whether it had to.
   static double interpolate(const Table& t, std::array<double, 3> x, bool& clamped);

@@ -101,6 +101,32 @@ double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
                             std::int64_t group_size, std::int64_t nodes_spanned,
                             std::int64_t bytes);
 
+/// The options of Megatron's --nccl-communicator-config-path (TrainingConfig::
+/// nccl_group_options) for the process group stepsim's `group` runs on: "tp" kTensor, "dp_cp"
+/// kData (DDP's and the distributed optimizer's group), "embd" kEmbedding, "cp" kContext,
+/// "tp_dp_cp" kTensorData and "tp_cp" kTensorContext (FP8's amax reductions), "mp" kGradStats
+/// without the distributed optimizer (with it the grad norm runs on the default group, which
+/// takes none). nullopt: NCCL's defaults.
+std::optional<NcclGroupOptions> nccl_group_options(const TrainingConfig& t, CommGroup group);
+
+/// The channels (one CTA, so one SM, each) a communicator shaped as `comm` runs its
+/// collectives on under NCCL's limits (src/graph/connect.cc ncclTopoPostset, lines 460-506):
+/// twice the ring search's channels (MAXCHANNELS = 64 at most), twice again on Hopper and
+/// newer across nodes when the ring's intra-node speed is above 45 GB/s and fewer than 16 run,
+/// then min(NCCL_MAX_NCHANNELS, maxCTAs), then raised to max(NCCL_MIN_NCHANNELS, minCTAs):
+/// the minimum wins. Arguments <= 0 are unset (NCCL's defaults).
+int nccl_run_channels(const NcclComm& comm, std::int64_t min_nchannels, std::int64_t max_nchannels,
+                      std::int64_t min_ctas, std::int64_t max_ctas);
+
+/// A collective's time under the job's NCCL channel limits (SystemConfig::nccl_min_nchannels,
+/// nccl_max_nchannels, nccl_group_limits of op.group) is its time at NCCL's defaults times
+/// this factor (>= 1). NCCL's tuning does not see the limits (tuning.cc computes bandwidth
+/// from the search graphs' channels), so the algorithm and protocol stay; the kernel runs
+/// nccl_run_channels() channels, priced with NCCL's own bandwidth formula (graph channels x
+/// per-channel speed) with at most that many channels of each graph. 1 for kernels that are
+/// not NCCL collectives, without limits, or where NCCL has no model of the platform.
+double nccl_channel_factor(const SystemConfig& system, const CollectiveOp& op);
+
 class NcclModel {
  public:
   explicit NcclModel(const NcclComm& comm);

@@ -196,6 +196,18 @@ struct UbGemmSettings {
   bool operator==(const UbGemmSettings&) const = default;
 };
 
+/// One process group's ncclConfig_t options from Megatron's --nccl-communicator-config-path
+/// (parallel_state.get_nccl_options): the YAML key of the group (Megatron's names: "tp",
+/// "dp_cp", ...) and the options given; -1: not given (NCCL's default: min_ctas 1, max_ctas 64,
+/// cga_cluster_size 4 on Hopper, as current Megatron-LM leaves them to NCCL).
+struct NcclGroupOptions {
+  std::string group;
+  std::int64_t min_ctas = -1;
+  std::int64_t max_ctas = -1;
+  std::int64_t cga_cluster_size = -1;
+  bool operator==(const NcclGroupOptions&) const = default;
+};
+
 struct TrainingConfig {
   std::int64_t world_size = 0;
   std::int64_t tensor_model_parallel_size = 1;
@@ -291,6 +303,19 @@ struct TrainingConfig {
   /// NCCL's tuning never picks the NVLS algorithms; 2 (NCCL's default) = where the system
   /// supports multicast; 1 = forced on.
   std::int64_t nccl_nvls_enable = 2;
+  /// NCCL's channel limits (nccl_model.hpp nccl_channel_factor): NCCL_MIN_NCHANNELS and
+  /// NCCL_MAX_NCHANNELS (environment variables of the job; 0 = unset), and the per-process-
+  /// group ncclConfig_t options of Megatron's --nccl-communicator-config-path (a YAML file,
+  /// relative to the scenario file; parallel_state.get_nccl_options), read into
+  /// nccl_group_options. A communicator runs max(min_nchannels, min_ctas, min(max_nchannels,
+  /// max_ctas, NCCL's own channels)) channels, one CTA (one SM) each.
+  std::int64_t nccl_min_nchannels = 0;
+  std::int64_t nccl_max_nchannels = 0;
+  std::string nccl_communicator_config_path;
+  std::vector<NcclGroupOptions> nccl_group_options;
+  /// NCCL_P2P_NET_CHUNKSIZE (an environment variable of the job): the chunk of a
+  /// point-to-point transfer across nodes; NCCL caps it at its 4 MiB buffer / 8 steps.
+  std::int64_t nccl_p2p_net_chunksize = 131072;
 
   // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
   // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).
@@ -408,6 +433,18 @@ struct SystemConfig {
   /// Whether NCCL may use NVLink SHARP on this system for the job (not a system-file key:
   /// make_cost_model sets it from training.nccl_nvls_enable; nccl_model.hpp).
   bool nccl_nvls = true;
+  /// NCCL's channel limits of the job (not system-file keys either: make_cost_model sets them
+  /// from training.nccl_min_nchannels, nccl_max_nchannels and the communicator options;
+  /// nccl_model.hpp nccl_channel_factor). Per CommGroup, indexed by its value; 0: NCCL's
+  /// default (min_ctas 1, max_ctas MAXCHANNELS = 64).
+  struct NcclChannelLimit {
+    std::int64_t min_ctas = 0;
+    std::int64_t max_ctas = 0;
+    bool operator==(const NcclChannelLimit&) const = default;
+  };
+  std::int64_t nccl_min_nchannels = 0;  ///< 0: unset
+  std::int64_t nccl_max_nchannels = 0;  ///< 0: unset
+  std::array<NcclChannelLimit, 16> nccl_group_limits{};
   LinkSpec intra_node;
   LinkSpec inter_node;
   RooflineEfficiency efficiency;
