@@ -326,6 +326,11 @@ std::vector<ExecTask> build_stage_tasks(const Workload& w, const WorkloadPlan& p
     for (const auto& chunk : stage_plan.chunks) append_grad_sync(chunk, after);
   }
   for (const auto& op : stage_plan.step_ops) after.push_back(op_task(op, -1, -1));
+  // Apex DistributedFusedAdam's per-chunk parameter gathers (the next step's forward
+  // dispatches them; here, as the distributed optimizer's gather, after the step's ops).
+  for (const auto& chunk : stage_plan.chunks) {
+    for (const auto& op : chunk.param_gather) after.push_back(op_task(op, -1, chunk.chunk));
+  }
   for (auto& t : after) push(std::move(t));
   STEPSIM_ASSERT(waits.empty());  // the step always ends with its optimizer's ops
   return tasks;

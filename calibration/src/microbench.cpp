@@ -333,6 +333,7 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
       for (const Op& op : chunk.forward) visit_op(op);
       for (const Op& op : chunk.backward) visit_op(op);
       for (const Op& op : chunk.grad_sync) visit_op(op);
+      for (const Op& op : chunk.param_gather) visit_op(op);
       // Activations cross a pipeline boundary only when there is one.
       if (chunk.p2p_bytes > 0 && plan.stages.size() > 1) p2p_sizes.insert(chunk.p2p_bytes);
     }

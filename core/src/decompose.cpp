@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "dfa.hpp"
 #include "embedding_ops.hpp"
 #include "fp8_ops.hpp"
 #include "layer_ops.hpp"
@@ -187,6 +188,13 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
                             CommGroup::kExpertData, experts * tc.grad_bytes(), x.edp,
                             layout.edp_nodes(x, stage)};
   }
+  if (tc.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
+    detail::add_dfa_chunk_ops(plan, detail::dfa_layout(w, x, stage),
+                              CollectiveOp{.kind = CollectiveKind::kReduceScatter,
+                                           .group = CommGroup::kData,
+                                           .group_size = dp_cp,
+                                           .nodes_spanned = layout.dp_nodes(stage)});
+  }
   return plan;
 }
 
@@ -226,6 +234,20 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
 void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout) {
   const TrainingConfig& tc = w.training;
   std::vector<Op>& ops = stage.step_ops;
+  if (tc.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
+    const CollectiveOp embedding{
+        .group = CommGroup::kEmbedding, .group_size = 2, .nodes_spanned = layout.embedding_nodes()};
+    const bool tied_copy = x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1);
+    const std::int32_t last = detail::append_dfa_step_ops(
+        ops, x, detail::dfa_layout(w, x, stage.stage),
+        CollectiveOp{.group = CommGroup::kData,
+                     .group_size = x.dp * x.cp,
+                     .nodes_spanned = layout.dp_nodes(stage.stage)},
+        CollectiveOp{.group = CommGroup::kTensor, .group_size = x.t, .nodes_spanned = x.tp_nodes},
+        tied_copy ? &embedding : nullptr, layout.grad_stats(true, x, stage.stage));
+    add_fp8_weight_casts(stage, w, x, last);
+    return;
+  }
   std::int32_t embedding = -1;
   if (x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1)) {
     Op& op = ops.emplace_back();
@@ -363,7 +385,9 @@ WorkloadPlan decompose(const Workload& w) {
     // Weights, gradients, optimizer states and communication buffers (TE's userbuffers,
     // DeepEP's): held the whole step.
     StaticMemory held =
-        static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts);
+        w.training.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam
+            ? detail::dfa_static_memory(detail::dfa_layout(w, x, r))
+            : static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts);
     held.comm_buffer_bytes = comm_buffer_bytes(w, experts);
     stage.static_bytes = held.total();
     build_step_ops(stage, w, x, layout);

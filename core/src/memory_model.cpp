@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "dfa.hpp"
 #include "moe_flex.hpp"
 #include "stepsim/core/decompose.hpp"
 #include "stepsim/core/flops.hpp"
@@ -191,7 +192,9 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
     }
     for (std::int64_t k = total - warmup; k < total; ++k) backward(k);
 
-    StaticMemory s = static_memory(tc, params, fp8_weight_elements(w, r), experts);
+    StaticMemory s = tc.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam
+                         ? detail::dfa_static_memory(detail::dfa_layout(w, detail::dims_of(w), r))
+                         : static_memory(tc, params, fp8_weight_elements(w, r), experts);
     s.comm_buffer_bytes = comm_buffer_bytes(w, experts);
     StageMemory m;
     m.stage = r;

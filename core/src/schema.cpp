@@ -24,6 +24,9 @@ constexpr std::array<std::string_view, 5> kFp8Recipe = {"delayed", "tensorwise",
                                                         "mxfp8", "custom"};
 // Megatron-LM's --cp-comm-type values (arguments.py), in CpCommType's order.
 constexpr std::array<std::string_view, 4> kCpCommType = {"p2p", "a2a", "allgather", "a2a+p2p"};
+// OptimizerImpl's order.
+constexpr std::array<std::string_view, 2> kOptimizerImpl = {"megatron",
+                                                            "apex_distributed_fused_adam"};
 // Megatron-LM's --cross-entropy-fusion-impl values, in CrossEntropyFusionImpl's order.
 constexpr std::array<std::string_view, 2> kCrossEntropyImpl = {"native", "te"};
 // Megatron-Core's MoE choices (arguments.py, transformer_config.py), in the enums' order.
@@ -650,6 +653,25 @@ const std::array kSchema = {
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--use-distributed-optimizer=true",
             .default_text = "false",
             .doc = "optimizer states sharded over data parallelism (ZeRO-1)"},
+    KeyInfo{STEPSIM_ENUM("training.optimizer_impl", training.optimizer_impl, OptimizerImpl),
+            .choices = kOptimizerImpl, .default_text = "\"megatron\"",
+            .check = "\"apex_distributed_fused_adam\" (not a Megatron-LM argument: NeMo's "
+                     "optim.name distributed_fused_adam) needs use_distributed_optimizer, "
+                     "overlap_grad_reduce, overlap_param_gather, bf16 with grad_reduce_in_bf16, "
+                     "fp8_param_gather (NeMo's fp8_params) and interleaving; not modelled yet "
+                     "with experts, context parallelism or fp8_recipe other than delayed",
+            .doc = "the distributed optimizer's implementation: Megatron-Core's, or Apex's "
+                   "DistributedFusedAdam as NeMo drives it (buckets of apex_bucket_cap_mb "
+                   "padded to full size, a model chunk's FP8 weights reduced and gathered as "
+                   "one group, the first chunk's and the other parameters' gradients reduced "
+                   "after the pipeline and their parameters gathered inside the optimizer "
+                   "step)"},
+    KeyInfo{STEPSIM_INT("training.apex_bucket_cap_mb", training.apex_bucket_cap_mb),
+            .default_text = "100",
+            .check = ">= 1; only with optimizer_impl "
+                     "\"apex_distributed_fused_adam\"",
+            .doc = "Apex DistributedFusedAdam's bucket_cap_mb (NeMo's optim.bucket_cap_mb): "
+                   "every bucket holds this many MiB of bf16 gradients"},
     KeyInfo{STEPSIM_BOOL("training.overlap_grad_reduce", training.overlap_grad_reduce),
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--overlap-grad-reduce=true",
             .default_text = "false", .doc = "gradient reduction overlapped with the backward pass"},

@@ -398,6 +398,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_fp8(w, check);
   detail::check_tp_overlap(w, check);
   detail::check_nccl(w, check);
+  detail::check_optimizer_impl(w, check);
   detail::check_moe(w, check);
   detail::check_mla(w, check);
   detail::check_window(w, check);

@@ -62,6 +62,10 @@ void check_tp_overlap(const Workload& w, Checker& check);
 /// not model of the channel limits and the cross-node chunk size.
 void check_nccl(const Workload& w, Checker& check);
 
+/// optimizer_impl "apex_distributed_fused_adam" (validate_dfa.cpp): the job stepsim models it
+/// in.
+void check_optimizer_impl(const Workload& w, Checker& check);
+
 /// Sliding-window attention rules (validate_window.cpp): the window's form, its layer pattern,
 /// what Transformer Engine refuses with it and what stepsim does not model yet.
 void check_window(const Workload& w, Checker& check);

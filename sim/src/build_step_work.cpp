@@ -11,6 +11,9 @@
 namespace stepsim::sim {
 
 const Op* StepBuilder::param_gather_op(std::int32_t r) const {
+  // Apex DistributedFusedAdam gathers per chunk (ChunkPlan::param_gather), the first
+  // chunk's group inside the step (its step ops).
+  if (w_.training.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) return nullptr;
   for (const Op& op : plan_.stages[static_cast<std::size_t>(r)].step_ops) {
     const auto* coll = std::get_if<CollectiveOp>(&op.shape);
     if (coll != nullptr && coll->kind == CollectiveKind::kAllGather &&
@@ -23,6 +26,9 @@ const Op* StepBuilder::param_gather_op(std::int32_t r) const {
 
 bool StepBuilder::param_gather_overlapped(std::int32_t r) const {
   const TrainingConfig& t = w_.training;
+  if (t.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
+    return t.overlap_param_gather && !options_.serialize_streams;
+  }
   return t.overlap_param_gather && t.use_distributed_optimizer && !options_.serialize_streams &&
          param_gather_op(r) != nullptr;
 }
@@ -32,7 +38,10 @@ StepBuilder::ParamGather StepBuilder::plan_param_gather(const RankProgram& progr
   const std::int32_t r = program.rank;
   if (!param_gather_overlapped(r)) return g;
   g.on = true;
-  g.aligned = v_ > 1 && w_.training.align_param_gather;
+  // Apex DistributedFusedAdam under NeMo: Megatron-Core's param_sync_func (MS 664-666,
+  // 719-729) starts each chunk's group, as with align_param_gather.
+  g.aligned = v_ > 1 && (w_.training.align_param_gather ||
+                         w_.training.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam);
   g.op = param_gather_op(r);
   std::vector<std::int32_t> chunk_of_forward;
   for (const Action& a : program.actions) {
@@ -67,6 +76,24 @@ std::int32_t StepBuilder::dispatch_param_gather(std::int32_t r, std::int32_t c,
   const ChunkPlan& chunk = stage.chunks[static_cast<std::size_t>(c)];
   // A model chunk without parameters (an empty stage of an uneven layout) has no buckets.
   if (chunk.parameters == 0) return kNoTask;
+  if (g.op == nullptr) {
+    // Apex DistributedFusedAdam: the chunk's group, its buckets in order (none for the first
+    // chunk, gathered inside the step before).
+    std::int32_t last = kNoTask;
+    for (std::size_t b = 0; b < chunk.param_gather.size(); ++b) {
+      const TaskId id = add_op_task(r, c, chunk.param_gather[b], static_cast<std::int32_t>(b));
+      add_edges(cursor, id);
+      if (const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
+          issued != kNoTask) {
+        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
+      }
+      std::int32_t& prev = dp_stream_last_[ri];
+      if (prev != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(prev)}, id);
+      prev = last = static_cast<std::int32_t>(id.value);
+    }
+    done = last;
+    return done;
+  }
   // The chunk's share of the stage's gather, then cut into its buckets.
   Op& chunk_op = out_.bucket_ops.emplace_back(*g.op);
   auto& coll = std::get<CollectiveOp>(chunk_op.shape);

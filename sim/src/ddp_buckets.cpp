@@ -64,6 +64,8 @@ std::int32_t first_use(const ChunkPlan& chunk, const Op& backward_op) {
 std::int64_t ddp_bucket_size(const TrainingConfig& t, std::int64_t stage_parameters,
                              std::int32_t stage, std::int32_t chunk) {
   if (!t.overlap_grad_reduce || stage > 0 || chunk > 0) return 0;
+  // Apex DistributedFusedAdam reduces a model chunk as one group (core/src/dfa.hpp).
+  if (t.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) return 0;
   if (t.ddp_num_buckets > 0) return std::max<std::int64_t>(1, stage_parameters / t.ddp_num_buckets);
   if (t.ddp_bucket_size > 0) return t.ddp_bucket_size;
   // megatron/training/training.py, resolve_ddp_bucket_size: max(40M, 1M * the size of the

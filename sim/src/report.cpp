@@ -215,6 +215,11 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("recompute_num_layers", t.recompute_num_layers);
   j.field("distribute_saved_activations", t.distribute_saved_activations);
   j.field("use_distributed_optimizer", t.use_distributed_optimizer);
+  if (t.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
+    // Only when not Megatron-Core's, so that every other configuration's output stays.
+    j.field("optimizer_impl", std::string_view("apex_distributed_fused_adam"));
+    j.field("apex_bucket_cap_mb", t.apex_bucket_cap_mb);
+  }
   j.field("overlap_grad_reduce", t.overlap_grad_reduce);
   j.field("overlap_param_gather", t.overlap_param_gather);
   j.field("overlap_p2p_comm", t.overlap_p2p_comm);
@@ -329,7 +334,11 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   }
   if (t.interleaved()) out << ", " << t.virtual_pipeline_model_parallel_size << " virtual stages";
   out << ", SP " << (t.sequence_parallel ? "on" : "off") << ", recompute " << recompute_name(t)
-      << (t.use_distributed_optimizer ? ", distributed optimizer" : "") << "\n";
+      << (t.use_distributed_optimizer ? ", distributed optimizer" : "");
+  if (t.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
+    out << " (Apex DistributedFusedAdam, " << t.apex_bucket_cap_mb << " MiB buckets)";
+  }
+  out << "\n";
   if (uneven_pipeline(t)) {
     out << "  layers      " << stage_layers_text(pipeline_split(t, m))
         << " per pipeline stage (uneven: " << uneven_split_name(t) << ")\n";

@@ -22,9 +22,14 @@ const std::string kScenarios = STEPSIM_SCENARIOS_DIR;
 TEST(PublishedRuns, ShippedRunsLoadAndCiteTheirSource) {
   Result<std::vector<PublishedRun>> runs = load_published_runs(kScenarios + "/published/runs.json");
   ASSERT_TRUE(runs.ok()) << format_errors(runs.errors());
-  ASSERT_EQ(runs->size(), 10u);  // Narayanan et al. 2021, Table 1: 1.7B .. 1T
-  for (const PublishedRun& r : *runs) {
-    EXPECT_NE(r.source.find("arXiv:2104.04473"), std::string::npos) << r.scenario;
+  // Narayanan et al. 2021, Table 1: 1.7B .. 1T; MLPerf Training v4.1 GPT-3 175B on 256, 512.
+  ASSERT_EQ(runs->size(), 12u);
+  for (std::size_t i = 0; i < runs->size(); ++i) {
+    const PublishedRun& r = (*runs)[i];
+    EXPECT_NE(r.source.find(i < 10 ? "arXiv:2104.04473" : "mlcommons/training_results_v4.1"),
+              std::string::npos)
+        << r.scenario;
+    EXPECT_EQ(r.formula, i < 10 ? FlopsFormula::kNarayanan2021Eq3 : FlopsFormula::kMegatron);
     EXPECT_TRUE(load_scenario_file(r.scenario, LoadOptions{kScenarios}).ok()) << r.scenario;
   }
 }

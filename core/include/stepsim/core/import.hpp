@@ -54,7 +54,9 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
 
 /// The Megatron-LM flags that describe `w`'s model and training configuration (the model
 /// shape, sizes and parallel settings; no data, optimizer hyper-parameters or paths).
-/// scenario_from_megatron_args() of the result loads back to the same model and training.
+/// scenario_from_megatron_args() of the result loads back to the same model and training,
+/// but for what is no Megatron-LM argument: optimizer_impl "apex_distributed_fused_adam"
+/// (NeMo's optimizer) comes back as Megatron-Core's distributed optimizer.
 std::string megatron_args_of(const Workload& w);
 
 /// A model section built from a Hugging Face config.

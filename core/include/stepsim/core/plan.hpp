@@ -30,6 +30,11 @@ struct ChunkPlan {
   /// Ops that reduce this chunk's gradients over data parallelism (launched after the
   /// chunk's last backward with overlap_grad_reduce, else at the end of the step).
   std::vector<Op> grad_sync;
+  /// Ops that gather this chunk's parameters in the forward of the next step (Apex
+  /// DistributedFusedAdam's per-chunk groups, dispatched one chunk ahead); empty with
+  /// Megatron-Core's distributed optimizer, whose gather is the stage's dp_param_all_gather
+  /// (StagePlan::step_ops) cut by chunk and bucket.
+  std::vector<Op> param_gather;
   std::int64_t parameters = 0;  ///< parameters held by this chunk on this rank
 
   /// defer_embedding_wgrad_compute (the last virtual stage, p > 1): the backward of a

@@ -196,6 +196,11 @@ struct UbGemmSettings {
   bool operator==(const UbGemmSettings&) const = default;
 };
 
+/// The distributed optimizer's implementation: Megatron-Core's DistributedOptimizer with its
+/// DDP buckets, or Apex's DistributedFusedAdam as NeMo drives it (optim.name
+/// distributed_fused_adam; core/src/dfa.hpp).
+enum class OptimizerImpl : std::uint8_t { kMegatron, kApexDistributedFusedAdam };
+
 /// One process group's ncclConfig_t options from Megatron's --nccl-communicator-config-path
 /// (parallel_state.get_nccl_options): the YAML key of the group (Megatron's names: "tp",
 /// "dp_cp", ...) and the options given; -1: not given (NCCL's default: min_ctas 1, max_ctas 64,
@@ -316,6 +321,11 @@ struct TrainingConfig {
   /// NCCL_P2P_NET_CHUNKSIZE (an environment variable of the job): the chunk of a
   /// point-to-point transfer across nodes; NCCL caps it at its 4 MiB buffer / 8 steps.
   std::int64_t nccl_p2p_net_chunksize = 131072;
+  /// The distributed optimizer's implementation, and Apex DistributedFusedAdam's bucket_cap_mb
+  /// (NeMo's optim.bucket_cap_mb; Apex's default 100): its buckets' size in MiB of bf16
+  /// gradients.
+  OptimizerImpl optimizer_impl = OptimizerImpl::kMegatron;
+  std::int64_t apex_bucket_cap_mb = 100;
 
   // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
   // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).
