@@ -24,15 +24,6 @@ std::int64_t local_elements(const DfaLayout& d, std::int64_t elements, std::int6
   return (buckets - 1) * d.shard + std::min(d.shard, last);
 }
 
-Op step_compute(const char* name, std::int64_t bytes, std::int64_t kernels) {
-  Op op;
-  op.name = name;
-  op.phase = Phase::kStep;
-  op.stream = Stream::kCompute;
-  op.shape = MemoryBoundOp{.bytes = bytes, .kernels = std::max<std::int64_t>(kernels, 1)};
-  return op;
-}
-
 Op step_collective(const char* name, CollectiveKind kind, const CollectiveOp& group,
                    std::int64_t bytes, Stream stream) {
   Op op;
@@ -164,9 +155,9 @@ std::int32_t append_dfa_step_ops(std::vector<Op>& ops, const Dims& x, const DfaL
   // N 496-524: multi_tensor_l2norm over the local shards' gradients, one call per gradient
   // dtype (bf16, fp32), after the reduce-scatters; then the squared norm summed over the
   // world.
-  Op norm = step_compute("dfa_grad_norm", bf16_local * 2 + embedding_local * 4,
-                         multi_tensor_launches(bf16_local, fragments, 1) +
-                             multi_tensor_launches(embedding_local, fragments, 1) + 1);
+  Op norm = step_compute_op("dfa_grad_norm", bf16_local * 2 + embedding_local * 4,
+                            multi_tensor_launches(bf16_local, fragments, 1) +
+                                multi_tensor_launches(embedding_local, fragments, 1) + 1);
   norm.deps = tail;
   if (tail.empty()) norm.deps = before_tail;
   ops.push_back(std::move(norm));
@@ -182,15 +173,15 @@ std::int32_t append_dfa_step_ops(std::vector<Op>& ops, const Dims& x, const DfaL
   // v in fp32 and the gradient, write p, m, v and the output parameter: fp32 for FP8 buckets,
   // bf16 otherwise), its FP8 casts (N 614-650: fp32 master -> uint8), its all-gather.
   const std::int64_t first_local = fp8_local_first + normal_local + embedding_local;
-  Op adam_first =
-      step_compute("dfa_adam_step", fp8_local_first * 30 + normal_local * 28 + embedding_local * 30,
-                   multi_tensor_launches(
-                       first_local, 2 * (first_fp8 + d.normal_buckets + d.embedding_buckets), 5));
+  Op adam_first = step_compute_op(
+      "dfa_adam_step", fp8_local_first * 30 + normal_local * 28 + embedding_local * 30,
+      multi_tensor_launches(first_local, 2 * (first_fp8 + d.normal_buckets + d.embedding_buckets),
+                            5));
   adam_first.deps.push_back(last);
   ops.push_back(std::move(adam_first));
   last = index();
   if (fp8_local_first > 0) {
-    ops.push_back(step_compute("fp8_param_cast", fp8_local_first * 5, 2 * first_fp8));
+    ops.push_back(step_compute_op("fp8_param_cast", fp8_local_first * 5, 2 * first_fp8));
     last = index();
   }
   std::vector<std::int32_t> gathers;
@@ -202,11 +193,11 @@ std::int32_t append_dfa_step_ops(std::vector<Op>& ops, const Dims& x, const DfaL
              {last}, gathers);
   // The rest, beside the gather (the compute stream does not wait for it).
   if (fp8_local_rest > 0) {
-    Op adam_rest = step_compute("dfa_adam_step", fp8_local_rest * 30,
-                                multi_tensor_launches(fp8_local_rest, 2 * fp8_buckets_rest, 5));
+    Op adam_rest = step_compute_op("dfa_adam_step", fp8_local_rest * 30,
+                                   multi_tensor_launches(fp8_local_rest, 2 * fp8_buckets_rest, 5));
     adam_rest.deps.push_back(last);
     ops.push_back(std::move(adam_rest));
-    ops.push_back(step_compute("fp8_param_cast", fp8_local_rest * 5, 2 * fp8_buckets_rest));
+    ops.push_back(step_compute_op("fp8_param_cast", fp8_local_rest * 5, 2 * fp8_buckets_rest));
     last = index();
   }
   // N 674-707: the scales' reciprocal, the amaxes packed and MAX-reduced over the
@@ -214,7 +205,7 @@ std::int32_t append_dfa_step_ops(std::vector<Op>& ops, const Dims& x, const DfaL
   const std::int64_t fp8_tensors = d.layers * kFp8LinearsPerLayer;
   const std::int64_t values = std::max<std::int64_t>(1, fp8_tensors) * 4;
   const std::int64_t value_copy = multi_tensor_launches(fp8_tensors, fp8_tensors, 2);
-  ops.push_back(step_compute("fp8_param_amax_pack", values * 2, 2 * value_copy + 1));
+  ops.push_back(step_compute_op("fp8_param_amax_pack", values * 2, 2 * value_copy + 1));
   last = index();
   if (reduce) {
     Op amax = step_collective("fp8_param_amax_all_reduce", CollectiveKind::kAllReduce, dp_group,
@@ -224,7 +215,7 @@ std::int32_t append_dfa_step_ops(std::vector<Op>& ops, const Dims& x, const DfaL
     ops.push_back(std::move(amax));
     last = index();
   }
-  Op unpack = step_compute("fp8_param_amax_unpack", values * 2, value_copy);
+  Op unpack = step_compute_op("fp8_param_amax_unpack", values * 2, value_copy);
   unpack.deps.push_back(last);
   ops.push_back(std::move(unpack));
   return index();

@@ -408,55 +408,61 @@ void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_d
   sub.reject_unknown_keys();
 }
 
+/// A side file a training key names (a path relative to the scenario file, then under
+/// scenarios/): its relative path, resolved path and text; nullopt (the problem reported,
+/// naming the key) when the key is absent, not a non-empty string (`what` says what it must
+/// be) or the file cannot be read.
+struct SideFile {
+  std::string relative;
+  std::string path;
+  std::string text;
+};
+std::optional<SideFile> read_side_file(ObjectReader& r, std::string_view key, std::string_view what,
+                                       Errors& errors, const std::string& base_dir,
+                                       const LoadOptions& options) {
+  const json* entry = r.raw(key);
+  if (entry == nullptr) return std::nullopt;
+  if (!entry->is_string() || entry->get<std::string>().empty()) {
+    r.error(key, "=" + detail::describe(*entry) + " must be a path to " + std::string(what));
+    return std::nullopt;
+  }
+  SideFile out;
+  out.relative = entry->get<std::string>();
+  out.path = resolve_path(out.relative, base_dir, options);
+  if (out.path.empty()) {
+    r.error(key, not_found(out.relative, base_dir, options));
+    return std::nullopt;
+  }
+  auto text = detail::read_text_file(out.path, errors);
+  if (!text) return std::nullopt;
+  out.text = std::move(*text);
+  return out;
+}
+
 /// training.tp_comm_overlap_cfg: the YAML file of TE's per-GEMM userbuffers settings (Megatron's
-/// --tp-comm-overlap-cfg), a path relative to the scenario file (then under scenarios/); its
-/// problems name the YAML file, the line and the GEMM's setting (ub_cfg.cpp).
+/// --tp-comm-overlap-cfg); its problems name the YAML file, the line and the GEMM's setting
+/// (ub_cfg.cpp).
 void parse_ub_cfg_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
                         const LoadOptions& options, TrainingConfig& t) {
-  const json* entry = r.raw("tp_comm_overlap_cfg");
-  if (entry == nullptr) return;
-  if (!entry->is_string() || entry->get<std::string>().empty()) {
-    r.error("tp_comm_overlap_cfg", "=" + detail::describe(*entry) +
-                                       " must be a path to a YAML file of per-GEMM "
-                                       "userbuffers settings");
-    return;
-  }
-  const std::string relative = entry->get<std::string>();
-  const std::string path = resolve_path(relative, base_dir, options);
-  if (path.empty()) {
-    r.error("tp_comm_overlap_cfg", not_found(relative, base_dir, options));
-    return;
-  }
-  const auto text = detail::read_text_file(path, errors);
-  if (!text) return;
-  t.tp_comm_overlap_cfg = relative;
-  detail::read_ub_cfg(*text, path, t.tp_comm_overlap_gemms, errors);
+  const auto file =
+      read_side_file(r, "tp_comm_overlap_cfg", "a YAML file of per-GEMM userbuffers settings",
+                     errors, base_dir, options);
+  if (!file) return;
+  t.tp_comm_overlap_cfg = file->relative;
+  detail::read_ub_cfg(file->text, file->path, t.tp_comm_overlap_gemms, errors);
 }
 
 /// training.nccl_communicator_config_path: the YAML file of ncclConfig_t options per process
-/// group (Megatron's --nccl-communicator-config-path), a path relative to the scenario file
-/// (then under scenarios/); its problems name the YAML file, the line and the group's option
-/// (nccl_cfg.cpp).
+/// group (Megatron's --nccl-communicator-config-path); its problems name the YAML file, the
+/// line and the group's option (nccl_cfg.cpp).
 void parse_nccl_cfg_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
                           const LoadOptions& options, TrainingConfig& t) {
-  const json* entry = r.raw("nccl_communicator_config_path");
-  if (entry == nullptr) return;
-  if (!entry->is_string() || entry->get<std::string>().empty()) {
-    r.error("nccl_communicator_config_path",
-            "=" + detail::describe(*entry) +
-                " must be a path to a YAML file of per-process-group NCCL options");
-    return;
-  }
-  const std::string relative = entry->get<std::string>();
-  const std::string path = resolve_path(relative, base_dir, options);
-  if (path.empty()) {
-    r.error("nccl_communicator_config_path", not_found(relative, base_dir, options));
-    return;
-  }
-  const auto text = detail::read_text_file(path, errors);
-  if (!text) return;
-  t.nccl_communicator_config_path = relative;
-  detail::read_nccl_cfg(*text, path, t.nccl_group_options, errors);
+  const auto file =
+      read_side_file(r, "nccl_communicator_config_path",
+                     "a YAML file of per-process-group NCCL options", errors, base_dir, options);
+  if (!file) return;
+  t.nccl_communicator_config_path = file->relative;
+  detail::read_nccl_cfg(file->text, file->path, t.nccl_group_options, errors);
 }
 
 /// The `heterogeneity` section: {"full_rank": bool, "stragglers": {"RANK": FACTOR, ...},

@@ -47,56 +47,16 @@ constexpr std::array<std::string_view, 28> kGroups = {"cp",
 constexpr std::int64_t kMaxChannels = 64;
 constexpr std::int64_t kMaxCgaClusterSize = 8;
 
-class Reader {
+class Reader final : public MappingReader {
  public:
   Reader(const std::string& file, std::vector<NcclGroupOptions>& out, Errors& errors)
-      : file_(file), out_(out), errors_(errors) {}
-
-  void line(std::size_t number, std::string_view raw) {
-    line_ = number;
-    const std::string_view text = strip_comment(raw);
-    if (trim(text).empty()) return;
-    std::size_t indent = 0;
-    while (indent < text.size() && text[indent] == ' ') ++indent;
-    if (indent < text.size() && text[indent] == '\t') {
-      fail("", "a tab in the indentation (YAML indents with spaces)");
-      return;
-    }
-    const std::string_view content = trim(text.substr(indent));
-    if (content == "---" && indent == 0 && out_.empty()) return;
-    if (content.front() == '-' || content.front() == '[' || content.front() == '{' ||
-        content.front() == '&' || content.front() == '*' || content.front() == '!') {
-      fail("",
-           "only mappings of process-group names to flat mappings of scalars are read (no "
-           "lists, flow collections, anchors or tags)");
-      return;
-    }
-    const auto colon = colon_of(content);
-    if (!colon) {
-      fail("", "expected \"key: value\"");
-      return;
-    }
-    const auto key = unquote(trim(content.substr(0, *colon)));
-    const std::string_view value = trim(content.substr(*colon + 1));
-    if (!key || key->empty()) {
-      fail("", "a key must be a plain or quoted name");
-      return;
-    }
-    if (indent == 0) {
-      group_line(*key, value);
-    } else {
-      option_line(indent, *key, value);
-    }
-  }
+      : MappingReader(file, errors, "process-group names"), out_(out) {}
 
  private:
-  void fail(const std::string& key, const std::string& what) {
-    const std::string line = std::to_string(line_);
-    if (key.empty()) {
-      errors_.push_back(Error{.file = file_, .key = "", .message = "line " + line + ": " + what});
-      return;
-    }
-    errors_.push_back(Error{.file = file_, .key = key, .message = what + " (line " + line + ")"});
+  bool at_start() const override { return out_.empty(); }
+  void top(const std::string& key, std::string_view value) override { group_line(key, value); }
+  void nested(std::size_t indent, const std::string& key, std::string_view value) override {
+    option_line(indent, key, value);
   }
 
   void group_line(const std::string& name, std::string_view value) {
@@ -178,10 +138,7 @@ class Reader {
          "cga_cluster_size, net_name, is_high_priority_stream)");
   }
 
-  const std::string& file_;
   std::vector<NcclGroupOptions>& out_;
-  Errors& errors_;
-  std::size_t line_ = 0;
   int group_ = -1;
   std::size_t indent_ = 0;
 };
@@ -195,13 +152,7 @@ bool is_megatron_nccl_group(std::string_view name) {
 void read_nccl_cfg(std::string_view text, const std::string& file,
                    std::vector<NcclGroupOptions>& out, Errors& errors) {
   Reader reader(file, out, errors);
-  std::size_t number = 0;
-  while (!text.empty()) {
-    const std::size_t end = text.find('\n');
-    reader.line(++number, text.substr(0, end));
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
+  reader.read(text);
   // ncclConfig_t: NCCL lowers minCTAs to maxCTAs (init.cc); Megatron passes both through.
   for (NcclGroupOptions& g : out) {
     if (g.min_ctas > 0 && g.max_ctas > 0 && g.min_ctas > g.max_ctas) g.min_ctas = g.max_ctas;

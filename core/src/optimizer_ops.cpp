@@ -23,6 +23,15 @@ std::int64_t multi_tensor_launches(std::int64_t elements, std::int64_t tensors,
                   ceil_div(std::max<std::int64_t>(tensors, 1), multi_tensor_max_tensors(depth)));
 }
 
+Op step_compute_op(const char* name, std::int64_t bytes, std::int64_t kernels) {
+  Op op;
+  op.name = name;
+  op.phase = Phase::kStep;
+  op.stream = Stream::kCompute;
+  op.shape = MemoryBoundOp{.bytes = bytes, .kernels = std::max<std::int64_t>(kernels, 1)};
+  return op;
+}
+
 namespace {
 
 /// A norm's parameters: weight, and bias for LayerNorm (not RMSNorm).
@@ -74,15 +83,6 @@ ParameterTensors chunk_parameter_tensors(const Dims& x, const ChunkPlan& chunk, 
 }
 
 namespace {
-
-Op compute_op(const char* name, std::int64_t bytes, std::int64_t kernels) {
-  Op op;
-  op.name = name;
-  op.phase = Phase::kStep;
-  op.stream = Stream::kCompute;
-  op.shape = MemoryBoundOp{.bytes = bytes, .kernels = std::max<std::int64_t>(kernels, 1)};
-  return op;
-}
 
 /// An all-reduce of `bytes` over `group` (with the size and span of `members`) on the
 /// data-parallel communication stream, after the kernel before it. Returns its index (-1: a
@@ -149,13 +149,13 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
   // gradient shard (`.float()`, one kernel per tensor): read 2, write 4 bytes; the copy is
   // held to the end of the step.
   if (mixed && tc.grad_bytes() == 2) {
-    Op& op = ops.emplace_back(compute_op("optimizer_grad_copy", elements * (2 + 4), tensors));
+    Op& op = ops.emplace_back(step_compute_op("optimizer_grad_copy", elements * (2 + 4), tensors));
     op.held_bytes = elements * 4;
   }
   // fp16: _unscale_main_grads_and_check_for_nan (torch._amp_foreach_non_finite_check_and_unscale_,
   // one multi-tensor kernel over the fp32 main grads: read and write 4 bytes).
   if (tc.params_dtype == DType::kFp16) {
-    ops.push_back(compute_op("grad_unscale", elements * 8, launches(1)));
+    ops.push_back(step_compute_op("grad_unscale", elements * 8, launches(1)));
     // ... then the found-inf flag MAX-reduced over the grad-stats group (optimizer.py).
     reduced = append_grad_stats_all_reduce(ops, "found_inf_all_reduce", grad_stats);
   }
@@ -166,13 +166,13 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
     // always runs: read and write 4 bytes). Between them get_grad_norm_fp32 sums the squared
     // norm (one float) over the grad-stats group: the clip of every rank waits for every
     // rank's norm, so the stages of a pipeline meet there.
-    push(compute_op("grad_norm", elements * 4, launches(1) + 1));
+    push(step_compute_op("grad_norm", elements * 4, launches(1) + 1));
     reduced = append_grad_stats_all_reduce(ops, "grad_norm_all_reduce", grad_stats);
-    push(compute_op("grad_clip", elements * 8, launches(2)));
+    push(step_compute_op("grad_clip", elements * 8, launches(2)));
   }
   // FusedAdam over the fp32 (main) parameters: multi_tensor_adam with tensor lists (g, p, m, v):
   // read 16, write 12 bytes per parameter.
-  push(compute_op("adam_step", elements * 28, launches(4)));
+  push(step_compute_op("adam_step", elements * 28, launches(4)));
   if (mixed && fp8_params.elements < elements) {
     // _copy_main_params_to_model_params: fp32 main parameters into the 16-bit model
     // parameters (read 4, write 2 bytes): one copy_ per parameter shard with the distributed
@@ -181,7 +181,7 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
     const std::int64_t copied = elements - fp8_params.elements;
     const std::int64_t kernels =
         tc.use_distributed_optimizer ? tensors - fp8_params.tensors : launches(2);
-    ops.push_back(compute_op("main_param_copy", copied * (4 + 2), kernels));
+    ops.push_back(step_compute_op("main_param_copy", copied * (4 + 2), kernels));
   }
   ops[static_cast<std::size_t>(first)].deps = deps;
   return static_cast<std::int32_t>(ops.size()) - 1;
@@ -201,7 +201,7 @@ std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recip
   const std::int64_t value_copy = multi_tensor_launches(tensors, tensors, 2);
   const auto cast = [&] {
     // quantizer.update_quantized(master_weight, fp8 shard): one cast kernel per shard.
-    ops.push_back(compute_op("fp8_param_cast", shard.elements * (4 + 1), shard.tensors));
+    ops.push_back(step_compute_op("fp8_param_cast", shard.elements * (4 + 1), shard.tensors));
   };
   // The packed amaxes (`bytes`) MAX-reduced over `amax_group`, then `next`, which waits for
   // them.
@@ -215,25 +215,28 @@ std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recip
   if (recipe == Fp8Recipe::kDelayed) {
     cast();
     // The amaxes the casts recorded, packed for one all-reduce (multi_tensor_scale).
-    ops.push_back(compute_op("fp8_param_amax_pack", values * 2, value_copy));
+    ops.push_back(step_compute_op("fp8_param_amax_pack", values * 2, value_copy));
     // Unpacked into the amaxes, the scales packed, torch.reciprocal, copied into the
     // scale_invs: three multi_tensor_scale copies and one elementwise kernel.
-    reduce_then(values, compute_op("fp8_param_scale_update", values * 2 * 4, 3 * value_copy + 1));
+    reduce_then(values,
+                step_compute_op("fp8_param_scale_update", values * 2 * 4, 3 * value_copy + 1));
   } else if (recipe == Fp8Recipe::kBlockwise) {
     // One fp32 amax per 128x128 block of every FP8 parameter, packed.
     const std::int64_t blocks = ceil_div(param_elements, std::int64_t{128} * 128) * 4;
     // fp8_block_scaling_compute_partial_amax of each master shard into the packed amaxes.
-    ops.push_back(compute_op("fp8_param_amax", shard.elements * 4 + blocks, shard.tensors + 1));
+    ops.push_back(
+        step_compute_op("fp8_param_amax", shard.elements * 4 + blocks, shard.tensors + 1));
     // multi_tensor_compute_scale_and_scale_inv over the blocks (depth 3).
-    reduce_then(blocks, compute_op("fp8_param_scale", blocks * 3,
-                                   multi_tensor_launches(tensors, tensors, 3)));
+    reduce_then(blocks, step_compute_op("fp8_param_scale", blocks * 3,
+                                        multi_tensor_launches(tensors, tensors, 3)));
     cast();  // fp8_block_scaling_partial_cast
   } else {
     // tex.compute_amax of each master shard into the zeroed packed buffer.
-    ops.push_back(compute_op("fp8_param_amax", shard.elements * 4 + values, shard.tensors + 1));
+    ops.push_back(
+        step_compute_op("fp8_param_amax", shard.elements * 4 + values, shard.tensors + 1));
     // multi_tensor_compute_scale_and_scale_inv: amaxes, scales and scale_invs (depth 3).
-    reduce_then(values, compute_op("fp8_param_scale", values * 3,
-                                   multi_tensor_launches(tensors, tensors, 3)));
+    reduce_then(values, step_compute_op("fp8_param_scale", values * 3,
+                                        multi_tensor_launches(tensors, tensors, 3)));
     cast();
   }
   if (after >= 0) ops[static_cast<std::size_t>(first)].deps.push_back(after);

@@ -29,6 +29,9 @@ std::int64_t multi_tensor_max_tensors(std::int32_t depth);
 /// chunk of each tensor is not counted).
 std::int64_t multi_tensor_launches(std::int64_t elements, std::int64_t tensors, std::int32_t depth);
 
+/// A memory-bound kernel (or `kernels` of them) of the optimizer step on the compute stream.
+Op step_compute_op(const char* name, std::int64_t bytes, std::int64_t kernels);
+
 /// Parameter tensors a model chunk holds on one rank, as Megatron-Core's GPT layer specs with
 /// Transformer Engine build them: `dense` counts the tensors the dense optimizer steps, `expert`
 /// the routed experts' (each local expert's fc1 and fc2 weights, and biases), which an

@@ -37,58 +37,17 @@ namespace stepsim::detail {
 
 namespace {
 
-class Reader {
+class Reader final : public MappingReader {
  public:
   Reader(const std::string& file, std::array<UbGemmSettings, kUbGemmNames.size()>& gemms,
          Errors& errors)
-      : file_(file), gemms_(gemms), errors_(errors) {}
-
-  void line(std::size_t number, std::string_view raw) {
-    line_ = number;
-    const std::string_view text = strip_comment(raw);
-    if (trim(text).empty()) return;
-    std::size_t indent = 0;
-    while (indent < text.size() && text[indent] == ' ') ++indent;
-    if (indent < text.size() && text[indent] == '\t') {
-      fail("", "a tab in the indentation (YAML indents with spaces)");
-      return;
-    }
-    const std::string_view content = trim(text.substr(indent));
-    if (content == "---" && indent == 0 && gemm_ < 0 && !seen_gemm_) return;
-    if (content.front() == '-' || content.front() == '[' || content.front() == '{' ||
-        content.front() == '&' || content.front() == '*' || content.front() == '!') {
-      fail("",
-           "only mappings of GEMM names to flat mappings of scalars are read (no lists, "
-           "flow collections, anchors or tags)");
-      return;
-    }
-    const auto colon = colon_of(content);
-    if (!colon) {
-      fail("", "expected \"key: value\"");
-      return;
-    }
-    const auto key = unquote(trim(content.substr(0, *colon)));
-    const std::string_view value = trim(content.substr(*colon + 1));
-    if (!key || key->empty()) {
-      fail("", "a key must be a plain or quoted name");
-      return;
-    }
-    if (indent == 0) {
-      gemm_line(*key, value);
-    } else {
-      setting_line(indent, *key, value);
-    }
-  }
+      : MappingReader(file, errors, "GEMM names"), gemms_(gemms) {}
 
  private:
-  /// "FILE: KEY=VALUE what (line N)", or for the file's syntax "FILE: line N: what".
-  void fail(const std::string& key, const std::string& what) {
-    const std::string line = std::to_string(line_);
-    if (key.empty()) {
-      errors_.push_back(Error{.file = file_, .key = "", .message = "line " + line + ": " + what});
-      return;
-    }
-    errors_.push_back(Error{.file = file_, .key = key, .message = what + " (line " + line + ")"});
+  bool at_start() const override { return gemm_ < 0 && !seen_gemm_; }
+  void top(const std::string& key, std::string_view value) override { gemm_line(key, value); }
+  void nested(std::size_t indent, const std::string& key, std::string_view value) override {
+    setting_line(indent, key, value);
   }
 
   /// The rules that need the whole block of a GEMM (its settings in any order).
@@ -294,10 +253,7 @@ class Reader {
     }
   }
 
-  const std::string& file_;
   std::array<UbGemmSettings, kUbGemmNames.size()>& gemms_;
-  Errors& errors_;
-  std::size_t line_ = 0;
   int gemm_ = -1;
   bool seen_gemm_ = false;
   std::size_t block_indent_ = 0;
@@ -322,14 +278,7 @@ std::string_view ub_default_method(std::string_view gemm) {
 void read_ub_cfg(std::string_view text, const std::string& file,
                  std::array<UbGemmSettings, kUbGemmNames.size()>& gemms, Errors& errors) {
   Reader reader(file, gemms, errors);
-  std::size_t number = 0;
-  while (!text.empty()) {
-    ++number;
-    const std::size_t end = text.find('\n');
-    reader.line(number, text.substr(0, end));
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
+  reader.read(text);
   reader.finish();
 }
 

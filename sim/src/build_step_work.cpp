@@ -79,19 +79,10 @@ std::int32_t StepBuilder::dispatch_param_gather(std::int32_t r, std::int32_t c,
   if (g.op == nullptr) {
     // Apex DistributedFusedAdam: the chunk's group, its buckets in order (none for the first
     // chunk, gathered inside the step before).
-    std::int32_t last = kNoTask;
     for (std::size_t b = 0; b < chunk.param_gather.size(); ++b) {
-      const TaskId id = add_op_task(r, c, chunk.param_gather[b], static_cast<std::int32_t>(b));
-      add_edges(cursor, id);
-      if (const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
-          issued != kNoTask) {
-        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
-      }
-      std::int32_t& prev = dp_stream_last_[ri];
-      if (prev != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(prev)}, id);
-      prev = last = static_cast<std::int32_t>(id.value);
+      done = static_cast<std::int32_t>(
+          enqueue_gather(r, c, chunk.param_gather[b], static_cast<std::int32_t>(b), cursor).value);
     }
-    done = last;
     return done;
   }
   // The chunk's share of the stage's gather, then cut into its buckets.
@@ -110,16 +101,9 @@ std::int32_t StepBuilder::dispatch_param_gather(std::int32_t r, std::int32_t c,
   for (const std::size_t b : order) {
     const Op& op =
         buckets.size() > 1 ? bucket_op(chunk_op, chunk.parameters, buckets, b) : chunk_op;
-    const TaskId id = add_op_task(r, c, op, buckets.size() > 1 ? static_cast<std::int32_t>(b) : -1);
-    add_edges(cursor, id);
-    // The host launches each bucket's all-gather (start_param_sync), in dispatch order.
-    if (const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
-        issued != kNoTask) {
-      out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
-    }
-    std::int32_t& prev = dp_stream_last_[ri];
-    if (prev != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(prev)}, id);
-    prev = last = static_cast<std::int32_t>(id.value);
+    const TaskId id =
+        enqueue_gather(r, c, op, buckets.size() > 1 ? static_cast<std::int32_t>(b) : -1, cursor);
+    last = static_cast<std::int32_t>(id.value);
     end += out_.graph.task(id).duration_s;
     const auto use = static_cast<std::size_t>(std::max(0, buckets[b].first_use_op));
     STEPSIM_ASSERT(use < tmpl.ops.size());
@@ -135,6 +119,21 @@ std::int32_t StepBuilder::dispatch_param_gather(std::int32_t r, std::int32_t c,
     done = static_cast<std::int32_t>(delay.value);
   }
   return done;
+}
+
+TaskId StepBuilder::enqueue_gather(std::int32_t r, std::int32_t c, const Op& op,
+                                   std::int32_t bucket, const std::vector<std::int32_t>& cursor) {
+  const TaskId id = add_op_task(r, c, op, bucket);
+  add_edges(cursor, id);
+  // The host launches each bucket's all-gather (start_param_sync), in dispatch order.
+  if (const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
+      issued != kNoTask) {
+    out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
+  }
+  std::int32_t& prev = dp_stream_last_[static_cast<std::size_t>(r)];
+  if (prev != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(prev)}, id);
+  prev = static_cast<std::int32_t>(id.value);
+  return id;
 }
 
 TaskId StepBuilder::add_op_task(std::int32_t r, std::int32_t chunk, const Op& op,

@@ -136,6 +136,10 @@ class StepBuilder {
   // each module waits for its own bucket. The forward then starts `max_j(end_j - use_j)`
   // after the dispatch, with end_j the j-th gather's end and use_j the offset into the
   // forward of the first op using bucket j (a delay task, exact with fixed durations).
+  /// One all-gather of chunk `c` (bucket `bucket`, -1: the whole chunk) on rank `r`'s DP
+  /// stream: after `cursor` and the rank's previous DP-stream task, launched from the host.
+  TaskId enqueue_gather(std::int32_t r, std::int32_t c, const Op& op, std::int32_t bucket,
+                        const std::vector<std::int32_t>& cursor);
   std::int32_t dispatch_param_gather(std::int32_t r, std::int32_t c,
                                      const std::vector<std::int32_t>& cursor, ParamGather& g);
 
