@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <string>
 
 #include "stepsim/calibration/executor.hpp"
 #include "stepsim/calibration/validate.hpp"
 #include "stepsim/core/decompose.hpp"
+#include "stepsim/core/load.hpp"
 #include "stepsim/sim/ddp_buckets.hpp"
 #include "stepsim/sim/simulate.hpp"
 #include "validation_workloads.hpp"
@@ -135,6 +137,40 @@ TEST(GradReduceOverlap, InterleavedChunksAreReducedAfterTheirLastBackward) {
     EXPECT_EQ(collectives, 2) << "stage " << s;  // one per chunk (no bucketing after chunk 0)
     EXPECT_EQ(waited.size(), 2U) << "stage " << s;
   }
+}
+
+// Apex DistributedFusedAdam (NVIDIA's MLPerf GPT-3 job): the validator posts each later
+// chunk's bucket reduce-scatters where the simulator launches them, runs the first chunk's
+// group in the step ops, and gathers each later chunk's buckets after them.
+TEST(GradReduceOverlap, DistributedFusedAdamsGroupsRunAsTheSimulatorPlacesThem) {
+  auto loaded =
+      load_scenario_file(std::string(STEPSIM_SCENARIOS_DIR) + "/gpt3-175b-h100-512-mlperf41.json",
+                         LoadOptions{STEPSIM_SCENARIOS_DIR});
+  ASSERT_TRUE(loaded.ok()) << format_errors(loaded.errors());
+  const Workload& w = *loaded;
+  const WorkloadPlan plan = decompose(w);
+  const FixedCost cost(1e-3);
+  auto sim = sim::simulate(w, plan, cost, validation_simulate_options(true, true));
+  ASSERT_TRUE(sim.ok()) << format_errors(sim.errors());
+  const auto tasks = build_stage_tasks(w, plan, *sim->schedule, 3, true, true);
+  std::int32_t posted = 0, gathers = 0, tail = 0;
+  std::size_t last_posted = 0, first_gather = tasks.size();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const std::string& name = tasks[i].op.name;
+    if (tasks[i].async && name == "dfa_grad_reduce_scatter") {
+      ++posted;
+      last_posted = i;
+    }
+    if (name == "dfa_grad_reduce_scatter_first") ++tail;
+    if (name == "dfa_param_all_gather") {
+      ++gathers;
+      first_gather = std::min(first_gather, i);
+    }
+  }
+  EXPECT_EQ(posted, 5 * 9);   // chunks 1..5, 9 buckets each
+  EXPECT_EQ(gathers, 5 * 9);  // after the step's ops
+  EXPECT_EQ(tail, 2);         // the first chunk's FP8 buckets, the bf16 bucket
+  EXPECT_LT(last_posted, first_gather);
 }
 
 }  // namespace
