@@ -5,6 +5,7 @@
 #include "stepsim/core/decompose.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "dfa.hpp"
 #include "embedding_ops.hpp"
@@ -40,6 +41,11 @@ struct Layout {
   /// parallelism ("dp-cp"; the "dp" group without CP).
   std::int64_t dp_nodes(std::int64_t stage) const {
     return ranks.nodes_spanned("dp-cp", first_rank(stage), gpus_per_node);
+  }
+  /// That group as a collective's members (kind and bytes left to the caller).
+  CollectiveOp dp_group(const Dims& x, std::int64_t stage) const {
+    return CollectiveOp{
+        .group = CommGroup::kData, .group_size = x.dp * x.cp, .nodes_spanned = dp_nodes(stage)};
   }
   /// Nodes spanned by the stage's tensor x data parallel group with context parallelism (FP8
   /// amax reduction: fp8_utils.py asks get_amax_reduction_group(with_context_parallel=True)).
@@ -188,13 +194,6 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
                             CommGroup::kExpertData, experts * tc.grad_bytes(), x.edp,
                             layout.edp_nodes(x, stage)};
   }
-  if (tc.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
-    detail::add_dfa_chunk_ops(plan, detail::dfa_layout(w, x, stage),
-                              CollectiveOp{.kind = CollectiveKind::kReduceScatter,
-                                           .group = CommGroup::kData,
-                                           .group_size = dp_cp,
-                                           .nodes_spanned = layout.dp_nodes(stage)});
-  }
   return plan;
 }
 
@@ -231,18 +230,18 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
   }
 }
 
-void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout) {
+/// The step ops of `stage`; `dfa`: the stage's buckets under Apex DistributedFusedAdam (null
+/// with Megatron-Core's optimizer).
+void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout,
+                    const detail::DfaLayout* dfa) {
   const TrainingConfig& tc = w.training;
   std::vector<Op>& ops = stage.step_ops;
-  if (tc.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
+  if (dfa != nullptr) {
     const CollectiveOp embedding{
         .group = CommGroup::kEmbedding, .group_size = 2, .nodes_spanned = layout.embedding_nodes()};
     const bool tied_copy = x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1);
     const std::int32_t last = detail::append_dfa_step_ops(
-        ops, x, detail::dfa_layout(w, x, stage.stage),
-        CollectiveOp{.group = CommGroup::kData,
-                     .group_size = x.dp * x.cp,
-                     .nodes_spanned = layout.dp_nodes(stage.stage)},
+        ops, x, *dfa, layout.dp_group(x, stage.stage),
         CollectiveOp{.group = CommGroup::kTensor, .group_size = x.t, .nodes_spanned = x.tp_nodes},
         tied_copy ? &embedding : nullptr, layout.grad_stats(true, x, stage.stage));
     add_fp8_weight_casts(stage, w, x, last);
@@ -384,13 +383,21 @@ WorkloadPlan decompose(const Workload& w) {
     }
     // Weights, gradients, optimizer states and communication buffers (TE's userbuffers,
     // DeepEP's): held the whole step.
+    // Apex DistributedFusedAdam: the stage's buckets, once, for its chunks' collectives, its
+    // memory and its step.
+    std::optional<detail::DfaLayout> dfa;
+    if (w.training.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
+      dfa = detail::dfa_layout(w, x, r);
+      for (ChunkPlan& chunk : stage.chunks) {
+        detail::add_dfa_chunk_ops(chunk, *dfa, layout.dp_group(x, r));
+      }
+    }
     StaticMemory held =
-        w.training.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam
-            ? detail::dfa_static_memory(detail::dfa_layout(w, x, r))
+        dfa ? detail::dfa_static_memory(*dfa)
             : static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts);
     held.comm_buffer_bytes = comm_buffer_bytes(w, experts);
     stage.static_bytes = held.total();
-    build_step_ops(stage, w, x, layout);
+    build_step_ops(stage, w, x, layout, dfa ? &*dfa : nullptr);
   }
   return plan;
 }
