@@ -9,7 +9,17 @@ namespace stepsim::detail {
 
 void check_optimizer_impl(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
-  if (t.optimizer_impl != OptimizerImpl::kApexDistributedFusedAdam) return;
+  if (t.optimizer_impl != OptimizerImpl::kApexDistributedFusedAdam) {
+    // Apex's bucket size means nothing to Megatron-Core's optimizer (its buckets are
+    // ddp_bucket_size's): a value other than Apex's default would be silently ignored.
+    if (t.apex_bucket_cap_mb != 100) {
+      check.fail("training.apex_bucket_cap_mb",
+                 "=" + str(t.apex_bucket_cap_mb) +
+                     " has no effect without optimizer_impl \"apex_distributed_fused_adam\" "
+                     "(Megatron-Core's buckets are ddp_bucket_size's)");
+    }
+    return;
+  }
   const std::string key = "training.optimizer_impl";
   const std::string what = "=\"apex_distributed_fused_adam\" ";
   // NeMo's optim settings of the modelled job (NVIDIA's MLPerf GPT-3 175B):

@@ -135,6 +135,11 @@ TEST(Dfa, OnlyTheJobNemoRunsItInIsModelled) {
       errors("", {{"\"fp8_param_gather\": true", "\"fp8_param_gather\": false"}});
   EXPECT_NE(no_fp8_params.find("is modelled with FP8 parameters"), std::string::npos)
       << no_fp8_params;
+  const std::string stray =
+      errors("", {{"\"optimizer_impl\": \"apex_distributed_fused_adam\",", ""}});
+  EXPECT_NE(stray.find("training.apex_bucket_cap_mb=200 has no effect without optimizer_impl"),
+            std::string::npos)
+      << stray;
   const std::string no_overlap =
       errors("", {{"\"overlap_param_gather\": true", "\"overlap_param_gather\": false"}});
   EXPECT_NE(no_overlap.find("without overlap_grad_reduce and overlap_param_gather"),
