@@ -43,7 +43,8 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool mo
   // FP8 (Transformer Engine): the linears save their inputs as FP8 (1 byte; the transposed
   // copy wgrad reads, or with SP the row-wise shard that backward re-gathers) instead of
   // 16-bit ones; tensors other ops also save stay as they are. Block scaling saves the
-  // column-wise copy with its fp32 scales, one per 128 elements.
+  // column-wise copy with its fp32 scales, one per 128 elements; MXFP8 with its E8M0 scales,
+  // one byte per 32: the same 1/32 byte per element.
   const double linear_in = x.fp8 ? (x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0) : e;
   // Outside the TP regions (sequence-sharded with SP): the inputs of the two norms, of QKV
   // and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks (none

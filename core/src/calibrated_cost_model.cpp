@@ -243,7 +243,15 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
       return std::max(compute, gemm_roofline_floor_s(op, memory_floor));
     }
     GemmOp plain = op;
-    if (op.scaling != GemmScaling::kTensor) {
+    if (op.scaling == GemmScaling::kMx1x32) {
+      // No measurement says how MXFP8 kernels compare with per-tensor ones: said.
+      warn(
+          "no MXFP8 GEMM samples in the profile (stepsim calibrate --fp8 measures them on "
+          "Blackwell): per-tensor FP8 samples used",
+          std::string(to_string(op.scaling)));
+      plain.scaling = GemmScaling::kTensor;
+      plain.layout = GemmLayout::kTN;
+    } else if (op.scaling != GemmScaling::kTensor) {
       // Per-tensor FP8 kernels run faster than block-scaled ones (one H100, products over
       // 100 GFLOP: 1x128 x 128x128 a median 8% slower, 1x128 x 1x128 43%;
       // profiles/README.md): said, never silent.

@@ -35,6 +35,20 @@ namespace stepsim::detail {
 // shard is kept for backward, where it is gathered beside dgrad; a gradient shard gathers
 // both copies. A shard whose dims are not multiples of 128 is gathered in 16 bits and
 // quantized whole instead (distributed.py, gather_along_first_dim's blockwise fallback).
+// MXFP8 ("mxfp8", MXFP8Quantizer, Blackwell; transformer_engine/common/util/
+// cast_kernels.cuh, pytorch/distributed.py _all_gather_mxfp8): the same structure with an
+// E8M0 scale (1 byte) per 32 consecutive elements, along the rows for the row-wise copy and
+// along the columns for the column-wise one, so the same bytes as block scaling's fp32 scale
+// per 128 (1/32 byte per element per copy). Both copies keep the tensor's shape (Blackwell runs
+// FP8 GEMMs in any layout), so a gathered copy needs no reordering; but the GEMM wants its
+// scales swizzled: TE quantizes swizzled where the tensor goes straight to a GEMM
+// (optimize_for_gemm in linear.py / layernorm_linear.py: not the sequence-parallel gathered
+// input and grad output), and swizzles the others before the GEMM (gemm.cpp
+// swizzle_scales_for_gemm: one kernel per gathered copy, its scales read and written). The
+// norm stays unfused (normalization.cpp: the MXFP8 norm is cuDNN's, only with
+// NVTE_NORM_FWD_USE_CUDNN) and the bias gradient is fused into the grad output's quantize
+// (bgrad_quantize takes MXFP8 quantizers: base.py grad_output_preprocess). A shard is
+// quantizable when both dims are multiples of 32 (MXFP8Quantizer.is_quantizable).
 
 namespace {
 
@@ -67,8 +81,11 @@ std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements) {
 std::int64_t fp8_block_copy_bytes(std::int64_t elements) { return elements + elements / 32; }
 
 bool fp8_block_gathers_fp8(const Dims& x, std::int64_t width) {
-  return x.sp && x.sp_tokens % 128 == 0 && width % 128 == 0;
+  const std::int64_t block = x.fp8_mx ? 32 : 128;
+  return x.sp && x.sp_tokens % block == 0 && width % block == 0;
 }
+
+std::int64_t fp8_mx_scale_bytes(std::int64_t elements) { return elements / 32; }
 
 std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens) {
   // Current and block scaling: the norm writes 16 bits (current scaling with the amax);
@@ -86,7 +103,10 @@ void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32
                  fp8_block_quantize_bytes(x, x.sp_tokens * x.h));
       ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase,
                                  fp8_block_copy_bytes(x.tokens * x.h)));
-      ops.memory(named(prefix, "_input_scale_swap"), layer, phase, 2 * (x.tokens * x.h / 32));
+      // Block scaling reorders the gathered scales (swap_first_dims); MXFP8 swizzles them for
+      // fprop. The same bytes: the row-wise scales read and written.
+      ops.memory(named(prefix, x.fp8_mx ? "_input_scale_swizzle" : "_input_scale_swap"), layer,
+                 phase, 2 * (x.tokens * x.h / 32));
       return;
     }
     if (x.sp) {
@@ -162,8 +182,9 @@ void emit_fp8_column_grad_cast(OpList& ops, std::string_view prefix, std::int32_
                                std::int64_t out_n) {
   const Dims& x = ops.dims();
   if (x.fp8_block) {
-    // Row- and column-wise copies of the output gradient; the bias gradient unfused.
-    if (x.bias) {
+    // Row- and column-wise copies of the output gradient; the bias gradient unfused under
+    // block scaling, fused into MXFP8's quantize (bgrad_quantize).
+    if (x.bias && !x.fp8_mx) {
       ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
     }
     ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
@@ -210,8 +231,14 @@ void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
   }
   if (gathered >= 0) {
     ops.wait(gathered);
-    ops.memory(named(prefix, "_input_swap_bwd"), layer, Phase::kBackwardWeight,
-               2 * fp8_block_copy_bytes(x.tokens * in_k));
+    if (x.fp8_mx) {
+      // The gathered column-wise copy keeps its layout: only its scales swizzled for wgrad.
+      ops.memory(named(prefix, "_input_scale_swizzle_bwd"), layer, Phase::kBackwardWeight,
+                 2 * fp8_mx_scale_bytes(x.tokens * in_k));
+    } else {
+      ops.memory(named(prefix, "_input_swap_bwd"), layer, Phase::kBackwardWeight,
+                 2 * fp8_block_copy_bytes(x.tokens * in_k));
+    }
   }
   ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
   if (reduce >= 0) ops.wait(reduce);
@@ -227,8 +254,17 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
     emit_fp8_row_grad_cast(ops, prefix, layer);
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
                                2 * fp8_block_copy_bytes(x.tokens * x.h)));
-    ops.memory(named(prefix, "_grad_swap"), layer, Phase::kBackwardInput,
-               2 * fp8_block_copy_bytes(x.tokens * x.h));
+    if (x.fp8_mx) {
+      // Both gathered copies' scales swizzled (dgrad reads the row-wise, wgrad the
+      // column-wise one), a kernel each.
+      for (const char* copy : {"_grad_scale_swizzle", "_grad_scale_swizzle_t"}) {
+        ops.memory(named(prefix, copy), layer, Phase::kBackwardInput,
+                   2 * fp8_mx_scale_bytes(x.tokens * x.h));
+      }
+    } else {
+      ops.memory(named(prefix, "_grad_swap"), layer, Phase::kBackwardInput,
+                 2 * fp8_block_copy_bytes(x.tokens * x.h));
+    }
   } else if (x.fp8_block) {
     // Gathered in 16 bits (a shard not of 128-multiples), then both copies of the whole
     // gradient quantized; the bias gradient unfused.
@@ -281,8 +317,10 @@ void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward, boo
 }
 
 std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements) {
-  // Current scaling reads the weight once more for its amax.
-  return elements * (x.e + 2 + (x.fp8_current ? x.e : 0));
+  // Current scaling reads the weight once more for its amax; MXFP8 writes both copies'
+  // scales (block scaling's one per 128x128 block is left out: 1/16384 byte per element).
+  return elements * (x.e + 2 + (x.fp8_current ? x.e : 0)) +
+         (x.fp8_mx ? 2 * fp8_mx_scale_bytes(elements) : 0);
 }
 
 std::int64_t fp8_weight_transpose_bytes(std::int64_t elements) { return elements * 2; }

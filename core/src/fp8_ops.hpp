@@ -1,7 +1,8 @@
 #pragma once
-// FP8 training as Transformer Engine runs it on Hopper (transformer_engine/pytorch/module/
+// FP8 training as Transformer Engine runs it (transformer_engine/pytorch/module/
 // linear.py, layernorm_linear.py, distributed.py, quantization.py, csrc/quantizer.cpp),
-// delayed, per-tensor current ("tensorwise") or block ("blockwise") scaling: the
+// on Hopper with delayed, per-tensor current ("tensorwise") or block ("blockwise") scaling,
+// on Blackwell with MXFP8 ("mxfp8"): the
 // quantize kernels around each FP8 linear of a transformer layer, the FP8 tensor-parallel
 // all-gathers, and the amax reductions. Megatron's TE spec builds QKV and FC1 as
 // LayerNormColumnParallelLinear (the norm writes FP8 itself) and the projection and FC2 as
@@ -21,8 +22,11 @@ std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements);
 /// Block scaling: bytes of one FP8 copy of `elements` with its 1x128 scales.
 std::int64_t fp8_block_copy_bytes(std::int64_t elements);
 /// Block scaling: whether a sequence-parallel shard [sp_tokens, width] is all-gathered in FP8
-/// (both dims multiples of 128), else in 16 bits and quantized whole after the gather.
+/// (both dims multiples of 128, of 32 under MXFP8), else in 16 bits and quantized whole after
+/// the gather.
 bool fp8_block_gathers_fp8(const Dims& x, std::int64_t width);
+/// MXFP8: bytes of one copy's E8M0 scales for `elements` values (one per 32).
+std::int64_t fp8_mx_scale_bytes(std::int64_t elements);
 
 /// Bytes of a norm that writes its output in FP8 (1 byte) instead of the params dtype.
 std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens);

@@ -25,7 +25,8 @@ using nlohmann::json;
 constexpr double kHuge = 1e30;  // upper bound for rates: anything above is a typo
 
 // Every figure a system file holds, as the dotted key its citation goes under in `sources`:
-// the schema's numeric "system." rows. An optional figure (peak_flops_fp8, sm_count) is cited
+// the schema's numeric "system." rows. An optional figure (peak_flops_fp8, sm_count,
+// compute_capability) is cited
 // when given.
 struct CitedKey {
   std::string_view key;
@@ -197,6 +198,16 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   if (auto v = r.positive_int("gpus_per_node", true)) s.gpus_per_node = *v;
   if (auto v = r.positive_int("nics_per_node", true)) s.nics_per_node = *v;
   if (auto v = r.positive_int("sm_count", false)) s.sm_count = *v;
+  if (auto v = r.positive_int("compute_capability", false)) {
+    // NCCL's cudaCompCap spelling: 10.0 is 100; a figure outside [10, 1000] is a typo.
+    if (*v < 10 || *v > 1000) {
+      r.error("compute_capability", "=" + std::to_string(*v) +
+                                        " is not a compute capability as major * 10 + minor "
+                                        "(90 for 9.0, 100 for 10.0)");
+    } else {
+      s.compute_capability = *v;
+    }
+  }
   s.intra_node = parse_link(r, "intra_node", errors);
   s.inter_node = parse_link(r, "inter_node", errors);
   s.efficiency = parse_efficiency(r, errors);

@@ -96,7 +96,10 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
   StaticMemory s;
   const std::int64_t sixteen_bit =
       t.fp8_param_gather ? parameters - fp8_weight_elements : parameters;
-  s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements;
+  // The FP8 weights (row- and column-wise copies, or copy and transpose), with MXFP8's E8M0
+  // scales: one byte per 32 elements of each copy.
+  s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements +
+                    (t.fp8_recipe == Fp8Recipe::kMxfp8 ? 2 * (fp8_weight_elements / 32) : 0);
   s.gradients_bytes = parameters * t.grad_bytes();  // main grads: fp32, or bf16
   // Megatron's distributed optimizer shards over the data-parallel group with context
   // parallelism (dp * cp ranks hold replicas of the same parameters).

@@ -274,13 +274,25 @@ std::optional<NcclPlatform> nccl_platform(const SystemConfig& system) {
                      .source =
                          "NCCL topo.h SM90_NVLINK_BW; PCIe Gen5 x16 48 GB/s (nccl issue 1189 "
                          "topology dump); Intel Xeon 8480C host (DGX H100/H200 User Guide)"};
+  } else if (has("B200")) {
+    // topo.h SM100_NVLINK_BW 40.1; PCIe Gen5 x16 = 48 GB/s as on Hopper; DGX B200 hosts 2x
+    // Intel Xeon Platinum 8570 (DGX B200 User Guide, Hardware Overview).
+    p = NcclPlatform{.arch = NcclArch::kBlackwell,
+                     .nvlink_bw_per_link = 40.1,
+                     .pci_bw = 48.0,
+                     .host_cpu_amd = false,
+                     .source =
+                         "NCCL topo.h SM100_NVLINK_BW; PCIe Gen5 x16 48 GB/s; Intel Xeon "
+                         "8570 host (DGX B200 User Guide)"};
   } else {
     return std::nullopt;
   }
   // NVLink 3 and 4 both carry 25 GB/s per link and direction (A100 datasheet: 12 links,
-  // 600 GB/s both ways; H100 SXM datasheet: 18 links, 900 GB/s): the link count follows from
-  // the system file's per-direction NVLink bandwidth.
-  p.nvlinks = static_cast<int>(std::lround(system.intra_node.bandwidth_bytes_per_s / 25e9));
+  // 600 GB/s both ways; H100 SXM datasheet: 18 links, 900 GB/s), NVLink 5 50 GB/s (B200: 18
+  // links, 1.8 TB/s both ways): the link count follows from the system file's per-direction
+  // NVLink bandwidth.
+  const double link_Bps = p.arch == NcclArch::kBlackwell ? 50e9 : 25e9;
+  p.nvlinks = static_cast<int>(std::lround(system.intra_node.bandwidth_bytes_per_s / link_Bps));
   if (p.nvlinks < 1) return std::nullopt;
   return p;
 }

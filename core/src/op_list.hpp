@@ -81,13 +81,20 @@ class OpList {
   /// A GEMM of a transformer layer's linear (QKV, projection, FC1, FC2): FP8 operands under
   /// Transformer Engine's FP8 autocast (the output stays 16-bit), else the params dtype.
   /// Block scaling (fp8_recipe "blockwise"): wgrad scales both operands per 1x128 tile, fprop
-  /// and dgrad the weight per 128x128 block (GemmScaling). Delayed and current per-tensor
+  /// and dgrad the weight per 128x128 block (GemmScaling); MXFP8 scales every GEMM's operands
+  /// per 1x32 block in the 16-bit layouts. Delayed and current per-tensor
   /// scaling run fprop with fast accumulation (GemmOp::fast_accum).
   std::int32_t linear_gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
                            std::int64_t n, std::int64_t k) {
     const DType dtype = dims_.fp8 ? DType::kFp8 : dims_.dtype;
     GemmScaling scaling = GemmScaling::kTensor;
-    if (dims_.fp8_block) {
+    GemmLayout layout = te_linear_layout(phase, dtype);
+    if (dims_.fp8_mx) {
+      // MXFP8 on Blackwell (cublaslt_gemm.cu CanonicalizeGemmInput): each operand's row-wise
+      // or column-wise copy, picked by its transpose, in the layouts of 16-bit GEMMs.
+      scaling = GemmScaling::kMx1x32;
+      layout = te_linear_layout(phase, DType::kBf16);
+    } else if (dims_.fp8_block) {
       scaling =
           phase == Phase::kBackwardWeight ? GemmScaling::kBlock1x128 : GemmScaling::kBlock128x128;
     }
@@ -98,7 +105,7 @@ class OpList {
                           .k = k,
                           .batch = 1,
                           .dtype = dtype,
-                          .layout = te_linear_layout(phase, dtype),
+                          .layout = layout,
                           .scaling = scaling,
                           .fast_accum = dims_.fp8 && !dims_.fp8_block && fprop});
   }

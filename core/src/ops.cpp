@@ -118,6 +118,8 @@ std::string_view to_string(GemmScaling s) {
       return "block_128x128";
     case GemmScaling::kBlock1x128:
       return "block_1x128";
+    case GemmScaling::kMx1x32:
+      return "mx_1x32";
   }
   return "?";
 }
@@ -126,6 +128,7 @@ std::optional<GemmScaling> parse_gemm_scaling(std::string_view s) {
   if (s == "tensor") return GemmScaling::kTensor;
   if (s == "block_128x128") return GemmScaling::kBlock128x128;
   if (s == "block_1x128") return GemmScaling::kBlock1x128;
+  if (s == "mx_1x32") return GemmScaling::kMx1x32;
   return std::nullopt;
 }
 

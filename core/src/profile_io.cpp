@@ -189,7 +189,8 @@ class ObjectReader {
     out = *l;
   }
 
-  /// An optional FP8 GEMM scaling ("tensor", "block_128x128", "block_1x128"); absent: tensor.
+  /// An optional FP8 GEMM scaling ("tensor", "block_128x128", "block_1x128", "mx_1x32");
+  /// absent: tensor.
   void gemm_scaling(const char* name, GemmScaling& out) {
     if (!has(name)) return;
     std::string s;
@@ -198,7 +199,8 @@ class ObjectReader {
     const auto v = parse_gemm_scaling(s);
     if (!v) {
       error(path(name),
-            cat("=\"", s, "\" is not a GEMM scaling (tensor, block_128x128 or block_1x128)"));
+            cat("=\"", s,
+                "\" is not a GEMM scaling (tensor, block_128x128, block_1x128 or mx_1x32)"));
       return;
     }
     out = *v;

@@ -151,6 +151,12 @@ const std::array kSchema = {
     KeyInfo{STEPSIM_INT("system.sm_count", system.sm_count), .sweep = Sweep::kListed,
             .default_text = "0 (not given)", .check = "> 0; cited when given",
             .doc = "streaming multiprocessors per GPU; training.tp_comm_overlap needs it"},
+    KeyInfo{STEPSIM_INT("system.compute_capability", system.compute_capability),
+            .sweep = Sweep::kListed, .default_text = "0 (not given)",
+            .check = "in [10, 1000]; cited when given",
+            .doc = "CUDA compute capability, major * 10 + minor as NCCL's cudaCompCap (80 A100, "
+                   "90 H100/H200, 100 B200); training.fp8_recipe \"mxfp8\" needs 100 or more, "
+                   "the Hopper recipes below 100"},
     KeyInfo{STEPSIM_INT("system.memory_bytes", system.memory_bytes), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
             .doc = "device memory per GPU, bytes"},
@@ -771,16 +777,21 @@ const std::array kSchema = {
     KeyInfo{STEPSIM_ENUM("training.fp8_recipe", training.fp8_recipe, Fp8Recipe),
             .choices = kFp8Recipe, .sweep = Sweep::kListed, .flags = "--fp8-recipe",
             .default_text = "\"delayed\"",
-            .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; only "
-                     "\"delayed\", \"tensorwise\" and \"blockwise\" are modelled yet "
-                     "(\"blockwise\" needs a Hopper GPU or newer and no tp_comm_overlap); "
-                     "\"mxfp8\" needs a Blackwell GPU (Transformer Engine's "
-                     "check_mxfp8_support: compute capability 10.0+)",
+            .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; "
+                     "\"custom\" is not modelled yet; \"delayed\", \"tensorwise\" and "
+                     "\"blockwise\" are modelled on Hopper (below system.compute_capability "
+                     "100; \"blockwise\" without tp_comm_overlap), \"mxfp8\" on Blackwell "
+                     "(Transformer Engine's check_mxfp8_support: compute capability 10.0+) "
+                     "without tp_comm_overlap or fp8_param_gather, with tokens per rank and "
+                     "hidden and ffn widths per rank multiples of 32",
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
-                   "backward of a model chunk), per-tensor current scaling (tensorwise), or "
+                   "backward of a model chunk), per-tensor current scaling (tensorwise), "
                    "blockwise (Transformer Engine's Float8BlockScaling: 1x128 tiles of "
                    "activations and gradients, 128x128 blocks of weights, block-scaled GEMMs "
-                   "priced from the profile's block-scaled samples)"},
+                   "priced from the profile's block-scaled samples), or mxfp8 "
+                   "(MXFP8BlockScaling: an E8M0 scale per 32 values, row- and column-wise "
+                   "copies of every tensor, no amaxes, GEMMs in the 16-bit layouts priced "
+                   "from the profile's mx_1x32 samples)"},
     KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),
             .sweep = Sweep::kListed, .flags = "--fp8-param-gather=true", .default_text = "false",
             .check = "needs fp8 and use_distributed_optimizer",
@@ -1085,6 +1096,9 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "fp8_multi_head_attention", .flag = "--fp8-multi-head-attention"},
     {.dest = "fp4", .flag = "--fp4-format"},
     {.dest = "first_last_layers_bf16", .flag = "--first-last-layers-bf16"},
+    // MXFP8 parameters gathered in 16 bits through the gradient buffer (with
+    // --fp8-param-gather and --fp8-recipe mxfp8, itself not modelled yet)
+    {.dest = "reuse_grad_buf_for_mxfp8_param_ag", .flag = "--reuse-grad-buf-for-mxfp8-param-ag"},
     {.dest = "accumulate_allreduce_grads_in_fp32", .flag = "--accumulate-allreduce-grads-in-fp32"},
     {.dest = "disable_bf16_reduced_precision_matmul",
      .flag = "--disable-bf16-reduced-precision-matmul"},

@@ -1,6 +1,7 @@
 // Megatron-LM's FP8 rules (megatron/training/arguments.py, TransformerConfig.__post_init__ in
 // megatron/core/transformer/transformer_config.py) and what stepsim models of FP8 so far.
 
+#include <algorithm>
 #include <string>
 
 #include "validate_internal.hpp"
@@ -28,20 +29,90 @@ std::string_view recipe_name(Fp8Recipe r) {
 /// (transformer_engine/common/recipe/__init__.py, pytorch/quantization.py check_*_support).
 std::string_view unmodelled_recipe_reason(Fp8Recipe r) {
   switch (r) {
-    case Fp8Recipe::kMxfp8:
-      return ": Transformer Engine's MXFP8BlockScaling needs compute capability 10.0 or "
-             "higher (check_mxfp8_support: \"Device compute capability 10.0 or higher required "
-             "for MXFP8 execution.\"), a Blackwell GPU, and stepsim has no Blackwell system "
-             "file with cited figures yet";
     case Fp8Recipe::kCustom:
       return ": a custom recipe's quantizers come from fp8_quantizer_factory, code stepsim "
              "cannot price";
     case Fp8Recipe::kDelayed:
     case Fp8Recipe::kTensorwise:
     case Fp8Recipe::kBlockwise:
+    case Fp8Recipe::kMxfp8:
       break;
   }
   return "";
+}
+
+/// Which recipes run on the system's GPU, by its compute capability: MXFP8 only where the
+/// system file says 10.0 or more, the Hopper recipes only below.
+void check_fp8_architecture(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const SystemConfig& s = w.system;
+  const std::string name = std::string("=\"") + std::string(recipe_name(t.fp8_recipe)) + "\"";
+  const std::string gpu =
+      " on system \"" + s.name + "\" (" + s.gpu_name +
+      (s.compute_capability > 0 ? ", compute capability " + str(s.compute_capability / 10) + "." +
+                                      str(s.compute_capability % 10)
+                                : ", whose system file gives no compute_capability") +
+      ")";
+  if (t.fp8_recipe == Fp8Recipe::kMxfp8 && s.compute_capability < 100) {
+    // quantization.py check_mxfp8_support.
+    check.fail("training.fp8_recipe",
+               name + gpu +
+                   ": Transformer Engine's MXFP8BlockScaling needs compute capability 10.0 or "
+                   "higher (check_mxfp8_support: \"Device compute capability 10.0 or higher "
+                   "required for MXFP8 execution.\"), a Blackwell GPU");
+  }
+  if (t.fp8_recipe != Fp8Recipe::kMxfp8 && s.compute_capability >= 100) {
+    // TE on Blackwell runs FP8 GEMMs in any layout (is_non_tn_fp8_gemm_supported): no FP8
+    // transposes, other quantize kernels than the Hopper ones stepsim prices.
+    check.fail("training.fp8_recipe",
+               name + gpu +
+                   " is not modelled yet: stepsim prices the Hopper FP8 recipes as Transformer "
+                   "Engine runs them before Blackwell (TN-only FP8 GEMMs and their transposes); "
+                   "on compute capability 10.0+ only \"mxfp8\" is modelled");
+  }
+}
+
+/// MXFP8BlockScaling as modelled (fp8_ops.cpp): what stepsim does not price yet.
+void check_mxfp8(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const ModelConfig& m = w.model;
+  if (t.tp_comm_overlap) {
+    // base.py fill_userbuffers_buffer_for_all_gather takes MXFP8, one copy at a time.
+    check.fail("training.tp_comm_overlap",
+               "=true with fp8_recipe \"mxfp8\" is not modelled yet (Transformer Engine's "
+               "userbuffers exchange MXFP8 data and scales one copy at a time)");
+  }
+  if (t.fp8_param_gather) {
+    // param_and_grad_buffer.py: MXFP8 parameters are gathered through the gradient buffer
+    // (reuse_grad_buf_for_mxfp8_param_ag) and re-quantized after the gather.
+    check.fail("training.fp8_param_gather",
+               "=true with fp8_recipe \"mxfp8\" is not modelled yet (Megatron-Core gathers "
+               "MXFP8 parameters in 16 bits, through the gradient buffer with "
+               "--reuse-grad-buf-for-mxfp8-param-ag, and quantizes them after the gather)");
+  }
+  // MXFP8Quantizer.is_quantizable: both dims multiples of 32 (MXFP8_BLOCK_SCALING_SIZE);
+  // otherwise TE gathers and quantizes another way, not modelled.
+  const std::int64_t tp = std::max<std::int64_t>(1, t.tensor_model_parallel_size);
+  const std::int64_t cp = std::max<std::int64_t>(1, t.context_parallel_size);
+  const bool sp = t.sequence_parallel && tp > 1;
+  const std::int64_t tokens = m.seq_length / cp * t.micro_batch_size / (sp ? tp : 1);
+  if (tokens % 32 != 0) {
+    check.fail("training.fp8_recipe",
+               std::string("=\"mxfp8\" with ") + str(tokens) +
+                   " tokens per rank (seq_length / context_parallel_size x micro_batch_size" +
+                   (sp ? " / tensor_model_parallel_size" : "") +
+                   ") is not modelled yet: MXFP8 quantizes 32-row blocks (MXFP8Quantizer."
+                   "is_quantizable), a multiple of 32 is");
+  }
+  const std::int64_t ffn = m.ffn_hidden_size / tp;
+  if (m.hidden_size % 32 != 0 || ffn % 32 != 0) {
+    check.fail("model.hidden_size",
+               "=" + str(m.hidden_size) +
+                   " (ffn_hidden_size / tensor_model_parallel_size = " + str(ffn) +
+                   ") with fp8_recipe \"mxfp8\" is not modelled yet: MXFP8 scales 32 "
+                   "consecutive values of a row (MXFP8Quantizer.is_quantizable), both must be "
+                   "multiples of 32");
+  }
 }
 
 }  // namespace
@@ -69,13 +140,15 @@ void check_fp8(const Workload& w, Checker& check) {
                                    "\" but system \"" + s.name + "\" (" + s.gpu_name +
                                    ") has no FP8 tensor cores (no peak_flops_fp8)");
   }
-  if (t.fp8_recipe != Fp8Recipe::kDelayed && t.fp8_recipe != Fp8Recipe::kTensorwise &&
-      t.fp8_recipe != Fp8Recipe::kBlockwise) {
+  if (t.fp8_recipe == Fp8Recipe::kCustom) {
     check.fail("training.fp8_recipe", std::string("=\"") + std::string(recipe_name(t.fp8_recipe)) +
                                           "\" is not modelled yet (\"delayed\", Megatron-LM's "
-                                          "default, \"tensorwise\" and \"blockwise\" are)" +
+                                          "default, \"tensorwise\", \"blockwise\" and "
+                                          "\"mxfp8\" are)" +
                                           std::string(unmodelled_recipe_reason(t.fp8_recipe)));
   }
+  check_fp8_architecture(w, check);
+  if (t.fp8_recipe == Fp8Recipe::kMxfp8) check_mxfp8(w, check);
   if (t.fp8_recipe == Fp8Recipe::kBlockwise && t.tp_comm_overlap) {
     // Transformer Engine's fill_userbuffers_buffer_for_all_gather (module/base.py) takes
     // Float8 / current-scaling, MXFP8 and NVFP4 quantizers only: a Float8BlockQuantizer

@@ -70,7 +70,10 @@ struct Dims {
   bool dist_saved = false;  ///< distribute_saved_activations in effect
   bool fp8 = false;         ///< the layers' linears run FP8 GEMMs (Transformer Engine)
   bool fp8_current = false;  ///< with per-tensor current scaling (fp8_recipe "tensorwise")
-  bool fp8_block = false;    ///< with block scaling (fp8_recipe "blockwise", fp8_ops.hpp)
+  /// With block scaling: fp8_recipe "blockwise" or "mxfp8" (both quantize row- and
+  /// column-wise copies from 16 bits, no amaxes; fp8_ops.hpp).
+  bool fp8_block = false;
+  bool fp8_mx = false;        ///< the block scaling is MXFP8's (1x32 E8M0 scales, Blackwell)
   std::int64_t tp_nodes = 1;  ///< nodes a TP group spans
   // TP-communication overlap as Transformer Engine's linears resolve it (tp_overlap_ops.cpp):
   // the AG+GEMM ring exchange (QKV/FC1 fprop, projection/FC2 dgrad), the GEMM+RS pipeline
@@ -271,7 +274,8 @@ inline Dims dims_of(const Workload& w) {
                  tc.recompute_granularity == RecomputeGranularity::kFull;
   x.fp8 = tc.fp8_enabled();
   x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
-  x.fp8_block = x.fp8 && tc.fp8_recipe == Fp8Recipe::kBlockwise;
+  x.fp8_mx = x.fp8 && tc.fp8_recipe == Fp8Recipe::kMxfp8;
+  x.fp8_block = x.fp8_mx || (x.fp8 && tc.fp8_recipe == Fp8Recipe::kBlockwise);
   // layernorm_linear.py / linear.py: every overlap needs sequence parallelism; the bulk
   // overlaps give way to the dgrad GEMM+RS pipeline.
   const bool ub = tc.tp_comm_overlap && x.sp;

@@ -204,8 +204,8 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
            "Engine's names)\n",
            "bad.json: gemm[3].scaling=\"block_1x128\" needs dtype \"fp8\" (block scaling is an "
            "FP8 recipe's)\n",
-           "bad.json: gemm[4].scaling=\"mx\" is not a GEMM scaling (tensor, block_128x128 or "
-           "block_1x128)\n",
+           "bad.json: gemm[4].scaling=\"mx\" is not a GEMM scaling (tensor, block_128x128, "
+           "block_1x128 or mx_1x32)\n",
            "bad.json: gemm[5].fast_accum=true needs dtype \"fp8\" with per-tensor scaling",
            "bad.json: memory[0].seconds must be a finite positive number\n",
            "bad.json: collectives[0].kind=\"broadcast\" is not a collective",

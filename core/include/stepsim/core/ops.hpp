@@ -41,8 +41,11 @@ GemmLayout te_linear_layout(Phase phase, DType dtype);
 /// kBlock128x128 for fprop and dgrad (the weight per 128x128 block,
 /// CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, the other operand per 1x128 tile, VEC128_32F)
 /// and kBlock1x128 for wgrad (both operands per 1x128 tile along the tokens), other kernels
-/// than per-tensor scaling's (transformer_engine/common/gemm/cublaslt_gemm.cu).
-enum class GemmScaling : std::uint8_t { kTensor, kBlock128x128, kBlock1x128 };
+/// than per-tensor scaling's (transformer_engine/common/gemm/cublaslt_gemm.cu). Its
+/// MXFP8BlockScaling ("mxfp8", Blackwell) scales both operands of every GEMM per 32
+/// consecutive elements along k with E8M0 exponents (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0):
+/// kMx1x32, in the layouts of 16-bit GEMMs (each operand's row- or column-wise copy).
+enum class GemmScaling : std::uint8_t { kTensor, kBlock128x128, kBlock1x128, kMx1x32 };
 
 /// C[m,n] = A[m,k] * B[k,n], `batch` independent products (batched GEMM for attention).
 struct GemmOp {
@@ -250,8 +253,9 @@ std::string_view to_string(CommGroup g);
 std::string_view to_string(GemmLayout l);  ///< "TN" | "NN" | "NT" | "" (unspecified)
 /// "TN" | "NN" | "NT"; nullopt otherwise.
 std::optional<GemmLayout> parse_gemm_layout(std::string_view s);
-std::string_view to_string(GemmScaling s);  ///< "tensor" | "block_128x128" | "block_1x128"
-/// "tensor" | "block_128x128" | "block_1x128"; nullopt otherwise.
+std::string_view to_string(
+    GemmScaling s);  ///< "tensor" | "block_128x128" | "block_1x128" | "mx_1x32"
+/// "tensor" | "block_128x128" | "block_1x128" | "mx_1x32"; nullopt otherwise.
 std::optional<GemmScaling> parse_gemm_scaling(std::string_view s);
 
 }  // namespace stepsim

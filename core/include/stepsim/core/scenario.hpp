@@ -440,6 +440,10 @@ struct SystemConfig {
   /// Streaming multiprocessors per GPU; 0 = not given (TP-communication overlap needs it:
   /// Transformer Engine runs GEMMs on sm_count - num_sm SMs beside its comm kernels).
   std::int64_t sm_count = 0;
+  /// CUDA compute capability as major * 10 + minor (NCCL's cudaCompCap: 80 A100, 90 H100 and
+  /// H200, 100 B200); 0 = not given (a CPU, or a system file that does not say). What FP8
+  /// recipes run depends on it (validate_fp8.cpp).
+  std::int64_t compute_capability = 0;
   /// Whether NCCL may use NVLink SHARP on this system for the job (not a system-file key:
   /// make_cost_model sets it from training.nccl_nvls_enable; nccl_model.hpp).
   bool nccl_nvls = true;
