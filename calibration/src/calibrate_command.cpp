@@ -26,6 +26,7 @@ std::vector<BenchPoint> plan_points(const CalibrateRequest& a, const Backend& ba
   plan_options.node_ids = std::move(node_ids);
   plan_options.fp8 = a.fp8;
   plan_options.fp8_block_scaling = backend.runs_block_scaled_fp8();
+  plan_options.fp8_mx_scaling = backend.runs_mxfp8();
   std::vector<BenchPoint> points = make_bench_plan(plan_options);
   skipped.assign(a.scenario_plans.size(), {});
   for (std::size_t i = 0; i < a.scenario_plans.size(); ++i) {
@@ -70,6 +71,12 @@ std::vector<std::string> run_notes(const CalibrateRequest& a, const Backend& bac
                           "scales (\"scaling\": block_128x128, 128x128 blocks on the weight and "
                           "1x128 tiles on the other operand, its fprop and dgrad; block_1x128, "
                           "1x128 tiles on both, its wgrad)"
+                        : "") +
+        std::string(backend.runs_mxfp8()
+                        ? "; every FP8 GEMM of the grid also in MXFP8 as Transformer Engine's "
+                          "mxfp8 recipe runs it, through cuBLASLt's VEC32_UE8M0 scales on both "
+                          "operands (\"scaling\": mx_1x32), in each layout (TN, NN, NT), and "
+                          "each 16-bit GEMM of the scenarios also in MXFP8 in its layout"
                         : ""));
   }
   for (std::size_t i = 0; i < a.scenario_plans.size(); ++i) {

@@ -66,6 +66,7 @@ Result<Profile> calibrate_for_plan(const std::string& backend_name, const Worklo
   plan_options.compute_grids = false;
   plan_options.node_ids = node_ids.value();
   plan_options.fp8_block_scaling = backend.value()->runs_block_scaled_fp8();
+  plan_options.fp8_mx_scaling = backend.value()->runs_mxfp8();
   std::vector<std::string> skipped;
   const std::vector<BenchPoint> points =
       merge_points(make_bench_plan(plan_options), scenario_points(plan, plan_options, skipped));

@@ -95,6 +95,12 @@ bool CudaBackend::runs_block_scaled_fp8() const {
   return cc_major_ == 9 && cublasLtGetVersion() >= 120900;
 }
 
+bool CudaBackend::runs_mxfp8() const {
+  // cuBLASLt's VEC32_UE8M0 scales (CUDA 12.8) run on Blackwell; Transformer Engine's
+  // check_mxfp8_support asks for compute capability 10.0 or higher.
+  return cc_major_ >= 10 && cublasLtGetVersion() >= 120800;
+}
+
 std::string CudaBackend::versions() const {
   std::string out;
   // The kernel module's version line, "NVRM version: NVIDIA UNIX Open Kernel Module for
@@ -187,9 +193,26 @@ Status CudaBackend::flush_l2() {
 
 Status CudaBackend::attach_block_scales(MatmulShape& s) {
   if (s.scaling == GemmScaling::kTensor) return ok_status();
+  if (s.scaling == GemmScaling::kMx1x32) {
+    // E8M0 scales, one byte per 32 values along k, in cuBLASLt's padded 128 x 4 tiles; every
+    // byte 127 (2^0 = 1.0). Written before the timed runs.
+    const std::int64_t a_bytes = mx_scale_bytes(s.m, s.k);
+    const std::int64_t bytes = a_bytes + mx_scale_bytes(s.n, s.k);
+    const bool fresh = bytes > scales_.capacity() || !scales_e8m0_;
+    auto buf = scales_.reserve(bytes, "MXFP8 scales");
+    if (!buf.ok()) return buf.errors();
+    auto* scales = static_cast<unsigned char*>(buf.value());
+    if (fresh) {
+      STEPSIM_CUDA_TRY(cudaMemset(scales, 127, static_cast<std::size_t>(scales_.capacity())));
+      scales_e8m0_ = true;
+    }
+    s.a_scale = scales;
+    s.b_scale = scales + a_bytes;
+    return ok_status();
+  }
   const std::int64_t a_floats = block_scale_floats(s.m, s.k);
   const std::int64_t floats = a_floats + block_scale_floats(s.n, s.k);
-  const bool fresh = floats * 4 > scales_.capacity();
+  const bool fresh = floats * 4 > scales_.capacity() || scales_e8m0_;
   auto buf = scales_.reserve(floats * 4, "block-scaled FP8 scales");
   if (!buf.ok()) return buf.errors();
   auto* scales = static_cast<float*>(buf.value());
@@ -197,6 +220,7 @@ Status CudaBackend::attach_block_scales(MatmulShape& s) {
     const std::vector<float> ones(static_cast<std::size_t>(scales_.capacity() / 4), 1.0F);
     STEPSIM_CUDA_TRY(
         cudaMemcpy(scales, ones.data(), ones.size() * sizeof(float), cudaMemcpyHostToDevice));
+    scales_e8m0_ = false;
   }
   s.a_scale = scales;
   s.b_scale = scales + a_floats;
@@ -232,9 +256,24 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
     return Error{"", "", "cuda backend: GEMM shape must be positive (m, n, k, batch)",
                  ErrorKind::kRuntime};
   }
-  if (op.dtype == DType::kFp8 && op.layout != GemmLayout::kUnspecified &&
+  const bool mx = op.dtype == DType::kFp8 && op.scaling == GemmScaling::kMx1x32;
+  if (op.dtype == DType::kFp8 && !mx && op.layout != GemmLayout::kUnspecified &&
       op.layout != GemmLayout::kTN) {
     return Error{"", "", "cuda backend: an FP8 GEMM runs in the TN layout only (cuBLASLt on Hopper)",
+                 ErrorKind::kRuntime};
+  }
+  if (mx && !runs_mxfp8()) {
+    return Error{"", "",
+                 "cuda backend: MXFP8 GEMMs (fp8_recipe \"mxfp8\") run on Blackwell (compute "
+                 "capability 10.0 or newer) with cuBLASLt 12.8 or newer; this GPU is compute "
+                 "capability " +
+                     std::to_string(cc_major_) + "." + std::to_string(cc_minor_),
+                 ErrorKind::kRuntime};
+  }
+  if (mx && (op.m % 32 != 0 || op.n % 32 != 0 || op.k % 32 != 0)) {
+    return Error{"", "",
+                 "cuda backend: an MXFP8 GEMM needs m, n and k divisible by 32 (its scale "
+                 "blocks)",
                  ErrorKind::kRuntime};
   }
   if (op.dtype == DType::kFp8 && cc_major_ * 10 + cc_minor_ < 89) {
@@ -244,7 +283,8 @@ Result<double> CudaBackend::gemm(const GemmOp& op) {
                      std::to_string(cc_major_) + "." + std::to_string(cc_minor_),
                  ErrorKind::kRuntime};
   }
-  if (op.dtype == DType::kFp8 && op.scaling != GemmScaling::kTensor && !runs_block_scaled_fp8()) {
+  if (op.dtype == DType::kFp8 && !mx && op.scaling != GemmScaling::kTensor &&
+      !runs_block_scaled_fp8()) {
     return Error{"", "",
                  "cuda backend: block-scaled FP8 GEMMs (fp8_recipe \"blockwise\") run on Hopper "
                  "with cuBLASLt 12.9 or newer; this GPU is compute capability " +

@@ -58,6 +58,7 @@ class CudaBackend final : public Backend {
   std::string device_name() const override { return device_name_; }
   std::string versions() const override;
   bool runs_block_scaled_fp8() const override;
+  bool runs_mxfp8() const override;
   void release_buffers() override;
   std::int32_t world_rank() const override { return world_.rank(); }
   std::int32_t world_size() const override { return world_.size(); }
@@ -107,8 +108,10 @@ class CudaBackend final : public Backend {
   template <typename Body>
   Result<std::vector<double>> time_repeats(Body&& body, bool flush_l2);
   Status flush_l2();
-  /// Points a block-scaled FP8 product's scales at scales_ (grown as needed, every scale
-  /// 1.0, so its result is the unscaled product's); per-tensor products are left as they are.
+  /// Points a block-scaled or MXFP8 product's scales at scales_ (grown as needed, every scale
+  /// 1.0, so its result is the unscaled product's; rewritten only when it grows or changes
+  /// between fp32 and E8M0 scales, never inside a validator's step of one recipe); per-tensor
+  /// products are left as they are.
   Status attach_block_scales(MatmulShape& s);
   /// How many back-to-back launches of a memory-bound kernel of `bytes` one timed repeat
   /// runs: enough for about 200 us, at least kMinTrain, at most kMaxTrain.
@@ -182,6 +185,7 @@ class CudaBackend final : public Backend {
   cublasLtHandle_t lt_ = nullptr;
   std::vector<ncclComm_t> nccl_;  ///< index = GroupId::value, like world_'s communicators
   DeviceBuffer workspace_, a_, b_, c_, extra_, send_, recv_, flush_, counter_, scales_;
+  bool scales_e8m0_ = false;  ///< scales_ holds E8M0 bytes (MXFP8), not fp32 ones
 
   // Stream mode's state.
   struct Pending {

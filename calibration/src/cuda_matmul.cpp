@@ -46,6 +46,10 @@ std::int64_t block_scale_floats(std::int64_t outer, std::int64_t k) {
   return round_up(std::max(tiles, blocks), 64);
 }
 
+std::int64_t mx_scale_bytes(std::int64_t outer, std::int64_t k) {
+  return round_up(round_up(outer, 128) * round_up((k + 31) / 32, 4), 256);
+}
+
 MatmulShape te_matmul_shape(const GemmOp& op, const void* a, const void* b, void* d) {
   MatmulShape s;
   const bool te = op.layout != GemmLayout::kUnspecified;
@@ -87,10 +91,12 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
   STEPSIM_CUBLAS_TRY(
       cublasLtMatmulDescSetAttribute(mm->desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   const cudaDataType_t type = data_type(t);
-  // FP8 products write bf16, as Transformer Engine's GEMMs do; cuBLASLt runs FP8 only with
-  // A transposed and B not (the "TN" layout), which the caller must have chosen.
+  // FP8 products write bf16, as Transformer Engine's GEMMs do; cuBLASLt runs FP8 on Hopper
+  // only with A transposed and B not (the "TN" layout), which the caller must have chosen;
+  // MXFP8 (Blackwell) in any layout.
   const bool fp8 = t == cuda::ElemType::kFp8E4M3;
-  if (fp8 && (!s.trans_a || s.trans_b)) {
+  const bool mx = fp8 && s.scaling == GemmScaling::kMx1x32;
+  if (fp8 && !mx && (!s.trans_a || s.trans_b)) {
     return Error{"", "", "cuda backend: an FP8 product needs op(A) = A^T and op(B) = B (TN)",
                  ErrorKind::kRuntime};
   }
@@ -115,10 +121,12 @@ Result<std::unique_ptr<LtMatmul>> LtMatmul::plan(cublasLtHandle_t handle, const 
                    ErrorKind::kRuntime};
     }
     // As Transformer Engine's cublas_gemm sets them (common/gemm/cublaslt_gemm.cu).
-    const std::int32_t mode_a = s.scaling == GemmScaling::kBlock128x128
+    const std::int32_t mode_a = mx ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0
+                                : s.scaling == GemmScaling::kBlock128x128
                                     ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
                                     : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    const std::int32_t mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const std::int32_t mode_b =
+        mx ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
     STEPSIM_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
         mm->desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &s.a_scale, sizeof s.a_scale));
     STEPSIM_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(

@@ -32,9 +32,11 @@ struct MatmulShape {
   /// FP8: Transformer Engine's block scaling (GemmOp::scaling), fp32 scales as cuBLASLt 12.9+
   /// takes them: block_128x128 scales A (the weight) per 128x128 block (BLK128x128_32F) and B
   /// per 1x128 tile along k (VEC128_32F); block_1x128 (wgrad) scales both per 1x128 tile.
+  /// mx_1x32 (MXFP8, Blackwell): both operands an E8M0 byte per 32 values along k
+  /// (VEC32_UE8M0), in any layout.
   GemmScaling scaling = GemmScaling::kTensor;
-  const float* a_scale = nullptr;
-  const float* b_scale = nullptr;
+  const void* a_scale = nullptr;  ///< fp32 scales (block), E8M0 bytes (mx_1x32)
+  const void* b_scale = nullptr;
 };
 
 /// Floats of a block-scaled operand's scales, `outer` x `k` stored k-major, for either
@@ -42,6 +44,11 @@ struct MatmulShape {
 /// x ceil(k/128) rounded up to 4, as Transformer Engine pads them), rounded up to 64 floats so
 /// the next operand's scales stay 256-byte aligned.
 std::int64_t block_scale_floats(std::int64_t outer, std::int64_t k);
+
+/// Bytes of an MXFP8 operand's E8M0 scales, `outer` x ceil(k/32) padded to cuBLASLt's 128 x 4
+/// tiles as Transformer Engine pads them, rounded up to 256 bytes so the next operand's scales
+/// stay aligned.
+std::int64_t mx_scale_bytes(std::int64_t outer, std::int64_t k);
 
 /// The element type a GemmOp's dtype is stored in on the device.
 inline cuda::ElemType elem_type_of(DType t) {

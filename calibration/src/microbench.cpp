@@ -1,6 +1,7 @@
 #include "stepsim/calibration/microbench.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <set>
 #include <tuple>
 #include <type_traits>
@@ -71,6 +72,17 @@ void add_p2p(std::vector<BenchPoint>& out, const std::vector<std::int32_t>& node
              const std::vector<std::int64_t>& sizes) {
   for (const auto& [peer, inter] : p2p_peers(node_ids)) {
     for (const std::int64_t bytes : sizes) out.emplace_back(P2PPoint{0, peer, inter, bytes});
+  }
+}
+
+/// `op` (an FP8 GEMM) as Transformer Engine's MXFP8 recipe runs it, in `layouts`.
+void add_mx_twins(std::vector<BenchPoint>& out, GemmOp op,
+                  std::initializer_list<GemmLayout> layouts) {
+  op.fast_accum = false;
+  op.scaling = GemmScaling::kMx1x32;
+  for (const GemmLayout l : layouts) {
+    op.layout = l;
+    out.emplace_back(op);
   }
 }
 
@@ -179,6 +191,10 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
                 out,
                 GemmOp{.m = m, .n = n, .k = k, .dtype = DType::kFp8, .layout = GemmLayout::kTN});
           }
+          if (o.fp8_mx_scaling) {
+            add_mx_twins(out, GemmOp{.m = m, .n = n, .k = k, .dtype = DType::kFp8},
+                         {GemmLayout::kTN, GemmLayout::kNN, GemmLayout::kNT});
+          }
         }
       }
     }
@@ -233,7 +249,7 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
   std::set<std::int64_t> too_large_memory;
   std::int64_t rectangular_attention = 0;
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, GemmScaling>>
-      block_scaled;
+      block_scaled, mx_scaled;
   const auto world = static_cast<std::int32_t>(o.node_ids.size());
   auto visit_op = [&](const Op& op) {
     std::visit(
@@ -284,8 +300,14 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
               }
               if (!o.gpu) shape.layout = GemmLayout::kUnspecified;
               // A backend that cannot run block-scaled FP8 products (the cpu backend, a GPU
-              // before Hopper) measures the shape with per-tensor scales and records it so.
-              if (shape.scaling != GemmScaling::kTensor && !o.fp8_block_scaling) {
+              // before Hopper) measures the shape with per-tensor scales and records it so;
+              // likewise MXFP8 products (but Blackwell), per-tensor in the TN layout.
+              const bool mx = shape.scaling == GemmScaling::kMx1x32;
+              if (mx && !o.fp8_mx_scaling) {
+                mx_scaled.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
+                shape.scaling = GemmScaling::kTensor;
+                if (o.gpu) shape.layout = GemmLayout::kTN;
+              } else if (!mx && shape.scaling != GemmScaling::kTensor && !o.fp8_block_scaling) {
                 block_scaled.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
                 shape.scaling = GemmScaling::kTensor;
               }
@@ -306,6 +328,10 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
                 }
                 compute.emplace_back(twin);
                 if (o.fp8_block_scaling) add_block_scaled_twins(compute, twin);
+                if (o.fp8_mx_scaling && s.m % 32 == 0 && s.n % 32 == 0 && s.k % 32 == 0 &&
+                    s.layout != GemmLayout::kUnspecified) {
+                  add_mx_twins(compute, twin, {s.layout});
+                }
               } else if (o.fp8 && o.fp8_block_scaling && s.dtype == DType::kFp8) {
                 add_block_scaled_twins(compute, shape);
               }
@@ -350,6 +376,12 @@ std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPla
     skipped.push_back(std::to_string(rectangular_attention) +
                       " attention kernels over another block of keys (context parallelism): "
                       "measured as self-attention of their query rows, priced by their FLOPs");
+  }
+  if (!mx_scaled.empty()) {
+    skipped.push_back(std::to_string(mx_scaled.size()) +
+                      " MXFP8 GEMM shapes (fp8_recipe \"mxfp8\"): measured with per-tensor "
+                      "scales in the TN layout (this backend runs no MXFP8 products: the cuda "
+                      "backend does on Blackwell with cuBLASLt 12.8 or newer)");
   }
   if (!block_scaled.empty()) {
     skipped.push_back(std::to_string(block_scaled.size()) +

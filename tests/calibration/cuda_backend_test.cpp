@@ -171,6 +171,40 @@ TEST(CudaBackend, BlockScaledFp8GemmsInBothModes) {
   }
 }
 
+// Transformer Engine's MXFP8 GEMMs (fp8_recipe "mxfp8"): E8M0 scales per 32 values of both
+// operands, in the layouts of 16-bit GEMMs; on Blackwell only (before it, a clear error).
+TEST(CudaBackend, MxFp8GemmsInEachLayoutOnBlackwell) {
+  STEPSIM_SKIP_WITHOUT_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  auto b = cuda_or_skip();
+  ASSERT_NE(b, nullptr);
+  const auto op = [](GemmLayout l, std::int64_t batch) {
+    return GemmOp{.m = 4096,
+                  .n = 4096,
+                  .k = 4096,
+                  .batch = batch,
+                  .dtype = DType::kFp8,
+                  .layout = l,
+                  .scaling = GemmScaling::kMx1x32};
+  };
+  if (prop.major < 10) {
+    EXPECT_FALSE(b->runs_mxfp8());
+    auto t = b->gemm(op(GemmLayout::kNN, 1));
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(format_errors(t.errors()).find("run on Blackwell"), std::string::npos);
+    return;
+  }
+  EXPECT_TRUE(b->runs_mxfp8());
+  for (const GemmLayout l : {GemmLayout::kTN, GemmLayout::kNN, GemmLayout::kNT}) {
+    for (const std::int64_t batch : {1, 2}) {
+      auto t = b->gemm(op(l, batch));
+      ASSERT_TRUE(t.ok()) << to_string(l) << ": " << format_errors(t.errors());
+      EXPECT_GT(t.value(), 0.0);
+    }
+  }
+}
+
 // Calibration times memory-bound kernels in trains of back-to-back launches, as a step runs
 // them: a tiny kernel costs what the host's launches pace it at there (3.5-4.6 us on the
 // H100 of 2026-11-28), not the 7.4 us one kernel between two events shows; a large one costs

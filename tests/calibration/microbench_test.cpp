@@ -382,6 +382,62 @@ TEST(ScenarioPoints, BlockScaledGemmsAreMeasuredAsSuchWhereTheBackendCan) {
   EXPECT_EQ(gemms[1].scaling, GemmScaling::kBlock1x128);
 }
 
+// On Blackwell (Backend::runs_mxfp8) the FP8 grid also runs in MXFP8, in each of the three
+// layouts Transformer Engine's MXFP8 GEMMs take.
+TEST(BenchPlan, GpuFp8GridTwinsEveryGemmInMxfp8WhereTheBackendCan) {
+  BenchPlanOptions o;
+  o.gpu = true;
+  o.quick = true;
+  o.fp8 = true;
+  const std::size_t without = only<GemmOp>(make_bench_plan(o)).size();
+  o.fp8_mx_scaling = true;
+  const auto points = make_bench_plan(o);
+  std::set<std::string> keys;
+  for (const BenchPoint& p : points) keys.insert(point_key(p));
+  EXPECT_EQ(keys.size(), points.size());
+  std::size_t split = 0;
+  std::map<GemmLayout, std::size_t> mx;
+  const auto gemms = only<GemmOp>(points);
+  for (const GemmOp& g : gemms) {
+    if (g.dtype != DType::kFp8 || g.fast_accum) continue;
+    if (g.scaling == GemmScaling::kTensor) ++split;
+    if (g.scaling == GemmScaling::kMx1x32) ++mx[g.layout];
+  }
+  EXPECT_GT(split, 0u);
+  EXPECT_EQ(mx[GemmLayout::kTN], split);
+  EXPECT_EQ(mx[GemmLayout::kNN], split);
+  EXPECT_EQ(mx[GemmLayout::kNT], split);
+  EXPECT_EQ(gemms.size(), without + 3 * split);
+}
+
+// An mxfp8 scenario's GEMMs keep their scaling and layout on Blackwell; elsewhere they are
+// measured per-tensor in the TN layout, and said so.
+TEST(ScenarioPoints, MxGemmsAreMeasuredAsSuchWhereTheBackendCan) {
+  const WorkloadPlan plan =
+      one_chunk({compute_op("fc1_dgrad", GemmOp{.m = 4096,
+                                                .n = 4096,
+                                                .k = 14336,
+                                                .dtype = DType::kFp8,
+                                                .layout = GemmLayout::kNN,
+                                                .scaling = GemmScaling::kMx1x32})});
+  BenchPlanOptions o;
+  o.gpu = true;
+  std::vector<std::string> skipped;
+  auto gemms = only<GemmOp>(scenario_points(plan, o, skipped));
+  ASSERT_EQ(gemms.size(), 1u);
+  EXPECT_EQ(gemms[0].scaling, GemmScaling::kTensor);
+  EXPECT_EQ(gemms[0].layout, GemmLayout::kTN);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("MXFP8 GEMM shapes"), std::string::npos) << skipped[0];
+  o.fp8_mx_scaling = true;
+  skipped.clear();
+  gemms = only<GemmOp>(scenario_points(plan, o, skipped));
+  ASSERT_EQ(gemms.size(), 1u);
+  EXPECT_EQ(gemms[0].scaling, GemmScaling::kMx1x32);
+  EXPECT_EQ(gemms[0].layout, GemmLayout::kNN);
+  EXPECT_TRUE(skipped.empty());
+}
+
 // The CPU backend's Eigen products have no layouts: its grid and a scenario's GEMMs are
 // recorded without one, whatever layout the scenario's op carries.
 TEST(BenchPlan, CpuPlansRecordNoLayout) {

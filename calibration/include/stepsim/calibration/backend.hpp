@@ -72,6 +72,11 @@ class Backend {
   /// does: the cuda backend on Hopper with cuBLASLt 12.9 or newer. Otherwise calibration
   /// measures a block-scaled shape with per-tensor scales and says so.
   virtual bool runs_block_scaled_fp8() const { return false; }
+  /// Runs FP8 GEMMs with Transformer Engine's MXFP8 scaling (GemmScaling::kMx1x32) as the
+  /// GPU does: the cuda backend on Blackwell (compute capability 10.0+) with cuBLASLt 12.8 or
+  /// newer. Otherwise calibration measures an MXFP8 shape with per-tensor scales, TN, and
+  /// says so.
+  virtual bool runs_mxfp8() const { return false; }
   virtual std::int32_t world_rank() const = 0;
   virtual std::int32_t world_size() const = 0;
 

@@ -58,6 +58,11 @@ struct BenchPlanOptions {
   /// GEMMs measured so (Backend::runs_block_scaled_fp8). Without it a scenario's block-scaled
   /// GEMMs are measured with per-tensor scales.
   bool fp8_block_scaling = false;
+  /// With fp8: every GEMM of the grid also measured as Transformer Engine's MXFP8 recipe runs
+  /// it (mx_1x32 in each layout), a scenario's 16-bit GEMMs also in MXFP8 in their layout, and
+  /// a scenario's MXFP8 GEMMs measured so (Backend::runs_mxfp8). Without it a scenario's
+  /// MXFP8 GEMMs are measured with per-tensor scales, TN.
+  bool fp8_mx_scaling = false;
   /// Node id of every world rank (equal ids share a node); its size is the world size.
   std::vector<std::int32_t> node_ids{0};
 };
