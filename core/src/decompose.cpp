@@ -216,14 +216,18 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
     for (std::int32_t l = chunk.first_layer; l < chunk.first_layer + chunk.num_layers; ++l) {
       for (const std::int64_t elements : weights) {
         // FP8 parameters (fp8_param_gather) arrive in FP8: only their transposes are made.
+        // MXFP8 ones arrive in 16 bits and are quantized into both copies
+        // (param_and_grad_buffer.py _post_param_sync: copy_tensors_to_quantized_params).
+        const bool transposed = tc.fp8_param_gather && !x.fp8_mx;
         Op& cast = ops.emplace_back();
-        cast.name = tc.fp8_param_gather ? "fp8_weight_transpose" : "fp8_weight_cast";
+        cast.name = transposed        ? "fp8_weight_transpose"
+                    : x.fp8_mx_params ? "mxfp8_param_quantize"
+                                      : "fp8_weight_cast";
         cast.layer = l;
         cast.phase = Phase::kStep;
         cast.stream = Stream::kCompute;
-        cast.shape = MemoryBoundOp{tc.fp8_param_gather
-                                       ? detail::fp8_weight_transpose_bytes(elements)
-                                       : detail::fp8_weight_cast_bytes(x, elements)};
+        cast.shape = MemoryBoundOp{transposed ? detail::fp8_weight_transpose_bytes(elements)
+                                              : detail::fp8_weight_cast_bytes(x, elements)};
         cast.deps = deps;
       }
     }
@@ -279,8 +283,13 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   std::int64_t experts = 0;
   for (const ChunkPlan& c : stage.chunks) experts += chunk_expert_parameters(w, stage.stage, c.chunk);
   const std::int64_t dense = stage.parameters - experts;
-  // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank.
-  const std::int64_t fp8_params = tc.fp8_param_gather ? fp8_weight_elements(w, stage.stage) : 0;
+  // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank, their master
+  // shards quantized by the optimizer and gathered in 1 byte. MXFP8 parameters are not
+  // (reuse_grad_buf_for_mxfp8_param_ag, distrib_optimizer.py
+  // _copy_main_params_to_param_buffer): every shard is copied in bf16 into the gradient
+  // buffer and gathered there in 16 bits, then quantized (add_fp8_weight_casts).
+  const std::int64_t fp8_params =
+      tc.fp8_param_gather && !x.fp8_mx ? fp8_weight_elements(w, stage.stage) : 0;
   // The optimizers' shards: the distributed optimizer shards the dense parameters over
   // dp * cp and the routed experts' (a second optimizer) over the expert data-parallel group;
   // a shard of a flat bucket holds about its share of the tensors, plus the one cut at its end.

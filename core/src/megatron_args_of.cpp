@@ -205,6 +205,7 @@ std::string megatron_args_of(const Workload& w) {
     out += kRecipes[static_cast<std::size_t>(t.fp8_recipe)];
   }
   if (t.fp8_param_gather) flag("--fp8-param-gather");
+  if (t.reuse_grad_buf_for_mxfp8_param_ag) flag("--reuse-grad-buf-for-mxfp8-param-ag");
   if (t.fp8_amax_history_len != 1) num("--fp8-amax-history-len", t.fp8_amax_history_len);
   if (t.tp_only_amax_red) flag("--tp-only-amax-red");
   if (t.tp_comm_overlap) flag("--tp-comm-overlap");

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -99,6 +100,14 @@ class OpList {
           phase == Phase::kBackwardWeight ? GemmScaling::kBlock1x128 : GemmScaling::kBlock128x128;
     }
     const bool fprop = phase == Phase::kForward || phase == Phase::kRecompute;
+    if (dims_.fp8_mx_params && phase != Phase::kBackwardWeight) {
+      // A primary MXFP8 weight keeps unswizzled scales (base.py _enable_weight_preswizzle:
+      // not for primary FP8 weights): gemm.cpp swizzles the copy fprop or dgrad reads, its
+      // n x k / 32 scales read and written, before every such GEMM.
+      std::string swizzle(name);
+      swizzle += "_weight_swizzle";
+      memory(swizzle, layer, phase, 2 * (n * k / 32));
+    }
     return compute(name, layer, phase,
                    GemmOp{.m = m,
                           .n = n,

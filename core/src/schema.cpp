@@ -797,7 +797,19 @@ const std::array kSchema = {
             .check = "needs fp8 and use_distributed_optimizer",
             .doc = "FP8 parameters: the distributed optimizer all-gathers them in 1 byte and no "
                    "16-bit copy of the linears' weights is kept; the fp32 master shard is "
-                   "quantized into them after the optimizer step (delayed or tensorwise)"},
+                   "quantized into them after the optimizer step (delayed, tensorwise, "
+                   "blockwise); with mxfp8 see reuse_grad_buf_for_mxfp8_param_ag"},
+    KeyInfo{STEPSIM_BOOL("training.reuse_grad_buf_for_mxfp8_param_ag",
+                         training.reuse_grad_buf_for_mxfp8_param_ag),
+            .sweep = Sweep::kListed, .flags = "--reuse-grad-buf-for-mxfp8-param-ag=true",
+            .default_text = "false",
+            .check = "needs fp8_param_gather and fp8_recipe \"mxfp8\" (Megatron-Core: only then); "
+                     "not modelled yet with overlap_param_gather",
+            .doc = "MXFP8 parameters as Megatron-Core keeps them (NeMo's bf16_with_mxfp8_mixed): "
+                   "the optimizer's fp32 shards copied in bf16 into the gradient buffer, "
+                   "all-gathered there in 16 bits, each weight then quantized into its MXFP8 "
+                   "copies (no 16-bit weight kept); TE swizzles such a weight's scales before "
+                   "every GEMM (no pre-swizzle of primary FP8 weights)"},
     KeyInfo{STEPSIM_INT("training.fp8_amax_history_len", training.fp8_amax_history_len),
             .sweep = Sweep::kListed, .flags = "--fp8-amax-history-len", .default_text = "1",
             .check = "> 0; at most 2^24 (stepsim's limit)",
@@ -1096,9 +1108,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "fp8_multi_head_attention", .flag = "--fp8-multi-head-attention"},
     {.dest = "fp4", .flag = "--fp4-format"},
     {.dest = "first_last_layers_bf16", .flag = "--first-last-layers-bf16"},
-    // MXFP8 parameters gathered in 16 bits through the gradient buffer (with
-    // --fp8-param-gather and --fp8-recipe mxfp8, itself not modelled yet)
-    {.dest = "reuse_grad_buf_for_mxfp8_param_ag", .flag = "--reuse-grad-buf-for-mxfp8-param-ag"},
     {.dest = "accumulate_allreduce_grads_in_fp32", .flag = "--accumulate-allreduce-grads-in-fp32"},
     {.dest = "disable_bf16_reduced_precision_matmul",
      .flag = "--disable-bf16-reduced-precision-matmul"},

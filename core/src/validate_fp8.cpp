@@ -82,13 +82,23 @@ void check_mxfp8(const Workload& w, Checker& check) {
                "=true with fp8_recipe \"mxfp8\" is not modelled yet (Transformer Engine's "
                "userbuffers exchange MXFP8 data and scales one copy at a time)");
   }
-  if (t.fp8_param_gather) {
-    // param_and_grad_buffer.py: MXFP8 parameters are gathered through the gradient buffer
-    // (reuse_grad_buf_for_mxfp8_param_ag) and re-quantized after the gather.
+  if (t.fp8_param_gather && !t.reuse_grad_buf_for_mxfp8_param_ag) {
+    // param_and_grad_buffer.py: without the reuse, MXFP8 parameters are remapped into a
+    // persistent parameter buffer (modify_underlying_storage), a path not modelled.
     check.fail("training.fp8_param_gather",
-               "=true with fp8_recipe \"mxfp8\" is not modelled yet (Megatron-Core gathers "
-               "MXFP8 parameters in 16 bits, through the gradient buffer with "
-               "--reuse-grad-buf-for-mxfp8-param-ag, and quantizes them after the gather)");
+               "=true with fp8_recipe \"mxfp8\" is modelled with "
+               "reuse_grad_buf_for_mxfp8_param_ag (Megatron-LM's "
+               "--reuse-grad-buf-for-mxfp8-param-ag, as NeMo's MXFP8 recipes set it) only; "
+               "without it not yet");
+  }
+  if (t.reuse_grad_buf_for_mxfp8_param_ag && t.overlap_param_gather) {
+    // optimizer.py: with the overlap the training loop stages the parameters
+    // (prepare_model_params_for_param_sync) and each bucket is quantized in the forward's
+    // pre-hooks: not modelled.
+    check.fail("training.reuse_grad_buf_for_mxfp8_param_ag",
+               "=true with overlap_param_gather is not modelled yet (NeMo turns the overlap "
+               "off for it: \"Disabling AG overlap because it is not supported with "
+               "reuse_grad_buf_for_mxfp8_param_ag\")");
   }
   // MXFP8Quantizer.is_quantizable: both dims multiples of 32 (MXFP8_BLOCK_SCALING_SIZE);
   // otherwise TE gathers and quantizes another way, not modelled.
@@ -126,6 +136,15 @@ void check_fp8(const Workload& w, Checker& check) {
   if (t.fp8_param_gather && !t.use_distributed_optimizer) {
     // arguments.py: "--fp8-param-gather only supported with distributed optimizer, ..."
     check.fail("training.fp8_param_gather", "=true needs use_distributed_optimizer");
+  }
+  if (t.reuse_grad_buf_for_mxfp8_param_ag &&
+      (!t.fp8_param_gather || !t.fp8_enabled() || t.fp8_recipe != Fp8Recipe::kMxfp8)) {
+    // distributed_data_parallel_config.py: "Reuse grad buffer only when keeping params in
+    // MXFP8." (with fp8_param_gather); its doc: "Should be set to True only when fp8_recipe
+    // is mxfp8 and fp8_param_gather is True" (otherwise the optimizer skips the FP8 cast).
+    check.fail("training.reuse_grad_buf_for_mxfp8_param_ag",
+               "=true needs fp8_param_gather and fp8_recipe \"mxfp8\" (Megatron-Core: \"Reuse "
+               "grad buffer only when keeping params in MXFP8.\")");
   }
   if (t.fp8_amax_history_len > kMaxAmaxHistory) {
     check.fail("training.fp8_amax_history_len",

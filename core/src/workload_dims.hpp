@@ -74,6 +74,8 @@ struct Dims {
   /// column-wise copies from 16 bits, no amaxes; fp8_ops.hpp).
   bool fp8_block = false;
   bool fp8_mx = false;        ///< the block scaling is MXFP8's (1x32 E8M0 scales, Blackwell)
+  /// MXFP8 parameters (fp8_param_gather): TE swizzles their scales before each GEMM.
+  bool fp8_mx_params = false;
   std::int64_t tp_nodes = 1;  ///< nodes a TP group spans
   // TP-communication overlap as Transformer Engine's linears resolve it (tp_overlap_ops.cpp):
   // the AG+GEMM ring exchange (QKV/FC1 fprop, projection/FC2 dgrad), the GEMM+RS pipeline
@@ -275,6 +277,7 @@ inline Dims dims_of(const Workload& w) {
   x.fp8 = tc.fp8_enabled();
   x.fp8_current = x.fp8 && tc.fp8_recipe == Fp8Recipe::kTensorwise;
   x.fp8_mx = x.fp8 && tc.fp8_recipe == Fp8Recipe::kMxfp8;
+  x.fp8_mx_params = x.fp8_mx && tc.fp8_param_gather;
   x.fp8_block = x.fp8_mx || (x.fp8 && tc.fp8_recipe == Fp8Recipe::kBlockwise);
   // layernorm_linear.py / linear.py: every overlap needs sequence parallelism; the bulk
   // overlaps give way to the dgrad GEMM+RS pipeline.

@@ -243,6 +243,7 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
     j.field("fp8", fp8_format_key(t.fp8));
     j.field("fp8_recipe", fp8_recipe_key(t.fp8_recipe));
     j.field("fp8_param_gather", t.fp8_param_gather);
+    if (t.reuse_grad_buf_for_mxfp8_param_ag) j.field("reuse_grad_buf_for_mxfp8_param_ag", true);
     j.field("fp8_amax_history_len", t.fp8_amax_history_len);
   }
   if (t.fwd_layernorm_sm_margin > 0 || t.bwd_layernorm_sm_margin > 0) {
@@ -384,9 +385,11 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
         << " scaling";
     if (t.fp8_recipe == Fp8Recipe::kDelayed) out << ", amax history " << t.fp8_amax_history_len;
     out << ") in the layers' linears"
-        << (t.fp8_param_gather ? ", FP8 parameters (1-byte all-gather)" : "")
-        << "; embedding, attention and output layer "
-        << to_string(t.params_dtype) << "\n";
+        << (!t.fp8_param_gather ? ""
+            : t.fp8_recipe == Fp8Recipe::kMxfp8
+                ? ", MXFP8 parameters (16-bit all-gather through the gradient buffer)"
+                : ", FP8 parameters (1-byte all-gather)")
+        << "; embedding, attention and output layer " << to_string(t.params_dtype) << "\n";
   }
   {
     // The overlaps and SM settings that are on (Megatron's flags, Transformer Engine's

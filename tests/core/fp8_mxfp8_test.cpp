@@ -137,35 +137,106 @@ TEST(Fp8Mxfp8, QuantizeKernelsGathersAndSwizzlesMoveTheirBytes) {
   }
 }
 
+/// The shipped job with 16-bit parameters (no MXFP8 parameter gather).
+Result<Workload> sixteen_bit_params(const std::string& training = "") {
+  return testing::shipped_with(kScenario, training,
+                               {{"\"fp8_param_gather\": true", "\"fp8_param_gather\": false"},
+                                {"\"reuse_grad_buf_for_mxfp8_param_ag\": true",
+                                 "\"reuse_grad_buf_for_mxfp8_param_ag\": false"}});
+}
+
+constexpr std::int64_t kH = 4096, kQkv = 4096 + 2 * 8 * 128, kFc1 = 2 * 14336, kFfn = 14336;
+constexpr std::int64_t kLayerWeights = kQkv * kH + kH * kH + kFc1 * kH + kH * kFfn;
+
+/// Read 16 bits, write two FP8 copies and their scales: (2 + 2) n + 2 n / 32.
+bool is_weight_quantize(std::int64_t bytes) {
+  for (const std::int64_t n : {kQkv * kH, kH * kH, kFc1 * kH, kH * kFfn}) {
+    if (bytes == n * 4 + 2 * (n / 32)) return true;
+  }
+  return false;
+}
+
 TEST(Fp8Mxfp8, WeightsAreQuantizedWithBothCopiesAndKeptWithTheirScales) {
-  const auto mx = testing::shipped_with(kScenario, "");
-  const auto bf16 = testing::shipped_with(
-      kScenario, "",
-      {{"\"fp8\": \"hybrid\",", ""}, {"\"fp8_recipe\": \"mxfp8\"", "\"fp8_recipe\": \"delayed\""}});
+  const auto mx = sixteen_bit_params();
+  const auto bf16 =
+      testing::shipped_with(kScenario, "",
+                            {{"\"fp8\": \"hybrid\"", "\"fp8\": null"},
+                             {"\"fp8_param_gather\": true", "\"fp8_param_gather\": false"},
+                             {"\"reuse_grad_buf_for_mxfp8_param_ag\": true",
+                              "\"reuse_grad_buf_for_mxfp8_param_ag\": false"}});
   ASSERT_TRUE(mx.ok()) << format_errors(mx.errors());
   ASSERT_TRUE(bf16.ok()) << format_errors(bf16.errors());
-  const std::int64_t h = 4096, qkv = 4096 + 2 * 8 * 128, fc1 = 2 * 14336, ffn = 14336;
-  const std::int64_t per_layer = qkv * h + h * h + fc1 * h + h * ffn;
-  const auto plan = decompose(*mx);
-  std::int64_t casts = 0;
-  for (const Op& op : plan.stages[0].step_ops) {
+  int casts = 0;
+  const auto mx_plan = decompose(*mx);
+  for (const Op& op : mx_plan.stages[0].step_ops) {
     if (op.name != "fp8_weight_cast" || op.layer != 0) continue;
     ++casts;
+    EXPECT_TRUE(is_weight_quantize(bytes_of_op(op))) << bytes_of_op(op);
   }
   EXPECT_EQ(casts, 4);
-  for (const Op& op : plan.stages[0].step_ops) {
-    if (op.name == "fp8_weight_cast" && op.layer == 0) {
-      const std::int64_t n = bytes_of_op(op);
-      // Read 16 bits, write two FP8 copies and their scales: (2 + 2) n + 2 n / 32.
-      EXPECT_TRUE(n == qkv * h * 4 + 2 * (qkv * h / 32) || n == h * h * 4 + 2 * (h * h / 32) ||
-                  n == fc1 * h * 4 + 2 * (fc1 * h / 32) || n == h * ffn * 4 + 2 * (h * ffn / 32))
-          << n;
-    }
-  }
-  const std::int64_t weights = 32 * per_layer;
+  // The 16-bit weights stay; the MXFP8 copies and their scales come on top.
+  const std::int64_t weights = 32 * kLayerWeights;
   const StageMemory m = analytic_memory(*mx)[0];
   const StageMemory b = analytic_memory(*bf16)[0];
   EXPECT_EQ(m.weights_bytes - b.weights_bytes, 2 * weights + 2 * (weights / 32));
+}
+
+TEST(Fp8Mxfp8, ParametersAreGatheredIn16BitsThenQuantizedAndSwizzledBeforeEachGemm) {
+  const auto params = testing::shipped_with(kScenario, "");
+  const auto plain = sixteen_bit_params();
+  ASSERT_TRUE(params.ok()) << format_errors(params.errors());
+  ASSERT_TRUE(plain.ok()) << format_errors(plain.errors());
+  const auto plan = decompose(*params);
+  const StagePlan& stage = plan.stages[0];
+  // The optimizer quantizes nothing (its shards go to the gradient buffer in bf16) and the
+  // gather moves every parameter in 16 bits, as without FP8 parameters.
+  std::int64_t gathered = -1, plain_gathered = -2;
+  std::size_t gather_at = 0;
+  for (std::size_t i = 0; i < stage.step_ops.size(); ++i) {
+    const Op& op = stage.step_ops[i];
+    EXPECT_FALSE(op.name.starts_with("fp8_param")) << op.name;
+    if (op.name == "dp_param_all_gather") {
+      gathered = bytes_of_op(op);
+      gather_at = i;
+    }
+  }
+  const auto plain_plan = decompose(*plain);
+  for (const Op& op : plain_plan.stages[0].step_ops) {
+    if (op.name == "dp_param_all_gather") plain_gathered = bytes_of_op(op);
+  }
+  EXPECT_EQ(gathered, plain_gathered);
+  EXPECT_EQ(gathered, stage.parameters * 2);
+  // After the gather every MXFP8 weight is quantized into its two copies, once a step.
+  int quantized = 0;
+  for (std::size_t i = 0; i < stage.step_ops.size(); ++i) {
+    const Op& op = stage.step_ops[i];
+    if (op.name != "mxfp8_param_quantize") continue;
+    ++quantized;
+    EXPECT_GT(i, gather_at);
+    EXPECT_TRUE(is_weight_quantize(bytes_of_op(op))) << bytes_of_op(op);
+  }
+  EXPECT_EQ(quantized, 32 * 4);
+  // Every fprop and dgrad swizzles its weight's scales first (2 bytes per 32 weights), wgrad
+  // reads no weight.
+  const ChunkPlan& c = stage.chunks[0];
+  const std::size_t swizzle = index_of(c.forward, "qkv_gemm_weight_swizzle");
+  EXPECT_EQ(bytes_of_op(c.forward[swizzle]), 2 * (kQkv * kH / 32));
+  EXPECT_EQ(c.forward[swizzle + 1].name, "qkv_gemm");
+  EXPECT_EQ(bytes_of_op(c.backward[index_of(c.backward, "fc2_dgrad_weight_swizzle")]),
+            2 * (kH * kFfn / 32));
+  int swizzles = 0;
+  for (const auto* list : {&c.forward, &c.backward}) {
+    for (const Op& op : *list) {
+      if (op.name.ends_with("_weight_swizzle")) ++swizzles;
+      EXPECT_EQ(op.name.find("wgrad_weight_swizzle"), std::string::npos) << op.name;
+    }
+  }
+  EXPECT_EQ(swizzles, 32 * 4 * 2);
+  // No 16-bit copy of the MXFP8 weights: they hold 2 + 1/16 bytes per element instead of
+  // 2 + 2 + 1/16.
+  const std::int64_t weights = 32 * kLayerWeights;
+  EXPECT_EQ(analytic_memory(*plain)[0].weights_bytes - analytic_memory(*params)[0].weights_bytes,
+            2 * weights);
 }
 
 std::string errors_of(const Result<Workload>& w) {
@@ -189,11 +260,24 @@ TEST(Fp8Mxfp8, RunsOnBlackwellOnlyAndTheHopperRecipesNotThere) {
 
 TEST(Fp8Mxfp8, WhatIsNotModelledYetIsAnError) {
   const std::string params =
-      errors_of(testing::shipped_with(kScenario, R"("fp8_param_gather": true)"));
-  EXPECT_NE(params.find("training.fp8_param_gather=true with fp8_recipe \"mxfp8\" is not "
-                        "modelled yet"),
+      errors_of(testing::shipped_with(kScenario, "",
+                                      {{"\"reuse_grad_buf_for_mxfp8_param_ag\": true",
+                                        "\"reuse_grad_buf_for_mxfp8_param_ag\": false"}}));
+  EXPECT_NE(params.find("training.fp8_param_gather=true with fp8_recipe \"mxfp8\" is modelled "
+                        "with reuse_grad_buf_for_mxfp8_param_ag"),
             std::string::npos)
       << params;
+  const std::string overlap = errors_of(testing::shipped_with(
+      kScenario, "", {{"\"overlap_param_gather\": false", "\"overlap_param_gather\": true"}}));
+  EXPECT_NE(overlap.find("training.reuse_grad_buf_for_mxfp8_param_ag=true with "
+                         "overlap_param_gather is not modelled yet"),
+            std::string::npos)
+      << overlap;
+  // Megatron-Core's own rule: the reuse only with MXFP8 parameters.
+  const std::string reuse = errors_of(testing::shipped_with(
+      kScenario, "", {{"\"fp8_param_gather\": true", "\"fp8_param_gather\": false"}}));
+  EXPECT_NE(reuse.find("Reuse grad buffer only when keeping params in MXFP8."), std::string::npos)
+      << reuse;
   const std::string ub = errors_of(tp2(8192, R"("tp_comm_overlap": true)"));
   EXPECT_NE(ub.find("training.tp_comm_overlap=true with fp8_recipe \"mxfp8\""), std::string::npos)
       << ub;

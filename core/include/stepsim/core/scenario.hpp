@@ -276,6 +276,9 @@ struct TrainingConfig {
   /// The distributed optimizer all-gathers FP8 parameters (1 byte each) and the model keeps
   /// no 16-bit copy of the FP8 weights.
   bool fp8_param_gather = false;
+  /// Megatron-Core's --reuse-grad-buf-for-mxfp8-param-ag: MXFP8 parameters all-gathered in
+  /// 16 bits through the gradient buffer, then quantized (with fp8_param_gather and mxfp8).
+  bool reuse_grad_buf_for_mxfp8_param_ag = false;
   std::int64_t fp8_amax_history_len = 1;  ///< delayed scaling's amax history per FP8 tensor
   /// Megatron's --tp-only-amax-red: delayed scaling reduces the amaxes over the tensor (and
   /// context) parallel group only, not over the data-parallel ranks too.
