@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_ops.hpp"
 #include "shipped_scenario.hpp"
 #include "stepsim/core/calibrated_cost_model.hpp"
 #include "stepsim/core/cost_model.hpp"
@@ -32,31 +33,9 @@ Result<Workload> llama(const std::string& training, int seq = 8192) {
 
 constexpr const char* kBlockwise = R"("fp8": "e4m3", "fp8_recipe": "blockwise")";
 
-/// The first op named `name` in layer 1, and the one after it.
-std::size_t index_of(const std::vector<Op>& ops, std::string_view name) {
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].name == name && ops[i].layer == 1) return i;
-  }
-  ADD_FAILURE() << "no op " << name;
-  return 0;
-}
-
-std::int64_t bytes_of_op(const Op& op) {
-  if (const auto* m = std::get_if<MemoryBoundOp>(&op.shape)) return m->bytes;
-  if (const auto* c = std::get_if<CollectiveOp>(&op.shape)) return c->bytes;
-  ADD_FAILURE() << op.name << " moves no bytes";
-  return 0;
-}
-
-/// The first tensor-parallel all-gather at or after `from`.
-const Op& gather_after(const std::vector<Op>& ops, std::size_t from) {
-  for (std::size_t i = from; i < ops.size(); ++i) {
-    if (ops[i].name == "tp_all_gather") return ops[i];
-  }
-  ADD_FAILURE() << "no all-gather after " << ops[from].name;
-  static const Op none;
-  return none;
-}
+using testing::bytes_of_op;
+using testing::gather_after;
+using testing::index_of;
 
 TEST(Fp8Blockwise, GemmsAreBlockScaledAsTransformerEngineRunsThem) {
   const auto w = llama(kBlockwise);
@@ -144,28 +123,8 @@ TEST(Fp8Blockwise, AShardNotOf128MultiplesIsGatheredIn16Bits) {
   for (const Op& op : c.backward) EXPECT_NE(op.name, "qkv_input_swap_bwd");
 }
 
-/// A measured profile of `gemm` samples (and two memory-bound ones, which a fit needs).
-std::shared_ptr<Profile> gemm_profile(std::vector<GemmSample> gemm) {
-  auto p = std::make_shared<Profile>();
-  p->format_version = 1;
-  p->machine = "test";
-  p->backend = "cuda";
-  p->source = "measured";
-  p->gemm = std::move(gemm);
-  p->memory = {MemorySample{1 << 20, 1e-6, ""}, MemorySample{1 << 30, 4e-4, ""}};
-  fit_profile(*p);
-  return p;
-}
-
-/// A per-tensor, split-accumulating FP8 sample of 4096^3 in 100 us.
-const GemmSample kFp8Sample{.m = 4096,
-                            .n = 4096,
-                            .k = 4096,
-                            .batch = 1,
-                            .dtype = DType::kFp8,
-                            .seconds = 1.0e-4,
-                            .citation = "",
-                            .layout = GemmLayout::kTN};
+using testing::gemm_profile;
+using testing::kFp8Sample;
 
 TEST(Fp8Blockwise, BlockScaledGemmsArePricedFromTheirOwnSamples) {
   const GemmSample tensor = kFp8Sample;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_ops.hpp"
 #include "shipped_scenario.hpp"
 #include "stepsim/core/calibrated_cost_model.hpp"
 #include "stepsim/core/decompose.hpp"
@@ -32,29 +33,9 @@ Result<Workload> tp2(int seq = 8192, const std::string& training = "") {
        {"\"seq_length\": 8192", "\"seq_length\": " + std::to_string(seq)}});
 }
 
-std::size_t index_of(const std::vector<Op>& ops, std::string_view name) {
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].name == name && ops[i].layer == 1) return i;
-  }
-  ADD_FAILURE() << "no op " << name;
-  return 0;
-}
-
-std::int64_t bytes_of_op(const Op& op) {
-  if (const auto* m = std::get_if<MemoryBoundOp>(&op.shape)) return m->bytes;
-  if (const auto* c = std::get_if<CollectiveOp>(&op.shape)) return c->bytes;
-  ADD_FAILURE() << op.name << " moves no bytes";
-  return 0;
-}
-
-const Op& gather_after(const std::vector<Op>& ops, std::size_t from) {
-  for (std::size_t i = from; i < ops.size(); ++i) {
-    if (ops[i].name == "tp_all_gather") return ops[i];
-  }
-  ADD_FAILURE() << "no all-gather after " << ops[from].name;
-  static const Op none;
-  return none;
-}
+using testing::bytes_of_op;
+using testing::gather_after;
+using testing::index_of;
 
 bool has_op(const ChunkPlan& c, std::string_view name) {
   for (const auto* list : {&c.forward, &c.backward}) {
@@ -288,26 +269,12 @@ TEST(Fp8Mxfp8, WhatIsNotModelledYetIsAnError) {
 }
 
 TEST(Fp8Mxfp8, MxGemmsArePricedFromTheirOwnSamples) {
-  auto p = std::make_shared<Profile>();
-  p->format_version = 1;
-  p->machine = "test";
-  p->backend = "cuda";
-  p->source = "measured";
-  const GemmSample tensor{.m = 4096,
-                          .n = 4096,
-                          .k = 4096,
-                          .batch = 1,
-                          .dtype = DType::kFp8,
-                          .seconds = 1.0e-4,
-                          .citation = "",
-                          .layout = GemmLayout::kTN};
+  const GemmSample tensor = testing::kFp8Sample;
   GemmSample mx = tensor;
   mx.scaling = GemmScaling::kMx1x32;
   mx.layout = GemmLayout::kNN;
   mx.seconds = 1.1e-4;
-  p->gemm = {tensor, mx};
-  p->memory = {MemorySample{1 << 20, 1e-6, ""}, MemorySample{1 << 30, 4e-4, ""}};
-  fit_profile(*p);
+  const auto p = testing::gemm_profile({tensor, mx});
   const auto w = testing::shipped_with(kScenario, "");
   ASSERT_TRUE(w.ok()) << format_errors(w.errors());
   const CalibratedCostModel m(p, "test", w->system);
@@ -320,9 +287,7 @@ TEST(Fp8Mxfp8, MxGemmsArePricedFromTheirOwnSamples) {
   EXPECT_EQ(m.gemm_s(op), 1.1e-4);
   EXPECT_TRUE(m.warnings().empty());
   // Without MXFP8 samples: the per-tensor (TN) price, said.
-  p->gemm = {tensor};
-  fit_profile(*p);
-  const CalibratedCostModel without(p, "test", w->system);
+  const CalibratedCostModel without(testing::gemm_profile({tensor}), "test", w->system);
   EXPECT_EQ(without.gemm_s(op), 1.0e-4);
   ASSERT_EQ(without.warnings().size(), 1u);
   EXPECT_NE(without.warnings()[0].find("no MXFP8 GEMM samples"), std::string::npos)
