@@ -114,14 +114,21 @@ void check_mxfp8(const Workload& w, Checker& check) {
                    ") is not modelled yet: MXFP8 quantizes 32-row blocks (MXFP8Quantizer."
                    "is_quantizable), a multiple of 32 is");
   }
+  // The widths of the linears' inputs and outputs on a rank: hidden, FFN, attention output
+  // (heads x head dim) and QKV (heads and both KV groups).
   const std::int64_t ffn = m.ffn_hidden_size / tp;
-  if (m.hidden_size % 32 != 0 || ffn % 32 != 0) {
+  const std::int64_t heads = std::max<std::int64_t>(1, m.num_attention_heads);
+  const std::int64_t d = m.kv_channels > 0 ? m.kv_channels : m.hidden_size / heads;
+  const std::int64_t groups = m.num_query_groups > 0 ? m.num_query_groups : heads;
+  const std::int64_t attn = heads * d / tp;
+  const std::int64_t qkv = (heads + 2 * groups) * d / tp;
+  if (m.hidden_size % 32 != 0 || ffn % 32 != 0 || attn % 32 != 0 || qkv % 32 != 0) {
     check.fail("model.hidden_size",
-               "=" + str(m.hidden_size) +
-                   " (ffn_hidden_size / tensor_model_parallel_size = " + str(ffn) +
+               "=" + str(m.hidden_size) + " (per tensor-parallel rank: ffn " + str(ffn) +
+                   ", attention " + str(attn) + ", QKV " + str(qkv) +
                    ") with fp8_recipe \"mxfp8\" is not modelled yet: MXFP8 scales 32 "
-                   "consecutive values of a row (MXFP8Quantizer.is_quantizable), both must be "
-                   "multiples of 32");
+                   "consecutive values of a row (MXFP8Quantizer.is_quantizable), every width "
+                   "must be a multiple of 32");
   }
 }
 
