@@ -782,8 +782,9 @@ const std::array kSchema = {
                      "\"blockwise\" are modelled on Hopper (below system.compute_capability "
                      "100; \"blockwise\" without tp_comm_overlap), \"mxfp8\" on Blackwell "
                      "(Transformer Engine's check_mxfp8_support: compute capability 10.0+) "
-                     "without tp_comm_overlap or fp8_param_gather, with tokens per rank and "
-                     "hidden and ffn widths per rank multiples of 32",
+                     "without tp_comm_overlap, fp8_param_gather only with "
+                     "reuse_grad_buf_for_mxfp8_param_ag, tokens per rank and every linear's "
+                     "widths per rank (hidden, ffn, attention, QKV) multiples of 32",
             .doc = "FP8 scaling: delayed (amax history, one amax all-reduce per forward and "
                    "backward of a model chunk), per-tensor current scaling (tensorwise), "
                    "blockwise (Transformer Engine's Float8BlockScaling: 1x128 tiles of "
