@@ -745,16 +745,17 @@ const std::array kSchema = {
             .doc = "transformer layers of the last pipeline rank (uneven stages)"},
     KeyInfo{STEPSIM_BOOL("training.account_for_embedding_in_pipeline_split",
                          training.account_for_embedding_in_pipeline_split),
-            .sweep = Sweep::kListed, .flags = "--account-for-embedding-in-pipeline-split=true",
-            .default_text = "false",
+            .sweep = Sweep::kAuto, .autoable = true,
+            .flags = "--account-for-embedding-in-pipeline-split=true", .default_text = "false",
             .check = "num_layers + 1 divisible by pipeline_model_parallel_size (and the virtual "
                      "stages); not with decoder_first/last_pipeline_num_layers",
             .doc = "the embedding counts as one layer in the split: the first virtual stage "
                    "builds one transformer layer fewer"},
     KeyInfo{STEPSIM_BOOL("training.account_for_loss_in_pipeline_split",
                          training.account_for_loss_in_pipeline_split),
-            .sweep = Sweep::kListed, .flags = "--account-for-loss-in-pipeline-split=true",
-            .default_text = "false", .check = "as account_for_embedding_in_pipeline_split",
+            .sweep = Sweep::kAuto, .autoable = true,
+            .flags = "--account-for-loss-in-pipeline-split=true", .default_text = "false",
+            .check = "as account_for_embedding_in_pipeline_split",
             .doc = "the loss counts as one layer in the split: the last virtual stage builds "
                    "one transformer layer fewer"},
     KeyInfo{.key = "training.pipeline_model_parallel_layout",
@@ -768,14 +769,14 @@ const std::array kSchema = {
             .doc = "every stage's layers, virtual stage by virtual stage (Megatron's layout "
                    "string); sets the virtual stages"},
     KeyInfo{STEPSIM_ENUM("training.fp8", training.fp8, Fp8Format), .choices = kFp8Format,
-            .null_choice = true, .sweep = Sweep::kListed, .flags = "--fp8-format",
+            .null_choice = true, .sweep = Sweep::kAuto, .autoable = true, .flags = "--fp8-format",
             .default_text = "null (no FP8)",
             .check = "\"e4m3\", \"hybrid\" or null; the system has a peak_flops_fp8",
             .doc = "FP8 GEMMs in the transformer layers' linears (Transformer Engine): e4m3 "
                    "everywhere, or hybrid (E5M2 gradients); embedding, attention and output "
                    "layer stay 16-bit"},
     KeyInfo{STEPSIM_ENUM("training.fp8_recipe", training.fp8_recipe, Fp8Recipe),
-            .choices = kFp8Recipe, .sweep = Sweep::kListed, .flags = "--fp8-recipe",
+            .choices = kFp8Recipe, .sweep = Sweep::kAuto, .autoable = true, .flags = "--fp8-recipe",
             .default_text = "\"delayed\"",
             .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; "
                      "\"custom\" is not modelled yet; \"delayed\", \"tensorwise\" and "
@@ -794,16 +795,16 @@ const std::array kSchema = {
                    "copies of every tensor, no amaxes, GEMMs in the 16-bit layouts priced "
                    "from the profile's mx_1x32 samples)"},
     KeyInfo{STEPSIM_BOOL("training.fp8_param_gather", training.fp8_param_gather),
-            .sweep = Sweep::kListed, .flags = "--fp8-param-gather=true", .default_text = "false",
-            .check = "needs fp8 and use_distributed_optimizer",
+            .sweep = Sweep::kAuto, .autoable = true, .flags = "--fp8-param-gather=true",
+            .default_text = "false", .check = "needs fp8 and use_distributed_optimizer",
             .doc = "FP8 parameters: the distributed optimizer all-gathers them in 1 byte and no "
                    "16-bit copy of the linears' weights is kept; the fp32 master shard is "
                    "quantized into them after the optimizer step (delayed, tensorwise, "
                    "blockwise); with mxfp8 see reuse_grad_buf_for_mxfp8_param_ag"},
     KeyInfo{STEPSIM_BOOL("training.reuse_grad_buf_for_mxfp8_param_ag",
                          training.reuse_grad_buf_for_mxfp8_param_ag),
-            .sweep = Sweep::kListed, .flags = "--reuse-grad-buf-for-mxfp8-param-ag=true",
-            .default_text = "false",
+            .sweep = Sweep::kAuto, .autoable = true,
+            .flags = "--reuse-grad-buf-for-mxfp8-param-ag=true", .default_text = "false",
             .check = "needs fp8_param_gather and fp8_recipe \"mxfp8\" (Megatron-Core: only then); "
                      "not modelled yet with overlap_param_gather",
             .doc = "MXFP8 parameters as Megatron-Core keeps them (NeMo's bf16_with_mxfp8_mixed): "

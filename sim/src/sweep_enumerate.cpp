@@ -69,6 +69,14 @@ bool first_or_last_given(const TrainingConfig& t) {
   return t.decoder_first_pipeline_num_layers > 0 || t.decoder_last_pipeline_num_layers > 0;
 }
 
+/// Whether a later axis may count the embedding or the loss as a layer in the even split, so
+/// that the layers a pipeline rank holds are not known yet at the pipeline and virtual-stage
+/// axes above it.
+bool counted_layers_swept(const SweepSpec& spec) {
+  return swept(spec, knob("training.account_for_embedding_in_pipeline_split")) ||
+         swept(spec, knob("training.account_for_loss_in_pipeline_split"));
+}
+
 /// A layout's stage count (0 without one, or for a layout that does not parse).
 std::int64_t layout_stages(const TrainingConfig& t) {
   if (t.pipeline_model_parallel_layout.empty()) return 0;
@@ -208,10 +216,15 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
     if (tp <= 0 || cp <= 0 || t.world_size % (tp * cp) != 0) return {};
     // Uneven stages: first/last sizes leave any p > 1 to the rules; a layout fixes p x v.
     const std::int64_t stages = layout_stages(t);
+    const std::int64_t layers = m.num_layers;
+    const bool accounted = counted_layers_swept(spec) && !first_or_last_given(t);
     for (std::int64_t d : divisors(t.world_size / (tp * cp))) {
+      // With the embedding or loss counted on a later axis, num_layers + 0, 1 or 2 may split.
       const bool fits = stages > 0               ? stages % d == 0
                         : first_or_last_given(t) ? d > 1
-                                                 : counted_layers(t, m) % d == 0;
+                        : accounted
+                            ? layers % d == 0 || (layers + 1) % d == 0 || (layers + 2) % d == 0
+                            : counted_layers(t, m) % d == 0;
       if (fits) out.push_back(d);
     }
     return integers(out);
@@ -223,13 +236,26 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
     // A layout sets v; first/last sizes take v, never layers per virtual stage.
     if (!t.pipeline_model_parallel_layout.empty()) return {integer(as_size ? 1 : 0)};
     if (!as_size && first_or_last_given(t)) return {integer(0)};
-    if (stage_layers <= 0) return {};
+    // The layers a rank may hold: this split's, or with the embedding or loss counted on a
+    // later axis, each split of num_layers + 0, 1 or 2 that pp divides.
+    std::vector<std::int64_t> per_rank;
+    if (counted_layers_swept(spec) && !first_or_last_given(t) && pp > 0) {
+      for (std::int64_t extra = 0; extra <= 2; ++extra) {
+        if ((m.num_layers + extra) % pp == 0) per_rank.push_back((m.num_layers + extra) / pp);
+      }
+    } else if (stage_layers > 0) {
+      per_rank.push_back(stage_layers);
+    }
+    if (per_rank.empty()) return {};
     if (pp == 1) return {integer(as_size ? 1 : 0)};
     std::vector<std::int64_t> out;
-    for (std::int64_t d : divisors(stage_layers)) {
-      out.push_back(as_size ? d : (d == 1 ? 0 : stage_layers / d));
+    for (const std::int64_t layers : per_rank) {
+      for (std::int64_t d : divisors(layers)) {
+        const std::int64_t value = as_size ? d : (d == 1 ? 0 : layers / d);
+        if (std::find(out.begin(), out.end(), value) == out.end()) out.push_back(value);
+      }
     }
-    if (!as_size) std::sort(out.begin(), out.end());
+    std::sort(out.begin(), out.end());
     return integers(out);
   }
   if (key == "training.sequence_parallel") return booleans(tp > 1);
@@ -279,6 +305,56 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
       if (mb % n == 0 || mb % n >= pp) out.push_back(n);
     }
     return integers(out);
+  }
+  // The even split with the embedding or the loss counted as a layer (Megatron-LM's
+  // --account-for-*-in-pipeline-split): not beside first/last stage sizes or a layout, and
+  // only where the counted layers still divide over the pipeline (and its virtual stages).
+  if (key == "training.account_for_embedding_in_pipeline_split" ||
+      key == "training.account_for_loss_in_pipeline_split") {
+    const bool embedding = key == "training.account_for_embedding_in_pipeline_split";
+    const bool current = embedding ? t.account_for_embedding_in_pipeline_split
+                                   : t.account_for_loss_in_pipeline_split;
+    if (first_or_last_given(t) || !t.pipeline_model_parallel_layout.empty() || pp <= 0) {
+      return {integer(0)};
+    }
+    // The embedding's axis comes first: the loss, when swept after it, may still add a layer.
+    const bool loss_later = embedding &&
+                            swept(spec, knob("training.account_for_loss_in_pipeline_split")) &&
+                            !t.account_for_loss_in_pipeline_split;
+    const std::int64_t vs = std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
+    const auto splits = [&](std::int64_t counted) {
+      return counted % pp == 0 && (counted / pp) % vs == 0;
+    };
+    std::vector<std::int64_t> out;
+    for (const std::int64_t on : {0, 1}) {
+      const std::int64_t counted = counted_layers(t, m) - (current ? 1 : 0) + on;
+      if (splits(counted) || (loss_later && splits(counted + 1))) out.push_back(on);
+    }
+    return integers(out);
+  }
+  // FP8 (validate_fp8.cpp): none, or both formats where the GPU has FP8 tensor cores; the
+  // recipes its compute capability runs (10.0+: MXFP8; below, or not given: the Hopper ones);
+  // FP8 parameters with the distributed optimizer, MXFP8 ones through the gradient buffer.
+  if (key == "training.fp8") {
+    if (w.system.peak_flops_fp8 <= 0) return {integer(0)};
+    return integers({static_cast<std::int64_t>(Fp8Format::kNone),
+                     static_cast<std::int64_t>(Fp8Format::kE4m3),
+                     static_cast<std::int64_t>(Fp8Format::kHybrid)});
+  }
+  if (key == "training.fp8_recipe") {
+    if (!t.fp8_enabled()) return {integer(static_cast<std::int64_t>(t.fp8_recipe))};
+    if (w.system.compute_capability >= 100) {
+      return {integer(static_cast<std::int64_t>(Fp8Recipe::kMxfp8))};
+    }
+    return integers({static_cast<std::int64_t>(Fp8Recipe::kDelayed),
+                     static_cast<std::int64_t>(Fp8Recipe::kTensorwise),
+                     static_cast<std::int64_t>(Fp8Recipe::kBlockwise)});
+  }
+  if (key == "training.fp8_param_gather") {
+    return booleans(t.fp8_enabled() && t.use_distributed_optimizer);
+  }
+  if (key == "training.reuse_grad_buf_for_mxfp8_param_ag") {
+    return booleans(t.fp8_param_gather && t.fp8_recipe == Fp8Recipe::kMxfp8);
   }
   // Megatron's validate_args (megatron/training/arguments.py): "Tensor parallel
   // communication/GEMM overlap can happen only when sequence parallelism is enabled".

@@ -141,6 +141,65 @@ TEST(SweepEnumerate, AutoTpCommOverlapOnlyWithSequenceParallelism) {
   EXPECT_EQ(overlapped, 1);
 }
 
+TEST(SweepEnumerate, AutoFp8OffersWhatTheGpuRuns) {
+  // A100: no FP8 tensor cores, FP8 off only. H100 (compute capability 9.0): off, or e4m3 and
+  // hybrid with each Hopper recipe (delayed, tensorwise, blockwise): 1 + 2 x 3. B200 (10.0):
+  // off, or either format with MXFP8: 1 + 2. FP8 parameters need the distributed optimizer,
+  // off here: only false. Every configuration is valid.
+  const SweepSpec spec = must(small_sweep(R"({"system": ["systems/dgx-a100-80gb.json",
+      "systems/dgx-h100-80gb.json", "systems/dgx-b200.json"], "training.fp8": "auto",
+      "training.fp8_recipe": "auto", "training.fp8_param_gather": "auto",
+      "training.reuse_grad_buf_for_mxfp8_param_ag": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(spec), 1 + 7 + 3);
+  std::set<std::tuple<std::int64_t, int, int>> seen;
+  for (sim::SweepConfig c : all_configs(spec)) {
+    const TrainingConfig& t = c.workload.training;
+    const std::int64_t cc = c.workload.system.compute_capability;
+    EXPECT_TRUE(finalize_workload(c.workload, "test-sweep.json").empty())
+        << c.workload.system.name << " " << static_cast<int>(t.fp8_recipe);
+    if (t.fp8_enabled()) {
+      EXPECT_EQ(t.fp8_recipe == Fp8Recipe::kMxfp8, cc >= 100);
+    }
+    seen.insert({cc, static_cast<int>(t.fp8), static_cast<int>(t.fp8_recipe)});
+  }
+  EXPECT_EQ(seen.size(), 11u);
+  // With the distributed optimizer: FP8 parameters too, and MXFP8 ones through the gradient
+  // buffer (the reuse false with them is cut by validation, not by the enumeration): B200
+  // off 1, then per format: no gather 1 + gather with the reuse off or on 2.
+  const SweepSpec distopt = must(small_sweep(R"({"system": ["systems/dgx-b200.json"],
+      "training.use_distributed_optimizer": [true], "training.fp8": "auto",
+      "training.fp8_recipe": "auto", "training.fp8_param_gather": "auto",
+      "training.reuse_grad_buf_for_mxfp8_param_ag": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(distopt), 1 + 2 * 3);
+  int valid = 0;
+  for (sim::SweepConfig c : all_configs(distopt)) {
+    if (finalize_workload(c.workload, "test-sweep.json").empty()) ++valid;
+  }
+  EXPECT_EQ(valid, 1 + 2 * 2);
+}
+
+TEST(SweepEnumerate, AutoAccountForEmbeddingAndLossKeepTheSplitEven) {
+  // 4 layers on 8 GPUs: p divides 8 and one of 4, 5 or 6 counted layers (the embedding, the
+  // loss, both or neither counted): 1, 2 or 4. p 1 splits any; p 2 splits 4 or 6 (both or
+  // neither: the embedding's axis looks ahead to the loss's); p 4 only 4.
+  const SweepSpec spec = must(small_sweep(R"({"training.pipeline_model_parallel_size": "auto",
+      "training.account_for_embedding_in_pipeline_split": "auto",
+      "training.account_for_loss_in_pipeline_split": "auto"})"));
+  int valid = 0;
+  std::set<std::tuple<std::int64_t, bool, bool>> seen;
+  for (sim::SweepConfig c : all_configs(spec)) {
+    const TrainingConfig& t = c.workload.training;
+    seen.insert({t.pipeline_model_parallel_size, t.account_for_embedding_in_pipeline_split,
+                 t.account_for_loss_in_pipeline_split});
+    if (finalize_workload(c.workload, "test-sweep.json").empty()) ++valid;
+  }
+  const std::set<std::tuple<std::int64_t, bool, bool>> want = {
+      {1, false, false}, {1, false, true}, {1, true, false}, {1, true, true},
+      {2, false, false}, {2, true, true},  {4, false, false}};
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(valid, static_cast<int>(want.size()));
+}
+
 TEST(SweepEnumerate, AutoContextParallelKeepsMegatronsAndTransformerEnginesRules) {
   // world 8, 8 heads, 2 KV groups, seq 256, fused attention. t | 8 and 2 groups: {1, 2}. cp |
   // 8/t with 256 % 2cp = 0: p2p {1,2,4,8} for t 1, {1,2,4} for t 2; a2a also needs the KV
