@@ -107,10 +107,11 @@ void BM_SweepTuring530B_PlannerOverheadOnly(benchmark::State& state) {
 
 // The same Turing-530B space with the newer knobs searched too: context parallelism and
 // Transformer Engine's TP-communication overlap on "auto", FP8 and the uneven pipeline split
-// (embedding and loss counted as layers) as lists, since they take no "auto"
-// (docs/scenario.md). The attention backend is TE's fused one, which CP needs. The A100 has
-// no FP8 tensor cores: those configurations are cut as invalid, as `stepsim sweep` cuts them.
-void BM_SweepTuring530B_A100x2520_NewerKnobs(benchmark::State& state) {
+// (embedding and loss counted as layers) as given. The attention backend is TE's fused one,
+// which CP needs.
+/// The newer knobs' Turing-530B space with `split_and_fp8` (the FP8 and uneven-split
+/// search entries) after the parallel ones.
+void run_newer_knobs(benchmark::State& state, const std::string& split_and_fp8) {
   const LoadOptions options{STEPSIM_SCENARIOS_DIR};
   auto spec = load_sweep_text(R"({
     "base": "turing-530b-a100-2520.json",
@@ -125,9 +126,7 @@ void BM_SweepTuring530B_A100x2520_NewerKnobs(benchmark::State& state) {
       "training.micro_batch_size": "auto",
       "training.recompute_granularity": "auto",
       "training.use_distributed_optimizer": "auto",
-      "training.fp8": [null, "hybrid"],
-      "training.account_for_embedding_in_pipeline_split": [false, true],
-      "training.account_for_loss_in_pipeline_split": [false, true]
+      )" + split_and_fp8 + R"(
     },
     "constraints": {"memory_headroom": 0.05},
     "objective": "max_tokens_per_s",
@@ -141,12 +140,30 @@ void BM_SweepTuring530B_A100x2520_NewerKnobs(benchmark::State& state) {
   run(state, std::move(spec).value());
 }
 
+// FP8 and the split flags as lists: the A100 has no FP8 tensor cores, so those
+// configurations are enumerated and cut as invalid, as `stepsim sweep` cuts them.
+void BM_SweepTuring530B_A100x2520_NewerKnobs(benchmark::State& state) {
+  run_newer_knobs(state, R"("training.fp8": [null, "hybrid"],
+      "training.account_for_embedding_in_pipeline_split": [false, true],
+      "training.account_for_loss_in_pipeline_split": [false, true])");
+}
+
+// The same space with FP8, its recipe and the embedding and loss flags on "auto" too: only
+// the valid combinations are enumerated (the A100 has no FP8 tensor cores: FP8 off; the flags
+// where the counted layers divide), so the same configurations are simulated as by the lists
+// above, from fewer enumerated ones: a lower rate for less work.
+void BM_SweepTuring530B_A100x2520_NewerKnobsAuto(benchmark::State& state) {
+  run_newer_knobs(state, R"("training.fp8": "auto", "training.fp8_recipe": "auto",
+      "training.account_for_embedding_in_pipeline_split": "auto",
+      "training.account_for_loss_in_pipeline_split": "auto")");
+}
+
 // Qwen3-235B-A22B on 256 H100s (scenarios/sweeps/qwen3-235b-256.json): TP, PP, micro-batch and
 // recompute listed, expert parallelism, expert TP and the token dispatcher on "auto".
 void BM_SweepQwen3_235B_H100x256(benchmark::State& state) {
   const LoadOptions options{STEPSIM_SCENARIOS_DIR};
-  auto spec = load_sweep_file(std::string(STEPSIM_SCENARIOS_DIR) + "/sweeps/qwen3-235b-256.json",
-                              options);
+  auto spec =
+      load_sweep_file(std::string(STEPSIM_SCENARIOS_DIR) + "/sweeps/qwen3-235b-256.json", options);
   if (!spec.ok()) {
     state.SkipWithError(format_errors(spec.errors()).c_str());
     return;
@@ -156,6 +173,11 @@ void BM_SweepQwen3_235B_H100x256(benchmark::State& state) {
 
 BENCHMARK(BM_SweepTuring530B_A100x2520)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime();
 BENCHMARK(BM_SweepTuring530B_A100x2520_NewerKnobs)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+BENCHMARK(BM_SweepTuring530B_A100x2520_NewerKnobsAuto)
     ->Arg(1)
     ->Arg(2)
     ->Unit(benchmark::kSecond)
