@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "stepsim/core/load.hpp"
+#include "stepsim/check/load.hpp"
 
 namespace stepsim::fuzz {
 

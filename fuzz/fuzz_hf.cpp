@@ -1,6 +1,6 @@
 // Hugging Face config.json import (`stepsim import-hf`), then loading the model it builds.
 #include "fuzz_common.hpp"
-#include "stepsim/core/import.hpp"
+#include "stepsim/import/import.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stepsim;

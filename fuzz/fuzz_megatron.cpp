@@ -1,7 +1,7 @@
 // Megatron-LM launch lines (`--megatron-args`): shell splitting, flags, then the scenario the
 // import builds goes through the loader as `stepsim predict --megatron-args` does.
 #include "fuzz_common.hpp"
-#include "stepsim/core/import.hpp"
+#include "stepsim/import/import.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stepsim;

@@ -1,9 +1,9 @@
 // Scenario files: the loader and its rules, then what `stepsim check` builds from a scenario
 // that loads (its cost model, its decomposition and analytic memory).
 #include "fuzz_common.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stepsim;

@@ -1,6 +1,6 @@
 // Sweep files: base scenario, search space, constraints, objective.
 #include "fuzz_common.hpp"
-#include "stepsim/core/sweep_spec.hpp"
+#include "stepsim/sweep/sweep_spec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stepsim;

@@ -1,7 +1,7 @@
 // System files, through the loader's internal entry (the text of a file, no disk access).
 #include "fuzz_common.hpp"
-#include "json_fields.hpp"
-#include "load_internal.hpp"
+#include "stepsim/base/json_fields.hpp"
+#include "stepsim/config/load_internal.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stepsim;

@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "cpu_backend.hpp"
-#include "cuda_plugin.hpp"
+#include "cpu/cpu_backend.hpp"
+#include "cuda/cuda_plugin.hpp"
 #include "stepsim/calibration/backend.hpp"
 
 namespace stepsim::calib {

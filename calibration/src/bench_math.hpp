@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "stepsim/calibration/backend.hpp"
-#include "stepsim/core/ops.hpp"
+#include "stepsim/ops/ops.hpp"
 
 namespace stepsim::calib {
 

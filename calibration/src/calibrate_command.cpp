@@ -8,8 +8,8 @@
 #include "stepsim/calibration/backend.hpp"
 #include "stepsim/calibration/microbench.hpp"
 #include "stepsim/calibration/mpi_session.hpp"
-#include "stepsim/core/profile.hpp"
-#include "text_file.hpp"
+#include "stepsim/cost/profile.hpp"
+#include "stepsim/calibration/text_file.hpp"
 
 namespace stepsim::calib {
 namespace {

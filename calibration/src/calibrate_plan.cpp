@@ -7,7 +7,7 @@
 #include "stepsim/calibration/calibrate.hpp"
 #include "stepsim/calibration/microbench.hpp"
 #include "stepsim/calibration/mpi_session.hpp"
-#include "stepsim/core/assert.hpp"
+#include "stepsim/base/assert.hpp"
 
 namespace stepsim::calib {
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "stepsim/core/json_input.hpp"
+#include "stepsim/base/json_input.hpp"
 
 namespace stepsim::calib {
 namespace {

@@ -1,4 +1,4 @@
-#include "text_file.hpp"
+#include "stepsim/calibration/text_file.hpp"
 
 #include <fstream>
 

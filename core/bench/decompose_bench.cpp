@@ -4,9 +4,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/plan/plan_flops.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 namespace {
 

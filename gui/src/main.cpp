@@ -22,7 +22,7 @@
 #include "stepsim/gui/sweep_csv.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
 #include "stepsim/gui/trace_reader.hpp"
-#include "stepsim/core/main_guard.hpp"
+#include "stepsim/base/main_guard.hpp"
 #include "viewer_options.hpp"
 
 namespace {

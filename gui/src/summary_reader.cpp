@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "stepsim/core/json_input.hpp"
+#include "stepsim/base/json_input.hpp"
 
 namespace stepsim::gui::detail {
 

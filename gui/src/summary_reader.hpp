@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "stepsim/core/result.hpp"
+#include "stepsim/base/result.hpp"
 #include "stepsim/gui/trace_model.hpp"
 
 namespace stepsim::gui::detail {

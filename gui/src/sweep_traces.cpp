@@ -3,10 +3,10 @@
 #include <memory>
 #include <sstream>
 
-#include "stepsim/core/sweep_spec.hpp"
-#include "stepsim/sim/predict.hpp"
-#include "stepsim/sim/report.hpp"
-#include "stepsim/sim/sweep_plan.hpp"
+#include "stepsim/sweep/sweep_spec.hpp"
+#include "stepsim/report/predict.hpp"
+#include "stepsim/report/report.hpp"
+#include "stepsim/sweep/sweep_plan.hpp"
 
 namespace stepsim::gui {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "stepsim/core/output_file.hpp"
+#include "stepsim/base/output_file.hpp"
 #include "stepsim/gui/trace_reader.hpp"
 
 namespace stepsim::gui {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "synthetic_trace.hpp"
-#include "stepsim/core/main_guard.hpp"
+#include "stepsim/base/main_guard.hpp"
 
 namespace {
 

@@ -16,15 +16,15 @@
 #include <tuple>
 #include <vector>
 
-#include "stepsim/core/import.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/core/sweep_spec.hpp"
-#include "stepsim/sim/memory_report.hpp"
-#include "stepsim/sim/predict.hpp"
-#include "stepsim/sim/report.hpp"
-#include "stepsim/sim/schedule_report.hpp"
-#include "stepsim/sim/sweep_plan.hpp"
+#include "stepsim/import/import.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/sweep/sweep_spec.hpp"
+#include "stepsim/report/memory_report.hpp"
+#include "stepsim/report/predict.hpp"
+#include "stepsim/report/report.hpp"
+#include "stepsim/report/schedule_report.hpp"
+#include "stepsim/sweep/sweep_plan.hpp"
 
 namespace py = pybind11;
 

@@ -8,7 +8,7 @@ sweeps, a BabelStream-style copy kernel, p2pBandwidthLatencyTest) and carries it
 the sample's `citation`. Nothing here is fitted or tuned to end-to-end training step times
 or throughputs, and no sample is made by spreading a figure over sizes or groups it was not
 measured at: collectives that were not measured are priced by NCCL's own tuning model in
-stepsim (core/src/nccl_model.cpp). Where a figure is converted (bus bandwidth to seconds),
+stepsim (core/cost/src/nccl_model.cpp). Where a figure is converted (bus bandwidth to seconds),
 the conversion is nccl-tests' own (doc/PERFORMANCE.md):
 
     seconds = bytes * bus_factor(kind, n) / busbw,  bus_factor = 2(n-1)/n for all-reduce
@@ -288,7 +288,7 @@ def a100():
             "Collectives: the nccl-tests all-reduce sweep over the 8 GPUs of one node is the only "
             "measured collective. Every other group (all-gather, reduce-scatter, groups of 2 and "
             "4, groups across nodes) is priced by NCCL's own tuning model of the algorithm and "
-            "protocol NCCL picks (core/src/nccl_model.cpp, from NVIDIA/nccl src/graph/tuning.cc), "
+            "protocol NCCL picks (core/cost/src/nccl_model.cpp, from NVIDIA/nccl src/graph/tuning.cc), "
             "not made from this sweep or from per-NIC figures.",
             "P2P in a node: p2pBandwidthLatencyTest's ~274 GB/s; latency 3.13 us = the 32 KiB "
             "nccl-tests all-reduce (43.83 us) over its 14 ring steps. Across nodes: one HDR NIC, "
@@ -469,7 +469,7 @@ def h100():
             "reports 480 GBps for a 4 GiB all-reduce on an H100 node, and NVIDIA in "
             "nccl-tests#290 calls 476 GB/s 'in the expected range for H100'. Every other group "
             "(all-gather, reduce-scatter, groups of 2 and 4, groups across nodes) is priced by "
-            "NCCL's own tuning model (core/src/nccl_model.cpp, from NVIDIA/nccl "
+            "NCCL's own tuning model (core/cost/src/nccl_model.cpp, from NVIDIA/nccl "
             "src/graph/tuning.cc), not made from this sweep or from per-NIC figures.",
             "P2P in a node: p2pBandwidthLatencyTest's ~376 GB/s; latency = the 32 KiB nccl-tests "
             "all-reduce time (3.20 GB/s busbw) over its 14 ring steps. Across nodes: one NDR "
@@ -532,7 +532,7 @@ def h200():
             "fp16 GEMMs borrow the bf16 samples (same 989 TFLOPS peak).",
             "Collectives: nccl-tests all-reduce over the 8 GPUs of an H200 node (NVLink 4, "
             "NVSwitch gen 3). Every other group is priced by NCCL's own tuning model "
-            "(core/src/nccl_model.cpp, from NVIDIA/nccl src/graph/tuning.cc).",
+            "(core/cost/src/nccl_model.cpp, from NVIDIA/nccl src/graph/tuning.cc).",
             "P2P: DGX H100's figures (p2pBandwidthLatencyTest's ~376 GB/s in a node, one NDR "
             "NIC's 47 GB/s across nodes): DGX H200 has the same NVLink 4 / NVSwitch fabric and "
             "the same ConnectX-7 NDR 400 Gb/s NICs (NVIDIA DGX H100/H200 User Guide, hardware "

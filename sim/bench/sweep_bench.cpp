@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/core/sweep_spec.hpp"
-#include "stepsim/sim/sweep.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/sweep/sweep_spec.hpp"
+#include "stepsim/sweep/sweep.hpp"
 
 namespace {
 

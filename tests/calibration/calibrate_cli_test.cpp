@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "stepsim/core/profile.hpp"
+#include "stepsim/cost/profile.hpp"
 
 namespace stepsim {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/calibration/validate.hpp"
+#include "stepsim/validator/validate.hpp"
 
 namespace stepsim::calib {
 namespace {

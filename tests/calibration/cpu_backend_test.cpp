@@ -1,6 +1,6 @@
 // CpuBackend in one process (a one-rank MPI world).
 
-#include "cpu_backend.hpp"
+#include "cpu/cpu_backend.hpp"
 
 #include <gtest/gtest.h>
 

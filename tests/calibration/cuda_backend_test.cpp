@@ -1,6 +1,6 @@
 // CudaBackend on a real GPU (label `gpu`); without a device only the clean failure is tested.
 
-#include "cuda_backend.hpp"
+#include "cuda/cuda_backend.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // the simulator predicts, its point-to-point requests pair up between peers, and its
 // measurement is well formed.
 
-#include "stepsim/calibration/executor.hpp"
+#include "stepsim/validator/executor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 #include <tuple>
 
 #include "fake_backend.hpp"
-#include "stepsim/calibration/validate.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/validator/validate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/simulate/simulate.hpp"
 #include "validation_workloads.hpp"
 
 namespace stepsim::calib {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "stepsim/calibration/backend.hpp"
-#include "stepsim/calibration/executor.hpp"
+#include "stepsim/validator/executor.hpp"
 
 namespace stepsim::calib::testing {
 

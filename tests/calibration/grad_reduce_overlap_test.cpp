@@ -9,12 +9,12 @@
 #include <set>
 #include <string>
 
-#include "stepsim/calibration/executor.hpp"
-#include "stepsim/calibration/validate.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/sim/ddp_buckets.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/validator/executor.hpp"
+#include "stepsim/validator/validate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/graph/ddp_buckets.hpp"
+#include "stepsim/simulate/simulate.hpp"
 #include "validation_workloads.hpp"
 
 namespace stepsim::calib {

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stepsim/calibration/executor.hpp"
-#include "stepsim/calibration/validate.hpp"
+#include "stepsim/validator/executor.hpp"
+#include "stepsim/validator/validate.hpp"
 
 namespace stepsim::calib {
 namespace {

@@ -1,7 +1,7 @@
 // Records and the regression gate: write/read round trip, re-prediction with the current
 // code (overrides re-applied), tolerance, history; the scale-down overrides.
 
-#include "stepsim/calibration/regress.hpp"
+#include "stepsim/validator/regress.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
 #include "validation_workloads.hpp"
 
 namespace stepsim::calib {

@@ -11,11 +11,11 @@
 #include <tuple>
 
 #include "fake_backend.hpp"
-#include "stepsim/calibration/executor.hpp"
-#include "stepsim/calibration/validate.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/sim/simulate.hpp"
-#include "stepsim/sim/timeline.hpp"
+#include "stepsim/validator/executor.hpp"
+#include "stepsim/validator/validate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/simulate/simulate.hpp"
+#include "stepsim/engine/timeline.hpp"
 #include "validation_workloads.hpp"
 
 namespace stepsim::calib {

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "stepsim/core/cost_model.hpp"
-#include "stepsim/core/scenario.hpp"
+#include "stepsim/cost/cost_model.hpp"
+#include "stepsim/config/scenario.hpp"
 
 namespace stepsim::calib::testing {
 

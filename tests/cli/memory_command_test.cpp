@@ -6,8 +6,8 @@
 #include <string>
 
 #include "../support/cli_runner.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "stepsim/core/calibrated_cost_model.hpp"
+#include "stepsim/cost/calibrated_cost_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
 
 namespace stepsim {
 namespace {

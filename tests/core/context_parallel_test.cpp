@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/plan/plan_flops.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 namespace stepsim {
 namespace {

@@ -1,4 +1,4 @@
-#include "stepsim/core/decompose.hpp"
+#include "stepsim/plan/decompose.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model_workloads.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 namespace stepsim {
 namespace {

@@ -1,5 +1,5 @@
 // training.optimizer_impl "apex_distributed_fused_adam": Apex's DistributedFusedAdam as NeMo
-// drives it in NVIDIA's MLPerf Training v4.1 GPT-3 175B job (core/src/dfa.hpp). Its buckets,
+// drives it in NVIDIA's MLPerf Training v4.1 GPT-3 175B job (core/ops/include/stepsim/ops/dfa.hpp). Its buckets,
 // where each collective runs, the step's order and its memory, worked by hand for that job
 // (t4 p8 v6, dp16, 200 MiB buckets: 2 layers of 452,984,832 FP8 weight elements per chunk).
 
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "shipped_scenario.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/config/parse.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 namespace stepsim {
 namespace {

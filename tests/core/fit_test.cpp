@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "stepsim/core/profile.hpp"
+#include "stepsim/cost/profile.hpp"
 
 namespace stepsim {
 namespace {

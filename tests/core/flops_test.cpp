@@ -1,4 +1,5 @@
-#include "stepsim/core/flops.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/plan/plan_flops.hpp"
 
 #include <gtest/gtest.h>
 

@@ -14,11 +14,11 @@
 
 #include "plan_ops.hpp"
 #include "shipped_scenario.hpp"
-#include "stepsim/core/calibrated_cost_model.hpp"
-#include "stepsim/core/cost_model.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/cost/calibrated_cost_model.hpp"
+#include "stepsim/cost/cost_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/config/parse.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
 
 namespace stepsim {
 namespace {

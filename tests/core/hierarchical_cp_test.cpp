@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/rank_layout.hpp"
-#include "stepsim/core/validate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/layout/rank_layout.hpp"
+#include "stepsim/check/check.hpp"
 
 namespace stepsim {
 namespace {

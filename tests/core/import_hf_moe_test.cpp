@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/import.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/moe.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/import/import.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/layout/moe_layout.hpp"
 
 namespace stepsim {
 namespace {

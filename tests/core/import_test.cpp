@@ -1,7 +1,7 @@
 // Importers: Megatron-LM launch lines (and their round trip through megatron_args_of) and
 // Hugging Face configs, each loaded by the real scenario loader.
 
-#include "stepsim/core/import.hpp"
+#include "stepsim/import/import.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/schema.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/config/schema.hpp"
 
 namespace stepsim {
 namespace {

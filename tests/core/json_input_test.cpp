@@ -1,5 +1,5 @@
 // The one JSON reading path (json_input.hpp) and the error kinds (result.hpp).
-#include "stepsim/core/json_input.hpp"
+#include "stepsim/base/json_input.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "stepsim/core/assert.hpp"
-#include "stepsim/core/result.hpp"
+#include "stepsim/base/assert.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim {
 namespace {

@@ -1,4 +1,4 @@
-#include "stepsim/core/load.hpp"
+#include "stepsim/check/load.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/make_cost_model.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
 
 namespace stepsim {
 namespace {

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include "stepsim/core/import.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/import/import.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 namespace stepsim {
 namespace {

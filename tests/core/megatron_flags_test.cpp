@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/memory_model.hpp"
-#include "stepsim/core/validate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/memory/memory_model.hpp"
+#include "stepsim/check/check.hpp"
 
 namespace stepsim {
 namespace {

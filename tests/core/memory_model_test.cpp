@@ -1,9 +1,9 @@
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 #include <gtest/gtest.h>
 
 #include "model_workloads.hpp"
-#include "stepsim/core/flops.hpp"
+#include "stepsim/ops/flops.hpp"
 
 namespace stepsim {
 namespace {

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/calibrated_cost_model.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/import.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/memory_model.hpp"
-#include "stepsim/core/moe.hpp"
-#include "stepsim/core/roofline_cost_model.hpp"
+#include "stepsim/cost/calibrated_cost_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/import/import.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/memory/memory_model.hpp"
+#include "stepsim/layout/moe_layout.hpp"
+#include "stepsim/cost/roofline_cost_model.hpp"
 
 namespace stepsim {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "stepsim/core/scenario.hpp"
+#include "stepsim/config/scenario.hpp"
 
 namespace stepsim::testing {
 

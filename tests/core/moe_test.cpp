@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "plan_ops.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/memory_model.hpp"
-#include "stepsim/core/moe.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/plan/plan_flops.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/memory/memory_model.hpp"
+#include "stepsim/layout/moe_layout.hpp"
 
 namespace stepsim {
 namespace {

@@ -1,11 +1,11 @@
-#include "stepsim/core/nccl_model.hpp"
+#include "stepsim/cost/nccl_model.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "stepsim/core/roofline_cost_model.hpp"
+#include "stepsim/cost/roofline_cost_model.hpp"
 
 // Expected figures are worked by hand from github.com/NVIDIA/nccl src/graph/tuning.cc at
 // commit 5067397c2676d5aed50042fc39e5c8ee96eb0027 (the working is in each comment); the

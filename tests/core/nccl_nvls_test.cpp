@@ -9,11 +9,11 @@
 #include <string>
 
 #include "shipped_scenario.hpp"
-#include "stepsim/core/import.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/core/nccl_model.hpp"
-#include "stepsim/core/validate.hpp"
+#include "stepsim/import/import.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/cost/nccl_model.hpp"
+#include "stepsim/check/check.hpp"
 
 namespace stepsim {
 namespace {

@@ -1,4 +1,4 @@
-// The optimizer step as Megatron-Core's kernels (core/src/optimizer_ops.cpp): bytes and
+// The optimizer step as Megatron-Core's kernels (core/ops/src/optimizer_ops.cpp): bytes and
 // launches against closed forms from TE's multi-tensor apply (chunks of 65,536 elements, at
 // most 320 per launch, at most 110/64/48/36 tensors per launch for 1..4 tensor lists).
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/roofline_cost_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/cost/roofline_cost_model.hpp"
 
 namespace stepsim {
 namespace {

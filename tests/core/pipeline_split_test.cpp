@@ -4,7 +4,7 @@
 // get_num_layers_to_build returns, the offsets its get_transformer_layer_offset returns, and
 // an error (naming the scenario key) where its test expects an AssertionError/ValueError.
 
-#include "stepsim/core/pipeline_split.hpp"
+#include "stepsim/layout/pipeline_split.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <numeric>
 #include <optional>
 
-#include "stepsim/core/validate.hpp"
+#include "stepsim/check/check.hpp"
 
 namespace stepsim {
 namespace {

@@ -13,8 +13,8 @@
 #include <variant>
 #include <vector>
 
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/profile.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/cost/profile.hpp"
 
 namespace stepsim::testing {
 

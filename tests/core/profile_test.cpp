@@ -1,4 +1,4 @@
-#include "stepsim/core/profile.hpp"
+#include "stepsim/cost/profile.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/calibrated_cost_model.hpp"
-#include "stepsim/core/profile.hpp"
+#include "stepsim/cost/calibrated_cost_model.hpp"
+#include "stepsim/cost/profile.hpp"
 
 namespace stepsim {
 namespace {

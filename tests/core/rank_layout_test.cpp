@@ -3,7 +3,7 @@
 // generate_masked_orthogonal_rank_groups) and groups printed by running its
 // generate_masked_orthogonal_rank_groups for the sizes below (order tp-cp-ep-dp-pp).
 
-#include "stepsim/core/rank_layout.hpp"
+#include "stepsim/layout/rank_layout.hpp"
 
 #include <gtest/gtest.h>
 

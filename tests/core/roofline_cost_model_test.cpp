@@ -1,4 +1,4 @@
-#include "stepsim/core/roofline_cost_model.hpp"
+#include "stepsim/cost/roofline_cost_model.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The schema table: its rows are consistent, it drives the loader's unknown-key messages and
 // the sweep's knob table, and docs/scenario-keys.md is what it generates.
 
-#include "stepsim/core/schema.hpp"
+#include "stepsim/config/schema.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/sweep_spec.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/sweep/sweep_spec.hpp"
 
 namespace stepsim {
 namespace {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "stepsim/core/load.hpp"
+#include "stepsim/check/load.hpp"
 
 namespace stepsim::testing {
 

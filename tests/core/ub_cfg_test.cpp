@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/memory_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/memory/memory_model.hpp"
 
 namespace stepsim {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "model_workloads.hpp"
 #include "plan_ops.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/memory_model.hpp"
-#include "stepsim/core/validate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/memory/memory_model.hpp"
+#include "stepsim/check/check.hpp"
 
 namespace stepsim {
 namespace {

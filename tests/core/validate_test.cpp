@@ -1,11 +1,11 @@
-#include "stepsim/core/validate.hpp"
+#include "stepsim/check/check.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "stepsim/core/load.hpp"
+#include "stepsim/check/load.hpp"
 
 namespace stepsim {
 namespace {

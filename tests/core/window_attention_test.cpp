@@ -2,7 +2,7 @@
 // the window, the causal band's score count, the attention op's FLOPs against closed forms, and
 // Megatron's logged FLOPs, which ignore the window.
 
-#include "stepsim/core/window_attention.hpp"
+#include "stepsim/layout/window_attention.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/validate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/plan/plan_flops.hpp"
+#include "stepsim/check/check.hpp"
 
 namespace stepsim {
 namespace {

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "stepsim/core/sweep_spec.hpp"
+#include "stepsim/sweep/sweep_spec.hpp"
 #include "stepsim/gui/main_window.hpp"
 #include "stepsim/gui/sweep_chart.hpp"
 #include "stepsim/gui/sweep_traces.hpp"
 #include "stepsim/gui/timeline_widget.hpp"
-#include "stepsim/sim/sweep_plan.hpp"
+#include "stepsim/sweep/sweep_plan.hpp"
 
 namespace stepsim::gui {
 namespace {

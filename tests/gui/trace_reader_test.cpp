@@ -9,7 +9,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "stepsim/core/output_file.hpp"
+#include "stepsim/base/output_file.hpp"
 
 #include "synthetic_trace.hpp"
 #include "test_data.hpp"

@@ -1,7 +1,7 @@
 // The accuracy report's inputs and bookkeeping (scenarios/published/). The predictions
 // themselves are a report, not a gate: see the accuracy_report test.
 
-#include "stepsim/sim/accuracy.hpp"
+#include "stepsim/report/accuracy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include "stepsim/core/flops.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/published_runs.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/config/published_runs.hpp"
 
 namespace stepsim {
 namespace {

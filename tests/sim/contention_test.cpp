@@ -1,4 +1,4 @@
-// Resource contention (sim/src/resource_model.hpp, engine.cpp, chunk_template.cpp): max-min
+// Resource contention (sim/engine/include/stepsim/engine/resource_model.hpp, engine.cpp, chunk_template.cpp): max-min
 // fair link sharing and compute-communication interference, on cases computed by hand.
 
 #include <gtest/gtest.h>
@@ -9,14 +9,14 @@
 #include <utility>
 #include <vector>
 
-#include "../../sim/src/chunk_template.hpp"
-#include "../../sim/src/resource_model.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/sim/engine.hpp"
-#include "stepsim/sim/report.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/graph/chunk_template.hpp"
+#include "stepsim/engine/resource_model.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/engine/engine.hpp"
+#include "stepsim/report/report.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {

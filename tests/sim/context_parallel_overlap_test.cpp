@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <string>
 
-#include "../../sim/src/chunk_template.hpp"
+#include "stepsim/graph/chunk_template.hpp"
 #include "../core/model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
+#include "stepsim/plan/decompose.hpp"
 
 namespace stepsim::sim {
 namespace {

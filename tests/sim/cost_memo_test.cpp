@@ -1,6 +1,6 @@
 // CostMemo: the sweep workers' per-thread memo of a cost model's answers.
 
-#include "stepsim/sim/cost_memo.hpp"
+#include "stepsim/graph/cost_memo.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Megatron's data-parallel overlaps (sim/src/build_step.cpp, ddp_buckets.hpp) on synthetic
+// Megatron's data-parallel overlaps (sim/graph/src/build_step.cpp, ddp_buckets.hpp) on synthetic
 // steps whose times are computed by hand, and on a shipped scenario.
 
 #include <gtest/gtest.h>
@@ -9,10 +9,10 @@
 
 #include "hand_cost.hpp"
 #include "hand_step.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {

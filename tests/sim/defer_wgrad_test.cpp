@@ -8,10 +8,10 @@
 #include <algorithm>
 
 #include "../core/model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/memory_model.hpp"
-#include "stepsim/sim/report.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/memory/memory_model.hpp"
+#include "stepsim/report/report.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {

@@ -1,8 +1,8 @@
-#include "stepsim/sim/engine.hpp"
+#include "stepsim/engine/engine.hpp"
 
 #include <gtest/gtest.h>
 
-#include "../../sim/src/intervals.hpp"
+#include "stepsim/engine/intervals.hpp"
 
 namespace stepsim::sim {
 namespace {

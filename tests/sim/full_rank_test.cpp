@@ -1,4 +1,4 @@
-// Full-rank mode (SimulateOptions::full_rank, sim/src/build_full_rank.hpp): every GPU
+// Full-rank mode (SimulateOptions::full_rank, sim/graph/include/stepsim/graph/build_full_rank.hpp): every GPU
 // simulated. On symmetric inputs it must give the representative mode's step time; stragglers
 // in any replica, slower NICs and seeded jitter act as hand-computed on small cases.
 
@@ -9,13 +9,13 @@
 #include <iterator>
 #include <sstream>
 
-#include "../../sim/src/heterogeneity.hpp"
+#include "stepsim/simulate/heterogeneity.hpp"
 #include "hand_cost.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/sim/report.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/report/report.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "stepsim/core/cost_model.hpp"
-#include "stepsim/core/profile.hpp"
+#include "stepsim/cost/cost_model.hpp"
+#include "stepsim/cost/profile.hpp"
 
 namespace stepsim::sim {
 

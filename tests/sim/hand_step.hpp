@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 

@@ -1,4 +1,4 @@
-// The host issuing kernels (sim/src/build_step.cpp, issue_on_host; a profile's "host"
+// The host issuing kernels (sim/graph/src/build_step.cpp, issue_on_host; a profile's "host"
 // section): Megatron runs eagerly, so a kernel starts no earlier than the host has issued it,
 // and after a batched P2P call (batch_p2p_sync) the host waits for the GPU before it issues
 // more. Synthetic steps whose times are computed by hand.
@@ -9,8 +9,8 @@
 
 #include "hand_cost.hpp"
 #include "hand_step.hpp"
-#include "stepsim/sim/cost_memo.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/graph/cost_memo.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {

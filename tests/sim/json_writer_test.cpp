@@ -1,4 +1,4 @@
-#include "stepsim/sim/json_writer.hpp"
+#include "stepsim/report/json_writer.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "../core/model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/memory_model.hpp"
-#include "stepsim/core/roofline_cost_model.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/memory/memory_model.hpp"
+#include "stepsim/cost/roofline_cost_model.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim {
 namespace {

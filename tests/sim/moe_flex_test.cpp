@@ -11,10 +11,10 @@
 #include <cmath>
 #include <string>
 
-#include "../../sim/src/chunk_template.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/deepep_cost.hpp"
-#include "stepsim/core/load.hpp"
+#include "stepsim/graph/chunk_template.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/cost/deepep_cost.hpp"
+#include "stepsim/check/load.hpp"
 
 namespace stepsim::sim {
 namespace {

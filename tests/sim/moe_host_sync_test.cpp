@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "../../sim/src/chunk_template.hpp"
+#include "stepsim/graph/chunk_template.hpp"
 #include "hand_cost.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
 
 namespace stepsim::sim {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/moe.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/layout/moe_layout.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {

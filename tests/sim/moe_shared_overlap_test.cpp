@@ -16,10 +16,10 @@
 #include <algorithm>
 #include <string>
 
-#include "../../sim/src/chunk_template.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/core/load.hpp"
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/graph/chunk_template.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
 namespace {

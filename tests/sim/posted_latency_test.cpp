@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "../../sim/src/chunk_template.hpp"
+#include "stepsim/graph/chunk_template.hpp"
 #include "hand_cost.hpp"
 
 namespace stepsim::sim {

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "../support/cli_runner.hpp"
-#include "stepsim/core/output_file.hpp"
+#include "stepsim/base/output_file.hpp"
 
 namespace stepsim {
 namespace {

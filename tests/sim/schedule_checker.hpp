@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/sim/schedule.hpp"
+#include "stepsim/schedule/schedule.hpp"
 
 namespace stepsim::sim::testing {
 

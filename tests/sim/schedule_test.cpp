@@ -1,4 +1,4 @@
-#include "stepsim/sim/schedule.hpp"
+#include "stepsim/schedule/schedule.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "schedule_checker.hpp"
-#include "stepsim/sim/schedule_report.hpp"
+#include "stepsim/report/schedule_report.hpp"
 
 namespace stepsim::sim {
 namespace {

@@ -1,13 +1,13 @@
 // simulate() on synthetic plans whose costs are known exactly: bubble identities, a
 // hand-checked two-stage step, memory in flight under 1F1B and GPipe, determinism.
 
-#include "stepsim/sim/simulate.hpp"
+#include "stepsim/simulate/simulate.hpp"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "stepsim/sim/report.hpp"
+#include "stepsim/report/report.hpp"
 
 namespace stepsim::sim {
 namespace {

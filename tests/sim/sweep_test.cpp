@@ -8,10 +8,10 @@
 #include <set>
 #include <tuple>
 
-#include "stepsim/core/load.hpp"
-#include "stepsim/core/pipeline_split.hpp"
-#include "stepsim/core/validate.hpp"
-#include "stepsim/sim/sweep_plan.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/layout/pipeline_split.hpp"
+#include "stepsim/check/check.hpp"
+#include "stepsim/sweep/sweep_plan.hpp"
 #include "sweep_test_util.hpp"
 
 namespace stepsim {

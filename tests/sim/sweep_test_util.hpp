@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/make_cost_model.hpp"
-#include "stepsim/core/sweep_spec.hpp"
-#include "stepsim/sim/sweep.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+#include "stepsim/sweep/sweep_spec.hpp"
+#include "stepsim/sweep/sweep.hpp"
 
 namespace stepsim::test {
 

@@ -13,10 +13,10 @@
 #include <algorithm>
 #include <string>
 
-#include "../../sim/src/chunk_template.hpp"
+#include "stepsim/graph/chunk_template.hpp"
 #include "../core/model_workloads.hpp"
-#include "stepsim/core/decompose.hpp"
-#include "stepsim/sim/op_vocabulary.hpp"
+#include "stepsim/plan/decompose.hpp"
+#include "stepsim/graph/op_vocabulary.hpp"
 
 namespace stepsim::sim {
 namespace {

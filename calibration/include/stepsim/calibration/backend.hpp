@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/ops.hpp"
-#include "stepsim/core/result.hpp"
+#include "stepsim/ops/ops.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim::calib {
 
@@ -36,7 +36,7 @@ struct P2PCompletion {
 };
 
 /// NCCL's options of one process group (ncclConfig_t, from Megatron's
-/// --nccl-communicator-config-path; core/include/stepsim/core/nccl_model.hpp
+/// --nccl-communicator-config-path; core/cost/include/stepsim/cost/nccl_model.hpp
 /// nccl_group_options): 0 or -1 = NCCL's default. The cpu backend's MPI has no such settings.
 struct CommOptions {
   std::int64_t min_ctas = 0;

@@ -11,9 +11,9 @@
 
 #include "stepsim/calibration/backend.hpp"
 #include "stepsim/calibration/microbench.hpp"
-#include "stepsim/core/plan.hpp"
-#include "stepsim/core/profile.hpp"
-#include "stepsim/core/result.hpp"
+#include "stepsim/ops/plan.hpp"
+#include "stepsim/cost/profile.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim::calib {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "stepsim/calibration/calibrate.hpp"
-#include "stepsim/core/plan.hpp"
-#include "stepsim/core/result.hpp"
+#include "stepsim/ops/plan.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim::calib {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/core/result.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim::calib {
 

@@ -9,8 +9,8 @@
 #include <variant>
 #include <vector>
 
-#include "stepsim/core/ops.hpp"
-#include "stepsim/core/plan.hpp"
+#include "stepsim/ops/ops.hpp"
+#include "stepsim/ops/plan.hpp"
 
 namespace stepsim::calib {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "stepsim/core/result.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim::calib {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "stepsim/core/result.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim::gui {
 

@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "stepsim/core/result.hpp"
+#include "stepsim/base/result.hpp"
 
 namespace stepsim::gui {
 

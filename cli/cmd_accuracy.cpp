@@ -1,0 +1,44 @@
+// stepsim accuracy [RUNS.json]: predicted against measured for every published run.
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <ostream>
+#include <set>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "stepsim/config/published_runs.hpp"
+#include "stepsim/report/accuracy.hpp"
+
+namespace stepsim::cli {
+
+namespace {
+
+int run_accuracy(const std::string& runs_file, Env& env) {
+  const std::string path =
+      runs_file.empty() ? env.scenarios_dir + "/published/runs.json" : runs_file;
+  Result<std::vector<PublishedRun>> runs = load_published_runs(path);
+  if (!runs.ok()) return report_errors(runs.errors(), env);
+  Result<sim::AccuracyReport> report = sim::accuracy_report(*runs, env.scenarios_dir);
+  if (!report.ok()) return report_errors(report.errors(), env);
+  sim::write_accuracy_table(*report, *env.out);
+  std::set<std::string> sources;
+  for (const sim::AccuracyRow& r : report->rows) sources.insert(r.source);
+  *env.out << "\nmeasured figures:\n";
+  for (const std::string& s : sources) *env.out << "  " << s << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_accuracy_command(CLI::App& app, Env& env) {
+  auto runs = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "accuracy",
+      "Predict every published run (scenarios/published/runs.json) and compare with the step\n"
+      "time its authors measured: a report of what stepsim misses, not a target to tune to.");
+  cmd->add_option("runs", *runs, "runs file (default: scenarios/published/runs.json)");
+  cmd->callback([runs, &env] { env.exit_code = run_accuracy(*runs, env); });
+}
+
+}  // namespace stepsim::cli

@@ -1,0 +1,44 @@
+// stepsim check SCENARIO: load and validate only (the scenario, its system file and its
+// calibration profile). Prints one summary line, or one line per problem (exit status 2).
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <ostream>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
+
+namespace stepsim::cli {
+
+void add_check_command(CLI::App& app, Env& env) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "check",
+      "Validate a scenario file against Megatron-LM's argument rules; print a summary "
+      "or every problem found (exit status 2).");
+  cmd->add_option("SCENARIO", *path, "scenario JSON file")->required();
+  cmd->callback([path, &env] {
+    const auto w = load_or_report(*path, env);
+    if (!w) return;
+    // Building the cost model reads and checks the calibration profile, if the scenario
+    // names one, so that check reports everything predict would reject.
+    const auto cost = make_cost_model(*w);
+    if (!cost.ok()) {
+      *env.err << format_errors(cost.errors());
+      env.exit_code = 2;
+      return;
+    }
+    const TrainingConfig& t = w->training;
+    *env.out << "ok: " << *path << ": " << w->name << ": t=" << t.tensor_model_parallel_size
+             << " p=" << t.pipeline_model_parallel_size
+             << " v=" << t.virtual_pipeline_model_parallel_size << " dp=" << t.data_parallel_size
+             << " m=" << t.num_microbatches << " (world_size=" << t.world_size
+             << ", micro_batch_size=" << t.micro_batch_size
+             << ", global_batch_size=" << t.global_batch_size << ") system=" << w->system.name
+             << " cost_model=" << (*cost)->describe() << "\n";
+    env.exit_code = 0;
+  });
+}
+
+}  // namespace stepsim::cli

@@ -1,0 +1,126 @@
+#include "common.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <ostream>
+
+#include "stepsim/import/import.hpp"
+#include "stepsim/check/load.hpp"
+
+namespace stepsim::cli {
+
+void prepare_mpi_launch() {
+  // Variables that Open MPI's mpirun, PMIx servers, Slurm and MPICH's hydra set in every rank.
+  for (const char* launched :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"}) {
+    if (std::getenv(launched) != nullptr) return;
+  }
+  // Open MPI's singleton then needs no orted: it never spawns, so isolation loses nothing.
+  setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+}
+
+int report_errors(const Errors& errors, Env& env) {
+  *env.err << format_errors(errors);
+  return exit_status(errors);
+}
+
+std::optional<Workload> load_or_report(const std::string& path, Env& env) {
+  const std::string file = path.empty() ? env.scenarios_dir + "/" + kDefaultScenario : path;
+  LoadOptions options;
+  options.scenarios_dir = env.scenarios_dir;
+  auto loaded = load_scenario_file(file, options);
+  if (!loaded) {
+    env.exit_code = report_errors(loaded.errors(), env);
+    return std::nullopt;
+  }
+  print_notes(*loaded, env);
+  return std::move(loaded).value();
+}
+
+void print_notes(const Workload& w, Env& env) {
+  for (const std::string& note : w.notes) *env.err << "stepsim: note: " << note << '\n';
+}
+
+void add_allow_unmodelled_flag(CLI::App* cmd, MegatronArgs& args) {
+  cmd->add_flag("--allow-unmodelled", args.allow_unmodelled,
+                "with --megatron-args: predict even when the line has flags that change the job "
+                "and are not modelled (the report then warns and lists them)");
+}
+
+CLI::Validator launch_line_validator() {
+  return CLI::Validator(
+      [](const std::string& line) -> std::string {
+        if (line.find_first_not_of(" \t\r\n") != std::string::npos) return "";
+        return "an empty launch line: give Megatron-LM's command line, e.g. \"torchrun "
+               "--nproc_per_node 8 pretrain_gpt.py --num-layers 32 ...\"";
+      },
+      "LINE");
+}
+
+std::string launch_line_options_without_line(const MegatronArgs& args) {
+  if (!args.line.empty()) return "";
+  std::string given;
+  const auto add = [&given](bool present, const char* option) {
+    if (present) given += std::string(given.empty() ? "" : ", ") + option;
+  };
+  add(!args.system.empty(), "--system");
+  add(args.world_size != 0, "--world-size");
+  add(args.allow_unmodelled, "--allow-unmodelled");
+  if (given.empty()) return "";
+  const bool several = given.find(',') != std::string::npos;
+  return given + (several ? " apply" : " applies") + " only with --megatron-args, which was not given";
+}
+
+std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& args, Env& env) {
+  MegatronImportOptions import;
+  import.world_size = args.world_size;
+  import.system = args.system;
+  import.name = args.name;
+  import.allow_unmodelled = args.allow_unmodelled;
+  Result<ImportedScenario> imported = scenario_from_megatron_args(args.line, import);
+  if (!imported.ok()) {
+    env.exit_code = report_errors(imported.errors(), env);
+    return std::nullopt;
+  }
+  if (!imported->ignored_flags.empty()) {
+    *env.err << "stepsim: --megatron-args: ignored (no effect on step time or memory):";
+    for (const std::string& f : imported->ignored_flags) *env.err << ' ' << f;
+    *env.err << '\n';
+  }
+  if (!imported->unmodelled.empty()) {
+    *env.err << "stepsim: --megatron-args: !!! NOT MODELLED, left out (--allow-unmodelled): ";
+    for (std::size_t i = 0; i < imported->unmodelled.size(); ++i) {
+      *env.err << (i == 0 ? "" : ", ") << imported->unmodelled[i];
+    }
+    *env.err << " !!!\n";
+  }
+  for (const std::string& n : imported->notes) *env.err << "stepsim: --megatron-args: " << n << '\n';
+  return std::move(imported->scenario_json);
+}
+
+std::optional<Workload> load_scenario_or_args(const std::string& path, const MegatronArgs& args,
+                                              Env& env) {
+  if (const std::string orphan = launch_line_options_without_line(args); !orphan.empty()) {
+    *env.err << "stepsim: " << orphan << "\n";
+    env.exit_code = 2;
+    return std::nullopt;
+  }
+  if (args.line.empty()) return load_or_report(path, env);
+  if (!path.empty()) {
+    *env.err << "stepsim: give either a scenario file or --megatron-args, not both\n";
+    env.exit_code = 2;
+    return std::nullopt;
+  }
+  const std::optional<std::string> text = import_megatron_args_or_report(args, env);
+  if (!text) return std::nullopt;
+  Result<Workload> w =
+      load_scenario_text(*text, "--megatron-args", ".", LoadOptions{env.scenarios_dir});
+  if (!w.ok()) {
+    env.exit_code = report_errors(w.errors(), env);
+    return std::nullopt;
+  }
+  print_notes(*w, env);
+  return std::move(w).value();
+}
+
+}  // namespace stepsim::cli

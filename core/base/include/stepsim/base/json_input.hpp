@@ -1,0 +1,44 @@
+#pragma once
+// The one way stepsim reads a JSON file or text (scenario, system, profile, sweep, Hugging Face
+// config, calibration journal and records, the viewer's summary). Strict where nlohmann is
+// lenient or throws: a number that overflows a double, nesting deeper than a limit, a key given
+// twice in one object, a NUL byte, anything after the top-level value and a file over a size
+// limit are all errors naming the file and the key path (e.g. `training.sizes[3]`). Nothing
+// here throws. Including this header requires nlohmann_json on the include path.
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "stepsim/base/result.hpp"
+
+namespace stepsim {
+
+struct JsonLimits {
+  /// Deepest nesting of objects and arrays accepted (the top level is depth 1). Every file
+  /// stepsim reads nests 6 or fewer deep; the limit keeps every recursive walk of a document
+  /// (dump, destruction, validation) far from the stack's end.
+  int max_depth = 64;
+};
+
+/// Input files larger than this are refused unread: the largest shipped input (a calibration
+/// profile) is well under 1 MiB, and a file of hundreds of MiB is not a configuration.
+inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{64} << 20;
+
+/// The whole file at `path`, or an error naming it when it cannot be opened, read or is
+/// larger than `max_bytes` (the message gives both sizes).
+Result<std::string> read_input_file(const std::string& path,
+                                    std::size_t max_bytes = kMaxConfigFileBytes);
+
+/// Parses `text` strictly (see the header comment). `file` names the input in every error.
+/// Syntax errors give "line L, column C"; errors inside a value name its key path.
+Result<nlohmann::json> parse_json_text(std::string_view text, const std::string& file,
+                                       const JsonLimits& limits = {});
+
+/// read_input_file then parse_json_text.
+Result<nlohmann::json> read_json_file(const std::string& path,
+                                      std::size_t max_bytes = kMaxConfigFileBytes,
+                                      const JsonLimits& limits = {});
+
+}  // namespace stepsim

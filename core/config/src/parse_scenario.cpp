@@ -1,0 +1,597 @@
+// Scenario files (contract v1 in docs/scenario.md): keys are Megatron-LM argument dests, read
+// row by row from the schema table (schema.cpp). Reading here covers types, presence and paths;
+// Megatron's defaults and rules live in the check layer (check.cpp, finalize_workload), which
+// load_scenario_text runs after this.
+
+#include "stepsim/config/parse.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stepsim/base/json_fields.hpp"
+#include "stepsim/config/load_internal.hpp"
+#include "nccl_cfg.hpp"
+#include "stepsim/base/assert.hpp"
+#include "stepsim/config/pipeline_layout.hpp"
+#include "stepsim/config/schema.hpp"
+#include "stepsim/config/ub_cfg.hpp"
+
+namespace stepsim {
+
+namespace {
+
+using detail::ObjectReader;
+using nlohmann::json;
+
+// The schema rows of one section ("model." or "training."), in table order.
+std::vector<const KeyInfo*> section_rows(std::string_view prefix) {
+  std::vector<const KeyInfo*> rows;
+  for (const KeyInfo& k : scenario_schema()) {
+    if (k.key.starts_with(prefix)) rows.push_back(&k);
+  }
+  return rows;
+}
+
+// The values a section gave, by schema row (absent: nullopt).
+struct SectionValues {
+  std::vector<const KeyInfo*> rows;
+  std::vector<std::optional<KnobValue>> values;
+
+  std::optional<KnobValue> of(std::string_view key) const {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (leaf_of(rows[i]->key) == key) return values[i];
+    }
+    return std::nullopt;
+  }
+  static std::string_view leaf_of(std::string_view dotted) {
+    return dotted.substr(dotted.find('.') + 1);
+  }
+};
+
+// Reads every schema row of a section by its kind and writes the given values into `w`.
+// A present but invalid integer writes 0 so that validation skips the rules involving it
+// instead of reporting follow-on errors. Keys the schema does not know are reported with
+// the schema's message (not modelled yet, or did you mean).
+SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::string_view section,
+                           Errors& errors, Workload& w) {
+  SectionValues out;
+  out.rows = section_rows(std::string(section) + ".");
+  out.values.resize(out.rows.size());
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    const KeyInfo& k = *out.rows[i];
+    const std::string_view key = SectionValues::leaf_of(k.key);
+    std::optional<KnobValue> value;
+    switch (k.kind) {
+      case KnobKind::kInt: {
+        const std::size_t before = errors.size();
+        if (auto v = r.positive_int(key, k.required, k.zero_allowed)) {
+          value = KnobValue{.integer = *v};
+        } else if (errors.size() != before && k.set != nullptr) {
+          k.set(w, KnobValue{.integer = 0});
+        }
+        break;
+      }
+      case KnobKind::kBool:
+        if (auto v = r.boolean(key)) value = KnobValue{.integer = *v ? 1 : 0};
+        break;
+      case KnobKind::kChoice: {
+        const json* given = r.raw(key);
+        if (given == nullptr) break;
+        std::string listed;
+        for (std::size_t c = k.null_choice ? 1 : 0; c < k.choices.size(); ++c) {
+          if (given->is_string() && given->get<std::string>() == k.choices[c]) {
+            value = KnobValue{.integer = static_cast<std::int64_t>(c)};
+          }
+          if (!listed.empty()) listed += ", ";
+          listed += "\"" + std::string(k.choices[c]) + "\"";
+        }
+        if (!value)
+          r.error(key, "=" + detail::describe(*given) + " must be one of " + listed + " or null");
+        break;
+      }
+      case KnobKind::kString:
+        STEPSIM_ASSERT(k.set == nullptr);  // strings are read by hand (parse_training)
+        break;
+      case KnobKind::kReal:
+        // MoE coefficients and factors: >= 0 (a capacity factor of 0 is refused by its rule).
+        if (auto v = r.number(key, false, 0, 1e6)) value = KnobValue{.real = *v};
+        break;
+      case KnobKind::kSystem:
+        STEPSIM_UNREACHABLE("read_section: no such key kind in model or training");
+        break;
+    }
+    if (value && k.set != nullptr) k.set(w, *value);
+    out.values[i] = value;
+  }
+  for (const auto& item : object.items()) {
+    // A named copy, not a structured binding: clang before 16 cannot capture those.
+    const std::string& key = item.key();
+    const bool known = std::any_of(out.rows.begin(), out.rows.end(), [&](const KeyInfo* k) {
+      return SectionValues::leaf_of(k->key) == key;
+    });
+    if (!known) r.error(key, unknown_key_message(section, key));
+  }
+  return out;
+}
+
+// Megatron's default for overlap_p2p_comm is on, and it is forced off without interleaving.
+bool interleaving_requested(const ModelConfig& m, const TrainingConfig& t) {
+  if (t.virtual_pipeline_model_parallel_size > 1) return true;
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  if (!t.pipeline_model_parallel_layout.empty()) {
+    const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
+    const auto n = stages ? static_cast<std::int64_t>(stages->size()) : 0;
+    return p > 0 && n % p == 0 && n / p > 1;
+  }
+  // Megatron refuses num_layers_per_virtual_pipeline_stage with first/last stage sizes.
+  if (t.decoder_first_pipeline_num_layers > 0 || t.decoder_last_pipeline_num_layers > 0) {
+    return false;
+  }
+  const std::int64_t per_chunk = t.num_layers_per_virtual_pipeline_stage;
+  const std::int64_t counted = m.num_layers + (t.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                               (t.account_for_loss_in_pipeline_split ? 1 : 0);
+  if (per_chunk <= 0 || p <= 0 || m.num_layers <= 0 || counted % p != 0) return false;
+  const std::int64_t per_stage = counted / p;
+  return per_stage % per_chunk == 0 && per_stage / per_chunk > 1;
+}
+
+// Megatron's --window-size (arguments.py tuple_type: "L,R" or "(L,R)") as a two-integer array
+// or that text, and --window-attn-skip-freq (moe_freq_type: an integer, or a string holding
+// one or a list pattern). The rules between them and the rest are validate's.
+void read_window(ObjectReader& r, ModelConfig& m) {
+  if (const json* window = r.raw("window_size")) {
+    std::vector<std::int64_t> pair;
+    if (window->is_array()) {
+      for (const json& v : *window) {
+        if (!v.is_number_integer()) break;
+        pair.push_back(v.get<std::int64_t>());
+      }
+      if (pair.size() != window->size()) pair.clear();
+    } else if (window->is_string()) {
+      std::string text = window->get<std::string>();
+      if (text.starts_with('(') && text.ends_with(')')) text = text.substr(1, text.size() - 2);
+      std::size_t at = 0;
+      while (at <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, comma - at);
+        char* end = nullptr;
+        const long long v = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || end != item.c_str() + item.size()) {
+          pair.clear();
+          break;
+        }
+        pair.push_back(v);
+        at = comma + 1;
+      }
+    }
+    if (pair.size() != 2) {
+      r.error("window_size", "=" + detail::describe(*window) +
+                                 " must be two integers [left, right], e.g. [127, 0]");
+    } else {
+      m.window_size = std::move(pair);
+    }
+  }
+  if (const json* freq = r.raw("window_attn_skip_freq")) {
+    if (freq->is_number_integer()) {
+      m.window_attn_skip_freq = std::to_string(freq->get<std::int64_t>());
+    } else if (freq->is_string() && !freq->get<std::string>().empty()) {
+      m.window_attn_skip_freq = freq->get<std::string>();
+    } else {
+      r.error("window_attn_skip_freq", "=" + detail::describe(*freq) +
+                                           " must be an integer or a list pattern such as "
+                                           "\"[1,1,1,0]*9\"");
+    }
+  }
+}
+
+void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
+  const SectionValues given = read_section(r, object, "model", errors, w);
+  if (r.raw("vocab_size") == nullptr && r.raw("padded_vocab_size") == nullptr) {
+    r.error("vocab_size", " (or padded_vocab_size) must be given");
+  }
+  // Megatron's moe_freq_type: an integer, or a string holding one or a list pattern.
+  if (const json* freq = r.raw("moe_layer_freq")) {
+    if (freq->is_number_integer()) {
+      w.model.moe_layer_freq = std::to_string(freq->get<std::int64_t>());
+    } else if (freq->is_string() && !freq->get<std::string>().empty()) {
+      w.model.moe_layer_freq = freq->get<std::string>();
+    } else {
+      r.error("moe_layer_freq", "=" + detail::describe(*freq) +
+                                    " must be an integer or a list pattern such as "
+                                    "\"([0]*3+[1]*58)\"");
+    }
+  }
+  read_window(r, w.model);
+  // Megatron's "no clamp" is leaving it out (None); 0 here would clamp everything to 0.
+  if (const json* clamp = r.raw("activation_func_clamp_value");
+      clamp != nullptr && clamp->is_number() && clamp->get<double>() <= 0) {
+    r.error("activation_func_clamp_value",
+            "=" + detail::describe(*clamp) + " must be > 0 (leave it out for no clamp)");
+  }
+  const ModelConfig& m = w.model;
+  if (given.of("attention_backend") && m.use_flash_attn &&
+      (m.attention_backend == AttentionBackend::kUnfused ||
+       m.attention_backend == AttentionBackend::kLocal)) {
+    r.error("attention_backend",
+            m.attention_backend == AttentionBackend::kLocal
+                ? "=\"local\" materialises the attention scores but use_flash_attn=true: give one"
+                : "=\"unfused\" materialises the attention scores but use_flash_attn=true: give "
+                  "one");
+  }
+}
+
+// Megatron-LM's silent adjustments (arguments.py validate_args), done the same way and noted.
+void apply_megatron_adjustments(const SectionValues& given, Workload& w) {
+  TrainingConfig& t = w.training;
+  if (t.sequence_parallel && t.tensor_model_parallel_size == 1) {
+    t.sequence_parallel = false;
+    w.notes.push_back(
+        "training.sequence_parallel=true turned off: tensor_model_parallel_size is 1 "
+        "(Megatron-LM disables sequence parallelism without tensor parallelism)");
+  }
+  if (t.grad_reduce_in_bf16 && t.params_dtype != DType::kBf16) {
+    t.grad_reduce_in_bf16 = false;
+    w.notes.push_back(
+        "training.grad_reduce_in_bf16=true turned off: the parameters are not bf16 (Megatron-LM "
+        "reads --grad-reduce-in-bf16 only with --bf16)");
+  }
+  if (!t.hierarchical_context_parallel_sizes.empty() && t.cp_comm_type != CpCommType::kA2aP2p) {
+    w.notes.push_back(
+        "training.hierarchical_context_parallel_sizes unused: only cp_comm_type \"a2a+p2p\" "
+        "reads them (Megatron-LM builds the hierarchical groups and runs the plain form)");
+  }
+  if (t.moe_shared_expert_overlap && w.model.moe_shared_expert_intermediate_size <= 0) {
+    w.notes.push_back(
+        "training.moe_shared_expert_overlap=true has no effect: the model has no shared experts "
+        "(Megatron-LM overlaps only their computation with the dispatcher)");
+  }
+  const auto p2p = given.of("overlap_p2p_comm");
+  if (p2p && p2p->integer != 0 && !interleaving_requested(w.model, t)) {
+    t.overlap_p2p_comm = false;
+    w.notes.push_back(
+        "training.overlap_p2p_comm=true turned off: there are no virtual pipeline stages "
+        "(Megatron-LM overlaps P2P communication only in the interleaved schedule)");
+  }
+}
+
+// Megatron: "No more than one of ... can be set at the same time".
+void check_virtual_stage_forms(ObjectReader& r) {
+  constexpr std::string_view kForms[] = {
+      "num_layers_per_virtual_pipeline_stage", "virtual_pipeline_model_parallel_size",
+      "num_virtual_stages_per_pipeline_rank", "pipeline_model_parallel_layout"};
+  std::vector<std::string_view> given;
+  for (const std::string_view key : kForms) {
+    if (r.raw(key) != nullptr) given.push_back(key);
+  }
+  if (given.size() > 1) {
+    r.error(given[1], std::string(" and ") + std::string(given[0]) +
+                          " are both given: give no more than one of them");
+  }
+}
+
+void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
+  check_virtual_stage_forms(r);
+  TrainingConfig& t = w.training;
+  const SectionValues given = read_section(r, object, "training", errors, w);
+  if (const nlohmann::json* layout = r.raw("pipeline_model_parallel_layout")) {
+    if (!layout->is_string() || layout->get<std::string>().empty()) {
+      r.error("pipeline_model_parallel_layout",
+              "=" + detail::describe(*layout) +
+                  " must be a non-empty layout string (e.g. \"Et*4|(t*4|)*6,t*3L\")");
+    } else {
+      t.pipeline_model_parallel_layout = layout->get<std::string>();
+    }
+  }
+  // Megatron's --hierarchical-context-parallel-sizes (nargs='+', type=int): a list of sizes;
+  // validate.cpp checks them against context_parallel_size and cp_comm_type.
+  if (const nlohmann::json* sizes = r.raw("hierarchical_context_parallel_sizes")) {
+    const bool ints = sizes->is_array() && !sizes->empty() &&
+                      std::all_of(sizes->begin(), sizes->end(), [](const nlohmann::json& v) {
+                        return v.is_number_integer() && v.get<std::int64_t>() >= 1;
+                      });
+    if (ints) {
+      for (const auto& v : *sizes) {
+        t.hierarchical_context_parallel_sizes.push_back(v.get<std::int64_t>());
+      }
+    } else {
+      r.error("hierarchical_context_parallel_sizes",
+              "=" + detail::describe(*sizes) +
+                  " must be a non-empty list of integers >= 1 (e.g. [2, 4])");
+    }
+  }
+  // A capacity factor of 0 would drop every token; Megatron's "no capacity" is leaving it out.
+  if (const nlohmann::json* cf = r.raw("moe_expert_capacity_factor");
+      cf != nullptr && cf->is_number() && cf->get<double>() <= 0) {
+    r.error("moe_expert_capacity_factor",
+            "=" + detail::describe(*cf) + " must be > 0 (leave it out for no capacity)");
+  }
+  // stepsim's routing imbalance: a skew factor or per-expert shares (validate_moe.cpp checks
+  // them against num_experts and expert_model_parallel_size).
+  if (const nlohmann::json* load = r.raw("moe_load")) {
+    const auto finite = [](const nlohmann::json& v) {
+      return v.is_number() && std::isfinite(v.get<double>());
+    };
+    if (finite(*load)) {
+      t.moe_load_skew = load->get<double>();
+    } else if (load->is_array() && !load->empty() &&
+               std::all_of(load->begin(), load->end(), finite)) {
+      for (const auto& v : *load) t.moe_load_shares.push_back(v.get<double>());
+    } else {
+      r.error("moe_load", "=" + detail::describe(*load) +
+                              " must be a skew factor (a number >= 1) or a list of per-expert "
+                              "shares (numbers >= 0, one per expert)");
+    }
+  }
+  // Megatron: --recompute-activations sets recompute_granularity = 'selective'.
+  if (const auto v = given.of("recompute_activations"); v && v->integer != 0) {
+    if (t.recompute_granularity == RecomputeGranularity::kFull) {
+      r.error("recompute_activations",
+              "=true means recompute_granularity \"selective\" but recompute_granularity is "
+              "\"full\": give one of them");
+    } else {
+      t.recompute_granularity = RecomputeGranularity::kSelective;
+    }
+  }
+  if (!given.of("overlap_p2p_comm")) t.overlap_p2p_comm = interleaving_requested(w.model, t);
+  apply_megatron_adjustments(given, w);
+  const auto fp16 = given.of("fp16");
+  const auto bf16 = given.of("bf16");
+  if (fp16 && bf16 && fp16->integer != 0 && bf16->integer != 0) {
+    r.error("bf16", "=true and fp16=true: Megatron-LM takes one or the other, not both");
+  }
+}
+
+std::string not_found(const std::string& relative, const std::string& base_dir,
+                      const LoadOptions& options) {
+  std::string where = base_dir;
+  if (!options.scenarios_dir.empty() && options.scenarios_dir != base_dir) {
+    where += " or " + options.scenarios_dir;
+  }
+  return "=\"" + relative + "\": no such file (looked in " + where + ")";
+}
+
+void parse_system_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
+                        const LoadOptions& options, SystemConfig& system) {
+  const json* entry = r.raw("system");
+  if (entry == nullptr) {
+    r.error("system", " must be given (a system file path or an inline object)");
+    return;
+  }
+  if (entry->is_object()) {
+    system = detail::parse_system(*entry, r.file(), "system", errors);
+    return;
+  }
+  if (!entry->is_string()) {
+    r.error("system", std::string("=") + detail::describe(*entry) + " must be a path or an object");
+    return;
+  }
+  const std::string relative = entry->get<std::string>();
+  const std::string path = resolve_path(relative, base_dir, options);
+  if (path.empty()) {
+    r.error("system", not_found(relative, base_dir, options));
+    return;
+  }
+  auto loaded = load_system_file(path);
+  if (!loaded) {
+    errors.insert(errors.end(), loaded.errors().begin(), loaded.errors().end());
+    return;
+  }
+  system = std::move(loaded).value();
+}
+
+void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_dir,
+                      const LoadOptions& options, CostModelSpec& spec) {
+  const json* entry = r.raw("cost_model");
+  if (entry == nullptr) return;  // roofline
+  if (entry->is_string() && entry->get<std::string>() == "roofline") return;
+  if (!entry->is_object()) {
+    r.error("cost_model", std::string("=") + detail::describe(*entry) +
+                              " must be \"roofline\" or {\"profile\": \"<path>\"}");
+    return;
+  }
+  ObjectReader sub(*entry, r.file(), "cost_model", errors);
+  if (auto relative = sub.string("profile", true)) {
+    const std::string path = resolve_path(*relative, base_dir, options);
+    if (path.empty()) {
+      sub.error("profile", not_found(*relative, base_dir, options));
+    } else {
+      spec.kind = CostModelSpec::Kind::kProfile;
+      spec.profile_path = path;
+    }
+  }
+  sub.reject_unknown_keys();
+}
+
+/// A side file a training key names (a path relative to the scenario file, then under
+/// scenarios/): its relative path, resolved path and text; nullopt (the problem reported,
+/// naming the key) when the key is absent, not a non-empty string (`what` says what it must
+/// be) or the file cannot be read.
+struct SideFile {
+  std::string relative;
+  std::string path;
+  std::string text;
+};
+std::optional<SideFile> read_side_file(ObjectReader& r, std::string_view key, std::string_view what,
+                                       Errors& errors, const std::string& base_dir,
+                                       const LoadOptions& options) {
+  const json* entry = r.raw(key);
+  if (entry == nullptr) return std::nullopt;
+  if (!entry->is_string() || entry->get<std::string>().empty()) {
+    r.error(key, "=" + detail::describe(*entry) + " must be a path to " + std::string(what));
+    return std::nullopt;
+  }
+  SideFile out;
+  out.relative = entry->get<std::string>();
+  out.path = resolve_path(out.relative, base_dir, options);
+  if (out.path.empty()) {
+    r.error(key, not_found(out.relative, base_dir, options));
+    return std::nullopt;
+  }
+  auto text = detail::read_text_file(out.path, errors);
+  if (!text) return std::nullopt;
+  out.text = std::move(*text);
+  return out;
+}
+
+/// training.tp_comm_overlap_cfg: the YAML file of TE's per-GEMM userbuffers settings (Megatron's
+/// --tp-comm-overlap-cfg); its problems name the YAML file, the line and the GEMM's setting
+/// (ub_cfg.cpp).
+void parse_ub_cfg_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
+                        const LoadOptions& options, TrainingConfig& t) {
+  const auto file =
+      read_side_file(r, "tp_comm_overlap_cfg", "a YAML file of per-GEMM userbuffers settings",
+                     errors, base_dir, options);
+  if (!file) return;
+  t.tp_comm_overlap_cfg = file->relative;
+  detail::read_ub_cfg(file->text, file->path, t.tp_comm_overlap_gemms, errors);
+}
+
+/// training.nccl_communicator_config_path: the YAML file of ncclConfig_t options per process
+/// group (Megatron's --nccl-communicator-config-path); its problems name the YAML file, the
+/// line and the group's option (nccl_cfg.cpp).
+void parse_nccl_cfg_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
+                          const LoadOptions& options, TrainingConfig& t) {
+  const auto file =
+      read_side_file(r, "nccl_communicator_config_path",
+                     "a YAML file of per-process-group NCCL options", errors, base_dir, options);
+  if (!file) return;
+  t.nccl_communicator_config_path = file->relative;
+  detail::read_nccl_cfg(file->text, file->path, t.nccl_group_options, errors);
+}
+
+/// The `heterogeneity` section: {"full_rank": bool, "stragglers": {"RANK": FACTOR, ...},
+/// "slow_nics": {"NODE": FACTOR, ...}, "jitter_sigma": SIGMA, "jitter_seed": N}, checked
+/// against the job (ranks and nodes inside it, factors in [0.001, 1000], SIGMA in [0, 1]; slow NICs,
+/// jitter and stragglers in several data-parallel replicas need full_rank).
+void parse_heterogeneity(ObjectReader& top, Errors& errors, Workload& w) {
+  const json* entry = top.object("heterogeneity", false);
+  if (entry == nullptr) return;
+  HeterogeneityConfig& h = w.heterogeneity;
+  ObjectReader r(*entry, top.file(), "heterogeneity", errors);
+  if (auto v = r.boolean("full_rank")) h.full_rank = *v;
+  const TrainingConfig& t = w.training;
+  const std::int64_t per_node = std::max<std::int64_t>(1, w.system.gpus_per_node);
+  const std::int64_t world = t.world_size;
+  const auto read_map = [&](std::string_view key, std::int64_t limit, const char* what,
+                            std::vector<std::pair<std::int64_t, double>>& out) {
+    const json* map = r.raw(key);
+    if (map == nullptr) return;
+    if (!map->is_object()) {
+      r.error(key, "=" + detail::describe(*map) + " must be an object {\"" + what +
+                       "\": FACTOR, ...}");
+      return;
+    }
+    for (const auto& item : map->items()) {
+      const std::string& index = item.key();
+      const bool number = !index.empty() && index.size() < 10 &&
+                          index.find_first_not_of("0123456789") == std::string::npos;
+      const std::int64_t i = number ? std::stoll(index) : -1;
+      if (!number || i >= limit) {
+        r.error(std::string(key) + "." + index,
+                ": \"" + index + "\" is not a " + what + " of the job (0.." +
+                    std::to_string(limit - 1) + ")");
+        continue;
+      }
+      const json& f = item.value();
+      if (!f.is_number() || !(f.get<double>() >= 1e-3 && f.get<double>() <= 1e3)) {
+        r.error(std::string(key) + "." + index,
+                "=" + detail::describe(f) + " must be a factor in [0.001, 1000]");
+        continue;
+      }
+      out.emplace_back(i, f.get<double>());
+    }
+  };
+  read_map("stragglers", world, "global rank", h.stragglers);
+  read_map("slow_nics", (world + per_node - 1) / per_node, "node", h.slow_nics);
+  if (auto v = r.number("jitter_sigma", false, 0, 1)) h.jitter_sigma = *v;
+  if (auto v = r.positive_int("jitter_seed", false, true)) h.jitter_seed = *v;
+  r.reject_unknown_keys();
+  if (h.full_rank) return;
+  if (!h.slow_nics.empty() || h.jitter_sigma > 0) {
+    r.error(h.slow_nics.empty() ? "jitter_sigma" : "slow_nics",
+            ": per-GPU heterogeneity needs every GPU simulated: set heterogeneity.full_rank true");
+  }
+  // Representative mode: the simulated replica holds the stragglers (RankGenerator order
+  // tp-cp-ep-dp-pp: the dp index of rank r is r / (tp * cp) % dp).
+  const std::int64_t replica_stride = t.tensor_model_parallel_size * t.context_parallel_size;
+  const std::int64_t model = replica_stride * t.pipeline_model_parallel_size;
+  if (replica_stride <= 0 || model <= 0 || world % model != 0) return;
+  const std::int64_t dp = world / model;
+  for (const auto& [rank, factor] : h.stragglers) {
+    if (rank / replica_stride % dp != h.stragglers.front().first / replica_stride % dp) {
+      r.error("stragglers", ": stragglers in different data-parallel replicas need every GPU "
+                            "simulated: set heterogeneity.full_rank true");
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string resolve_path(const std::string& relative, const std::string& base_dir,
+                         const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto usable = [&ec](const fs::path& p) { return fs::is_regular_file(p, ec); };
+  const fs::path given(relative);
+  if (relative.empty()) return "";
+  if (given.is_absolute()) return usable(given) ? relative : "";
+  for (const std::string& dir : {base_dir, options.scenarios_dir}) {
+    if (dir.empty()) continue;
+    const fs::path candidate = fs::path(dir) / given;
+    if (usable(candidate)) return candidate.lexically_normal().string();
+  }
+  return "";
+}
+
+std::optional<Workload> parse_scenario_text(std::string_view text, const std::string& file_label,
+                                            const std::string& base_dir,
+                                            const LoadOptions& options, Errors& errors) {
+  const auto json = detail::parse_json(text, file_label, errors);
+  if (!json) return std::nullopt;
+  if (!json->is_object()) {
+    errors.push_back(Error{file_label, "", "a scenario must be one JSON object"});
+    return std::nullopt;
+  }
+
+  Workload w;
+  ObjectReader top(*json, file_label, "", errors);
+  if (auto name = top.string("name", true)) w.name = *name;
+  top.string("description", false);
+  if (const auto* model = top.object("model", true)) {
+    ObjectReader r(*model, file_label, "model", errors);
+    parse_model(r, *model, errors, w);
+  }
+  if (const auto* training = top.object("training", true)) {
+    ObjectReader r(*training, file_label, "training", errors);
+    parse_training(r, *training, errors, w);
+    parse_ub_cfg_entry(r, errors, base_dir, options, w.training);
+    parse_nccl_cfg_entry(r, errors, base_dir, options, w.training);
+  } else {
+    // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
+    w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;
+  }
+  if (const nlohmann::json* unmodelled = top.raw("unmodelled")) {
+    const bool strings =
+        unmodelled->is_array() && std::all_of(unmodelled->begin(), unmodelled->end(),
+                                              [](const nlohmann::json& v) { return v.is_string(); });
+    if (strings) {
+      for (const nlohmann::json& v : *unmodelled) w.unmodelled.push_back(v.get<std::string>());
+    } else {
+      top.error("unmodelled", "=" + detail::describe(*unmodelled) + " must be a list of strings");
+    }
+  }
+  parse_system_entry(top, errors, base_dir, options, w.system);
+  parse_cost_model(top, errors, base_dir, options, w.cost_model);
+  parse_heterogeneity(top, errors, w);
+  top.reject_unknown_keys();
+
+  return w;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,153 @@
+#pragma once
+// CalibratedCostModel: durations from a calibration profile (profile.hpp), measured by
+// `stepsim calibrate` or assembled from cited public microbenchmarks.
+//
+// - GEMM: a measured shape (same m, n, k, batch, dtype) takes its measured seconds (the
+//   median when a shape was measured more than once). Any other shape takes the achieved
+//   FLOP/s interpolated over the samples of its dtype: inverse-distance weighting (power 2)
+//   of log(FLOP/s) over the 8 nearest samples in (log2 m*batch, log2 n, log2 k). A shape
+//   outside the measured box is clamped into it first (its efficiency is the one at the
+//   edge) and a warning is recorded. An interpolated GEMM, inside the box or clamped into it,
+//   never takes less than the roofline floor of the workload's system: its FLOPs at the
+//   dtype's peak and its operands and result moved once at the system's HBM bandwidth (the
+//   floor of skinny shapes). fp16 and bf16 (same tensor-core rate) stand in for each
+//   other when a profile has samples of only one, with a warning.
+// - Attention: measured shape -> measured seconds; else interpolated over attention samples
+//   of the same dtype (or its 16-bit twin, with a warning), direction and masking in
+//   (log2 batch*heads, log2 seq, log2 head_dim);
+//   without such samples, the attention's matmuls as batched GEMMs plus the HBM traffic of its
+//   inputs and outputs through the memory fit (a warning says so).
+// - Memory-bound: the memory fit.
+// - Collectives: the fit of the same (kind, group size, nodes spanned); else, on a platform
+//   NCCL runs on, NCCL's own model of the group (nccl_model.hpp), with a note; else the
+//   nearest measured group of the same link class (see collective_s) with nccl-tests'
+//   bus-bandwidth factor rescaled, and a warning. Sizes outside the fit's measured range are
+//   extrapolated with a warning.
+// - P2P: the fit of the link class (intra- or inter-node).
+// Whatever the profile has no data for at all (a dtype without GEMMs, a profile without
+// inter-node collectives) is costed by the roofline model of the workload's system, with a
+// warning naming what was missing. Group size 1 costs 0 s.
+//
+// Construction indexes the profile once; the profile itself is shared, not copied. Queries
+// are const and deterministic; warnings() is deduplicated and sorted, so it does not depend
+// on the order of queries. Queries may run on several threads.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "stepsim/cost/cost_model.hpp"
+#include "stepsim/cost/profile.hpp"
+#include "stepsim/cost/roofline_cost_model.hpp"
+#include "stepsim/config/scenario.hpp"
+
+namespace stepsim {
+
+class CalibratedCostModel final : public CostModel {
+ public:
+  /// `label` names the profile in reports (its file name); `fallback` is the workload's
+  /// system, used only for what the profile lacks.
+  CalibratedCostModel(std::shared_ptr<const Profile> profile, std::string label,
+                      SystemConfig fallback);
+
+  double gemm_s(const GemmOp& op) const override;
+  double attention_s(const AttentionOp& op) const override;
+  double memory_bound_s(const MemoryBoundOp& op) const override;
+  double collective_s(const CollectiveOp& op) const override;
+  double p2p_s(const P2POp& op) const override;
+  std::string describe() const override;
+  std::vector<std::string> warnings() const override;
+  const HostCosts* host() const override {
+    return profile_->host.measured() ? &profile_->host : nullptr;
+  }
+  const MeasuredInterference* interference() const override {
+    return profile_->interference.measured() ? &profile_->interference : nullptr;
+  }
+
+  const Profile& profile() const { return *profile_; }
+
+  /// A point of an interpolation table: log2 coordinates and log(FLOP/s) achieved there.
+  struct Point {
+    std::array<double, 3> x{};
+    double log_flops_per_s = 0;
+  };
+  /// Samples of one dtype (and, for attention, one direction) ready for interpolation.
+  struct Table {
+    std::vector<Point> points;
+    std::array<double, 3> lo{}, hi{};  ///< measured box
+  };
+
+ private:
+  /// collective_s at NCCL's default channels (what the profile measured).
+  double collective_at_defaults_s(const CollectiveOp& op) const;
+  /// Achieved FLOP/s at `x` by inverse-distance weighting; clamps `x` into the box and
+  /// returns whether it had to.
+  static double interpolate(const Table& t, std::array<double, 3> x, bool& clamped);
+  /// FLOPs over the interpolated FLOP/s, warning (as `what`: "GEMM", "attention") on clamping.
+  double interpolated_s(const Table& t, const std::array<double, 3>& x, double flops,
+                        const std::string& what, const std::string& detail) const;
+  /// The fit at `bytes`, warning when `bytes` is outside the fit's measured range.
+  double linear_s(const LinearFit& f, std::int64_t bytes, const std::string& what) const;
+  double attention_from_gemms_s(const AttentionOp& op) const;
+  /// A kernel without a window (self-attention or a rectangular block) from the samples.
+  double attention_samples_s(const AttentionOp& op) const;
+  /// gemm_s, with or without the memory floor (fused attention's tiles have none).
+  double gemm_with_floor_s(const GemmOp& op, bool memory_floor) const;
+  /// The least time any GEMM takes on the system: the larger of the two floors below (only
+  /// the compute floor without `memory_floor`).
+  double gemm_roofline_floor_s(const GemmOp& op, bool memory_floor) const;
+  /// Seconds for a GEMM's FLOPs at the system's peak for its dtype (0 when it has none).
+  double gemm_compute_floor_s(const GemmOp& op) const;
+  /// Seconds to move a GEMM's operands and result once at the system's HBM bandwidth.
+  double gemm_memory_floor_s(const GemmOp& op) const;
+  void warn(const std::string& category, const std::string& detail) const;
+
+  std::shared_ptr<const Profile> profile_;
+  std::string label_;
+  SystemConfig fallback_system_;
+  RooflineCostModel fallback_;
+
+  using GemmKey = std::tuple<DType, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<GemmKey, double> gemm_measured_;  ///< median seconds per measured shape
+  std::map<DType, Table> gemm_tables_;  ///< every sample of a dtype, whatever its layout
+  using LayoutGemmKey =
+      std::tuple<DType, GemmLayout, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  /// Samples that say their layout, per (dtype, layout): a GEMM of a known layout is priced
+  /// from these when the profile has its layout, else from gemm_tables_.
+  std::map<LayoutGemmKey, double> gemm_layout_measured_;
+  std::map<std::pair<DType, GemmLayout>, Table> gemm_layout_tables_;
+  /// FP8 GEMMs of other kernels than the per-tensor, split-accumulating ones of the same
+  /// shape (GemmOp::scaling other than kTensor, or fast_accum), apart from every table above.
+  using VariantGemmKey =
+      std::tuple<GemmScaling, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<VariantGemmKey, double> gemm_variant_measured_;
+  std::map<std::pair<GemmScaling, bool>, Table> gemm_variant_tables_;
+  using AttentionClass = std::tuple<DType, bool, bool>;  ///< dtype, backward, causal
+  std::map<AttentionClass, Table> attention_tables_;
+  using AttentionKey = std::tuple<DType, bool, bool, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int64_t, std::int64_t>;
+  std::map<AttentionKey, double> attention_measured_;  ///< median seconds per measured shape
+  using CollectiveKey = std::tuple<CollectiveKind, std::int64_t, std::int64_t>;
+  std::map<CollectiveKey, LinearFit> collective_fits_;
+  std::map<bool, LinearFit> p2p_fits_;
+  /// Measured sizes (median seconds per size, ascending): exact at a measured size, linear
+  /// between two, the fit beyond them.
+  using SizeCurve = std::map<std::int64_t, double>;
+  static std::optional<double> on_curve(const SizeCurve& curve, std::int64_t bytes);
+  SizeCurve memory_curve_;
+  std::map<CollectiveKey, SizeCurve> collective_curves_;
+  std::map<bool, SizeCurve> p2p_curves_;
+
+  mutable std::mutex mutex_;
+  /// category -> details; rendered by warnings().
+  mutable std::map<std::string, std::set<std::string>> warnings_;
+};
+
+}  // namespace stepsim

@@ -1,0 +1,100 @@
+#pragma once
+// NcclModel: NCCL's own cost model of a collective, as NCCL uses it to choose an algorithm
+// (ring | tree | NVLS | NVLS tree | PAT) and a protocol (LL | LL128 | Simple).
+//
+// Source: github.com/NVIDIA/nccl at commit 5067397c2676d5aed50042fc39e5c8ee96eb0027:
+// - src/graph/tuning.cc, ncclTopoTuneModel: per (collective, algorithm, protocol) a latency
+//   (base + hardware latency per step) and a bus bandwidth (channels x per-channel bandwidth,
+//   with the per-generation caps), turned into algorithm bandwidth; ncclTopoGetAlgoTime: time
+//   = latency + bytes / bandwidth, with the tree correction factors and the ring plateau.
+// - src/enqueue.cc, updateCollCostTable / topoGetAlgoInfo: the enabled algorithm/protocol of
+//   least time wins.
+// - src/graph/search.cc (ncclTopoCompute, ncclTopoDupChannels, the speed arrays) and
+//   src/graph/topo.h (per-link NVLink bandwidth per generation): the channels and per-channel
+//   bandwidth of the ring, tree and NVLS graphs, which NcclComm derives for a DGX-style node
+//   (every GPU on the NVSwitch, one NIC per GPU on the GPU's PCIe switch).
+// - src/init.cc: the graph each algorithm uses (Tree, PAT: tree graph; NVLS, NVLS tree: NVLS
+//   graph); src/transport/nvls.cc: NVLS needs NVSwitch multicast (Hopper and newer) and at
+//   least 2 GPUs of the communicator in the node.
+// NCCL_NVLS_ENABLE=0 (SystemConfig::nccl_nvls false) leaves the NVLS graph out, as ncclNvlsInit
+// does. Not modelled: CollNet/SHARP (off unless the cluster has a SHARP plugin: NCCL's default
+// collnetEnable is 0), user NCCL_ALGO/NCCL_PROTO overrides, tuner plugins, aggregation of
+// several operations (numPipeOps is 1), fp8 reductions.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "stepsim/ops/ops.hpp"
+#include "stepsim/config/scenario.hpp"
+#include "stepsim/layout/nccl_topology.hpp"
+
+namespace stepsim {
+
+enum class NcclAlgo : std::uint8_t { kTree, kRing, kNvls, kNvlsTree, kPat };
+enum class NcclProto : std::uint8_t { kLL, kLL128, kSimple };
+inline constexpr int kNcclAlgos = 5;
+inline constexpr int kNcclProtos = 3;
+
+std::string_view to_string(NcclAlgo a);
+std::string_view to_string(NcclProto p);
+
+struct NcclChoice {
+  NcclAlgo algo = NcclAlgo::kRing;
+  NcclProto proto = NcclProto::kSimple;
+  double seconds = 0;
+};
+
+/// A measured collective's time on `system` with NVLink SHARP off (SystemConfig::nccl_nvls
+/// false) is its measurement times this factor: NCCL's own model of the group without NVLS
+/// over its model with it (the measurements ran with NCCL's default, NVLS where supported).
+/// 1 with NVLS on, where NCCL has no model of the platform or the group, or where NCCL would
+/// not have picked an NVLS algorithm for it anyway.
+double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
+                            std::int64_t group_size, std::int64_t nodes_spanned,
+                            std::int64_t bytes);
+
+/// The options of Megatron's --nccl-communicator-config-path (TrainingConfig::
+/// nccl_group_options) for the process group stepsim's `group` runs on: "tp" kTensor, "dp_cp"
+/// kData (DDP's and the distributed optimizer's group), "embd" kEmbedding, "cp" kContext,
+/// "tp_dp_cp" kTensorData and "tp_cp" kTensorContext (FP8's amax reductions), "mp" kGradStats
+/// without the distributed optimizer (with it the grad norm runs on the default group, which
+/// takes none). nullopt: NCCL's defaults.
+std::optional<NcclGroupOptions> nccl_group_options(const TrainingConfig& t, CommGroup group);
+
+/// A collective's time under the job's NCCL channel limits (SystemConfig::nccl_min_nchannels,
+/// nccl_max_nchannels, nccl_group_limits of op.group) is its time at NCCL's defaults times
+/// this factor (>= 1). NCCL's tuning does not see the limits (tuning.cc computes bandwidth
+/// from the search graphs' channels), so the algorithm and protocol stay; the kernel runs
+/// nccl_run_channels() channels, priced with NCCL's own bandwidth formula (graph channels x
+/// per-channel speed) with at most that many channels of each graph. 1 for kernels that are
+/// not NCCL collectives, without limits, or where NCCL has no model of the platform.
+double nccl_channel_factor(const SystemConfig& system, const CollectiveOp& op);
+
+class NcclModel {
+ public:
+  explicit NcclModel(const NcclComm& comm);
+
+  /// ncclTopoGetAlgoTime in seconds; nullopt where NCCL gives the pair no bandwidth
+  /// (disabled or unsupported).
+  std::optional<double> time_s(CollectiveKind kind, NcclAlgo algo, NcclProto proto,
+                               std::int64_t bytes) const;
+  /// The enabled pair of least time, as topoGetAlgoInfo picks it.
+  NcclChoice choose(CollectiveKind kind, std::int64_t bytes) const;
+
+  /// Latency (us) and algorithm bandwidth (GB/s) of ncclTopoTuneModel's tables.
+  double latency_us(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const;
+  double bandwidth_gbps(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const;
+
+  const NcclComm& comm() const { return comm_; }
+
+ private:
+  NcclComm comm_;
+  /// [collective][algorithm][protocol]: algorithm bandwidth (GB/s, 0 = not available) and
+  /// latency (us), as ncclTopoTuneModel fills comm->bandwidths and comm->latencies.
+  double bw_[3][kNcclAlgos][kNcclProtos] = {};
+  double lat_[3][kNcclAlgos][kNcclProtos] = {};
+};
+
+}  // namespace stepsim

@@ -1,0 +1,276 @@
+#include "stepsim/cost/nccl_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "stepsim/base/assert.hpp"
+
+namespace stepsim {
+
+namespace {
+
+// Every constant below is NCCL's, from github.com/NVIDIA/nccl at commit
+// 5067397c2676d5aed50042fc39e5c8ee96eb0027; the file is named at each.
+
+constexpr int kTree = 0, kRing = 1, kNvls = 2, kNvlsTree = 3, kPat = 4;
+constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+constexpr int kAllReduce = 0, kAllGather = 1, kReduceScatter = 2;
+constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
+
+int coll_index(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce:
+      return kAllReduce;
+    case CollectiveKind::kAllGather:
+      return kAllGather;
+    case CollectiveKind::kReduceScatter:
+      return kReduceScatter;
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kDeepEpDispatch:  // not NCCL's: deepep_cost.hpp
+    case CollectiveKind::kDeepEpCombine:
+      break;
+  }
+  STEPSIM_UNREACHABLE("NCCL's tuning model has no all-to-all (grouped sends and receives)");
+  return kAllReduce;
+}
+
+// src/graph/tuning.cc, ncclTunerConstantsDefaults. Rows are NCCL's algorithms in the order
+// Tree, Ring, NVLS, NVLS tree, PAT (CollNet direct/chain are left out: not modelled).
+constexpr double kBaseLat[kNcclAlgos][kNcclProtos] = {
+    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {8.0, 8.0, 8.0}};
+constexpr double kHwLat[3][kNcclAlgos][kNcclProtos] = {
+    /* NVLINK */ {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},
+    /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
+    /* NET */ {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}}};
+// [index1][index2]: index1 is the GPU generation in one node and the CPU vendor across nodes
+// (0 Intel, 1 AMD); index2 is 1, 2 or more nodes.
+constexpr double kLlMaxBws[4][3] = {
+    {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
+constexpr double kPerChMaxRingLL128Bws[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+constexpr double kPerChMaxTreeLL128Bws[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kPerChMaxTreeBws[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+constexpr double kPerChMaxNvlsTreeBws[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
+// ncclTopoGetAlgoTime: tree correction per protocol, powers of two of size/64 B.
+constexpr double kTreeCorrection[kNcclProtos][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+
+int log2i(std::int64_t n) {  // src/include/bitops.h log2Down: -1 for 0
+  int r = -1;
+  while (n > 0) {
+    n >>= 1;
+    ++r;
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string_view to_string(NcclAlgo a) {
+  switch (a) {
+    case NcclAlgo::kTree:
+      return "tree";
+    case NcclAlgo::kRing:
+      return "ring";
+    case NcclAlgo::kNvls:
+      return "nvls";
+    case NcclAlgo::kNvlsTree:
+      return "nvls_tree";
+    case NcclAlgo::kPat:
+      return "pat";
+  }
+  return "?";
+}
+
+std::string_view to_string(NcclProto p) {
+  switch (p) {
+    case NcclProto::kLL:
+      return "LL";
+    case NcclProto::kLL128:
+      return "LL128";
+    case NcclProto::kSimple:
+      return "Simple";
+  }
+  return "?";
+}
+
+double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
+                            std::int64_t group_size, std::int64_t nodes_spanned,
+                            std::int64_t bytes) {
+  if (system.nccl_nvls || bytes <= 0) return 1.0;
+  if (kind != CollectiveKind::kAllReduce && kind != CollectiveKind::kAllGather &&
+      kind != CollectiveKind::kReduceScatter) {
+    return 1.0;
+  }
+  SystemConfig with = system;
+  with.nccl_nvls = true;
+  const auto on = nccl_comm(with, group_size, nodes_spanned);
+  const auto off = nccl_comm(system, group_size, nodes_spanned);
+  if (!on || !off) return 1.0;
+  const NcclChoice chosen = NcclModel(*on).choose(kind, bytes);
+  if (chosen.algo != NcclAlgo::kNvls && chosen.algo != NcclAlgo::kNvlsTree) return 1.0;
+  return NcclModel(*off).choose(kind, bytes).seconds / chosen.seconds;
+}
+
+NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
+  const int n_ranks = comm.ranks;
+  const int n_nodes = comm.nodes;
+  const int arch = static_cast<int>(comm.arch);
+  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
+  const int index1 = n_nodes == 1 ? arch : (comm.host_cpu_amd ? 1 : 0);
+  const double ll_max_bw = kLlMaxBws[index1][index2];
+  const double per_ch_max_tree_bw = kPerChMaxTreeBws[arch][index2];
+  const double per_ch_max_ring_ll128_bw = kPerChMaxRingLL128Bws[arch][index2];
+  const double per_ch_max_tree_ll128_bw = kPerChMaxTreeLL128Bws[arch][index2];
+  const double per_ch_max_nvls_tree_bw = kPerChMaxNvlsTreeBws[arch][index2];
+  const double ppn = static_cast<double>(n_ranks) / n_nodes;
+  const bool single_gpu_nodes = n_ranks == n_nodes;
+  const NcclGraph* graphs[kNcclAlgos] = {&comm.tree, &comm.ring, &comm.nvls, &comm.nvls,
+                                         &comm.tree};
+  // typeIntra is NVLink unless a node holds a single GPU of the communicator (PATH_LOC, which
+  // tuning.cc's test against LINK_NVL counts as PCI).
+  const int intra_hw = single_gpu_nodes ? kHwPci : kHwNvlink;
+  // getNetOverhead: Intel 1 us, AMD 2 us.
+  const double net_overhead_base = comm.host_cpu_amd ? 2.0 : 1.0;
+
+  for (int coll = 0; coll < 3; ++coll) {
+    const int nsteps = coll == kAllReduce ? 2 * (n_ranks - 1) : n_ranks - 1;
+    for (int a = 0; a < kNcclAlgos; ++a) {
+      if ((coll == kReduceScatter || coll == kAllGather) && a != kPat && a != kRing && a != kNvls)
+        continue;
+      if (coll == kAllReduce && a == kPat) continue;
+      const NcclGraph& g = *graphs[a];
+      for (int p = 0; p < kNcclProtos; ++p) {
+        if ((a == kNvls || a == kNvlsTree) && p != kSimple) continue;
+        // ncclPatEnable: PAT only with one GPU per node (and SM60+, host network).
+        if (a == kPat && (p != kSimple || !single_gpu_nodes)) continue;
+        double bw = n_nodes <= 2 ? g.bw_intra : g.bw_inter;
+        if (a == kNvls || a == kNvlsTree) {
+          if (g.channels < 2) continue;
+          double intra_bw = g.bw_intra * kNvlsEfficiency[arch] * (g.channels - 1) / g.channels;
+          intra_bw *= coll == kAllReduce ? 2.0 : (ppn - 1) / ppn;
+          const double inter_bw = g.bw_inter * ((n_nodes <= 2 && a == kNvlsTree) ? 2 : 1);
+          bw = std::min(
+              {intra_bw, inter_bw,
+               a == kNvlsTree ? per_ch_max_nvls_tree_bw : std::numeric_limits<double>::max()});
+        }
+        double bus_bw = g.channels * bw;
+        if (a == kRing && p == kLL) bus_bw = std::min(ll_max_bw, bus_bw * .5);
+        if (a == kRing && p == kLL128)
+          bus_bw = std::min(bus_bw * 0.92, g.channels * per_ch_max_ring_ll128_bw);
+        if (a == kTree && coll == kAllReduce)
+          bus_bw = std::min(bus_bw * .92, g.channels * per_ch_max_tree_bw);
+        if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, ll_max_bw);
+        if (a == kTree && p == kLL128) {
+          bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                            g.channels * per_ch_max_tree_ll128_bw);
+        }
+        if (a == kTree && g.tree_pattern) bus_bw *= .85;
+        if (a == kPat) bus_bw *= .75;
+        // NVLS reduce-scatter / all-gather across nodes needs CollNet (not modelled: off).
+        if (a == kNvls && coll != kAllReduce && n_nodes > 1) bus_bw = 0;
+        if (!(a != kRing && (coll == kAllGather || coll == kReduceScatter))) {
+          const double ratio = (a == kRing || a == kNvls || a == kNvlsTree)
+                                   ? static_cast<double>(n_ranks) / nsteps
+                                   : .5;
+          bus_bw *= ratio;
+        }
+        double lat = kBaseLat[a][p];
+        double intra_lat = kHwLat[intra_hw][a][p];
+        const double inter_lat = ppn == 1 ? kHwLat[kHwNet][kTree][p] : kHwLat[kHwNet][a][p];
+        // (graph latencyInter is 0 for InfiniBand: net_ib props->latency "Not set".)
+        if (a == kRing) {
+          double net_overhead = 0;
+          if (n_nodes > 1) net_overhead = net_overhead_base * (p == kSimple ? 3 : 1);
+          intra_lat = std::max(intra_lat, net_overhead);
+          const int inter_steps = n_nodes == 1         ? 0
+                                  : coll == kAllReduce ? 2 * (n_nodes - 1)
+                                                       : n_nodes - 1;
+          lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+        } else if (a == kTree) {
+          if (coll == kAllReduce)
+            lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(n_nodes) * inter_lat);
+        } else if (a == kNvls) {
+          lat = intra_lat;
+          if (n_nodes > 1) lat += inter_lat;
+        } else if (a == kNvlsTree) {
+          lat += intra_lat + 2 * log2i(n_nodes) * inter_lat;
+        } else if (a == kPat) {
+          lat += log2i(n_nodes) * (inter_lat / 3.5) + n_ranks * 2.8;
+        }
+        bw_[coll][a][p] = bus_bw;
+        lat_[coll][a][p] = lat;
+      }
+    }
+  }
+  // Enabling (tuning.cc): NVLS tree off in one node; NVLS off across nodes without CollNet;
+  // NVLS off without multicast. LL128 is on by default for NVLink inside the node and, across
+  // nodes, NICs on the GPU's PCIe switch (DGX layout); Hopper allows up to PXN.
+  for (int coll = 0; coll < 3; ++coll) {
+    for (int p = 0; p < kNcclProtos; ++p) {
+      if (n_nodes == 1) bw_[coll][kNvlsTree][p] = 0;
+      if (n_nodes > 1) bw_[coll][kNvls][p] = 0;
+      if (!comm.nvls_support) bw_[coll][kNvls][p] = bw_[coll][kNvlsTree][p] = 0;
+    }
+  }
+}
+
+double NcclModel::latency_us(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const {
+  return lat_[coll_index(kind)][static_cast<int>(algo)][static_cast<int>(proto)];
+}
+
+double NcclModel::bandwidth_gbps(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const {
+  return bw_[coll_index(kind)][static_cast<int>(algo)][static_cast<int>(proto)];
+}
+
+std::optional<double> NcclModel::time_s(CollectiveKind kind, NcclAlgo algo, NcclProto proto,
+                                        std::int64_t bytes) const {
+  const int coll = coll_index(kind);
+  const int a = static_cast<int>(algo);
+  const int p = static_cast<int>(proto);
+  double bw = bw_[coll][a][p];
+  double lat = lat_[coll][a][p];
+  if (bw <= 0) return std::nullopt;
+  const int log_size = log2i(bytes >> 6);
+  if (a == kTree && coll == kAllReduce && log_size >= 0 && log_size < 23)
+    bw *= kTreeCorrection[p][log_size];
+  // NVLS tree correction applies to Blackwell on x86 hosts.
+  if (a == kNvlsTree && coll == kAllReduce && log_size >= 0 && log_size < 24 &&
+      comm_.arch >= NcclArch::kBlackwell) {
+    bw *= kTreeCorrection[p][log_size];
+  }
+  const int channels = std::min(comm_.tree.channels, comm_.ring.channels);
+  if (a == kRing && p == kSimple && comm_.nodes > 1 && coll == kAllReduce && channels > 0 &&
+      bytes / (static_cast<std::int64_t>(channels) * comm_.ranks) >= 64) {
+    lat *= comm_.arch < NcclArch::kAmpere ? 1.9 : 1.4;  // plateau effect of ring
+  }
+  return (lat + static_cast<double>(bytes) / (1000.0 * bw)) * 1e-6;
+}
+
+NcclChoice NcclModel::choose(CollectiveKind kind, std::int64_t bytes) const {
+  NcclChoice best;
+  best.seconds = std::numeric_limits<double>::infinity();
+  for (int a = 0; a < kNcclAlgos; ++a) {
+    for (int p = 0; p < kNcclProtos; ++p) {
+      const auto t = time_s(kind, static_cast<NcclAlgo>(a), static_cast<NcclProto>(p), bytes);
+      if (t && *t < best.seconds) {
+        best = NcclChoice{
+            .algo = static_cast<NcclAlgo>(a), .proto = static_cast<NcclProto>(p), .seconds = *t};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace stepsim

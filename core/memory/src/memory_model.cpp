@@ -1,0 +1,216 @@
+// Per-stage memory: static buffers by the 18-byte rule, and activations held over Megatron's
+// pipeline schedule, replayed action by action (forward allocates a chunk's stored
+// activations, backward first re-materialises its recompute buffers, then frees both).
+
+#include "stepsim/memory/memory_model.hpp"
+
+#include <algorithm>
+
+#include "stepsim/ops/dfa.hpp"
+#include "stepsim/ops/moe_flex.hpp"
+#include "stepsim/layout/pipeline_split.hpp"
+#include "stepsim/ops/flops.hpp"
+#include "stepsim/config/ub_cfg.hpp"
+#include "stepsim/layout/workload_dims.hpp"
+
+namespace stepsim {
+
+namespace {
+
+/// Megatron's number of warm-up forwards (schedules.py, get_pp_rank_microbatches).
+std::int64_t warmup_of(const TrainingConfig& t, std::int64_t stage) {
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  const std::int64_t v = t.virtual_pipeline_model_parallel_size;
+  const std::int64_t m = std::max<std::int64_t>(1, t.num_microbatches);
+  if (p <= 1) return 0;  // forward_backward_no_pipelining: one forward, one backward
+  if (v <= 1) return std::min(p - stage - 1, m);
+  const std::int64_t n =
+      t.microbatch_group_size_per_vp_stage > 0 ? t.microbatch_group_size_per_vp_stage : p;
+  return std::min((p - stage - 1) * 2 + (v - 1) * n, m * v);
+}
+
+/// Model chunk of each forward, in order (schedules.py, get_schedule_table).
+std::vector<std::int32_t> forward_chunks(const TrainingConfig& t) {
+  const std::int64_t p = t.pipeline_model_parallel_size;
+  const std::int64_t v = t.virtual_pipeline_model_parallel_size;
+  const std::int64_t m = std::max<std::int64_t>(1, t.num_microbatches);
+  std::vector<std::int32_t> chunks;
+  chunks.reserve(static_cast<std::size_t>(m * v));
+  if (v <= 1) {
+    chunks.assign(static_cast<std::size_t>(m), 0);
+    return chunks;
+  }
+  const std::int64_t n =
+      t.microbatch_group_size_per_vp_stage > 0 ? t.microbatch_group_size_per_vp_stage : p;
+  for (std::int64_t first = 0; first < m; first += n) {
+    const std::int64_t size = first + n >= m ? m - first : n;
+    for (std::int64_t c = 0; c < v; ++c) {
+      for (std::int64_t i = 0; i < size; ++i) chunks.push_back(static_cast<std::int32_t>(c));
+    }
+  }
+  return chunks;
+}
+
+struct Held {
+  std::int64_t total = 0;
+  std::int64_t layers = 0;
+};
+
+}  // namespace
+
+std::int64_t userbuffer_bytes(const Workload& w) {
+  const TrainingConfig& tc = w.training;
+  if (!tc.tp_comm_overlap) return 0;
+  const std::int64_t rows = w.model.seq_length * tc.micro_batch_size / tc.context_parallel_size;
+  const std::int64_t elements = rows * w.model.hidden_size;
+  std::int64_t bytes = 0;
+  for (std::size_t i = 0; i < kUbGemmNames.size(); ++i) {
+    const std::string_view gemm = kUbGemmNames[i];
+    // layers_all_gather_overlap: every GEMM but the four reduce-scatters (proj/FC2 fprop,
+    // QKV/FC1 wgrad); a pipelined one also with its cfg's fp8_buf.
+    const bool all_gather = gemm != "proj_fprop" && gemm != "fc2_fprop" &&
+                            gemm != "qkv_wgrad" && gemm != "fc1_wgrad";
+    const bool fp8_buf = all_gather || (detail::ub_default_method(gemm) == "pipeline" &&
+                                        tc.tp_comm_overlap_gemms[i].fp8_buf == 1);
+    const std::int64_t buffer = elements * (tc.fp8_enabled() && fp8_buf ? 1 : 2);
+    // CommOverlapP2PBase::initialize: a ring-exchange reduce-scatter's buffer holds 2 tp - 1
+    // chunks (its own tp partial results and the tp - 1 received for the final reduction).
+    const std::int64_t t = tc.tensor_model_parallel_size;
+    bytes += tc.tp_comm_overlap_gemms[i].ring_exchange == 1 &&
+                     detail::ub_default_method(gemm) == "pipeline"
+                 ? buffer / t * (2 * t - 1)
+                 : buffer;
+  }
+  return bytes;
+}
+
+std::int64_t comm_buffer_bytes(const Workload& w, std::int64_t expert_parameters) {
+  return userbuffer_bytes(w) + (expert_parameters > 0 ? detail::deepep_buffer_bytes(w) : 0);
+}
+
+StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
+                           std::int64_t fp8_weight_elements, std::int64_t expert_parameters) {
+  const bool mixed = t.params_dtype != DType::kFp32;
+  // Mixed precision keeps fp32 master weights beside the two Adam moments.
+  const std::int64_t optimizer_per_param = mixed ? 12 : 8;
+  StaticMemory s;
+  const std::int64_t sixteen_bit =
+      t.fp8_param_gather ? parameters - fp8_weight_elements : parameters;
+  // The FP8 weights (row- and column-wise copies, or copy and transpose), with MXFP8's E8M0
+  // scales: one byte per 32 elements of each copy.
+  s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements +
+                    (t.fp8_recipe == Fp8Recipe::kMxfp8 ? 2 * (fp8_weight_elements / 32) : 0);
+  s.gradients_bytes = parameters * t.grad_bytes();  // main grads: fp32, or bf16
+  // Megatron's distributed optimizer shards over the data-parallel group with context
+  // parallelism (dp * cp ranks hold replicas of the same parameters).
+  const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size) *
+                          std::max<std::int64_t>(1, t.context_parallel_size);
+  // The routed experts' states shard over the expert data-parallel group instead.
+  const std::int64_t edp = std::max<std::int64_t>(1, t.expert_data_parallel_size);
+  const std::int64_t sharded =
+      !t.use_distributed_optimizer ? parameters
+      : expert_parameters > 0
+          ? detail::ceil_div(parameters - expert_parameters, dp) +
+                detail::ceil_div(expert_parameters, edp)
+          : detail::ceil_div(parameters, dp);
+  s.optimizer_bytes = sharded * optimizer_per_param;
+  if (t.grad_bytes() == 2) s.optimizer_step_bytes = sharded * 4;
+  return s;
+}
+
+std::int64_t fp8_weight_elements(const Workload& w, std::int32_t stage) {
+  if (!w.training.fp8_enabled()) return 0;
+  const detail::Dims x = detail::dims_of(w);
+  std::int64_t layers = 0;
+  for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
+    layers += layers_of(w.training, w.model, stage, c).count;
+  }
+  return layers * (x.qkv_n() * x.h + x.h * x.attn_n() + x.fc1_n() * x.h + x.h * x.ffn_n());
+}
+
+std::int64_t max_in_flight(const TrainingConfig& t, std::int32_t stage) {
+  const std::int64_t total = std::max<std::int64_t>(1, t.num_microbatches) *
+                             std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
+  return std::min(warmup_of(t, stage) + 1, total);
+}
+
+std::vector<StageMemory> analytic_memory(const Workload& w) {
+  const TrainingConfig& tc = w.training;
+  const std::int32_t p = static_cast<std::int32_t>(tc.pipeline_model_parallel_size);
+  const std::int32_t v = static_cast<std::int32_t>(tc.virtual_pipeline_model_parallel_size);
+  const std::vector<std::int32_t> chunk_of = forward_chunks(tc);
+  const std::int64_t total = static_cast<std::int64_t>(chunk_of.size());
+
+  std::vector<StageMemory> out;
+  out.reserve(static_cast<std::size_t>(p));
+  std::vector<ChunkActivations> acts(static_cast<std::size_t>(v));
+  for (std::int32_t r = 0; r < p; ++r) {
+    std::int64_t params = 0;
+    std::int64_t experts = 0;
+    std::int64_t transient = 0;
+    for (std::int32_t c = 0; c < v; ++c) {
+      acts[static_cast<std::size_t>(c)] = chunk_activations(w, r, c);
+      params += chunk_parameters(w, r, c);
+      experts += chunk_expert_parameters(w, r, c);
+      transient = std::max(transient, acts[static_cast<std::size_t>(c)].transient_bytes);
+    }
+    // defer_embedding_wgrad_compute: the last stage keeps each deferred micro-batch's
+    // output-layer input and logits gradient until the drain after its last backward.
+    const bool defers = tc.defer_embedding_wgrad_compute && p > 1 && r == p - 1;
+    std::int64_t deferred_bytes = 0;
+    if (defers) {
+      const detail::Dims x = detail::dims_of(w);
+      deferred_bytes = x.sp_tokens * x.h * x.e + x.tokens * x.vocab_n() * x.e;
+    }
+    std::int64_t deferred = 0;
+    // Replay the rank's schedule: warm-up forwards, steady 1F1B, cool-down backwards.
+    Held held;
+    Held peak;
+    auto forward = [&](std::int64_t k) {
+      const ChunkActivations& a = acts[static_cast<std::size_t>(chunk_of[static_cast<std::size_t>(k)])];
+      held.total += a.stored_bytes;
+      held.layers += a.layer_stored_bytes;
+      if (held.total > peak.total) peak = held;
+    };
+    auto backward = [&](std::int64_t k) {
+      const std::int32_t c = v - 1 - chunk_of[static_cast<std::size_t>(k)];
+      const ChunkActivations& a = acts[static_cast<std::size_t>(c)];
+      if (held.total + a.recompute_bytes > peak.total) {
+        peak = {held.total + a.recompute_bytes, held.layers};
+      }
+      held.total -= a.stored_bytes;
+      held.layers -= a.layer_stored_bytes;
+      if (defers && c == v - 1 &&
+          (tc.wgrad_deferral_limit == 0 || deferred < tc.wgrad_deferral_limit)) {
+        held.total += deferred_bytes;
+        ++deferred;
+        if (held.total > peak.total) peak = held;
+      }
+    };
+    const std::int64_t warmup = warmup_of(tc, r);
+    for (std::int64_t k = 0; k < warmup; ++k) forward(k);
+    for (std::int64_t k = 0; k < total - warmup; ++k) {
+      forward(k + warmup);
+      backward(k);
+    }
+    for (std::int64_t k = total - warmup; k < total; ++k) backward(k);
+
+    StaticMemory s = tc.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam
+                         ? detail::dfa_static_memory(detail::dfa_layout(w, detail::dims_of(w), r))
+                         : static_memory(tc, params, fp8_weight_elements(w, r), experts);
+    s.comm_buffer_bytes = comm_buffer_bytes(w, experts);
+    StageMemory m;
+    m.stage = r;
+    m.weights_bytes = s.weights_bytes;
+    m.gradients_bytes = s.gradients_bytes;
+    m.optimizer_bytes = s.optimizer_bytes;
+    m.activations_bytes = peak.total;
+    m.layer_activations_bytes = peak.layers;
+    m.comm_buffer_bytes = s.comm_buffer_bytes;
+    m.peak_bytes = s.total() + std::max(peak.total + transient, s.optimizer_step_bytes);
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace stepsim

@@ -1,0 +1,328 @@
+#include "stepsim/ops/fp8_ops.hpp"
+
+#include <string>
+
+namespace stepsim::detail {
+
+// Byte counts (read + written) of TE's quantize kernels on Hopper, delayed scaling (a
+// Float8Quantizer, whose scale is known before the kernel runs):
+// - cast-transpose: reads the 16-bit tensor once and writes its FP8 copy and FP8 transpose
+//   (e + 2 bytes per element). Hopper runs FP8 GEMMs only in the TN layout
+//   (is_non_tn_fp8_gemm_supported() is false before Blackwell), so wgrad and dgrad read
+//   transposed FP8 copies, made here.
+// - cast: reads 16 bits, writes 8 (e + 1).
+// - transpose of an FP8 tensor (after an FP8 all-gather, or of a norm's FP8 output): reads 1
+//   and writes 1 byte per element.
+// Bias gradients are fused into the grad-output cast-transpose (bgrad_quantize) except where
+// the gradient is all-gathered first (TE's grad_output_preprocess sums it unfused).
+// Per-tensor current scaling ("tensorwise", Float8CurrentScalingQuantizer::quantize_impl)
+// first reads the tensor once more for its amax (nvte_compute_amax), MAX-reduces that amax
+// over the TP group where TE sets one (the input of a sequence-parallel column linear, the
+// grad output of a sequence-parallel row linear: a blocking 4-byte all-reduce), then casts;
+// a LayerNormLinear's norm writes its 16-bit output with the amax (FUSED_NORM_AMAX_FP8), then
+// one cast(-transpose) kernel quantizes it. The scale computation is one thread's work and
+// is left out. No amax history and no per-chunk reduction.
+// Block scaling ("blockwise", Float8BlockQuantizer; transformer_engine/common/transpose/
+// quantize_transpose_vector_blockwise.cu and quantize_transpose_square_blockwise.cu): no
+// amax pass, reduction or history; a 1x128 quantize reads the 16-bit tensor once and writes
+// the row-wise and the column-wise FP8 copies, each quantized from the 16-bit values with
+// scales of its own (not a transpose of FP8 data), plus fp32 scales: one per 128 elements
+// per copy (e + 2 + 1/16 bytes per element). No norm writes FP8 for a block quantizer
+// (normalization.cpp: Impl::UNFUSED) and no bias gradient is fused into its quantize
+// (bgrad_quantize is not used): both run as kernels of their own. Under SP only the
+// row-wise data and scales of a norm's output are all-gathered (data 1, scales 1/32 byte
+// per element; the gathered scales reordered by swap_first_dims), and the local column-wise
+// shard is kept for backward, where it is gathered beside dgrad; a gradient shard gathers
+// both copies. A shard whose dims are not multiples of 128 is gathered in 16 bits and
+// quantized whole instead (distributed.py, gather_along_first_dim's blockwise fallback).
+// MXFP8 ("mxfp8", MXFP8Quantizer, Blackwell; transformer_engine/common/util/
+// cast_kernels.cuh, pytorch/distributed.py _all_gather_mxfp8): the same structure with an
+// E8M0 scale (1 byte) per 32 consecutive elements, along the rows for the row-wise copy and
+// along the columns for the column-wise one, so the same bytes as block scaling's fp32 scale
+// per 128 (1/32 byte per element per copy). Both copies keep the tensor's shape (Blackwell runs
+// FP8 GEMMs in any layout), so a gathered copy needs no reordering; but the GEMM wants its
+// scales swizzled: TE quantizes swizzled where the tensor goes straight to a GEMM
+// (optimize_for_gemm in linear.py / layernorm_linear.py: not the sequence-parallel gathered
+// input and grad output), and swizzles the others before the GEMM (gemm.cpp
+// swizzle_scales_for_gemm: one kernel per gathered copy, its scales read and written). The
+// norm stays unfused (normalization.cpp: the MXFP8 norm is cuDNN's, only with
+// NVTE_NORM_FWD_USE_CUDNN) and the bias gradient is fused into the grad output's quantize
+// (bgrad_quantize takes MXFP8 quantizers: base.py grad_output_preprocess). A shard is
+// quantizable when both dims are multiples of 32 (MXFP8Quantizer.is_quantizable).
+
+namespace {
+
+std::string named(std::string_view prefix, std::string_view what) {
+  std::string s(prefix);
+  s += what;
+  return s;
+}
+
+/// Current scaling: the amax kernel over `elements` 16-bit values, then, where TE reduces
+/// the amax over the TP group, that blocking all-reduce.
+void current_amax(OpList& ops, std::string_view prefix, std::int32_t layer, Phase phase,
+                  std::int64_t elements, bool tp_reduced) {
+  const Dims& x = ops.dims();
+  if (!x.fp8_current) return;
+  ops.memory(named(prefix, "_amax"), layer, phase, elements * x.e);
+  if (tp_reduced && x.t > 1) {
+    ops.wait(ops.collective("fp8_amax_all_reduce", layer, phase, Stream::kTensorComm,
+                            CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 4, x.t,
+                                         x.tp_nodes}));
+  }
+}
+
+}  // namespace
+
+std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements) {
+  return elements * (x.e + 2) + elements / 16;
+}
+
+std::int64_t fp8_block_copy_bytes(std::int64_t elements) { return elements + elements / 32; }
+
+bool fp8_block_gathers_fp8(const Dims& x, std::int64_t width) {
+  const std::int64_t block = x.fp8_mx ? 32 : 128;
+  return x.sp && x.sp_tokens % block == 0 && width % block == 0;
+}
+
+std::int64_t fp8_mx_scale_bytes(std::int64_t elements) { return elements / 32; }
+
+std::int64_t fp8_norm_forward_bytes(const Dims& x, std::int64_t tokens) {
+  // Current and block scaling: the norm writes 16 bits (current scaling with the amax);
+  // delayed: FP8 directly.
+  return tokens * x.h * (x.fp8_current || x.fp8_block ? 2 * x.e : x.e + 1) +
+         tokens * (x.layernorm ? 8 : 4);
+}
+
+void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
+                                Phase phase) {
+  const Dims& x = ops.dims();
+  if (x.fp8_block) {
+    if (fp8_block_gathers_fp8(x, x.h)) {
+      ops.memory(named(prefix, "_input_quantize"), layer, phase,
+                 fp8_block_quantize_bytes(x, x.sp_tokens * x.h));
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase,
+                                 fp8_block_copy_bytes(x.tokens * x.h)));
+      // Block scaling reorders the gathered scales (swap_first_dims); MXFP8 swizzles them for
+      // fprop. The same bytes: the row-wise scales read and written.
+      ops.memory(named(prefix, x.fp8_mx ? "_input_scale_swizzle" : "_input_scale_swap"), layer,
+                 phase, 2 * (x.tokens * x.h / 32));
+      return;
+    }
+    if (x.sp) {
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h * x.e));
+    }
+    ops.memory(named(prefix, "_input_quantize"), layer, phase,
+               fp8_block_quantize_bytes(x, x.tokens * x.h));
+    return;
+  }
+  if (x.fp8_current) {
+    // The norm's amax (computed by the norm) is reduced over TP with SP, then one cast
+    // kernel: row-wise only before the gather, with the transpose without SP.
+    if (x.sp && x.t > 1) {
+      ops.wait(ops.collective("fp8_amax_all_reduce", layer, phase, Stream::kTensorComm,
+                              CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 4,
+                                           x.t, x.tp_nodes}));
+      ops.memory(named(prefix, "_input_cast"), layer, phase, x.sp_tokens * x.h * (x.e + 1));
+      if (!x.ub_ag) {
+        ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+      }
+      return;
+    }
+    ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * x.h * (x.e + 2));
+    return;
+  }
+  if (x.sp) {
+    // The norm quantized row-wise only ("All-gather is not supported with FP8 column-wise
+    // data"); the shards are gathered in FP8: 1 byte per element on the wire (with the
+    // userbuffers ring exchange, by the GEMM's exchanges: layernorm_linear.py passes the FP8
+    // norm output to fill_userbuffers_buffer_for_all_gather).
+    if (!x.ub_ag) {
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase, x.tokens * x.h));
+    }
+    return;
+  }
+  // The norm kernel writes the FP8 output; the FP8 transpose for wgrad is a second kernel
+  // (nvte_transpose inside TE's norm API).
+  ops.memory(named(prefix, "_input_transpose"), layer, phase, x.tokens * x.h * 2);
+}
+
+void emit_fp8_row_linear_input(OpList& ops, std::string_view prefix, std::int32_t layer,
+                               Phase phase, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  if (x.fp8_block) {
+    ops.memory(named(prefix, "_input_quantize"), layer, phase,
+               fp8_block_quantize_bytes(x, x.tokens * in_k));
+    return;
+  }
+  current_amax(ops, prefix, layer, phase, x.tokens * in_k, false);
+  ops.memory(named(prefix, "_input_cast_transpose"), layer, phase, x.tokens * in_k * (x.e + 2));
+}
+
+void emit_fp8_row_grad_cast(OpList& ops, std::string_view prefix, std::int32_t layer) {
+  const Dims& x = ops.dims();
+  // grad_output_preprocess (base.py), "FP8 with all-gather: unfused bgrad": the bias gradient
+  // summed from the 16-bit shard, the shard quantized row-wise only (the amax reduced over TP
+  // under current scaling: set_quantizer_amax_reduction_group for row-parallel SP).
+  if (x.bias) {
+    ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.sp_tokens * x.h * x.e);
+  }
+  if (x.fp8_block) {
+    // Both copies of the shard (the gather moves both: emit_fp8_row_parallel_backward).
+    ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
+               fp8_block_quantize_bytes(x, x.sp_tokens * x.h));
+    return;
+  }
+  current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.sp_tokens * x.h, true);
+  ops.memory(named(prefix, "_grad_cast"), layer, Phase::kBackwardInput,
+             x.sp_tokens * x.h * (x.e + 1));
+}
+
+void emit_fp8_column_grad_cast(OpList& ops, std::string_view prefix, std::int32_t layer,
+                               std::int64_t out_n) {
+  const Dims& x = ops.dims();
+  if (x.fp8_block) {
+    // Row- and column-wise copies of the output gradient; the bias gradient unfused under
+    // block scaling, fused into MXFP8's quantize (bgrad_quantize).
+    if (x.bias && !x.fp8_mx) {
+      ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.tokens * out_n * x.e);
+    }
+    ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
+               fp8_block_quantize_bytes(x, x.tokens * out_n));
+    return;
+  }
+  // The output gradient [tokens, out_n] in FP8 (dgrad) and transposed (wgrad), bias
+  // gradient fused (bgrad_quantize).
+  current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * out_n, false);
+  ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
+             x.tokens * out_n * (x.e + 2));
+}
+
+void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
+                                       std::string_view dgrad_name, std::string_view wgrad_name,
+                                       std::int32_t layer, std::int64_t out_n, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  emit_fp8_column_grad_cast(ops, prefix, layer, out_n);
+  std::int32_t gathered = -1;
+  if (x.fp8_block && fp8_block_gathers_fp8(x, in_k)) {
+    // The saved column-wise shard and its scales, gathered beside dgrad (linear.py: the
+    // backward's async all-gather), then reordered (swap_first_dims) for wgrad.
+    gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
+                                 fp8_block_copy_bytes(x.tokens * in_k));
+  } else if (x.sp && !x.fp8_block) {
+    // The saved FP8 input shard is re-gathered for wgrad. On Hopper the gathered input must
+    // be transposed, so _all_gather_fp8 waits for the gather at once (no overlap with
+    // dgrad) and transposes it.
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
+                               x.tokens * in_k));
+    ops.memory(named(prefix, "_input_transpose_bwd"), layer, Phase::kBackwardWeight,
+               x.tokens * in_k * 2);
+  }
+  ops.linear_gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, out_n);
+  // The input gradient leaves the GEMM 16-bit and is reduced as without FP8, asynchronously
+  // beside wgrad.
+  std::int32_t reduce = -1;
+  if (x.sp) {
+    reduce = ops.tp_collective(CollectiveKind::kReduceScatter, layer, Phase::kBackwardInput,
+                               x.tokens * in_k * x.e);
+  } else if (x.t > 1) {
+    reduce = ops.tp_collective(CollectiveKind::kAllReduce, layer, Phase::kBackwardInput,
+                               x.tokens * in_k * x.e);
+  }
+  if (gathered >= 0) {
+    ops.wait(gathered);
+    if (x.fp8_mx) {
+      // The gathered column-wise copy keeps its layout: only its scales swizzled for wgrad.
+      ops.memory(named(prefix, "_input_scale_swizzle_bwd"), layer, Phase::kBackwardWeight,
+                 2 * fp8_mx_scale_bytes(x.tokens * in_k));
+    } else {
+      ops.memory(named(prefix, "_input_swap_bwd"), layer, Phase::kBackwardWeight,
+                 2 * fp8_block_copy_bytes(x.tokens * in_k));
+    }
+  }
+  ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, out_n, in_k, x.tokens);
+  if (reduce >= 0) ops.wait(reduce);
+}
+
+void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
+                                    std::string_view dgrad_name, std::string_view wgrad_name,
+                                    std::int32_t layer, std::int64_t in_k) {
+  const Dims& x = ops.dims();
+  if (x.fp8_block && fp8_block_gathers_fp8(x, x.h)) {
+    // Both copies of the gradient shard and their scales gathered, the column-wise one
+    // reordered (swap_first_dims) for wgrad.
+    emit_fp8_row_grad_cast(ops, prefix, layer);
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
+                               2 * fp8_block_copy_bytes(x.tokens * x.h)));
+    if (x.fp8_mx) {
+      // Both gathered copies' scales swizzled (dgrad reads the row-wise, wgrad the
+      // column-wise one), a kernel each.
+      for (const char* copy : {"_grad_scale_swizzle", "_grad_scale_swizzle_t"}) {
+        ops.memory(named(prefix, copy), layer, Phase::kBackwardInput,
+                   2 * fp8_mx_scale_bytes(x.tokens * x.h));
+      }
+    } else {
+      ops.memory(named(prefix, "_grad_swap"), layer, Phase::kBackwardInput,
+                 2 * fp8_block_copy_bytes(x.tokens * x.h));
+    }
+  } else if (x.fp8_block) {
+    // Gathered in 16 bits (a shard not of 128-multiples), then both copies of the whole
+    // gradient quantized; the bias gradient unfused.
+    if (x.sp) {
+      ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
+                                 x.tokens * x.h * x.e));
+    }
+    if (x.bias) {
+      ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.tokens * x.h * x.e);
+    }
+    ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
+               fp8_block_quantize_bytes(x, x.tokens * x.h));
+  } else if (x.sp) {
+    // The gradient shard is cast row-wise, all-gathered in FP8, then transposed for wgrad
+    // once the gather is done.
+    emit_fp8_row_grad_cast(ops, prefix, layer);
+    ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
+                               x.tokens * x.h));
+    ops.memory(named(prefix, "_grad_transpose"), layer, Phase::kBackwardInput, x.tokens * x.h * 2);
+  } else {
+    current_amax(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput, x.tokens * x.h,
+                 false);
+    ops.memory(named(prefix, "_grad_cast_transpose"), layer, Phase::kBackwardInput,
+               x.tokens * x.h * (x.e + 2));
+  }
+  ops.linear_gemm(dgrad_name, layer, Phase::kBackwardInput, x.tokens, in_k, x.h);
+  ops.linear_gemm(wgrad_name, layer, Phase::kBackwardWeight, x.h, in_k, x.tokens);
+}
+
+void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward, bool fp8_params,
+                             std::int64_t amax_history_len, CommGroup group,
+                             std::int64_t group_size, std::int64_t nodes) {
+  const std::int64_t per_layer =
+      forward ? kFp8ForwardTensorsPerLayer - (fp8_params ? kFp8LinearsPerLayer : 0)
+              : kFp8BackwardTensorsPerLayer;
+  const std::int64_t tensors = layers * per_layer;
+  const Phase phase = forward ? Phase::kForward : Phase::kBackwardInput;
+  constexpr std::int32_t kNoLayer = -1;
+  if (group_size > 1) {
+    // torch.distributed.all_reduce(..., async_op=False) on the concatenated amaxes.
+    ops.wait(ops.collective(
+        forward ? "fp8_amax_all_reduce" : "fp8_amax_all_reduce_bwd", kNoLayer, phase,
+        Stream::kTensorComm,
+        CollectiveOp{CollectiveKind::kAllReduce, group, tensors * 4, group_size, nodes}));
+  }
+  // fused_amax_and_scale_update_after_reduction: reads the reduced amaxes, reads and rolls
+  // each amax history (read + write), reads the scale and writes scale and its inverse.
+  ops.memory(forward ? "fp8_amax_update" : "fp8_amax_update_bwd", kNoLayer, phase,
+             tensors * 4 * (1 + 2 * amax_history_len + 3));
+}
+
+std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements) {
+  // Current scaling reads the weight once more for its amax; MXFP8 writes both copies'
+  // scales (block scaling's one per 128x128 block is left out: 1/16384 byte per element).
+  return elements * (x.e + 2 + (x.fp8_current ? x.e : 0)) +
+         (x.fp8_mx ? 2 * fp8_mx_scale_bytes(elements) : 0);
+}
+
+std::int64_t fp8_weight_transpose_bytes(std::int64_t elements) { return elements * 2; }
+
+}  // namespace stepsim::detail
