@@ -409,5 +409,28 @@ TEST(Provenance, DescriptionIsOneLine) {
   load_ok(tiny({}, {}, "\"description\": \"A tiny GPT on 8 GPUs.\""));
 }
 
+// Every shipped scenario (the main folder, published/, validation/ and validation/gpu/) says
+// in one short line what the job is and cites its settings under `sources`.
+TEST(Provenance, EveryShippedScenarioHasSourcesAndAShortDescription) {
+  constexpr std::size_t kDescriptionLimit = 160;
+  int checked = 0;
+  for (const std::string dir : {"", "/published", "/validation", "/validation/gpu"}) {
+    for (const std::string& file : json_files(kScenarios + dir)) {
+      const auto json = nlohmann::json::parse(read_file(file));
+      if (!json.contains("model")) continue;  // published/runs.json
+      ++checked;
+      const auto description = json.value("description", std::string());
+      EXPECT_FALSE(description.empty()) << file;
+      EXPECT_LE(description.size(), kDescriptionLimit) << file;
+      EXPECT_EQ(description.find('\n'), std::string::npos) << file;
+      ASSERT_TRUE(json.contains("sources") && json["sources"].is_object()) << file;
+      EXPECT_FALSE(json["sources"].empty()) << file;
+      auto w = load_scenario_file(file, options());
+      EXPECT_TRUE(w.ok()) << (w.ok() ? "" : format_errors(w.errors()));
+    }
+  }
+  EXPECT_GE(checked, 60);
+}
+
 }  // namespace
 }  // namespace stepsim
