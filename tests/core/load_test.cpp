@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -361,6 +362,74 @@ TEST(InvalidCorpus, EveryFileNamesItsKey) {
     ++rows;
   }
   EXPECT_GE(rows, 60);
+}
+
+// Provenance as data (issue 36, STYLE.md rule 21): `sources` cites each value under the dotted
+// key it justifies, and every cited key must be one the file gives.
+TEST(Provenance, SourcesCiteKeysTheFileGives) {
+  const Workload w = load_ok(tiny({}, {},
+                                  "\"description\": \"A tiny GPT.\", \"sources\": {"
+                                  "\"name\": \"the whole job\", \"model\": \"a paper\", "
+                                  "\"model.num_layers\": \"its table\", "
+                                  "\"training.tensor_model_parallel_size\": \"fits memory\", "
+                                  "\"system\": \"the cluster\"}"));
+  EXPECT_EQ(w.name, "tiny");
+}
+
+TEST(Provenance, CitingAKeyTheFileLacksIsAnError) {
+  auto w = load_text(tiny({}, {},
+                          "\"sources\": {\"model.num_layer\": \"typo\", "
+                          "\"training.fp8\": \"not given\", \"cost_model\": \"absent\", "
+                          "\"model.num_layers.x\": \"below a number\", "
+                          "\"sources\": \"itself\"}"));
+  ASSERT_FALSE(w.ok());
+  for (const std::string key :
+       {"model.num_layer", "training.fp8", "cost_model", "model.num_layers.x", "sources"}) {
+    EXPECT_TRUE(names(w.errors(), "sources." + key, "names no key of this scenario"))
+        << key << "\n"
+        << format_errors(w.errors());
+  }
+  EXPECT_EQ(w.errors().size(), 5u) << format_errors(w.errors());
+}
+
+TEST(Provenance, CitationsAreNonEmptyStringsInAnObject) {
+  auto w = load_text(tiny({}, {}, "\"sources\": {\"model\": \"\", \"name\": 3}"));
+  ASSERT_FALSE(w.ok());
+  EXPECT_TRUE(names(w.errors(), "sources.model", "must be a non-empty citation string"));
+  EXPECT_TRUE(names(w.errors(), "sources.name", "must be a non-empty citation string"));
+  auto not_object = load_text(tiny({}, {}, "\"sources\": \"Narayanan et al. 2021\""));
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_TRUE(names(not_object.errors(), "sources")) << format_errors(not_object.errors());
+}
+
+TEST(Provenance, DescriptionIsOneLine) {
+  auto w = load_text(tiny({}, {}, "\"description\": \"A tiny GPT.\\nFrom a paper.\""));
+  ASSERT_FALSE(w.ok());
+  EXPECT_TRUE(names(w.errors(), "description", "must be one line")) << format_errors(w.errors());
+  load_ok(tiny({}, {}, "\"description\": \"A tiny GPT on 8 GPUs.\""));
+}
+
+// Every shipped scenario (the main folder, published/, validation/ and validation/gpu/) says
+// in one short line what the job is and cites its settings under `sources`.
+TEST(Provenance, EveryShippedScenarioHasSourcesAndAShortDescription) {
+  constexpr std::size_t kDescriptionLimit = 160;
+  int checked = 0;
+  for (const std::string dir : {"", "/published", "/validation", "/validation/gpu"}) {
+    for (const std::string& file : json_files(kScenarios + dir)) {
+      const auto json = nlohmann::json::parse(read_file(file));
+      if (!json.contains("model")) continue;  // published/runs.json
+      ++checked;
+      const auto description = json.value("description", std::string());
+      EXPECT_FALSE(description.empty()) << file;
+      EXPECT_LE(description.size(), kDescriptionLimit) << file;
+      EXPECT_EQ(description.find('\n'), std::string::npos) << file;
+      ASSERT_TRUE(json.contains("sources") && json["sources"].is_object()) << file;
+      EXPECT_FALSE(json["sources"].empty()) << file;
+      auto w = load_scenario_file(file, options());
+      EXPECT_TRUE(w.ok()) << (w.ok() ? "" : format_errors(w.errors()));
+    }
+  }
+  EXPECT_GE(checked, 60);
 }
 
 }  // namespace

@@ -175,6 +175,19 @@ const json* ObjectReader::object(std::string_view key, bool required) {
   return v;
 }
 
+bool has_dotted_key(const json& object, std::string_view key) {
+  const json* at = &object;
+  while (true) {
+    const auto dot = key.find('.');
+    if (!at->is_object()) return false;
+    const auto it = at->find(std::string(key.substr(0, dot)));
+    if (it == at->end() || it->is_null()) return false;
+    if (dot == std::string_view::npos) return true;
+    at = &*it;
+    key.remove_prefix(dot + 1);
+  }
+}
+
 void ObjectReader::reject_unknown_keys() {
   for (const auto& [key, value] : object_.items()) {
     if (known_.find(key) == known_.end()) error(key, " is not a known key");

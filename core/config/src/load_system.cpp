@@ -135,23 +135,14 @@ Interference parse_interference(ObjectReader& parent, Errors& errors) {
   return k;
 }
 
-// Whether the system object gives the figure at dotted path `key` ("a.b": object a, key b).
-bool gives(ObjectReader& parent, std::string_view key) {
-  const auto dot = key.find('.');
-  if (dot == std::string_view::npos) return parent.raw(key) != nullptr;
-  const json* object = parent.raw(key.substr(0, dot));
-  return object != nullptr && object->is_object() &&
-         object->contains(std::string(key.substr(dot + 1)));
-}
-
-void check_sources(ObjectReader& parent, Errors& errors) {
+void check_sources(ObjectReader& parent, const json& system, Errors& errors) {
   const json* object = parent.object("sources", true);
   if (object == nullptr) return;
   ObjectReader r(*object, parent.file(), parent.path("sources"), errors);
   for (const auto& [key, required] : cited_keys()) {
     const json* cited = r.raw(key);
     // An optional figure (a top-level key) needs its citation only when the file gives it.
-    if (!required && cited == nullptr && !gives(parent, key)) continue;
+    if (!required && cited == nullptr && !has_dotted_key(system, key)) continue;
     if (cited == nullptr) {
       r.error(key, " must cite where the figure " + parent.path(key) + " comes from");
     } else if (!cited->is_string() || cited->get<std::string>().empty()) {
@@ -212,7 +203,7 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   s.inter_node = parse_link(r, "inter_node", errors);
   s.efficiency = parse_efficiency(r, errors);
   s.interference = parse_interference(r, errors);
-  check_sources(r, errors);
+  check_sources(r, object, errors);
   r.reject_unknown_keys();
   return s;
 }

@@ -531,6 +531,28 @@ void parse_heterogeneity(ObjectReader& top, Errors& errors, Workload& w) {
   }
 }
 
+// `description` is one line a person reads; `sources` cites, under each dotted key of this
+// file ("training.fp8", "model", "name"), where its value comes from (as system files do).
+void check_provenance(ObjectReader& top, const nlohmann::json& scenario, Errors& errors) {
+  if (auto text = top.string("description", false); text && text->find('\n') != std::string::npos) {
+    top.error("description", " must be one line: citations and reasons go under `sources`");
+  }
+  const nlohmann::json* sources = top.object("sources", false);
+  if (sources == nullptr) return;
+  ObjectReader r(*sources, top.file(), "sources", errors);
+  for (const auto& [key, cited] : sources->items()) {
+    r.raw(key);  // every key is read here: none is unknown to reject_unknown_keys
+    if (!cited.is_string() || cited.get<std::string>().empty()) {
+      r.error(key, "=" + detail::describe(cited) + " must be a non-empty citation string");
+    } else if (key == "sources" || key.starts_with("sources.") ||
+               !detail::has_dotted_key(scenario, key)) {
+      r.error(key,
+              " names no key of this scenario: cite a dotted key it gives (\"training.fp8\", "
+              "\"model\", \"name\")");
+    }
+  }
+}
+
 }  // namespace
 
 std::string resolve_path(const std::string& relative, const std::string& base_dir,
@@ -562,7 +584,7 @@ std::optional<Workload> parse_scenario_text(std::string_view text, const std::st
   Workload w;
   ObjectReader top(*json, file_label, "", errors);
   if (auto name = top.string("name", true)) w.name = *name;
-  top.string("description", false);
+  check_provenance(top, *json, errors);
   if (const auto* model = top.object("model", true)) {
     ObjectReader r(*model, file_label, "model", errors);
     parse_model(r, *model, errors, w);

@@ -74,7 +74,15 @@ const std::array kSchema = {
     KeyInfo{.key = "description",
             .kind = KnobKind::kString,
             .default_text = "none",
-            .doc = "prose: where the setting comes from"},
+            .check = "one line",
+            .doc = "one sentence a person reads: what the job is"},
+    KeyInfo{.key = "sources",
+            .kind = KnobKind::kString,
+            .default_text = "{}",
+            .check = "{\"DOTTED.KEY\": \"citation\", ...}: each key given in this file",
+            .doc = "where each value comes from and why, keyed by the dotted key it justifies "
+                   "(\"training.fp8\"), a section (\"model\") or \"name\" for the whole job; "
+                   "every shipped scenario has it"},
     // The system file itself: in a sweep its value indexes SweepSpec::systems; the enumerator
     // swaps the whole SystemConfig, set/get only carry the index through.
     KeyInfo{.key = "system",

@@ -67,6 +67,11 @@ class ObjectReader {
   std::set<std::string, std::less<>> known_;
 };
 
+/// Whether `object` gives a non-null value at the dotted path `key` ("a.b": object a, key b;
+/// any depth). A key that itself holds a dot cannot be named. System and scenario `sources`
+/// check their cited keys through it.
+bool has_dotted_key(const nlohmann::json& object, std::string_view key);
+
 /// A short description of a JSON value for messages: `6`, `"abc"`, `2.5`, `true`, `an object`.
 std::string describe(const nlohmann::json& value);
 
