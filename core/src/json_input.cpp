@@ -87,6 +87,7 @@ class StrictBuilder {
   bool key(string_t& k) {
     Level& top = levels_.back();
     top.key = k;
+    top.has_key = true;
     if (!top.keys.insert(k).second) return fail(path(), " is given twice in one object");
     return true;
   }
@@ -114,6 +115,7 @@ class StrictBuilder {
     json* value;
     std::set<std::string, std::less<>> keys;
     std::string key;
+    bool has_key = false;   // `key` holds a key read (which may be "", a key JSON allows)
     std::size_t count = 0;  // array elements placed so far
   };
 
@@ -123,9 +125,9 @@ class StrictBuilder {
     for (std::size_t i = 0; i < levels_.size(); ++i) {
       const Level& l = levels_[i];
       if (l.value->is_object()) {
-        if (l.key.empty()) break;
+        if (!l.has_key) break;
         if (!p.empty()) p += '.';
-        p += l.key;
+        p += l.key.empty() ? std::string("\"\"") : l.key;
       } else {
         // An array below the innermost level holds the element being read as its last.
         const bool inner = i + 1 == levels_.size();
@@ -158,7 +160,7 @@ class StrictBuilder {
                               std::to_string(limits_.max_depth) + " levels");
     }
     json* v = put(std::move(empty));
-    levels_.push_back({v, {}, {}, 0});
+    levels_.push_back({v, {}, {}, false, 0});
     return true;
   }
 
