@@ -71,7 +71,14 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
     switch (k.kind) {
       case KnobKind::kInt: {
         const std::size_t before = errors.size();
-        if (auto v = r.positive_int(key, k.required, k.zero_allowed)) {
+        auto v = r.positive_int(key, k.required, k.zero_allowed);
+        if (v) {
+          if (const std::string problem = int_key_bound_problem(k, *v); !problem.empty()) {
+            r.error(key, problem);
+            v.reset();
+          }
+        }
+        if (v) {
           value = KnobValue{.integer = *v};
         } else if (errors.size() != before && k.set != nullptr) {
           k.set(w, KnobValue{.integer = 0});

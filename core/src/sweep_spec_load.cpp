@@ -132,6 +132,11 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
         return false;
       }
       out.integer = v.get<std::int64_t>();
+      if (const std::string problem = int_key_bound_problem(info, out.integer);
+          !problem.empty()) {
+        fail(key, problem);
+        return false;
+      }
       return true;
     case KnobKind::kBool:
       if (!v.is_boolean()) {
