@@ -63,11 +63,17 @@ namespace {
 // The transform of make_integer_options_decimal: `value` rewritten without leading zeros, or
 // the reason it is no decimal integer.
 std::string to_decimal(std::string& value, bool is_unsigned) {
+  // strtoll skips leading blanks: " 010" must not reach it as octal either.
+  constexpr const char* kBlanks = " \t\n\r\f\v";
+  const std::size_t begin = value.find_first_not_of(kBlanks);
+  if (begin == std::string::npos) return "";
+  value = value.substr(begin, value.find_last_not_of(kBlanks) - begin + 1);
   std::size_t i = 0;
   const bool negative = !value.empty() && value[0] == '-';
   if (!value.empty() && (value[0] == '+' || value[0] == '-')) i = 1;
-  if (i == value.size() ||
-      value.find_first_not_of("0123456789", i) != std::string::npos) {
+  // A word that is no number at all ("two") keeps CLI11's own "Could not convert" message.
+  if (i == value.size() || value[i] < '0' || value[i] > '9') return "";
+  if (value.find_first_not_of("0123456789", i) != std::string::npos) {
     return "'" + value +
            "' is not a decimal integer (numbers on stepsim's command line are decimal, as "
            "Megatron-LM reads them)";
