@@ -33,8 +33,7 @@ constexpr std::string_view kCublasInt =
     "int32: cuBLAS and the attention kernels take GEMM and attention sizes as int";
 constexpr std::string_view kWorld =
     "stepsim's limit of 2^24 GPUs (training.world_size), a group of which this is";
-constexpr std::array<ProfileIntBound, 18> kProfileIntBounds = {{
-    {"format_version", 1, 1, "the one profile format this stepsim reads"},
+constexpr std::array<ProfileIntBound, 17> kProfileIntBounds = {{
     {"world_size", 1, std::int64_t{1} << 24, kWorld},
     {"group_size", 2, std::int64_t{1} << 24, kWorld},
     {"nodes_spanned", 1, std::int64_t{1} << 24, kWorld},
