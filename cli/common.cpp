@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <string_view>
 #include <ostream>
 
 #include "stepsim/import/import.hpp"
@@ -55,6 +56,53 @@ CLI::Validator launch_line_validator() {
                "--nproc_per_node 8 pretrain_gpt.py --num-layers 32 ...\"";
       },
       "LINE");
+}
+
+namespace {
+
+// The transform of make_integer_options_decimal: `value` rewritten without leading zeros, or
+// the reason it is no decimal integer.
+std::string to_decimal(std::string& value, bool is_unsigned) {
+  // strtoll skips leading blanks: " 010" must not reach it as octal either.
+  constexpr const char* kBlanks = " \t\n\r\f\v";
+  const std::size_t begin = value.find_first_not_of(kBlanks);
+  if (begin == std::string::npos) return "";
+  value = value.substr(begin, value.find_last_not_of(kBlanks) - begin + 1);
+  std::size_t i = 0;
+  const bool negative = !value.empty() && value[0] == '-';
+  if (!value.empty() && (value[0] == '+' || value[0] == '-')) i = 1;
+  // A word that is no number at all ("two") keeps CLI11's own "Could not convert" message.
+  if (i == value.size() || value[i] < '0' || value[i] > '9') return "";
+  if (value.find_first_not_of("0123456789", i) != std::string::npos) {
+    return "'" + value +
+           "' is not a decimal integer (numbers on stepsim's command line are decimal, as "
+           "Megatron-LM reads them)";
+  }
+  std::size_t first = value.find_first_not_of('0', i);
+  if (first == std::string::npos) first = value.size() - 1;  // all zeros: keep one
+  const std::string digits = value.substr(first);
+  if (negative && is_unsigned && digits != "0") return "'" + value + "' must not be negative";
+  constexpr std::string_view kInt64Max = "9223372036854775807";
+  if (digits.size() > kInt64Max.size() ||
+      (digits.size() == kInt64Max.size() && digits > kInt64Max)) {
+    return "'" + value + "' does not fit in a 64-bit integer";
+  }
+  value = (negative && digits != "0" ? "-" : "") + digits;
+  return "";
+}
+
+}  // namespace
+
+void make_integer_options_decimal(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    const bool is_unsigned = type.starts_with("UINT");
+    if (!type.starts_with("INT") && !is_unsigned) continue;
+    option->transform(
+        CLI::Validator([is_unsigned](std::string& value) { return to_decimal(value, is_unsigned); },
+                       "", "DECIMAL"));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) make_integer_options_decimal(*sub);
 }
 
 std::string launch_line_options_without_line(const MegatronArgs& args) {

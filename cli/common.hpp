@@ -52,6 +52,12 @@ void add_allow_unmodelled_flag(CLI::App* cmd, MegatronArgs& args);
 /// default scenario would be predicted instead of the job asked for).
 CLI::Validator launch_line_validator();
 
+/// Makes every integer option of `app` and its subcommands read decimal numbers only, as
+/// Megatron-LM's argparse does (int("010") is 10): CLI11 would read "010" as octal 8 and
+/// "0x10" as 16. A leading zero is dropped; a sign, hex, octal or binary prefix on an
+/// unsigned option, other characters and values beyond 64 bits are errors naming the option.
+void make_integer_options_decimal(CLI::App& app);
+
 /// The options that only apply to a launch line, given without one: an error message
 /// naming them, or "" when there is none.
 std::string launch_line_options_without_line(const MegatronArgs& args);

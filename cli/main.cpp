@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "common.hpp"
 #include "stepsim/base/heap.hpp"
 #include "stepsim/base/main_guard.hpp"
 
@@ -41,7 +42,7 @@ int run_main(int argc, char** argv) {
   stepsim::cli::add_validate_command(app, env);
   stepsim::cli::add_regress_command(app, env);
   stepsim::cli::add_accuracy_command(app, env);
-
+  stepsim::cli::make_integer_options_decimal(app);
 
   try {
     app.parse(argc, argv);

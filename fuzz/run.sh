@@ -28,6 +28,7 @@ seed() {  # seed FORMAT DIR: copies the seed files of FORMAT into DIR
     sweep) set -- "$2" "$root"/scenarios/sweeps/*.json "$root"/tests/fuzz/regressions/sweep-*.json ;;
     hf) set -- "$2" "$root"/fuzz/seeds/hf/*.json "$root"/tests/fuzz/regressions/hf-*.json ;;
     megatron) set -- "$2" "$root"/fuzz/seeds/megatron/*.txt ;;
+    launch) set -- "$2" "$root"/fuzz/seeds/launch/*.bin ;;
     trace) set -- "$2" "$root"/tests/gui/data/*.json ;;
     csv) set -- "$2" "$root"/tests/gui/data/*.csv ;;
   esac
@@ -38,7 +39,7 @@ seed() {  # seed FORMAT DIR: copies the seed files of FORMAT into DIR
 
 status=0
 printf '%-9s %9s %8s %6s %5s\n' format runs crashes hangs oom
-for format in scenario system profile sweep hf megatron trace csv; do
+for format in scenario system profile sweep hf megatron launch trace csv; do
   bin=$build/fuzz/fuzz_$format
   [ -x "$bin" ] || continue
   corpus=$work/$format-corpus

@@ -104,6 +104,20 @@ Result<SweepTable> parse_sweep_csv(std::string_view text, const std::string& fil
   SweepTable table;
   table.path = file;
   table.header = records[0];
+  // A column named twice leaves which cells are its values to chance (a viewer that takes the
+  // first plots what another reader would not): refuse it, naming the column.
+  Errors duplicates;
+  const auto begin = table.header.begin();
+  for (std::size_t c = 0; c < table.header.size(); ++c) {
+    const auto at = begin + static_cast<std::ptrdiff_t>(c);
+    if (std::count(begin, at, table.header[c]) != 1) continue;  // reported at its 2nd only
+    const auto first = static_cast<std::size_t>(std::find(begin, at, table.header[c]) - begin);
+    duplicates.push_back(Error{file, table.header[c],
+                               ": column is given twice in the header (columns " +
+                                   std::to_string(first + 1) + " and " + std::to_string(c + 1) +
+                                   "): which one holds its values is ambiguous"});
+  }
+  if (!duplicates.empty()) return duplicates;
   const std::int64_t name = column_of(table.header, columns.name);
   const std::int64_t tput = column_of(table.header, columns.throughput);
   const std::int64_t mem = column_of(table.header, columns.memory);

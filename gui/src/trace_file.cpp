@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "stepsim/base/json_input.hpp"
 #include "stepsim/base/output_file.hpp"
 #include "stepsim/gui/trace_reader.hpp"
 
@@ -25,13 +26,20 @@ Result<TraceModel> read_trace_file(const std::string& path) {
     return Error{path, "", "is a directory, expected a trace file (Chrome trace event JSON)"};
   }
   // Map the file instead of copying it: a trace of millions of events is hundreds of MB.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO without a writer must not block the open (input_file_problem says
+  // what it is instead).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     const int err = errno;
     ::close(fd);
     return Error{path, "", std::string("cannot read: ") + std::strerror(err)};
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    const std::string why = input_file_problem(path);
+    return Error{path, "", why.empty() ? "is not a regular file" : why};
   }
   const auto size = static_cast<std::size_t>(info.st_size);
   if (size == 0) {

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any, Iterable
 
 from . import _stepsim
@@ -113,6 +114,25 @@ def load(source: str | os.PathLike | dict | Scenario) -> Scenario:
     return scenario
 
 
+def _read_input(label: str) -> str:
+    """The text of the input file ``label``, as stepsim's own reader takes it: a regular file
+    only (a FIFO, device or directory is refused without opening it, so it never blocks)."""
+    try:
+        mode = os.stat(label).st_mode
+    except OSError as e:
+        raise ScenarioError([(label, "", f"cannot open: {e.strerror.lower()}")]) from None
+    if stat.S_ISDIR(mode):
+        raise ScenarioError([(label, "", "is a directory, not a file")])
+    if not stat.S_ISREG(mode):
+        raise ScenarioError([(label, "", "is not a regular file (a FIFO, device or socket): "
+                                         "stepsim reads its inputs only from regular files")])
+    try:
+        with open(label, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError([(label, "", f"cannot read: {e}")]) from None
+
+
 def check(source: str | os.PathLike | dict | Scenario) -> list[dict[str, str]]:
     """Every problem ``stepsim check`` would report (dicts with file, key, rule); [] when
     the scenario, its system and its profile are valid."""
@@ -202,11 +222,7 @@ def sweep(spec: str | os.PathLike | dict, jobs: int = 0,
         text, label, base_dir = json.dumps(spec), "<dict>", os.getcwd()
     elif isinstance(spec, (str, os.PathLike)):
         label = os.fspath(spec)
-        try:
-            with open(label, encoding="utf-8") as f:
-                text = f.read()
-        except OSError:
-            raise ScenarioError([(label, "", "cannot open the file (missing or unreadable)")])
+        text = _read_input(label)
         base_dir = os.path.dirname(label) or "."
     else:
         raise TypeError(f"stepsim.sweep takes a path or a dict, not {type(spec).__name__}")
@@ -228,11 +244,7 @@ def import_hf(config: str | os.PathLike | dict, seq_length: int | None = None) -
         text, label = json.dumps(config), "<dict>"
     else:
         label = os.fspath(config)
-        try:
-            with open(label, encoding="utf-8") as f:
-                text = f.read()
-        except OSError:
-            raise ScenarioError([(label, "", "cannot open the file (missing or unreadable)")])
+        text = _read_input(label)
     if seq_length is not None and seq_length <= 0:
         raise ScenarioError([(label, "seq_length", f"={seq_length} must be positive")])
     problems, _notes, text = _stepsim.import_hf(text, label, seq_length or 0)

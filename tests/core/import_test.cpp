@@ -534,3 +534,84 @@ TEST(ImportHf, ErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// Issue 41: a word after the training script that is not a flag was skipped without a word,
+// so an em dash pasted from a web page (—bf16) predicted an fp32 job.
+MegatronImportOptions launch_options() {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-a100-80gb.json";
+  o.world_size = 8;
+  return o;
+}
+const std::string kSmallLine =
+    "pretrain_gpt.py --num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 256 "
+    "--max-position-embeddings 256 --micro-batch-size 1 --global-batch-size 8 --vocab-size 1000 ";
+
+bool refuses(const std::string& line, const std::string& word, const std::string& phrase) {
+  auto r = scenario_from_megatron_args(line, launch_options());
+  if (r.ok()) return false;
+  for (const Error& e : r.errors()) {
+    if (e.file == "--megatron-args" && e.key == word &&
+        e.message.find(phrase) != std::string::npos) {
+      return true;
+    }
+  }
+  ADD_FAILURE() << format_errors(r.errors());
+  return false;
+}
+
+TEST(MegatronArgs, DashLookalikesAreRefusedNamingTheWord) {
+  EXPECT_TRUE(refuses(kSmallLine + "\u2014bf16", "\u2014bf16", "an em dash (U+2014)"));
+  EXPECT_TRUE(refuses(kSmallLine + "\u2014bf16", "\u2014bf16", "did you mean --bf16?"));
+  EXPECT_TRUE(refuses(kSmallLine + "\u2013\u2013swiglu", "\u2013\u2013swiglu",
+                      "an en dash (U+2013)"));
+  EXPECT_TRUE(refuses(kSmallLine + "\u2212\u2212bf16", "\u2212\u2212bf16",
+                      "a minus sign (U+2212)"));
+  EXPECT_TRUE(refuses(kSmallLine + "-bf16", "-bf16", "one hyphen"));
+  // The mangled flag is no value of the flag before it either.
+  EXPECT_TRUE(refuses(kSmallLine + "--tensor-model-parallel-size \u20142", "\u20142",
+                      "an em dash"));
+  EXPECT_TRUE(refuses(kSmallLine + "--log-interval 10 \u2014bf16", "\u2014bf16", "em dash"));
+  EXPECT_TRUE(refuses(kSmallLine + "\u201C--bf16\u201D", "\u201C--bf16\u201D",
+                      "a left double quotation mark (U+201C)"));
+}
+
+TEST(MegatronArgs, StrayWordsAreRefusedButValuesAndTheShellsAreNot) {
+  EXPECT_TRUE(refuses(kSmallLine + "--bf16 swiglu", "swiglu", "did you mean --swiglu?"));
+  EXPECT_TRUE(refuses(kSmallLine + "--num-layers 8 9", "9", "neither a flag nor the value"));
+  // Legitimate: values of flags outside the schema (several, as --data-path takes), negative
+  // numbers, the program and launcher, the environment, and the shell's own words.
+  const std::string ok_lines[] = {
+      kSmallLine + "--data-path 0.3 /data/a 0.7 /data/b --bf16",
+      kSmallLine + "--lr -1e-4 --bf16",
+      "NVTE_FWD_LAYERNORM_SM_MARGIN=8 python -u " + kSmallLine + "--bf16",
+      "CUDA_DEVICE_MAX_CONNECTIONS=1 " + kSmallLine.substr(kSmallLine.find("--")) + "--bf16",
+      kSmallLine + "--bf16 2>&1 | tee train.log",
+      kSmallLine + "--bf16 > train.log",
+  };
+  for (const std::string& line : ok_lines) {
+    auto r = scenario_from_megatron_args(line, launch_options());
+    ASSERT_TRUE(r.ok()) << line << "\n" << format_errors(r.errors());
+    EXPECT_EQ(load(r->scenario_json).training.params_dtype, DType::kBf16) << line;
+  }
+}
+
+// Issue 41: import-hf wrote a model section that `check` refuses (n_head 7, n_embd 768).
+TEST(ImportHf, RunsChecksRulesBeforeSucceeding) {
+  const std::string config = R"({"architectures": ["GPT2LMHeadModel"], "n_layer": 2,
+    "n_embd": 768, "n_head": 7, "n_positions": 1024, "vocab_size": 50257})";
+  auto r = model_from_hf_config(config, "gpt2.json");
+  ASSERT_FALSE(r.ok());
+  bool named = false;
+  for (const Error& e : r.errors()) {
+    named = named || (e.file == "gpt2.json" && e.key == "model.hidden_size" &&
+                      e.message.find("divisible by num_attention_heads") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << format_errors(r.errors());
+}
+
+}  // namespace
+}  // namespace stepsim

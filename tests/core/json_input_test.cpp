@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -106,6 +108,54 @@ TEST(ErrorKinds, StatusHoldsNothingOrErrors) {
 TEST(ErrorKinds, ABrokenInvariantThrowsInsteadOfAborting) {
   const auto broken = [] { STEPSIM_ASSERT(1 + 1 == 3); };
   EXPECT_THROW(broken(), InternalError);
+}
+
+}  // namespace
+}  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// Issue 41: an empty key ended the key path, naming "model" for model."".x.
+TEST(JsonInput, AnEmptyKeyIsPartOfThePath) {
+  Error e = only_error(R"({"model": {"": {"x": 1, "x": 2}}})");
+  EXPECT_EQ(e.key, "model.\"\".x");
+  EXPECT_EQ(e.message, " is given twice in one object");
+  e = only_error(R"({"": {"": 1e400}})");
+  EXPECT_EQ(e.key, "\"\".\"\"");
+}
+
+// Issue 41: special files said "no such file", and a FIFO without a writer blocked forever.
+TEST(JsonInput, SpecialFilesSayWhatTheyAreAndNeverBlock) {
+  namespace fs = std::filesystem;
+  const std::string dir = ::testing::TempDir() + "/stepsim_special_files";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string fifo = dir + "/scenario.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string loop = dir + "/loop.json";
+  fs::create_symlink(loop, loop);
+  const std::string dangling = dir + "/dangling.json";
+  fs::create_symlink(dir + "/nowhere.json", dangling);
+  const std::pair<std::string, std::string> cases[] = {
+      {fifo, "is a FIFO (named pipe), not a regular file"},
+      {"/dev/zero", "is a character device (such as /dev/zero), not a regular file"},
+      {dir, "is a directory, not a file"},
+      {loop, "too many levels of symbolic links"},
+      {dangling, "a symbolic link to a file that does not exist"},
+      {dir + "/missing.json", "cannot open: no such file"},
+  };
+  for (const auto& [path, phrase] : cases) {
+    auto r = read_input_file(path);  // returns at once: the FIFO has no writer
+    ASSERT_FALSE(r.ok()) << path;
+    EXPECT_EQ(r.errors()[0].file, path);
+    EXPECT_NE(r.errors()[0].message.find(phrase), std::string::npos) << r.errors()[0].message;
+    EXPECT_NE(input_file_problem(path).find(phrase), std::string::npos) << path;
+  }
+  std::ofstream(dir + "/ok.json") << "{}";
+  EXPECT_EQ(input_file_problem(dir + "/ok.json"), "");
+  EXPECT_TRUE(read_json_file(dir + "/ok.json").ok());
+  fs::remove_all(dir);
 }
 
 }  // namespace

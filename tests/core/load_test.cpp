@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -201,7 +203,8 @@ TEST(LoadScenario, ContractExampleFromArchitectureLoads) {
 TEST(LoadErrors, HugeVocabularyIsAnErrorNotOverflow) {
   auto w = load_text(tiny({{"vocab_size", "9223372036854775807"}}));
   ASSERT_FALSE(w.ok());
-  EXPECT_TRUE(names(w.errors(), "model.vocab_size", "overflows a 64-bit integer"));
+  // Refused where it enters (issue 41: a 32-bit int), before any product could overflow.
+  EXPECT_TRUE(names(w.errors(), "model.vocab_size", "exceeds stepsim's limit of 2147483647"));
 }
 
 TEST(LoadScenario, PublishedLayoutsOfLargeRuns) {
@@ -430,6 +433,47 @@ TEST(Provenance, EveryShippedScenarioHasSourcesAndAShortDescription) {
     }
   }
   EXPECT_GE(checked, 60);
+}
+
+}  // namespace
+}  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// Issue 41: a system path to a special file said "no such file" (and a FIFO would have
+// blocked the reader); the error names the scenario's key and says what the path is.
+TEST(LoadScenario, ASpecialFileAsSystemNamesTheKeyAndWhatItIs) {
+  const std::string dir = ::testing::TempDir() + "/stepsim_special_system";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string fifo = dir + "/system.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string text = R"({"name": "x", "model": {"num_layers": 2, "hidden_size": 64,
+    "num_attention_heads": 8, "seq_length": 64, "vocab_size": 1000}, "training": {
+    "world_size": 1, "micro_batch_size": 1, "global_batch_size": 1}, "system": ")";
+  for (const auto& [path, phrase] :
+       {std::pair<std::string, std::string>{fifo, "is a FIFO (named pipe)"},
+        {"/dev/zero", "is a character device"},
+        {dir, "is a directory"}}) {
+    auto w = load_scenario_text(text + path + "\"}", "s.json", dir, options());
+    ASSERT_FALSE(w.ok()) << path;
+    const Error& e = w.errors().front();
+    EXPECT_EQ(e.file, "s.json");
+    EXPECT_EQ(e.key, "system");
+    EXPECT_NE(e.message.find(phrase), std::string::npos) << e.message;
+  }
+  fs::remove_all(dir);
+}
+
+// Issue 41: nics_per_node was cast to int after its check: 2^35 + 8 NICs predicted 8.
+TEST(LoadSystem, IntegersBeyondWhatTheModelHoldsAreRefused) {
+  auto nics = load_system_file(kInvalid + "/systems/nics-2e33.json");
+  ASSERT_FALSE(nics.ok());
+  EXPECT_EQ(nics.errors().front().key, "nics_per_node");
+  EXPECT_NE(nics.errors().front().message.find("=8589934592 exceeds stepsim's limit of 256"),
+            std::string::npos)
+      << nics.errors().front().message;
 }
 
 }  // namespace

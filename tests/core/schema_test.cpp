@@ -2,6 +2,7 @@
 // the sweep's knob table, and docs/scenario-keys.md is what it generates.
 
 #include "stepsim/config/schema.hpp"
+#include "stepsim/cost/input_bounds_doc.hpp"
 
 #include <gtest/gtest.h>
 
@@ -26,6 +27,32 @@ TEST(Schema, KeyReferenceIsCurrent) {
   text << in.rdbuf();
   EXPECT_EQ(text.str(), scenario_keys_markdown())
       << kKeyReference << " is stale: run build/bin/stepsim_scenario_keys > docs/scenario-keys.md";
+}
+
+// Issue 41: every numeric key's range, generated like the key reference.
+TEST(Schema, InputBoundsAreCurrent) {
+  const std::string path = std::string(STEPSIM_SOURCE_DIR) + "/docs/input-bounds.md";
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), input_bounds_markdown())
+      << path << " is stale: run build/bin/stepsim_scenario_keys --bounds > docs/input-bounds.md";
+}
+
+TEST(Schema, EveryIntegerKeyHasABoundAndAReason) {
+  for (const KeyInfo& k : scenario_schema()) {
+    if (k.kind != KnobKind::kInt) continue;
+    EXPECT_GT(int_key_max(k), 0) << k.key;
+    EXPECT_FALSE(int_key_max_why(k).empty()) << k.key;
+  }
+  const KeyInfo* nics = find_schema_key("system.nics_per_node");
+  ASSERT_NE(nics, nullptr);
+  EXPECT_EQ(int_key_bound_problem(*nics, 8), "");
+  EXPECT_NE(int_key_bound_problem(*nics, std::int64_t{1} << 33).find("exceeds stepsim's limit of 256"),
+            std::string::npos);
+  const KeyInfo* layers = find_schema_key("model.hidden_size");
+  ASSERT_NE(layers, nullptr);
+  EXPECT_NE(int_key_bound_problem(*layers, std::int64_t{1} << 31).find("int32"), std::string::npos);
 }
 
 TEST(Schema, RowsAreConsistent) {

@@ -77,5 +77,20 @@ TEST(SweepCsv, BadFilesAreReportedWithFileAndColumn) {
   EXPECT_FALSE(parse_sweep_csv("a,\"b\n", "q.csv").ok());
 }
 
+// Issue 41: a header naming tokens_per_s twice was plotted from the first column.
+TEST(SweepCsv, DuplicateColumnIsAnErrorNamingIt) {
+  auto twice = parse_sweep_csv(
+      "scenario,tokens_per_s,peak_memory_bytes,tokens_per_s\na,1,2,3\n", "s.csv");
+  ASSERT_FALSE(twice.ok());
+  ASSERT_EQ(twice.errors().size(), 1u);
+  EXPECT_EQ(twice.errors()[0].to_string(),
+            "s.csv: tokens_per_s: column is given twice in the header (columns 2 and 4): which "
+            "one holds its values is ambiguous");
+  auto thrice = parse_sweep_csv("tokens_per_s,tokens_per_s,peak_memory_bytes,tokens_per_s\n",
+                                "s.csv");
+  ASSERT_FALSE(thrice.ok());
+  EXPECT_EQ(thrice.errors().size(), 1u);
+}
+
 }  // namespace
 }  // namespace stepsim::gui

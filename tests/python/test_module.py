@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 
 import pytest
@@ -256,3 +257,28 @@ def test_bad_stragglers_and_trace_shape_raise():
     assert e.value.key == "trace_level"
     with pytest.raises(stepsim.ScenarioError):
         stepsim.predict(GPT3, trace="/tmp/x.json", trace_level="layer")
+
+
+def test_issue_41_hostile_inputs_raise_naming_file_and_key(tmp_path):
+    # FP8 parameters in an fp32 job: refused at load, as check and predict refuse it.
+    d = gpt3_dict()
+    d["training"].pop("bf16", None)
+    d["training"].update({"fp8": "hybrid", "fp8_param_gather": True,
+                          "use_distributed_optimizer": True})
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.load(d)
+    assert "training.fp8_param_gather" in {p["key"] for p in e.value.problems}
+    # A FIFO is refused without blocking, saying what it is.
+    fifo = tmp_path / "sweep.json"
+    os.mkfifo(fifo)
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.sweep(fifo)
+    assert e.value.file == str(fifo) and "not a regular file" in e.value.rule
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.load(str(fifo))
+    assert "FIFO" in e.value.rule
+    # import_hf runs check's rules: 7 heads do not divide a hidden size of 768.
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.import_hf({"architectures": ["GPT2LMHeadModel"], "n_layer": 2, "n_embd": 768,
+                           "n_head": 7, "n_positions": 1024, "vocab_size": 50257})
+    assert e.value.key == "model.hidden_size"

@@ -1,8 +1,14 @@
 #include "stepsim/base/json_input.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -58,6 +64,61 @@ std::string short_token(const std::string& token) {
   return t;
 }
 
+// errno as the user reads it: "No such file or directory" -> "no such file or directory".
+std::string errno_text(int err) {
+  std::string text = std::strerror(err);
+  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+// What a path that is not a regular file is, and why stepsim does not read it.
+std::string not_regular(mode_t mode) {
+  std::string what = "is not a regular file";
+  if (S_ISDIR(mode)) return "is a directory, not a file";
+  if (S_ISFIFO(mode)) what = "is a FIFO (named pipe)";
+  if (S_ISCHR(mode)) what = "is a character device (such as /dev/zero)";
+  if (S_ISBLK(mode)) what = "is a block device";
+  if (S_ISSOCK(mode)) what = "is a socket";
+  return what + ", not a regular file: stepsim reads its inputs only from regular files";
+}
+
+// Why open() or stat() of `path` failed with `err`, in words that say what the path is.
+std::string open_problem(const std::string& path, int err) {
+  switch (err) {
+    case ENOENT: {
+      struct stat link {};
+      if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        return "cannot open: a symbolic link to a file that does not exist";
+      }
+      return "cannot open: no such file";
+    }
+    case ELOOP:
+      return "cannot open: too many levels of symbolic links (a symbolic link loop)";
+    case EACCES:
+      return "cannot open: permission denied";
+    case ENOTDIR:
+      return "cannot open: a part of the path is not a directory";
+    case ENAMETOOLONG:
+      return "cannot open: the path is too long";
+    case ENXIO: {  // a socket, or a device without its driver
+      struct stat info {};
+      if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return not_regular(info.st_mode);
+      return "cannot open: " + errno_text(err);
+    }
+    default:
+      return "cannot open: " + errno_text(err);
+  }
+}
+
+// Closes a file descriptor when it goes out of scope.
+struct FileDescriptor {
+  explicit FileDescriptor(int descriptor) : fd(descriptor) {}
+  int fd;
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() { ::close(fd); }
+};
+
 // Builds the document through nlohmann's SAX interface, so that every rule is checked while
 // reading with the key path at hand and nothing is thrown: nlohmann's own DOM parser throws
 // out_of_range on an overflowing number and keeps the last of two duplicate keys.
@@ -87,6 +148,7 @@ class StrictBuilder {
   bool key(string_t& k) {
     Level& top = levels_.back();
     top.key = k;
+    top.has_key = true;
     if (!top.keys.insert(k).second) return fail(path(), " is given twice in one object");
     return true;
   }
@@ -114,6 +176,7 @@ class StrictBuilder {
     json* value;
     std::set<std::string, std::less<>> keys;
     std::string key;
+    bool has_key = false;   // `key` holds a key read (which may be "", a key JSON allows)
     std::size_t count = 0;  // array elements placed so far
   };
 
@@ -123,9 +186,9 @@ class StrictBuilder {
     for (std::size_t i = 0; i < levels_.size(); ++i) {
       const Level& l = levels_[i];
       if (l.value->is_object()) {
-        if (l.key.empty()) break;
+        if (!l.has_key) break;
         if (!p.empty()) p += '.';
-        p += l.key;
+        p += l.key.empty() ? std::string("\"\"") : l.key;
       } else {
         // An array below the innermost level holds the element being read as its last.
         const bool inner = i + 1 == levels_.size();
@@ -158,7 +221,7 @@ class StrictBuilder {
                               std::to_string(limits_.max_depth) + " levels");
     }
     json* v = put(std::move(empty));
-    levels_.push_back({v, {}, {}, 0});
+    levels_.push_back({v, {}, {}, false, 0});
     return true;
   }
 
@@ -191,29 +254,44 @@ class StrictBuilder {
 
 }  // namespace
 
+std::string input_file_problem(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return open_problem(path, errno);
+  if (!S_ISREG(info.st_mode)) return not_regular(info.st_mode);
+  if (::access(path.c_str(), R_OK) != 0) return open_problem(path, errno);
+  return "";
+}
+
 Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Error{path, "", "is a directory, not a file"};
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot open the file (missing or unreadable)"};
-  // Read at most one byte past the limit: a pipe or /dev/zero has no size to ask for.
+  // O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one;
+  // fstat on what was opened (not a stat before the open) leaves no window for a swap.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return Error{path, "", open_problem(path, errno)};
+  const FileDescriptor file{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return Error{path, "", "cannot read: " + errno_text(errno)};
+  if (!S_ISREG(info.st_mode)) return Error{path, "", not_regular(info.st_mode)};
+  // Read at most one byte past the limit: the size fstat gave may change while reading.
   std::string text;
   constexpr std::size_t kChunk = std::size_t{1} << 16;
-  while (in) {
+  while (true) {
     const std::size_t old = text.size();
     const std::size_t want = std::min(kChunk, max_bytes + 1 - old);
     text.resize(old + want);
-    in.read(text.data() + old, static_cast<std::streamsize>(want));
-    text.resize(old + static_cast<std::size_t>(in.gcount()));
+    const ssize_t got = ::read(fd, text.data() + old, want);
+    if (got < 0 && errno == EINTR) {
+      text.resize(old);
+      continue;
+    }
+    if (got < 0) return Error{path, "", "cannot read: " + errno_text(errno)};
+    text.resize(old + static_cast<std::size_t>(got));
     if (text.size() > max_bytes) {
       return Error{path, "",
                    "is larger than " + std::to_string(max_bytes) +
                        " bytes, the most stepsim reads from such a file"};
     }
+    if (got == 0) break;
   }
-  if (in.bad()) return Error{path, "", "cannot read the file"};
   return text;
 }
 

@@ -140,6 +140,15 @@ void check_fp8(const Workload& w, Checker& check) {
     // TransformerConfig: "fp8_param must be used together with fp8 mode."
     check.fail("training.fp8_param_gather", "=true needs fp8 (Megatron-LM's --fp8-format)");
   }
+  if (t.fp8_param_gather && t.fp8_enabled() && t.params_dtype == DType::kFp32) {
+    // FP8 parameters are kept with 32-bit master copies that the distributed optimizer
+    // quantizes back after each step; Megatron-LM builds those only for 16-bit parameters
+    // (DistributedOptimizer._build_model_and_main_param_groups: float16 groups), and an fp32
+    // job has no 16-bit parameters to hold them.
+    check.fail("training.fp8_param_gather",
+               "=true needs bf16 or fp16: FP8 parameters (Megatron-LM's --fp8-param-gather) "
+               "belong to a mixed-precision job, and this one trains in fp32 (give bf16=true)");
+  }
   if (t.fp8_param_gather && !t.use_distributed_optimizer) {
     // arguments.py: "--fp8-param-gather only supported with distributed optimizer, ..."
     check.fail("training.fp8_param_gather", "=true needs use_distributed_optimizer");

@@ -152,6 +152,20 @@ void check_sources(ObjectReader& parent, const json& system, Errors& errors) {
   r.reject_unknown_keys();
 }
 
+// An integer figure of a system file under its schema row's bounds (> 0, at most
+// int_key_max): the NCCL model and the memory report hold these in int and int64.
+std::optional<std::int64_t> bounded_int(ObjectReader& r, std::string_view key, bool required) {
+  auto v = r.positive_int(key, required);
+  if (!v) return v;
+  if (const KeyInfo* row = find_schema_key("system." + std::string(key))) {
+    if (const std::string problem = int_key_bound_problem(*row, *v); !problem.empty()) {
+      r.error(key, problem);
+      return std::nullopt;
+    }
+  }
+  return v;
+}
+
 }  // namespace
 
 std::optional<std::string> system_number_problem(std::string_view dotted_key, double value) {
@@ -182,13 +196,13 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   if (fp32 && fp16 && bf16 && *fp32 <= 0 && *fp16 <= 0 && *bf16 <= 0) {
     r.error("peak_flops_bf16", "=0: at least one of peak_flops_fp32/fp16/bf16 must be positive");
   }
-  if (auto v = r.positive_int("memory_bytes", true)) s.memory_bytes = *v;
+  if (auto v = bounded_int(r, "memory_bytes", true)) s.memory_bytes = *v;
   if (auto v = ruled_number(r, "hbm_bandwidth_Bps", "hbm_bandwidth_Bps")) {
     s.hbm_bandwidth_bytes_per_s = *v;
   }
-  if (auto v = r.positive_int("gpus_per_node", true)) s.gpus_per_node = *v;
-  if (auto v = r.positive_int("nics_per_node", true)) s.nics_per_node = *v;
-  if (auto v = r.positive_int("sm_count", false)) s.sm_count = *v;
+  if (auto v = bounded_int(r, "gpus_per_node", true)) s.gpus_per_node = *v;
+  if (auto v = bounded_int(r, "nics_per_node", true)) s.nics_per_node = *v;
+  if (auto v = bounded_int(r, "sm_count", false)) s.sm_count = *v;
   if (auto v = r.positive_int("compute_capability", false)) {
     // NCCL's cudaCompCap spelling: 10.0 is 100; a figure outside [10, 1000] is a typo.
     if (*v < 10 || *v > 1000) {

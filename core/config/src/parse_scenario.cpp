@@ -17,6 +17,7 @@
 #include "stepsim/config/load_internal.hpp"
 #include "nccl_cfg.hpp"
 #include "stepsim/base/assert.hpp"
+#include "stepsim/base/json_input.hpp"
 #include "stepsim/config/pipeline_layout.hpp"
 #include "stepsim/config/schema.hpp"
 #include "stepsim/config/ub_cfg.hpp"
@@ -69,7 +70,14 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
     switch (k.kind) {
       case KnobKind::kInt: {
         const std::size_t before = errors.size();
-        if (auto v = r.positive_int(key, k.required, k.zero_allowed)) {
+        auto v = r.positive_int(key, k.required, k.zero_allowed);
+        if (v) {
+          if (const std::string problem = int_key_bound_problem(k, *v); !problem.empty()) {
+            r.error(key, problem);
+            v.reset();
+          }
+        }
+        if (v) {
           value = KnobValue{.integer = *v};
         } else if (errors.size() != before && k.set != nullptr) {
           k.set(w, KnobValue{.integer = 0});
@@ -355,6 +363,23 @@ std::string not_found(const std::string& relative, const std::string& base_dir,
   return "=\"" + relative + "\": no such file (looked in " + where + ")";
 }
 
+/// `relative` (the value of `key` of `r`) resolved and readable: its path, or "" with the
+/// problem reported under the key (no such file; a directory, FIFO, device or link loop).
+std::string readable_path(ObjectReader& r, std::string_view key, const std::string& relative,
+                          const std::string& base_dir, const LoadOptions& options) {
+  const std::string path = resolve_path(relative, base_dir, options);
+  if (path.empty()) {
+    r.error(key, not_found(relative, base_dir, options));
+    return "";
+  }
+  if (const std::string problem = input_file_problem(path); !problem.empty()) {
+    r.error(key, "=\"" + relative + "\"" + (path == relative ? "" : " (" + path + ")") + ": " +
+                     problem);
+    return "";
+  }
+  return path;
+}
+
 void parse_system_entry(ObjectReader& r, Errors& errors, const std::string& base_dir,
                         const LoadOptions& options, SystemConfig& system) {
   const json* entry = r.raw("system");
@@ -371,11 +396,8 @@ void parse_system_entry(ObjectReader& r, Errors& errors, const std::string& base
     return;
   }
   const std::string relative = entry->get<std::string>();
-  const std::string path = resolve_path(relative, base_dir, options);
-  if (path.empty()) {
-    r.error("system", not_found(relative, base_dir, options));
-    return;
-  }
+  const std::string path = readable_path(r, "system", relative, base_dir, options);
+  if (path.empty()) return;
   auto loaded = load_system_file(path);
   if (!loaded) {
     errors.insert(errors.end(), loaded.errors().begin(), loaded.errors().end());
@@ -396,10 +418,8 @@ void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_d
   }
   ObjectReader sub(*entry, r.file(), "cost_model", errors);
   if (auto relative = sub.string("profile", true)) {
-    const std::string path = resolve_path(*relative, base_dir, options);
-    if (path.empty()) {
-      sub.error("profile", not_found(*relative, base_dir, options));
-    } else {
+    const std::string path = readable_path(sub, "profile", *relative, base_dir, options);
+    if (!path.empty()) {
       spec.kind = CostModelSpec::Kind::kProfile;
       spec.profile_path = path;
     }
@@ -427,11 +447,8 @@ std::optional<SideFile> read_side_file(ObjectReader& r, std::string_view key, st
   }
   SideFile out;
   out.relative = entry->get<std::string>();
-  out.path = resolve_path(out.relative, base_dir, options);
-  if (out.path.empty()) {
-    r.error(key, not_found(out.relative, base_dir, options));
-    return std::nullopt;
-  }
+  out.path = readable_path(r, key, out.relative, base_dir, options);
+  if (out.path.empty()) return std::nullopt;
   auto text = detail::read_text_file(out.path, errors);
   if (!text) return std::nullopt;
   out.text = std::move(*text);
@@ -559,7 +576,8 @@ std::string resolve_path(const std::string& relative, const std::string& base_di
                          const LoadOptions& options) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const auto usable = [&ec](const fs::path& p) { return fs::is_regular_file(p, ec); };
+  // symlink_status: a dangling link or a link loop exists too, and its reader says so.
+  const auto usable = [&ec](const fs::path& p) { return fs::exists(fs::symlink_status(p, ec)); };
   const fs::path given(relative);
   if (relative.empty()) return "";
   if (given.is_absolute()) return usable(given) ? relative : "";

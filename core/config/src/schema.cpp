@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <vector>
+
 
 namespace stepsim {
 namespace {
@@ -137,7 +139,9 @@ const std::array kSchema = {
             .default_text = "0",
             .check = ">= 0",
             .doc = "seed of the jitter's draws (std::mt19937_64, Box-Muller; predict --seed "
-                   "with --jitter)"},
+                   "with --jitter)",
+            .zero_allowed = true, .max = std::numeric_limits<std::int64_t>::max(),
+            .max_why = "int64: a std::mt19937_64 seed takes any"},
 
     // ---- system files (and inline systems) ----
     KeyInfo{.key = "system.name",
@@ -152,22 +156,32 @@ const std::array kSchema = {
             .doc = "the device"},
     KeyInfo{STEPSIM_INT("system.gpus_per_node", system.gpus_per_node), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
-            .doc = "GPUs per node"},
+            .doc = "GPUs per node", .max = 65536,
+            .max_why = "the NCCL model (nccl_model.cpp) holds GPUs per node as int and "
+                       "multiplies them with NICs; no node is built with more (DGX 8, NVL72 72)"},
     KeyInfo{STEPSIM_INT("system.nics_per_node", system.nics_per_node), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
-            .doc = "compute-fabric NICs per node"},
+            .doc = "compute-fabric NICs per node", .max = 256,
+            .max_why = "the NCCL model (nccl_model.cpp) casts NICs per node to int and "
+                       "multiplies them by channels per NIC in int; no node has more (DGX: 8)"},
     KeyInfo{STEPSIM_INT("system.sm_count", system.sm_count), .sweep = Sweep::kListed,
             .default_text = "0 (not given)", .check = "> 0; cited when given",
-            .doc = "streaming multiprocessors per GPU; training.tp_comm_overlap needs it"},
+            .doc = "streaming multiprocessors per GPU; training.tp_comm_overlap needs it",
+            .max = 65536,
+            .max_why = "int in the NCCL channel and SM-margin arithmetic; a GPU has hundreds "
+                       "(H100 132, B200 148)"},
     KeyInfo{STEPSIM_INT("system.compute_capability", system.compute_capability),
             .sweep = Sweep::kListed, .default_text = "0 (not given)",
             .check = "in [10, 1000]; cited when given",
             .doc = "CUDA compute capability, major * 10 + minor as NCCL's cudaCompCap (80 A100, "
                    "90 H100/H200, 100 B200); training.fp8_recipe \"mxfp8\" needs 100 or more, "
-                   "the Hopper recipes below 100"},
+                   "the Hopper recipes below 100",
+            .max = 1000, .max_why = "major * 10 + minor: 1000 is compute capability 100.0"},
     KeyInfo{STEPSIM_INT("system.memory_bytes", system.memory_bytes), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
-            .doc = "device memory per GPU, bytes"},
+            .doc = "device memory per GPU, bytes", .max = std::int64_t{1} << 50,
+            .max_why = "bytes (1 PiB): per-GPU byte totals are summed in int64 and doubles; "
+                       "a calibration profile's bytes have the same bound"},
     KeyInfo{STEPSIM_REAL("system.peak_flops_fp32", system.peak_flops_fp32), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "0 or FLOP/s in [1e9, 1e30]; one of the three peaks > 0; cited",
@@ -241,7 +255,9 @@ const std::array kSchema = {
             .check = "> 0; divisible by pipeline_model_parallel_size (embedding/loss counted with "
                      "account_for_*), unless decoder_first/last_pipeline_num_layers or "
                      "pipeline_model_parallel_layout split it",
-            .doc = "transformer layers"},
+            .doc = "transformer layers", .max = std::int64_t{1} << 14,
+            .max_why = "stepsim's limit of layers to simulate (validate_limits.cpp): every "
+                       "layer's ops are listed per micro-batch; published models have ~100"},
     KeyInfo{STEPSIM_INT("model.hidden_size", model.hidden_size), .required = true,
             .sweep = Sweep::kListed, .flags = "--hidden-size", .default_text = "must be given",
             .check = "> 0; divisible by num_attention_heads unless kv_channels is given",
@@ -519,7 +535,10 @@ const std::array kSchema = {
             .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "divisible by tensor_model_parallel_size * context_parallel_size * "
                      "pipeline_model_parallel_size",
-            .doc = "GPUs of the job (the launcher's nodes x processes per node)"},
+            .doc = "GPUs of the job (the launcher's nodes x processes per node)",
+            .max = std::int64_t{1} << 24,
+            .max_why = "stepsim's limit of GPUs (validate_limits.cpp): full-rank simulation "
+                       "holds a table entry per GPU and ranks are int32"},
     KeyInfo{STEPSIM_INT("training.global_batch_size", training.global_batch_size), .required = true,
             .sweep = Sweep::kListed, .flags = "--global-batch-size",
             .default_text = "must be given",
@@ -1280,6 +1299,18 @@ std::string_view leaf(std::string_view dotted) {
 }  // namespace
 
 std::span<const KeyInfo> scenario_schema() { return schema_span(); }
+
+std::int64_t int_key_max(const KeyInfo& k) { return k.max > 0 ? k.max : kMaxInt32Key; }
+
+std::string_view int_key_max_why(const KeyInfo& k) {
+  return k.max_why.empty() ? kMaxInt32Why : k.max_why;
+}
+
+std::string int_key_bound_problem(const KeyInfo& k, std::int64_t value) {
+  if (value <= int_key_max(k)) return "";
+  return "=" + std::to_string(value) + " exceeds stepsim's limit of " +
+         std::to_string(int_key_max(k)) + " (" + std::string(int_key_max_why(k)) + ")";
+}
 
 const KeyInfo* find_schema_key(std::string_view dotted_key) {
   for (const KeyInfo& k : kSchema) {

@@ -1,6 +1,7 @@
 // Reading calibration profiles (profile.hpp) from JSON. Every problem of a file is reported
 // at once, each naming the file and the dotted key ("gemm[3].m"). Writing: profile_write.cpp.
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +28,33 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
 // Samples per list: a calibration measures thousands; millions are no profile (and every
 // sample is a row of a least-squares fit).
 constexpr std::size_t kMaxSamples = std::size_t{1} << 20;
+
+constexpr std::string_view kCublasInt =
+    "int32: cuBLAS and the attention kernels take GEMM and attention sizes as int";
+constexpr std::string_view kWorld =
+    "stepsim's limit of 2^24 GPUs (training.world_size), a group of which this is";
+constexpr std::array<ProfileIntBound, 17> kProfileIntBounds = {{
+    {"world_size", 1, std::int64_t{1} << 24, kWorld},
+    {"group_size", 2, std::int64_t{1} << 24, kWorld},
+    {"nodes_spanned", 1, std::int64_t{1} << 24, kWorld},
+    {"m", 1, 2147483647, kCublasInt},
+    {"n", 1, 2147483647, kCublasInt},
+    {"k", 1, 2147483647, kCublasInt},
+    {"batch", 1, 2147483647, kCublasInt},
+    {"heads", 1, 2147483647, kCublasInt},
+    {"kv_heads", 1, 2147483647, kCublasInt},
+    {"seq", 1, 2147483647, kCublasInt},
+    {"head_dim", 1, 2147483647, kCublasInt},
+    {"bytes", 1, kMaxBytes, "bytes (1 PiB): the fits multiply sizes by 1/seconds in doubles"},
+    {"min_bytes", 0, kMaxBytes, "bytes (1 PiB), as every size of a sample"},
+    {"max_bytes", 0, kMaxBytes, "bytes (1 PiB), as every size of a sample"},
+    {"samples", 0, 2147483647, "int32: a count of timed runs"},
+    {"forward_kernels", 1, std::int64_t{1} << 20,
+     "kernels per layer: times 2^14 layers stays far inside int64"},
+    {"backward_kernels", 1, std::int64_t{1} << 20,
+     "kernels per layer: times 2^14 layers stays far inside int64"},
+}};
+
 
 std::string format_value(double v) {
   char buffer[32];
@@ -78,6 +106,7 @@ class ObjectReader {
     }
   }
 
+  /// An integer of at least `min` and at most its bound in profile_int_bounds().
   void integer(const char* name, std::int64_t& out, std::int64_t min, bool required = true) {
     if (!has(name)) {
       if (required) error(path(name), " is missing (an integer is required)");
@@ -92,6 +121,12 @@ class ObjectReader {
     if (x < min) {
       error(path(name), cat("=", x, " must be at least ", min));
       return;
+    }
+    for (const ProfileIntBound& b : profile_int_bounds()) {
+      if (b.key == name && x > b.max) {
+        error(path(name), cat("=", x, " exceeds stepsim's limit of ", b.max, " (", b.why, ")"));
+        return;
+      }
     }
     out = x;
   }
@@ -555,5 +590,7 @@ Result<Profile> load_profile_file(const std::string& path) {
   if (!text) return text.errors();
   return parse_profile(*text, path);
 }
+
+std::span<const ProfileIntBound> profile_int_bounds() { return kProfileIntBounds; }
 
 }  // namespace stepsim

@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/import/import.hpp"
 #include "stepsim/base/json_input.hpp"
+#include "stepsim/check/load.hpp"
+#include "stepsim/import/import.hpp"
 
 namespace stepsim {
 namespace {
@@ -256,6 +257,58 @@ void import_gpt_oss(const json& doc, const std::string& file_label, json& model,
   }
 }
 
+/// The rules `stepsim check` applies to a model section (model.* keys): the imported section in
+/// a one-GPU bf16 job on a stand-in Hopper system, whose training and system rules cannot
+/// fire, through the scenario loader itself. A section check refuses is no import.
+Errors check_imported_model(const json& model, const std::string& file_label) {
+  json system = {{"name", "import-hf-check"},
+                 {"gpu_name", "stand-in Hopper GPU"},
+                 {"peak_flops_fp32", 4.947e14},
+                 {"peak_flops_fp16", 9.894e14},
+                 {"peak_flops_bf16", 9.894e14},
+                 {"peak_flops_fp8", 1.9789e15},
+                 {"memory_bytes", std::int64_t{85899345920}},
+                 {"hbm_bandwidth_Bps", 3.35e12},
+                 {"gpus_per_node", 8},
+                 {"nics_per_node", 8},
+                 {"sm_count", 132},
+                 {"compute_capability", 90},
+                 {"intra_node", {{"bandwidth_Bps", 4.5e11}, {"latency_s", 1.9e-6}}},
+                 {"inter_node", {{"bandwidth_Bps", 5e10}, {"latency_s", 4e-6}}},
+                 {"efficiency",
+                  {{"gemm_max", 0.8},
+                   {"gemm_half_flops", 0},
+                   {"memory_max", 0.89},
+                   {"kernel_launch_s", 1e-6},
+                   {"link_max", 0.82}}}};
+  json sources = json::object();
+  for (const char* key :
+       {"peak_flops_fp32", "peak_flops_fp16", "peak_flops_bf16", "peak_flops_fp8", "memory_bytes",
+        "hbm_bandwidth_Bps", "gpus_per_node", "nics_per_node", "sm_count", "compute_capability",
+        "intra_node.bandwidth_Bps", "intra_node.latency_s", "inter_node.bandwidth_Bps",
+        "inter_node.latency_s", "efficiency.gemm_max", "efficiency.gemm_half_flops",
+        "efficiency.memory_max", "efficiency.kernel_launch_s", "efficiency.link_max"}) {
+    sources[key] = "import-hf's stand-in system, for the model rules only";
+  }
+  system["sources"] = std::move(sources);
+  const json scenario = {
+      {"name", "import-hf"},
+      {"model", model},
+      {"training",
+       {{"world_size", 1}, {"micro_batch_size", 1}, {"global_batch_size", 1}, {"bf16", true}}},
+      {"system", std::move(system)}};
+  auto loaded = load_scenario_text(scenario.dump(), file_label, ".", LoadOptions{});
+  if (loaded.ok()) return {};
+  Errors out;
+  for (const Error& e : loaded.errors()) {
+    if (e.key.starts_with("model.")) {
+      out.push_back(Error{file_label, e.key,
+                          e.message + "; stepsim check refuses the imported model section"});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ImportedModel> model_from_hf_config(std::string_view config_json,
@@ -498,6 +551,7 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
         "priced");
   }
   if (!errors.empty()) return errors;
+  if (Errors refused = check_imported_model(model, file_label); !refused.empty()) return refused;
   json wrapped = json::object();
   wrapped["model"] = std::move(model);
   out.model_json = wrapped.dump(2) + "\n";

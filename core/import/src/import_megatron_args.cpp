@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "import_environment.hpp"
-#include "stepsim/import/import.hpp"
+#include "launch_line_words.hpp"
 #include "stepsim/config/schema.hpp"
+#include "stepsim/import/import.hpp"
 
 namespace stepsim {
 namespace {
@@ -139,6 +140,23 @@ Result<std::vector<std::string>> split_words(std::string_view line) {
   return out;
 }
 
+// A word that begins a new flag: "--x", or a flag mangled on its way to the line ("—bf16",
+// "-bf16"), which must not be taken for the previous flag's value.
+bool is_flag_word(const std::string& word) {
+  return word.starts_with("--") || detail::looks_like_mangled_flag(word);
+}
+
+// Whether "--x" is a Megatron-LM flag stepsim knows (a schema row's, a listed not-modelled
+// one's, or one of the harmless families).
+bool is_known_flag(std::string_view flag) {
+  const auto& flags = flag_table();
+  return std::any_of(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; }) ||
+         classify_unmodelled_flag(flag, "") != FlagClass::kUnknown ||
+         flag == "--group-query-attention" || flag == "--num-query-groups" ||
+         flag == "--tokenizer-type" || flag == "--vocab-file" || flag == "--cp-comm-type" ||
+         flag == "--hierarchical-context-parallel-sizes";
+}
+
 bool parse_int(const std::string& s, std::int64_t& out) {
   const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
@@ -193,7 +211,7 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     }
   }
   const auto value_of = [&](std::size_t& i) -> const std::string* {
-    if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
+    if (i + 1 >= args.size() || is_flag_word(args[i + 1])) {
       errors.push_back(Error{kLabel, args[i], " needs a value"});
       return nullptr;
     }
@@ -221,9 +239,25 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       if (int_of(i, v)) (a == "--nnodes" ? nnodes : nproc) = v;
     }
   }
-  for (std::size_t i = first_flag; i < args.size(); ++i) {
+  // After a flag outside the schema the following words may all be its values (nargs='+'
+  // or '*', as --data-path 0.3 a 0.7 b); after a schema flag no word is left over.
+  bool open_flag = false;
+  // A line of flags only starts with its environment's assignments (read above).
+  const std::size_t first_word = first_flag > 0 ? first_flag : environment.size();
+  for (std::size_t i = first_word; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (!a.starts_with("--")) continue;  // a value of an ignored flag, or a stray word
+    if (detail::ends_command(a)) break;  // "| tee log": the next command's words
+    if (const int n = detail::redirection_words(a); n > 0) {
+      i += static_cast<std::size_t>(n - 1);  // "> log", "2>&1": the shell's, not Megatron's
+      continue;
+    }
+    if (!a.starts_with("--")) {
+      if (auto problem = detail::stray_word_problem(a, open_flag, is_known_flag)) {
+        errors.push_back(Error{kLabel, a, *problem});
+      }
+      continue;
+    }
+    open_flag = false;
     const std::string flag = a;
     if (flag == "--group-query-attention") {
       gqa = true;
@@ -245,7 +279,7 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     if (flag == "--cp-comm-type") {
       // nargs='+': one type for every layer, or one per layer.
       std::vector<std::string> types;
-      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) types.push_back(args[++i]);
+      while (i + 1 < args.size() && !is_flag_word(args[i + 1])) types.push_back(args[++i]);
       if (types.empty()) {
         errors.push_back(Error{kLabel, flag, " needs a value"});
       } else if (std::any_of(types.begin(), types.end(),
@@ -261,7 +295,7 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     if (flag == "--hierarchical-context-parallel-sizes") {
       // nargs='+', type=int: the levels, innermost first.
       json sizes = json::array();
-      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
+      while (i + 1 < args.size() && !is_flag_word(args[i + 1])) {
         std::int64_t v = 0;
         const std::string& word = args[++i];
         if (!parse_int(word, v)) {
@@ -281,7 +315,11 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
         std::find_if(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; });
     if (spec == flags.end()) {
       std::string value;
-      if (i + 1 < args.size() && !args[i + 1].starts_with("--")) value = args[++i];
+      if (i + 1 < args.size() && !is_flag_word(args[i + 1]) && !detail::ends_command(args[i + 1]) &&
+          detail::redirection_words(args[i + 1]) == 0) {
+        value = args[++i];
+      }
+      open_flag = true;
       switch (classify_unmodelled_flag(flag, value)) {
         case FlagClass::kHarmless:
           out.ignored_flags.push_back(flag);

@@ -322,7 +322,7 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   }
   // FP8 (validate_fp8.cpp): none, or both formats where the GPU has FP8 tensor cores; the
   // recipes its compute capability runs (10.0+: MXFP8; below, or not given: the Hopper ones);
-  // FP8 parameters with the distributed optimizer, MXFP8 ones through the gradient buffer.
+  // FP8 parameters with the distributed optimizer in a 16-bit job, MXFP8 ones through the gradient buffer.
   if (key == "training.fp8") {
     if (w.system.peak_flops_fp8 <= 0) return {integer(0)};
     return integers({static_cast<std::int64_t>(Fp8Format::kNone),
@@ -339,7 +339,8 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
                      static_cast<std::int64_t>(Fp8Recipe::kBlockwise)});
   }
   if (key == "training.fp8_param_gather") {
-    return booleans(t.fp8_enabled() && t.use_distributed_optimizer);
+    return booleans(t.fp8_enabled() && t.use_distributed_optimizer &&
+                    t.params_dtype != DType::kFp32);
   }
   if (key == "training.reuse_grad_buf_for_mxfp8_param_ag") {
     return booleans(t.fp8_param_gather && t.fp8_recipe == Fp8Recipe::kMxfp8);

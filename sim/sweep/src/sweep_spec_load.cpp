@@ -34,13 +34,6 @@ std::string describe_value(const json& v) {
   return text;
 }
 
-// The file through the one reading path (json_input.hpp: size limit); ok=false when it fails.
-std::string read_text(const std::string& path, bool& ok) {
-  auto text = read_input_file(path);
-  ok = text.ok();
-  return ok ? std::move(text).value() : std::string();
-}
-
 std::string dir_of(const std::string& path) {
   return std::filesystem::path(path).parent_path().string();
 }
@@ -89,14 +82,19 @@ void SpecReader::read_base(const json& doc, std::string_view base_override, Swee
     return;
   } else if (doc["base"].is_string()) {
     const std::string path = resolve_path(doc["base"].get<std::string>(), base_dir_, options_);
-    bool ok = false;
-    if (!path.empty()) text = read_text(path, ok);
-    if (!ok) {
+    if (path.empty()) {
       fail("base", "=\"" + doc["base"].get<std::string>() +
                        "\" cannot be read (tried beside the sweep file and in " +
                        options_.scenarios_dir + ")");
       return;
     }
+    auto read = read_input_file(path);
+    if (!read) {
+      fail("base", "=\"" + doc["base"].get<std::string>() + "\" (" + path +
+                       "): " + read.errors().front().message);
+      return;
+    }
+    text = std::move(read).value();
     label = path;
     dir = dir_of(path);
     key_prefix.clear();
@@ -134,6 +132,11 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
         return false;
       }
       out.integer = v.get<std::int64_t>();
+      if (const std::string problem = int_key_bound_problem(info, out.integer);
+          !problem.empty()) {
+        fail(key, problem);
+        return false;
+      }
       return true;
     case KnobKind::kBool:
       if (!v.is_boolean()) {
@@ -181,6 +184,10 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
         fail(key, std::string("=") + describe_value(v) +
                       " cannot be found (tried beside the sweep file and in " +
                       options_.scenarios_dir + ")");
+        return false;
+      }
+      if (const std::string problem = input_file_problem(path); !problem.empty()) {
+        fail(key, std::string("=") + describe_value(v) + " (" + path + "): " + problem);
         return false;
       }
       Result<SystemConfig> sys = load_system_file(path);

@@ -26,8 +26,16 @@ struct JsonLimits {
 /// profile) is well under 1 MiB, and a file of hundreds of MiB is not a configuration.
 inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{64} << 20;
 
-/// The whole file at `path`, or an error naming it when it cannot be opened, read or is
-/// larger than `max_bytes` (the message gives both sizes).
+/// Why `path` cannot be read as an input file, in words that say what the path is ("cannot
+/// open: no such file", "is a directory, not a file", "is a FIFO (named pipe), not a regular
+/// file: ...", "cannot open: too many levels of symbolic links ..."), or "" for a readable
+/// regular file. Only stats the path: never opens it, so never blocks on a special file.
+std::string input_file_problem(const std::string& path);
+
+/// The whole file at `path`, or an error naming it when it cannot be opened, is not a
+/// regular file (a directory, FIFO, device or socket: refused without blocking, with the
+/// words of input_file_problem), cannot be read or is larger than `max_bytes` (the message
+/// gives both sizes).
 Result<std::string> read_input_file(const std::string& path,
                                     std::size_t max_bytes = kMaxConfigFileBytes);
 

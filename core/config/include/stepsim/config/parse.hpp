@@ -27,7 +27,9 @@ std::optional<Workload> parse_scenario_text(std::string_view text, const std::st
 /// Reads and validates a system file.
 Result<SystemConfig> load_system_file(const std::string& path);
 
-/// Resolves `relative` against `base_dir`, then `options.scenarios_dir`; "" if neither exists.
+/// Resolves `relative` against `base_dir`, then `options.scenarios_dir`: the first path that
+/// exists in any form (a directory or a FIFO too, so that its reader can say what it is and
+/// why it is not read); "" if neither exists.
 std::string resolve_path(const std::string& relative, const std::string& base_dir,
                          const LoadOptions& options);
 

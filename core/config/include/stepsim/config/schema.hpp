@@ -68,7 +68,30 @@ struct KeyInfo {
   std::string_view check = {};         ///< the rule(s) the value obeys, as the reference prints it
   std::string_view doc = {};           ///< one line
   bool zero_allowed = false;  ///< kInt: 0 is a valid value (e.g. wgrad_deferral_limit's "all")
+  /// kInt: the largest value the loaders accept (scenario, system file, sweep knob), checked
+  /// where the value enters; 0: kMaxInt32Key. `max_why` says why (the type the value is held
+  /// in downstream, or Megatron-LM's own bound); empty: kMaxInt32Why.
+  std::int64_t max = 0;
+  std::string_view max_why = {};
 };
+
+/// The default upper bound of an integer key: a 32-bit int.
+inline constexpr std::int64_t kMaxInt32Key = 2147483647;
+inline constexpr std::string_view kMaxInt32Why =
+    "int32: Megatron-LM hands sizes and counts to CUDA kernels, cuBLAS and NCCL as 32-bit ints, "
+    "and stepsim narrows layer, rank and chunk indices to int32";
+
+/// The largest value integer key `k` takes, and why (KeyInfo::max, max_why with defaults).
+std::int64_t int_key_max(const KeyInfo& k);
+std::string_view int_key_max_why(const KeyInfo& k);
+
+/// The message for integer key `k` given `value` above int_key_max(k) ("=V exceeds ..."),
+/// or "" when it is in range. The message follows the key, as Error::message does.
+std::string int_key_bound_problem(const KeyInfo& k, std::int64_t value);
+
+/// The input-bounds reference (Markdown) generated from the schema and the profile reader's
+/// bounds: docs/input-bounds.md.
+
 
 /// Every key, in table order: the top level, the system figures, the model, the training
 /// configuration. The sweepable rows, in this order, are the sweep's enumeration order

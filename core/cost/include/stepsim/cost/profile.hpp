@@ -4,6 +4,8 @@
 // format with `source` saying they are public data.
 
 #include <cstdint>
+#include <span>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -159,5 +161,17 @@ LinearFit fit_linear(const std::vector<std::int64_t>& bytes, const std::vector<d
 Result<Profile> load_profile_file(const std::string& path);
 Result<Profile> parse_profile(std::string_view json_text, const std::string& file_label);
 std::string profile_to_json(const Profile& p);
+
+/// The range of an integer of a calibration profile, by its key (the same name in every
+/// sample kind: "m" of gemm[3], "group_size" of allreduce[0]) and why it is bounded there.
+struct ProfileIntBound {
+  std::string_view key;
+  std::int64_t min = 1;
+  std::int64_t max = 0;
+  std::string_view why;
+};
+
+/// Every integer key of a profile with its range (the profile reader enforces them).
+std::span<const ProfileIntBound> profile_int_bounds();
 
 }  // namespace stepsim
