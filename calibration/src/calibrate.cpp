@@ -138,26 +138,14 @@ void add_sample(Profile& profile, const BenchPoint& point, double seconds) {
       point);
 }
 
-}  // namespace
-
-Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<BenchPoint>& points,
-                                       const CalibrationOptions& options, ProgressSink* progress) {
-  const double start = steady_s();
-  const bool root = backend.world_rank() == 0;
-  const std::string machine = host_name() + ": " + backend.device_name();
-  const JournalHeader header{backend.name(), machine, backend.world_size()};
-  std::map<std::string, double> seconds;  // rank 0: every measured point
-  auto done = share_done_points(backend, points, options, header, seconds);
-  if (!done.ok()) return done.errors();
-
-  CalibrationRun run;
-  run.total = static_cast<std::int64_t>(points.size());
-  for (const std::uint8_t d : done.value()) run.resumed += d;
-
-  // Every rank makes the same splits in the same order (MPI_Comm_split is collective).
+/// The process groups of the collectives still to measure. Every rank makes the same splits
+/// in the same order (MPI_Comm_split is collective).
+Result<std::map<GroupKey, GroupId>> split_groups(Backend& backend,
+                                                 const std::vector<BenchPoint>& points,
+                                                 const std::vector<std::uint8_t>& done) {
   std::set<GroupKey> needed;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    if (done.value()[i] != 0) continue;
+    if (done[i] != 0) continue;
     if (const auto* c = std::get_if<CollectivePoint>(&points[i])) {
       needed.insert({c->group_size, c->layout});
     }
@@ -170,18 +158,27 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
     if (!id.ok()) return id.errors();
     groups[g] = id.value();
   }
+  return groups;
+}
 
-  std::optional<JournalWriter> journal;
-  if (root && !options.journal_path.empty()) {
-    auto w = JournalWriter::open(options.journal_path, header);
-    if (!w.ok()) return w.errors();
-    journal.emplace(std::move(w).value());
-  }
+/// Where run_calibration's measurements go: rank 0's times, its journal, the progress.
+struct Measured {
+  std::map<std::string, double>& seconds;  // rank 0: every measured point
+  std::optional<JournalWriter>& journal;
+  ProgressSink* progress;
+};
+
+/// Measures the points not done yet (up to options.stop_after), every rank together.
+Status measure_points(Backend& backend, const std::vector<BenchPoint>& points,
+                      const std::vector<std::uint8_t>& done,
+                      const std::map<GroupKey, GroupId>& groups,
+                      const CalibrationOptions& options, CalibrationRun& run, Measured to) {
+  const bool root = backend.world_rank() == 0;
   std::int64_t finished = run.resumed;
-  if (progress != nullptr) progress->update(finished, run.total, "");
+  if (to.progress != nullptr) to.progress->update(finished, run.total, "");
   run.complete = true;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    if (done.value()[i] != 0) continue;
+    if (done[i] != 0) continue;
     if (options.stop_after >= 0 && run.measured >= options.stop_after) {
       run.complete = false;
       break;
@@ -203,12 +200,45 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
     // (tensor- and data-parallel peers wait for each other) advances at, as nccl-tests
     // report the slowest rank. Messages take as long as their slower end likewise.
     const double s = agreed.value()[1];
-    seconds[key] = s;
-    if (journal) {
-      auto ok = journal->append({key, s});
+    to.seconds[key] = s;
+    if (to.journal) {
+      auto ok = to.journal->append({key, s});
       if (!ok.ok()) return ok.errors();
     }
-    if (progress != nullptr) progress->update(finished, run.total, key);
+    if (to.progress != nullptr) to.progress->update(finished, run.total, key);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<BenchPoint>& points,
+                                       const CalibrationOptions& options, ProgressSink* progress) {
+  const double start = steady_s();
+  const bool root = backend.world_rank() == 0;
+  const std::string machine = host_name() + ": " + backend.device_name();
+  const JournalHeader header{backend.name(), machine, backend.world_size()};
+  std::map<std::string, double> seconds;  // rank 0: every measured point
+  auto done = share_done_points(backend, points, options, header, seconds);
+  if (!done.ok()) return done.errors();
+
+  CalibrationRun run;
+  run.total = static_cast<std::int64_t>(points.size());
+  for (const std::uint8_t d : done.value()) run.resumed += d;
+  auto groups = split_groups(backend, points, done.value());
+  if (!groups.ok()) return groups.errors();
+
+  std::optional<JournalWriter> journal;
+  if (root && !options.journal_path.empty()) {
+    auto w = JournalWriter::open(options.journal_path, header);
+    if (!w.ok()) return w.errors();
+    journal.emplace(std::move(w).value());
+  }
+  if (auto measured = measure_points(backend, points, done.value(), groups.value(), options, run,
+                                     Measured{.seconds = seconds, .journal = journal,
+                                              .progress = progress});
+      !measured.ok()) {
+    return measured.errors();
   }
   // What compute and a collective beside it cost each other on this machine (every rank;
   // not journaled: a few seconds, measured again on a resumed run).

@@ -236,172 +236,215 @@ std::vector<BenchPoint> make_bench_plan(const BenchPlanOptions& o) {
   return merge_points({}, out);
 }
 
-std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPlanOptions& o,
-                                        std::vector<std::string>& skipped) {
-  std::vector<BenchPoint> compute;
-  std::vector<BenchPoint> comm;
-  std::set<std::int64_t> p2p_sizes;
-  std::set<std::int64_t> unmeasurable_groups;
-  // A GPU streams a kernel larger than its memory grid's top (4 GiB) at the bandwidth the
-  // grid's latency + size/bandwidth fit gives; an optimizer pass over a whole stage's
-  // parameters (100+ GiB for a 70B model) could not even be allocated.
-  const std::int64_t max_memory_bytes = std::int64_t{4} << 30;
-  std::set<std::int64_t> too_large_memory;
-  std::int64_t rectangular_attention = 0;
-  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, GemmScaling>>
-      block_scaled, mx_scaled;
-  const auto world = static_cast<std::int32_t>(o.node_ids.size());
-  auto visit_op = [&](const Op& op) {
+namespace {
+
+/// The benchmark points of a scenario's ops, and what of them cannot be measured as they are
+/// (each a line of `skipped`).
+class ScenarioPoints {
+ public:
+  explicit ScenarioPoints(const BenchPlanOptions& o)
+      : o_(o), world_(static_cast<std::int32_t>(o.node_ids.size())) {}
+
+  void add(const WorkloadPlan& plan) {
+    for (const StagePlan& stage : plan.stages) {
+      for (const ChunkPlan& chunk : stage.chunks) {
+        for (const Op& op : chunk.forward) visit(op);
+        for (const Op& op : chunk.backward) visit(op);
+        for (const Op& op : chunk.grad_sync) visit(op);
+        for (const Op& op : chunk.param_gather) visit(op);
+        // Activations cross a pipeline boundary only when there is one.
+        if (chunk.p2p_bytes > 0 && plan.stages.size() > 1) p2p_sizes_.insert(chunk.p2p_bytes);
+      }
+      for (const Op& op : stage.step_ops) visit(op);
+    }
+  }
+
+  /// The points, compute before communication; what was left out or measured otherwise is
+  /// added to `skipped`.
+  std::vector<BenchPoint> finish(std::vector<std::string>& skipped) {
+    explain(skipped);
+    if (world_ < 2 && !p2p_sizes_.empty()) {
+      skipped.push_back("pipeline messages: need at least 2 ranks");
+    } else {
+      std::vector<std::int64_t> sizes(p2p_sizes_.begin(), p2p_sizes_.end());
+      add_p2p(comm_, o_.node_ids, sizes);
+    }
+    compute_.insert(compute_.end(), comm_.begin(), comm_.end());
+    return merge_points({}, compute_);
+  }
+
+ private:
+  void visit(const Op& op) {
     std::visit(
         [&](const auto& s) {
           using T = std::decay_t<decltype(s)>;
-          if constexpr (std::is_same_v<T, GemmOp> || std::is_same_v<T, AttentionOp> ||
-                        std::is_same_v<T, MemoryBoundOp>) {
-            if constexpr (std::is_same_v<T, MemoryBoundOp>) {
-              const std::int64_t launch = (s.bytes + s.kernels - 1) / std::max<std::int64_t>(s.kernels, 1);
-              if (o.gpu && launch > max_memory_bytes) {
-                too_large_memory.insert(launch);
-                return;
-              }
-            }
-            if constexpr (std::is_same_v<T, AttentionOp>) {
-              // Profiles hold self-attention samples (seq_kv = seq); a context-parallel
-              // step's rectangle is priced from them by its FLOPs (CalibratedCostModel), so
-              // its class (mask, direction) gets a square sample of its query rows.
-              if (s.kv_seq() != s.seq) {
-                ++rectangular_attention;
-                AttentionOp square = s;
-                square.seq_kv = 0;
-                square.counted_scores = 0;
-                if (!o.gpu) square.dtype = DType::kFp32;
-                compute.emplace_back(square);
-                return;
-              }
-            }
-            auto shape = s;
-            if constexpr (std::is_same_v<T, MemoryBoundOp>) {
-              // An op of several launches is priced by the size of one (CostModel::shape_s).
-              if (s.kernels > 1) shape = MemoryBoundOp{.bytes = (s.bytes + s.kernels - 1) / s.kernels};
-            }
-            // The CPU backend computes in fp32 whatever the op's dtype, and its Eigen
-            // products have no layouts to tell apart; record what ran. An FP8 GEMM stays
-            // FP8: the fp32 product is how the backend runs one (emulated FP8), and the
-            // profile prices the scenario's FP8 GEMMs with exactly that.
-            if constexpr (std::is_same_v<T, GemmOp>) {
-              if (!o.gpu && s.dtype != DType::kFp8) shape.dtype = DType::kFp32;
-            } else if constexpr (!std::is_same_v<T, MemoryBoundOp>) {
-              if (!o.gpu) shape.dtype = DType::kFp32;
-            }
-            if constexpr (std::is_same_v<T, GemmOp>) {
-              // A chunk of an atomic GEMM is priced as the whole GEMM's share: measure that.
-              if (shape.atomic_chunks > 1) {
-                shape.n *= shape.atomic_chunks;
-                shape.atomic_chunks = 1;
-              }
-              if (!o.gpu) shape.layout = GemmLayout::kUnspecified;
-              // A backend that cannot run block-scaled FP8 products (the cpu backend, a GPU
-              // before Hopper) measures the shape with per-tensor scales and records it so;
-              // likewise MXFP8 products (but Blackwell), per-tensor in the TN layout.
-              const bool mx = shape.scaling == GemmScaling::kMx1x32;
-              if (mx && !o.fp8_mx_scaling) {
-                mx_scaled.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
-                shape.scaling = GemmScaling::kTensor;
-                if (o.gpu) shape.layout = GemmLayout::kTN;
-              } else if (!mx && shape.scaling != GemmScaling::kTensor && !o.fp8_block_scaling) {
-                block_scaled.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
-                shape.scaling = GemmScaling::kTensor;
-              }
-            }
-            compute.emplace_back(shape);
-            if constexpr (std::is_same_v<T, GemmOp>) {
-              // FP8 twins of the scenario's GEMMs, where cuBLASLt can run them (TN only).
-              if (o.fp8 && s.dtype != DType::kFp8 && s.m % 16 == 0 && s.n % 16 == 0 &&
-                  s.k % 16 == 0) {
-                auto twin = s;
-                twin.dtype = DType::kFp8;
-                if (!o.gpu) {
-                  twin.layout = GemmLayout::kUnspecified;
-                } else if (twin.layout != GemmLayout::kUnspecified) {
-                  // A forward GEMM (TN in 16 bits) runs with fast accumulation in FP8.
-                  twin.fast_accum = twin.layout == GemmLayout::kTN;
-                  twin.layout = GemmLayout::kTN;
-                }
-                compute.emplace_back(twin);
-                if (o.fp8_block_scaling) add_block_scaled_twins(compute, twin);
-                if (o.fp8_mx_scaling && s.m % 32 == 0 && s.n % 32 == 0 && s.k % 32 == 0 &&
-                    s.layout != GemmLayout::kUnspecified) {
-                  add_mx_twins(compute, twin, {s.layout});
-                }
-              } else if (o.fp8 && o.fp8_block_scaling && s.dtype == DType::kFp8) {
-                add_block_scaled_twins(compute, shape);
-              }
-            }
+          if constexpr (std::is_same_v<T, GemmOp>) {
+            add_gemm(s);
+          } else if constexpr (std::is_same_v<T, AttentionOp>) {
+            add_attention(s);
+          } else if constexpr (std::is_same_v<T, MemoryBoundOp>) {
+            add_memory_bound(s);
           } else if constexpr (std::is_same_v<T, CollectiveOp>) {
-            const auto g = static_cast<std::int32_t>(s.group_size);
-            if (g < 2) return;
-            if (g > world || world % g != 0) {
-              unmeasurable_groups.insert(g);
-              return;
-            }
-            for (const GroupLayout layout : layouts_for(o.node_ids, g)) {
-              comm.emplace_back(CollectivePoint{s.kind, g, layout,
-                                                nodes_spanned(o.node_ids, g, layout),
-                                                round_up(s.bytes, 4 * g)});
-            }
+            add_collective(s);
           } else {
-            p2p_sizes.insert(s.bytes);
+            p2p_sizes_.insert(s.bytes);
           }
         },
         op.shape);
-  };
-  for (const StagePlan& stage : plan.stages) {
-    for (const ChunkPlan& chunk : stage.chunks) {
-      for (const Op& op : chunk.forward) visit_op(op);
-      for (const Op& op : chunk.backward) visit_op(op);
-      for (const Op& op : chunk.grad_sync) visit_op(op);
-      for (const Op& op : chunk.param_gather) visit_op(op);
-      // Activations cross a pipeline boundary only when there is one.
-      if (chunk.p2p_bytes > 0 && plan.stages.size() > 1) p2p_sizes.insert(chunk.p2p_bytes);
+  }
+
+  void add_memory_bound(const MemoryBoundOp& s) {
+    // A GPU streams a kernel larger than its memory grid's top (4 GiB) at the bandwidth the
+    // grid's latency + size/bandwidth fit gives; an optimizer pass over a whole stage's
+    // parameters (100+ GiB for a 70B model) could not even be allocated.
+    const std::int64_t max_memory_bytes = std::int64_t{4} << 30;
+    const std::int64_t launch = (s.bytes + s.kernels - 1) / std::max<std::int64_t>(s.kernels, 1);
+    if (o_.gpu && launch > max_memory_bytes) {
+      too_large_memory_.insert(launch);
+      return;
     }
-    for (const Op& op : stage.step_ops) visit_op(op);
+    auto shape = s;
+    // An op of several launches is priced by the size of one (CostModel::shape_s).
+    if (s.kernels > 1) shape = MemoryBoundOp{.bytes = (s.bytes + s.kernels - 1) / s.kernels};
+    compute_.emplace_back(shape);
   }
-  if (!unmeasurable_groups.empty()) {
-    std::string groups;
-    for (const std::int64_t g : unmeasurable_groups)
-      groups += (groups.empty() ? "" : ", ") + std::to_string(g);
-    skipped.push_back("collectives over groups of " + groups + " ranks: the world has " +
-                      std::to_string(world) + " ranks (a group size must divide it)");
+
+  void add_attention(const AttentionOp& s) {
+    // Profiles hold self-attention samples (seq_kv = seq); a context-parallel
+    // step's rectangle is priced from them by its FLOPs (CalibratedCostModel), so
+    // its class (mask, direction) gets a square sample of its query rows.
+    if (s.kv_seq() != s.seq) {
+      ++rectangular_attention_;
+      AttentionOp square = s;
+      square.seq_kv = 0;
+      square.counted_scores = 0;
+      if (!o_.gpu) square.dtype = DType::kFp32;
+      compute_.emplace_back(square);
+      return;
+    }
+    auto shape = s;
+    // The CPU backend computes in fp32 whatever the op's dtype.
+    if (!o_.gpu) shape.dtype = DType::kFp32;
+    compute_.emplace_back(shape);
   }
-  if (rectangular_attention > 0) {
-    skipped.push_back(std::to_string(rectangular_attention) +
-                      " attention kernels over another block of keys (context parallelism): "
-                      "measured as self-attention of their query rows, priced by their FLOPs");
+
+  void add_gemm(const GemmOp& s) {
+    auto shape = s;
+    // The CPU backend computes in fp32 whatever the op's dtype, and its Eigen
+    // products have no layouts to tell apart; record what ran. An FP8 GEMM stays
+    // FP8: the fp32 product is how the backend runs one (emulated FP8), and the
+    // profile prices the scenario's FP8 GEMMs with exactly that.
+    if (!o_.gpu && s.dtype != DType::kFp8) shape.dtype = DType::kFp32;
+    // A chunk of an atomic GEMM is priced as the whole GEMM's share: measure that.
+    if (shape.atomic_chunks > 1) {
+      shape.n *= shape.atomic_chunks;
+      shape.atomic_chunks = 1;
+    }
+    if (!o_.gpu) shape.layout = GemmLayout::kUnspecified;
+    // A backend that cannot run block-scaled FP8 products (the cpu backend, a GPU
+    // before Hopper) measures the shape with per-tensor scales and records it so;
+    // likewise MXFP8 products (but Blackwell), per-tensor in the TN layout.
+    const bool mx = shape.scaling == GemmScaling::kMx1x32;
+    if (mx && !o_.fp8_mx_scaling) {
+      mx_scaled_.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
+      shape.scaling = GemmScaling::kTensor;
+      if (o_.gpu) shape.layout = GemmLayout::kTN;
+    } else if (!mx && shape.scaling != GemmScaling::kTensor && !o_.fp8_block_scaling) {
+      block_scaled_.insert(std::tuple{s.m, s.n, s.k, s.batch, s.scaling});
+      shape.scaling = GemmScaling::kTensor;
+    }
+    compute_.emplace_back(shape);
+    add_fp8_twins(s, shape);
   }
-  if (!mx_scaled.empty()) {
-    skipped.push_back(std::to_string(mx_scaled.size()) +
-                      " MXFP8 GEMM shapes (fp8_recipe \"mxfp8\"): measured with per-tensor "
-                      "scales in the TN layout (this backend runs no MXFP8 products: the cuda "
-                      "backend does on Blackwell with cuBLASLt 12.8 or newer)");
+
+  /// FP8 twins of the scenario's GEMMs, where cuBLASLt can run them (TN only).
+  void add_fp8_twins(const GemmOp& s, const GemmOp& shape) {
+    if (o_.fp8 && s.dtype != DType::kFp8 && s.m % 16 == 0 && s.n % 16 == 0 && s.k % 16 == 0) {
+      auto twin = s;
+      twin.dtype = DType::kFp8;
+      if (!o_.gpu) {
+        twin.layout = GemmLayout::kUnspecified;
+      } else if (twin.layout != GemmLayout::kUnspecified) {
+        // A forward GEMM (TN in 16 bits) runs with fast accumulation in FP8.
+        twin.fast_accum = twin.layout == GemmLayout::kTN;
+        twin.layout = GemmLayout::kTN;
+      }
+      compute_.emplace_back(twin);
+      if (o_.fp8_block_scaling) add_block_scaled_twins(compute_, twin);
+      if (o_.fp8_mx_scaling && s.m % 32 == 0 && s.n % 32 == 0 && s.k % 32 == 0 &&
+          s.layout != GemmLayout::kUnspecified) {
+        add_mx_twins(compute_, twin, {s.layout});
+      }
+    } else if (o_.fp8 && o_.fp8_block_scaling && s.dtype == DType::kFp8) {
+      add_block_scaled_twins(compute_, shape);
+    }
   }
-  if (!block_scaled.empty()) {
-    skipped.push_back(std::to_string(block_scaled.size()) +
-                      " block-scaled FP8 GEMM shapes (fp8_recipe \"blockwise\"): measured with "
-                      "per-tensor scales (this backend runs no block-scaled products: the cuda "
-                      "backend does on Hopper with cuBLASLt 12.9 or newer)");
+
+  void add_collective(const CollectiveOp& s) {
+    const auto g = static_cast<std::int32_t>(s.group_size);
+    if (g < 2) return;
+    if (g > world_ || world_ % g != 0) {
+      unmeasurable_groups_.insert(g);
+      return;
+    }
+    for (const GroupLayout layout : layouts_for(o_.node_ids, g)) {
+      comm_.emplace_back(CollectivePoint{s.kind, g, layout, nodes_spanned(o_.node_ids, g, layout),
+                                         round_up(s.bytes, 4 * g)});
+    }
   }
-  if (!too_large_memory.empty()) {
-    skipped.push_back(std::to_string(too_large_memory.size()) +
-                      " memory-bound kernel sizes over 4 GiB: priced by the memory grid's "
-                      "latency + size/bandwidth fit");
+
+  /// A line of `skipped` for each kind of op measured otherwise or not at all.
+  void explain(std::vector<std::string>& skipped) const {
+    if (!unmeasurable_groups_.empty()) {
+      std::string groups;
+      for (const std::int64_t g : unmeasurable_groups_)
+        groups += (groups.empty() ? "" : ", ") + std::to_string(g);
+      skipped.push_back("collectives over groups of " + groups + " ranks: the world has " +
+                        std::to_string(world_) + " ranks (a group size must divide it)");
+    }
+    if (rectangular_attention_ > 0) {
+      skipped.push_back(std::to_string(rectangular_attention_) +
+                        " attention kernels over another block of keys (context parallelism): "
+                        "measured as self-attention of their query rows, priced by their FLOPs");
+    }
+    if (!mx_scaled_.empty()) {
+      skipped.push_back(std::to_string(mx_scaled_.size()) +
+                        " MXFP8 GEMM shapes (fp8_recipe \"mxfp8\"): measured with per-tensor "
+                        "scales in the TN layout (this backend runs no MXFP8 products: the cuda "
+                        "backend does on Blackwell with cuBLASLt 12.8 or newer)");
+    }
+    if (!block_scaled_.empty()) {
+      skipped.push_back(std::to_string(block_scaled_.size()) +
+                        " block-scaled FP8 GEMM shapes (fp8_recipe \"blockwise\"): measured with "
+                        "per-tensor scales (this backend runs no block-scaled products: the cuda "
+                        "backend does on Hopper with cuBLASLt 12.9 or newer)");
+    }
+    if (!too_large_memory_.empty()) {
+      skipped.push_back(std::to_string(too_large_memory_.size()) +
+                        " memory-bound kernel sizes over 4 GiB: priced by the memory grid's "
+                        "latency + size/bandwidth fit");
+    }
   }
-  if (world < 2 && !p2p_sizes.empty()) {
-    skipped.push_back("pipeline messages: need at least 2 ranks");
-  } else {
-    std::vector<std::int64_t> sizes(p2p_sizes.begin(), p2p_sizes.end());
-    add_p2p(comm, o.node_ids, sizes);
-  }
-  compute.insert(compute.end(), comm.begin(), comm.end());
-  return merge_points({}, compute);
+
+  const BenchPlanOptions& o_;
+  const std::int32_t world_;
+  std::vector<BenchPoint> compute_;
+  std::vector<BenchPoint> comm_;
+  std::set<std::int64_t> p2p_sizes_;
+  std::set<std::int64_t> unmeasurable_groups_;
+  std::set<std::int64_t> too_large_memory_;
+  std::int64_t rectangular_attention_ = 0;
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, GemmScaling>>
+      block_scaled_, mx_scaled_;
+};
+
+}  // namespace
+
+std::vector<BenchPoint> scenario_points(const WorkloadPlan& plan, const BenchPlanOptions& o,
+                                        std::vector<std::string>& skipped) {
+  ScenarioPoints points(o);
+  points.add(plan);
+  return points.finish(skipped);
 }
 
 std::vector<BenchPoint> merge_points(std::vector<BenchPoint> base,

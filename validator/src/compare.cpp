@@ -129,38 +129,23 @@ std::string busy_machine_note(const std::vector<double>& step_times_s) {
   return text;
 }
 
-ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline& predicted,
-                         const Measurement& measured, std::size_t max_deviations) {
-  ValidationReport r;
-  r.world_size = measured.layout.world_size();
-  r.steps = static_cast<std::int32_t>(measured.step_times_s.size());
-  r.measured_step_times_s = measured.step_times_s;
-  r.predicted_step_time_s = prediction.step_time_s;
-  r.complete = measured.complete;
-  r.failure = measured.failure;
-  // Non-blocking calls ran beside the compute only where the schedule has some
-  // (overlap_p2p_comm, the context-parallel ring, Transformer Engine's userbuffers): a backend
-  // that could run them says nothing about a schedule without.
+namespace {
+
+/// Whether any call ran beside the compute: only where the schedule has some
+/// (overlap_p2p_comm, the context-parallel ring, Transformer Engine's userbuffers) does a
+/// backend that runs them say anything about it.
+bool any_posted(const Measurement& measured) {
   bool posted = false;
   for (const auto& tasks : measured.stage_tasks) {
     for (const ExecTask& t : tasks) {
       posted = posted || (t.async && (t.kind == ExecTask::Kind::kComm || posted_when_serial(t.op)));
     }
   }
-  r.async_p2p = measured.async_p2p && posted;
-  r.async_grad_reduce = measured.async_grad_reduce;
-  r.device_timed = measured.device_timed;
-  if (measured.step_times_s.empty()) {
-    r.notes.push_back("no measured step completed");
-    return r;
-  }
-  r.measured_step_time_s = median(measured.step_times_s);
-  r.relative_error = relative_error(r.predicted_step_time_s, r.measured_step_time_s);
-  if (const std::string busy = busy_machine_note(measured.step_times_s); !busy.empty()) {
-    r.notes.push_back(busy);
-  }
+  return posted;
+}
 
-  const std::size_t median_index = median_step(measured);
+/// The backend's own step time (the median step's slowest rank) and its error.
+void compare_backend(const Measurement& measured, std::size_t median_index, ValidationReport& r) {
   const auto& step = measured.steps[median_index];
   for (std::size_t rank = 0; rank < step.size(); ++rank) {
     const auto& tasks = measured.stage_tasks.at(
@@ -170,6 +155,12 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
   }
   r.backend_relative_error =
       relative_error(r.predicted_step_time_s, r.measured_backend_step_time_s);
+}
+
+/// Each stage's figures, predicted and measured (the median step), and the backend's
+/// overhead on its compute ops.
+void compare_stages(const sim::Timeline& predicted, const Measurement& measured,
+                    std::size_t median_index, ValidationReport& r) {
   const sim::Timeline mt = measured_timeline(measured, median_index);
   for (std::int32_t s = 0; s < measured.layout.pp; ++s) {
     StageComparison st{s, stage_figures(predicted, s), stage_figures(mt, s), 0.0};
@@ -183,7 +174,55 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
     }
     r.stages.push_back(st);
   }
+}
 
+/// The identity of each slice a task of stage `s` draws: itself, or each of its transfers.
+std::vector<std::pair<SliceKey, std::string>> slice_keys(const ExecTask& task, std::int32_t s,
+                                                         std::int32_t pp) {
+  std::vector<std::pair<SliceKey, std::string>> keys;
+  if (task.kind == ExecTask::Kind::kComm) {
+    for (std::size_t k = 0; k < task.transfers.size(); ++k) {
+      keys.emplace_back(sim::transfer_identity(s, task.transfers[k], pp), task.transfer_names[k]);
+    }
+  } else {
+    keys.emplace_back(SliceKey{.rank = s,
+                               .phase = task.op.phase,
+                               .microbatch = task.microbatch,
+                               .chunk = task.chunk,
+                               .layer = task.layer,
+                               .op = task.op_name},
+                      task.name);
+  }
+  return keys;
+}
+
+/// A task's measured time over the steps: the medians of its op time and of its wall time,
+/// each less its wait for its last peer (waiting, not communication: peers_ready).
+struct TaskTimes {
+  double op_s = 0;
+  double wall_s = 0;
+};
+
+TaskTimes measured_times(const Measurement& measured,
+                         const std::vector<std::vector<std::vector<double>>>& ready,
+                         std::int32_t s, std::size_t rep, std::size_t i) {
+  std::vector<double> durations;
+  std::vector<double> walls;
+  for (std::size_t k = 0; k < measured.steps.size(); ++k) {
+    const auto& rank = measured.steps[k].at(rep);
+    if (i >= rank.size()) continue;
+    const auto& ready_of = ready[k][static_cast<std::size_t>(s)];
+    const double waited = i < ready_of.size() ? ready_of[i] - rank[i].start_s : 0.0;
+    durations.push_back(std::max(0.0, rank[i].op_s - waited));
+    walls.push_back(rank[i].end_s - rank[i].start_s - waited);
+  }
+  return TaskTimes{.op_s = median(durations), .wall_s = median(walls)};
+}
+
+/// Every measured slice matched with the predicted one of its identity (in start order):
+/// the figures per op kind, the largest deviations, what has no counterpart.
+void match_slices(const sim::Timeline& predicted, const Measurement& measured,
+                  std::size_t max_deviations, ValidationReport& r) {
   // Predicted slices per key, in start order (the timeline is sorted by start).
   std::map<SliceKey, std::vector<const sim::Slice*>> predicted_by_key;
   for (const auto& s : predicted.slices) {
@@ -200,35 +239,10 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
     const auto rep = static_cast<std::size_t>(measured.layout.global_rank(s, 0, 0));
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const auto& task = tasks[i];
-      // The identity of each slice this task draws: itself, or each of its transfers.
-      std::vector<std::pair<SliceKey, std::string>> keys;
-      if (task.kind == ExecTask::Kind::kComm) {
-        for (std::size_t k = 0; k < task.transfers.size(); ++k) {
-          keys.emplace_back(sim::transfer_identity(s, task.transfers[k], measured.layout.pp),
-                            task.transfer_names[k]);
-        }
-      } else {
-        keys.emplace_back(SliceKey{.rank = s,
-                                   .phase = task.op.phase,
-                                   .microbatch = task.microbatch,
-                                   .chunk = task.chunk,
-                                   .layer = task.layer,
-                                   .op = task.op_name},
-                          task.name);
-      }
-      std::vector<double> durations;
-      std::vector<double> walls;
-      for (std::size_t k = 0; k < measured.steps.size(); ++k) {
-        const auto& rank = measured.steps[k].at(rep);
-        if (i >= rank.size()) continue;
-        // A call's wait for its last peer is waiting, not communication (peers_ready).
-        const auto& ready_of = ready[k][static_cast<std::size_t>(s)];
-        const double waited = i < ready_of.size() ? ready_of[i] - rank[i].start_s : 0.0;
-        durations.push_back(std::max(0.0, rank[i].op_s - waited));
-        walls.push_back(rank[i].end_s - rank[i].start_s - waited);
-      }
-      const double meas = median(durations);
-      const double wall = median(walls);
+      const std::vector<std::pair<SliceKey, std::string>> keys =
+          slice_keys(task, s, measured.layout.pp);
+      const TaskTimes times = measured_times(measured, ready, s, rep, i);
+      const double meas = times.op_s;
       for (const auto& [key, name] : keys) {
         ++measured_total;
         auto it = predicted_by_key.find(key);
@@ -242,7 +256,7 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
         ++k.count;
         k.predicted_total_s += pred;
         k.measured_total_s += meas;
-        k.measured_wall_total_s += wall;
+        k.measured_wall_total_s += times.wall_s;
         k.mean_relative_error += rel;
         k.mean_abs_relative_error += std::abs(rel);
         deviations.push_back(Deviation{s, name, task.detail, task.category, pred, meas, rel});
@@ -264,6 +278,35 @@ ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline&
       });
   if (deviations.size() > max_deviations) deviations.resize(max_deviations);
   r.largest_deviations = std::move(deviations);
+}
+
+}  // namespace
+
+ValidationReport compare(const sim::Prediction& prediction, const sim::Timeline& predicted,
+                         const Measurement& measured, std::size_t max_deviations) {
+  ValidationReport r;
+  r.world_size = measured.layout.world_size();
+  r.steps = static_cast<std::int32_t>(measured.step_times_s.size());
+  r.measured_step_times_s = measured.step_times_s;
+  r.predicted_step_time_s = prediction.step_time_s;
+  r.complete = measured.complete;
+  r.failure = measured.failure;
+  r.async_p2p = measured.async_p2p && any_posted(measured);
+  r.async_grad_reduce = measured.async_grad_reduce;
+  r.device_timed = measured.device_timed;
+  if (measured.step_times_s.empty()) {
+    r.notes.push_back("no measured step completed");
+    return r;
+  }
+  r.measured_step_time_s = median(measured.step_times_s);
+  r.relative_error = relative_error(r.predicted_step_time_s, r.measured_step_time_s);
+  if (const std::string busy = busy_machine_note(measured.step_times_s); !busy.empty()) {
+    r.notes.push_back(busy);
+  }
+  const std::size_t median_index = median_step(measured);
+  compare_backend(measured, median_index, r);
+  compare_stages(predicted, measured, median_index, r);
+  match_slices(predicted, measured, max_deviations, r);
   if (r.unmatched_predicted != 0 || r.unmatched_measured != 0) {
     r.notes.push_back(std::to_string(r.unmatched_predicted) + " predicted and " +
                       std::to_string(r.unmatched_measured) +

@@ -56,6 +56,19 @@ class Runner {
   std::string describe(std::int32_t step, std::int64_t task, double idle_s) const;
   void fire(std::int32_t step, std::int64_t task, double idle_s);
   Status enter_task(std::size_t i);
+  /// One step: its tasks in order, then (measured steps) its timings gathered.
+  Status run_step(std::int32_t step);
+  /// The waits task `i` carries on earlier posted calls; a call's timing ends with its last.
+  Status wait_for(std::int32_t step, std::size_t i);
+  /// Task `i` posted without blocking: a collective, or P2P transfers with a handle each.
+  Status post_collective(std::size_t i, double start, bool deferred);
+  Status post_p2p(std::size_t i, double start, bool deferred);
+  /// A measured step's timings gathered at rank 0 (kept on the others).
+  Status gather_step(std::int32_t step);
+  /// Tells the watchdog where the rank is now.
+  void enter(std::int32_t step, std::int64_t task) {
+    if (dog_ != nullptr) dog_->enter(step, task);
+  }
 
   Backend& b_;
   const TrainingConfig& training_;
@@ -67,6 +80,15 @@ class Runner {
   const std::vector<ExecTask>& tasks_;
   std::int32_t virtual_stages_;
   Groups groups_;
+  detail::Watchdog* dog_ = nullptr;  // run()'s, while it runs; none without on_timeout
+  // The step's non-blocking calls: their transfers' handles, and what is left of each.
+  struct AsyncCall {
+    std::int32_t left = 0;   ///< transfers not waited for yet
+    double completed_s = 0;  ///< the last completion seen
+  };
+  std::vector<std::vector<P2PHandle>> handles_;
+  std::vector<CollectiveHandle> collectives_;
+  std::vector<AsyncCall> calls_;
   Status timed_out_error(std::unique_lock<std::mutex>& lock);
 
   // Everything the watchdog thread reads is guarded by mutex_ and copied under it: fire()
@@ -291,9 +313,7 @@ Status Runner::run() {
       fire(step, task, idle_s);
     });
   }
-  auto enter = [&dog](std::int32_t step, std::int64_t task) {
-    if (dog) dog->enter(step, task);
-  };
+  dog_ = dog ? &*dog : nullptr;
   enter(0, -3);
   auto groups = make_groups(b_, m_.layout, me_, training_);
   if (!groups) return groups.errors();
@@ -301,148 +321,167 @@ Status Runner::run() {
   if (auto a = b_.align_clocks(); !a) return a.errors();
 
   const std::int32_t total = options_.warmup_steps + options_.steps;
-  // The step's non-blocking calls: their transfers' handles, and what is left of each.
-  struct AsyncCall {
-    std::int32_t left = 0;   ///< transfers not waited for yet
-    double completed_s = 0;  ///< the last completion seen
-  };
-  std::vector<std::vector<P2PHandle>> handles(tasks_.size());
-  std::vector<CollectiveHandle> collectives(tasks_.size());
-  std::vector<AsyncCall> calls(tasks_.size());
+  handles_.assign(tasks_.size(), {});
+  collectives_.assign(tasks_.size(), CollectiveHandle{});
+  calls_.assign(tasks_.size(), AsyncCall{});
   {
     std::lock_guard<std::mutex> lock(mutex_);
     timings_.assign(tasks_.size(), TaskTiming{});
   }
   for (std::int32_t step = 0; step < total; ++step) {
-    const bool measured = step >= options_.warmup_steps;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      measuring_ = measured;
-      done_in_step_ = 0;
-    }
-    enter(step, -1);
-    if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
-    const bool deferred = b_.deferred_timing();
-    if (deferred) {
-      if (auto r = b_.begin_step(); !r) return r.errors();
-    }
-    for (std::size_t i = 0; i < tasks_.size(); ++i) {
-      for (const ExecTask::Wait& w : tasks_[i].waits) {
-        // Megatron's handle.wait() on one transfer (or on a bucket's reduction,
-        // finish_grad_sync): the watchdog names its call.
-        enter(step, w.task);
-        const auto wi = static_cast<std::size_t>(w.task);
-        auto done = w.transfer < 0 ? b_.wait_collective(collectives[wi])
-                                   : b_.wait_p2p(handles[wi][static_cast<std::size_t>(w.transfer)]);
-        if (!done) return done.errors();
-        // The call is done when its last transfer is: it then gets its timing.
-        AsyncCall& call = calls[wi];
-        call.completed_s = std::max(call.completed_s, done->completed_s);
-        if (--call.left > 0) continue;
-        std::lock_guard<std::mutex> lock(mutex_);
-        timings_[wi] = TaskTiming{timings_[wi].start_s, call.completed_s,
-                                  call.completed_s - timings_[wi].start_s};
-      }
-      enter(step, static_cast<std::int64_t>(i));
-      if (auto entered = enter_task(i); !entered) return entered;
-      const double start = b_.now_s();
-      if (tasks_[i].async && tasks_[i].kind == ExecTask::Kind::kOp &&
-          !std::holds_alternative<P2POp>(tasks_[i].op.shape)) {
-        // A bucket's gradient reduction or a userbuffers collective, posted: it runs beside
-        // the tasks that follow, until one waits for it.
-        const auto* coll = std::get_if<CollectiveOp>(&tasks_[i].op.shape);
-        if (coll == nullptr) return runtime_error(tasks_[i].name + ": only a collective is posted");
-        auto g = group_of(tasks_[i], *coll);
-        if (!g) return g.errors();
-        if (deferred) b_.tag(static_cast<std::int64_t>(i));  // its kernels are this task's
-        auto h = b_.post_collective(*coll, *g);
-        if (!h) return h.errors();
-        collectives[i] = *h;
-        calls[i] = AsyncCall{.left = 1, .completed_s = start};
-        std::lock_guard<std::mutex> lock(mutex_);
-        timings_[i] = TaskTiming{start, start, 0.0};
-        done_in_step_ = i + 1;
-        continue;
-      }
-      if (tasks_[i].async) {
-        // Posted, one handle per transfer: a non-blocking pipeline call, or a step of the
-        // context-parallel ring or of a userbuffers exchange (its send and its receive). It
-        // completes beside the tasks that follow, up to the tasks that wait for its transfers
-        // (until then its timing says posted, not done).
-        std::vector<P2PRequest> requests;
-        if (tasks_[i].kind == ExecTask::Kind::kComm) {
-          requests = requests_of(tasks_[i]);
-        } else {
-          auto ring = ring_requests(tasks_[i], std::get<P2POp>(tasks_[i].op.shape));
-          if (!ring) return ring.errors();
-          requests = std::move(ring).value();
-        }
-        handles[i].clear();
-        if (deferred) b_.tag(static_cast<std::int64_t>(i));
-        for (const P2PRequest& q : requests) {
-          auto h = b_.post_p2p({q});
-          if (!h) return h.errors();
-          handles[i].push_back(*h);
-        }
-        calls[i] =
-            AsyncCall{.left = static_cast<std::int32_t>(handles[i].size()), .completed_s = start};
-        std::lock_guard<std::mutex> lock(mutex_);
-        timings_[i] = TaskTiming{start, start, 0.0};
-        done_in_step_ = i + 1;
-        continue;
-      }
-      if (deferred) b_.tag(static_cast<std::int64_t>(i));
-      auto r = run_task(tasks_[i]);
-      const double end = b_.now_s();
-      if (!r) return r.errors();
-      std::lock_guard<std::mutex> lock(mutex_);
-      timings_[i] = TaskTiming{start, end, *r};
-      done_in_step_ = i + 1;
-    }
-    if (deferred) {
-      enter(step, -4);
-      auto device = b_.end_step();
-      if (!device) return device.errors();
-      std::lock_guard<std::mutex> lock(mutex_);
-      place_on_device(*device);
-    }
-    if (options_.on_step_done) options_.on_step_done(step);
-    if (!measured) continue;
-    enter(step, -2);
-    std::vector<double> flat;
-    flat.reserve(3 * timings_.size());
-    for (const auto& t : timings_) {
-      flat.push_back(t.start_s);
-      flat.push_back(t.end_s);
-      flat.push_back(t.op_s);
-    }
-    auto gathered = b_.gather_to_root(flat);
-    if (!gathered) return gathered.errors();
-    if (me_ != 0) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      m_.steps.push_back({timings_});
-      continue;
-    }
-    std::vector<std::vector<TaskTiming>> per_rank;
-    double first = std::numeric_limits<double>::max();
-    double last = std::numeric_limits<double>::lowest();
-    for (const auto& values : *gathered) {
-      std::vector<TaskTiming> rank_timings;
-      for (std::size_t i = 0; i + 2 < values.size(); i += 3) {
-        rank_timings.push_back(TaskTiming{values[i], values[i + 1], values[i + 2]});
-        first = std::min(first, values[i]);
-        last = std::max(last, values[i + 1]);
-      }
-      per_rank.push_back(std::move(rank_timings));
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    m_.steps.push_back(std::move(per_rank));
-    m_.step_times_s.push_back(last > first ? last - first : 0.0);
+    if (auto done = run_step(step); !done) return done;
   }
   std::unique_lock<std::mutex> lock(mutex_);
   measuring_ = false;
   if (timed_out_) return timed_out_error(lock);
   m_.complete = true;
+  return ok_status();
+}
+
+Status Runner::run_step(std::int32_t step) {
+  const bool measured = step >= options_.warmup_steps;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    measuring_ = measured;
+    done_in_step_ = 0;
+  }
+  enter(step, -1);
+  if (auto r = b_.barrier(GroupId{0}); !r) return r.errors();
+  const bool deferred = b_.deferred_timing();
+  if (deferred) {
+    if (auto r = b_.begin_step(); !r) return r.errors();
+  }
+  for (std::size_t i = 0; i < tasks_.size(); ++i) {
+    if (auto waited = wait_for(step, i); !waited) return waited;
+    enter(step, static_cast<std::int64_t>(i));
+    if (auto entered = enter_task(i); !entered) return entered;
+    const double start = b_.now_s();
+    if (tasks_[i].async && tasks_[i].kind == ExecTask::Kind::kOp &&
+        !std::holds_alternative<P2POp>(tasks_[i].op.shape)) {
+      if (auto posted = post_collective(i, start, deferred); !posted) return posted;
+      continue;
+    }
+    if (tasks_[i].async) {
+      if (auto posted = post_p2p(i, start, deferred); !posted) return posted;
+      continue;
+    }
+    if (deferred) b_.tag(static_cast<std::int64_t>(i));
+    auto r = run_task(tasks_[i]);
+    const double end = b_.now_s();
+    if (!r) return r.errors();
+    std::lock_guard<std::mutex> lock(mutex_);
+    timings_[i] = TaskTiming{start, end, *r};
+    done_in_step_ = i + 1;
+  }
+  if (deferred) {
+    enter(step, -4);
+    auto device = b_.end_step();
+    if (!device) return device.errors();
+    std::lock_guard<std::mutex> lock(mutex_);
+    place_on_device(*device);
+  }
+  if (options_.on_step_done) options_.on_step_done(step);
+  if (!measured) return ok_status();
+  return gather_step(step);
+}
+
+Status Runner::wait_for(std::int32_t step, std::size_t i) {
+  for (const ExecTask::Wait& w : tasks_[i].waits) {
+    // Megatron's handle.wait() on one transfer (or on a bucket's reduction,
+    // finish_grad_sync): the watchdog names its call.
+    enter(step, w.task);
+    const auto wi = static_cast<std::size_t>(w.task);
+    auto done = w.transfer < 0 ? b_.wait_collective(collectives_[wi])
+                               : b_.wait_p2p(handles_[wi][static_cast<std::size_t>(w.transfer)]);
+    if (!done) return done.errors();
+    // The call is done when its last transfer is: it then gets its timing.
+    AsyncCall& call = calls_[wi];
+    call.completed_s = std::max(call.completed_s, done->completed_s);
+    if (--call.left > 0) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    timings_[wi] = TaskTiming{timings_[wi].start_s, call.completed_s,
+                              call.completed_s - timings_[wi].start_s};
+  }
+  return ok_status();
+}
+
+Status Runner::post_collective(std::size_t i, double start, bool deferred) {
+  // A bucket's gradient reduction or a userbuffers collective, posted: it runs beside
+  // the tasks that follow, until one waits for it.
+  const auto* coll = std::get_if<CollectiveOp>(&tasks_[i].op.shape);
+  if (coll == nullptr) return runtime_error(tasks_[i].name + ": only a collective is posted");
+  auto g = group_of(tasks_[i], *coll);
+  if (!g) return g.errors();
+  if (deferred) b_.tag(static_cast<std::int64_t>(i));  // its kernels are this task's
+  auto h = b_.post_collective(*coll, *g);
+  if (!h) return h.errors();
+  collectives_[i] = *h;
+  calls_[i] = AsyncCall{.left = 1, .completed_s = start};
+  std::lock_guard<std::mutex> lock(mutex_);
+  timings_[i] = TaskTiming{start, start, 0.0};
+  done_in_step_ = i + 1;
+  return ok_status();
+}
+
+Status Runner::post_p2p(std::size_t i, double start, bool deferred) {
+  // Posted, one handle per transfer: a non-blocking pipeline call, or a step of the
+  // context-parallel ring or of a userbuffers exchange (its send and its receive). It
+  // completes beside the tasks that follow, up to the tasks that wait for its transfers
+  // (until then its timing says posted, not done).
+  std::vector<P2PRequest> requests;
+  if (tasks_[i].kind == ExecTask::Kind::kComm) {
+    requests = requests_of(tasks_[i]);
+  } else {
+    auto ring = ring_requests(tasks_[i], std::get<P2POp>(tasks_[i].op.shape));
+    if (!ring) return ring.errors();
+    requests = std::move(ring).value();
+  }
+  handles_[i].clear();
+  if (deferred) b_.tag(static_cast<std::int64_t>(i));
+  for (const P2PRequest& q : requests) {
+    auto h = b_.post_p2p({q});
+    if (!h) return h.errors();
+    handles_[i].push_back(*h);
+  }
+  calls_[i] =
+      AsyncCall{.left = static_cast<std::int32_t>(handles_[i].size()), .completed_s = start};
+  std::lock_guard<std::mutex> lock(mutex_);
+  timings_[i] = TaskTiming{start, start, 0.0};
+  done_in_step_ = i + 1;
+  return ok_status();
+}
+
+Status Runner::gather_step(std::int32_t step) {
+  enter(step, -2);
+  std::vector<double> flat;
+  flat.reserve(3 * timings_.size());
+  for (const auto& t : timings_) {
+    flat.push_back(t.start_s);
+    flat.push_back(t.end_s);
+    flat.push_back(t.op_s);
+  }
+  auto gathered = b_.gather_to_root(flat);
+  if (!gathered) return gathered.errors();
+  if (me_ != 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    m_.steps.push_back({timings_});
+    return ok_status();
+  }
+  std::vector<std::vector<TaskTiming>> per_rank;
+  double first = std::numeric_limits<double>::max();
+  double last = std::numeric_limits<double>::lowest();
+  for (const auto& values : *gathered) {
+    std::vector<TaskTiming> rank_timings;
+    for (std::size_t i = 0; i + 2 < values.size(); i += 3) {
+      rank_timings.push_back(TaskTiming{values[i], values[i + 1], values[i + 2]});
+      first = std::min(first, values[i]);
+      last = std::max(last, values[i + 1]);
+    }
+    per_rank.push_back(std::move(rank_timings));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  m_.steps.push_back(std::move(per_rank));
+  m_.step_times_s.push_back(last > first ? last - first : 0.0);
   return ok_status();
 }
 

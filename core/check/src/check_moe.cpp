@@ -131,11 +131,8 @@ void check_load(const Workload& w, Checker& check) {
   }
 }
 
-/// The flex token dispatcher and its DeepEP backend. Megatron-Core's rules
-/// (transformer_config.py __post_init__; token_dispatcher.py MoEFlexTokenDispatcher), DeepEP's
-/// (deep_ep/buffers/legacy.py, csrc/kernels/legacy/: the group sizes its kernels are built
-/// for, bf16 combine, the even SM count), and what stepsim does not model yet.
-void check_flex(const Workload& w, Checker& check) {
+/// The flex dispatcher's flags, with or without experts: backends, SM counts.
+void check_flex_flags(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
   const bool flex = t.moe_token_dispatcher_type == MoeDispatcher::kFlex;
   if (t.moe_enable_deepep && !flex) {
@@ -173,7 +170,12 @@ void check_flex(const Workload& w, Checker& check) {
                                                   str(t.moe_flex_dispatcher_num_sms) +
                                                   ": give one of them");
   }
-  if (!flex || !w.model.moe()) return;
+}
+
+/// The flex dispatcher of a model with experts: the backends stepsim prices, and the groups,
+/// dtypes and routing DeepEP's kernels take.
+void check_deepep(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
   const std::int64_t etp = t.expert_tensor_parallel();
   const std::int64_t group = etp * t.expert_model_parallel_size;
   // The flex backends stepsim cannot price, and why.
@@ -240,18 +242,21 @@ void check_flex(const Workload& w, Checker& check) {
   }
 }
 
-}  // namespace
+/// The flex token dispatcher and its DeepEP backend. Megatron-Core's rules
+/// (transformer_config.py __post_init__; token_dispatcher.py MoEFlexTokenDispatcher), DeepEP's
+/// (deep_ep/buffers/legacy.py, csrc/kernels/legacy/: the group sizes its kernels are built
+/// for, bf16 combine, the even SM count), and what stepsim does not model yet.
+void check_flex(const Workload& w, Checker& check) {
+  check_flex_flags(w, check);
+  if (w.training.moe_token_dispatcher_type != MoeDispatcher::kFlex || !w.model.moe()) return;
+  check_deepep(w, check);
+}
 
-void check_moe(const Workload& w, Checker& check) {
+/// The experts' grid and sizes: EP, expert TP, top-k, the layer pattern, biases, shared
+/// experts, sequence parallelism, the world over expert TP x EP x PP.
+void check_expert_grid(const Workload& w, Checker& check) {
   const ModelConfig& m = w.model;
   const TrainingConfig& t = w.training;
-  check_flex(w, check);
-  if (!m.moe()) {
-    check_without_experts(w, check);
-    return;
-  }
-  check_load(w, check);
-  check_router(m, check);
   const std::int64_t e = m.num_experts;
   const std::int64_t ep = t.expert_model_parallel_size;
   const std::int64_t etp = t.expert_tensor_parallel();
@@ -321,6 +326,13 @@ void check_moe(const Workload& w, Checker& check) {
                    "pipeline_model_parallel_size=" +
                    str(etp) + "*" + str(ep) + "*" + str(pp));
   }
+}
+
+/// Capacity factor, padding and load balancing (transformer_config.py), and the shared
+/// experts' overlap.
+void check_capacity(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const std::int64_t shared = w.model.moe_shared_expert_intermediate_size;
   // transformer_config.py: capacity factor and load balancing.
   const bool capacity = t.moe_expert_capacity_factor > 0;
   const MoeLoadBalancing lb = t.moe_router_load_balancing_type;
@@ -341,7 +353,14 @@ void check_moe(const Workload& w, Checker& check) {
                "=true with moe_token_dispatcher_type \"allgather\": "
                "moe_shared_expert_overlap only works with alltoall or flex token dispatcher");
   }
-  // What stepsim does not model yet.
+}
+
+/// The MoE settings stepsim does not model yet.
+void check_moe_unmodelled(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const std::int64_t shared = w.model.moe_shared_expert_intermediate_size;
+  const bool capacity = t.moe_expert_capacity_factor > 0;
+  const MoeLoadBalancing lb = t.moe_router_load_balancing_type;
   if (capacity && t.moe_token_dispatcher_type == MoeDispatcher::kAllGather) {
     check.fail("training.moe_expert_capacity_factor",
                std::string(" with moe_token_dispatcher_type \"allgather\"") +
@@ -378,6 +397,22 @@ void check_moe(const Workload& w, Checker& check) {
     check.fail("training.fp8", std::string(" with num_experts (FP8 expert GEMMs)") +
                                    std::string(kNotModelled));
   }
+}
+
+}  // namespace
+
+void check_moe(const Workload& w, Checker& check) {
+  const ModelConfig& m = w.model;
+  check_flex(w, check);
+  if (!m.moe()) {
+    check_without_experts(w, check);
+    return;
+  }
+  check_load(w, check);
+  check_router(m, check);
+  check_expert_grid(w, check);
+  check_capacity(w, check);
+  check_moe_unmodelled(w, check);
 }
 
 }  // namespace stepsim::detail

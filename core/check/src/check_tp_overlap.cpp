@@ -13,13 +13,21 @@
 
 namespace stepsim::detail {
 
-void check_tp_overlap(const Workload& w, Checker& check) {
+namespace {
+
+/// Whether the system gives a peak: the rules that need its figures apply only then.
+bool given(const SystemConfig& s) {
+  return s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
+}
+
+/// Transformer Engine's norm kernels' SM margins against the system's SMs.
+void check_sm_margins(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
   // Transformer Engine's norm kernels launch on the device's multiProcessorCount minus the
   // margin (transformer_engine/common/normalization/common.cpp: multiprocessorCount -
   // sm_margin; the tuned kernels then put ctas_per_sm CTAs on each of those SMs).
   const SystemConfig& s = w.system;
-  const bool system_given = s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
+  const bool system_given = given(s);
   for (const auto& [key, env, margin] :
        {std::tuple{"training.fwd_layernorm_sm_margin", "NVTE_FWD_LAYERNORM_SM_MARGIN",
                    t.fwd_layernorm_sm_margin},
@@ -36,6 +44,13 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                           str(s.sm_count) + ": the norm kernels need an SM");
     }
   }
+}
+
+/// NCCL_NVLS_ENABLE, the deferred embedding wgrad, a userbuffers file without the overlap.
+void check_overlap_flags(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const SystemConfig& s = w.system;
+  const bool system_given = given(s);
   // NCCL_NVLS_ENABLE (src/transport/nvls.cc ncclNvlsInit): 0 off, 2 auto-detect, 1 forced on
   // (and cuMulticast fails on a GPU without multicast).
   if (t.nccl_nvls_enable < 0 || t.nccl_nvls_enable > 2) {
@@ -60,7 +75,14 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                    "\" has no effect without tp_comm_overlap "
                    "(Megatron reads it only to initialize Transformer Engine's userbuffers)");
   }
-  if (!t.tp_comm_overlap) return;
+}
+
+/// tp_comm_overlap itself: sequence parallelism, one node, the system's SMs. false: no
+/// further rule applies (sequence parallelism is off).
+bool check_overlap_setup(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const SystemConfig& s = w.system;
+  const bool system_given = given(s);
   const std::string key = "training.tp_comm_overlap";
   if (!t.sequence_parallel) {
     // arguments.py turns sequence_parallel off with tensor_model_parallel_size 1 first.
@@ -71,7 +93,7 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                              ? "; with tensor_model_parallel_size 1 Megatron turns "
                                "sequence_parallel off"
                              : ""));
-    return;
+    return false;
   }
   const std::int64_t gpn = s.gpus_per_node;
   if (gpn > 0 && t.tensor_model_parallel_size > gpn) {
@@ -84,6 +106,13 @@ void check_tp_overlap(const Workload& w, Checker& check) {
                         "\" does not give it): Transformer Engine runs GEMMs on the SMs its "
                         "communication kernels leave");
   }
+  return true;
+}
+
+/// Each userbuffers GEMM's settings (tp_comm_overlap_cfg) against the model and the system.
+void check_overlap_gemms(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const SystemConfig& s = w.system;
   // comm_gemm_overlap.cpp split_overlap_rs: the GEMM's output features (h) in num_splits chunks
   // (initialize_ub's default 4, or tp_comm_overlap_cfg's).
   const std::int64_t h = w.model.hidden_size;
@@ -127,5 +156,16 @@ void check_tp_overlap(const Workload& w, Checker& check) {
     }
   }
 }
+
+}  // namespace
+
+void check_tp_overlap(const Workload& w, Checker& check) {
+  check_sm_margins(w, check);
+  check_overlap_flags(w, check);
+  if (!w.training.tp_comm_overlap) return;
+  if (!check_overlap_setup(w, check)) return;
+  check_overlap_gemms(w, check);
+}
+
 
 }  // namespace stepsim::detail

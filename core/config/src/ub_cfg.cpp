@@ -138,25 +138,104 @@ class Reader final : public MappingReader {
     apply(name, key, setting, *value);
   }
 
+  std::optional<bool> want_bool(const std::string& key, const std::string& value) {
+    const auto b = as_bool(value);
+    if (!b) fail(key, "=" + value + " must be true or false (or 1 or 0)");
+    return b;
+  }
+
+  std::optional<std::int64_t> want_int(const std::string& key, const std::string& value,
+                                       std::int64_t min) {
+    const auto i = as_int(value);
+    if (!i || *i < min) {
+      fail(key, "=" + value + " must be an integer >= " + std::to_string(min));
+      return std::nullopt;
+    }
+    return i;
+  }
+
+  /// `method`: Transformer Engine's default for `gemm`, or ring_exchange for a pipelined
+  /// reduce-scatter; the rest is rejected.
+  void apply_method(UbGemmSettings& s, const std::string& gemm, const std::string& key,
+                    const std::string& value) {
+    const std::string_view method = ub_default_method(gemm);
+    const bool reduce_scatter =
+        gemm == "proj_fprop" || gemm == "fc2_fprop" || gemm == "qkv_wgrad" || gemm == "fc1_wgrad";
+    const bool ring_ag = method == "ring_exchange";
+    if (value == "ring_exchange" && method == "pipeline") {
+      s.ring_exchange = 1;  // CommOverlapP2PBase::split_overlap_rs
+    } else if (value == "pipeline" && ring_ag) {
+      // add_ub: "`pipeline` overlap method is not supported for AllGather."
+      fail(key, "=pipeline: Transformer Engine rejects it (" + gemm +
+                    " is an all-gather: \"`pipeline` overlap method is not supported for "
+                    "AllGather\")");
+    } else if (value != method) {
+      fail(key, "=" + value + " is not modelled yet (stepsim runs " + gemm + " with " +
+                    (reduce_scatter && method == "pipeline" ? "pipeline or ring_exchange"
+                                                            : "Transformer Engine's default "
+                                                              "method, " +
+                                                                  std::string(method)) +
+                    ")");
+    }
+  }
+
+  /// `aggregate`: read only in an all-gather ring exchange.
+  void apply_aggregate(UbGemmSettings& s, const std::string& gemm, const std::string& key,
+                       const std::string& value, bool ring_ag) {
+    if (const auto b = want_bool(key, value)) {
+      if (*b && !ring_ag) {
+        fail(key, "=true changes nothing on " + gemm +
+                      " (Transformer Engine reads aggregate only in an all-gather ring "
+                      "exchange, CommOverlapP2PBase::split_overlap_ag: qkv_fprop, fc1_fprop, "
+                      "proj_dgrad, fc2_dgrad)");
+      } else {
+        s.aggregate = *b ? 1 : 0;
+      }
+    }
+  }
+
+  /// `atomic_gemm`: modelled on the pipelined reduce-scatters.
+  void apply_atomic_gemm(UbGemmSettings& s, const std::string& gemm, const std::string& key,
+                         const std::string& value, std::string_view method) {
+    if (const auto b = want_bool(key, value); b && *b) {
+      if (method == "pipeline") {
+        s.atomic_gemm = 1;  // an error in finish_block if the block makes it a ring exchange
+        atomic_gemm_line_ = line_;
+      } else if (method == "bulk") {
+        // add_ub: "atomic GEMM not is supported for a bulk overlap. Defaulting to
+        // `atomic_gemm=False`."
+        fail(key, "=true changes nothing on " + gemm +
+                      " (Transformer Engine turns it off for a bulk overlap: \"atomic GEMM not "
+                      "is supported for a bulk overlap\")");
+      } else {
+        fail(key, "=true is not modelled yet on " + gemm +
+                      " (Transformer Engine's atomic all-gather ring exchange; stepsim "
+                      "models atomic_gemm on proj_fprop and fc2_fprop with method pipeline)");
+      }
+    } else if (b) {
+      s.atomic_gemm = 0;
+    }
+  }
+
+  /// `use_ce` false: modelled except on a ring exchange.
+  void apply_use_ce(const std::string& key, const std::string& value, bool ring_ag) {
+    if (const auto b = want_bool(key, value); b && !*b) {
+      if (ring_ag) {
+        fail(key,
+             "=false is not modelled yet (the ring exchange's transfers by SM kernels "
+             "instead of the copy engine)");
+      } else {
+        use_ce_false_line_ = line_;  // an error if the block makes it a ring exchange
+      }
+    }
+  }
+
   void apply(const std::string& gemm, const std::string& key, const std::string& setting,
              const std::string& value) {
     UbGemmSettings& s = gemms_[static_cast<std::size_t>(gemm_)];
     const std::string_view method = ub_default_method(gemm);
     const bool reduce_scatter =
         gemm == "proj_fprop" || gemm == "fc2_fprop" || gemm == "qkv_wgrad" || gemm == "fc1_wgrad";
-    const auto want_bool = [&]() -> std::optional<bool> {
-      const auto b = as_bool(value);
-      if (!b) fail(key, "=" + value + " must be true or false (or 1 or 0)");
-      return b;
-    };
-    const auto want_int = [&](std::int64_t min) -> std::optional<std::int64_t> {
-      const auto i = as_int(value);
-      if (!i || *i < min) {
-        fail(key, "=" + value + " must be an integer >= " + std::to_string(min));
-        return std::nullopt;
-      }
-      return i;
-    };
     if (method == "external" && setting != "method") {
       fail(key, "=" + value + ": " + gemm + " has no userbuffers kernel of its own (it reuses " +
                     gemm.substr(0, gemm.find('_')) +
@@ -165,85 +244,37 @@ class Reader final : public MappingReader {
     }
     const bool ring_ag = method == "ring_exchange";
     if (setting == "method") {
-      if (value == "ring_exchange" && method == "pipeline") {
-        s.ring_exchange = 1;  // CommOverlapP2PBase::split_overlap_rs
-      } else if (value == "pipeline" && ring_ag) {
-        // add_ub: "`pipeline` overlap method is not supported for AllGather."
-        fail(key, "=pipeline: Transformer Engine rejects it (" + gemm +
-                      " is an all-gather: \"`pipeline` overlap method is not supported for "
-                      "AllGather\")");
-      } else if (value != method) {
-        fail(key, "=" + value + " is not modelled yet (stepsim runs " + gemm + " with " +
-                      (reduce_scatter && method == "pipeline" ? "pipeline or ring_exchange"
-                                                              : "Transformer Engine's default "
-                                                                "method, " +
-                                                                    std::string(method)) +
-                      ")");
-      }
+      apply_method(s, gemm, key, value);
     } else if (setting == "is_reduce_scatter") {
-      if (const auto b = want_bool(); b && *b != reduce_scatter) {
+      if (const auto b = want_bool(key, value); b && *b != reduce_scatter) {
         fail(key, "=" + value + " is not " + gemm + "'s direction (" +
                       (reduce_scatter ? "a reduce-scatter" : "an all-gather") + ")");
       }
     } else if (setting == "num_sm") {
-      if (const auto i = want_int(1)) s.num_sm = *i;
+      if (const auto i = want_int(key, value, 1)) s.num_sm = *i;
     } else if (setting == "num_splits") {
-      if (const auto i = want_int(1)) {
+      if (const auto i = want_int(key, value, 1)) {
         s.num_splits = *i;
         num_splits_line_ = line_;
       }
     } else if (setting == "cga_size") {
-      want_int(1);
+      want_int(key, value, 1);
     } else if (setting == "comm_priority" || setting == "gemm_priority") {
       if (!as_int(value)) fail(key, "=" + value + " must be an integer");
     } else if (setting == "set_sm_margin") {
-      if (const auto b = want_bool()) s.set_sm_margin = *b ? 1 : 0;
+      if (const auto b = want_bool(key, value)) s.set_sm_margin = *b ? 1 : 0;
     } else if (setting == "fp8_buf") {
-      if (const auto b = want_bool()) s.fp8_buf = *b ? 1 : 0;
+      if (const auto b = want_bool(key, value)) s.fp8_buf = *b ? 1 : 0;
     } else if (setting == "aggregate") {
-      if (const auto b = want_bool()) {
-        if (*b && !ring_ag) {
-          fail(key, "=true changes nothing on " + gemm +
-                        " (Transformer Engine reads aggregate only in an all-gather ring "
-                        "exchange, CommOverlapP2PBase::split_overlap_ag: qkv_fprop, fc1_fprop, "
-                        "proj_dgrad, fc2_dgrad)");
-        } else {
-          s.aggregate = *b ? 1 : 0;
-        }
-      }
+      apply_aggregate(s, gemm, key, value, ring_ag);
     } else if (setting == "atomic_gemm") {
-      if (const auto b = want_bool(); b && *b) {
-        if (method == "pipeline") {
-          s.atomic_gemm = 1;  // an error in finish_block if the block makes it a ring exchange
-          atomic_gemm_line_ = line_;
-        } else if (method == "bulk") {
-          // add_ub: "atomic GEMM not is supported for a bulk overlap. Defaulting to
-          // `atomic_gemm=False`."
-          fail(key, "=true changes nothing on " + gemm +
-                        " (Transformer Engine turns it off for a bulk overlap: \"atomic GEMM not "
-                        "is supported for a bulk overlap\")");
-        } else {
-          fail(key, "=true is not modelled yet on " + gemm +
-                        " (Transformer Engine's atomic all-gather ring exchange; stepsim "
-                        "models atomic_gemm on proj_fprop and fc2_fprop with method pipeline)");
-        }
-      } else if (b) {
-        s.atomic_gemm = 0;
-      }
+      apply_atomic_gemm(s, gemm, key, value, method);
     } else if (setting == "pipeline_rs_overlap_first_gemm") {
-      if (const auto b = want_bool(); b && *b) {
+      if (const auto b = want_bool(key, value); b && *b) {
         fail(key, "=true is not modelled yet (Transformer Engine's " + setting + ")");
       }
     } else if (setting == "use_ce") {
-      if (const auto b = want_bool(); b && !*b) {
-        if (ring_ag) {
-          fail(key,
-               "=false is not modelled yet (the ring exchange's transfers by SM kernels "
-               "instead of the copy engine)");
-        } else {
-          use_ce_false_line_ = line_;  // an error if the block makes it a ring exchange
-        }
-      }
+      apply_use_ce(key, value, ring_ag);
     } else {
       fail(key,
            " is not a setting of Transformer Engine's initialize_ub (method, "

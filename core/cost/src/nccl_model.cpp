@@ -123,94 +123,131 @@ double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
   return NcclModel(*off).choose(kind, bytes).seconds / chosen.seconds;
 }
 
-NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
-  const int n_ranks = comm.ranks;
-  const int n_nodes = comm.nodes;
-  const int arch = static_cast<int>(comm.arch);
-  const int index2 = n_nodes <= 2 ? n_nodes - 1 : 2;
-  const int index1 = n_nodes == 1 ? arch : (comm.host_cpu_amd ? 1 : 0);
-  const double ll_max_bw = kLlMaxBws[index1][index2];
-  const double per_ch_max_tree_bw = kPerChMaxTreeBws[arch][index2];
-  const double per_ch_max_ring_ll128_bw = kPerChMaxRingLL128Bws[arch][index2];
-  const double per_ch_max_tree_ll128_bw = kPerChMaxTreeLL128Bws[arch][index2];
-  const double per_ch_max_nvls_tree_bw = kPerChMaxNvlsTreeBws[arch][index2];
-  const double ppn = static_cast<double>(n_ranks) / n_nodes;
-  const bool single_gpu_nodes = n_ranks == n_nodes;
-  const NcclGraph* graphs[kNcclAlgos] = {&comm.tree, &comm.ring, &comm.nvls, &comm.nvls,
-                                         &comm.tree};
+namespace {
+
+/// What tuning.cc's ncclTopoTuneModel reads of a communicator, once.
+struct CommShape {
+  int n_ranks = 0, n_nodes = 0, arch = 0;
+  double ll_max_bw = 0, per_ch_max_tree_bw = 0, per_ch_max_ring_ll128_bw = 0,
+         per_ch_max_tree_ll128_bw = 0, per_ch_max_nvls_tree_bw = 0;
+  double ppn = 0;
+  bool single_gpu_nodes = false;
+  int intra_hw = 0;
+  double net_overhead_base = 0;
+};
+
+CommShape shape_of(const NcclComm& comm) {
+  CommShape c;
+  c.n_ranks = comm.ranks;
+  c.n_nodes = comm.nodes;
+  c.arch = static_cast<int>(comm.arch);
+  const int index2 = c.n_nodes <= 2 ? c.n_nodes - 1 : 2;
+  const int index1 = c.n_nodes == 1 ? c.arch : (comm.host_cpu_amd ? 1 : 0);
+  c.ll_max_bw = kLlMaxBws[index1][index2];
+  c.per_ch_max_tree_bw = kPerChMaxTreeBws[c.arch][index2];
+  c.per_ch_max_ring_ll128_bw = kPerChMaxRingLL128Bws[c.arch][index2];
+  c.per_ch_max_tree_ll128_bw = kPerChMaxTreeLL128Bws[c.arch][index2];
+  c.per_ch_max_nvls_tree_bw = kPerChMaxNvlsTreeBws[c.arch][index2];
+  c.ppn = static_cast<double>(c.n_ranks) / c.n_nodes;
+  c.single_gpu_nodes = c.n_ranks == c.n_nodes;
   // typeIntra is NVLink unless a node holds a single GPU of the communicator (PATH_LOC, which
   // tuning.cc's test against LINK_NVL counts as PCI).
-  const int intra_hw = single_gpu_nodes ? kHwPci : kHwNvlink;
+  c.intra_hw = c.single_gpu_nodes ? kHwPci : kHwNvlink;
   // getNetOverhead: Intel 1 us, AMD 2 us.
-  const double net_overhead_base = comm.host_cpu_amd ? 2.0 : 1.0;
+  c.net_overhead_base = comm.host_cpu_amd ? 2.0 : 1.0;
+  return c;
+}
 
+/// Whether NCCL tunes algorithm `a` with protocol `p` for collective `coll`.
+bool tuned(const CommShape& c, int coll, int a, int p) {
+  if ((coll == kReduceScatter || coll == kAllGather) && a != kPat && a != kRing && a != kNvls)
+    return false;
+  if (coll == kAllReduce && a == kPat) return false;
+  if ((a == kNvls || a == kNvlsTree) && p != kSimple) return false;
+  // ncclPatEnable: PAT only with one GPU per node (and SM60+, host network).
+  if (a == kPat && (p != kSimple || !c.single_gpu_nodes)) return false;
+  return true;
+}
+
+/// The bus bandwidth of (coll, a, p) over graph `g` (NVLS: at least 2 channels).
+double bus_bandwidth(const CommShape& c, const NcclGraph& g, int coll, int a, int p,
+                     int nsteps) {
+  double bw = c.n_nodes <= 2 ? g.bw_intra : g.bw_inter;
+  if (a == kNvls || a == kNvlsTree) {
+    double intra_bw = g.bw_intra * kNvlsEfficiency[c.arch] * (g.channels - 1) / g.channels;
+    intra_bw *= coll == kAllReduce ? 2.0 : (c.ppn - 1) / c.ppn;
+    const double inter_bw = g.bw_inter * ((c.n_nodes <= 2 && a == kNvlsTree) ? 2 : 1);
+    bw = std::min(
+        {intra_bw, inter_bw,
+         a == kNvlsTree ? c.per_ch_max_nvls_tree_bw : std::numeric_limits<double>::max()});
+  }
+  double bus_bw = g.channels * bw;
+  if (a == kRing && p == kLL) bus_bw = std::min(c.ll_max_bw, bus_bw * .5);
+  if (a == kRing && p == kLL128)
+    bus_bw = std::min(bus_bw * 0.92, g.channels * c.per_ch_max_ring_ll128_bw);
+  if (a == kTree && coll == kAllReduce)
+    bus_bw = std::min(bus_bw * .92, g.channels * c.per_ch_max_tree_bw);
+  if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, c.ll_max_bw);
+  if (a == kTree && p == kLL128) {
+    bus_bw = std::min(bus_bw * (c.n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                      g.channels * c.per_ch_max_tree_ll128_bw);
+  }
+  if (a == kTree && g.tree_pattern) bus_bw *= .85;
+  if (a == kPat) bus_bw *= .75;
+  // NVLS reduce-scatter / all-gather across nodes needs CollNet (not modelled: off).
+  if (a == kNvls && coll != kAllReduce && c.n_nodes > 1) bus_bw = 0;
+  if (!(a != kRing && (coll == kAllGather || coll == kReduceScatter))) {
+    const double ratio = (a == kRing || a == kNvls || a == kNvlsTree)
+                             ? static_cast<double>(c.n_ranks) / nsteps
+                             : .5;
+    bus_bw *= ratio;
+  }
+  return bus_bw;
+}
+
+/// The latency of (coll, a, p), in microseconds.
+double latency(const CommShape& c, int coll, int a, int p, int nsteps) {
+  double lat = kBaseLat[a][p];
+  double intra_lat = kHwLat[c.intra_hw][a][p];
+  const double inter_lat = c.ppn == 1 ? kHwLat[kHwNet][kTree][p] : kHwLat[kHwNet][a][p];
+  // (graph latencyInter is 0 for InfiniBand: net_ib props->latency "Not set".)
+  if (a == kRing) {
+    double net_overhead = 0;
+    if (c.n_nodes > 1) net_overhead = c.net_overhead_base * (p == kSimple ? 3 : 1);
+    intra_lat = std::max(intra_lat, net_overhead);
+    const int inter_steps = c.n_nodes == 1     ? 0
+                            : coll == kAllReduce ? 2 * (c.n_nodes - 1)
+                                                 : c.n_nodes - 1;
+    lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+  } else if (a == kTree) {
+    if (coll == kAllReduce)
+      lat += 2 * ((c.n_ranks / c.n_nodes - 1) * intra_lat + log2i(c.n_nodes) * inter_lat);
+  } else if (a == kNvls) {
+    lat = intra_lat;
+    if (c.n_nodes > 1) lat += inter_lat;
+  } else if (a == kNvlsTree) {
+    lat += intra_lat + 2 * log2i(c.n_nodes) * inter_lat;
+  } else if (a == kPat) {
+    lat += log2i(c.n_nodes) * (inter_lat / 3.5) + c.n_ranks * 2.8;
+  }
+  return lat;
+}
+
+}  // namespace
+
+NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
+  const CommShape c = shape_of(comm);
+  const NcclGraph* graphs[kNcclAlgos] = {&comm.tree, &comm.ring, &comm.nvls, &comm.nvls,
+                                         &comm.tree};
   for (int coll = 0; coll < 3; ++coll) {
-    const int nsteps = coll == kAllReduce ? 2 * (n_ranks - 1) : n_ranks - 1;
+    const int nsteps = coll == kAllReduce ? 2 * (c.n_ranks - 1) : c.n_ranks - 1;
     for (int a = 0; a < kNcclAlgos; ++a) {
-      if ((coll == kReduceScatter || coll == kAllGather) && a != kPat && a != kRing && a != kNvls)
-        continue;
-      if (coll == kAllReduce && a == kPat) continue;
       const NcclGraph& g = *graphs[a];
       for (int p = 0; p < kNcclProtos; ++p) {
-        if ((a == kNvls || a == kNvlsTree) && p != kSimple) continue;
-        // ncclPatEnable: PAT only with one GPU per node (and SM60+, host network).
-        if (a == kPat && (p != kSimple || !single_gpu_nodes)) continue;
-        double bw = n_nodes <= 2 ? g.bw_intra : g.bw_inter;
-        if (a == kNvls || a == kNvlsTree) {
-          if (g.channels < 2) continue;
-          double intra_bw = g.bw_intra * kNvlsEfficiency[arch] * (g.channels - 1) / g.channels;
-          intra_bw *= coll == kAllReduce ? 2.0 : (ppn - 1) / ppn;
-          const double inter_bw = g.bw_inter * ((n_nodes <= 2 && a == kNvlsTree) ? 2 : 1);
-          bw = std::min(
-              {intra_bw, inter_bw,
-               a == kNvlsTree ? per_ch_max_nvls_tree_bw : std::numeric_limits<double>::max()});
-        }
-        double bus_bw = g.channels * bw;
-        if (a == kRing && p == kLL) bus_bw = std::min(ll_max_bw, bus_bw * .5);
-        if (a == kRing && p == kLL128)
-          bus_bw = std::min(bus_bw * 0.92, g.channels * per_ch_max_ring_ll128_bw);
-        if (a == kTree && coll == kAllReduce)
-          bus_bw = std::min(bus_bw * .92, g.channels * per_ch_max_tree_bw);
-        if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, ll_max_bw);
-        if (a == kTree && p == kLL128) {
-          bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                            g.channels * per_ch_max_tree_ll128_bw);
-        }
-        if (a == kTree && g.tree_pattern) bus_bw *= .85;
-        if (a == kPat) bus_bw *= .75;
-        // NVLS reduce-scatter / all-gather across nodes needs CollNet (not modelled: off).
-        if (a == kNvls && coll != kAllReduce && n_nodes > 1) bus_bw = 0;
-        if (!(a != kRing && (coll == kAllGather || coll == kReduceScatter))) {
-          const double ratio = (a == kRing || a == kNvls || a == kNvlsTree)
-                                   ? static_cast<double>(n_ranks) / nsteps
-                                   : .5;
-          bus_bw *= ratio;
-        }
-        double lat = kBaseLat[a][p];
-        double intra_lat = kHwLat[intra_hw][a][p];
-        const double inter_lat = ppn == 1 ? kHwLat[kHwNet][kTree][p] : kHwLat[kHwNet][a][p];
-        // (graph latencyInter is 0 for InfiniBand: net_ib props->latency "Not set".)
-        if (a == kRing) {
-          double net_overhead = 0;
-          if (n_nodes > 1) net_overhead = net_overhead_base * (p == kSimple ? 3 : 1);
-          intra_lat = std::max(intra_lat, net_overhead);
-          const int inter_steps = n_nodes == 1         ? 0
-                                  : coll == kAllReduce ? 2 * (n_nodes - 1)
-                                                       : n_nodes - 1;
-          lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
-        } else if (a == kTree) {
-          if (coll == kAllReduce)
-            lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(n_nodes) * inter_lat);
-        } else if (a == kNvls) {
-          lat = intra_lat;
-          if (n_nodes > 1) lat += inter_lat;
-        } else if (a == kNvlsTree) {
-          lat += intra_lat + 2 * log2i(n_nodes) * inter_lat;
-        } else if (a == kPat) {
-          lat += log2i(n_nodes) * (inter_lat / 3.5) + n_ranks * 2.8;
-        }
-        bw_[coll][a][p] = bus_bw;
-        lat_[coll][a][p] = lat;
+        if (!tuned(c, coll, a, p)) continue;
+        if ((a == kNvls || a == kNvlsTree) && g.channels < 2) continue;
+        bw_[coll][a][p] = bus_bandwidth(c, g, coll, a, p, nsteps);
+        lat_[coll][a][p] = latency(c, coll, a, p, nsteps);
       }
     }
   }
@@ -219,8 +256,8 @@ NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
   // nodes, NICs on the GPU's PCIe switch (DGX layout); Hopper allows up to PXN.
   for (int coll = 0; coll < 3; ++coll) {
     for (int p = 0; p < kNcclProtos; ++p) {
-      if (n_nodes == 1) bw_[coll][kNvlsTree][p] = 0;
-      if (n_nodes > 1) bw_[coll][kNvls][p] = 0;
+      if (c.n_nodes == 1) bw_[coll][kNvlsTree][p] = 0;
+      if (c.n_nodes > 1) bw_[coll][kNvls][p] = 0;
       if (!comm.nvls_support) bw_[coll][kNvls][p] = bw_[coll][kNvlsTree][p] = 0;
     }
   }

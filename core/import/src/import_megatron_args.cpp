@@ -162,20 +162,16 @@ bool parse_int(const std::string& s, std::int64_t& out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-}  // namespace
-
-Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
-                                                     const MegatronImportOptions& options) {
+/// A launch line split into words, a flag's `--flag=value` as two words.
+Result<std::vector<std::string>> launch_words(std::string_view launch_line) {
   if (const std::size_t bad = invalid_utf8_at(launch_line); bad != std::string_view::npos) {
     return Error{kLabel, "",
                  "is not valid UTF-8 text (byte " + std::to_string(bad + 1) + ")"};
   }
   auto split = split_words(launch_line);
   if (!split) return split.errors();
-  std::vector<std::string> words = std::move(split).value();
-  // Flags given as --flag=value become two words.
   std::vector<std::string> args;
-  for (std::string& w : words) {
+  for (std::string& w : split.value()) {
     const std::size_t eq = w.find('=');
     if (w.starts_with("--") && eq != std::string::npos) {
       args.push_back(w.substr(0, eq));
@@ -184,181 +180,295 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       args.push_back(std::move(w));
     }
   }
-  // The launcher's part ends at the training script.
-  const auto script = std::find_if(args.begin(), args.end(),
-                                   [](const std::string& a) { return a.ends_with(".py"); });
-  const std::size_t first_flag =
-      script == args.end() ? 0 : static_cast<std::size_t>(script - args.begin()) + 1;
+  return args;
+}
 
-  Errors errors;
-  ImportedScenario out;
-  json model = json::object();
-  json training = json::object();
-  std::int64_t nnodes = 0, nproc = 0;
-  std::int64_t query_groups = 0;
-  bool gqa = false;
-  std::string tokenizer;
-  bool vocab_file = false;
-  bool attention_given = false;
-  // Job-changing flags stepsim does not model: (flag or script, message).
-  std::vector<std::pair<std::string, std::string>> unmodelled;
-  if (script != args.end()) {
-    const std::string name = script->substr(script->find_last_of('/') + 1);
-    if (name != "pretrain_gpt.py") {
-      unmodelled.emplace_back(name,
-                              " trains a model stepsim does not model yet (it models the GPT "
-                              "decoders of pretrain_gpt.py)");
+/// Reads one launch line's words into a scenario's model and training sections, in the steps
+/// of scenario_from_megatron_args. Problems collect in `errors` in the order they are met.
+class LineReader {
+ public:
+  explicit LineReader(std::vector<std::string> args) : args_(std::move(args)) {
+    // The launcher's part ends at the training script.
+    const auto script = std::find_if(args_.begin(), args_.end(),
+                                     [](const std::string& a) { return a.ends_with(".py"); });
+    first_flag_ = script == args_.end() ? 0 : static_cast<std::size_t>(script - args_.begin()) + 1;
+    if (script != args_.end()) {
+      const std::string name = script->substr(script->find_last_of('/') + 1);
+      if (name != "pretrain_gpt.py") {
+        unmodelled_.emplace_back(name,
+                                 " trains a model stepsim does not model yet (it models the GPT "
+                                 "decoders of pretrain_gpt.py)");
+      }
     }
   }
-  const auto value_of = [&](std::size_t& i) -> const std::string* {
-    if (i + 1 >= args.size() || is_flag_word(args[i + 1])) {
-      errors.push_back(Error{kLabel, args[i], " needs a value"});
+
+  /// The environment the line sets for the job: the assignments before the launcher (and, on
+  /// a line of flags only, before the first flag).
+  std::vector<detail::Assignment> environment() const {
+    return detail::environment_of(args_, first_flag_ > 0 ? first_flag_ : args_.size(),
+                                  first_flag_ == 0);
+  }
+
+  /// torchrun's --nnodes and --nproc_per_node, before the script.
+  void read_launcher() {
+    for (std::size_t i = 0; i < first_flag_; ++i) {
+      const std::string& a = args_[i];
+      std::int64_t v = 0;
+      if (a == "--nnodes" || a == "--nproc_per_node" || a == "--nproc-per-node") {
+        if (int_of(i, v)) (a == "--nnodes" ? nnodes_ : nproc_) = v;
+      }
+    }
+  }
+
+  /// Megatron's flags after the script (or after the environment on a line of flags only).
+  void read_flags(std::size_t environment_words) {
+    // After a flag outside the schema the following words may all be its values (nargs='+'
+    // or '*', as --data-path 0.3 a 0.7 b); after a schema flag no word is left over.
+    bool open_flag = false;
+    const std::size_t first_word = first_flag_ > 0 ? first_flag_ : environment_words;
+    for (std::size_t i = first_word; i < args_.size(); ++i) {
+      const std::string& a = args_[i];
+      if (detail::ends_command(a)) break;  // "| tee log": the next command's words
+      if (const int n = detail::redirection_words(a); n > 0) {
+        i += static_cast<std::size_t>(n - 1);  // "> log", "2>&1": the shell's, not Megatron's
+        continue;
+      }
+      if (!a.starts_with("--")) {
+        if (auto problem = detail::stray_word_problem(a, open_flag, is_known_flag)) {
+          errors_.push_back(Error{kLabel, a, *problem});
+        }
+        continue;
+      }
+      open_flag = false;
+      if (read_special_flag(i)) continue;
+      const auto& flags = flag_table();
+      const auto spec = std::find_if(flags.begin(), flags.end(),
+                                     [&](const FlagSpec& f) { return f.flag == args_[i]; });
+      if (spec == flags.end()) {
+        read_other_flag(i);
+        open_flag = true;
+        continue;
+      }
+      read_schema_flag(*spec, i);
+    }
+  }
+
+  /// Megatron-Core's default attention backend, and the environment's settings.
+  void read_environment(const std::vector<detail::Assignment>& environment) {
+    if (!attention_given_) {
+      model_["attention_backend"] = "auto";
+      out_.notes.push_back(
+          "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or "
+          "cuDNN fused attention; priced as one fused attention kernel)");
+    }
+    const std::string backend =
+        model_.contains("attention_backend") && model_["attention_backend"].is_string()
+            ? model_["attention_backend"].get<std::string>()
+            : std::string("auto");
+    detail::ImportedEnvironment env = detail::import_environment(environment, backend, kLabel);
+    for (const auto& [key, value] : env.training) training_[key] = value;
+    out_.ignored_flags.insert(out_.ignored_flags.end(), env.ignored.begin(), env.ignored.end());
+    unmodelled_.insert(unmodelled_.end(), env.unmodelled.begin(), env.unmodelled.end());
+    errors_.insert(errors_.end(), env.errors.begin(), env.errors.end());
+  }
+
+  /// What the job has that stepsim does not model: errors, or listed with allow_unmodelled.
+  void settle_unmodelled(bool allow_unmodelled) {
+    for (const auto& [flag, why] : unmodelled_) {
+      if (allow_unmodelled) {
+        out_.unmodelled.push_back(flag);
+      } else {
+        errors_.push_back(Error{kLabel, flag,
+                                why + ": predicting without it would be another job "
+                                      "(--allow-unmodelled predicts anyway and says so)"});
+      }
+    }
+  }
+
+  /// The flags whose meaning depends on others: query groups, the vocabulary.
+  void settle_model() {
+    if (gqa_) {
+      if (query_groups_ > 0) {
+        model_["num_query_groups"] = query_groups_;
+      } else {
+        errors_.push_back(
+            Error{kLabel, "--num-query-groups", " is needed with --group-query-attention"});
+      }
+    } else if (query_groups_ > 0) {
+      out_.notes.push_back(
+          "--num-query-groups is ignored without --group-query-attention "
+          "(as Megatron-LM does)");
+    }
+    if (model_.contains("vocab_size")) return;
+    if (tokenizer_ == "GPT2BPETokenizer" || (tokenizer_.empty() && vocab_file_)) {
+      model_["vocab_size"] = 50257;
+      out_.notes.push_back("vocab_size=50257 assumed: GPT-2's BPE vocabulary (--vocab-file)");
+    } else {
+      errors_.push_back(Error{kLabel, "--vocab-size",
+                              " is needed: stepsim cannot read the tokenizer" +
+                                  (tokenizer_.empty() ? std::string() : " " + tokenizer_)});
+    }
+  }
+
+  /// The scenario, or every problem found.
+  Result<ImportedScenario> finish(const MegatronImportOptions& options) {
+    std::int64_t world = options.world_size;
+    // torchrun (torch.distributed.run) and torch.distributed.launch default --nnodes to 1.
+    if (world == 0 && nproc_ > 0) world = (nnodes_ > 0 ? nnodes_ : 1) * nproc_;
+    if (world <= 0) {
+      errors_.push_back(Error{kLabel, "--world-size",
+                              " is needed: the line has no launcher (torchrun --nnodes N "
+                              "--nproc_per_node G) to count its GPUs; give stepsim's own "
+                              "--world-size N beside the quoted line"});
+    }
+    if (options.system.empty()) {
+      errors_.push_back(Error{kLabel, "--system",
+                              " is needed: give stepsim's own --system FILE beside the quoted "
+                              "line (e.g. systems/dgx-a100-80gb.json)"});
+    }
+    if (!errors_.empty()) return errors_;
+    training_["world_size"] = world;
+    json doc = json::object();
+    doc["name"] = options.name;
+    doc["model"] = std::move(model_);
+    doc["training"] = std::move(training_);
+    doc["system"] = options.system;
+    doc["cost_model"] = "roofline";
+    if (!out_.unmodelled.empty()) doc["unmodelled"] = out_.unmodelled;
+    out_.scenario_json = doc.dump(2) + "\n";
+    return out_;
+  }
+
+ private:
+  const std::string* value_of(std::size_t& i) {
+    if (i + 1 >= args_.size() || is_flag_word(args_[i + 1])) {
+      errors_.push_back(Error{kLabel, args_[i], " needs a value"});
       return nullptr;
     }
-    return &args[++i];
-  };
-  const auto int_of = [&](std::size_t& i, std::int64_t& v) {
-    const std::string flag = args[i];
+    return &args_[++i];
+  }
+
+  bool int_of(std::size_t& i, std::int64_t& v) {
+    const std::string flag = args_[i];
     const std::string* s = value_of(i);
     if (s == nullptr) return false;
     if (!parse_int(*s, v)) {
-      errors.push_back(Error{kLabel, flag, std::string("=") + *s + " must be an integer"});
+      errors_.push_back(Error{kLabel, flag, std::string("=") + *s + " must be an integer"});
       return false;
     }
     return true;
-  };
+  }
 
-  // The environment the line sets for the job: the assignments before the launcher (and, on
-  // a line of flags only, before the first flag).
-  const std::vector<detail::Assignment> environment =
-      detail::environment_of(args, first_flag > 0 ? first_flag : args.size(), first_flag == 0);
-  for (std::size_t i = 0; i < first_flag; ++i) {
-    const std::string& a = args[i];
-    std::int64_t v = 0;
-    if (a == "--nnodes" || a == "--nproc_per_node" || a == "--nproc-per-node") {
-      if (int_of(i, v)) (a == "--nnodes" ? nnodes : nproc) = v;
+  /// The words after args_[i] up to the next flag (a flag of nargs='+').
+  std::vector<std::string> values_after(std::size_t& i) {
+    std::vector<std::string> values;
+    while (i + 1 < args_.size() && !is_flag_word(args_[i + 1])) values.push_back(args_[++i]);
+    return values;
+  }
+
+  /// The flags outside the schema rows that stepsim reads itself; false for any other.
+  bool read_special_flag(std::size_t& i) {
+    const std::string flag = args_[i];
+    if (flag == "--group-query-attention") {
+      gqa_ = true;
+    } else if (flag == "--num-query-groups") {
+      int_of(i, query_groups_);
+    } else if (flag == "--tokenizer-type") {
+      if (const std::string* s = value_of(i)) tokenizer_ = *s;
+    } else if (flag == "--vocab-file") {
+      vocab_file_ = true;
+      value_of(i);
+    } else if (flag == "--cp-comm-type") {
+      read_cp_comm_types(flag, values_after(i));
+    } else if (flag == "--hierarchical-context-parallel-sizes") {
+      read_hierarchical_cp_sizes(flag, values_after(i));
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // nargs='+': one type for every layer, or one per layer.
+  void read_cp_comm_types(const std::string& flag, const std::vector<std::string>& types) {
+    if (types.empty()) {
+      errors_.push_back(Error{kLabel, flag, " needs a value"});
+    } else if (std::any_of(types.begin(), types.end(),
+                           [&](const std::string& t) { return t != types.front(); })) {
+      unmodelled_.emplace_back(flag + " (one type per layer)",
+                               " changes the job and stepsim does not model per-layer context-"
+                               "parallel communication types yet");
+    } else {
+      training_["cp_comm_type"] = types.front();
     }
   }
-  // After a flag outside the schema the following words may all be its values (nargs='+'
-  // or '*', as --data-path 0.3 a 0.7 b); after a schema flag no word is left over.
-  bool open_flag = false;
-  // A line of flags only starts with its environment's assignments (read above).
-  const std::size_t first_word = first_flag > 0 ? first_flag : environment.size();
-  for (std::size_t i = first_word; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (detail::ends_command(a)) break;  // "| tee log": the next command's words
-    if (const int n = detail::redirection_words(a); n > 0) {
-      i += static_cast<std::size_t>(n - 1);  // "> log", "2>&1": the shell's, not Megatron's
-      continue;
-    }
-    if (!a.starts_with("--")) {
-      if (auto problem = detail::stray_word_problem(a, open_flag, is_known_flag)) {
-        errors.push_back(Error{kLabel, a, *problem});
+
+  // nargs='+', type=int: the levels, innermost first.
+  void read_hierarchical_cp_sizes(const std::string& flag, const std::vector<std::string>& words) {
+    json sizes = json::array();
+    for (const std::string& word : words) {
+      std::int64_t v = 0;
+      if (!parse_int(word, v)) {
+        errors_.push_back(Error{kLabel, flag, std::string("=") + word + " must be an integer"});
       }
-      continue;
+      sizes.push_back(v);
     }
-    open_flag = false;
-    const std::string flag = a;
-    if (flag == "--group-query-attention") {
-      gqa = true;
-      continue;
+    if (sizes.empty()) {
+      errors_.push_back(Error{kLabel, flag, " needs a value"});
+    } else {
+      training_["hierarchical_context_parallel_sizes"] = sizes;
     }
-    if (flag == "--num-query-groups") {
-      int_of(i, query_groups);
-      continue;
+  }
+
+  /// A flag outside the schema: harmless (noted), not modelled, or unknown.
+  void read_other_flag(std::size_t& i) {
+    const std::string flag = args_[i];
+    std::string value;
+    if (i + 1 < args_.size() && !is_flag_word(args_[i + 1]) &&
+        !detail::ends_command(args_[i + 1]) && detail::redirection_words(args_[i + 1]) == 0) {
+      value = args_[++i];
     }
-    if (flag == "--tokenizer-type") {
-      if (const std::string* s = value_of(i)) tokenizer = *s;
-      continue;
+    switch (classify_unmodelled_flag(flag, value)) {
+      case FlagClass::kHarmless:
+        out_.ignored_flags.push_back(flag);
+        break;
+      case FlagClass::kUnmodelled:
+        unmodelled_.emplace_back(flag + (value.empty() ? "" : " " + value),
+                                 " changes the job and stepsim does not model it yet");
+        break;
+      case FlagClass::kUnknown:
+        unmodelled_.emplace_back(flag + (value.empty() ? "" : " " + value),
+                                 " is not a Megatron-LM flag stepsim knows, so it may change "
+                                 "the job");
+        break;
     }
-    if (flag == "--vocab-file") {
-      vocab_file = true;
-      value_of(i);
-      continue;
-    }
-    if (flag == "--cp-comm-type") {
-      // nargs='+': one type for every layer, or one per layer.
-      std::vector<std::string> types;
-      while (i + 1 < args.size() && !is_flag_word(args[i + 1])) types.push_back(args[++i]);
-      if (types.empty()) {
-        errors.push_back(Error{kLabel, flag, " needs a value"});
-      } else if (std::any_of(types.begin(), types.end(),
-                             [&](const std::string& t) { return t != types.front(); })) {
-        unmodelled.emplace_back(flag + " (one type per layer)",
-                                " changes the job and stepsim does not model per-layer context-"
-                                "parallel communication types yet");
-      } else {
-        training["cp_comm_type"] = types.front();
-      }
-      continue;
-    }
-    if (flag == "--hierarchical-context-parallel-sizes") {
-      // nargs='+', type=int: the levels, innermost first.
-      json sizes = json::array();
-      while (i + 1 < args.size() && !is_flag_word(args[i + 1])) {
-        std::int64_t v = 0;
-        const std::string& word = args[++i];
-        if (!parse_int(word, v)) {
-          errors.push_back(Error{kLabel, flag, std::string("=") + word + " must be an integer"});
-        }
-        sizes.push_back(v);
-      }
-      if (sizes.empty()) {
-        errors.push_back(Error{kLabel, flag, " needs a value"});
-      } else {
-        training["hierarchical_context_parallel_sizes"] = sizes;
-      }
-      continue;
-    }
-    const auto& flags = flag_table();
-    const auto spec =
-        std::find_if(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; });
-    if (spec == flags.end()) {
-      std::string value;
-      if (i + 1 < args.size() && !is_flag_word(args[i + 1]) && !detail::ends_command(args[i + 1]) &&
-          detail::redirection_words(args[i + 1]) == 0) {
-        value = args[++i];
-      }
-      open_flag = true;
-      switch (classify_unmodelled_flag(flag, value)) {
-        case FlagClass::kHarmless:
-          out.ignored_flags.push_back(flag);
-          break;
-        case FlagClass::kUnmodelled:
-          unmodelled.emplace_back(flag + (value.empty() ? "" : " " + value),
-                                  " changes the job and stepsim does not model it yet");
-          break;
-        case FlagClass::kUnknown:
-          unmodelled.emplace_back(flag + (value.empty() ? "" : " " + value),
-                                  " is not a Megatron-LM flag stepsim knows, so it may change "
-                                  "the job");
-          break;
-      }
-      continue;
-    }
-    if (flag == "--attention-backend" || flag == "--use-flash-attn") attention_given = true;
-    const std::string_view dotted = spec->row->key;
+  }
+
+  /// A schema row's flag: its value (or the constant the flag stands for) under the row's key.
+  void read_schema_flag(const FlagSpec& spec, std::size_t& i) {
+    const std::string& flag = args_[i];
+    if (flag == "--attention-backend" || flag == "--use-flash-attn") attention_given_ = true;
+    const std::string_view dotted = spec.row->key;
     const auto dot = dotted.find('.');
-    json& section = dotted.substr(0, dot) == "model" ? model : training;
+    json& section = dotted.substr(0, dot) == "model" ? model_ : training_;
     const std::string key(dotted.substr(dot + 1));
-    if (!spec->constant.empty()) {
-      if (spec->row->kind == KnobKind::kBool) {
-        section[key] = spec->constant == "true";
+    if (!spec.constant.empty()) {
+      if (spec.row->kind == KnobKind::kBool) {
+        section[key] = spec.constant == "true";
       } else {
-        section[key] = std::string(spec->constant);
+        section[key] = std::string(spec.constant);
       }
-      continue;
+      return;
     }
     std::int64_t v = 0;
-    if (spec->row->kind == KnobKind::kInt) {
+    if (spec.row->kind == KnobKind::kInt) {
       if (int_of(i, v)) section[key] = v;
-    } else if (spec->row->kind == KnobKind::kReal) {
-      const std::string real_flag = args[i];
+    } else if (spec.row->kind == KnobKind::kReal) {
+      const std::string real_flag = args_[i];
       if (const std::string* s = value_of(i)) {
         char* end = nullptr;
         const double d = std::strtod(s->c_str(), &end);
         if (s->empty() || end != s->c_str() + s->size()) {
-          errors.push_back(Error{kLabel, real_flag, std::string("=") + *s + " must be a number"});
+          errors_.push_back(Error{kLabel, real_flag, std::string("=") + *s + " must be a number"});
         } else {
           section[key] = d;
         }
@@ -367,77 +477,37 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
       section[key] = *s;
     }
   }
-  if (!attention_given) {
-    model["attention_backend"] = "auto";
-    out.notes.push_back(
-        "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
-        "fused attention; priced as one fused attention kernel)");
-  }
-  const std::string backend =
-      model.contains("attention_backend") && model["attention_backend"].is_string()
-          ? model["attention_backend"].get<std::string>()
-          : std::string("auto");
-  detail::ImportedEnvironment env = detail::import_environment(environment, backend, kLabel);
-  for (const auto& [key, value] : env.training) training[key] = value;
-  out.ignored_flags.insert(out.ignored_flags.end(), env.ignored.begin(), env.ignored.end());
-  unmodelled.insert(unmodelled.end(), env.unmodelled.begin(), env.unmodelled.end());
-  errors.insert(errors.end(), env.errors.begin(), env.errors.end());
-  for (const auto& [flag, why] : unmodelled) {
-    if (options.allow_unmodelled) {
-      out.unmodelled.push_back(flag);
-    } else {
-      errors.push_back(Error{kLabel, flag,
-                             why + ": predicting without it would be another job "
-                                   "(--allow-unmodelled predicts anyway and says so)"});
-    }
-  }
-  if (gqa) {
-    if (query_groups > 0) {
-      model["num_query_groups"] = query_groups;
-    } else {
-      errors.push_back(
-          Error{kLabel, "--num-query-groups", " is needed with --group-query-attention"});
-    }
-  } else if (query_groups > 0) {
-    out.notes.push_back(
-        "--num-query-groups is ignored without --group-query-attention "
-        "(as Megatron-LM does)");
-  }
-  if (!model.contains("vocab_size")) {
-    if (tokenizer == "GPT2BPETokenizer" || (tokenizer.empty() && vocab_file)) {
-      model["vocab_size"] = 50257;
-      out.notes.push_back("vocab_size=50257 assumed: GPT-2's BPE vocabulary (--vocab-file)");
-    } else {
-      errors.push_back(Error{kLabel, "--vocab-size",
-                             " is needed: stepsim cannot read the tokenizer" +
-                                 (tokenizer.empty() ? std::string() : " " + tokenizer)});
-    }
-  }
-  std::int64_t world = options.world_size;
-  // torchrun (torch.distributed.run) and torch.distributed.launch default --nnodes to 1.
-  if (world == 0 && nproc > 0) world = (nnodes > 0 ? nnodes : 1) * nproc;
-  if (world <= 0) {
-    errors.push_back(Error{kLabel, "--world-size",
-                           " is needed: the line has no launcher (torchrun --nnodes N "
-                           "--nproc_per_node G) to count its GPUs; give stepsim's own "
-                           "--world-size N beside the quoted line"});
-  }
-  if (options.system.empty()) {
-    errors.push_back(Error{kLabel, "--system",
-                           " is needed: give stepsim's own --system FILE beside the quoted "
-                           "line (e.g. systems/dgx-a100-80gb.json)"});
-  }
-  if (!errors.empty()) return errors;
-  training["world_size"] = world;
-  json doc = json::object();
-  doc["name"] = options.name;
-  doc["model"] = std::move(model);
-  doc["training"] = std::move(training);
-  doc["system"] = options.system;
-  doc["cost_model"] = "roofline";
-  if (!out.unmodelled.empty()) doc["unmodelled"] = out.unmodelled;
-  out.scenario_json = doc.dump(2) + "\n";
-  return out;
+
+  std::vector<std::string> args_;
+  std::size_t first_flag_ = 0;
+  Errors errors_;
+  ImportedScenario out_;
+  json model_ = json::object();
+  json training_ = json::object();
+  std::int64_t nnodes_ = 0, nproc_ = 0;
+  std::int64_t query_groups_ = 0;
+  bool gqa_ = false;
+  std::string tokenizer_;
+  bool vocab_file_ = false;
+  bool attention_given_ = false;
+  // Job-changing flags stepsim does not model: (flag or script, message).
+  std::vector<std::pair<std::string, std::string>> unmodelled_;
+};
+
+}  // namespace
+
+Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
+                                                     const MegatronImportOptions& options) {
+  auto words = launch_words(launch_line);
+  if (!words) return words.errors();
+  LineReader line(std::move(words).value());
+  const std::vector<detail::Assignment> environment = line.environment();
+  line.read_launcher();
+  line.read_flags(environment.size());
+  line.read_environment(environment);
+  line.settle_unmodelled(options.allow_unmodelled);
+  line.settle_model();
+  return line.finish(options);
 }
 
 }  // namespace stepsim

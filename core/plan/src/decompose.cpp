@@ -234,23 +234,26 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
   }
 }
 
-/// The step ops of `stage`; `dfa`: the stage's buckets under Apex DistributedFusedAdam (null
-/// with Megatron-Core's optimizer).
-void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout,
-                    const detail::DfaLayout* dfa) {
+/// Apex DistributedFusedAdam's step ops for `stage` over its buckets `dfa`.
+void build_dfa_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout,
+                        const detail::DfaLayout& dfa) {
+  std::vector<Op>& ops = stage.step_ops;
+  const CollectiveOp embedding{
+      .group = CommGroup::kEmbedding, .group_size = 2, .nodes_spanned = layout.embedding_nodes()};
+  const bool tied_copy = x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1);
+  const std::int32_t last = detail::append_dfa_step_ops(
+      ops, x, dfa, layout.dp_group(x, stage.stage),
+      CollectiveOp{.group = CommGroup::kTensor, .group_size = x.t, .nodes_spanned = x.tp_nodes},
+      tied_copy ? &embedding : nullptr, layout.grad_stats(true, x, stage.stage));
+  add_fp8_weight_casts(stage, w, x, last);
+}
+
+/// The gradient all-reduces before the optimizer: the tied embedding's between the first and
+/// last stage, and with SP MLA's replicated down projections' over TP. Returns their indices.
+std::vector<std::int32_t> add_grad_all_reduces(StagePlan& stage, const Workload& w, const Dims& x,
+                                               const Layout& layout) {
   const TrainingConfig& tc = w.training;
   std::vector<Op>& ops = stage.step_ops;
-  if (dfa != nullptr) {
-    const CollectiveOp embedding{
-        .group = CommGroup::kEmbedding, .group_size = 2, .nodes_spanned = layout.embedding_nodes()};
-    const bool tied_copy = x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1);
-    const std::int32_t last = detail::append_dfa_step_ops(
-        ops, x, *dfa, layout.dp_group(x, stage.stage),
-        CollectiveOp{.group = CommGroup::kTensor, .group_size = x.t, .nodes_spanned = x.tp_nodes},
-        tied_copy ? &embedding : nullptr, layout.grad_stats(true, x, stage.stage));
-    add_fp8_weight_casts(stage, w, x, last);
-    return;
-  }
   std::int32_t embedding = -1;
   if (x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1)) {
     Op& op = ops.emplace_back();
@@ -279,17 +282,23 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
                               layers * per_layer * tc.grad_bytes(), x.t, x.tp_nodes};
     }
   }
+  std::vector<std::int32_t> step_deps;
+  if (embedding >= 0) step_deps.push_back(embedding);
+  if (replicated >= 0) step_deps.push_back(replicated);
+  return step_deps;
+}
+
+/// The optimizers' shards of a stage, and the FP8 parameters' share of the dense one.
+struct StageShards {
+  std::vector<detail::OptimizerShard> optimizers;
+  detail::OptimizerShard fp8_shard;
+  std::int64_t fp8_tensors = 0;
+};
+
+StageShards stage_shards(const StagePlan& stage, const Workload& w, const Dims& x,
+                         std::int64_t dense, std::int64_t experts, std::int64_t fp8_params) {
+  const TrainingConfig& tc = w.training;
   const std::int64_t dp_cp = x.dp * x.cp;
-  std::int64_t experts = 0;
-  for (const ChunkPlan& c : stage.chunks) experts += chunk_expert_parameters(w, stage.stage, c.chunk);
-  const std::int64_t dense = stage.parameters - experts;
-  // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank, their master
-  // shards quantized by the optimizer and gathered in 1 byte. MXFP8 parameters are not
-  // (reuse_grad_buf_for_mxfp8_param_ag, distrib_optimizer.py
-  // _copy_main_params_to_param_buffer): every shard is copied in bf16 into the gradient
-  // buffer and gathered there in 16 bits, then quantized (add_fp8_weight_casts).
-  const std::int64_t fp8_params =
-      tc.fp8_param_gather && !x.fp8_mx ? fp8_weight_elements(w, stage.stage) : 0;
   // The optimizers' shards: the distributed optimizer shards the dense parameters over
   // dp * cp and the routed experts' (a second optimizer) over the expert data-parallel group;
   // a shard of a flat bucket holds about its share of the tensors, plus the one cut at its end.
@@ -303,7 +312,9 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   const auto shard_tensors = [&](std::int64_t n, std::int64_t ways) {
     return tc.use_distributed_optimizer && ways > 1 ? detail::ceil_div(n, ways) + 1 : n;
   };
-  std::vector<detail::OptimizerShard> optimizers{
+  StageShards out;
+  std::vector<detail::OptimizerShard>& optimizers = out.optimizers;
+  optimizers = {
       {.elements = tc.use_distributed_optimizer ? detail::ceil_div(dense, dp_cp) : dense,
        .tensors = shard_tensors(tensors.dense, dp_cp)}};
   if (experts > 0) {
@@ -312,8 +323,8 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
          .tensors = shard_tensors(tensors.expert, x.edp)});
   }
   // The FP8 parameters' share of the dense optimizer's shard, and their tensors.
-  std::int64_t fp8_tensors = 0;
-  detail::OptimizerShard fp8_shard;
+  std::int64_t& fp8_tensors = out.fp8_tensors;
+  detail::OptimizerShard& fp8_shard = out.fp8_shard;
   if (fp8_params > 0) {
     for (const ChunkPlan& c : stage.chunks)
       fp8_tensors += c.num_layers * detail::kFp8LinearsPerLayer;
@@ -322,22 +333,17 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
         .tensors = std::min(shard_tensors(fp8_tensors, dp_cp), optimizers[0].tensors)};
     fp8_shard.elements = std::min(fp8_shard.elements, optimizers[0].elements);
   }
-  std::vector<std::int32_t> step_deps;
-  if (embedding >= 0) step_deps.push_back(embedding);
-  if (replicated >= 0) step_deps.push_back(replicated);
-  std::int32_t step_index =
-      detail::append_optimizer_ops(ops, w, optimizers, fp8_shard, step_deps,
-                                   layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage));
-  if (fp8_params > 0) {
-    // quantize_param_shard over the data-parallel group (dp x cp: the optimizer's shards).
-    step_index = detail::append_fp8_param_quantization(
-        ops, tc.fp8_recipe, fp8_shard, fp8_tensors, fp8_params,
-        CollectiveOp{.kind = CollectiveKind::kAllReduce,
-                     .group = CommGroup::kData,
-                     .group_size = dp_cp,
-                     .nodes_spanned = layout.dp_nodes(stage.stage)},
-        step_index);
-  }
+  return out;
+}
+
+/// The parameters gathered after the step (distributed optimizer): the dense ones over
+/// dp x cp (FP8 ones in 1 byte), the experts' over the expert data-parallel group.
+void add_param_gathers(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout,
+                       std::int64_t dense, std::int64_t experts, std::int64_t fp8_params,
+                       std::int32_t step_index) {
+  const TrainingConfig& tc = w.training;
+  const std::int64_t dp_cp = x.dp * x.cp;
+  std::vector<Op>& ops = stage.step_ops;
   if (tc.use_distributed_optimizer && dp_cp > 1) {
     // With fp8_param_gather the FP8 parameters are gathered in 1 byte, the rest in 16 bits.
     Op& gather = ops.emplace_back();
@@ -358,6 +364,47 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
                                 experts * x.e, x.edp, layout.edp_nodes(x, stage.stage)};
     gather.deps.push_back(step_index);
   }
+}
+
+/// The step ops of `stage`; `dfa`: the stage's buckets under Apex DistributedFusedAdam (null
+/// with Megatron-Core's optimizer).
+void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout,
+                    const detail::DfaLayout* dfa) {
+  if (dfa != nullptr) {
+    build_dfa_step_ops(stage, w, x, layout, *dfa);
+    return;
+  }
+  const TrainingConfig& tc = w.training;
+  std::vector<Op>& ops = stage.step_ops;
+  const std::vector<std::int32_t> step_deps = add_grad_all_reduces(stage, w, x, layout);
+  const std::int64_t dp_cp = x.dp * x.cp;
+  std::int64_t experts = 0;
+  for (const ChunkPlan& c : stage.chunks) experts += chunk_expert_parameters(w, stage.stage, c.chunk);
+  const std::int64_t dense = stage.parameters - experts;
+  // FP8 parameters (fp8_param_gather): the linears' weights, FP8 on every rank, their master
+  // shards quantized by the optimizer and gathered in 1 byte. MXFP8 parameters are not
+  // (reuse_grad_buf_for_mxfp8_param_ag, distrib_optimizer.py
+  // _copy_main_params_to_param_buffer): every shard is copied in bf16 into the gradient
+  // buffer and gathered there in 16 bits, then quantized (add_fp8_weight_casts).
+  const std::int64_t fp8_params =
+      tc.fp8_param_gather && !x.fp8_mx ? fp8_weight_elements(w, stage.stage) : 0;
+  const StageShards shards = stage_shards(stage, w, x, dense, experts, fp8_params);
+  const detail::OptimizerShard& fp8_shard = shards.fp8_shard;
+  const std::int64_t fp8_tensors = shards.fp8_tensors;
+  std::int32_t step_index =
+      detail::append_optimizer_ops(ops, w, shards.optimizers, fp8_shard, step_deps,
+                                   layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage));
+  if (fp8_params > 0) {
+    // quantize_param_shard over the data-parallel group (dp x cp: the optimizer's shards).
+    step_index = detail::append_fp8_param_quantization(
+        ops, tc.fp8_recipe, fp8_shard, fp8_tensors, fp8_params,
+        CollectiveOp{.kind = CollectiveKind::kAllReduce,
+                     .group = CommGroup::kData,
+                     .group_size = dp_cp,
+                     .nodes_spanned = layout.dp_nodes(stage.stage)},
+        step_index);
+  }
+  add_param_gathers(stage, w, x, layout, dense, experts, fp8_params, step_index);
   if (x.fp8) add_fp8_weight_casts(stage, w, x, step_index);
 }
 

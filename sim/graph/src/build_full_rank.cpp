@@ -300,102 +300,15 @@ class FullRankBuilder {
                           " tasks (the task graph holds at most 2^31 tasks)");
     }
     s.graph.reserve(lanes * n, lanes * edges);
-    // Joined copies of a representative task u: actions over their set (key: u and the
-    // set's root rank), collectives over their group (u and the group's index), the
-    // embedding all-reduce per lane (its representative rendezvous and the lane).
     for (std::size_t l = 0; l < lanes; ++l) {
-      const auto lane = static_cast<std::int64_t>(l);
       const auto k = static_cast<std::size_t>(out_->build_of_lane[l]);
       const BuiltStep& b = out_->builds[k];
-      const Offsets& off = offsets_[k];
-      const auto global = [&](std::int32_t stage) { return stage < 0 ? stage : rank_of(lane, stage); };
       for (std::uint32_t u = 0; u < n; ++u) {
         Task t = b.graph.tasks()[u];
-        const std::int32_t stage = t.rank;
-        t.rank = global(stage);
-        TaskResources& res = t.resources;
-        res.compute_gpu = global(res.compute_gpu);
-        res.nccl_gpu = global(res.nccl_gpu);
-        for (std::uint8_t i = 0; i < res.link_count; ++i) res.links[i].gpu = global(res.links[i].gpu);
-        const std::int32_t rep_group = t.rendezvous;
-        t.rendezvous = -1;
-        switch (t.kind) {
-          case TaskKind::kCompute: {
-            t.payload += off.actions;
-            const std::int32_t root = action_root_[static_cast<std::size_t>(t.rank)];
-            if (root_members_[static_cast<std::size_t>(root)] > 1) {
-              t.rendezvous = rendezvous((static_cast<std::uint64_t>(u) << 32) |
-                                        static_cast<std::uint64_t>(root));
-            }
-            break;
-          }
-          case TaskKind::kTransfer: {
-            const TransferRef& ref = b.transfers[static_cast<std::size_t>(t.payload)];
-            t.payload += off.transfers;
-            const bool inter = node_of(global(ref.sender)) != node_of(global(ref.receiver));
-            if (inter != ref.inter_node) {
-              // This lane's peers sit across a node boundary where the representative's do
-              // not (or the other way round).
-              t.duration_s = cost_.p2p_s(P2POp{ref.bytes, inter});
-              res.links[0].kind = inter ? ResourceKind::kNicTx : ResourceKind::kNvlinkTx;
-              res.links[1].kind = inter ? ResourceKind::kNicRx : ResourceKind::kNvlinkRx;
-            }
-            break;
-          }
-          case TaskKind::kCollective: {
-            const StepOpRef& ref = b.step_ops[static_cast<std::size_t>(t.payload)];
-            t.payload += off.step_ops;
-            const auto& coll = std::get<CollectiveOp>(ref.op->shape);
-            if (coll.group == CommGroup::kEmbedding) {
-              STEPSIM_ASSERT(rep_group >= 0);
-              t.rendezvous = rendezvous((static_cast<std::uint64_t>(n + static_cast<std::uint32_t>(rep_group)) << 32) |
-                                        static_cast<std::uint64_t>(l));
-            } else {
-              // Only the grad-stats all-reduces span the stages of a pipeline (their
-              // representative rendezvous); every other group lies inside one stage.
-              STEPSIM_ASSERT(rep_group < 0 || coll.group == CommGroup::kGradStats);
-              const std::optional<GroupToken> tok =
-            token_of(coll.group, w_.training.use_distributed_optimizer);
-              if (coll.group != CommGroup::kContextA2a && (!tok || (tok->expert && !experts_))) {
-                return not_modelled("the " + ref.op->name + " collective over the " +
-                                    std::string(to_string(coll.group)) + " group");
-              }
-              const auto& [ids, size] = group_ids(coll.group);
-              if (coll.group_size != size) {
-                return Error{"", "",
-                             "plan bug: " + ref.op->name + " over " +
-                                 std::to_string(coll.group_size) + " ranks, its group has " +
-                                 std::to_string(size),
-                             ErrorKind::kInternal};
-              }
-              if (size > 1) {
-                // Keyed by the representative rendezvous where the group spans stages (each
-                // stage's copy is another task u).
-                const std::uint64_t key =
-                    rep_group >= 0 ? n + static_cast<std::uint32_t>(rep_group) : u;
-                t.rendezvous = rendezvous(
-                    (key << 32) | static_cast<std::uint64_t>(ids[static_cast<std::size_t>(t.rank)]));
-              }
-            }
-            break;
-          }
-          case TaskKind::kStepOp: t.payload += off.step_ops; break;
-          case TaskKind::kJoin:
-          case TaskKind::kDelay:
-          case TaskKind::kHost:
-            break;
-        }
+        if (Status placed = place_task(t, b, offsets_[k], u, l); !placed) return placed;
         s.graph.add_task(t);
       }
-      const auto base = static_cast<std::uint32_t>(l * n);
-      const auto& csr = b.graph.graph();
-      for (std::uint32_t u = 0; u < n; ++u) {
-        auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
-        for (; e != end; ++e) {
-          s.graph.add_edge(TaskId{base + u},
-                           TaskId{base + static_cast<std::uint32_t>(boost::target(*e, csr))});
-        }
-      }
+      copy_edges(b, l);
     }
     return ok_status();
   }
@@ -403,6 +316,113 @@ class FullRankBuilder {
   struct Offsets {
     std::int32_t actions = 0, transfers = 0, step_ops = 0;
   };
+
+  /// Representative task `u` of `b` as lane `l`'s: on the lane's GPUs, its payload among the
+  /// lane's, and joined with its copies. Joined copies of a representative task u: actions
+  /// over their set (key: u and the set's root rank), collectives over their group (u and the
+  /// group's index), the embedding all-reduce per lane (its representative rendezvous and the
+  /// lane).
+  Status place_task(Task& t, const BuiltStep& b, const Offsets& off, std::uint32_t u,
+                    std::size_t l) {
+    const auto lane = static_cast<std::int64_t>(l);
+    const auto global = [&](std::int32_t stage) { return stage < 0 ? stage : rank_of(lane, stage); };
+    const std::int32_t stage = t.rank;
+    t.rank = global(stage);
+    TaskResources& res = t.resources;
+    res.compute_gpu = global(res.compute_gpu);
+    res.nccl_gpu = global(res.nccl_gpu);
+    for (std::uint8_t i = 0; i < res.link_count; ++i) res.links[i].gpu = global(res.links[i].gpu);
+    const std::int32_t rep_group = t.rendezvous;
+    t.rendezvous = -1;
+    switch (t.kind) {
+      case TaskKind::kCompute: {
+        t.payload += off.actions;
+        const std::int32_t root = action_root_[static_cast<std::size_t>(t.rank)];
+        if (root_members_[static_cast<std::size_t>(root)] > 1) {
+          t.rendezvous = rendezvous((static_cast<std::uint64_t>(u) << 32) |
+                                    static_cast<std::uint64_t>(root));
+        }
+        break;
+      }
+      case TaskKind::kTransfer: {
+        const TransferRef& ref = b.transfers[static_cast<std::size_t>(t.payload)];
+        t.payload += off.transfers;
+        const bool inter = node_of(global(ref.sender)) != node_of(global(ref.receiver));
+        if (inter != ref.inter_node) {
+          // This lane's peers sit across a node boundary where the representative's do
+          // not (or the other way round).
+          t.duration_s = cost_.p2p_s(P2POp{ref.bytes, inter});
+          res.links[0].kind = inter ? ResourceKind::kNicTx : ResourceKind::kNvlinkTx;
+          res.links[1].kind = inter ? ResourceKind::kNicRx : ResourceKind::kNvlinkRx;
+        }
+        break;
+      }
+      case TaskKind::kCollective: return join_collective(t, b, off, u, l, rep_group);
+      case TaskKind::kStepOp: t.payload += off.step_ops; break;
+      case TaskKind::kJoin:
+      case TaskKind::kDelay:
+      case TaskKind::kHost:
+        break;
+    }
+    return ok_status();
+  }
+
+  /// A collective of lane `l`: joined with the copies of its group, or with the embedding
+  /// group's per lane.
+  Status join_collective(Task& t, const BuiltStep& b, const Offsets& off, std::uint32_t u,
+                         std::size_t l, std::int32_t rep_group) {
+    const std::uint32_t n = out_->lane_tasks;
+    const StepOpRef& ref = b.step_ops[static_cast<std::size_t>(t.payload)];
+    t.payload += off.step_ops;
+    const auto& coll = std::get<CollectiveOp>(ref.op->shape);
+    if (coll.group == CommGroup::kEmbedding) {
+      STEPSIM_ASSERT(rep_group >= 0);
+      t.rendezvous = rendezvous((static_cast<std::uint64_t>(n + static_cast<std::uint32_t>(rep_group)) << 32) |
+                                static_cast<std::uint64_t>(l));
+    } else {
+      // Only the grad-stats all-reduces span the stages of a pipeline (their
+      // representative rendezvous); every other group lies inside one stage.
+      STEPSIM_ASSERT(rep_group < 0 || coll.group == CommGroup::kGradStats);
+      const std::optional<GroupToken> tok =
+          token_of(coll.group, w_.training.use_distributed_optimizer);
+      if (coll.group != CommGroup::kContextA2a && (!tok || (tok->expert && !experts_))) {
+        return not_modelled("the " + ref.op->name + " collective over the " +
+                            std::string(to_string(coll.group)) + " group");
+      }
+      const auto& [ids, size] = group_ids(coll.group);
+      if (coll.group_size != size) {
+        return Error{"", "",
+                     "plan bug: " + ref.op->name + " over " +
+                         std::to_string(coll.group_size) + " ranks, its group has " +
+                         std::to_string(size),
+                     ErrorKind::kInternal};
+      }
+      if (size > 1) {
+        // Keyed by the representative rendezvous where the group spans stages (each
+        // stage's copy is another task u).
+        const std::uint64_t key =
+            rep_group >= 0 ? n + static_cast<std::uint32_t>(rep_group) : u;
+        t.rendezvous = rendezvous(
+            (key << 32) | static_cast<std::uint64_t>(ids[static_cast<std::size_t>(t.rank)]));
+      }
+    }
+    return ok_status();
+  }
+
+  /// Lane `l`'s copy of the representative's edges.
+  void copy_edges(const BuiltStep& b, std::size_t l) {
+    const std::uint32_t n = out_->lane_tasks;
+    BuiltStep& s = out_->step;
+    const auto base = static_cast<std::uint32_t>(l * n);
+    const auto& csr = b.graph.graph();
+    for (std::uint32_t u = 0; u < n; ++u) {
+      auto [e, end] = boost::out_edges(static_cast<Vertex>(u), csr);
+      for (; e != end; ++e) {
+        s.graph.add_edge(TaskId{base + u},
+                         TaskId{base + static_cast<std::uint32_t>(boost::target(*e, csr))});
+      }
+    }
+  }
 
   const Workload& w_;
   const WorkloadPlan& plan_;

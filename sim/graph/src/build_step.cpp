@@ -158,20 +158,16 @@ void StepBuilder::add_program(const RankProgram& program,
                               std::vector<std::int32_t>& end_of_program) {
   const std::int32_t r = program.rank;
   const auto ri = static_cast<std::size_t>(r);
+  ProgramState st;
   // The first rank without interleaving dispatches its buckets inside its last backward,
   // which needs that backward's predecessors (bucket_ready).
-  const bool record_preds = grad_reduce_overlapped() && v_ == 1 && r == 0;
-  ParamGather gather = plan_param_gather(program);
-  // The tasks the rank's next item waits for: the last compute, or every transfer of the
-  // last blocking call, plus the transfers of Megatron's handle.wait() calls.
-  std::vector<std::int32_t> cursor;
-  cursor.reserve(8);
-  std::vector<std::int32_t>& backward = backward_tasks_[ri];
-  if (gather.on && gather.aligned) {
+  st.record_preds = grad_reduce_overlapped() && v_ == 1 && r == 0;
+  st.gather = plan_param_gather(program);
+  st.cursor.reserve(8);
+  if (st.gather.on && st.gather.aligned) {
     // align_param_gather: chunks 0 and 1 are gathered when the step's schedule starts.
-    for (const std::int32_t c : {0, 1}) dispatch_param_gather(r, c, cursor, gather);
+    for (const std::int32_t c : {0, 1}) dispatch_param_gather(r, c, st.cursor, st.gather);
   }
-  std::int32_t forward_index = 0;
   {
     // The rank's gradient reductions, in Megatron's issue order: launched from the host
     // inside their backward here (issue_grad_launches), added to the DP stream in
@@ -183,119 +179,132 @@ void StepBuilder::add_program(const RankProgram& program,
   }
   for (const ProgramItem& item : program.items) {
     if (item.kind == ProgramItem::Kind::kCompute) {
-      const Action& a = item.action;
-      std::int32_t ti = template_index(r, a.chunk, a.type, v_);
-      bool wgrad_deferred = false;
-      if (deferred_template_ >= 0 && a.type == ActionType::kBackward && r == p_ - 1 &&
-          a.chunk == v_ - 1 && defers_next_wgrad()) {
-        // LinearWithGradAccumulationAndAsyncCommunication: the first wgrad_deferral_limit
-        // backwards (all with 0) append their logits gradient to the buffer.
-        ti = deferred_template_;
-        wgrad_deferred = true;
-        ++deferred_;
-      }
-      std::int32_t wait_gather = kNoTask;
-      if (gather.on && a.type == ActionType::kForward) {
-        const auto k = static_cast<std::size_t>(forward_index++);
-        if (gather.dispatch_at[k] >= 0)
-          dispatch_param_gather(r, gather.dispatch_at[k], cursor, gather);
-        if (gather.first_forward[static_cast<std::size_t>(a.chunk)] == k) {
-          // Megatron's forward pre-hook: dispatch the gather if nobody has yet, then wait.
-          wait_gather = dispatch_param_gather(r, a.chunk, cursor, gather);
-        }
-      }
-      // The host issues the action's kernels one after another: its first kernel can
-      // start once issued, and the host goes on to the next item only after the last.
-      const std::int32_t issued =
-          issue_on_host(r, out_.templates[static_cast<std::size_t>(ti)].ops.size(),
-                        host_ == nullptr                 ? 0.0
-                        : a.type == ActionType::kForward ? host_->forward_op_issue_s
-                                                         : host_->backward_op_issue_s);
-      const auto payload = static_cast<std::int32_t>(out_.actions.size());
-      out_.actions.push_back(ActionRef{r, a, ti, wgrad_deferred});
-      Task& task = out_.graph.emplace_task();  // in place: one per action, a hot path
-      task.rank = r;
-      task.kind = TaskKind::kCompute;
-      task.duration_s = out_.templates[static_cast<std::size_t>(ti)].duration_s;
-      task.payload = payload;
-      task.resources.compute_gpu = r;
-      const TaskId id{static_cast<std::uint32_t>(out_.graph.size() - 1)};
-      add_edges(cursor, id);
-      if (wait_gather != kNoTask)
-        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(wait_gather)}, id);
-      if (issued != kNoTask) {
-        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
-        cursor.push_back(issued);  // for the bucket points below: same predecessors
-      }
-      const std::int32_t vs = a.chunk * p_ + r;
-      if (a.type == ActionType::kForward && vs > 0) {
-        add_data_dependency(id, key_of(TensorKind::kActivation, a.microbatch, vs - 1), cursor);
-      }
-      if (a.type == ActionType::kBackward) {
-        std::size_t key = kNoKey;
-        if (vs < p_ * v_ - 1) {
-          key = key_of(TensorKind::kGradient, a.microbatch, vs + 1);
-          add_data_dependency(id, key, cursor);
-        }
-        backward.push_back(static_cast<std::int32_t>(id.value));
-        if (host_ != nullptr)
-          issue_grad_launches(r, static_cast<std::int32_t>(backward.size()) - 1);
-        if (record_preds) {
-          const auto slot = static_cast<std::size_t>(r * v_ + a.chunk);
-          last_backward_preds_[slot] = cursor;
-          last_backward_key_[slot] = key;
-        }
-      }
-      cursor.assign(1, static_cast<std::int32_t>(id.value));
-      continue;
-    }
-    const CommCall& call = item.comm;
-    for (const Transfer& tr : program.waits_of(call)) {
-      // Megatron's handle.wait() on transfers this rank posted earlier without blocking.
-      const std::int32_t t =
-          transfer_of_key_[key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage)];
-      STEPSIM_ASSERT(t != kNoTask);
-      cursor.push_back(t);
-    }
-    if (call.transfer_count == 0) continue;
-    const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
-    if (issued != kNoTask) cursor.push_back(issued);
-    posted_.clear();
-    for (const Transfer& tr : program.transfers_of(call)) {
-      posted_.push_back(post_transfer(r, tr, cursor));
-    }
-    // With serialised streams a non-blocking call completes where it is issued, as on the
-    // validator's single host thread (calibration/executor.hpp), unless the executor's
-    // backend progresses it on a thread of its own (async_p2p).
-    if (call.blocking || (options_.serialize_streams && !options_.async_p2p)) {
-      cursor.assign(posted_.begin(), posted_.end());
-    }
-    if (host_ != nullptr && call.blocking && !schedule_.params.overlap_p2p_comm) {
-      // p2p_communication.py, _communicate: with batch_p2p_comm (Megatron sets it to
-      // `not overlap_p2p_comm`) and batch_p2p_sync (default True) the call ends in
-      // torch.cuda.synchronize(): the host waits for all the GPU work it issued, then
-      // issues the next kernels into an empty queue. The call's transfers already wait for
-      // its launch and the rank's last action (the cursor they were posted after); the DP
-      // stream's gathers are the only work they do not wait for.
-      const TaskId drained =
-          add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
-      add_edges(posted_, drained);
-      if (dp_stream_last_[ri] != kNoTask) {
-        out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(dp_stream_last_[ri])}, drained);
-      }
-      const TaskId woken = add(Task{.rank = r,
-                                    .stream = Stream::kCompute,
-                                    .kind = TaskKind::kHost,
-                                    .duration_s = host_->sync_s});
-      out_.graph.add_edge(drained, woken);
-      host_last_[ri] = static_cast<std::int32_t>(woken.value);
+      add_action(r, item.action, st);
+    } else {
+      add_call(program, item.comm, st.cursor);
     }
   }
+  std::vector<std::int32_t>& cursor = st.cursor;
   if (host_last_[ri] != kNoTask) cursor.push_back(host_last_[ri]);
   if (r == p_ - 1 && deferred_ > 0) add_wgrad_drain(r, cursor);
   const TaskId end = add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
   add_edges(cursor, end);
   end_of_program[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(end.value);
+}
+
+void StepBuilder::add_action(std::int32_t r, const Action& a, ProgramState& st) {
+  std::vector<std::int32_t>& cursor = st.cursor;
+  ParamGather& gather = st.gather;
+  std::int32_t ti = template_index(r, a.chunk, a.type, v_);
+  bool wgrad_deferred = false;
+  if (deferred_template_ >= 0 && a.type == ActionType::kBackward && r == p_ - 1 &&
+      a.chunk == v_ - 1 && defers_next_wgrad()) {
+    // LinearWithGradAccumulationAndAsyncCommunication: the first wgrad_deferral_limit
+    // backwards (all with 0) append their logits gradient to the buffer.
+    ti = deferred_template_;
+    wgrad_deferred = true;
+    ++deferred_;
+  }
+  std::int32_t wait_gather = kNoTask;
+  if (gather.on && a.type == ActionType::kForward) {
+    const auto k = static_cast<std::size_t>(st.forward_index++);
+    if (gather.dispatch_at[k] >= 0)
+      dispatch_param_gather(r, gather.dispatch_at[k], cursor, gather);
+    if (gather.first_forward[static_cast<std::size_t>(a.chunk)] == k) {
+      // Megatron's forward pre-hook: dispatch the gather if nobody has yet, then wait.
+      wait_gather = dispatch_param_gather(r, a.chunk, cursor, gather);
+    }
+  }
+  // The host issues the action's kernels one after another: its first kernel can
+  // start once issued, and the host goes on to the next item only after the last.
+  const std::int32_t issued =
+      issue_on_host(r, out_.templates[static_cast<std::size_t>(ti)].ops.size(),
+                    host_ == nullptr                 ? 0.0
+                    : a.type == ActionType::kForward ? host_->forward_op_issue_s
+                                                     : host_->backward_op_issue_s);
+  const auto payload = static_cast<std::int32_t>(out_.actions.size());
+  out_.actions.push_back(ActionRef{r, a, ti, wgrad_deferred});
+  Task& task = out_.graph.emplace_task();  // in place: one per action, a hot path
+  task.rank = r;
+  task.kind = TaskKind::kCompute;
+  task.duration_s = out_.templates[static_cast<std::size_t>(ti)].duration_s;
+  task.payload = payload;
+  task.resources.compute_gpu = r;
+  const TaskId id{static_cast<std::uint32_t>(out_.graph.size() - 1)};
+  add_edges(cursor, id);
+  if (wait_gather != kNoTask)
+    out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(wait_gather)}, id);
+  if (issued != kNoTask) {
+    out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
+    cursor.push_back(issued);  // for the bucket points below: same predecessors
+  }
+  const std::int32_t vs = a.chunk * p_ + r;
+  if (a.type == ActionType::kForward && vs > 0) {
+    add_data_dependency(id, key_of(TensorKind::kActivation, a.microbatch, vs - 1), cursor);
+  }
+  if (a.type == ActionType::kBackward) {
+    std::vector<std::int32_t>& backward = backward_tasks_[static_cast<std::size_t>(r)];
+    std::size_t key = kNoKey;
+    if (vs < p_ * v_ - 1) {
+      key = key_of(TensorKind::kGradient, a.microbatch, vs + 1);
+      add_data_dependency(id, key, cursor);
+    }
+    backward.push_back(static_cast<std::int32_t>(id.value));
+    if (host_ != nullptr)
+      issue_grad_launches(r, static_cast<std::int32_t>(backward.size()) - 1);
+    if (st.record_preds) {
+      const auto slot = static_cast<std::size_t>(r * v_ + a.chunk);
+      last_backward_preds_[slot] = cursor;
+      last_backward_key_[slot] = key;
+    }
+  }
+  cursor.assign(1, static_cast<std::int32_t>(id.value));
+}
+
+void StepBuilder::add_call(const RankProgram& program, const CommCall& call,
+                           std::vector<std::int32_t>& cursor) {
+  const std::int32_t r = program.rank;
+  const auto ri = static_cast<std::size_t>(r);
+  for (const Transfer& tr : program.waits_of(call)) {
+    // Megatron's handle.wait() on transfers this rank posted earlier without blocking.
+    const std::int32_t t =
+        transfer_of_key_[key_of(tr.tensor, tr.microbatch, tr.producer_virtual_stage)];
+    STEPSIM_ASSERT(t != kNoTask);
+    cursor.push_back(t);
+  }
+  if (call.transfer_count == 0) return;
+  const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
+  if (issued != kNoTask) cursor.push_back(issued);
+  posted_.clear();
+  for (const Transfer& tr : program.transfers_of(call)) {
+    posted_.push_back(post_transfer(r, tr, cursor));
+  }
+  // With serialised streams a non-blocking call completes where it is issued, as on the
+  // validator's single host thread (calibration/executor.hpp), unless the executor's
+  // backend progresses it on a thread of its own (async_p2p).
+  if (call.blocking || (options_.serialize_streams && !options_.async_p2p)) {
+    cursor.assign(posted_.begin(), posted_.end());
+  }
+  if (host_ != nullptr && call.blocking && !schedule_.params.overlap_p2p_comm) {
+    // p2p_communication.py, _communicate: with batch_p2p_comm (Megatron sets it to
+    // `not overlap_p2p_comm`) and batch_p2p_sync (default True) the call ends in
+    // torch.cuda.synchronize(): the host waits for all the GPU work it issued, then
+    // issues the next kernels into an empty queue. The call's transfers already wait for
+    // its launch and the rank's last action (the cursor they were posted after); the DP
+    // stream's gathers are the only work they do not wait for.
+    const TaskId drained =
+        add(Task{.rank = r, .stream = Stream::kCompute, .kind = TaskKind::kJoin});
+    add_edges(posted_, drained);
+    if (dp_stream_last_[ri] != kNoTask) {
+      out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(dp_stream_last_[ri])}, drained);
+    }
+    const TaskId woken = add(Task{.rank = r,
+                                  .stream = Stream::kCompute,
+                                  .kind = TaskKind::kHost,
+                                  .duration_s = host_->sync_s});
+    out_.graph.add_edge(drained, woken);
+    host_last_[ri] = static_cast<std::int32_t>(woken.value);
+  }
 }
 
 void StepBuilder::issue_grad_launches(std::int32_t r, std::int32_t backward) {

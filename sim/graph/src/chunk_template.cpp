@@ -124,148 +124,218 @@ bool interferes(const std::vector<Op>& ops, const std::vector<OpTiming>& t,
 // list order on one host queue; the posted ones run in list order on a queue of their own, each
 // starting once the host reached it (the host ops before it ended); the host goes on, past a
 // context-parallel ring step once it started.
-void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
-                   const std::vector<double>& lag, const std::vector<Role>& role,
-                   const Interference& k, bool serial_host, const HostCosts* host,
-                   std::vector<OpTiming>& out) {
-  const std::size_t n = ops.size();
-  std::array<std::vector<std::size_t>, kStreamCount> queue;
-  // serial_host: the host op, the ring step and the posted op last before each op in list
-  // order.
-  std::vector<std::int64_t> prev_host(n, -1);
-  std::vector<std::int64_t> prev_ring(n, -1);
-  std::vector<std::int64_t> prev_posted(n, -1);
-  std::int64_t last_host = -1;
-  std::int64_t last_ring = -1;
-  std::int64_t last_posted = -1;
-  for (std::size_t i = 0; i < n; ++i) {
-    Stream stream = ops[i].stream;
-    if (serial_host) {
-      prev_host[i] = last_host;
-      prev_ring[i] = last_ring;
-      prev_posted[i] = last_posted;
-      const bool posted = posted_when_serial(ops[i]);
-      if (!posted) last_host = static_cast<std::int64_t>(i);
-      if (posted && stream == Stream::kContextComm) last_ring = static_cast<std::int64_t>(i);
-      if (posted) last_posted = static_cast<std::int64_t>(i);
-      stream = posted ? Stream::kContextComm : Stream::kCompute;
-    }
-    queue[static_cast<std::size_t>(stream)].push_back(i);
+class RateScheduler {
+ public:
+  RateScheduler(const std::vector<Op>& ops, const std::vector<double>& duration,
+                const std::vector<double>& lag, const std::vector<Role>& role,
+                const Interference& k, bool serial_host, const HostCosts* host,
+                std::vector<OpTiming>& out)
+      : ops_(ops),
+        lag_(lag),
+        role_(role),
+        k_(k),
+        serial_host_(serial_host),
+        host_(host),
+        out_(out),
+        n_(ops.size()),
+        prev_host_(n_, -1),
+        prev_ring_(n_, -1),
+        prev_posted_(n_, -1),
+        waiting_(n_, 0.0),
+        left_(duration),
+        done_(n_, false),
+        began_(n_, false) {
+    running_.fill(-1);
+    queue_streams();
   }
-  // A posted op's wait for its idle thread, left: meanwhile it neither progresses nor
-  // interferes; it ends early when the host blocks.
-  std::vector<double> waiting(n, 0.0);
-  std::array<std::size_t, kStreamCount> head{};
-  std::array<std::int64_t, kStreamCount> running;
-  running.fill(-1);
-  std::vector<double> left(duration);
-  std::vector<bool> done(n, false);
-  std::vector<bool> began(n, false);
-  std::size_t finished = 0;
-  double now = 0;
-  while (finished < n) {
-    // Start every op whose stream is free and whose deps have ended, until none can; an op
-    // the host issues after a synchronisation also waits for that (`wake`: the earliest).
+
+  void run() {
+    while (finished_ < n_) {
+      const double wake = start_ready();
+      if (serial_host_ && running_[static_cast<std::size_t>(Stream::kCompute)] < 0) {
+        // The host blocks (or is done): the core is free, the posted calls' threads have it.
+        for (const std::int64_t r : running_) {
+          if (r >= 0) waiting_[static_cast<std::size_t>(r)] = 0;
+        }
+      }
+      set_rates();
+      double next = std::numeric_limits<double>::infinity();
+      for (const std::int64_t r : running_) {
+        if (r < 0) continue;
+        const auto i = static_cast<std::size_t>(r);
+        next = std::min(next, now_ + (waiting_[i] > 0 ? waiting_[i] : left_[i] / rate(i)));
+      }
+      next = std::min(next, wake);
+      if (finished_ == n_) break;
+      STEPSIM_ASSERT(next < std::numeric_limits<double>::infinity());
+      advance_to(next);
+      now_ = next;
+    }
+  }
+
+ private:
+  /// Each op on its stream's queue; with serial_host, on the host's or the posted ones', with
+  /// the host op, the ring step and the posted op last before it in list order.
+  void queue_streams() {
+    std::int64_t last_host = -1;
+    std::int64_t last_ring = -1;
+    std::int64_t last_posted = -1;
+    for (std::size_t i = 0; i < n_; ++i) {
+      Stream stream = ops_[i].stream;
+      if (serial_host_) {
+        prev_host_[i] = last_host;
+        prev_ring_[i] = last_ring;
+        prev_posted_[i] = last_posted;
+        const bool posted = posted_when_serial(ops_[i]);
+        if (!posted) last_host = static_cast<std::int64_t>(i);
+        if (posted && stream == Stream::kContextComm) last_ring = static_cast<std::int64_t>(i);
+        if (posted) last_posted = static_cast<std::int64_t>(i);
+        stream = posted ? Stream::kContextComm : Stream::kCompute;
+      }
+      queue_[static_cast<std::size_t>(stream)].push_back(i);
+    }
+  }
+
+  /// Whether op `i` may start now; an op the host issues after a synchronisation also waits
+  /// for that (`wake`: the earliest such time).
+  bool ready(std::size_t i, double& wake) const {
+    bool ready = true;
+    for (const std::int32_t d : ops_[i].deps) ready = ready && done_[static_cast<std::size_t>(d)];
+    if (serial_host_) {
+      if (prev_host_[i] >= 0) ready = ready && done_[static_cast<std::size_t>(prev_host_[i])];
+      if (prev_ring_[i] >= 0) ready = ready && began_[static_cast<std::size_t>(prev_ring_[i])];
+    }
+    if (const double wait = host_wait_s(ops_[i], host_); ready && wait > 0) {
+      const auto w = static_cast<std::size_t>(ops_[i].host_waits_for);
+      ready = done_[w];
+      if (ready && now_ < out_[w].end_s + wait) {
+        wake = std::min(wake, out_[w].end_s + wait);
+        ready = false;
+      }
+    }
+    return ready;
+  }
+
+  /// Starts every op whose stream is free and whose deps have ended, until none can; returns
+  /// when the next op held back by a synchronisation may start.
+  double start_ready() {
     double wake = std::numeric_limits<double>::infinity();
     for (bool started = true; started;) {
       started = false;
       for (std::size_t s = 0; s < kStreamCount; ++s) {
-        if (running[s] >= 0 || head[s] >= queue[s].size()) continue;
-        const std::size_t i = queue[s][head[s]];
-        bool ready = true;
-        for (const std::int32_t d : ops[i].deps) ready = ready && done[static_cast<std::size_t>(d)];
-        if (serial_host) {
-          if (prev_host[i] >= 0) ready = ready && done[static_cast<std::size_t>(prev_host[i])];
-          if (prev_ring[i] >= 0) ready = ready && began[static_cast<std::size_t>(prev_ring[i])];
-        }
-        if (const double wait = host_wait_s(ops[i], host); ready && wait > 0) {
-          const auto w = static_cast<std::size_t>(ops[i].host_waits_for);
-          ready = done[w];
-          if (ready && now < out[w].end_s + wait) {
-            wake = std::min(wake, out[w].end_s + wait);
-            ready = false;
-          }
-        }
-        if (!ready) continue;
-        out[i].start_s = now;
-        began[i] = true;
-        ++head[s];
-        if (!lag.empty() && lag[i] > 0) {
-          // Its thread was idle if the op posted before it ended before the host got here; a
-          // ring step is posted once the ring's previous step is done.
-          const bool ring = ops[i].stream == Stream::kContextComm;
-          double reached = 0;
-          if (prev_host[i] >= 0) reached = out[static_cast<std::size_t>(prev_host[i])].end_s;
-          if (prev_ring[i] >= 0) {
-            reached = std::max(reached, out[static_cast<std::size_t>(prev_ring[i])].start_s);
-          }
-          const bool idle = ring || prev_posted[i] < 0 ||
-                            out[static_cast<std::size_t>(prev_posted[i])].end_s <= reached;
-          if (idle) waiting[i] = lag[i];
-        }
-        if (left[i] <= 0 && waiting[i] <= 0) {  // zero-time op
-          out[i].end_s = now;
-          done[i] = true;
-          ++finished;
-        } else {
-          running[s] = static_cast<std::int64_t>(i);
-        }
+        if (running_[s] >= 0 || head_[s] >= queue_[s].size()) continue;
+        const std::size_t i = queue_[s][head_[s]];
+        if (!ready(i, wake)) continue;
+        start(s, i);
         started = true;
       }
     }
-    if (serial_host && running[static_cast<std::size_t>(Stream::kCompute)] < 0) {
-      // The host blocks (or is done): the core is free, the posted calls' threads have it.
-      for (const std::int64_t r : running) {
-        if (r >= 0) waiting[static_cast<std::size_t>(r)] = 0;
+    return wake;
+  }
+
+  void start(std::size_t s, std::size_t i) {
+    out_[i].start_s = now_;
+    began_[i] = true;
+    ++head_[s];
+    if (!lag_.empty() && lag_[i] > 0) {
+      // Its thread was idle if the op posted before it ended before the host got here; a
+      // ring step is posted once the ring's previous step is done.
+      const bool ring = ops_[i].stream == Stream::kContextComm;
+      double reached = 0;
+      if (prev_host_[i] >= 0) reached = out_[static_cast<std::size_t>(prev_host_[i])].end_s;
+      if (prev_ring_[i] >= 0) {
+        reached = std::max(reached, out_[static_cast<std::size_t>(prev_ring_[i])].start_s);
+      }
+      const bool idle = ring || prev_posted_[i] < 0 ||
+                        out_[static_cast<std::size_t>(prev_posted_[i])].end_s <= reached;
+      if (idle) waiting_[i] = lag_[i];
+    }
+    if (left_[i] <= 0 && waiting_[i] <= 0) {  // zero-time op
+      out_[i].end_s = now_;
+      done_[i] = true;
+      ++finished_;
+    } else {
+      running_[s] = static_cast<std::int64_t>(i);
+    }
+  }
+
+  /// What runs together now: compute, NCCL, and the SMs left to compute.
+  void set_rates() {
+    compute_ = false;
+    nccl_ = false;
+    share_ = 1.0;
+    for (const std::int64_t r : running_) {
+      if (r < 0) continue;
+      const auto i = static_cast<std::size_t>(r);
+      if (waiting_[i] > 0) continue;
+      compute_ = compute_ || role_[i] == Role::kCompute;
+      nccl_ = nccl_ || role_[i] == Role::kNccl;
+      if (role_[i] == Role::kSmHolder) {
+        share_ = std::min(share_, std::get<CollectiveOp>(ops_[i].shape).compute_share);
       }
     }
-    bool compute = false, nccl = false;
-    double share = 1.0;  // of the SMs left to compute by the SM-holding kernels running
-    for (const std::int64_t r : running) {
+  }
+
+  double rate(std::size_t i) const {
+    if (role_[i] == Role::kCompute) return share_ / (nccl_ ? k_.compute_slowdown : 1.0);
+    if (role_[i] == Role::kNccl && compute_) return 1.0 / k_.collective_slowdown;
+    return 1.0;
+  }
+
+  /// The running ops progressed to `next`; those that end by then, ended.
+  void advance_to(double next) {
+    for (auto& r : running_) {
       if (r < 0) continue;
       const auto i = static_cast<std::size_t>(r);
-      if (waiting[i] > 0) continue;
-      compute = compute || role[i] == Role::kCompute;
-      nccl = nccl || role[i] == Role::kNccl;
-      if (role[i] == Role::kSmHolder) {
-        share = std::min(share, std::get<CollectiveOp>(ops[i].shape).compute_share);
-      }
-    }
-    const auto rate = [&](std::size_t i) {
-      if (role[i] == Role::kCompute) return share / (nccl ? k.compute_slowdown : 1.0);
-      if (role[i] == Role::kNccl && compute) return 1.0 / k.collective_slowdown;
-      return 1.0;
-    };
-    double next = std::numeric_limits<double>::infinity();
-    for (const std::int64_t r : running) {
-      if (r < 0) continue;
-      const auto i = static_cast<std::size_t>(r);
-      next = std::min(next, now + (waiting[i] > 0 ? waiting[i] : left[i] / rate(i)));
-    }
-    next = std::min(next, wake);
-    if (finished == n) break;
-    STEPSIM_ASSERT(next < std::numeric_limits<double>::infinity());
-    for (auto& r : running) {
-      if (r < 0) continue;
-      const auto i = static_cast<std::size_t>(r);
-      if (waiting[i] > 0) {
+      if (waiting_[i] > 0) {
         // Its thread got a core: its work starts (at once, if there is none).
-        waiting[i] = now + waiting[i] <= next ? 0.0 : waiting[i] - (next - now);
-        if (waiting[i] > 0 || left[i] > 0) continue;
+        waiting_[i] = now_ + waiting_[i] <= next ? 0.0 : waiting_[i] - (next - now_);
+        if (waiting_[i] > 0 || left_[i] > 0) continue;
       }
-      const double end = now + left[i] / rate(i);
+      const double end = now_ + left_[i] / rate(i);
       if (end <= next) {
-        out[i].end_s = next;
-        left[i] = 0;
-        done[i] = true;
-        ++finished;
+        out_[i].end_s = next;
+        left_[i] = 0;
+        done_[i] = true;
+        ++finished_;
         r = -1;
       } else {
-        left[i] -= rate(i) * (next - now);
+        left_[i] -= rate(i) * (next - now_);
       }
     }
-    now = next;
   }
+
+  const std::vector<Op>& ops_;
+  const std::vector<double>& lag_;
+  const std::vector<Role>& role_;
+  const Interference& k_;
+  const bool serial_host_;
+  const HostCosts* host_;
+  std::vector<OpTiming>& out_;
+  const std::size_t n_;
+  std::array<std::vector<std::size_t>, kStreamCount> queue_;
+  std::vector<std::int64_t> prev_host_;
+  std::vector<std::int64_t> prev_ring_;
+  std::vector<std::int64_t> prev_posted_;
+  // A posted op's wait for its idle thread, left: meanwhile it neither progresses nor
+  // interferes; it ends early when the host blocks.
+  std::vector<double> waiting_;
+  std::array<std::size_t, kStreamCount> head_{};
+  std::array<std::int64_t, kStreamCount> running_;
+  std::vector<double> left_;
+  std::vector<bool> done_;
+  std::vector<bool> began_;
+  std::size_t finished_ = 0;
+  double now_ = 0;
+  bool compute_ = false, nccl_ = false;
+  double share_ = 1.0;  // of the SMs left to compute by the SM-holding kernels running
+};
+
+void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& duration,
+                   const std::vector<double>& lag, const std::vector<Role>& role,
+                   const Interference& k, bool serial_host, const HostCosts* host,
+                   std::vector<OpTiming>& out) {
+  RateScheduler(ops, duration, lag, role, k, serial_host, host, out).run();
 }
 
 }  // namespace

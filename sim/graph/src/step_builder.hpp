@@ -126,6 +126,24 @@ class StepBuilder {
 
   ParamGather plan_param_gather(const RankProgram& program);
 
+  /// What add_program carries from item to item of one rank's program.
+  struct ProgramState {
+    /// The tasks the rank's next item waits for: the last compute, or every transfer of the
+    /// last blocking call, plus the transfers of Megatron's handle.wait() calls.
+    std::vector<std::int32_t> cursor;
+    ParamGather gather;
+    std::int32_t forward_index = 0;  ///< forward actions of the rank so far
+    bool record_preds = false;       ///< keep the last backward's predecessors (bucket_ready)
+  };
+
+  /// A forward or backward action of rank `r`: its task, after the host's launches, the
+  /// parameter gathers it waits for and the data it needs.
+  void add_action(std::int32_t r, const Action& a, ProgramState& st);
+  /// A P2P call of `program`: the waits it names, its transfers, and the host's
+  /// synchronisation after a blocking one.
+  void add_call(const RankProgram& program, const CommCall& call,
+                std::vector<std::int32_t>& cursor);
+
   // Dispatches chunk `c`'s parameter all-gathers (once) after `cursor`, one per DDP bucket
   // on the rank's DP stream, and returns the task that chunk's first forward waits for.
   // Interleaved (align_param_gather): every bucket is dispatched at once in bucket order

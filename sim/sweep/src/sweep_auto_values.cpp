@@ -1,6 +1,7 @@
 // The "auto" domains of a sweep's knobs: for each autoable knob, the values Megatron-LM (and
 // stepsim's model) accept given the knobs before it in enumeration order, and the derived
-// fields reset so that finalize_workload re-derives them per configuration.
+// fields reset so that finalize_workload re-derives them per configuration. Each knob's domain
+// is a function of sweep_auto_domains.cpp; here, what they share and the dispatch.
 
 #include <algorithm>
 
@@ -8,10 +9,12 @@
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/sweep/sweep.hpp"
+#include "sweep_auto_domains.hpp"
 #include "sweep_knob_lookup.hpp"
 
 namespace stepsim::sim {
-namespace {
+
+namespace auto_domains {
 
 using detail::knob;
 using detail::swept;
@@ -41,12 +44,6 @@ std::vector<KnobValue> booleans(bool allow_true) {
   return {integer(0), integer(1)};
 }
 
-std::int64_t data_parallel_of(const TrainingConfig& t) {
-  const std::int64_t tp =
-      t.tensor_model_parallel_size * t.context_parallel_size * t.pipeline_model_parallel_size;
-  return tp > 0 && t.world_size % tp == 0 ? t.world_size / tp : 0;
-}
-
 /// The layers Megatron's even split divides: the embedding and the loss count when asked.
 std::int64_t counted_layers(const TrainingConfig& t, const ModelConfig& m) {
   return m.num_layers + (t.account_for_embedding_in_pipeline_split ? 1 : 0) +
@@ -70,6 +67,18 @@ std::int64_t layout_stages(const TrainingConfig& t) {
   if (t.pipeline_model_parallel_layout.empty()) return 0;
   const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
   return stages ? static_cast<std::int64_t>(stages->size()) : 0;
+}
+
+}  // namespace auto_domains
+
+namespace {
+
+using namespace auto_domains;
+
+std::int64_t data_parallel_of(const TrainingConfig& t) {
+  const std::int64_t tp =
+      t.tensor_model_parallel_size * t.context_parallel_size * t.pipeline_model_parallel_size;
+  return tp > 0 && t.world_size % tp == 0 ? t.world_size / tp : 0;
 }
 
 /// Transformer layers of the fullest pipeline rank under `pp` (0: no valid split), for the
@@ -106,6 +115,27 @@ bool virtual_from_layers(const SweepSpec& spec) {
   if (swept(spec, knob("training.num_layers_per_virtual_pipeline_stage"))) return true;
   if (swept(spec, knob("training.virtual_pipeline_model_parallel_size"))) return false;
   return spec.defaulted.virtual_from_layers_per_stage;
+}
+
+AutoContext context_of(const Workload& w, const SweepSpec& spec) {
+  const ModelConfig& m = w.model;
+  const TrainingConfig& t = w.training;
+  const std::int64_t pp = t.pipeline_model_parallel_size;
+  return AutoContext{
+      .w = w,
+      .spec = spec,
+      .m = m,
+      .t = t,
+      .tp = t.tensor_model_parallel_size,
+      .pp = pp,
+      .dp = data_parallel_of(t),
+      .cp = t.context_parallel_size,
+      .full = t.recompute_granularity == RecomputeGranularity::kFull,
+      .v = virtual_size_of(t, m, virtual_from_layers(spec)),
+      .groups = spec.defaulted.num_query_groups && !swept(spec, knob("model.num_query_groups"))
+                    ? m.num_attention_heads
+                    : m.num_query_groups,
+      .stage_layers = largest_stage_layers(t, m, pp)};
 }
 
 }  // namespace
@@ -148,196 +178,44 @@ void reset_derived_fields(Workload& w, const SweepSpec& spec) {
 
 std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec& spec) {
   const std::string_view key = knob_table()[static_cast<std::size_t>(id)].key;
-  const ModelConfig& m = w.model;
+  const AutoContext c = context_of(w, spec);
   const TrainingConfig& t = w.training;
-  const std::int64_t tp = t.tensor_model_parallel_size;
-  const std::int64_t pp = t.pipeline_model_parallel_size;
-  const std::int64_t dp = data_parallel_of(t);
-  const bool full = t.recompute_granularity == RecomputeGranularity::kFull;
-  const std::int64_t v = virtual_size_of(t, m, virtual_from_layers(spec));
-  const std::int64_t groups =
-      spec.defaulted.num_query_groups && !swept(spec, knob("model.num_query_groups"))
-          ? m.num_attention_heads
-          : m.num_query_groups;
-  if (key == "training.tensor_model_parallel_size") {
-    std::vector<std::int64_t> out;
-    if (t.world_size <= 0) return {};
-    for (std::int64_t d : divisors(t.world_size)) {
-      if (m.num_attention_heads % d == 0 && groups % d == 0) out.push_back(d);
-    }
-    return integers(out);
-  }
-  const std::int64_t cp = t.context_parallel_size;
-  if (key == "training.context_parallel_size") {
-    // Megatron's and Transformer Engine's rules (validate.cpp): seq_length a multiple of 2*cp,
-    // fused attention, heads per TP rank divisible by cp with a2a (by the a2a level with a2a+p2p).
-    std::vector<std::int64_t> out;
-    if (tp <= 0 || t.world_size % tp != 0) return {};
-    const bool fused = m.attention_backend == AttentionBackend::kAuto ||
-                       m.attention_backend == AttentionBackend::kFused;
-    for (std::int64_t d : divisors(t.world_size / tp)) {
-      if (d == 1) {
-        out.push_back(d);
-        continue;
-      }
-      if (!fused) continue;
-      if (t.cp_comm_type == CpCommType::kA2aP2p) {
-        // The hierarchical sizes are given: only their product, with the a2a level's heads.
-        const auto& levels = t.hierarchical_context_parallel_sizes;
-        if (levels.size() != 2 || d % levels[0] != 0 || d / levels[0] != levels[1]) continue;
-        if ((m.num_attention_heads / tp) % levels[0] != 0 || (groups / tp) % levels[0] != 0) {
-          continue;
-        }
-      }
-      if (m.seq_length % (2 * d) != 0) continue;
-      if (t.sequence_parallel && tp > 1 && (m.seq_length / d) % tp != 0) continue;
-      if (t.cp_comm_type == CpCommType::kA2a &&
-          ((m.num_attention_heads / tp) % d != 0 || (groups / tp) % d != 0)) {
-        continue;
-      }
-      out.push_back(d);
-    }
-    return integers(out);
-  }
-  if (key == "training.pipeline_model_parallel_size") {
-    std::vector<std::int64_t> out;
-    if (tp <= 0 || cp <= 0 || t.world_size % (tp * cp) != 0) return {};
-    // Uneven stages: first/last sizes leave any p > 1 to the rules; a layout fixes p x v.
-    const std::int64_t stages = layout_stages(t);
-    const std::int64_t layers = m.num_layers;
-    const bool accounted = counted_layers_swept(spec) && !first_or_last_given(t);
-    for (std::int64_t d : divisors(t.world_size / (tp * cp))) {
-      // With the embedding or loss counted on a later axis, num_layers + 0, 1 or 2 may split.
-      const bool fits = stages > 0               ? stages % d == 0
-                        : first_or_last_given(t) ? d > 1
-                        : accounted
-                            ? layers % d == 0 || (layers + 1) % d == 0 || (layers + 2) % d == 0
-                            : counted_layers(t, m) % d == 0;
-      if (fits) out.push_back(d);
-    }
-    return integers(out);
-  }
-  const std::int64_t stage_layers = largest_stage_layers(t, m, pp);
-  if (key == "training.virtual_pipeline_model_parallel_size" ||
-      key == "training.num_layers_per_virtual_pipeline_stage") {
-    const bool as_size = key == "training.virtual_pipeline_model_parallel_size";
-    // A layout sets v; first/last sizes take v, never layers per virtual stage.
-    if (!t.pipeline_model_parallel_layout.empty()) return {integer(as_size ? 1 : 0)};
-    if (!as_size && first_or_last_given(t)) return {integer(0)};
-    // The layers a rank may hold: this split's, or with the embedding or loss counted on a
-    // later axis, each split of num_layers + 0, 1 or 2 that pp divides.
-    std::vector<std::int64_t> per_rank;
-    if (counted_layers_swept(spec) && !first_or_last_given(t) && pp > 0) {
-      for (std::int64_t extra = 0; extra <= 2; ++extra) {
-        if ((m.num_layers + extra) % pp == 0) per_rank.push_back((m.num_layers + extra) / pp);
-      }
-    } else if (stage_layers > 0) {
-      per_rank.push_back(stage_layers);
-    }
-    if (per_rank.empty()) return {};
-    if (pp == 1) return {integer(as_size ? 1 : 0)};
-    std::vector<std::int64_t> out;
-    for (const std::int64_t layers : per_rank) {
-      for (std::int64_t d : divisors(layers)) {
-        const std::int64_t value = as_size ? d : (d == 1 ? 0 : layers / d);
-        if (std::find(out.begin(), out.end(), value) == out.end()) out.push_back(value);
-      }
-    }
-    std::sort(out.begin(), out.end());
-    return integers(out);
-  }
-  if (key == "training.sequence_parallel") return booleans(tp > 1);
+  const bool experts = w.model.num_experts > 0;
+  if (key == "training.tensor_model_parallel_size") return tensor_parallel_values(c);
+  if (key == "training.context_parallel_size") return context_parallel_values(c);
+  if (key == "training.pipeline_model_parallel_size") return pipeline_parallel_values(c);
+  if (key == "training.virtual_pipeline_model_parallel_size") return virtual_values(c, true);
+  if (key == "training.num_layers_per_virtual_pipeline_stage") return virtual_values(c, false);
+  if (key == "training.sequence_parallel") return booleans(c.tp > 1);
   if (key == "training.micro_batch_size") {
-    if (dp <= 0 || t.global_batch_size % dp != 0) return {};
-    return integers(divisors(t.global_batch_size / dp));
+    if (c.dp <= 0 || t.global_batch_size % c.dp != 0) return {};
+    return integers(divisors(t.global_batch_size / c.dp));
   }
   if (key == "training.recompute_granularity") return integers({0, 1, 2});
   if (key == "training.recompute_method") {
-    if (!full) return {integer(static_cast<std::int64_t>(RecomputeMethod::kNone))};
+    if (!c.full) return {integer(static_cast<std::int64_t>(RecomputeMethod::kNone))};
     return {integer(static_cast<std::int64_t>(RecomputeMethod::kUniform)),
             integer(static_cast<std::int64_t>(RecomputeMethod::kBlock))};
   }
-  if (key == "training.recompute_num_layers") {
-    if (!full) return {integer(0)};
-    std::int64_t per_chunk =
-        stage_layers > 0 && v > 0 && stage_layers % v == 0 ? stage_layers / v : 0;
-    if (!t.pipeline_model_parallel_layout.empty()) {
-      // A layout's chunks: the most transformer layers any of its stages holds.
-      const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
-      for (const std::string& stage : stages ? *stages : std::vector<std::string>{}) {
-        per_chunk = std::max<std::int64_t>(per_chunk, std::count(stage.begin(), stage.end(), 't'));
-      }
-    }
-    if (per_chunk <= 0) return {};
-    if (t.recompute_method == RecomputeMethod::kUniform) return integers(divisors(per_chunk));
-    std::vector<std::int64_t> out;
-    for (std::int64_t n = 1; n <= per_chunk; ++n) out.push_back(n);
-    return integers(out);
-  }
+  if (key == "training.recompute_num_layers") return recompute_num_layers_values(c);
   if (key == "training.distribute_saved_activations") {
-    return booleans(full && tp > 1 && !t.sequence_parallel);
+    return booleans(c.full && c.tp > 1 && !t.sequence_parallel);
   }
-  if (key == "training.use_distributed_optimizer") return booleans(dp > 1);
-  if (key == "training.overlap_grad_reduce") return booleans(dp > 1);
+  if (key == "training.use_distributed_optimizer") return booleans(c.dp > 1);
+  if (key == "training.overlap_grad_reduce") return booleans(c.dp > 1);
   if (key == "training.overlap_param_gather") {
     return booleans(t.use_distributed_optimizer && t.overlap_grad_reduce);
   }
-  if (key == "training.overlap_p2p_comm") return booleans(v > 1);
-  if (key == "training.microbatch_group_size_per_vp_stage") {
-    const std::int64_t per_step = t.micro_batch_size * dp;
-    const std::int64_t mb =
-        per_step > 0 && t.global_batch_size % per_step == 0 ? t.global_batch_size / per_step : 0;
-    if (v <= 1) return {integer(pp)};
-    std::vector<std::int64_t> out;
-    for (std::int64_t n = pp; n <= mb; ++n) {
-      if (mb % n == 0 || mb % n >= pp) out.push_back(n);
-    }
-    return integers(out);
+  if (key == "training.overlap_p2p_comm") return booleans(c.v > 1);
+  if (key == "training.microbatch_group_size_per_vp_stage") return microbatch_group_values(c);
+  if (key == "training.account_for_embedding_in_pipeline_split") {
+    return counted_split_values(c, true);
   }
-  // The even split with the embedding or the loss counted as a layer (Megatron-LM's
-  // --account-for-*-in-pipeline-split): not beside first/last stage sizes or a layout, and
-  // only where the counted layers still divide over the pipeline (and its virtual stages).
-  if (key == "training.account_for_embedding_in_pipeline_split" ||
-      key == "training.account_for_loss_in_pipeline_split") {
-    const bool embedding = key == "training.account_for_embedding_in_pipeline_split";
-    const bool current = embedding ? t.account_for_embedding_in_pipeline_split
-                                   : t.account_for_loss_in_pipeline_split;
-    if (first_or_last_given(t) || !t.pipeline_model_parallel_layout.empty() || pp <= 0) {
-      return {integer(0)};
-    }
-    // The embedding's axis comes first: the loss, when swept after it, may still add a layer.
-    const bool loss_later = embedding &&
-                            swept(spec, knob("training.account_for_loss_in_pipeline_split")) &&
-                            !t.account_for_loss_in_pipeline_split;
-    const std::int64_t vs = std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
-    const auto splits = [&](std::int64_t counted) {
-      return counted % pp == 0 && (counted / pp) % vs == 0;
-    };
-    std::vector<std::int64_t> out;
-    for (const std::int64_t on : {0, 1}) {
-      const std::int64_t counted = counted_layers(t, m) - (current ? 1 : 0) + on;
-      if (splits(counted) || (loss_later && splits(counted + 1))) out.push_back(on);
-    }
-    return integers(out);
-  }
-  // FP8 (validate_fp8.cpp): none, or both formats where the GPU has FP8 tensor cores; the
-  // recipes its compute capability runs (10.0+: MXFP8; below, or not given: the Hopper ones);
-  // FP8 parameters with the distributed optimizer in a 16-bit job, MXFP8 ones through the gradient buffer.
-  if (key == "training.fp8") {
-    if (w.system.peak_flops_fp8 <= 0) return {integer(0)};
-    return integers({static_cast<std::int64_t>(Fp8Format::kNone),
-                     static_cast<std::int64_t>(Fp8Format::kE4m3),
-                     static_cast<std::int64_t>(Fp8Format::kHybrid)});
-  }
-  if (key == "training.fp8_recipe") {
-    if (!t.fp8_enabled()) return {integer(static_cast<std::int64_t>(t.fp8_recipe))};
-    if (w.system.compute_capability >= 100) {
-      return {integer(static_cast<std::int64_t>(Fp8Recipe::kMxfp8))};
-    }
-    return integers({static_cast<std::int64_t>(Fp8Recipe::kDelayed),
-                     static_cast<std::int64_t>(Fp8Recipe::kTensorwise),
-                     static_cast<std::int64_t>(Fp8Recipe::kBlockwise)});
-  }
+  if (key == "training.account_for_loss_in_pipeline_split") return counted_split_values(c, false);
+  if (key == "training.fp8") return fp8_values(c);
+  if (key == "training.fp8_recipe") return fp8_recipe_values(c);
+  // FP8 parameters with the distributed optimizer in a 16-bit job, MXFP8 ones through the
+  // gradient buffer.
   if (key == "training.fp8_param_gather") {
     return booleans(t.fp8_enabled() && t.use_distributed_optimizer &&
                     t.params_dtype != DType::kFp32);
@@ -351,60 +229,10 @@ std::vector<KnobValue> auto_values(KnobId id, const Workload& w, const SweepSpec
   // naming the rule.
   if (key == "training.tp_comm_overlap") return booleans(t.sequence_parallel);
   if (key == "model.use_flash_attn") return booleans(true);
-  // Expert parallelism (validate_moe.cpp): EP divides num_experts and, with the expert TP,
-  // the world over the pipeline (Megatron's expert rank generator: tp-ep-dp-pp).
-  const bool experts = m.num_experts > 0;
-  if (key == "training.expert_model_parallel_size") {
-    if (!experts || pp <= 0) return {integer(1)};
-    // An expert TP that a later "auto" axis chooses does not bound EP here (1 fits any EP).
-    const std::int64_t etp =
-        swept(spec, knob("training.expert_tensor_parallel_size")) ? 1 : t.expert_tensor_parallel();
-    std::vector<std::int64_t> out;
-    for (const std::int64_t d : divisors(m.num_experts)) {
-      if (etp > 0 && t.world_size % (pp * d * etp) == 0) out.push_back(d);
-    }
-    return integers(out);
-  }
-  if (key == "training.expert_tensor_parallel_size") {
-    const std::int64_t ep = t.expert_model_parallel_size;
-    if (!experts || pp <= 0 || ep <= 0 || t.world_size % (pp * ep) != 0) return {integer(0)};
-    // Bias in MoE is only supported with ETP 1 (Megatron's check).
-    if (m.add_bias_linear) return {integer(1)};
-    std::vector<std::int64_t> out;
-    for (const std::int64_t d : divisors(t.world_size / (pp * ep))) {
-      if (m.moe_ffn() % d == 0) out.push_back(d);
-    }
-    return integers(out);
-  }
-  if (key == "training.moe_token_dispatcher_type") {
-    if (!experts) return {integer(static_cast<std::int64_t>(t.moe_token_dispatcher_type))};
-    std::vector<KnobValue> out = {integer(static_cast<std::int64_t>(MoeDispatcher::kAllGather)),
-                                  integer(static_cast<std::int64_t>(MoeDispatcher::kAllToAll))};
-    // "flex" where Megatron and DeepEP take it (validate_moe.cpp check_flex): the deepep
-    // backend (HybridEP and NCCL EP are not modelled), bf16, no capacity padding, an expert
-    // TP x EP group DeepEP's kernels run over.
-    const std::int64_t etp = t.expert_tensor_parallel();
-    if (t.moe_flex_dispatcher_backend == MoeFlexBackend::kDeepEp &&
-        t.params_dtype == DType::kBf16 && !t.moe_pad_expert_input_to_capacity &&
-        deepep_group_supported(etp * t.expert_model_parallel_size, etp, w.system.gpus_per_node) &&
-        (etp * t.expert_model_parallel_size <= 8 || etp * m.moe_router_topk <= 32)) {
-      out.push_back(integer(static_cast<std::int64_t>(MoeDispatcher::kFlex)));
-    }
-    return out;
-  }
-  // Capacity (validate_moe.cpp): Megatron takes a capacity factor with aux_loss,
-  // seq_aux_loss, global_aux_loss or no load balancing, and stepsim prices it with the
-  // alltoall dispatcher only. The factors offered beside none (dropless): 1.0, 1.25 and 2.0,
-  // those Fedus et al. compare (Switch Transformers, arXiv:2101.03961, table 1).
-  if (key == "training.moe_expert_capacity_factor") {
-    const MoeLoadBalancing lb = t.moe_router_load_balancing_type;
-    const bool capacity_ok = experts && lb != MoeLoadBalancing::kSinkhorn &&
-                             lb != MoeLoadBalancing::kQuantileBalancing &&
-                             t.moe_token_dispatcher_type == MoeDispatcher::kAllToAll;
-    if (!capacity_ok) return {KnobValue{.real = 0.0}};
-    return {KnobValue{.real = 0.0}, KnobValue{.real = 1.0}, KnobValue{.real = 1.25},
-            KnobValue{.real = 2.0}};
-  }
+  if (key == "training.expert_model_parallel_size") return expert_parallel_values(c);
+  if (key == "training.expert_tensor_parallel_size") return expert_tensor_parallel_values(c);
+  if (key == "training.moe_token_dispatcher_type") return dispatcher_values(c);
+  if (key == "training.moe_expert_capacity_factor") return capacity_factor_values(c);
   if (key == "training.moe_pad_expert_input_to_capacity") {
     return booleans(experts && t.moe_expert_capacity_factor > 0);
   }
