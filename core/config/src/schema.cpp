@@ -8,35 +8,10 @@
 #include <array>
 #include <vector>
 
+#include "stepsim/config/enum_names.hpp"
+
 namespace stepsim {
 namespace {
-
-constexpr std::array<std::string_view, 3> kGranularity = {"none", "selective", "full"};
-constexpr std::array<std::string_view, 3> kMethod = {"none", "uniform", "block"};
-constexpr std::array<std::string_view, 3> kPosition = {"learned_absolute", "rope", "none"};
-constexpr std::array<std::string_view, 2> kNorm = {"LayerNorm", "RMSNorm"};
-constexpr std::array<std::string_view, 5> kAttentionBackend = {"auto", "flash", "fused", "unfused",
-                                                               "local"};
-// Megatron-Core's --softmax-type values (TransformerConfig.softmax_type), in SoftmaxType's order.
-constexpr std::array<std::string_view, 3> kSoftmaxType = {"vanilla", "off-by-one", "learnable"};
-constexpr std::array<std::string_view, 3> kFp8Format = {"none", "e4m3", "hybrid"};
-constexpr std::array<std::string_view, 5> kFp8Recipe = {"delayed", "tensorwise", "blockwise",
-                                                        "mxfp8", "custom"};
-// Megatron-LM's --cp-comm-type values (arguments.py), in CpCommType's order.
-constexpr std::array<std::string_view, 4> kCpCommType = {"p2p", "a2a", "allgather", "a2a+p2p"};
-// OptimizerImpl's order.
-constexpr std::array<std::string_view, 2> kOptimizerImpl = {"megatron",
-                                                            "apex_distributed_fused_adam"};
-// Megatron-LM's --cross-entropy-fusion-impl values, in CrossEntropyFusionImpl's order.
-constexpr std::array<std::string_view, 2> kCrossEntropyImpl = {"native", "te"};
-// Megatron-Core's MoE choices (arguments.py, transformer_config.py), in the enums' order.
-constexpr std::array<std::string_view, 3> kMoeDispatcher = {"allgather", "alltoall", "flex"};
-constexpr std::array<std::string_view, 3> kMoeFlexBackend = {"deepep", "hybridep", "ncclep"};
-constexpr std::array<std::string_view, 6> kMoeLoadBalancing = {
-    "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none"};
-constexpr std::array<std::string_view, 3> kMoeRouterDtype = {"none", "fp32", "fp64"};
-constexpr std::array<std::string_view, 3> kMoeRouterScore = {"softmax", "sigmoid",
-                                                             "sqrtsoftplus"};
 
 KnobValue int_value(std::int64_t v) { return KnobValue{.integer = v}; }
 KnobValue real_value(double v) { return KnobValue{.real = v}; }
@@ -329,7 +304,8 @@ const std::array kSchema = {
             .autoable = true, .flags = "--use-flash-attn=true", .default_text = "false",
             .doc = "fused flash attention (no s x s score tensors in memory)"},
     KeyInfo{STEPSIM_ENUM("model.attention_backend", model.attention_backend, AttentionBackend),
-            .choices = kAttentionBackend, .sweep = Sweep::kListed, .flags = "--attention-backend",
+            .choices = kAttentionBackendNames, .sweep = Sweep::kListed,
+            .flags = "--attention-backend",
             .default_text = "\"unfused\" (\"flash\" with use_flash_attn); the importers write "
                             "Megatron-Core's default \"auto\"",
             .check = "\"auto\", \"flash\", \"fused\", \"unfused\", \"local\"; unfused and local "
@@ -337,7 +313,7 @@ const std::array kSchema = {
             .doc = "Megatron-Core's attention backend: auto, flash and fused run one fused kernel "
                    "(no s x s scores in memory), unfused and local materialise the scores"},
     KeyInfo{STEPSIM_ENUM("model.softmax_type", model.softmax_type, SoftmaxType),
-            .choices = kSoftmaxType, .sweep = Sweep::kListed, .flags = "--softmax-type",
+            .choices = kSoftmaxTypeNames, .sweep = Sweep::kListed, .flags = "--softmax-type",
             .default_text = "\"vanilla\"",
             .check = "\"vanilla\", \"off-by-one\", \"learnable\"; not vanilla needs "
                      "Transformer Engine's fused (cuDNN) attention: attention_backend \"auto\" "
@@ -355,7 +331,7 @@ const std::array kSchema = {
             .doc = "biases in the linear layers"},
     KeyInfo{STEPSIM_ENUM("model.position_embedding_type", model.position_embedding_type,
                          PositionEmbedding),
-            .choices = kPosition, .sweep = Sweep::kListed,
+            .choices = kPositionEmbeddingNames, .sweep = Sweep::kListed,
             .flags = "--position-embedding-type --use-rotary-position-embeddings=rope",
             .default_text = "\"learned_absolute\"",
             .check = "\"learned_absolute\", \"rope\", \"none\"", .doc = "position embedding"},
@@ -367,7 +343,7 @@ const std::array kSchema = {
                    "Engine's fused RoPE kernel still reads and writes whole heads (it copies the "
                    "rest), so its bytes and the step's FLOPs do not change"},
     KeyInfo{STEPSIM_ENUM("model.normalization", model.normalization, Normalization),
-            .choices = kNorm, .sweep = Sweep::kListed, .flags = "--normalization",
+            .choices = kNormalizationNames, .sweep = Sweep::kListed, .flags = "--normalization",
             .default_text = "\"LayerNorm\"", .check = "\"LayerNorm\", \"RMSNorm\"",
             .doc = "normalization layer"},
     KeyInfo{.key = "model.window_size",
@@ -411,7 +387,7 @@ const std::array kSchema = {
                    "the predicted logits and the exp sums instead of two"},
     KeyInfo{STEPSIM_ENUM("model.cross_entropy_fusion_impl", model.cross_entropy_fusion_impl,
                          CrossEntropyFusionImpl),
-            .choices = kCrossEntropyImpl, .sweep = Sweep::kListed,
+            .choices = kCrossEntropyFusionImplNames, .sweep = Sweep::kListed,
             .flags = "--cross-entropy-fusion-impl", .default_text = "\"native\"",
             .check = "\"native\" or \"te\"",
             .doc = "which fused cross entropy cross_entropy_loss_fusion runs: Megatron's native "
@@ -450,7 +426,7 @@ const std::array kSchema = {
             .doc = "which layers are MoE layers (the others keep the dense MLP)"},
     KeyInfo{STEPSIM_ENUM("model.moe_router_score_function", model.moe_router_score_function,
                          MoeRouterScore),
-            .choices = kMoeRouterScore, .sweep = Sweep::kListed,
+            .choices = kMoeRouterScoreNames, .sweep = Sweep::kListed,
             .flags = "--moe-router-score-function", .default_text = "\"softmax\"",
             .check = "\"softmax\", \"sigmoid\", \"sqrtsoftplus\"; not softmax needs num_experts",
             .doc = "the router's score function; cost-neutral: the same [tokens, num_experts] "
@@ -568,7 +544,7 @@ const std::array kSchema = {
                      "padded_vocab_size",
             .doc = "t"},
     KeyInfo{STEPSIM_ENUM("training.cp_comm_type", training.cp_comm_type, CpCommType),
-            .choices = kCpCommType, .sweep = Sweep::kListed, .flags = "--cp-comm-type",
+            .choices = kCpCommTypeNames, .sweep = Sweep::kListed, .flags = "--cp-comm-type",
             .default_text = "\"p2p\"",
             .check = "\"p2p\", \"a2a\", \"allgather\", \"a2a+p2p\" (needs "
                      "hierarchical_context_parallel_sizes); with \"a2a\": num_attention_heads "
@@ -635,8 +611,8 @@ const std::array kSchema = {
             .default_text = "must be given", .check = "> 0", .doc = "sequences per micro-batch"},
     KeyInfo{STEPSIM_ENUM("training.recompute_granularity", training.recompute_granularity,
                          RecomputeGranularity),
-            .choices = kGranularity, .null_choice = true, .sweep = Sweep::kAuto, .autoable = true,
-            .flags = "--recompute-granularity --recompute-activations=selective",
+            .choices = kRecomputeGranularityNames, .null_choice = true, .sweep = Sweep::kAuto,
+            .autoable = true, .flags = "--recompute-granularity --recompute-activations=selective",
             .default_text = "null",
             .check = "null, \"selective\", \"full\" (full needs a "
                      "recompute_method)",
@@ -647,8 +623,8 @@ const std::array kSchema = {
             .check = "not with recompute_granularity \"full\"",
             .doc = "Megatron's --recompute-activations: recompute_granularity \"selective\""},
     KeyInfo{STEPSIM_ENUM("training.recompute_method", training.recompute_method, RecomputeMethod),
-            .choices = kMethod, .null_choice = true, .sweep = Sweep::kAuto, .autoable = true,
-            .flags = "--recompute-method", .default_text = "null",
+            .choices = kRecomputeMethodNames, .null_choice = true, .sweep = Sweep::kAuto,
+            .autoable = true, .flags = "--recompute-method", .default_text = "null",
             .check = "null, \"uniform\", \"block\"; only with recompute_granularity \"full\"",
             .doc = "which layers full recomputation covers"},
     KeyInfo{STEPSIM_INT("training.recompute_num_layers", training.recompute_num_layers),
@@ -668,7 +644,7 @@ const std::array kSchema = {
             .default_text = "false",
             .doc = "optimizer states sharded over data parallelism (ZeRO-1)"},
     KeyInfo{STEPSIM_ENUM("training.optimizer_impl", training.optimizer_impl, OptimizerImpl),
-            .choices = kOptimizerImpl, .default_text = "\"megatron\"",
+            .choices = kOptimizerImplNames, .default_text = "\"megatron\"",
             .check = "\"apex_distributed_fused_adam\" (not a Megatron-LM argument: NeMo's "
                      "optim.name distributed_fused_adam) needs use_distributed_optimizer, "
                      "overlap_grad_reduce, overlap_param_gather, bf16 with grad_reduce_in_bf16, "
@@ -776,7 +752,7 @@ const std::array kSchema = {
                      "decoder_first/last_*, account_for_* or a virtual-stage key",
             .doc = "every stage's layers, virtual stage by virtual stage (Megatron's layout "
                    "string); sets the virtual stages"},
-    KeyInfo{STEPSIM_ENUM("training.fp8", training.fp8, Fp8Format), .choices = kFp8Format,
+    KeyInfo{STEPSIM_ENUM("training.fp8", training.fp8, Fp8Format), .choices = kFp8FormatNames,
             .null_choice = true, .sweep = Sweep::kAuto, .autoable = true, .flags = "--fp8-format",
             .default_text = "null (no FP8)",
             .check = "\"e4m3\", \"hybrid\" or null; the system has a peak_flops_fp8",
@@ -784,8 +760,8 @@ const std::array kSchema = {
                    "everywhere, or hybrid (E5M2 gradients); embedding, attention and output "
                    "layer stay 16-bit"},
     KeyInfo{STEPSIM_ENUM("training.fp8_recipe", training.fp8_recipe, Fp8Recipe),
-            .choices = kFp8Recipe, .sweep = Sweep::kAuto, .autoable = true, .flags = "--fp8-recipe",
-            .default_text = "\"delayed\"",
+            .choices = kFp8RecipeNames, .sweep = Sweep::kAuto, .autoable = true,
+            .flags = "--fp8-recipe", .default_text = "\"delayed\"",
             .check = "\"delayed\", \"tensorwise\", \"blockwise\", \"mxfp8\", \"custom\"; "
                      "\"custom\" is not modelled yet; \"delayed\", \"tensorwise\" and "
                      "\"blockwise\" are modelled on Hopper (below system.compute_capability "
@@ -982,7 +958,7 @@ const std::array kSchema = {
                "world_size / (pipeline * expert_model_parallel * expert_tensor_parallel)"},
     KeyInfo{STEPSIM_ENUM("training.moe_token_dispatcher_type", training.moe_token_dispatcher_type,
                          MoeDispatcher),
-            .choices = kMoeDispatcher, .sweep = Sweep::kAuto, .autoable = true,
+            .choices = kMoeDispatcherNames, .sweep = Sweep::kAuto, .autoable = true,
             .flags = "--moe-token-dispatcher-type", .default_text = "\"allgather\"",
             .check = "\"allgather\", \"alltoall\", \"flex\" (with moe_flex_dispatcher_backend "
                      "\"deepep\"; rules there)",
@@ -992,7 +968,7 @@ const std::array kSchema = {
                    "group (a token crosses RDMA once per destination node, then NVLink)"},
     KeyInfo{STEPSIM_ENUM("training.moe_flex_dispatcher_backend",
                          training.moe_flex_dispatcher_backend, MoeFlexBackend),
-            .choices = kMoeFlexBackend, .sweep = Sweep::kListed,
+            .choices = kMoeFlexBackendNames, .sweep = Sweep::kListed,
             .flags = "--moe-flex-dispatcher-backend", .default_text = "\"deepep\"",
             .check = "\"deepep\"; \"hybridep\" and \"ncclep\" are not modelled yet. With flex "
                      "and deepep: expert_tensor_parallel_size * expert_model_parallel_size > 1 "
@@ -1033,7 +1009,7 @@ const std::array kSchema = {
                    "effect without shared experts"},
     KeyInfo{STEPSIM_ENUM("training.moe_router_load_balancing_type",
                          training.moe_router_load_balancing_type, MoeLoadBalancing),
-            .choices = kMoeLoadBalancing, .sweep = Sweep::kListed,
+            .choices = kMoeLoadBalancingNames, .sweep = Sweep::kListed,
             .flags = "--moe-router-load-balancing-type", .default_text = "\"aux_loss\"",
             .check = "\"aux_loss\", \"seq_aux_loss\", \"global_aux_loss\", \"none\"; "
                      "\"sinkhorn\" and \"quantile_balancing\" are not modelled yet; "
@@ -1077,7 +1053,7 @@ const std::array kSchema = {
                    "all-to-all waits for the most loaded EP rank, whose experts the step "
                    "prices; capacity clips each expert's rows per source"},
     KeyInfo{STEPSIM_ENUM("training.moe_router_dtype", training.moe_router_dtype, MoeRouterDtype),
-            .choices = kMoeRouterDtype, .null_choice = true, .sweep = Sweep::kListed,
+            .choices = kMoeRouterDtypeNames, .null_choice = true, .sweep = Sweep::kListed,
             .flags = "--moe-router-dtype", .default_text = "null (the params dtype)",
             .check = "null, \"fp32\"; \"fp64\" is not modelled yet",
             .doc = "dtype of the router GEMM, its scores and the routing probabilities"},

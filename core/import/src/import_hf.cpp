@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/import/import.hpp"
 #include "stepsim/base/json_input.hpp"
+#include "stepsim/config/enum_names.hpp"
+#include "stepsim/import/import.hpp"
 
 namespace stepsim {
 namespace {
@@ -135,7 +136,9 @@ void import_deepseek(const json& doc, const std::string& file_label, json& model
       pattern += sparse ? "1" : "0";
     }
     if (!all_sparse && layers > 0) model["moe_layer_freq"] = pattern + "]";
-    if (text("scoring_func") == "sigmoid") model["moe_router_score_function"] = "sigmoid";
+    if (text("scoring_func") == "sigmoid") {
+      model["moe_router_score_function"] = std::string(to_string(MoeRouterScore::kSigmoid));
+    }
     // noaux_tc: DeepSeek-V3's auxiliary-loss-free balancing (e_score_correction_bias).
     if (text("topk_method") == "noaux_tc") model["moe_router_enable_expert_bias"] = true;
     const std::string method = text("topk_method");
@@ -234,7 +237,7 @@ void import_gpt_oss(const json& doc, const std::string& file_label, json& model,
   }
   // GptOssAttention.sinks: one learned logit per head in the softmax's denominator, as
   // Megatron-Bridge's GPTOSSBridge.provider_bridge sets it (softmax_type "learnable").
-  model["softmax_type"] = "learnable";
+  model["softmax_type"] = std::string(to_string(SoftmaxType::kLearnable));
   // GptOssExperts._apply_gate: gate.clamp(max=limit), up.clamp(-limit, limit), then
   // gate * sigmoid(1.702 gate) * (up + 1): Megatron's quick-GEGLU with glu_linear_offset 1 and
   // activation_func_clamp_value = swiglu_limit (GPTOSSBridge: quick_gelu, 1.0, 7.0).
@@ -376,11 +379,13 @@ Result<ImportedModel> model_from_hf_config(std::string_view config_json,
   model["add_bias_linear"] = names == &kLlama || names == &kNemotron
                                  ? boolean("attention_bias", false) || boolean("mlp_bias", false)
                                  : names->bias_default;
-  model["position_embedding_type"] = names->rope ? "rope" : "learned_absolute";
-  model["normalization"] =
-      names->rms_norm || doc.contains("rms_norm_eps") ? "RMSNorm" : "LayerNorm";
+  model["position_embedding_type"] = std::string(
+      to_string(names->rope ? PositionEmbedding::kRope : PositionEmbedding::kLearnedAbsolute));
+  model["normalization"] = std::string(to_string(names->rms_norm || doc.contains("rms_norm_eps")
+                                                     ? Normalization::kRmsNorm
+                                                     : Normalization::kLayerNorm));
   // Megatron-Core's default attention backend (TransformerConfig.attention_backend).
-  model["attention_backend"] = "auto";
+  model["attention_backend"] = std::string(to_string(AttentionBackend::kAuto));
   out.notes.push_back(
       "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
       "fused attention; priced as one fused attention kernel)");

@@ -6,8 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "stepsim/import/import.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/schema.hpp"
+#include "stepsim/import/import.hpp"
 
 namespace stepsim {
 
@@ -69,22 +70,22 @@ std::string megatron_args_of(const Workload& w) {
   if (m.use_flash_attn) flag("--use-flash-attn");
   // Explicit: without it the importer takes Megatron-Core's default, auto.
   if (!(m.use_flash_attn && m.attention_backend == AttentionBackend::kUnfused)) {
-    constexpr std::string_view kBackends[] = {"auto", "flash", "fused", "unfused", "local"};
     flag("--attention-backend");
     out += ' ';
-    out += kBackends[static_cast<std::size_t>(m.attention_backend)];
+    out += to_string(m.attention_backend);
   }
   if (m.softmax_type != SoftmaxType::kVanilla) {
     flag("--softmax-type");
-    out += m.softmax_type == SoftmaxType::kLearnable ? " learnable" : " off-by-one";
+    out += ' ';
+    out += to_string(m.softmax_type);
   }
   if (!m.add_bias_linear) flag("--disable-bias-linear");
   flag("--normalization");
-  out += m.normalization == Normalization::kRmsNorm ? " RMSNorm" : " LayerNorm";
+  out += ' ';
+  out += to_string(m.normalization);
   flag("--position-embedding-type");
-  out += m.position_embedding_type == PositionEmbedding::kRope   ? " rope"
-         : m.position_embedding_type == PositionEmbedding::kNone ? " none"
-                                                                 : " learned_absolute";
+  out += ' ';
+  out += to_string(m.position_embedding_type);
   // Megatron's defaults are 0.1; the shortest form that reads back as the same double.
   for (const auto& [name, p] : {std::pair<std::string_view, double>{"--attention-dropout",
                                                                     m.attention_dropout},
@@ -117,17 +118,17 @@ std::string megatron_args_of(const Workload& w) {
   if (m.cross_entropy_loss_fusion) {
     flag("--cross-entropy-loss-fusion");
     flag("--cross-entropy-fusion-impl");
-    out += m.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe ? " te" : " native";
+    out += ' ';
+    out += to_string(m.cross_entropy_fusion_impl);
   }
   num("--micro-batch-size", t.micro_batch_size);
   num("--global-batch-size", t.global_batch_size);
   num("--tensor-model-parallel-size", t.tensor_model_parallel_size);
   if (t.context_parallel_size > 1) {
     num("--context-parallel-size", t.context_parallel_size);
-    constexpr std::string_view kCpComm[] = {"p2p", "a2a", "allgather", "a2a+p2p"};
     flag("--cp-comm-type");
     out += ' ';
-    out += kCpComm[static_cast<std::size_t>(t.cp_comm_type)];
+    out += to_string(t.cp_comm_type);
     if (!t.hierarchical_context_parallel_sizes.empty()) {
       flag("--hierarchical-context-parallel-sizes");
       for (const std::int64_t n : t.hierarchical_context_parallel_sizes) {
@@ -171,11 +172,14 @@ std::string megatron_args_of(const Workload& w) {
   if (t.sequence_parallel) flag("--sequence-parallel");
   if (t.recompute_granularity != RecomputeGranularity::kNone) {
     flag("--recompute-granularity");
-    out += t.recompute_granularity == RecomputeGranularity::kFull ? " full" : " selective";
+    out += ' ';
+    out += to_string(t.recompute_granularity);
   }
   if (t.recompute_granularity == RecomputeGranularity::kFull) {
     flag("--recompute-method");
-    out += t.recompute_method == RecomputeMethod::kBlock ? " block" : " uniform";
+    out += ' ';
+    out += to_string(t.recompute_method == RecomputeMethod::kBlock ? RecomputeMethod::kBlock
+                                                                   : RecomputeMethod::kUniform);
     num("--recompute-num-layers", t.recompute_num_layers);
   }
   if (t.distribute_saved_activations) flag("--distribute-saved-activations");
@@ -197,12 +201,11 @@ std::string megatron_args_of(const Workload& w) {
   }
   if (t.fp8_enabled()) {
     flag("--fp8-format");
-    out += t.fp8 == Fp8Format::kE4m3 ? " e4m3" : " hybrid";
-    constexpr std::string_view kRecipes[] = {"delayed", "tensorwise", "blockwise", "mxfp8",
-                                             "custom"};
+    out += ' ';
+    out += to_string(t.fp8);
     flag("--fp8-recipe");
     out += ' ';
-    out += kRecipes[static_cast<std::size_t>(t.fp8_recipe)];
+    out += to_string(t.fp8_recipe);
   }
   if (t.fp8_param_gather) flag("--fp8-param-gather");
   if (t.reuse_grad_buf_for_mxfp8_param_ag) flag("--reuse-grad-buf-for-mxfp8-param-ag");
@@ -249,35 +252,27 @@ std::string megatron_args_of(const Workload& w) {
     if (t.expert_tensor_parallel_size > 0) {
       num("--expert-tensor-parallel-size", t.expert_tensor_parallel_size);
     }
-    constexpr std::string_view kDispatchers[] = {"allgather", "alltoall", "flex"};
-    word("--moe-token-dispatcher-type",
-         kDispatchers[static_cast<std::size_t>(t.moe_token_dispatcher_type)]);
+    word("--moe-token-dispatcher-type", to_string(t.moe_token_dispatcher_type));
     if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
-      constexpr std::string_view kBackends[] = {"deepep", "hybridep", "ncclep"};
-      word("--moe-flex-dispatcher-backend",
-           kBackends[static_cast<std::size_t>(t.moe_flex_dispatcher_backend)]);
+      word("--moe-flex-dispatcher-backend", to_string(t.moe_flex_dispatcher_backend));
       if (t.moe_flex_dispatcher_num_sms > 0 || t.moe_deepep_num_sms > 0) {
         num("--moe-flex-dispatcher-num-sms", t.deepep_num_sms());
       }
     }
     if (t.moe_grouped_gemm) flag("--moe-grouped-gemm");
     if (t.moe_shared_expert_overlap) flag("--moe-shared-expert-overlap");
-    constexpr std::string_view kBalancing[] = {"aux_loss", "seq_aux_loss", "global_aux_loss",
-                                               "sinkhorn", "quantile_balancing", "none"};
     if (t.moe_router_load_balancing_type != MoeLoadBalancing::kAuxLoss) {
-      word("--moe-router-load-balancing-type",
-           kBalancing[static_cast<std::size_t>(t.moe_router_load_balancing_type)]);
+      word("--moe-router-load-balancing-type", to_string(t.moe_router_load_balancing_type));
     }
     if (t.moe_expert_capacity_factor > 0) {
       real("--moe-expert-capacity-factor", t.moe_expert_capacity_factor);
     }
     if (t.moe_pad_expert_input_to_capacity) flag("--moe-pad-expert-input-to-capacity");
     if (t.moe_aux_loss_coeff > 0) real("--moe-aux-loss-coeff", t.moe_aux_loss_coeff);
-    if (t.moe_router_dtype == MoeRouterDtype::kFp32) word("--moe-router-dtype", "fp32");
-    constexpr std::string_view kScores[] = {"softmax", "sigmoid", "sqrtsoftplus"};
+    if (t.moe_router_dtype == MoeRouterDtype::kFp32)
+      word("--moe-router-dtype", to_string(MoeRouterDtype::kFp32));
     if (m.moe_router_score_function != MoeRouterScore::kSoftmax) {
-      word("--moe-router-score-function",
-           kScores[static_cast<std::size_t>(m.moe_router_score_function)]);
+      word("--moe-router-score-function", to_string(m.moe_router_score_function));
     }
     if (m.moe_router_enable_expert_bias) flag("--moe-router-enable-expert-bias");
     if (m.moe_router_num_groups > 0) num("--moe-router-num-groups", m.moe_router_num_groups);

@@ -4,9 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "stepsim/ops/flops.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
+#include "stepsim/ops/flops.hpp"
 #include "stepsim/report/json_writer.hpp"
 
 namespace stepsim::sim {
@@ -29,11 +30,12 @@ std::string gib(std::int64_t bytes) {
 std::string_view recompute_name(const TrainingConfig& t) {
   switch (t.recompute_granularity) {
     case RecomputeGranularity::kNone: return "off";
-    case RecomputeGranularity::kSelective: return "selective";
+    case RecomputeGranularity::kSelective:
+      break;
     case RecomputeGranularity::kFull:
       return t.recompute_method == RecomputeMethod::kBlock ? "full (block)" : "full (uniform)";
   }
-  return "?";
+  return to_string(t.recompute_granularity);
 }
 
 std::string_view schedule_name(ScheduleKind k) {
@@ -47,43 +49,6 @@ std::string_view schedule_name(ScheduleKind k) {
 
 std::string share(double part, double whole) {
   return fmt("%.3f s", part) + (whole > 0 ? fmt(" (%.1f%%)", 100.0 * part / whole) : "");
-}
-
-std::string_view granularity_key(RecomputeGranularity g) {
-  switch (g) {
-    case RecomputeGranularity::kNone: return "none";
-    case RecomputeGranularity::kSelective: return "selective";
-    case RecomputeGranularity::kFull: return "full";
-  }
-  return "?";
-}
-
-std::string_view cp_comm_key(CpCommType c) {
-  switch (c) {
-    case CpCommType::kP2p: return "p2p";
-    case CpCommType::kA2a: return "a2a";
-    case CpCommType::kAllGather: return "allgather";
-    case CpCommType::kA2aP2p: return "a2a+p2p";
-  }
-  return "?";
-}
-
-std::string_view dispatcher_key(MoeDispatcher d) {
-  switch (d) {
-    case MoeDispatcher::kAllGather: return "allgather";
-    case MoeDispatcher::kAllToAll: return "alltoall";
-    case MoeDispatcher::kFlex: return "flex";
-  }
-  return "?";
-}
-
-std::string_view method_key(RecomputeMethod m) {
-  switch (m) {
-    case RecomputeMethod::kNone: return "none";
-    case RecomputeMethod::kUniform: return "uniform";
-    case RecomputeMethod::kBlock: return "block";
-  }
-  return "?";
 }
 
 /// Which keys made the stages uneven, for the text report.
@@ -122,26 +87,6 @@ TimeToTrain time_to_train(const Workload& w, double step_time_s, std::int64_t to
   t.time_s = static_cast<double>(t.steps) * step_time_s;
   t.gpu_hours = t.time_s * static_cast<double>(w.training.world_size) / 3600.0;
   return t;
-}
-
-std::string_view fp8_format_key(Fp8Format f) {
-  switch (f) {
-    case Fp8Format::kNone: return "none";
-    case Fp8Format::kE4m3: return "e4m3";
-    case Fp8Format::kHybrid: return "hybrid";
-  }
-  return "?";
-}
-
-std::string_view fp8_recipe_key(Fp8Recipe r) {
-  switch (r) {
-    case Fp8Recipe::kDelayed: return "delayed";
-    case Fp8Recipe::kTensorwise: return "tensorwise";
-    case Fp8Recipe::kBlockwise: return "blockwise";
-    case Fp8Recipe::kMxfp8: return "mxfp8";
-    case Fp8Recipe::kCustom: return "custom";
-  }
-  return "?";
 }
 
 /// A peak in TFLOP/s as the report prints it: whole numbers for GPUs, three significant
@@ -210,14 +155,14 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("global_batch_size", t.global_batch_size);
   j.field("num_microbatches", t.num_microbatches);
   j.field("sequence_parallel", t.sequence_parallel);
-  j.field("recompute_granularity", granularity_key(t.recompute_granularity));
-  j.field("recompute_method", method_key(t.recompute_method));
+  j.field("recompute_granularity", to_string(t.recompute_granularity));
+  j.field("recompute_method", to_string(t.recompute_method));
   j.field("recompute_num_layers", t.recompute_num_layers);
   j.field("distribute_saved_activations", t.distribute_saved_activations);
   j.field("use_distributed_optimizer", t.use_distributed_optimizer);
   if (t.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
     // Only when not Megatron-Core's, so that every other configuration's output stays.
-    j.field("optimizer_impl", std::string_view("apex_distributed_fused_adam"));
+    j.field("optimizer_impl", to_string(t.optimizer_impl));
     j.field("apex_bucket_cap_mb", t.apex_bucket_cap_mb);
   }
   j.field("overlap_grad_reduce", t.overlap_grad_reduce);
@@ -240,8 +185,8 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("dtype", to_string(t.params_dtype));
   if (t.fp8_enabled()) {
     // Only with FP8 on, so that every other configuration's output stays as it was.
-    j.field("fp8", fp8_format_key(t.fp8));
-    j.field("fp8_recipe", fp8_recipe_key(t.fp8_recipe));
+    j.field("fp8", to_string(t.fp8));
+    j.field("fp8_recipe", to_string(t.fp8_recipe));
     j.field("fp8_param_gather", t.fp8_param_gather);
     if (t.reuse_grad_buf_for_mxfp8_param_ag) j.field("reuse_grad_buf_for_mxfp8_param_ag", true);
     j.field("fp8_amax_history_len", t.fp8_amax_history_len);
@@ -264,7 +209,7 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("system", std::string_view(w.system.name));
   j.field("gpu", std::string_view(w.system.gpu_name));
   j.field("context_parallel_size", t.context_parallel_size);
-  j.field("cp_comm_type", cp_comm_key(t.cp_comm_type));
+  j.field("cp_comm_type", to_string(t.cp_comm_type));
   if (!t.hierarchical_context_parallel_sizes.empty()) {
     // Only when given, so that every other configuration's output stays as it was.
     j.key("hierarchical_context_parallel_sizes").begin_array();
@@ -287,7 +232,7 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
     j.field("expert_model_parallel_size", t.expert_model_parallel_size);
     j.field("expert_tensor_parallel_size", t.expert_tensor_parallel());
     j.field("expert_data_parallel_size", t.expert_data_parallel_size);
-    j.field("moe_token_dispatcher_type", dispatcher_key(t.moe_token_dispatcher_type));
+    j.field("moe_token_dispatcher_type", to_string(t.moe_token_dispatcher_type));
     j.field("moe_grouped_gemm", t.moe_grouped_gemm);
     // Only when it changes the job, so that the other MoE configurations' output stays.
     if (t.moe_shared_expert_overlap && w.model.moe_shared_expert_intermediate_size > 0) {
@@ -328,7 +273,7 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   if (t.context_parallel_size > 1) out << " x CP " << t.context_parallel_size;
   out << " x PP " << t.pipeline_model_parallel_size << " x DP " << t.data_parallel_size << " = "
       << t.world_size << " GPUs";
-  if (t.context_parallel_size > 1) out << ", cp_comm_type " << cp_comm_key(t.cp_comm_type);
+  if (t.context_parallel_size > 1) out << ", cp_comm_type " << to_string(t.cp_comm_type);
   if (t.hierarchical_context_parallel_sizes.size() == 2) {
     out << " (a2a " << t.hierarchical_context_parallel_sizes[0] << " x p2p "
         << t.hierarchical_context_parallel_sizes[1] << ")";
@@ -348,13 +293,12 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
     out << "  experts     " << m.num_experts << " routed, top-" << m.moe_router_topk << ", EP "
         << t.expert_model_parallel_size << " x ETP " << t.expert_tensor_parallel()
         << " x expert DP " << t.expert_data_parallel_size << ", "
-        << dispatcher_key(t.moe_token_dispatcher_type) << " dispatcher"
+        << to_string(t.moe_token_dispatcher_type) << " dispatcher"
         << (t.moe_grouped_gemm ? ", grouped GEMM" : "")
         << (t.moe_shared_expert_overlap && m.moe_shared_expert_intermediate_size > 0
                 ? ", shared experts beside the dispatcher"
                 : "")
-        << "; "
-        << fmt("%.2fB", static_cast<double>(count_parameters(m)) / 1e9) << " parameters, "
+        << "; " << fmt("%.2fB", static_cast<double>(count_parameters(m)) / 1e9) << " parameters, "
         << fmt("%.2fB", static_cast<double>(count_active_parameters(m)) / 1e9) << " active ("
         << fmt("%.2fB",
                static_cast<double>(count_active_parameters_without_input_embedding(m)) / 1e9)
@@ -381,7 +325,7 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   }
   out << "\n";
   if (t.fp8_enabled()) {
-    out << "  precision   FP8 " << fp8_format_key(t.fp8) << " (" << fp8_recipe_key(t.fp8_recipe)
+    out << "  precision   FP8 " << to_string(t.fp8) << " (" << to_string(t.fp8_recipe)
         << " scaling";
     if (t.fp8_recipe == Fp8Recipe::kDelayed) out << ", amax history " << t.fp8_amax_history_len;
     out << ") in the layers' linears"

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/import/import.hpp"
 #include "stepsim/report/report.hpp"
 #include "stepsim/sweep/sweep.hpp"
@@ -115,13 +116,12 @@ std::string fmt(const char* format, double v) {
 std::string_view recompute_label(const TrainingConfig& t) {
   switch (t.recompute_granularity) {
     case RecomputeGranularity::kNone:
-      return "none";
     case RecomputeGranularity::kSelective:
-      return "selective";
+      break;
     case RecomputeGranularity::kFull:
       return t.recompute_method == RecomputeMethod::kBlock ? "full/block" : "full/uniform";
   }
-  return "?";
+  return to_string(t.recompute_granularity);
 }
 
 std::string layout(const Workload& w) {
@@ -141,9 +141,7 @@ std::string layout(const Workload& w) {
   std::snprintf(moe.data(), moe.size(), " %4lld %4lld %-9s",
                 static_cast<long long>(t.expert_model_parallel_size),
                 static_cast<long long>(t.expert_tensor_parallel()),
-                t.moe_token_dispatcher_type == MoeDispatcher::kAllToAll    ? "alltoall"
-                : t.moe_token_dispatcher_type == MoeDispatcher::kAllGather ? "allgather"
-                                                                           : "flex");
+                std::string(to_string(t.moe_token_dispatcher_type)).c_str());
   return std::string(buf.data()) + moe.data();
 }
 
