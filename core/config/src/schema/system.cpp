@@ -1,0 +1,112 @@
+// The scenario schema's rows for system files (and inline systems)
+// (see schema.hpp; rows.hpp has the macros).
+
+#include "rows.hpp"
+
+namespace stepsim::schema_rows {
+namespace {
+
+const std::array kRows = {
+    // ---- system files (and inline systems) ----
+    KeyInfo{.key = "system.name",
+            .kind = KnobKind::kString,
+            .required = true,
+            .default_text = "must be given",
+            .doc = "short id used in reports"},
+    KeyInfo{.key = "system.gpu_name",
+            .kind = KnobKind::kString,
+            .required = true,
+            .default_text = "must be given",
+            .doc = "the device"},
+    KeyInfo{STEPSIM_INT("system.gpus_per_node", system.gpus_per_node), .required = true,
+            .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
+            .doc = "GPUs per node"},
+    KeyInfo{STEPSIM_INT("system.nics_per_node", system.nics_per_node), .required = true,
+            .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
+            .doc = "compute-fabric NICs per node"},
+    KeyInfo{STEPSIM_INT("system.sm_count", system.sm_count), .sweep = Sweep::kListed,
+            .default_text = "0 (not given)", .check = "> 0; cited when given",
+            .doc = "streaming multiprocessors per GPU; training.tp_comm_overlap needs it"},
+    KeyInfo{STEPSIM_INT("system.compute_capability", system.compute_capability),
+            .sweep = Sweep::kListed, .default_text = "0 (not given)",
+            .check = "in [10, 1000]; cited when given",
+            .doc = "CUDA compute capability, major * 10 + minor as NCCL's cudaCompCap (80 A100, "
+                   "90 H100/H200, 100 B200); training.fp8_recipe \"mxfp8\" needs 100 or more, "
+                   "the Hopper recipes below 100"},
+    KeyInfo{STEPSIM_INT("system.memory_bytes", system.memory_bytes), .required = true,
+            .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
+            .doc = "device memory per GPU, bytes"},
+    KeyInfo{STEPSIM_REAL("system.peak_flops_fp32", system.peak_flops_fp32), .required = true,
+            .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "0 or FLOP/s in [1e9, 1e30]; one of the three peaks > 0; cited",
+            .doc = "dense peak of the fp32 GEMM path (TF32 tensor cores where there are); 0 if "
+                   "unsupported"},
+    KeyInfo{STEPSIM_REAL("system.peak_flops_fp16", system.peak_flops_fp16), .required = true,
+            .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "0 or FLOP/s in [1e9, 1e30]; cited",
+            .doc = "dense FP16 tensor-core peak; 0 if unsupported"},
+    KeyInfo{STEPSIM_REAL("system.peak_flops_bf16", system.peak_flops_bf16), .required = true,
+            .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "0 or FLOP/s in [1e9, 1e30]; cited",
+            .doc = "dense BF16 tensor-core peak; 0 if unsupported"},
+    KeyInfo{STEPSIM_REAL("system.peak_flops_fp8", system.peak_flops_fp8), .sweep = Sweep::kListed,
+            .default_text = "0 (no FP8 tensor cores)",
+            .check = "0 or FLOP/s in [1e9, 1e30]; cited when given",
+            .doc = "dense FP8 (E4M3/E5M2) tensor-core peak; training.fp8 needs it"},
+    KeyInfo{STEPSIM_REAL("system.hbm_bandwidth_Bps", system.hbm_bandwidth_bytes_per_s),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "bytes/s in [1e6, 1e30]; cited", .doc = "device memory bandwidth"},
+    KeyInfo{
+        STEPSIM_REAL("system.intra_node.bandwidth_Bps", system.intra_node.bandwidth_bytes_per_s),
+        .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+        .check = "bytes/s in [1e6, 1e30]; cited",
+        .doc = "per GPU, one direction (NVLink/NVSwitch)"},
+    KeyInfo{STEPSIM_REAL("system.intra_node.latency_s", system.intra_node.latency_s),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "seconds in [0, 1]; cited",
+            .doc = "one ring step / one-way small message inside a node"},
+    KeyInfo{
+        STEPSIM_REAL("system.inter_node.bandwidth_Bps", system.inter_node.bandwidth_bytes_per_s),
+        .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+        .check = "bytes/s in [1e6, 1e30]; cited", .doc = "per NIC, one direction"},
+    KeyInfo{STEPSIM_REAL("system.inter_node.latency_s", system.inter_node.latency_s),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "seconds in [0, 1]; cited",
+            .doc = "one ring step / one-way small message across nodes"},
+    KeyInfo{STEPSIM_REAL("system.efficiency.gemm_max", system.efficiency.gemm_max),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "fraction in [0.01, 1]; cited",
+            .doc = "share of dense peak large GEMMs reach (matmul microbenchmarks)"},
+    KeyInfo{STEPSIM_REAL("system.efficiency.gemm_half_flops", system.efficiency.gemm_half_flops),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "FLOPs in [0, 1e30]; cited",
+            .doc = "GEMM size reaching half of gemm_max; 0 = no size dependence"},
+    KeyInfo{STEPSIM_REAL("system.efficiency.memory_max", system.efficiency.memory_max),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "fraction in [0.01, 1]; cited",
+            .doc = "share of HBM bandwidth streaming kernels reach"},
+    KeyInfo{STEPSIM_REAL("system.efficiency.kernel_launch_s", system.efficiency.kernel_launch_s),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "seconds in [0, 1]; cited", .doc = "fixed cost per kernel"},
+    KeyInfo{STEPSIM_REAL("system.efficiency.link_max", system.efficiency.link_max),
+            .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
+            .check = "fraction in [0.01, 1]; cited",
+            .doc = "NCCL bus bandwidth over link bandwidth"},
+    KeyInfo{
+        STEPSIM_REAL("system.interference.compute_slowdown", system.interference.compute_slowdown),
+        .sweep = Sweep::kListed, .default_text = "1 (no interference)",
+        .check = "factor in [1, 10]; cited when given",
+        .doc = "compute kernels' time factor while an NCCL kernel runs beside them"},
+    KeyInfo{STEPSIM_REAL("system.interference.collective_slowdown",
+                         system.interference.collective_slowdown),
+            .sweep = Sweep::kListed, .default_text = "1 (no interference)",
+            .check = "factor in [1, 10]; cited when given",
+            .doc = "an NCCL kernel's time factor while compute kernels run beside it"},
+
+};
+
+}  // namespace
+
+std::span<const KeyInfo> system_keys() { return kRows; }
+
+}  // namespace stepsim::schema_rows
