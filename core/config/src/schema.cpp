@@ -4,6 +4,8 @@
 #include "stepsim/config/schema.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <initializer_list>
 #include <vector>
 
@@ -54,6 +56,26 @@ const KeyInfo* find_schema_key(std::string_view dotted_key) {
     if (k.key == dotted_key) return &k;
   }
   return nullptr;
+}
+
+std::string check_text(const KeyInfo& k) {
+  if (k.unit.empty()) return std::string(k.check);
+  // Powers of ten as the reference writes them: 1e9, not printf's 1e+09.
+  const auto number = [](double v) {
+    std::array<char, 32> buf{};
+    std::snprintf(buf.data(), buf.size(), "%g", v);
+    std::string s = buf.data();
+    const auto e = s.find("e+");
+    if (e != std::string::npos) {
+      const auto digits = s.find_first_not_of('0', e + 2);
+      s = s.substr(0, e + 1) + s.substr(digits);
+    }
+    return s;
+  };
+  std::string out = k.zero_allowed && k.min > 0 ? "0 or " : "";
+  out += std::string(k.unit) + " in [" + number(k.min) + ", " + number(k.max) + "]";
+  if (!k.check.empty()) out += "; " + std::string(k.check);
+  return out;
 }
 
 std::string unknown_key_message(std::string_view section, std::string_view key) {

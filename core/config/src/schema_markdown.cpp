@@ -85,7 +85,7 @@ std::string scenario_keys_markdown() {
            (k.sweep == Sweep::kAuto     ? "auto"
             : k.sweep == Sweep::kListed ? "yes"
                                         : "") +
-           " | " + cell(k.check) + " | " + cell(k.doc) + " |\n";
+           " | " + cell(check_text(k)) + " | " + cell(k.doc) + " |\n";
   }
   out +=
       "\n## Megatron-LM arguments not modelled yet\n\n"

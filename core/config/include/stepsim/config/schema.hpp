@@ -65,9 +65,18 @@ struct KeyInfo {
   /// torchrun ..."), for settings Transformer Engine reads from the environment. Empty for most.
   std::string_view env = {};
   std::string_view default_text = {};  ///< the default, as the reference prints it
-  std::string_view check = {};         ///< the rule(s) the value obeys, as the reference prints it
-  std::string_view doc = {};           ///< one line
-  bool zero_allowed = false;  ///< kInt: 0 is a valid value (e.g. wgrad_deferral_limit's "all")
+  /// The rule(s) the value obeys, as the reference prints it; after the range when the row
+  /// has one (check_text() joins them).
+  std::string_view check = {};
+  std::string_view doc = {};  ///< one line
+  /// kInt: 0 is a valid value (e.g. wgrad_deferral_limit's "all"); a ranged kReal: 0 is valid
+  /// besides the range (a peak of 0: the GPU lacks that dtype).
+  bool zero_allowed = false;
+  /// A system figure's range [min, max] in `unit` ("FLOP/s", "seconds"), which the system
+  /// loader enforces (system_number_problem); empty unit: the row has no range.
+  double min = 0;
+  double max = 0;
+  std::string_view unit = {};
 };
 
 /// Every key, in table order: the top level, the system figures, the model, the training
@@ -77,6 +86,10 @@ std::span<const KeyInfo> scenario_schema();
 
 /// The row of a dotted key, or nullptr.
 const KeyInfo* find_schema_key(std::string_view dotted_key);
+
+/// A row's rule as the key reference prints it: its range ("0 or FLOP/s in [1e9, 1e30]")
+/// followed by its check text.
+std::string check_text(const KeyInfo& k);
 
 /// A Megatron-LM argument (its dest and flag) that stepsim does not model.
 struct UnmodelledArgument {
