@@ -1,6 +1,6 @@
 // A scenario from a Megatron-LM launch line: the flags stepsim models map one to one onto
-// scenario keys (the flags' `dest`), as the schema table (schema.cpp) lists them; the others
-// are listed back as ignored. The launcher's
+// scenario keys (the flags' `dest`), as the schema table (config/src/schema/) lists them; the
+// others are listed back as ignored. The launcher's
 // --nnodes x --nproc_per_node gives the world size when the line has one; the assignments
 // before it ("NVTE_FWD_LAYERNORM_SM_MARGIN=16 torchrun ...") are the job's environment.
 
@@ -13,6 +13,7 @@
 
 #include "import_environment.hpp"
 #include "stepsim/import/import.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/schema.hpp"
 
 namespace stepsim {
@@ -330,7 +331,7 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
     }
   }
   if (!attention_given) {
-    model["attention_backend"] = "auto";
+    model["attention_backend"] = std::string(to_string(AttentionBackend::kAuto));
     out.notes.push_back(
         "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
         "fused attention; priced as one fused attention kernel)");
@@ -338,7 +339,7 @@ Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_lin
   const std::string backend =
       model.contains("attention_backend") && model["attention_backend"].is_string()
           ? model["attention_backend"].get<std::string>()
-          : std::string("auto");
+          : std::string(to_string(AttentionBackend::kAuto));
   detail::ImportedEnvironment env = detail::import_environment(environment, backend, kLabel);
   for (const auto& [key, value] : env.training) training[key] = value;
   out.ignored_flags.insert(out.ignored_flags.end(), env.ignored.begin(), env.ignored.end());
