@@ -27,15 +27,17 @@ std::string gib(std::int64_t bytes) {
   return fmt("%.1f GiB", b / (1024.0 * 1024.0 * 1024.0));
 }
 
-std::string_view recompute_name(const TrainingConfig& t) {
-  switch (t.recompute_granularity) {
-    case RecomputeGranularity::kNone: return "off";
-    case RecomputeGranularity::kSelective:
-      break;
-    case RecomputeGranularity::kFull:
-      return t.recompute_method == RecomputeMethod::kBlock ? "full (block)" : "full (uniform)";
+// The granularity, and full recomputation's method (uniform unless block): "full (block)".
+std::string recompute_name(const TrainingConfig& t) {
+  if (t.recompute_granularity == RecomputeGranularity::kNone) return "off";
+  std::string name(to_string(t.recompute_granularity));
+  if (t.recompute_granularity == RecomputeGranularity::kFull) {
+    const RecomputeMethod method = t.recompute_method == RecomputeMethod::kBlock
+                                       ? RecomputeMethod::kBlock
+                                       : RecomputeMethod::kUniform;
+    name += " (" + std::string(to_string(method)) + ")";
   }
-  return to_string(t.recompute_granularity);
+  return name;
 }
 
 std::string_view schedule_name(ScheduleKind k) {

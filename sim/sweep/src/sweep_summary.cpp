@@ -113,15 +113,15 @@ std::string fmt(const char* format, double v) {
   return buf.data();
 }
 
-std::string_view recompute_label(const TrainingConfig& t) {
-  switch (t.recompute_granularity) {
-    case RecomputeGranularity::kNone:
-    case RecomputeGranularity::kSelective:
-      break;
-    case RecomputeGranularity::kFull:
-      return t.recompute_method == RecomputeMethod::kBlock ? "full/block" : "full/uniform";
+// The granularity, and full recomputation's method (uniform unless block): "full/block".
+std::string recompute_label(const TrainingConfig& t) {
+  std::string label(to_string(t.recompute_granularity));
+  if (t.recompute_granularity == RecomputeGranularity::kFull) {
+    label += "/" + std::string(to_string(t.recompute_method == RecomputeMethod::kBlock
+                                             ? RecomputeMethod::kBlock
+                                             : RecomputeMethod::kUniform));
   }
-  return to_string(t.recompute_granularity);
+  return label;
 }
 
 std::string layout(const Workload& w) {
@@ -134,7 +134,7 @@ std::string layout(const Workload& w) {
       static_cast<long long>(t.virtual_pipeline_model_parallel_size),
       static_cast<long long>(t.data_parallel_size), static_cast<long long>(t.micro_batch_size),
       static_cast<long long>(t.num_microbatches), t.sequence_parallel ? "on" : "off",
-      std::string(recompute_label(t)).c_str(), t.use_distributed_optimizer ? "on" : "off");
+      recompute_label(t).c_str(), t.use_distributed_optimizer ? "on" : "off");
   if (!w.model.moe()) return buf.data();
   // Mixture of experts: the expert parallel sizes and the dispatcher, which a sweep may vary.
   std::array<char, 64> moe{};
