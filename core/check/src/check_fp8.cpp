@@ -14,17 +14,6 @@ namespace {
 // it is no job, and the amax update's byte count stays far inside int64 (stepsim's own limit).
 constexpr std::int64_t kMaxAmaxHistory = std::int64_t{1} << 24;
 
-std::string_view recipe_name(Fp8Recipe r) {
-  switch (r) {
-    case Fp8Recipe::kDelayed: return "delayed";
-    case Fp8Recipe::kTensorwise: return "tensorwise";
-    case Fp8Recipe::kBlockwise: return "blockwise";
-    case Fp8Recipe::kMxfp8: return "mxfp8";
-    case Fp8Recipe::kCustom: return "custom";
-  }
-  return "?";
-}
-
 /// Why a recipe is not modelled, from Transformer Engine's recipes and support checks
 /// (transformer_engine/common/recipe/__init__.py, pytorch/quantization.py check_*_support).
 std::string_view unmodelled_recipe_reason(Fp8Recipe r) {
@@ -46,7 +35,7 @@ std::string_view unmodelled_recipe_reason(Fp8Recipe r) {
 void check_fp8_architecture(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
   const SystemConfig& s = w.system;
-  const std::string name = std::string("=\"") + std::string(recipe_name(t.fp8_recipe)) + "\"";
+  const std::string name = std::string("=\"") + std::string(to_string(t.fp8_recipe)) + "\"";
   const std::string gpu =
       " on system \"" + s.name + "\" (" + s.gpu_name +
       (s.compute_capability > 0 ? ", compute capability " + str(s.compute_capability / 10) + "." +
@@ -171,12 +160,12 @@ void check_fp8(const Workload& w, Checker& check) {
   const SystemConfig& s = w.system;
   const bool system_given = s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
   if (system_given && s.peak_flops_fp8 <= 0) {
-    check.fail("training.fp8", std::string("=\"") + (t.fp8 == Fp8Format::kE4m3 ? "e4m3" : "hybrid") +
-                                   "\" but system \"" + s.name + "\" (" + s.gpu_name +
+    check.fail("training.fp8", "=\"" + std::string(to_string(t.fp8)) + "\" but system \"" + s.name +
+                                   "\" (" + s.gpu_name +
                                    ") has no FP8 tensor cores (no peak_flops_fp8)");
   }
   if (t.fp8_recipe == Fp8Recipe::kCustom) {
-    check.fail("training.fp8_recipe", std::string("=\"") + std::string(recipe_name(t.fp8_recipe)) +
+    check.fail("training.fp8_recipe", std::string("=\"") + std::string(to_string(t.fp8_recipe)) +
                                           "\" is not modelled yet (\"delayed\", Megatron-LM's "
                                           "default, \"tensorwise\", \"blockwise\" and "
                                           "\"mxfp8\" are)" +

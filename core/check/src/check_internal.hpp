@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "stepsim/base/result.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/scenario.hpp"
 
 namespace stepsim::detail {

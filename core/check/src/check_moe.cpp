@@ -181,17 +181,18 @@ void check_deepep(const Workload& w, Checker& check) {
   // The flex backends stepsim cannot price, and why.
   struct Unpriced {
     MoeFlexBackend backend;
-    std::string_view name, why;
+    std::string_view why;
   };
   for (const Unpriced& u :
-       {Unpriced{MoeFlexBackend::kHybridEp, "hybridep",
+       {Unpriced{MoeFlexBackend::kHybridEp,
                  "HybridEP's kernels have no published bandwidth per link to price them by"},
-        Unpriced{MoeFlexBackend::kNcclEp, "ncclep",
+        Unpriced{MoeFlexBackend::kNcclEp,
                  "NCCL's expert-parallel kernels have no published bandwidth"}}) {
     if (t.moe_flex_dispatcher_backend != u.backend) continue;
     check.fail("training.moe_flex_dispatcher_backend",
-               "=\"" + std::string(u.name) + "\"" + std::string(kNotModelled) + " (" +
-                   std::string(u.why) + "; give \"deepep\")");
+               "=\"" + std::string(to_string(u.backend)) + "\"" + std::string(kNotModelled) + " (" +
+                   std::string(u.why) + "; give \"" +
+                   std::string(to_string(MoeFlexBackend::kDeepEp)) + "\")");
     return;
   }
   if (group <= 1) {

@@ -1,7 +1,6 @@
 // System files: one GPU type, its node and network, and the roofline efficiency curves.
 // The format is documented in scenarios/README.md; every figure must be cited in `sources`.
 
-#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -22,8 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kHuge = 1e30;  // upper bound for rates: anything above is a typo
-
 // Every figure a system file holds, as the dotted key its citation goes under in `sources`:
 // the schema's numeric "system." rows. An optional figure (peak_flops_fp8, sm_count,
 // compute_capability) is cited
@@ -41,38 +38,6 @@ std::vector<CitedKey> cited_keys() {
   }
   return keys;
 }
-
-// The range of every number of a system file, by dotted key. The lower bounds keep every
-// time computed from the figure finite: a peak of 1e-300 FLOP/s would make each GEMM take
-// longer than a double can hold. A rate below them (1 GFLOP/s, 1 MB/s, 1% efficiency) is no
-// accelerator or link stepsim models. A peak of 0 says the GPU lacks that dtype.
-struct NumberRule {
-  std::string_view key;
-  double min;
-  double max;
-  bool zero_allowed;
-};
-constexpr double kMinFlops = 1e9;
-constexpr double kMinBandwidth = 1e6;
-constexpr double kMinEfficiency = 0.01;
-constexpr std::array<NumberRule, 16> kNumberRules = {{
-    {"peak_flops_fp32", kMinFlops, kHuge, true},
-    {"peak_flops_fp16", kMinFlops, kHuge, true},
-    {"peak_flops_bf16", kMinFlops, kHuge, true},
-    {"peak_flops_fp8", kMinFlops, kHuge, true},
-    {"hbm_bandwidth_Bps", kMinBandwidth, kHuge, false},
-    {"intra_node.bandwidth_Bps", kMinBandwidth, kHuge, false},
-    {"intra_node.latency_s", 0, 1, true},
-    {"inter_node.bandwidth_Bps", kMinBandwidth, kHuge, false},
-    {"inter_node.latency_s", 0, 1, true},
-    {"efficiency.gemm_max", kMinEfficiency, 1, false},
-    {"efficiency.gemm_half_flops", 0, kHuge, true},
-    {"efficiency.memory_max", kMinEfficiency, 1, false},
-    {"efficiency.kernel_launch_s", 0, 1, true},
-    {"efficiency.link_max", kMinEfficiency, 1, false},
-    {"interference.compute_slowdown", 1, 10, false},
-    {"interference.collective_slowdown", 1, 10, false},
-}};
 
 // Reads the number `key` of `r` (whose path within a system is `dotted`) under its rule.
 std::optional<double> ruled_number(ObjectReader& r, std::string_view key, std::string_view dotted,
@@ -168,9 +133,13 @@ std::optional<std::int64_t> bounded_int(ObjectReader& r, std::string_view key, b
 
 }  // namespace
 
+// The range of every number of a system file is its schema row's (schema/system.cpp).
 std::optional<std::string> system_number_problem(std::string_view dotted_key, double value) {
-  for (const NumberRule& rule : kNumberRules) {
-    if (rule.key != dotted_key) continue;
+  for (const KeyInfo& rule : scenario_schema()) {
+    if (rule.unit.empty() || !rule.key.starts_with("system.") ||
+        rule.key.substr(std::string_view("system.").size()) != dotted_key) {
+      continue;
+    }
     if (std::isfinite(value) && rule.zero_allowed && value == 0) return std::nullopt;
     if (std::isfinite(value) && value >= rule.min && value <= rule.max) return std::nullopt;
     return "=" + format_number(value) + " must be " + (rule.zero_allowed ? "0 or " : "") +

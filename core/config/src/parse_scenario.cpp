@@ -1,5 +1,5 @@
 // Scenario files (contract v1 in docs/scenario.md): keys are Megatron-LM argument dests, read
-// row by row from the schema table (schema.cpp). Reading here covers types, presence and paths;
+// row by row from the schema table (src/schema/). Reading here covers types, presence and paths;
 // Megatron's defaults and rules live in the check layer (check.cpp, finalize_workload), which
 // load_scenario_text runs after this.
 

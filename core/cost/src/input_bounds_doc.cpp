@@ -69,7 +69,7 @@ std::string input_bounds_markdown() {
   for (const KeyInfo& k : scenario_schema()) {
     if (k.kind != KnobKind::kReal) continue;
     const bool system = k.key.starts_with("system.");
-    std::string rule = system ? std::string(k.check) : "[0, 1e6]";
+    std::string rule = system ? check_text(k) : "[0, 1e6]";
     if (!system && !k.check.empty()) rule += "; " + std::string(k.check);
     out += "| `" + std::string(k.key) + "` | " + md_cell(rule) + " |\n";
   }

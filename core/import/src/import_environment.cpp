@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <optional>
 
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/schema.hpp"
 
 namespace stepsim::detail {
@@ -48,12 +50,21 @@ constexpr std::string_view kNcclTuning[] = {"NCCL_ALGO",
 /// attention backend `backend` (LanguageModule._set_attention_backend: it asserts that a
 /// value already in the environment is that one).
 char expected_attention_env(std::string_view name, std::string_view backend) {
-  if (backend == "local") return '0';
-  if (backend == "auto") return '1';
-  const bool on = (name == "NVTE_FLASH_ATTN" && backend == "flash") ||
-                  (name == "NVTE_FUSED_ATTN" && backend == "fused") ||
-                  (name == "NVTE_UNFUSED_ATTN" && backend == "unfused");
-  return on ? '1' : '0';
+  const std::optional<AttentionBackend> b = parse_enum<AttentionBackend>(backend);
+  if (!b) return '0';
+  switch (*b) {
+    case AttentionBackend::kLocal:
+      return '0';
+    case AttentionBackend::kAuto:
+      return '1';
+    case AttentionBackend::kFlash:
+      return name == "NVTE_FLASH_ATTN" ? '1' : '0';
+    case AttentionBackend::kFused:
+      return name == "NVTE_FUSED_ATTN" ? '1' : '0';
+    case AttentionBackend::kUnfused:
+      return name == "NVTE_UNFUSED_ATTN" ? '1' : '0';
+  }
+  return '0';
 }
 
 bool parse_int(const std::string& s, std::int64_t& out) {

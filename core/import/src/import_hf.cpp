@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "import_hf_moe.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/import/import.hpp"
 #include "stepsim/base/json_input.hpp"
 #include "stepsim/check/load.hpp"
@@ -198,11 +199,13 @@ void read_transformer(HfFields& f, const HfNames* names, std::int64_t seq_length
   model["add_bias_linear"] = names == &kLlama || names == &kNemotron
                                  ? f.boolean("attention_bias", false) || f.boolean("mlp_bias", false)
                                  : names->bias_default;
-  model["position_embedding_type"] = names->rope ? "rope" : "learned_absolute";
-  model["normalization"] =
-      names->rms_norm || f.doc.contains("rms_norm_eps") ? "RMSNorm" : "LayerNorm";
+  model["position_embedding_type"] = std::string(
+      to_string(names->rope ? PositionEmbedding::kRope : PositionEmbedding::kLearnedAbsolute));
+  model["normalization"] = std::string(to_string(names->rms_norm || f.doc.contains("rms_norm_eps")
+                                                     ? Normalization::kRmsNorm
+                                                     : Normalization::kLayerNorm));
   // Megatron-Core's default attention backend (TransformerConfig.attention_backend).
-  model["attention_backend"] = "auto";
+  model["attention_backend"] = std::string(to_string(AttentionBackend::kAuto));
   out.notes.push_back(
       "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or cuDNN "
       "fused attention; priced as one fused attention kernel)");

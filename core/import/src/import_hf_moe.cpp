@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "stepsim/config/enum_names.hpp"
+
 namespace stepsim {
 namespace {
 
@@ -138,7 +140,9 @@ void import_deepseek(const json& doc, const std::string& file_label, json& model
       pattern += sparse ? "1" : "0";
     }
     if (!all_sparse && layers > 0) model["moe_layer_freq"] = pattern + "]";
-    if (text("scoring_func") == "sigmoid") model["moe_router_score_function"] = "sigmoid";
+    if (text("scoring_func") == "sigmoid") {
+      model["moe_router_score_function"] = std::string(to_string(MoeRouterScore::kSigmoid));
+    }
     // noaux_tc: DeepSeek-V3's auxiliary-loss-free balancing (e_score_correction_bias).
     if (text("topk_method") == "noaux_tc") model["moe_router_enable_expert_bias"] = true;
     const std::string method = text("topk_method");
@@ -182,7 +186,7 @@ void import_gpt_oss(const json& doc, const std::string& file_label, json& model,
   }
   // GptOssAttention.sinks: one learned logit per head in the softmax's denominator, as
   // Megatron-Bridge's GPTOSSBridge.provider_bridge sets it (softmax_type "learnable").
-  model["softmax_type"] = "learnable";
+  model["softmax_type"] = std::string(to_string(SoftmaxType::kLearnable));
   // GptOssExperts._apply_gate: gate.clamp(max=limit), up.clamp(-limit, limit), then
   // gate * sigmoid(1.702 gate) * (up + 1): Megatron's quick-GEGLU with glu_linear_offset 1 and
   // activation_func_clamp_value = swiglu_limit (GPTOSSBridge: quick_gelu, 1.0, 7.0).

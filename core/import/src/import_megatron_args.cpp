@@ -1,6 +1,6 @@
 // A scenario from a Megatron-LM launch line: the flags stepsim models map one to one onto
-// scenario keys (the flags' `dest`), as the schema table (schema.cpp) lists them; the others
-// are listed back as ignored. The launcher's
+// scenario keys (the flags' `dest`), as the schema table (config/src/schema/) lists them; the
+// others are listed back as ignored. The launcher's
 // --nnodes x --nproc_per_node gives the world size when the line has one; the assignments
 // before it ("NVTE_FWD_LAYERNORM_SM_MARGIN=16 torchrun ...") are the job's environment.
 
@@ -13,6 +13,7 @@
 
 #include "import_environment.hpp"
 #include "launch_line_words.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/schema.hpp"
 #include "stepsim/import/import.hpp"
 
@@ -256,7 +257,7 @@ class LineReader {
   /// Megatron-Core's default attention backend, and the environment's settings.
   void read_environment(const std::vector<detail::Assignment>& environment) {
     if (!attention_given_) {
-      model_["attention_backend"] = "auto";
+      model_["attention_backend"] = std::string(to_string(AttentionBackend::kAuto));
       out_.notes.push_back(
           "attention_backend=auto: Megatron-Core's default (Transformer Engine runs flash or "
           "cuDNN fused attention; priced as one fused attention kernel)");
@@ -264,7 +265,7 @@ class LineReader {
     const std::string backend =
         model_.contains("attention_backend") && model_["attention_backend"].is_string()
             ? model_["attention_backend"].get<std::string>()
-            : std::string("auto");
+            : std::string(to_string(AttentionBackend::kAuto));
     detail::ImportedEnvironment env = detail::import_environment(environment, backend, kLabel);
     for (const auto& [key, value] : env.training) training_[key] = value;
     out_.ignored_flags.insert(out_.ignored_flags.end(), env.ignored.begin(), env.ignored.end());

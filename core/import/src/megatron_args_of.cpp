@@ -1,298 +1,323 @@
 // The Megatron-LM launch flags of a scenario: the inverse of scenario_from_megatron_args
 // (import_megatron_args.cpp), which the round-trip test holds it to, with Transformer Engine's
-// settings from the environment as assignments before the flags.
+// settings from the environment as assignments before the flags. The flags and the values'
+// spellings are the schema rows' (schema.hpp); what is written when stays here, in the order
+// of the steps below.
 
 #include <charconv>
 #include <string>
 #include <string_view>
 
-#include "stepsim/import/import.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/schema.hpp"
+#include "stepsim/import/import.hpp"
 
 namespace stepsim {
+namespace {
 
-std::string megatron_args_of(const Workload& w) {
-  const ModelConfig& m = w.model;
-  const TrainingConfig& t = w.training;
-  std::string out;
-  const auto flag = [&](std::string_view name) {
-    if (!out.empty()) out += ' ';
-    out += name;
-  };
-  const auto num = [&](std::string_view name, std::int64_t v) {
+// The shortest form that reads back as the same double.
+std::string shortest(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, static_cast<std::size_t>(r.ptr - buf));
+}
+
+/// The launch line being written: flags with their values, from the schema rows.
+class LaunchLine {
+ public:
+  explicit LaunchLine(const Workload& w) : w_(w) {}
+
+  void flag(std::string_view name) {
+    if (!out_.empty()) out_ += ' ';
+    out_ += name;
+  }
+  void word(std::string_view name, std::string_view value) {
     flag(name);
-    out += ' ' + std::to_string(v);
-  };
-  // Transformer Engine's settings from the environment, as assignments before the flags.
+    out_ += ' ';
+    out_ += value;
+  }
+  void num(std::string_view name, std::int64_t v) { word(name, std::to_string(v)); }
+  /// A text value in single quotes (its characters need quoting from the shell, never ').
+  void quoted(std::string_view name, const std::string& v) { word(name, "'" + v + "'"); }
+
+  /// The row of `dotted_key`'s flag that takes a value ("--num-layers"), or the first one.
+  static std::string_view flag_of(std::string_view dotted_key) {
+    const std::string_view flags = find_schema_key(dotted_key)->flags;
+    return flags.substr(0, flags.find_first_of(" ="));
+  }
+
+  /// Writes the key's current value as its row spells it: a value-taking flag and the number
+  /// or choice, or the flag of the row's "--flag=VALUE" forms that sets this value.
+  void key(std::string_view dotted_key) {
+    const KeyInfo& k = *find_schema_key(dotted_key);
+    const KnobValue v = k.get(w_);
+    std::string value;
+    switch (k.kind) {
+      case KnobKind::kInt:
+        value = std::to_string(v.integer);
+        break;
+      case KnobKind::kBool:
+        value = v.integer != 0 ? "true" : "false";
+        break;
+      case KnobKind::kReal:
+        value = shortest(v.real);
+        break;
+      case KnobKind::kChoice:
+        value = k.choices[static_cast<std::size_t>(v.integer)];
+        break;
+      case KnobKind::kSystem:
+      case KnobKind::kString:
+        break;
+    }
+    std::string_view rest = k.flags;
+    while (!rest.empty()) {
+      const auto space = rest.find(' ');
+      const std::string_view f = rest.substr(0, space);
+      const auto eq = f.find('=');
+      if (eq == std::string_view::npos) return word(f, value);
+      if (f.substr(eq + 1) == value) return flag(f.substr(0, eq));
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+  }
+
+  std::string take() { return std::move(out_); }
+
+ private:
+  const Workload& w_;
+  std::string out_;
+};
+
+// Transformer Engine's settings from the environment, as assignments before the flags.
+void write_environment(const Workload& w, LaunchLine& line) {
   for (const KeyInfo& k : scenario_schema()) {
     if (k.env.empty() || k.get == nullptr) continue;
     const std::string v = std::to_string(k.get(w).integer);
-    if (v != k.default_text) flag(std::string(k.env) + "=" + v);
+    if (v != k.default_text) line.flag(std::string(k.env) + "=" + v);
   }
-  num("--num-layers", m.num_layers);
-  num("--hidden-size", m.hidden_size);
-  num("--num-attention-heads", m.num_attention_heads);
+}
+
+// The model's shape: layers, widths, heads, sequence and vocabulary.
+void write_shape(const ModelConfig& m, LaunchLine& line) {
+  line.key("model.num_layers");
+  line.key("model.hidden_size");
+  line.key("model.num_attention_heads");
   if (m.num_query_groups != m.num_attention_heads) {
-    flag("--group-query-attention");
-    num("--num-query-groups", m.num_query_groups);
+    line.flag("--group-query-attention");
+    line.key("model.num_query_groups");
   }
   if (m.num_attention_heads > 0 && m.kv_channels != m.hidden_size / m.num_attention_heads) {
-    num("--kv-channels", m.kv_channels);
+    line.key("model.kv_channels");
   }
-  num("--ffn-hidden-size", m.ffn_hidden_size);
-  num("--seq-length", m.seq_length);
-  num("--max-position-embeddings", m.max_position_embeddings);
+  line.key("model.ffn_hidden_size");
+  line.key("model.seq_length");
+  line.key("model.max_position_embeddings");
   if (m.vocab_size > 0) {
-    num("--vocab-size", m.vocab_size);
-    num("--make-vocab-size-divisible-by", m.make_vocab_size_divisible_by);
+    line.key("model.vocab_size");
+    line.key("model.make_vocab_size_divisible_by");
   } else {
     // Only the padded size is known: pad by 1 so Megatron keeps it (a multiple of t).
-    num("--vocab-size", m.padded_vocab_size);
-    num("--make-vocab-size-divisible-by", 1);
+    line.num(LaunchLine::flag_of("model.vocab_size"), m.padded_vocab_size);
+    line.num(LaunchLine::flag_of("model.make_vocab_size_divisible_by"), 1);
   }
-  // The shortest form that reads back as the same double.
-  const auto decimal = [&](std::string_view name, double v) {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    flag(name);
-    out += ' ';
-    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
-  };
-  if (m.swiglu) flag("--swiglu");
-  if (m.squared_relu) flag("--squared-relu");
-  if (m.quick_geglu) flag("--quick-geglu");
-  if (m.glu_linear_offset != 0.0) decimal("--glu-linear-offset", m.glu_linear_offset);
-  if (m.activation_func_clamp_value > 0.0) {
-    decimal("--activation-func-clamp-value", m.activation_func_clamp_value);
-  }
-  if (m.untie_embeddings_and_output_weights) flag("--untie-embeddings-and-output-weights");
-  if (m.use_flash_attn) flag("--use-flash-attn");
+}
+
+// The layer's kernels: activation, attention, norms, embeddings, dropout, windows and loss.
+void write_layer(const ModelConfig& m, LaunchLine& line) {
+  if (m.swiglu) line.key("model.swiglu");
+  if (m.squared_relu) line.key("model.squared_relu");
+  if (m.quick_geglu) line.key("model.quick_geglu");
+  if (m.glu_linear_offset != 0.0) line.key("model.glu_linear_offset");
+  if (m.activation_func_clamp_value > 0.0) line.key("model.activation_func_clamp_value");
+  if (m.untie_embeddings_and_output_weights) line.key("model.untie_embeddings_and_output_weights");
+  if (m.use_flash_attn) line.key("model.use_flash_attn");
   // Explicit: without it the importer takes Megatron-Core's default, auto.
   if (!(m.use_flash_attn && m.attention_backend == AttentionBackend::kUnfused)) {
-    constexpr std::string_view kBackends[] = {"auto", "flash", "fused", "unfused", "local"};
-    flag("--attention-backend");
-    out += ' ';
-    out += kBackends[static_cast<std::size_t>(m.attention_backend)];
+    line.key("model.attention_backend");
   }
-  if (m.softmax_type != SoftmaxType::kVanilla) {
-    flag("--softmax-type");
-    out += m.softmax_type == SoftmaxType::kLearnable ? " learnable" : " off-by-one";
-  }
-  if (!m.add_bias_linear) flag("--disable-bias-linear");
-  flag("--normalization");
-  out += m.normalization == Normalization::kRmsNorm ? " RMSNorm" : " LayerNorm";
-  flag("--position-embedding-type");
-  out += m.position_embedding_type == PositionEmbedding::kRope   ? " rope"
-         : m.position_embedding_type == PositionEmbedding::kNone ? " none"
-                                                                 : " learned_absolute";
-  // Megatron's defaults are 0.1; the shortest form that reads back as the same double.
-  for (const auto& [name, p] : {std::pair<std::string_view, double>{"--attention-dropout",
-                                                                    m.attention_dropout},
-                                {"--hidden-dropout", m.hidden_dropout}}) {
-    if (p == 0.1) continue;
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, p);
-    flag(name);
-    out += ' ';
-    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
-  }
-  if (m.rotary_percent != 1.0) {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, m.rotary_percent);
-    flag("--rotary-percent");
-    out += ' ';
-    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
-  }
+  if (m.softmax_type != SoftmaxType::kVanilla) line.key("model.softmax_type");
+  if (!m.add_bias_linear) line.key("model.add_bias_linear");
+  line.key("model.normalization");
+  line.key("model.position_embedding_type");
+  // Megatron's defaults are 0.1.
+  if (m.attention_dropout != 0.1) line.key("model.attention_dropout");
+  if (m.hidden_dropout != 0.1) line.key("model.hidden_dropout");
+  if (m.rotary_percent != 1.0) line.key("model.rotary_percent");
   if (m.window_size.size() == 2) {
     // arguments.py tuple_type reads "left,right".
-    flag("--window-size");
-    out += ' ' + std::to_string(m.window_size[0]) + ',' + std::to_string(m.window_size[1]);
-    // A list pattern's characters need quoting from the shell, never '.
+    line.word(LaunchLine::flag_of("model.window_size"),
+              std::to_string(m.window_size[0]) + ',' + std::to_string(m.window_size[1]));
     if (!m.window_attn_skip_freq.empty()) {
-      flag("--window-attn-skip-freq");
-      out += " '" + m.window_attn_skip_freq + "'";
+      line.quoted(LaunchLine::flag_of("model.window_attn_skip_freq"), m.window_attn_skip_freq);
     }
   }
-  if (!m.masked_softmax_fusion) flag("--no-masked-softmax-fusion");
+  if (!m.masked_softmax_fusion) line.key("model.masked_softmax_fusion");
   if (m.cross_entropy_loss_fusion) {
-    flag("--cross-entropy-loss-fusion");
-    flag("--cross-entropy-fusion-impl");
-    out += m.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe ? " te" : " native";
+    line.key("model.cross_entropy_loss_fusion");
+    line.key("model.cross_entropy_fusion_impl");
   }
-  num("--micro-batch-size", t.micro_batch_size);
-  num("--global-batch-size", t.global_batch_size);
-  num("--tensor-model-parallel-size", t.tensor_model_parallel_size);
+}
+
+// Batch sizes and the tensor, context and pipeline parallel layout.
+void write_parallelism(const TrainingConfig& t, LaunchLine& line) {
+  line.key("training.micro_batch_size");
+  line.key("training.global_batch_size");
+  line.key("training.tensor_model_parallel_size");
   if (t.context_parallel_size > 1) {
-    num("--context-parallel-size", t.context_parallel_size);
-    constexpr std::string_view kCpComm[] = {"p2p", "a2a", "allgather", "a2a+p2p"};
-    flag("--cp-comm-type");
-    out += ' ';
-    out += kCpComm[static_cast<std::size_t>(t.cp_comm_type)];
+    line.key("training.context_parallel_size");
+    line.key("training.cp_comm_type");
     if (!t.hierarchical_context_parallel_sizes.empty()) {
-      flag("--hierarchical-context-parallel-sizes");
+      std::string sizes;
       for (const std::int64_t n : t.hierarchical_context_parallel_sizes) {
-        out += ' ';
-        out += std::to_string(n);
+        sizes += (sizes.empty() ? "" : " ") + std::to_string(n);
       }
+      line.word(LaunchLine::flag_of("training.hierarchical_context_parallel_sizes"), sizes);
     }
   }
-  num("--pipeline-model-parallel-size", t.pipeline_model_parallel_size);
+  line.key("training.pipeline_model_parallel_size");
   const bool first_last =
       t.decoder_first_pipeline_num_layers > 0 || t.decoder_last_pipeline_num_layers > 0;
-  if (t.decoder_first_pipeline_num_layers > 0) {
-    num("--decoder-first-pipeline-num-layers", t.decoder_first_pipeline_num_layers);
+  if (t.decoder_first_pipeline_num_layers > 0)
+    line.key("training.decoder_first_pipeline_num_layers");
+  if (t.decoder_last_pipeline_num_layers > 0) line.key("training.decoder_last_pipeline_num_layers");
+  if (t.account_for_embedding_in_pipeline_split) {
+    line.key("training.account_for_embedding_in_pipeline_split");
   }
-  if (t.decoder_last_pipeline_num_layers > 0) {
-    num("--decoder-last-pipeline-num-layers", t.decoder_last_pipeline_num_layers);
-  }
-  if (t.account_for_embedding_in_pipeline_split) flag("--account-for-embedding-in-pipeline-split");
-  if (t.account_for_loss_in_pipeline_split) flag("--account-for-loss-in-pipeline-split");
+  if (t.account_for_loss_in_pipeline_split) line.key("training.account_for_loss_in_pipeline_split");
   if (!t.pipeline_model_parallel_layout.empty()) {
-    // Its characters (E t L m | * ( ) digits, commas) need quoting from the shell, never '.
-    flag("--pipeline-model-parallel-layout");
-    out += " '" + t.pipeline_model_parallel_layout + "'";
+    line.quoted(LaunchLine::flag_of("training.pipeline_model_parallel_layout"),
+                t.pipeline_model_parallel_layout);
   }
   // A layout's stages set the virtual stages; Megatron refuses
   // --num-layers-per-virtual-pipeline-stage with uneven first/last stages.
   if (t.virtual_pipeline_model_parallel_size > 1 && t.pipeline_model_parallel_layout.empty()) {
     if (first_last) {
-      num("--num-virtual-stages-per-pipeline-rank", t.virtual_pipeline_model_parallel_size);
+      line.num(LaunchLine::flag_of("training.num_virtual_stages_per_pipeline_rank"),
+               t.virtual_pipeline_model_parallel_size);
     } else {
-      num("--num-layers-per-virtual-pipeline-stage", t.num_layers_per_virtual_pipeline_stage);
+      line.num(LaunchLine::flag_of("training.num_layers_per_virtual_pipeline_stage"),
+               t.num_layers_per_virtual_pipeline_stage);
     }
   }
   if (t.virtual_pipeline_model_parallel_size > 1) {
     if (t.microbatch_group_size_per_vp_stage != t.pipeline_model_parallel_size) {
-      num("--microbatch-group-size-per-virtual-pipeline-stage",
-          t.microbatch_group_size_per_vp_stage);
+      line.key("training.microbatch_group_size_per_vp_stage");
     }
-    if (!t.overlap_p2p_comm) flag("--no-overlap-p2p-communication");
+    if (!t.overlap_p2p_comm) line.key("training.overlap_p2p_comm");
   }
-  if (t.sequence_parallel) flag("--sequence-parallel");
+  if (t.sequence_parallel) line.key("training.sequence_parallel");
+}
+
+// Recomputation, the data-parallel optimizer and its buckets, dtypes and FP8.
+void write_optimizer_and_precision(const TrainingConfig& t, LaunchLine& line) {
   if (t.recompute_granularity != RecomputeGranularity::kNone) {
-    flag("--recompute-granularity");
-    out += t.recompute_granularity == RecomputeGranularity::kFull ? " full" : " selective";
+    line.key("training.recompute_granularity");
   }
   if (t.recompute_granularity == RecomputeGranularity::kFull) {
-    flag("--recompute-method");
-    out += t.recompute_method == RecomputeMethod::kBlock ? " block" : " uniform";
-    num("--recompute-num-layers", t.recompute_num_layers);
+    line.word(LaunchLine::flag_of("training.recompute_method"),
+              to_string(t.recompute_method == RecomputeMethod::kBlock ? RecomputeMethod::kBlock
+                                                                      : RecomputeMethod::kUniform));
+    line.key("training.recompute_num_layers");
   }
-  if (t.distribute_saved_activations) flag("--distribute-saved-activations");
-  if (t.use_distributed_optimizer) flag("--use-distributed-optimizer");
-  if (t.overlap_grad_reduce) flag("--overlap-grad-reduce");
-  if (t.overlap_param_gather) flag("--overlap-param-gather");
-  if (t.ddp_bucket_size > 0) num("--ddp-bucket-size", t.ddp_bucket_size);
-  if (t.ddp_num_buckets > 0) num("--ddp-num-buckets", t.ddp_num_buckets);
-  if (!t.align_param_gather) flag("--no-align-param-gather");
-  if (t.params_dtype == DType::kBf16) flag("--bf16");
-  if (t.params_dtype == DType::kFp16) flag("--fp16");
-  if (t.grad_reduce_in_bf16) flag("--grad-reduce-in-bf16");
-  if (t.clip_grad != 1.0) {  // Megatron's default is 1.0
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, t.clip_grad);  // shortest round trip
-    flag("--clip-grad");
-    out += ' ';
-    out += std::string_view(buf, static_cast<std::size_t>(r.ptr - buf));
-  }
+  if (t.distribute_saved_activations) line.key("training.distribute_saved_activations");
+  if (t.use_distributed_optimizer) line.key("training.use_distributed_optimizer");
+  if (t.overlap_grad_reduce) line.key("training.overlap_grad_reduce");
+  if (t.overlap_param_gather) line.key("training.overlap_param_gather");
+  if (t.ddp_bucket_size > 0) line.key("training.ddp_bucket_size");
+  if (t.ddp_num_buckets > 0) line.key("training.ddp_num_buckets");
+  if (!t.align_param_gather) line.key("training.align_param_gather");
+  if (t.params_dtype == DType::kBf16) line.flag(LaunchLine::flag_of("training.bf16"));
+  if (t.params_dtype == DType::kFp16) line.flag(LaunchLine::flag_of("training.fp16"));
+  if (t.grad_reduce_in_bf16) line.key("training.grad_reduce_in_bf16");
+  if (t.clip_grad != 1.0) line.key("training.clip_grad");  // Megatron's default is 1.0
   if (t.fp8_enabled()) {
-    flag("--fp8-format");
-    out += t.fp8 == Fp8Format::kE4m3 ? " e4m3" : " hybrid";
-    constexpr std::string_view kRecipes[] = {"delayed", "tensorwise", "blockwise", "mxfp8",
-                                             "custom"};
-    flag("--fp8-recipe");
-    out += ' ';
-    out += kRecipes[static_cast<std::size_t>(t.fp8_recipe)];
+    line.key("training.fp8");
+    line.key("training.fp8_recipe");
   }
-  if (t.fp8_param_gather) flag("--fp8-param-gather");
-  if (t.reuse_grad_buf_for_mxfp8_param_ag) flag("--reuse-grad-buf-for-mxfp8-param-ag");
-  if (t.fp8_amax_history_len != 1) num("--fp8-amax-history-len", t.fp8_amax_history_len);
-  if (t.tp_only_amax_red) flag("--tp-only-amax-red");
-  if (t.tp_comm_overlap) flag("--tp-comm-overlap");
-  if (!t.tp_comm_overlap_ag) flag("--disable-tp-comm-overlap-ag");
-  if (!t.tp_comm_overlap_rs) flag("--disable-tp-comm-overlap-rs");
-  if (t.tp_comm_overlap_rs_dgrad) flag("--tp-comm-overlap-rs-dgrad");
+  if (t.fp8_param_gather) line.key("training.fp8_param_gather");
+  if (t.reuse_grad_buf_for_mxfp8_param_ag) line.key("training.reuse_grad_buf_for_mxfp8_param_ag");
+  if (t.fp8_amax_history_len != 1) line.key("training.fp8_amax_history_len");
+  if (t.tp_only_amax_red) line.key("training.tp_only_amax_red");
+}
+
+// Tensor-parallel communication overlap and NCCL's communicator settings.
+void write_tp_overlap(const TrainingConfig& t, LaunchLine& line) {
+  if (t.tp_comm_overlap) line.key("training.tp_comm_overlap");
+  if (!t.tp_comm_overlap_ag) line.key("training.tp_comm_overlap_ag");
+  if (!t.tp_comm_overlap_rs) line.key("training.tp_comm_overlap_rs");
+  if (t.tp_comm_overlap_rs_dgrad) line.key("training.tp_comm_overlap_rs_dgrad");
   if (!t.nccl_communicator_config_path.empty()) {
-    flag("--nccl-communicator-config-path");
-    out += " '" + t.nccl_communicator_config_path + "'";
+    line.quoted(LaunchLine::flag_of("training.nccl_communicator_config_path"),
+                t.nccl_communicator_config_path);
   }
   if (!t.tp_comm_overlap_cfg.empty()) {
-    flag("--tp-comm-overlap-cfg");
-    out += " '" + t.tp_comm_overlap_cfg + "'";
+    line.quoted(LaunchLine::flag_of("training.tp_comm_overlap_cfg"), t.tp_comm_overlap_cfg);
   }
-  if (!t.tp_comm_bulk_dgrad) flag("--disable-tp-comm-bulk-dgrad");
-  if (!t.tp_comm_bulk_wgrad) flag("--disable-tp-comm-bulk-wgrad");
-  if (t.defer_embedding_wgrad_compute) flag("--defer-embedding-wgrad-compute");
-  if (t.wgrad_deferral_limit != 0) num("--wgrad-deferral-limit", t.wgrad_deferral_limit);
-  if (m.moe()) {
-    const auto word = [&](std::string_view name, std::string_view value) {
-      flag(name);
-      out += ' ';
-      out += value;
-    };
-    const auto real = [&](std::string_view name, double v) {
-      char buf[32];
-      const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
-      word(name, std::string_view(buf, static_cast<std::size_t>(r.ptr - buf)));
-    };
-    num("--num-experts", m.num_experts);
-    num("--moe-router-topk", m.moe_router_topk);
-    if (m.moe_ffn_hidden_size > 0) num("--moe-ffn-hidden-size", m.moe_ffn_hidden_size);
-    if (m.moe_shared_expert_intermediate_size > 0) {
-      num("--moe-shared-expert-intermediate-size", m.moe_shared_expert_intermediate_size);
-    }
-    // A list pattern's characters need quoting from the shell, never '.
-    if (m.moe_layer_freq != "1") word("--moe-layer-freq", "'" + m.moe_layer_freq + "'");
-    if (t.expert_model_parallel_size > 1) {
-      num("--expert-model-parallel-size", t.expert_model_parallel_size);
-    }
-    if (t.expert_tensor_parallel_size > 0) {
-      num("--expert-tensor-parallel-size", t.expert_tensor_parallel_size);
-    }
-    constexpr std::string_view kDispatchers[] = {"allgather", "alltoall", "flex"};
-    word("--moe-token-dispatcher-type",
-         kDispatchers[static_cast<std::size_t>(t.moe_token_dispatcher_type)]);
-    if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
-      constexpr std::string_view kBackends[] = {"deepep", "hybridep", "ncclep"};
-      word("--moe-flex-dispatcher-backend",
-           kBackends[static_cast<std::size_t>(t.moe_flex_dispatcher_backend)]);
-      if (t.moe_flex_dispatcher_num_sms > 0 || t.moe_deepep_num_sms > 0) {
-        num("--moe-flex-dispatcher-num-sms", t.deepep_num_sms());
-      }
-    }
-    if (t.moe_grouped_gemm) flag("--moe-grouped-gemm");
-    if (t.moe_shared_expert_overlap) flag("--moe-shared-expert-overlap");
-    constexpr std::string_view kBalancing[] = {"aux_loss", "seq_aux_loss", "global_aux_loss",
-                                               "sinkhorn", "quantile_balancing", "none"};
-    if (t.moe_router_load_balancing_type != MoeLoadBalancing::kAuxLoss) {
-      word("--moe-router-load-balancing-type",
-           kBalancing[static_cast<std::size_t>(t.moe_router_load_balancing_type)]);
-    }
-    if (t.moe_expert_capacity_factor > 0) {
-      real("--moe-expert-capacity-factor", t.moe_expert_capacity_factor);
-    }
-    if (t.moe_pad_expert_input_to_capacity) flag("--moe-pad-expert-input-to-capacity");
-    if (t.moe_aux_loss_coeff > 0) real("--moe-aux-loss-coeff", t.moe_aux_loss_coeff);
-    if (t.moe_router_dtype == MoeRouterDtype::kFp32) word("--moe-router-dtype", "fp32");
-    constexpr std::string_view kScores[] = {"softmax", "sigmoid", "sqrtsoftplus"};
-    if (m.moe_router_score_function != MoeRouterScore::kSoftmax) {
-      word("--moe-router-score-function",
-           kScores[static_cast<std::size_t>(m.moe_router_score_function)]);
-    }
-    if (m.moe_router_enable_expert_bias) flag("--moe-router-enable-expert-bias");
-    if (m.moe_router_num_groups > 0) num("--moe-router-num-groups", m.moe_router_num_groups);
-    if (m.moe_router_group_topk > 0) num("--moe-router-group-topk", m.moe_router_group_topk);
+  if (!t.tp_comm_bulk_dgrad) line.key("training.tp_comm_bulk_dgrad");
+  if (!t.tp_comm_bulk_wgrad) line.key("training.tp_comm_bulk_wgrad");
+  if (t.defer_embedding_wgrad_compute) line.key("training.defer_embedding_wgrad_compute");
+  if (t.wgrad_deferral_limit != 0) line.key("training.wgrad_deferral_limit");
+}
+
+// The mixture of experts: experts, their parallelism, the dispatcher and the router.
+void write_moe(const ModelConfig& m, const TrainingConfig& t, LaunchLine& line) {
+  line.key("model.num_experts");
+  line.key("model.moe_router_topk");
+  if (m.moe_ffn_hidden_size > 0) line.key("model.moe_ffn_hidden_size");
+  if (m.moe_shared_expert_intermediate_size > 0) {
+    line.key("model.moe_shared_expert_intermediate_size");
   }
-  if (m.multi_latent_attention) {
-    flag("--multi-latent-attention");
-    if (m.q_lora_rank > 0) num("--q-lora-rank", m.q_lora_rank);
-    num("--kv-lora-rank", m.kv_lora_rank);
-    num("--qk-head-dim", m.qk_head_dim);
-    num("--qk-pos-emb-head-dim", m.qk_pos_emb_head_dim);
-    num("--v-head-dim", m.v_head_dim);
-    if (m.qk_layernorm) flag("--qk-layernorm");
+  if (m.moe_layer_freq != "1")
+    line.quoted(LaunchLine::flag_of("model.moe_layer_freq"), m.moe_layer_freq);
+  if (t.expert_model_parallel_size > 1) line.key("training.expert_model_parallel_size");
+  if (t.expert_tensor_parallel_size > 0) line.key("training.expert_tensor_parallel_size");
+  line.key("training.moe_token_dispatcher_type");
+  if (t.moe_token_dispatcher_type == MoeDispatcher::kFlex) {
+    line.key("training.moe_flex_dispatcher_backend");
+    if (t.moe_flex_dispatcher_num_sms > 0 || t.moe_deepep_num_sms > 0) {
+      line.num(LaunchLine::flag_of("training.moe_flex_dispatcher_num_sms"), t.deepep_num_sms());
+    }
   }
-  return out;
+  if (t.moe_grouped_gemm) line.key("training.moe_grouped_gemm");
+  if (t.moe_shared_expert_overlap) line.key("training.moe_shared_expert_overlap");
+  if (t.moe_router_load_balancing_type != MoeLoadBalancing::kAuxLoss) {
+    line.key("training.moe_router_load_balancing_type");
+  }
+  if (t.moe_expert_capacity_factor > 0) line.key("training.moe_expert_capacity_factor");
+  if (t.moe_pad_expert_input_to_capacity) line.key("training.moe_pad_expert_input_to_capacity");
+  if (t.moe_aux_loss_coeff > 0) line.key("training.moe_aux_loss_coeff");
+  if (t.moe_router_dtype == MoeRouterDtype::kFp32) line.key("training.moe_router_dtype");
+  if (m.moe_router_score_function != MoeRouterScore::kSoftmax) {
+    line.key("model.moe_router_score_function");
+  }
+  if (m.moe_router_enable_expert_bias) line.key("model.moe_router_enable_expert_bias");
+  if (m.moe_router_num_groups > 0) line.key("model.moe_router_num_groups");
+  if (m.moe_router_group_topk > 0) line.key("model.moe_router_group_topk");
+}
+
+// Multi-latent attention's low-rank projections.
+void write_mla(const ModelConfig& m, LaunchLine& line) {
+  line.key("model.multi_latent_attention");
+  if (m.q_lora_rank > 0) line.key("model.q_lora_rank");
+  line.key("model.kv_lora_rank");
+  line.key("model.qk_head_dim");
+  line.key("model.qk_pos_emb_head_dim");
+  line.key("model.v_head_dim");
+  if (m.qk_layernorm) line.key("model.qk_layernorm");
+}
+
+}  // namespace
+
+std::string megatron_args_of(const Workload& w) {
+  LaunchLine line(w);
+  write_environment(w, line);
+  write_shape(w.model, line);
+  write_layer(w.model, line);
+  write_parallelism(w.training, line);
+  write_optimizer_and_precision(w.training, line);
+  write_tp_overlap(w.training, line);
+  if (w.model.moe()) write_moe(w.model, w.training, line);
+  if (w.model.multi_latent_attention) write_mla(w.model, line);
+  return line.take();
 }
 
 }  // namespace stepsim

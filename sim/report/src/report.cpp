@@ -4,6 +4,7 @@
 #include <string>
 
 #include "report_words.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/ops/flops.hpp"
 
 // The figures and words that the text and JSON reports share; each writer has its file
@@ -28,43 +29,6 @@ std::string_view schedule_name(ScheduleKind k) {
   return "?";
 }
 
-std::string_view granularity_key(RecomputeGranularity g) {
-  switch (g) {
-    case RecomputeGranularity::kNone: return "none";
-    case RecomputeGranularity::kSelective: return "selective";
-    case RecomputeGranularity::kFull: return "full";
-  }
-  return "?";
-}
-
-std::string_view cp_comm_key(CpCommType c) {
-  switch (c) {
-    case CpCommType::kP2p: return "p2p";
-    case CpCommType::kA2a: return "a2a";
-    case CpCommType::kAllGather: return "allgather";
-    case CpCommType::kA2aP2p: return "a2a+p2p";
-  }
-  return "?";
-}
-
-std::string_view dispatcher_key(MoeDispatcher d) {
-  switch (d) {
-    case MoeDispatcher::kAllGather: return "allgather";
-    case MoeDispatcher::kAllToAll: return "alltoall";
-    case MoeDispatcher::kFlex: return "flex";
-  }
-  return "?";
-}
-
-std::string_view method_key(RecomputeMethod m) {
-  switch (m) {
-    case RecomputeMethod::kNone: return "none";
-    case RecomputeMethod::kUniform: return "uniform";
-    case RecomputeMethod::kBlock: return "block";
-  }
-  return "?";
-}
-
 }  // namespace report_words
 
 TimeToTrain time_to_train(const Workload& w, double step_time_s, std::int64_t tokens) {
@@ -76,26 +40,6 @@ TimeToTrain time_to_train(const Workload& w, double step_time_s, std::int64_t to
   t.time_s = static_cast<double>(t.steps) * step_time_s;
   t.gpu_hours = t.time_s * static_cast<double>(w.training.world_size) / 3600.0;
   return t;
-}
-
-std::string_view fp8_format_key(Fp8Format f) {
-  switch (f) {
-    case Fp8Format::kNone: return "none";
-    case Fp8Format::kE4m3: return "e4m3";
-    case Fp8Format::kHybrid: return "hybrid";
-  }
-  return "?";
-}
-
-std::string_view fp8_recipe_key(Fp8Recipe r) {
-  switch (r) {
-    case Fp8Recipe::kDelayed: return "delayed";
-    case Fp8Recipe::kTensorwise: return "tensorwise";
-    case Fp8Recipe::kBlockwise: return "blockwise";
-    case Fp8Recipe::kMxfp8: return "mxfp8";
-    case Fp8Recipe::kCustom: return "custom";
-  }
-  return "?";
 }
 
 std::optional<Utilisation> fp8_peak_utilisation(const Workload& w, const Prediction& p) {

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "report_words.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -15,10 +16,6 @@ namespace stepsim::sim {
 
 namespace {
 
-using report_words::cp_comm_key;
-using report_words::dispatcher_key;
-using report_words::granularity_key;
-using report_words::method_key;
 using report_words::schedule_name;
 
 /// The uneven split's keys and layers per stage and chunk, inside "configuration".
@@ -61,14 +58,14 @@ void write_parallel_json(JsonWriter& j, const TrainingConfig& t) {
   j.field("global_batch_size", t.global_batch_size);
   j.field("num_microbatches", t.num_microbatches);
   j.field("sequence_parallel", t.sequence_parallel);
-  j.field("recompute_granularity", granularity_key(t.recompute_granularity));
-  j.field("recompute_method", method_key(t.recompute_method));
+  j.field("recompute_granularity", to_string(t.recompute_granularity));
+  j.field("recompute_method", to_string(t.recompute_method));
   j.field("recompute_num_layers", t.recompute_num_layers);
   j.field("distribute_saved_activations", t.distribute_saved_activations);
   j.field("use_distributed_optimizer", t.use_distributed_optimizer);
   if (t.optimizer_impl == OptimizerImpl::kApexDistributedFusedAdam) {
     // Only when not Megatron-Core's, so that every other configuration's output stays.
-    j.field("optimizer_impl", std::string_view("apex_distributed_fused_adam"));
+    j.field("optimizer_impl", to_string(t.optimizer_impl));
     j.field("apex_bucket_cap_mb", t.apex_bucket_cap_mb);
   }
   j.field("overlap_grad_reduce", t.overlap_grad_reduce);
@@ -94,8 +91,8 @@ void write_precision_json(JsonWriter& j, const TrainingConfig& t) {
   j.field("dtype", to_string(t.params_dtype));
   if (t.fp8_enabled()) {
     // Only with FP8 on, so that every other configuration's output stays as it was.
-    j.field("fp8", fp8_format_key(t.fp8));
-    j.field("fp8_recipe", fp8_recipe_key(t.fp8_recipe));
+    j.field("fp8", to_string(t.fp8));
+    j.field("fp8_recipe", to_string(t.fp8_recipe));
     j.field("fp8_param_gather", t.fp8_param_gather);
     if (t.reuse_grad_buf_for_mxfp8_param_ag) j.field("reuse_grad_buf_for_mxfp8_param_ag", true);
     j.field("fp8_amax_history_len", t.fp8_amax_history_len);
@@ -139,7 +136,7 @@ void write_attention_and_experts_json(JsonWriter& j, const Workload& w) {
     j.field("expert_model_parallel_size", t.expert_model_parallel_size);
     j.field("expert_tensor_parallel_size", t.expert_tensor_parallel());
     j.field("expert_data_parallel_size", t.expert_data_parallel_size);
-    j.field("moe_token_dispatcher_type", dispatcher_key(t.moe_token_dispatcher_type));
+    j.field("moe_token_dispatcher_type", to_string(t.moe_token_dispatcher_type));
     j.field("moe_grouped_gemm", t.moe_grouped_gemm);
     // Only when it changes the job, so that the other MoE configurations' output stays.
     if (t.moe_shared_expert_overlap && w.model.moe_shared_expert_intermediate_size > 0) {
@@ -248,7 +245,7 @@ void write_configuration_json(JsonWriter& j, const Workload& w) {
   j.field("system", std::string_view(w.system.name));
   j.field("gpu", std::string_view(w.system.gpu_name));
   j.field("context_parallel_size", t.context_parallel_size);
-  j.field("cp_comm_type", cp_comm_key(t.cp_comm_type));
+  j.field("cp_comm_type", to_string(t.cp_comm_type));
   if (!t.hierarchical_context_parallel_sizes.empty()) {
     // Only when given, so that every other configuration's output stays as it was.
     j.key("hierarchical_context_parallel_sizes").begin_array();

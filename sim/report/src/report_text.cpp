@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report_words.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -17,8 +18,6 @@ namespace stepsim::sim {
 
 namespace {
 
-using report_words::cp_comm_key;
-using report_words::dispatcher_key;
 using report_words::fmt;
 using report_words::schedule_name;
 
@@ -29,14 +28,17 @@ std::string gib(std::int64_t bytes) {
   return fmt("%.1f GiB", b / (1024.0 * 1024.0 * 1024.0));
 }
 
-std::string_view recompute_name(const TrainingConfig& t) {
-  switch (t.recompute_granularity) {
-    case RecomputeGranularity::kNone: return "off";
-    case RecomputeGranularity::kSelective: return "selective";
-    case RecomputeGranularity::kFull:
-      return t.recompute_method == RecomputeMethod::kBlock ? "full (block)" : "full (uniform)";
+// The granularity, and full recomputation's method (uniform unless block): "full (block)".
+std::string recompute_name(const TrainingConfig& t) {
+  if (t.recompute_granularity == RecomputeGranularity::kNone) return "off";
+  std::string name(to_string(t.recompute_granularity));
+  if (t.recompute_granularity == RecomputeGranularity::kFull) {
+    const RecomputeMethod method = t.recompute_method == RecomputeMethod::kBlock
+                                       ? RecomputeMethod::kBlock
+                                       : RecomputeMethod::kUniform;
+    name += " (" + std::string(to_string(method)) + ")";
   }
-  return "?";
+  return name;
 }
 
 std::string share(double part, double whole) {
@@ -103,7 +105,7 @@ void write_parallel_line(std::ostream& out, const TrainingConfig& t) {
   if (t.context_parallel_size > 1) out << " x CP " << t.context_parallel_size;
   out << " x PP " << t.pipeline_model_parallel_size << " x DP " << t.data_parallel_size << " = "
       << t.world_size << " GPUs";
-  if (t.context_parallel_size > 1) out << ", cp_comm_type " << cp_comm_key(t.cp_comm_type);
+  if (t.context_parallel_size > 1) out << ", cp_comm_type " << to_string(t.cp_comm_type);
   if (t.hierarchical_context_parallel_sizes.size() == 2) {
     out << " (a2a " << t.hierarchical_context_parallel_sizes[0] << " x p2p "
         << t.hierarchical_context_parallel_sizes[1] << ")";
@@ -123,7 +125,7 @@ void write_experts_line(std::ostream& out, const TrainingConfig& t, const ModelC
   out << "  experts     " << m.num_experts << " routed, top-" << m.moe_router_topk << ", EP "
       << t.expert_model_parallel_size << " x ETP " << t.expert_tensor_parallel()
       << " x expert DP " << t.expert_data_parallel_size << ", "
-      << dispatcher_key(t.moe_token_dispatcher_type) << " dispatcher"
+      << to_string(t.moe_token_dispatcher_type) << " dispatcher"
       << (t.moe_grouped_gemm ? ", grouped GEMM" : "")
       << (t.moe_shared_expert_overlap && m.moe_shared_expert_intermediate_size > 0
               ? ", shared experts beside the dispatcher"
@@ -161,7 +163,7 @@ void write_system_line(std::ostream& out, const Workload& w) {
 /// "  precision ..." (with FP8 only): the format, the recipe, where FP8 applies.
 void write_precision_line(std::ostream& out, const TrainingConfig& t) {
   if (!t.fp8_enabled()) return;
-  out << "  precision   FP8 " << fp8_format_key(t.fp8) << " (" << fp8_recipe_key(t.fp8_recipe)
+  out << "  precision   FP8 " << to_string(t.fp8) << " (" << to_string(t.fp8_recipe)
       << " scaling";
   if (t.fp8_recipe == Fp8Recipe::kDelayed) out << ", amax history " << t.fp8_amax_history_len;
   out << ") in the layers' linears"

@@ -1,6 +1,6 @@
 #pragma once
-// The words the text and JSON reports share: the scenario's settings as they spell them, and
-// the number format. Private to the report library.
+// The words the text and JSON reports share: the schedule's name and the number format (the
+// scenario's settings are spelled by config/enum_names.hpp). Private to the report library.
 
 #include <string>
 #include <string_view>
@@ -14,9 +14,5 @@ namespace stepsim::sim::report_words {
 std::string fmt(const char* format, double v);
 
 std::string_view schedule_name(ScheduleKind k);
-std::string_view granularity_key(RecomputeGranularity g);
-std::string_view cp_comm_key(CpCommType c);
-std::string_view dispatcher_key(MoeDispatcher d);
-std::string_view method_key(RecomputeMethod m);
 
 }  // namespace stepsim::sim::report_words

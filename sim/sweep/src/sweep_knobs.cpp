@@ -1,4 +1,4 @@
-// The sweep's knobs: the sweepable rows of the scenario schema (schema.cpp), in its order,
+// The sweep's knobs: the sweepable rows of the scenario schema (config/src/schema/), in its order,
 // which is the enumeration order: systems, then the model, then the run's size, then the
 // parallel layout from the outside in (t, p, v, SP, micro-batch), then memory and overlap
 // options.

@@ -150,7 +150,7 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
         fail(key, std::string("=") + describe_value(v) + " must be a non-negative number");
         return false;
       }
-      // system.* what-ifs obey the system file's ranges (load_system.cpp): a gemm_max of 0
+      // system.* what-ifs obey the system file's ranges (their schema rows): a gemm_max of 0
       // would otherwise give an infinite step time ranked as feasible.
       if (info.key.starts_with("system.")) {
         if (auto problem = detail::system_number_problem(info.key.substr(7), v.get<double>())) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/import/import.hpp"
 #include "stepsim/report/report.hpp"
 #include "stepsim/sweep/sweep.hpp"
@@ -112,16 +113,15 @@ std::string fmt(const char* format, double v) {
   return buf.data();
 }
 
-std::string_view recompute_label(const TrainingConfig& t) {
-  switch (t.recompute_granularity) {
-    case RecomputeGranularity::kNone:
-      return "none";
-    case RecomputeGranularity::kSelective:
-      return "selective";
-    case RecomputeGranularity::kFull:
-      return t.recompute_method == RecomputeMethod::kBlock ? "full/block" : "full/uniform";
+// The granularity, and full recomputation's method (uniform unless block): "full/block".
+std::string recompute_label(const TrainingConfig& t) {
+  std::string label(to_string(t.recompute_granularity));
+  if (t.recompute_granularity == RecomputeGranularity::kFull) {
+    label += "/" + std::string(to_string(t.recompute_method == RecomputeMethod::kBlock
+                                             ? RecomputeMethod::kBlock
+                                             : RecomputeMethod::kUniform));
   }
-  return "?";
+  return label;
 }
 
 std::string layout(const Workload& w) {
@@ -134,16 +134,14 @@ std::string layout(const Workload& w) {
       static_cast<long long>(t.virtual_pipeline_model_parallel_size),
       static_cast<long long>(t.data_parallel_size), static_cast<long long>(t.micro_batch_size),
       static_cast<long long>(t.num_microbatches), t.sequence_parallel ? "on" : "off",
-      std::string(recompute_label(t)).c_str(), t.use_distributed_optimizer ? "on" : "off");
+      recompute_label(t).c_str(), t.use_distributed_optimizer ? "on" : "off");
   if (!w.model.moe()) return buf.data();
   // Mixture of experts: the expert parallel sizes and the dispatcher, which a sweep may vary.
   std::array<char, 64> moe{};
   std::snprintf(moe.data(), moe.size(), " %4lld %4lld %-9s",
                 static_cast<long long>(t.expert_model_parallel_size),
                 static_cast<long long>(t.expert_tensor_parallel()),
-                t.moe_token_dispatcher_type == MoeDispatcher::kAllToAll    ? "alltoall"
-                : t.moe_token_dispatcher_type == MoeDispatcher::kAllGather ? "allgather"
-                                                                           : "flex");
+                std::string(to_string(t.moe_token_dispatcher_type)).c_str());
   return std::string(buf.data()) + moe.data();
 }
 

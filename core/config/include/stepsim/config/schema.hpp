@@ -65,14 +65,23 @@ struct KeyInfo {
   /// torchrun ..."), for settings Transformer Engine reads from the environment. Empty for most.
   std::string_view env = {};
   std::string_view default_text = {};  ///< the default, as the reference prints it
-  std::string_view check = {};         ///< the rule(s) the value obeys, as the reference prints it
-  std::string_view doc = {};           ///< one line
-  bool zero_allowed = false;  ///< kInt: 0 is a valid value (e.g. wgrad_deferral_limit's "all")
+  /// The rule(s) the value obeys, as the reference prints it; after the range when the row
+  /// has one (check_text() joins them).
+  std::string_view check = {};
+  std::string_view doc = {};  ///< one line
+  /// kInt: 0 is a valid value (e.g. wgrad_deferral_limit's "all"); a ranged kReal: 0 is valid
+  /// besides the range (a peak of 0: the GPU lacks that dtype).
+  bool zero_allowed = false;
+  /// A system figure's range [min, max] in `unit` ("FLOP/s", "seconds"), which the system
+  /// loader enforces (system_number_problem); empty unit: the row has no range.
+  double min = 0;
+  double max = 0;
+  std::string_view unit = {};
   /// kInt: the largest value the loaders accept (scenario, system file, sweep knob), checked
-  /// where the value enters; 0: kMaxInt32Key. `max_why` says why (the type the value is held
-  /// in downstream, or Megatron-LM's own bound); empty: kMaxInt32Why.
-  std::int64_t max = 0;
-  std::string_view max_why = {};
+  /// where the value enters; 0: kMaxInt32Key. `int_max_why` says why (the type the value is
+  /// held in downstream, or Megatron-LM's own bound); empty: kMaxInt32Why.
+  std::int64_t int_max = 0;
+  std::string_view int_max_why = {};
 };
 
 /// The default upper bound of an integer key: a 32-bit int.
@@ -81,17 +90,14 @@ inline constexpr std::string_view kMaxInt32Why =
     "int32: Megatron-LM hands sizes and counts to CUDA kernels, cuBLAS and NCCL as 32-bit ints, "
     "and stepsim narrows layer, rank and chunk indices to int32";
 
-/// The largest value integer key `k` takes, and why (KeyInfo::max, max_why with defaults).
+/// The largest value integer key `k` takes, and why (KeyInfo::int_max, int_max_why with
+/// defaults).
 std::int64_t int_key_max(const KeyInfo& k);
 std::string_view int_key_max_why(const KeyInfo& k);
 
 /// The message for integer key `k` given `value` above int_key_max(k) ("=V exceeds ..."),
 /// or "" when it is in range. The message follows the key, as Error::message does.
 std::string int_key_bound_problem(const KeyInfo& k, std::int64_t value);
-
-/// The input-bounds reference (Markdown) generated from the schema and the profile reader's
-/// bounds: docs/input-bounds.md.
-
 
 /// Every key, in table order: the top level, the system figures, the model, the training
 /// configuration. The sweepable rows, in this order, are the sweep's enumeration order
@@ -100,6 +106,10 @@ std::span<const KeyInfo> scenario_schema();
 
 /// The row of a dotted key, or nullptr.
 const KeyInfo* find_schema_key(std::string_view dotted_key);
+
+/// A row's rule as the key reference prints it: its range ("0 or FLOP/s in [1e9, 1e30]")
+/// followed by its check text.
+std::string check_text(const KeyInfo& k);
 
 /// A Megatron-LM argument (its dest and flag) that stepsim does not model.
 struct UnmodelledArgument {

@@ -45,10 +45,6 @@ struct Utilisation {
 /// nullopt without FP8.
 std::optional<Utilisation> fp8_peak_utilisation(const Workload& w, const Prediction& p);
 
-/// Megatron-LM's spelling of --fp8-format and --fp8-recipe values.
-std::string_view fp8_format_key(Fp8Format f);
-std::string_view fp8_recipe_key(Fp8Recipe r);
-
 void write_prediction_text(const Workload& w, const SimulationResult& result,
                            const std::string& cost_model, std::ostream& out,
                            const ReportOptions& options = {});
