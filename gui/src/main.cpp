@@ -23,7 +23,7 @@
 #include "stepsim/gui/timeline_widget.hpp"
 #include "stepsim/gui/trace_reader.hpp"
 #include "stepsim/base/main_guard.hpp"
-#include "viewer_options.hpp"
+#include "widgets/viewer_options.hpp"
 
 namespace {
 
