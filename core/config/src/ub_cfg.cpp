@@ -8,30 +8,8 @@
 
 #include "stepsim/base/yaml_lines.hpp"
 
-// What the settings of initialize_ub's add_ub (transformer_engine/pytorch/module/base.py) do,
-// and which stepsim prices (tp_overlap_ops.cpp):
-// - num_sm, set_sm_margin: the GEMM beside a userbuffers kernel runs on sm_count - num_sm SMs
-//   when set_sm_margin (the bulk and pipelined GEMMs; a ring exchange's if set), else on all.
-// - num_splits: the chunks of a pipelined GEMM+reduce-scatter (CommOverlapBase).
-// - fp8_buf: an FP8 buffer; initialize_ub honours it only for a "pipeline" GEMM (the
-//   all-gather GEMMs always have one under FP8), whose reduce-scatter then moves 1 byte.
-// - cga_size, comm_priority, gemm_priority: the kernel's cluster size and the streams'
-//   priorities; no cost model of them, read as not changing the priced time.
-// - method: ring_exchange on proj_fprop / fc2_fprop: CommOverlapP2PBase::split_overlap_rs (the
-//   GEMM in tp chunks of rows, each partial result sent to the rank that reduces it, then one
-//   reduction kernel). initialize_ub's defaults stay the GEMM's by name (get_default_config
-//   looks the method up in its own table: num_sm 16, set_sm_margin on), the config's settings
-//   over them; num_splits is not read by CommOverlapP2P (tp chunks).
-// - aggregate: on an all-gather ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad),
-//   split_overlap_ag's _aggregate: two chunks a GEMM, tp / 2 steps. Only CommOverlapP2PBase's
-//   all-gather reads it: on any other GEMM it changes nothing (an error).
-// - atomic_gemm: on a pipelined GEMM+reduce-scatter (proj_fprop, fc2_fprop, method pipeline)
-//   CommOverlapBase::atomic_gemm_overlap_rs: one cuBLAS atomic GEMM on the SMs the
-//   reduce-scatter leaves, each chunk's reduce-scatter waiting for its counter. initialize_ub
-//   turns it off on a bulk overlap (an error: it changes nothing) and needs FP8 (a scenario
-//   rule, validate_tp_overlap.cpp).
-// - other methods and is_reduce_scatter than these, atomic_gemm on a ring exchange, use_ce
-//   false on a ring exchange, pipeline_rs_overlap_first_gemm: not modelled (errors).
+// What the settings of Transformer Engine's add_ub do, and which stepsim prices.
+// Details: docs/models.md, "Userbuffers settings".
 
 namespace stepsim::detail {
 

@@ -1,45 +1,6 @@
-// Core attention with context parallelism, as Transformer Engine runs it for Megatron-Core's
-// TEDotProductAttention (transformer_engine/pytorch/attention/dot_product_attention/
-// context_parallel.py, https://github.com/NVIDIA/TransformerEngine): one TP rank's ops for one
-// layer of one micro-batch on CP rank 0, the representative rank (every CP rank does the same
-// work thanks to TE's load balancing; only which half-chunk a step skips differs).
-//
-// Shapes per TP rank: H = a/t query heads, G = g/t key/value heads, head dim d, b sequences of
-// sc = s/cp local tokens each, held as TE's two half-chunks r and 2cp-1-r of the sequence
-// (DualChunkSwap), so a causal mask gives every rank the same work.
-//
-// p2p (AttnFuncWithCPAndKVP2P): cp steps; step i attends the local Q to the KV block received
-// at step i-1 while the ring sends that block on (cp - 1 sends of K and V, forward). Causal
-// sections on rank 0: step 0 is the diagonal block (causal, sc x sc); every later step the
-// "upper-triangle" section: the second half of Q (sc/2) against the whole block (sc), the
-// other half being fully masked. Backward runs the ring again: step 0 sends KV, middle steps
-// KV and the dKV accumulator, the last step dKV only, and rank 0's diagonal step comes last.
-// stepsim's engine is a longest-path pass (sim/graph/src/chunk_template.cpp): the ring's overlap is
-// expressed as two streams with explicit waits, so each step ends at max(attention step,
-// transfer) (plus the dKV add in backward) with no contention between the two, which the
-// engine cannot price.
-//
-// a2a (AttnFuncWithCPAndQKVOA2A, Ulysses): all-to-all of Q, K, V before attention (scatter
-// heads, gather the sequence: each rank then holds H/cp heads of the whole sequence), one
-// causal attention over s, all-to-all of the output back; backward: all-to-all of dO, the
-// attention backward, all-to-all of dQ, dK, dV. Around each all-to-all TE packs (movedim +
-// contiguous) and reorders (index_select of the 2cp chunks) the tensors: two copies.
-//
-// allgather (AttnFuncWithCPAndKVAllGather): all-gather of K and V (and the chunk reorder),
-// then one step per local half-chunk c in {r, 2cp-1-r}: its sc/2 queries against the first
-// (c+1)*sc/2 keys, causal (bottom-right). Backward gathers K and V again, runs the two steps
-// and reduce-scatters dK and dV.
-//
-// a2a+p2p (AttnFuncWithCPAndKVP2P given cp_group = [a2a group, p2p group], Megatron's
-// hierarchical CP groups of --hierarchical-context-parallel-sizes [A, P]): the all-to-all of
-// Q, K, V inside the A consecutive ranks of the CP group (each then holds H/A heads of the
-// s/P tokens of its ring rank, the A ranks' chunk pairs put back in order), the p2p ring
-// above over the P ranks of the second level with those shapes, and the all-to-all of the
-// output back; backward: all-to-all of dO, the ring's backward, all-to-all of dQ, dK, dV. The
-// all-to-alls carry the local tensors' bytes, as a2a's do.
-//
-// Small kernels TE runs per step (output and softmax-statistics corrections, dQ copies, the
-// dKV adds) are charged as one memory-bound op per kind with their summed bytes.
+// Core attention with context parallelism as Transformer Engine runs it (p2p ring, a2a,
+// all-gather, hierarchical a2a+p2p).
+// Details: docs/models.md, "Context-parallel attention".
 
 #include "stepsim/ops/layer_ops.hpp"
 #include "stepsim/base/assert.hpp"

@@ -4,51 +4,9 @@
 
 namespace stepsim::detail {
 
-// Byte counts (read + written) of TE's quantize kernels on Hopper, delayed scaling (a
-// Float8Quantizer, whose scale is known before the kernel runs):
-// - cast-transpose: reads the 16-bit tensor once and writes its FP8 copy and FP8 transpose
-//   (e + 2 bytes per element). Hopper runs FP8 GEMMs only in the TN layout
-//   (is_non_tn_fp8_gemm_supported() is false before Blackwell), so wgrad and dgrad read
-//   transposed FP8 copies, made here.
-// - cast: reads 16 bits, writes 8 (e + 1).
-// - transpose of an FP8 tensor (after an FP8 all-gather, or of a norm's FP8 output): reads 1
-//   and writes 1 byte per element.
-// Bias gradients are fused into the grad-output cast-transpose (bgrad_quantize) except where
-// the gradient is all-gathered first (TE's grad_output_preprocess sums it unfused).
-// Per-tensor current scaling ("tensorwise", Float8CurrentScalingQuantizer::quantize_impl)
-// first reads the tensor once more for its amax (nvte_compute_amax), MAX-reduces that amax
-// over the TP group where TE sets one (the input of a sequence-parallel column linear, the
-// grad output of a sequence-parallel row linear: a blocking 4-byte all-reduce), then casts;
-// a LayerNormLinear's norm writes its 16-bit output with the amax (FUSED_NORM_AMAX_FP8), then
-// one cast(-transpose) kernel quantizes it. The scale computation is one thread's work and
-// is left out. No amax history and no per-chunk reduction.
-// Block scaling ("blockwise", Float8BlockQuantizer; transformer_engine/common/transpose/
-// quantize_transpose_vector_blockwise.cu and quantize_transpose_square_blockwise.cu): no
-// amax pass, reduction or history; a 1x128 quantize reads the 16-bit tensor once and writes
-// the row-wise and the column-wise FP8 copies, each quantized from the 16-bit values with
-// scales of its own (not a transpose of FP8 data), plus fp32 scales: one per 128 elements
-// per copy (e + 2 + 1/16 bytes per element). No norm writes FP8 for a block quantizer
-// (normalization.cpp: Impl::UNFUSED) and no bias gradient is fused into its quantize
-// (bgrad_quantize is not used): both run as kernels of their own. Under SP only the
-// row-wise data and scales of a norm's output are all-gathered (data 1, scales 1/32 byte
-// per element; the gathered scales reordered by swap_first_dims), and the local column-wise
-// shard is kept for backward, where it is gathered beside dgrad; a gradient shard gathers
-// both copies. A shard whose dims are not multiples of 128 is gathered in 16 bits and
-// quantized whole instead (distributed.py, gather_along_first_dim's blockwise fallback).
-// MXFP8 ("mxfp8", MXFP8Quantizer, Blackwell; transformer_engine/common/util/
-// cast_kernels.cuh, pytorch/distributed.py _all_gather_mxfp8): the same structure with an
-// E8M0 scale (1 byte) per 32 consecutive elements, along the rows for the row-wise copy and
-// along the columns for the column-wise one, so the same bytes as block scaling's fp32 scale
-// per 128 (1/32 byte per element per copy). Both copies keep the tensor's shape (Blackwell runs
-// FP8 GEMMs in any layout), so a gathered copy needs no reordering; but the GEMM wants its
-// scales swizzled: TE quantizes swizzled where the tensor goes straight to a GEMM
-// (optimize_for_gemm in linear.py / layernorm_linear.py: not the sequence-parallel gathered
-// input and grad output), and swizzles the others before the GEMM (gemm.cpp
-// swizzle_scales_for_gemm: one kernel per gathered copy, its scales read and written). The
-// norm stays unfused (normalization.cpp: the MXFP8 norm is cuDNN's, only with
-// NVTE_NORM_FWD_USE_CUDNN) and the bias gradient is fused into the grad output's quantize
-// (bgrad_quantize takes MXFP8 quantizers: base.py grad_output_preprocess). A shard is
-// quantizable when both dims are multiples of 32 (MXFP8Quantizer.is_quantizable).
+// Byte counts of Transformer Engine's quantize kernels per FP8 recipe (delayed, tensorwise,
+// blockwise, MXFP8).
+// Details: docs/models.md, "FP8 quantize kernels".
 
 namespace {
 

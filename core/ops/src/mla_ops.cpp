@@ -1,23 +1,5 @@
-// Multi-latent attention as Megatron-Core's MLASelfAttention runs it with the Transformer
-// Engine layer spec (megatron/core/transformer/multi_latent_attention.py,
-// megatron/core/models/gpt/gpt_layer_specs.py), per TP rank:
-// - input_layernorm: a norm of its own (TENorm), on the sequence shard with SP;
-// - linear_q_down_proj (h -> q_lora_rank) and linear_kv_down_proj (h -> kv_lora_rank +
-//   qk_pos_emb_head_dim): TELinear, parallel_mode "duplicated": whole weights on every TP rank,
-//   run on the tokens the rank holds (the sequence shard with SP), no TP communication;
-// - with SP the RoPE key part k_pos_emb is all-gathered over TP (gather_from_sequence_
-//   parallel_region; its backward a reduce-scatter);
-// - linear_q_up_proj (q_lora_rank -> heads x (qk_head_dim + qk_pos_emb_head_dim)) and
-//   linear_kv_up_proj (kv_lora_rank -> heads x (qk_head_dim + v_head_dim)): column-parallel,
-//   with qk_layernorm TELayerNormColumnParallelLinear (the latent's norm fused in front), so
-//   with SP the normed latent is all-gathered and, in backward, re-gathered for wgrad and its
-//   gradient reduce-scattered; without q_lora_rank one column-parallel linear_q_proj from h;
-// - RoPE on the query's and the key's RoPE parts and the concatenations into query, key and
-//   value (priced as the fused MLA RoPE kernels' traffic: fused_apply_mla_rope_for_q/_kv);
-// - core attention (Transformer Engine's fused attention) with query/key head dim
-//   qk_head_dim + qk_pos_emb_head_dim and value head dim v_head_dim, every head its own keys;
-// - linear_proj: row-parallel (heads x v_head_dim -> h), all-reduce or reduce-scatter (SP).
-// Context parallelism, FP8 and TP-communication overlap are refused with MLA (validate_mla.cpp).
+// Multi-latent attention as Megatron-Core's MLASelfAttention runs it.
+// Details: docs/models.md, "Multi-latent attention".
 
 #include "stepsim/ops/layer_ops.hpp"
 

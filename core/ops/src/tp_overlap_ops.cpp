@@ -1,55 +1,6 @@
-// TP-communication overlap as Transformer Engine's userbuffers run it under Megatron-LM's
-// --tp-comm-overlap (megatron/training/initialize.py _initialize_tp_communicators ->
-// transformer_engine/pytorch/module/base.py initialize_ub; the linears in
-// transformer_engine/pytorch/module/linear.py and layernorm_linear.py; the kernels' schedule in
-// transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp). initialize_ub's default
-// method per GEMM:
-// - ring_exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad): CommOverlapP2PBase::
-//   split_overlap_ag. The local shard is copied into the userbuffer (copy_into_buffer), then
-//   tp steps: step i multiplies the chunk it holds (tokens / tp rows) while the copy engine
-//   (use_ce = true) sends that chunk to the next rank and receives the next chunk from the
-//   previous one; step i + 1 waits for that receive. No SM margin (set_sm_margin is false for
-//   ring_exchange): the GEMM chunks run on every SM. The row-parallel wgrad ("external")
-//   reuses the gathered output gradient: no exchange of its own.
-// - pipeline (proj_fprop, fc2_fprop): CommOverlapBase::split_overlap_rs. The GEMM's output
-//   features in num_splits = 4 chunks; chunk i's reduce-scatter (a userbuffers kernel on
-//   num_sm = 16 SMs) starts when the chunk's GEMM ends, beside the next chunk's GEMM, which
-//   runs on sm_count - 16 SMs (set_sm_margin).
-// - bulk (qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad): CommOverlapBase::bulk_overlap. The
-//   input all-gather the wgrad needs (after copying the norm output into the userbuffer) beside
-//   the dgrad GEMM, and the dgrad's reduce-scatter beside the wgrad GEMM: userbuffers kernels
-//   on 16 SMs, the GEMMs on sm_count - 16. With tp_comm_overlap_rs_dgrad the dgrad GEMM and its
-//   reduce-scatter are pipelined instead (split_overlap_rs) and the bulk overlaps are off.
-// With FP8 (initialize_ub(quantization_modes=[FP8]) under Megatron's --fp8-format): the
-// all-gather overlaps (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad, the bulk qkv_dgrad and
-// fc1_dgrad; layers_all_gather_overlap) get FP8 buffers (fp8_buf, buffer dtype uint8), so the
-// norm's FP8 output and the projection/FC2 output gradient, quantized row-wise before
-// fill_userbuffers_buffer_for_all_gather, are copied in and exchanged at 1 byte per element;
-// the reduce-scatters of proj_fprop, fc2_fprop and the bulk qkv_wgrad/fc1_wgrad keep 16-bit
-// buffers (fp8_buf is honoured only for a "pipeline" GEMM of a user config), so those GEMMs
-// write 16-bit outputs and the reduce-scatters move 16-bit data. Megatron's
-// --tp-comm-overlap-rs-dgrad runs the QKV/FC1 dgrad's reduce-scatter on the qkv_dgrad/fc1_dgrad
-// userbuffer, which (its method left "bulk" by an empty config) is an FP8 one: the linear then
-// asks for an FP8 grad input (get_ub_is_fp8(ub_name + "_dgrad") -> fp8_grad in
-// layernorm_linear.py forward), the dgrad chunks write FP8 and the reduce-scatter moves 1 byte
-// per element (reducescatter2_userbuff_stridedoutput_fp8, 16-bit output).
-// Every GEMM chunk multiplies FP8 operands (general_gemm on Float8 tensors). On Hopper the
-// gathered FP8 tensors the wgrads read column-wise are transposed after the dgrad GEMM
-// (update_usage(columnwise_usage=True) in the wgrad section of linear.py and
-// layernorm_linear.py backward).
-// training.tp_comm_overlap_cfg (Megatron's --tp-comm-overlap-cfg, read by ub_cfg.cpp) puts a
-// GEMM's num_sm, set_sm_margin, num_splits and fp8_buf over these defaults (Dims::ub_gemm), and
-// two variants NVIDIA's published configs use:
-// - method ring_exchange on proj_fprop / fc2_fprop: CommOverlapP2PBase::split_overlap_rs, the
-//   GEMM in tp chunks of rows, each chunk's partial result sent by the copy engine to the rank
-//   that owns those rows beside the next chunk's GEMM, then one reduction kernel over the tp
-//   partial results (ring_exchange_gemm_rs).
-// - aggregate on an all-gather ring exchange: split_overlap_ag's _aggregate branch, two chunks
-//   a GEMM in tp / 2 steps after a first swap of one chunk (aggregated_ring_exchange_gemm).
-// These transfers are not NCCL: their CollectiveOp/P2POp carry nccl = false. Their time is the
-// cost model's for the same bytes on the same links (the copy engine's intra-node transfer, a
-// collective over the tensor group): NVLink's bandwidth bounds both. A GEMM on a share of the
-// SMs is priced at the cost model's full-GPU time over that share (Op::sm_share).
+// TP-communication overlap as Transformer Engine's userbuffers run it (--tp-comm-overlap): ring
+// exchange, pipelined and bulk overlaps per GEMM, with FP8 buffers.
+// Details: docs/models.md, "TP-communication overlap".
 
 #include <string>
 

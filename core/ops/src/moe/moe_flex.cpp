@@ -1,26 +1,5 @@
-// Megatron-Core's flex token dispatcher with DeepEP (megatron/core/transformer/moe/
-// token_dispatcher.py MoEFlexTokenDispatcher, _DeepepManager; fused_a2a.py FusedDispatch,
-// FusedCombine), per rank, in the order it runs:
-//   dispatch_preprocess: the routing map and probs expanded over the expert TP x EP group
-//     (_initialize_metadata: [tokens, etp * ep, local experts], every expert TP rank of an
-//     expert gets the token), then torch.topk of the expanded probs into indices and fp32
-//     weights (setup_metadata: topk' = etp * topk of num_experts' = etp * num_experts).
-//   token_dispatch: DeepEP's get_dispatch_layout and dispatch (one fused kernel: each token
-//     goes once to every destination node over RDMA, to the GPU of the same local rank, and
-//     is forwarded over NVLink to its destination GPUs there; within a node straight over
-//     NVLink), with the shared experts' fc1 beside it when overlapped.
-//   dispatch_postprocess: the received indices to a multi-hot map over the local experts
-//     (_indices_to_multihot) and Megatron's permute into expert order (moe_permute_fusion
-//     is not modelled: the unfused permute, its probs in fp32).
-//   the local experts; combine_preprocess: unpermute back to the received tokens;
-//   token_combine: DeepEP's combine (the reverse path, bf16, a token's rows summed at the
-//     forwarding GPU and at the source); combine_postprocess: the shared experts' fc2 and
-//     output added.
-// Backward: FusedCombine's backward is a dispatch reusing the handle (no indices or weights
-// on the wire), FusedDispatch's a combine that also carries the weights' gradient.
-// DeepEP's kernels are not NCCL: each holds num_sms SMs for its whole run (Buffer.num_sms,
-// set from moe_flex_dispatcher_num_sms, 20 by default), so compute beside it (the
-// overlapped shared experts) runs on the rest (CollectiveOp::compute_share).
+// Megatron-Core's flex token dispatcher with DeepEP, per rank.
+// Details: docs/models.md, "MoE flex dispatcher (DeepEP)".
 
 #include "stepsim/ops/moe_flex.hpp"
 

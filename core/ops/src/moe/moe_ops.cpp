@@ -1,22 +1,5 @@
-// The MLP half of Megatron-Core's MoE layer (megatron/core/transformer/moe/) per rank:
-//   MoELayer.forward: shared_experts_compute (SharedExpertMLP; with moe_shared_expert_overlap
-//   inside the dispatcher instead: moe_shared_ops.cpp), route (TopKRouter: gating GEMM in
-//   moe_router_dtype, softmax, top-k), preprocess and dispatch (token_dispatcher.py),
-//   routed_experts_compute (TEGroupedMLP with moe_grouped_gemm, else SequentialMLP: fc1, activation
-//   times the routing probability, fc2), combine, postprocess (+ the shared experts' output).
-// MoEAlltoAllTokenDispatcher: permute (tokens by expert), all-to-all of tokens and probs over
-// EP, all-gather over expert TP, sort by local expert; the way back mirrors it (unsort,
-// reduce-scatter over expert TP in the probs' dtype, all-to-all, unpermute).
-// MoEAllGatherTokenDispatcher: all-gather of routing map, probs and tokens over the expert
-// TP x EP group, local permute, experts, unpermute into the gathered shape in the probs'
-// dtype, reduce-scatter back.
-// Routing is balanced unless training.moe_load says otherwise: each source rank sends
-// tokens * topk / num_experts rows to every expert (or its share of them); with a capacity
-// factor each expert takes at most ceil(tokens * topk / num_experts * factor) of them (all of
-// it with padding). Under an uneven load the ops are the most loaded EP rank's: its experts'
-// GEMMs, and every all-to-all priced at the largest buffer of the group (the all-to-all ends
-// when the rank receiving the most has it). Permutes, sorts and activations are memory-bound
-// kernels priced by the bytes they read and write.
+// The MLP half of Megatron-Core's MoE layer per rank: router, dispatcher, experts.
+// Details: docs/models.md, "MoE layer".
 
 #include "stepsim/ops/moe_ops.hpp"
 

@@ -1,27 +1,6 @@
-// The shared experts of Megatron-Core's MoE layer (megatron/core/transformer/moe/
-// shared_experts.py, SharedExpertMLP): a tensor-parallel MLP (the attention's TP group,
-// sequence parallel) of width moe_shared_expert_intermediate_size on every token.
-//
-// Without moe_shared_expert_overlap, MoELayer.shared_experts_compute runs it whole on the
-// current stream before the router (emit_shared_forward / emit_shared_backward).
-//
-// With it, SharedExpertMLP splits its forward into pre_forward_comm (the sequence-parallel
-// all-gather), linear_fc1_forward_and_act, linear_fc2_forward and post_forward_comm (the
-// reduce-scatter), all on its own stream (SharedExpertMLP.stream), and the token dispatcher
-// calls them between its own steps (token_dispatcher.py, MoEAlltoAllTokenDispatcher):
-// dispatch_preprocess issues the all-gather before the permutation; token_dispatch launches
-// the tokens' all-to-all, then fc1 and the activation, then the probabilities' all-to-all
-// ("Forward launch order: tokens A2A -> shared experts fc1 -> probs A2A"); token_combine
-// launches the combine all-to-all, then fc2 and the reduce-scatter; combine_postprocess adds
-// get_output() after the current stream waited for the side stream.
-// Backward: autograd runs each node on the stream of its forward. linear_fc2_forward gives
-// the combine all-to-all's output, and post_forward_comm the reduce-scatter's, the largest
-// sequence number, so the output gradient's all-gather and the combine all-to-all's backward
-// are launched first and fc2's dgrad and wgrad run beside the latter;
-// linear_fc1_forward_and_act gives the activation the sequence number just below the tokens'
-// all-to-all ("Backward launch order: probs A2A -> tokens A2A -> shared experts fc1"), so the
-// activation's backward and fc1's dgrad and wgrad (and its input gradient's reduce-scatter)
-// run beside the dispatch all-to-alls' backward.
+// The shared experts of Megatron-Core's MoE layer (SharedExpertMLP), before the router or
+// overlapped with the dispatcher.
+// Details: docs/models.md, "MoE shared experts".
 
 #include "stepsim/ops/layer_ops.hpp"
 #include "stepsim/ops/moe_ops.hpp"

@@ -1,36 +1,6 @@
 #pragma once
-// CalibratedCostModel: durations from a calibration profile (profile.hpp), measured by
-// `stepsim calibrate` or assembled from cited public microbenchmarks.
-//
-// - GEMM: a measured shape (same m, n, k, batch, dtype) takes its measured seconds (the
-//   median when a shape was measured more than once). Any other shape takes the achieved
-//   FLOP/s interpolated over the samples of its dtype: inverse-distance weighting (power 2)
-//   of log(FLOP/s) over the 8 nearest samples in (log2 m*batch, log2 n, log2 k). A shape
-//   outside the measured box is clamped into it first (its efficiency is the one at the
-//   edge) and a warning is recorded. An interpolated GEMM, inside the box or clamped into it,
-//   never takes less than the roofline floor of the workload's system: its FLOPs at the
-//   dtype's peak and its operands and result moved once at the system's HBM bandwidth (the
-//   floor of skinny shapes). fp16 and bf16 (same tensor-core rate) stand in for each
-//   other when a profile has samples of only one, with a warning.
-// - Attention: measured shape -> measured seconds; else interpolated over attention samples
-//   of the same dtype (or its 16-bit twin, with a warning), direction and masking in
-//   (log2 batch*heads, log2 seq, log2 head_dim);
-//   without such samples, the attention's matmuls as batched GEMMs plus the HBM traffic of its
-//   inputs and outputs through the memory fit (a warning says so).
-// - Memory-bound: the memory fit.
-// - Collectives: the fit of the same (kind, group size, nodes spanned); else, on a platform
-//   NCCL runs on, NCCL's own model of the group (nccl_model.hpp), with a note; else the
-//   nearest measured group of the same link class (see collective_s) with nccl-tests'
-//   bus-bandwidth factor rescaled, and a warning. Sizes outside the fit's measured range are
-//   extrapolated with a warning.
-// - P2P: the fit of the link class (intra- or inter-node).
-// Whatever the profile has no data for at all (a dtype without GEMMs, a profile without
-// inter-node collectives) is costed by the roofline model of the workload's system, with a
-// warning naming what was missing. Group size 1 costs 0 s.
-//
-// Construction indexes the profile once; the profile itself is shared, not copied. Queries
-// are const and deterministic; warnings() is deduplicated and sorted, so it does not depend
-// on the order of queries. Queries may run on several threads.
+// CalibratedCostModel: durations from a calibration profile, with the fallbacks it says.
+// Details: docs/models.md, "The calibrated cost model".
 
 #include <array>
 #include <cstdint>

@@ -1,25 +1,7 @@
 #pragma once
-// NcclModel: NCCL's own cost model of a collective, as NCCL uses it to choose an algorithm
-// (ring | tree | NVLS | NVLS tree | PAT) and a protocol (LL | LL128 | Simple).
-//
-// Source: github.com/NVIDIA/nccl at commit 5067397c2676d5aed50042fc39e5c8ee96eb0027:
-// - src/graph/tuning.cc, ncclTopoTuneModel: per (collective, algorithm, protocol) a latency
-//   (base + hardware latency per step) and a bus bandwidth (channels x per-channel bandwidth,
-//   with the per-generation caps), turned into algorithm bandwidth; ncclTopoGetAlgoTime: time
-//   = latency + bytes / bandwidth, with the tree correction factors and the ring plateau.
-// - src/enqueue.cc, updateCollCostTable / topoGetAlgoInfo: the enabled algorithm/protocol of
-//   least time wins.
-// - src/graph/search.cc (ncclTopoCompute, ncclTopoDupChannels, the speed arrays) and
-//   src/graph/topo.h (per-link NVLink bandwidth per generation): the channels and per-channel
-//   bandwidth of the ring, tree and NVLS graphs, which NcclComm derives for a DGX-style node
-//   (every GPU on the NVSwitch, one NIC per GPU on the GPU's PCIe switch).
-// - src/init.cc: the graph each algorithm uses (Tree, PAT: tree graph; NVLS, NVLS tree: NVLS
-//   graph); src/transport/nvls.cc: NVLS needs NVSwitch multicast (Hopper and newer) and at
-//   least 2 GPUs of the communicator in the node.
-// NCCL_NVLS_ENABLE=0 (SystemConfig::nccl_nvls false) leaves the NVLS graph out, as ncclNvlsInit
-// does. Not modelled: CollNet/SHARP (off unless the cluster has a SHARP plugin: NCCL's default
-// collnetEnable is 0), user NCCL_ALGO/NCCL_PROTO overrides, tuner plugins, aggregation of
-// several operations (numPipeOps is 1), fp8 reductions.
+// NcclModel: NCCL's own cost model of a collective (tuning.cc), as NCCL uses it to choose an
+// algorithm and a protocol.
+// Details: docs/models.md, "NcclModel".
 
 #include <cstdint>
 #include <optional>

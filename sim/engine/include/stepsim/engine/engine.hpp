@@ -1,24 +1,6 @@
 #pragma once
-// The discrete-event engine: runs a finalized TaskGraph in time order. A task is ready when
-// all its predecessors ended; a rendezvous group starts when its last member is ready (its
-// members progress together: one flow); a task ends when its work is done, and its end is
-// the event that releases its successors.
-//
-// Work and rates: a task's work is its duration alone on its resources (Task::duration_s,
-// the cost model's time). While it runs it holds the resources of Task::resources, shared
-// with the other running tasks by the resource model (sim/engine/include/stepsim/engine/resource_model.hpp: max-min
-// fair bandwidth sharing of NVLink ports and NIC rails, compute-communication interference
-// on a GPU's SMs), which gives each its rate (1 = alone). Rates change only at events (a
-// start or an end), and only the tasks connected to the resources an event touched are
-// re-solved; a task's end is re-planned when its rate changes. A task holding nothing runs
-// at rate 1 whatever else runs.
-//
-// Stream order and cross-stream waits are edges (the builder chains each stream's tasks), so
-// resources arbitrate only between tasks the graph lets run together: DP collectives beside
-// backward actions, P2P transfers beside both. Events at one instant are handled together
-// (ends first, then the starts they release, then one re-solve), in task order: results are
-// reproducible bit for bit. With contention off (or nothing ever sharing a resource) every
-// task ends its duration after it starts, the longest-path times.
+// The discrete-event engine: runs a finalized TaskGraph in time order.
+// Details: docs/models.md, "The discrete-event engine".
 
 #include <cstdint>
 #include <vector>

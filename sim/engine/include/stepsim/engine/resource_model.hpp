@@ -1,29 +1,7 @@
 #pragma once
-// The resource model, apart from the event kernel (engine.cpp), as SimGrid splits its
-// resources/actions (src/kernel/resource/) from its LMM solver (src/kernel/lmm/):
-//
-// - Resources have a capacity: per simulated GPU its SMs (compute), its NVLink/NVSwitch port
-//   and its NIC rail, each direction of a port or rail a resource of its own (the links are
-//   full duplex).
-// - Flows (the engine's running tasks) hold shares of the resources they use, `weight` units
-//   of capacity per unit of rate, and have a maximum rate (`bound`).
-// - Concurrent flows share the resources max-min fairly, by progressive filling: all rates
-//   rise together until a resource saturates (the bottleneck); its flows are fixed there and
-//   the others rise on, bottleneck after bottleneck.
-// - Compute-communication interference on one GPU: an NCCL kernel takes SMs and HBM
-//   bandwidth from the compute kernels running beside it. While a GPU runs both a compute
-//   flow and an NCCL flow, the compute flow's bound is divided by
-//   `Interference::compute_slowdown` and the NCCL flow's by `collective_slowdown`.
-//
-// The engine uses capacities and bounds of 1 (a flow's rate is the fraction of its own
-// uncontended speed: a task alone runs in its cost-model duration) and weights of 1 (a
-// collective or a transfer alone uses the whole bandwidth of the links it holds, as NCCL's
-// bandwidth-bound messages do), so two transfers on one NIC each run at half speed.
-//
-// update() re-solves only the flows connected (through shared resources) to a resource that
-// a start or an end touched since the last call; a flow alone on its resources takes its
-// bound without any filling, and one that starts on resources nobody uses, or ends leaving
-// a resource unused, touches nothing (no other flow's rate can change).
+// The resource model, apart from the event kernel (as SimGrid splits resources from its
+// solver): SMs, NVLink and NIC directions shared max-min fairly.
+// Details: docs/models.md, "The resource model".
 
 #include <array>
 #include <cstdint>

@@ -1,27 +1,6 @@
 #pragma once
-// Full-rank mode (`predict --full-rank`): the TaskGraph of every GPU of the job, built from
-// representative steps (build_step.hpp) copied once per pipeline lane.
-//
-// A lane is one (tp, cp, dp) position: the pipeline of GPUs that differ only in their
-// pipeline rank (Megatron's rank layout, RankGenerator, order tp-cp-ep-dp-pp). Each lane's
-// tasks are a copy of a representative step with every rank renamed to the lane's global
-// rank at that stage, so every GPU has its own chain, its own P2P transfers (on its own NVLink
-// port or NIC rail, inter-node or not as its real peer is) and its own collectives. Copies
-// that Megatron runs as one operation are joined (rendezvous: they start when every member
-// is ready, and every member continues after it):
-// - a forward or backward action, over its action set: the GPUs it exchanges with inside an
-//   action (TP and CP peers; with MoE the expert groups, with FP8 delayed scaling the amax
-//   group), closed transitively; the collectives inside pace it to the set's slowest member
-//   (every member's action lasts as long as the slowest member's);
-// - a per-step collective (gradient reduction, parameter gather: the dp * cp group or the
-//   expert data-parallel group), over its Megatron group; its flow holds every member's
-//   link, so a slower NIC on one member slows the whole collective, and collectives of
-//   different groups share NICs with each other and with P2P transfers;
-// - the tied-embedding all-reduce, per lane (first and last stage of one pipeline).
-// The representative step of a lane is built with its pace (per stage: the slowest GPU's
-// compute scale in the stage's action set), so durations,
-// DDP bucket points and parameter-gather delays are the representative builder's own; lanes
-// of equal pace share one build.
+// Full-rank mode (`predict --full-rank`): the task graph of every GPU of the job.
+// Details: docs/models.md, "Full-rank mode".
 
 #include <cstdint>
 #include <deque>
