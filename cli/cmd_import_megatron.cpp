@@ -29,7 +29,8 @@ void add_import_megatron_command(CLI::App& app, Env& env) {
   cmd->add_option("--world-size", args->world_size,
                   "GPUs of the run (default: torchrun's --nnodes x --nproc_per_node)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--system", args->system, "system file (relative to scenarios/ or a path)")
+  cmd->add_option("--system", args->system,
+                  "a shipped system's name (dgx-h100-80gb; `stepsim systems`) or a system file")
       ->required();
   cmd->add_option("--name", args->name, "the scenario's name")->capture_default_str();
   add_allow_unmodelled_flag(cmd, *args);

@@ -230,7 +230,7 @@ void add_predict_command(CLI::App& app, Env& env) {
                   "--nnodes x --nproc_per_node in the line)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--system", args->megatron.system,
-                  "with --megatron-args: system file (relative to scenarios/ or a path)");
+                  "with --megatron-args: a shipped system's name (`stepsim systems`) or a file");
   add_allow_unmodelled_flag(cmd, args->megatron);
   cmd->callback([args, &env] { env.exit_code = run_predict(*args, env); });
 }

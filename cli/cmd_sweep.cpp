@@ -223,7 +223,7 @@ void add_sweep_command(CLI::App& app, Env& env) {
       ->check(launch_line_validator());
   cmd->add_option("--world-size", o->world_size, "with --megatron-args: GPUs of the run")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--system", o->system, "with --megatron-args: system file");
+  cmd->add_option("--system", o->system, "with --megatron-args: a system's short name or file");
   cmd->add_flag("--allow-unmodelled", o->allow_unmodelled,
                 "with --megatron-args: sweep even when the line has flags that change the job "
                 "and are not modelled (they are left out)");

@@ -28,6 +28,8 @@ void add_import_hf_command(CLI::App& app, Env& env);
 void add_import_megatron_command(CLI::App& app, Env& env);
 void add_predict_command(CLI::App& app, Env& env);
 void add_memory_command(CLI::App& app, Env& env);
+/// stepsim systems: the shipped systems by short name, with the profiles of their GPUs.
+void add_systems_command(CLI::App& app, Env& env);
 /// stepsim accuracy: predicted against measured for the published runs.
 void add_accuracy_command(CLI::App& app, Env& env);
 

@@ -2,11 +2,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
 #include <ostream>
 
 #include "stepsim/import/import.hpp"
 #include "stepsim/check/load.hpp"
+#include "stepsim/config/parse.hpp"
+#include "stepsim/config/shipped.hpp"
 
 namespace stepsim::cli {
 
@@ -119,10 +122,26 @@ std::string launch_line_options_without_line(const MegatronArgs& args) {
   return given + (several ? " apply" : " applies") + " only with --megatron-args, which was not given";
 }
 
+std::optional<std::string> system_option_or_report(const std::string& value, Env& env) {
+  const LoadOptions options{env.scenarios_dir};
+  if (!is_short_name(value) || !resolve_path(value, ".", options).empty()) return value;
+  const ShortNameMatch match = find_shipped(value, env.scenarios_dir, ShippedKind::kSystem);
+  if (!match.candidates.empty()) {
+    *env.err << "stepsim: --system=\"" << value << "\""
+             << ambiguous_short_name(match, ShippedKind::kSystem) << "\n";
+    env.exit_code = 2;
+    return std::nullopt;
+  }
+  if (match.path.empty()) return value;  // the loader says it is not found
+  return std::string("systems/") + std::filesystem::path(match.path).filename().string();
+}
+
 std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& args, Env& env) {
   MegatronImportOptions import;
   import.world_size = args.world_size;
-  import.system = args.system;
+  const std::optional<std::string> system = system_option_or_report(args.system, env);
+  if (!system) return std::nullopt;
+  import.system = *system;
   import.name = args.name;
   import.allow_unmodelled = args.allow_unmodelled;
   Result<ImportedScenario> imported = scenario_from_megatron_args(args.line, import);

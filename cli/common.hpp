@@ -62,6 +62,12 @@ void make_integer_options_decimal(CLI::App& app);
 /// naming them, or "" when there is none.
 std::string launch_line_options_without_line(const MegatronArgs& args);
 
+/// The value of --system as the scenario gives it: a short name that is no file as given
+/// becomes "systems/<stem>.json" of the shipped system it names (stepsim/config/shipped.hpp);
+/// anything else is kept. A prefix of several systems: prints them, sets env.exit_code = 2 and
+/// returns nullopt.
+std::optional<std::string> system_option_or_report(const std::string& value, Env& env);
+
 /// The scenario JSON text built from a Megatron-LM launch line. Prints the flags stepsim
 /// ignores and the assumptions made to *env.err. On failure prints the errors, sets
 /// env.exit_code = 2 and returns nullopt.

@@ -34,6 +34,7 @@ int run_main(int argc, char** argv) {
   stepsim::cli::add_check_command(app, env);
   stepsim::cli::add_predict_command(app, env);
   stepsim::cli::add_memory_command(app, env);
+  stepsim::cli::add_systems_command(app, env);
   stepsim::cli::add_schedule_command(app, env);
   stepsim::cli::add_sweep_command(app, env);
   stepsim::cli::add_import_hf_command(app, env);

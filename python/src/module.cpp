@@ -18,6 +18,7 @@
 
 #include "stepsim/import/import.hpp"
 #include "stepsim/check/load.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/sweep/sweep_spec.hpp"
 #include "stepsim/report/memory_report.hpp"
@@ -210,6 +211,13 @@ import_megatron(const std::string& line, std::int64_t world_size, const std::str
   return {Problems{}, s->ignored_flags, s->notes, s->scenario_json};
 }
 
+/// (problems, `stepsim systems --format json` text): the shipped systems by short name.
+std::tuple<Problems, std::string> systems() {
+  Result<std::vector<ShippedSystem>> rows = shipped_systems(scenarios_dir());
+  if (!rows) return {problems_of(rows.errors()), ""};
+  return {Problems{}, shipped_systems_json(*rows)};
+}
+
 }  // namespace
 }  // namespace stepsim::python
 
@@ -252,4 +260,5 @@ PYBIND11_MODULE(_stepsim, m) {
   m.def("sweep", &sweep);
   m.def("import_hf", &import_hf);
   m.def("import_megatron", &import_megatron);
+  m.def("systems", &systems);
 }

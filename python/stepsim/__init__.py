@@ -38,6 +38,7 @@ __all__ = [
     "schedule",
     "scenarios_dir",
     "sweep",
+    "systems",
 ]
 
 __version__ = _stepsim.version()
@@ -266,3 +267,14 @@ def import_megatron_details(line: str, world_size: int = 0, system: str = "") ->
     problems, ignored, notes, text = _stepsim.import_megatron(line, world_size, system)
     _raise_if(problems)
     return {"scenario": json.loads(text), "ignored_flags": list(ignored), "notes": list(notes)}
+
+
+def systems() -> list[dict[str, Any]]:
+    """The shipped systems, one dict per system as ``stepsim systems --format json`` lists
+    them: ``name`` (the short name a scenario's "system" takes), ``gpu_name``,
+    ``gpus_per_node``, ``intra_node_bandwidth_bytes_per_s`` (NVLink, per GPU),
+    ``inter_node_bandwidth_bytes_per_s`` (per NIC) and ``profiles`` (the short names of the
+    shipped profiles of its GPU, for ``cost_model.profile``)."""
+    problems, text = _stepsim.systems()
+    _raise_if(problems)
+    return json.loads(text)

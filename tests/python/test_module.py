@@ -282,3 +282,24 @@ def test_issue_41_hostile_inputs_raise_naming_file_and_key(tmp_path):
         stepsim.import_hf({"architectures": ["GPT2LMHeadModel"], "n_layer": 2, "n_embd": 768,
                            "n_head": 7, "n_positions": 1024, "vocab_size": 50257})
     assert e.value.key == "model.hidden_size"
+
+
+def test_systems_are_the_cli_listing_and_short_names_load(stepsim_bin):
+    rows = stepsim.systems()
+    cli = subprocess.run([stepsim_bin, "systems", "--format", "json"], check=True,
+                         capture_output=True, text=True).stdout
+    assert rows == json.loads(cli)
+    h100 = next(r for r in rows if r["name"] == "dgx-h100-80gb")
+    assert h100["gpu_name"] == "NVIDIA H100-SXM5-80GB"
+    assert h100["gpus_per_node"] == 8
+    assert h100["profiles"] == ["h100-sxm5-80gb-measured", "h100-sxm5-80gb-public"]
+    # A scenario names a system and a profile by short name (or a unique prefix).
+    d = gpt3_dict()
+    d["system"] = "dgx-a100"
+    d["cost_model"] = {"profile": "a100-sxm4-80gb-public"}
+    assert stepsim.predict(d)["step_time_s"] == stepsim.predict(GPT3)["step_time_s"]
+    d["system"] = "dgx-h"
+    with pytest.raises(stepsim.ScenarioError) as e:
+        stepsim.load(d)
+    assert e.value.key == "system"
+    assert "dgx-h100-80gb, dgx-h200" in e.value.rule

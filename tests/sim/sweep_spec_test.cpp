@@ -45,6 +45,18 @@ TEST(SweepSpec, ReadsAxesConstraintsObjectiveTop) {
   EXPECT_EQ(sim::system_variants(s)[1].inter_node.bandwidth_bytes_per_s, 5e10);
 }
 
+TEST(SweepSpec, SystemKnobTakesShortNames) {
+  auto r = small_sweep(R"({"system": ["dgx-h100-80gb", "dgx-b2"]})", "");
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  ASSERT_EQ(r->systems.size(), 2u);
+  EXPECT_EQ(r->systems[0].name, "dgx-h100-80gb");
+  EXPECT_EQ(r->systems[1].name, "dgx-b200");
+  auto ambiguous = small_sweep(R"({"system": ["dgx-h"]})", "");
+  ASSERT_TRUE(has_error(ambiguous, "search.system"));
+  EXPECT_NE(format_errors(ambiguous.errors()).find("dgx-h100-80gb, dgx-h200"), std::string::npos)
+      << format_errors(ambiguous.errors());
+}
+
 TEST(SweepSpec, EveryProblemNamesFileAndKey) {
   auto r = small_sweep(R"({"training.no_such_knob": [1], "training.world_size": "auto",
                           "training.micro_batch_size": [], "training.sequence_parallel": [1],

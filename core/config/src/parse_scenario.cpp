@@ -20,6 +20,7 @@
 #include "stepsim/base/json_input.hpp"
 #include "stepsim/config/pipeline_layout.hpp"
 #include "stepsim/config/schema.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/config/ub_cfg.hpp"
 
 namespace stepsim {
@@ -363,6 +364,25 @@ std::string not_found(const std::string& relative, const std::string& base_dir,
   return "=\"" + relative + "\": no such file (looked in " + where + ")";
 }
 
+/// A system or profile given by short name (stepsim/config/shipped.hpp): `relative` itself when
+/// it is written as a path or is a file as given, else the shipped file of `kind` it names (or
+/// `relative` again when none, for readable_path to report); nullopt, reported under `key`,
+/// when it is a prefix of several.
+std::optional<std::string> shipped_or_given(ObjectReader& r, std::string_view key,
+                                            const std::string& relative,
+                                            const std::string& base_dir, const LoadOptions& options,
+                                            ShippedKind kind) {
+  if (!is_short_name(relative) || !resolve_path(relative, base_dir, options).empty()) {
+    return relative;
+  }
+  const ShortNameMatch match = find_shipped(relative, options.scenarios_dir, kind);
+  if (!match.candidates.empty()) {
+    r.error(key, "=\"" + relative + "\"" + ambiguous_short_name(match, kind));
+    return std::nullopt;
+  }
+  return match.path.empty() ? relative : match.path;
+}
+
 /// `relative` (the value of `key` of `r`) resolved and readable: its path, or "" with the
 /// problem reported under the key (no such file; a directory, FIFO, device or link loop).
 std::string readable_path(ObjectReader& r, std::string_view key, const std::string& relative,
@@ -395,8 +415,10 @@ void parse_system_entry(ObjectReader& r, Errors& errors, const std::string& base
     r.error("system", std::string("=") + detail::describe(*entry) + " must be a path or an object");
     return;
   }
-  const std::string relative = entry->get<std::string>();
-  const std::string path = readable_path(r, "system", relative, base_dir, options);
+  const auto relative = shipped_or_given(r, "system", entry->get<std::string>(), base_dir, options,
+                                         ShippedKind::kSystem);
+  if (!relative) return;
+  const std::string path = readable_path(r, "system", *relative, base_dir, options);
   if (path.empty()) return;
   auto loaded = load_system_file(path);
   if (!loaded) {
@@ -417,7 +439,12 @@ void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_d
     return;
   }
   ObjectReader sub(*entry, r.file(), "cost_model", errors);
-  if (auto relative = sub.string("profile", true)) {
+  std::optional<std::string> relative = sub.string("profile", true);
+  if (relative) {
+    relative =
+        shipped_or_given(sub, "profile", *relative, base_dir, options, ShippedKind::kProfile);
+  }
+  if (relative) {
     const std::string path = readable_path(sub, "profile", *relative, base_dir, options);
     if (!path.empty()) {
       spec.kind = CostModelSpec::Kind::kProfile;

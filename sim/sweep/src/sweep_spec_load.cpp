@@ -11,6 +11,7 @@
 #include <string>
 
 #include "stepsim/config/load_internal.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/base/json_input.hpp"
 #include "stepsim/sweep/sweep_spec.hpp"
 
@@ -179,7 +180,17 @@ bool SpecReader::read_value(const std::string& key, KnobId knob, const json& v, 
         fail(key, std::string("=") + describe_value(v) + " must be a path to a system file");
         return false;
       }
-      const std::string path = resolve_path(v.get<std::string>(), base_dir_, options_);
+      std::string path = resolve_path(v.get<std::string>(), base_dir_, options_);
+      if (path.empty() && is_short_name(v.get<std::string>())) {
+        const ShortNameMatch match =
+            find_shipped(v.get<std::string>(), options_.scenarios_dir, ShippedKind::kSystem);
+        if (!match.candidates.empty()) {
+          fail(key, std::string("=") + describe_value(v) +
+                        ambiguous_short_name(match, ShippedKind::kSystem));
+          return false;
+        }
+        path = match.path;
+      }
       if (path.empty()) {
         fail(key, std::string("=") + describe_value(v) +
                       " cannot be found (tried beside the sweep file and in " +
