@@ -206,7 +206,8 @@ std::string suggest_for_command_line(const CLI::App& app, const std::vector<std:
     if (word.size() > 1 && word[0] == '-' && (word[1] < '0' || word[1] > '9') && word[1] != '.') {
       const std::string name = word.substr(0, word.find('='));
       if (at->get_option_no_throw(name) != nullptr) continue;
-      const std::string near = name.starts_with("--") ? nearest_of(name, option_spellings(*at)) : "";
+      const std::string near =
+          name.starts_with("--") ? nearest_of(name, option_spellings(*at)) : "";
       if (!near.empty()) return "did you mean " + near + " (for " + name + ")?";
       return "";
     }

@@ -57,8 +57,8 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Bad command lines are bad input: exit 2 like every other input error.
     std::cerr << "stepsim: " << e.what() << "\n";
-    const std::string hint =
-        stepsim::cli::suggest_for_command_line(app, std::vector<std::string>(argv + 1, argv + argc));
+    const std::vector<std::string> words(argv + 1, argv + argc);
+    const std::string hint = stepsim::cli::suggest_for_command_line(app, words);
     if (!hint.empty()) std::cerr << "stepsim: " << hint << "\n";
     std::cerr << "Run 'stepsim --help' for usage.\n";
     return 2;
