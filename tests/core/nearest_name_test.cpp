@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <string>
 #include <string_view>
 
 namespace stepsim {
@@ -27,6 +28,7 @@ TEST(NearestName, PicksTheNearestWithinTheThreshold) {
   // Beyond max(2, length / 4) edits: no guess.
   EXPECT_EQ(nearest_name("xyzzy", names), std::nullopt);
   EXPECT_EQ(nearest_name("anything", std::span<const std::string_view>{}), std::nullopt);
+  EXPECT_EQ(nearest_name(std::string(100000, 'p'), names), std::nullopt);
 }
 
 TEST(NearestName, LongNamesAllowAQuarterOfTheirLengthAndTiesGoToTheFirst) {

@@ -24,17 +24,21 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::size_t> nearest_name_index(std::string_view typed,
                                               std::span<const std::string_view> names) {
+  const std::size_t limit = std::max<std::size_t>(2, typed.size() / 4);
   std::optional<std::size_t> best;
   std::size_t best_distance = 0;
   for (std::size_t i = 0; i < names.size(); ++i) {
+    // The lengths alone put this name beyond the limit: skip the quadratic distance (a
+    // hostile megabyte-long word stays cheap).
+    const std::size_t gap = typed.size() > names[i].size() ? typed.size() - names[i].size()
+                                                           : names[i].size() - typed.size();
+    if (gap > limit) continue;
     const std::size_t d = edit_distance(typed, names[i]);
-    if (!best || d < best_distance) {
+    if (d <= limit && (!best || d < best_distance)) {
       best = i;
       best_distance = d;
     }
   }
-  const std::size_t limit = std::max<std::size_t>(2, typed.size() / 4);
-  if (!best || best_distance > limit) return std::nullopt;
   return best;
 }
 
