@@ -6,6 +6,7 @@
 #include <string_view>
 #include <ostream>
 
+#include "stepsim/base/nearest_name.hpp"
 #include "stepsim/import/import.hpp"
 #include "stepsim/check/load.hpp"
 #include "stepsim/config/parse.hpp"
@@ -188,6 +189,63 @@ std::optional<Workload> load_scenario_or_args(const std::string& path, const Meg
   }
   print_notes(*w, env);
   return std::move(w).value();
+}
+
+namespace {
+
+// The long spellings of `app`'s options ("--trace"); a one-letter option is never guessed
+// (every "-x" is one edit from every other).
+std::vector<std::string> option_spellings(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& l : o->get_lnames()) out.push_back("--" + l);
+  }
+  return out;
+}
+
+const CLI::App* subcommand_named(const CLI::App& app, const std::string& word) {
+  const auto subs =
+      app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(word); });
+  return subs.empty() ? nullptr : subs.front();
+}
+
+std::string nearest_of(std::string_view typed, const std::vector<std::string>& spellings) {
+  const std::vector<std::string_view> names(spellings.begin(), spellings.end());
+  const auto near = nearest_name(typed, names);
+  return near ? std::string(*near) : "";
+}
+
+}  // namespace
+
+std::string suggest_for_command_line(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* at = &app;
+  bool positional_seen = false;
+  for (const std::string& word : args) {
+    if (word == "--") break;
+    if (word.size() > 1 && word[0] == '-' && (word[1] < '0' || word[1] > '9') && word[1] != '.') {
+      const std::string name = word.substr(0, word.find('='));
+      if (at->get_option_no_throw(name) != nullptr) continue;
+      const std::string near =
+          name.starts_with("--") ? nearest_of(name, option_spellings(*at)) : "";
+      if (!near.empty()) return "did you mean " + near + " (for " + name + ")?";
+      return "";
+    }
+    if (const CLI::App* sub = subcommand_named(*at, word); sub != nullptr) {
+      at = sub;
+      positional_seen = false;
+      continue;
+    }
+    if (at == &app && !positional_seen) {
+      std::vector<std::string> subcommands;
+      for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        subcommands.push_back(sub->get_name());
+      }
+      const std::string near = nearest_of(word, subcommands);
+      return near.empty() ? "" : "did you mean stepsim " + near + " (for " + word + ")?";
+    }
+    positional_seen = true;
+  }
+  return "";
 }
 
 }  // namespace stepsim::cli

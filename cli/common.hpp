@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "stepsim/base/result.hpp"
@@ -57,6 +58,12 @@ CLI::Validator launch_line_validator();
 /// "0x10" as 16. A leading zero is dropped; a sign, hex, octal or binary prefix on an
 /// unsigned option, other characters and values beyond 64 bits are errors naming the option.
 void make_integer_options_decimal(CLI::App& app);
+
+/// "did you mean" for a command line CLI11 refused: the first word that is neither a
+/// subcommand nor an option of the (sub)command it follows, with the nearest name that is
+/// ("predct" -> "predict", "--trce" -> "--trace"); "" when every word is known or nothing is
+/// close. `args` are the words after the program name.
+std::string suggest_for_command_line(const CLI::App& app, const std::vector<std::string>& args);
 
 /// The options that only apply to a launch line, given without one: an error message
 /// naming them, or "" when there is none.

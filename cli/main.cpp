@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -55,7 +57,11 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Bad command lines are bad input: exit 2 like every other input error.
-    std::cerr << "stepsim: " << e.what() << "\nRun 'stepsim --help' for usage.\n";
+    std::cerr << "stepsim: " << e.what() << "\n";
+    const std::vector<std::string> words(argv + 1, argv + argc);
+    const std::string hint = stepsim::cli::suggest_for_command_line(app, words);
+    if (!hint.empty()) std::cerr << "stepsim: " << hint << "\n";
+    std::cerr << "Run 'stepsim --help' for usage.\n";
     return 2;
   }
   return env.exit_code;

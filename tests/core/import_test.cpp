@@ -269,6 +269,31 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   EXPECT_TRUE(w.model.fused_attention());
 }
 
+TEST(MegatronArgs, MisspelledFlagSuggestsTheNearestKnownFlag) {
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  const std::string head =
+      "pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 4 "
+      "--seq-length 128 --micro-batch-size 1 --global-batch-size 8 --vocab-size 1000 --bf16 ";
+  auto r = scenario_from_megatron_args(head + "--tensor-model-paralel-size 8", o);
+  ASSERT_FALSE(r.ok());
+  std::string errors = format_errors(r.errors());
+  EXPECT_NE(errors.find("--tensor-model-paralel-size 8 is not a Megatron-LM flag stepsim knows, "
+                        "so it may change the job; did you mean --tensor-model-parallel-size?"),
+            std::string::npos)
+      << errors;
+  // A not-modelled flag's spelling and a special flag's are suggested too.
+  r = scenario_from_megatron_args(head + "--fp4-formt nvfp4 --num-query-grups 2", o);
+  ASSERT_FALSE(r.ok());
+  errors = format_errors(r.errors());
+  EXPECT_NE(errors.find("did you mean --fp4-format?"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("did you mean --num-query-groups?"), std::string::npos) << errors;
+  // Nothing close: no guess.
+  r = scenario_from_megatron_args(head + "--frobnicate 3", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(format_errors(r.errors()).find("did you mean"), std::string::npos);
+}
+
 TEST(MegatronArgs, OtherTrainingScriptsAreNotModelled) {
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";

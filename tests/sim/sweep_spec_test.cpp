@@ -17,6 +17,20 @@ bool has_error(const Result<SweepSpec>& r, const std::string& key) {
   return false;
 }
 
+TEST(SweepSpec, MisspelledKnobSuggestsTheNearestAndReadsAsASentence) {
+  auto r = small_sweep(R"({"training.tensor_model_paralel_size": [1, 2], "training.tpis": [1]})");
+  ASSERT_FALSE(r.ok());
+  std::string all;
+  for (const Error& e : r.errors()) all += e.to_string() + "\n";
+  EXPECT_NE(all.find("search.training.tensor_model_paralel_size is not a sweepable scenario key; "
+                     "did you mean \"training.tensor_model_parallel_size\"?"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("search.training.tpis is not a sweepable scenario key (see the knob list"),
+            std::string::npos)
+      << all;
+}
+
 TEST(SweepSpec, ReadsAxesConstraintsObjectiveTop) {
   auto r =
       small_sweep(R"({"training.micro_batch_size": [1, 2], "system": ["systems/dgx-h100-80gb.json"],

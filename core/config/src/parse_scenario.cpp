@@ -18,6 +18,7 @@
 #include "nccl_cfg.hpp"
 #include "stepsim/base/assert.hpp"
 #include "stepsim/base/json_input.hpp"
+#include "stepsim/base/nearest_name.hpp"
 #include "stepsim/config/pipeline_layout.hpp"
 #include "stepsim/config/schema.hpp"
 #include "stepsim/config/shipped.hpp"
@@ -355,13 +356,45 @@ void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& error
   }
 }
 
+/// The file nearest to `relative` in the folder it names ("systems/x.json": the systems/
+/// beside the scenario and under the scenarios folder), spelled as `relative` is; "" when
+/// none is close. Listing stops at 4096 entries per folder (a hostile folder stays cheap).
+std::string nearest_file(const std::string& relative, const std::string& base_dir,
+                         const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  const fs::path typed(relative);
+  if (typed.is_absolute() || !typed.has_filename()) return "";
+  const fs::path folder = typed.parent_path();
+  std::vector<std::string> candidates;
+  for (const std::string& root : {base_dir, options.scenarios_dir}) {
+    if (root.empty()) continue;
+    std::error_code ec;
+    fs::directory_iterator it(fs::path(root) / folder, ec);
+    for (std::size_t n = 0; !ec && it != fs::directory_iterator() && n < 4096;
+         it.increment(ec), ++n) {
+      if (it->is_regular_file(ec)) {
+        candidates.push_back((folder / it->path().filename()).generic_string());
+      }
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  const std::vector<std::string_view> names(candidates.begin(), candidates.end());
+  const auto near = nearest_name(typed.generic_string(), names);
+  return near ? std::string(*near) : "";
+}
+
 std::string not_found(const std::string& relative, const std::string& base_dir,
                       const LoadOptions& options) {
   std::string where = base_dir;
   if (!options.scenarios_dir.empty() && options.scenarios_dir != base_dir) {
     where += " or " + options.scenarios_dir;
   }
-  return "=\"" + relative + "\": no such file (looked in " + where + ")";
+  std::string out = "=\"" + relative + "\": no such file (looked in " + where + ")";
+  if (const std::string near = nearest_file(relative, base_dir, options); !near.empty()) {
+    out += "; did you mean \"" + near + "\"?";
+  }
+  return out;
 }
 
 /// A system or profile given by short name (stepsim/config/shipped.hpp): `relative` itself when

@@ -10,25 +10,10 @@
 #include <vector>
 
 #include "schema/rows.hpp"
+#include "stepsim/base/nearest_name.hpp"
 
 namespace stepsim {
 namespace {
-
-// Levenshtein distance, for "did you mean".
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string_view leaf(std::string_view dotted) {
   const auto dot = dotted.rfind('.');
@@ -101,20 +86,18 @@ std::string unknown_key_message(std::string_view section, std::string_view key) 
   }
   // The nearest key of the model and training sections; a key of the other section with the
   // same name counts as distance 0 ("seq_length" under "training").
-  const KeyInfo* best = nullptr;
-  std::size_t best_distance = 0;
+  std::vector<const KeyInfo*> keys;
+  std::vector<std::string_view> leaves;
   for (const KeyInfo& k : scenario_schema()) {
     if (!k.key.starts_with("model.") && !k.key.starts_with("training.")) continue;
-    const std::size_t d = edit_distance(key, leaf(k.key));
-    if (best == nullptr || d < best_distance) {
-      best = &k;
-      best_distance = d;
-    }
+    keys.push_back(&k);
+    leaves.push_back(leaf(k.key));
   }
-  const std::size_t limit = std::max<std::size_t>(2, key.size() / 4);
-  if (best != nullptr && best_distance <= limit &&
-      !(best_distance == 0 && best->key.substr(0, best->key.find('.')) == section)) {
-    return " is not a known key; did you mean \"" + std::string(best->key) + "\"?";
+  if (const auto i = nearest_name_index(key, leaves)) {
+    const KeyInfo& best = *keys[*i];
+    if (!(leaves[*i] == key && best.key.substr(0, best.key.find('.')) == section)) {
+      return " is not a known key; did you mean \"" + std::string(best.key) + "\"?";
+    }
   }
   return " is not a known key";
 }

@@ -5,6 +5,7 @@
 // before it ("NVTE_FWD_LAYERNORM_SM_MARGIN=16 torchrun ...") are the job's environment.
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdlib>
 #include <iterator>
@@ -13,6 +14,7 @@
 
 #include "import_environment.hpp"
 #include "launch_line_words.hpp"
+#include "stepsim/base/nearest_name.hpp"
 #include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/schema.hpp"
 #include "stepsim/import/import.hpp"
@@ -147,15 +149,31 @@ bool is_flag_word(const std::string& word) {
   return word.starts_with("--") || detail::looks_like_mangled_flag(word);
 }
 
+// The flags the importer reads though no schema row names them.
+constexpr std::array<std::string_view, 6> kSpecialFlags = {
+    "--group-query-attention", "--num-query-groups", "--tokenizer-type",
+    "--vocab-file",            "--cp-comm-type",     "--hierarchical-context-parallel-sizes"};
+
 // Whether "--x" is a Megatron-LM flag stepsim knows (a schema row's, a listed not-modelled
 // one's, or one of the harmless families).
 bool is_known_flag(std::string_view flag) {
   const auto& flags = flag_table();
   return std::any_of(flags.begin(), flags.end(), [&](const FlagSpec& f) { return f.flag == flag; }) ||
          classify_unmodelled_flag(flag, "") != FlagClass::kUnknown ||
-         flag == "--group-query-attention" || flag == "--num-query-groups" ||
-         flag == "--tokenizer-type" || flag == "--vocab-file" || flag == "--cp-comm-type" ||
-         flag == "--hierarchical-context-parallel-sizes";
+         std::find(kSpecialFlags.begin(), kSpecialFlags.end(), flag) != kSpecialFlags.end();
+}
+
+// "; did you mean --x?" for a flag stepsim does not know, naming the nearest one it does
+// (a schema row's, a not-modelled one's or a special one), or "" when none is close.
+std::string nearest_flag_hint(std::string_view flag) {
+  std::vector<std::string_view> names;
+  for (const FlagSpec& f : flag_table()) names.push_back(f.flag);
+  for (const UnmodelledArgument& a : unmodelled_arguments()) {
+    if (!a.flag.empty()) names.push_back(a.flag);
+  }
+  names.insert(names.end(), kSpecialFlags.begin(), kSpecialFlags.end());
+  const auto near = nearest_name(flag, names);
+  return near ? "; did you mean " + std::string(*near) + "?" : "";
 }
 
 bool parse_int(const std::string& s, std::int64_t& out) {
@@ -439,7 +457,7 @@ class LineReader {
       case FlagClass::kUnknown:
         unmodelled_.emplace_back(flag + (value.empty() ? "" : " " + value),
                                  " is not a Megatron-LM flag stepsim knows, so it may change "
-                                 "the job");
+                                 "the job" + nearest_flag_hint(flag));
         break;
     }
   }

@@ -13,6 +13,7 @@
 #include "stepsim/config/load_internal.hpp"
 #include "stepsim/config/shipped.hpp"
 #include "stepsim/base/json_input.hpp"
+#include "stepsim/base/nearest_name.hpp"
 #include "stepsim/sweep/sweep_spec.hpp"
 
 namespace stepsim {
@@ -39,6 +40,24 @@ std::string dir_of(const std::string& path) {
   return std::filesystem::path(path).parent_path().string();
 }
 
+std::string_view leaf(std::string_view dotted) {
+  return dotted.substr(dotted.rfind('.') == std::string_view::npos ? 0 : dotted.rfind('.') + 1);
+}
+
+/// "is not a sweepable scenario key ...", with the knob whose last part is nearest when one
+/// is close (the section prefix, common to all, would make any guess look close).
+std::string unknown_knob_message(std::string_view key) {
+  std::vector<std::string_view> leaves;
+  for (const KnobInfo& k : knob_table()) leaves.push_back(leaf(k.key));
+  std::string out = "is not a sweepable scenario key";
+  if (const auto i = nearest_name_index(leaf(key), leaves)) {
+    out += "; did you mean \"" + std::string(knob_table()[*i].key) + "\"?";
+  } else {
+    out += " (see the knob list in stepsim sweep --help)";
+  }
+  return out;
+}
+
 /// Collects errors for one sweep file.
 class SpecReader {
  public:
@@ -46,8 +65,11 @@ class SpecReader {
       : file_(std::move(file)), base_dir_(std::move(base_dir)), options_(options) {}
 
   Errors& errors() { return errors_; }
+  /// Error::to_string joins key and message as they are ("key=8 must ...", "key is ..."); the
+  /// messages here read as a sentence after the key, so the space is added once, here.
   void fail(const std::string& key, const std::string& message) {
-    errors_.push_back(Error{file_, key, message});
+    const bool joined = key.empty() || message.starts_with('=') || message.starts_with(' ');
+    errors_.push_back(Error{file_, key, joined ? message : " " + message});
   }
 
   void read_base(const json& doc, std::string_view base_override, SweepSpec& spec);
@@ -226,7 +248,7 @@ void SpecReader::read_search(const json& search, SweepSpec& spec) {
     path += key;
     const KnobId knob = find_knob(key);
     if (knob < 0) {
-      fail(path, "is not a sweepable scenario key (see the knob list in stepsim sweep --help)");
+      fail(path, unknown_knob_message(key));
       continue;
     }
     const KnobInfo& info = knob_table()[static_cast<std::size_t>(knob)];
