@@ -3,6 +3,7 @@
 //
 //   stepsim-viewer [TRACE.json ...] [SWEEP.csv [--sweep-file SWEEP.json] [--click-point N]]
 //                  [--screenshot FILE.png] [--size WxH] [--critical-path] [--select-mb N]
+//                  [--range START:END]
 //                  [--tab stages|memory|sweep] [--bench-load]
 
 #include <QApplication>
@@ -161,6 +162,16 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   window.show();
+  if (options.range_end_ms > options.range_start_ms) {
+    const double end_ms = window.document().end_us() * 1e-3;
+    if (options.range_start_ms >= end_ms) {
+      std::fprintf(stderr, "stepsim-viewer: --range %g:%g: the step ends at %.3f ms\n",
+                   options.range_start_ms, options.range_end_ms, end_ms);
+      return 2;
+    }
+    QApplication::processEvents();  // the timeline has its final width only once shown
+    window.timeline()->show_range(options.range_start_ms * 1e3, options.range_end_ms * 1e3);
+  }
   if (options.click_point >= 0) {
     QApplication::processEvents();
     window.sweep_chart()->click_point(static_cast<std::size_t>(options.click_point));

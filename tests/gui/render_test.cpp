@@ -5,10 +5,16 @@
 #include <QApplication>
 #include <QImage>
 #include <QMouseEvent>
+#include <QLegendMarker>
+#include <QLineSeries>
 #include <QScatterSeries>
+#include <QValueAxis>
+#include <cmath>
+#include <set>
 #include <QWheelEvent>
 #include <sstream>
 
+#include "stepsim/gui/charts.hpp"
 #include "stepsim/gui/colors.hpp"
 #include "stepsim/gui/main_window.hpp"
 #include "stepsim/gui/sweep_chart.hpp"
@@ -193,6 +199,40 @@ TEST_F(RenderTest, MainWindowShowsComparisonHeader) {
   EXPECT_TRUE(header.contains(QStringLiteral("r0 +"))) << header.toStdString();
   EXPECT_TRUE(window.show_tab(QStringLiteral("memory")));
   EXPECT_FALSE(window.show_tab(QStringLiteral("sweep")));
+}
+
+// Issue 40: the memory chart's axes tick at round numbers from 0 (not fifths of the step's
+// length), and every legend entry has a colour of its own.
+TEST_F(RenderTest, MemoryChartTicksAreRoundAndLegendColoursDistinct) {
+  synth::SyntheticTraceSpec spec;
+  spec.ranks = 8;
+  spec.microbatches = 16;
+  std::stringstream json;
+  synth::write_synthetic_trace(spec, json);
+  auto trace = parse_trace(json.str(), "synthetic");
+  ASSERT_TRUE(trace.ok());
+  std::vector<TraceModel> traces;
+  traces.push_back(std::move(trace).value());
+  const TimelineDocument document(std::move(traces));
+  std::unique_ptr<QChartView> view(make_memory_chart(document));
+  for (QAbstractAxis* abstract : view->chart()->axes()) {
+    auto* axis = qobject_cast<QValueAxis*>(abstract);
+    ASSERT_NE(axis, nullptr);
+    EXPECT_EQ(axis->tickType(), QValueAxis::TicksDynamic);
+    EXPECT_EQ(axis->tickAnchor(), 0.0);
+    const double step = axis->tickInterval();
+    const double mantissa = step / std::pow(10.0, std::floor(std::log10(step)));
+    EXPECT_TRUE(mantissa == 1.0 || mantissa == 2.0 || mantissa == 5.0) << step;
+    EXPECT_NEAR(std::fmod(axis->max(), step), 0.0, 1e-9 * axis->max());
+  }
+  std::set<QRgb> colours;
+  int entries = 0;
+  for (QLegendMarker* marker : view->chart()->legend()->markers()) {  // one trace: none hidden
+    ++entries;
+    colours.insert(marker->brush().color().rgb());
+  }
+  EXPECT_GE(entries, 10);  // 8 ranks, their peaks, the highest peak, the capacity
+  EXPECT_EQ(static_cast<int>(colours.size()), entries);
 }
 
 // A large trace at the fitted zoom: thousands of slices per pixel column on each compute

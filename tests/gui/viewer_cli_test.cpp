@@ -3,11 +3,15 @@
 #include <sys/wait.h>
 
 #include <QImage>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
 
+#include <fstream>
+
+#include "synthetic_trace.hpp"
 #include "test_data.hpp"
 
 namespace {
@@ -82,6 +86,55 @@ TEST(ViewerCli, ComparesTwoTracesAndOpensASweep) {
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_FALSE(QImage(QString::fromStdString(png)).isNull());
   EXPECT_EQ(QImage(QString::fromStdString(png)).width(), 1600);
+}
+
+// Pixels of the bubble hatching's line colour (timeline_painter.cpp) in the image.
+int hatch_pixels(const QImage& image) {
+  int n = 0;
+  for (int y = 0; y < image.height(); ++y) {
+    for (int x = 0; x < image.width(); ++x) n += image.pixelColor(x, y) == QColor(214, 120, 120);
+  }
+  return n;
+}
+
+// Issue 40: a step of 512 micro-batches is a solid band at full width; --range shows one
+// window of it, where the pipeline's warm-up bubbles are wide enough to be drawn hatched.
+TEST(ViewerCli, RangeZoomsALongStepSoItsBubblesShowHatched) {
+  stepsim::gui::synth::SyntheticTraceSpec spec;
+  spec.ranks = 4;
+  spec.microbatches = 512;
+  const std::string trace = temp_png("long_step.json");
+  std::ofstream out(trace);
+  const auto info = stepsim::gui::synth::write_synthetic_trace(spec, out);
+  out.close();
+  ASSERT_GT(info.step_us, 100000.0);  // hundreds of ms: the warm-up is under 1% of it
+  const std::string whole = temp_png("long_whole.png");
+  const std::string window = temp_png("long_window.png");
+  ASSERT_EQ(run_viewer({q(trace), "--size 1200x600 --screenshot", q(whole)}).status, 0);
+  const ViewerRun run =
+      run_viewer({q(trace), "--size 1200x600 --range 0:3 --screenshot", q(window)});
+  ASSERT_EQ(run.status, 0) << run.output;
+  const int zoomed = hatch_pixels(QImage(QString::fromStdString(window)));
+  const int full = hatch_pixels(QImage(QString::fromStdString(whole)));
+  // The last stage waits for three forwards before its first: in a 3 ms window that is a
+  // third of its row, hundreds of hatch pixels; at full width a few columns at most.
+  EXPECT_GT(zoomed, 500);
+  EXPECT_GT(zoomed, 10 * std::max(full, 1));
+}
+
+TEST(ViewerCli, RangeOutsideTheStepOrMalformedExitsTwo) {
+  const std::string png = temp_png("never_range.png");
+  const ViewerRun after = run_viewer(
+      {q(data_path("two_stage_predicted.json")), "--range 50:60 --screenshot", q(png)});
+  EXPECT_EQ(after.status, 2);
+  EXPECT_NE(after.output.find("--range 50:60: the step ends at 1.100 ms"), std::string::npos)
+      << after.output;
+  for (const char* bad : {"--range 5:2", "--range 3", "--range -1:2", "--range a:b"}) {
+    const ViewerRun run = run_viewer({q(data_path("two_stage_predicted.json")), bad});
+    EXPECT_EQ(run.status, 2) << bad;
+    EXPECT_NE(run.output.find("expected START:END in ms"), std::string::npos) << run.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(png));
 }
 
 TEST(ViewerCli, MissingFileExitsTwoNamingIt) {

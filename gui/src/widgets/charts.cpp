@@ -9,6 +9,7 @@
 #include <QValueAxis>
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <utility>
 
 #include "stepsim/gui/aggregation.hpp"
@@ -52,12 +53,34 @@ QString short_label(const std::string& label) {
 
 }  // namespace
 
+// Tableau 10 without its red and grey: red marks the highest peak and grey the capacity
+// line, so no rank's line shares a legend colour with them.
 QColor series_color(std::size_t index) {
-  static constexpr std::array<QRgb, 10> kTableau = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728,
-                                                    0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f,
-                                                    0xbcbd22, 0x17becf};
+  static constexpr std::array<QRgb, 8> kTableau = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0x9467bd,
+                                                   0x8c564b, 0xe377c2, 0xbcbd22, 0x17becf};
   return QColor(kTableau[index % kTableau.size()]);
 }
+
+namespace {
+
+double nice_step(double approx) {
+  if (!(approx > 0)) return 1;
+  const double power = std::pow(10.0, std::floor(std::log10(approx)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * power >= approx) return m * power;
+  }
+  return 10 * power;
+}
+
+void round_ticks(QValueAxis* axis, double top) {
+  const double step = nice_step(top / 6.0);
+  axis->setRange(0, std::ceil(top / step) * step);
+  axis->setTickType(QValueAxis::TicksDynamic);
+  axis->setTickAnchor(0);
+  axis->setTickInterval(step);
+}
+
+}  // namespace
 
 QChartView* make_stage_chart(const TimelineDocument& document, QWidget* parent) {
   auto* busy = new QBarSet(QStringLiteral("busy"));
@@ -192,7 +215,7 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
     auto* cap = new QLineSeries;
     const double gib = static_cast<double>(capacity) / unit;
     cap->setName(QStringLiteral("capacity %1 %2").arg(gib, 0, 'g', 4).arg(unit_name));
-    cap->setPen(QPen(QColor(214, 45, 59), 2, Qt::DashLine));
+    cap->setPen(QPen(QColor(110, 110, 110), 2, Qt::DashLine));
     cap->append(0, gib);
     cap->append(end_ms, gib);
     chart->addSeries(cap);
@@ -200,9 +223,10 @@ QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent)
     cap->attachAxis(y);
     top = std::max(top, gib);
   }
-  x->setRange(0, end_ms);
+  // Round ticks (0, 10000, 20000 ms; not the fifths of the step's own length).
+  round_ticks(x, end_ms);
   if (end_ms < 100) x->setLabelFormat(QStringLiteral("%.3g"));
-  y->setRange(0, std::max(top * 1.08, 1e-3));
+  round_ticks(y, std::max(top * 1.04, 1e-3));
   chart->setTitle(document.traces().empty() || index == 0
                       ? QStringLiteral("Memory: the traces have no memory counters")
                   : several ? QStringLiteral("Memory in use per rank (solid: %1, dashed: %2)")

@@ -54,6 +54,16 @@ void TimelineWidget::fit() {
   update();
 }
 
+void TimelineWidget::show_range(double t0_us, double t1_us) {
+  view_.width_px = plot_width();
+  view_.t0_us = t0_us;
+  view_.us_per_px = std::max(t1_us - t0_us, 1e-3) / view_.width_px;
+  scroll_y_ = 0;
+  fitted_ = true;
+  clamp_view();
+  update();
+}
+
 void TimelineWidget::clamp_view() {
   const double end = std::max(document_->end_us(), 1e-3);
   view_.width_px = plot_width();

@@ -1,6 +1,7 @@
 #include "viewer_options.hpp"
 
 #include <charconv>
+#include <cmath>
 
 namespace stepsim::gui {
 
@@ -9,6 +10,18 @@ namespace {
 bool parse_int(const std::string& s, int& out) {
   const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+bool parse_ms(const std::string& s, double& out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && std::isfinite(out);
+}
+
+// "START:END" in ms, 0 <= START < END.
+bool parse_range(const std::string& s, double& start, double& end) {
+  const auto colon = s.find(':');
+  return colon != std::string::npos && parse_ms(s.substr(0, colon), start) &&
+         parse_ms(s.substr(colon + 1), end) && start >= 0 && end > start;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -29,6 +42,9 @@ std::string viewer_usage() {
          "  --critical-path        highlight the critical path\n"
          "  --select-mb N          highlight micro-batch N on all ranks\n"
          "  --tab NAME             bottom tab to show: stages, memory or sweep\n"
+         "  --range START:END      show this window of the step, in ms from its start\n"
+         "                         (e.g. --range 120:180 with --screenshot: one window of a\n"
+         "                         long step, where its slices and bubbles are wide enough)\n"
          "  --sweep-file SWEEP.json  the sweep the CSV came from: clicking a configuration\n"
          "                         without a trace simulates it and opens its predicted step\n"
          "  --click-point N        click the point of the CSV's row N (0 = first row) before\n"
@@ -78,6 +94,11 @@ Result<ViewerOptions> parse_viewer_args(const std::vector<std::string>& args) {
       o.select_mb = mb;
     } else if (a == "--tab") {
       value(o.tab);
+    } else if (a == "--range") {
+      if (!value(v)) continue;
+      if (!parse_range(v, o.range_start_ms, o.range_end_ms))
+        bad("--range " + v + ": expected START:END in ms from the step start, 0 <= START < END "
+            "(e.g. 120:180)");
     } else if (a == "--sweep-file") {
       value(o.sweep_file);
     } else if (a == "--click-point") {

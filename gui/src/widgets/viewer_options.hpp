@@ -21,6 +21,9 @@ struct ViewerOptions {
   bool critical_path = false;
   std::int32_t select_mb = -1;
   std::string tab;  ///< bottom tab to show: stages, memory or sweep
+  /// The timeline's window, in ms from the step start (--range START:END); end <= start: whole step.
+  double range_start_ms = 0;
+  double range_end_ms = 0;
   bool bench_load = false;
   bool help = false;
 };

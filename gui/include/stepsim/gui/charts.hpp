@@ -17,7 +17,8 @@ QChartView* make_stage_chart(const TimelineDocument& document, QWidget* parent =
 /// each rank's peak as a marker, the highest one labelled.
 QChartView* make_memory_chart(const TimelineDocument& document, QWidget* parent = nullptr);
 
-/// A colour per series index (Tableau 10), for ranks.
+/// A colour per series index (Tableau 10 less its red and grey, which mark the highest
+/// peak and the capacity), for ranks.
 QColor series_color(std::size_t index);
 
 }  // namespace stepsim::gui

@@ -41,6 +41,8 @@ class TimelineWidget : public QWidget {
   void set_document(TimelineDocument* document);
   /// Whole step in view, all rows from the top.
   void fit();
+  /// Shows the window [t0_us, t1_us) of the step (relative µs), rows from the top.
+  void show_range(double t0_us, double t1_us);
   /// Zooms by `factor` (> 1 zooms in) keeping the time under widget x `x_px` in place.
   void zoom_at(double x_px, double factor);
   /// Moves the view by pixels (positive dx shows later times).
