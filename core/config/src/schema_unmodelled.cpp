@@ -1,9 +1,12 @@
 // The Megatron-LM arguments stepsim knows and does not model, and how a launch-line flag
 // outside the schema is classified (see schema.hpp).
 
+#include <iterator>
 #include <span>
 #include <string_view>
+#include <vector>
 
+#include "stepsim/config/megatron_flags.hpp"
 #include "stepsim/config/schema.hpp"
 
 namespace stepsim {
@@ -177,22 +180,38 @@ constexpr std::string_view kHarmlessPrefixes[] = {
 
 }  // namespace
 
-std::span<const UnmodelledArgument> unmodelled_arguments() { return kUnmodelled; }
+std::span<const UnmodelledArgument> unmodelled_arguments() {
+  static const std::vector<UnmodelledArgument> all = [] {
+    std::vector<UnmodelledArgument> out(std::begin(kUnmodelled), std::end(kUnmodelled));
+    const auto more = detail::more_unmodelled_arguments();
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  }();
+  return all;
+}
 
 const UnmodelledArgument* find_unmodelled_argument(std::string_view dest_or_flag) {
   const bool is_flag = dest_or_flag.starts_with("--");
-  for (const UnmodelledArgument& a : kUnmodelled) {
+  for (const UnmodelledArgument& a : unmodelled_arguments()) {
     if ((is_flag ? a.flag : a.dest) == dest_or_flag) return &a;
   }
   return nullptr;
 }
 
-FlagClass classify_unmodelled_flag(std::string_view flag, std::string_view value) {
+FlagClass classify_listed_flag(std::string_view flag, std::string_view value) {
   if (const UnmodelledArgument* a = find_unmodelled_argument(flag)) {
     if (!a->changes_job) return FlagClass::kHarmless;
     if (!a->neutral_value.empty() && value == a->neutral_value) return FlagClass::kHarmless;
     return FlagClass::kUnmodelled;
   }
+  if (find_harmless_flag_class(flag) != nullptr) return FlagClass::kHarmless;
+  return FlagClass::kUnknown;
+}
+
+// The explicit tables first; the family prefixes only for flags they do not list (those of
+// Megatron-LM versions other than the pinned one).
+FlagClass classify_unmodelled_flag(std::string_view flag, std::string_view value) {
+  if (const FlagClass c = classify_listed_flag(flag, value); c != FlagClass::kUnknown) return c;
   for (const std::string_view prefix : kHarmlessPrefixes) {
     if (flag.starts_with(prefix)) return FlagClass::kHarmless;
   }

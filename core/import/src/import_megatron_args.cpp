@@ -450,10 +450,15 @@ class LineReader {
       case FlagClass::kHarmless:
         out_.ignored_flags.push_back(flag);
         break;
-      case FlagClass::kUnmodelled:
+      case FlagClass::kUnmodelled: {
+        const UnmodelledArgument* a = find_unmodelled_argument(flag);
         unmodelled_.emplace_back(flag + (value.empty() ? "" : " " + value),
-                                 " changes the job and stepsim does not model it yet");
+                                 a != nullptr && !a->why.empty()
+                                     ? " changes the job: " + std::string(a->why)
+                                     : std::string(" changes the job and stepsim does not "
+                                                   "model it yet"));
         break;
+      }
       case FlagClass::kUnknown:
         unmodelled_.emplace_back(flag + (value.empty() ? "" : " " + value),
                                  " is not a Megatron-LM flag stepsim knows, so it may change "

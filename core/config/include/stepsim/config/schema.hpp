@@ -121,6 +121,9 @@ struct UnmodelledArgument {
   /// A value with which the argument leaves the job as stepsim models it (Megatron's
   /// default, e.g. "1" for --context-parallel-size): given with it, the flag is harmless.
   std::string_view neutral_value = {};
+  /// Why it changes the job, where more than "stepsim does not model it yet" is to be said
+  /// (what it changes and what stepsim lacks to price it); empty for most.
+  std::string_view why = {};
 };
 
 /// The Megatron-LM arguments stepsim knows and does not model (job-changing and harmless).
