@@ -233,5 +233,43 @@ TEST(MegatronArguments, JobChangingFlagsAreRefusedByName) {
       scenario_from_megatron_args(std::string(kBase) + " --timing-log-level 2", options()).ok());
 }
 
+// Deterministic mode: Transformer Engine then runs only attention backends with a
+// deterministic backward, which stepsim has no measurement of: refused naming what is missing.
+TEST(MegatronArguments, DeterministicModeIsRefusedNamingTheMissingKernels) {
+  auto flag = scenario_from_megatron_args(std::string(kBase) + " --deterministic-mode", options());
+  ASSERT_FALSE(flag.ok());
+  EXPECT_EQ(flag.errors().front().key, "--deterministic-mode");
+  EXPECT_NE(flag.errors().front().message.find("deterministic"), std::string::npos);
+  EXPECT_NE(flag.errors().front().message.find("no measurement"), std::string::npos);
+  auto env = scenario_from_megatron_args(
+      "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 " + std::string(kBase), options());
+  ASSERT_FALSE(env.ok());
+  EXPECT_EQ(env.errors().front().key, "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0");
+  EXPECT_NE(env.errors().front().message.find("flash-attn >= 2.4.1"), std::string::npos);
+  // 1 is Transformer Engine's default: the job as stepsim models it.
+  auto te_default = scenario_from_megatron_args(
+      "NVTE_ALLOW_NONDETERMINISTIC_ALGO=1 " + std::string(kBase), options());
+  ASSERT_TRUE(te_default.ok());
+  EXPECT_NE(std::find(te_default->ignored_flags.begin(), te_default->ignored_flags.end(),
+                      "NVTE_ALLOW_NONDETERMINISTIC_ALGO=1"),
+            te_default->ignored_flags.end());
+  // With --allow-unmodelled both are listed in the scenario and predicted anyway.
+  MegatronImportOptions allow = options();
+  allow.allow_unmodelled = true;
+  auto listed = scenario_from_megatron_args(
+      "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 " + std::string(kBase) + " --deterministic-mode", allow);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->unmodelled.size(), 2u);
+}
+
+// NCCL's algorithm and protocol restrictions are not modelled yet: refused naming them.
+TEST(MegatronArguments, NcclAlgoAndProtoAreRefusedByName) {
+  for (const std::string word : {"NCCL_ALGO=Ring", "NCCL_PROTO=^LL128"}) {
+    auto imported = scenario_from_megatron_args(word + " " + kBase, options());
+    ASSERT_FALSE(imported.ok()) << word;
+    EXPECT_EQ(imported.errors().front().key, word);
+  }
+}
+
 }  // namespace
 }  // namespace stepsim

@@ -1,5 +1,6 @@
 #include "stepsim/config/coverage_doc.hpp"
 
+#include "stepsim/config/megatron_flags.hpp"
 #include "stepsim/config/schema.hpp"
 
 namespace stepsim {
@@ -27,9 +28,16 @@ std::string unmodelled_arguments_markdown() {
   }
   out +=
       "\n### Megatron-LM arguments that leave a step's time and memory alone\n\n"
-      "Logging, checkpointing, data paths and similar: accepted from a launch line and named in "
-      "one quiet note.\n\n" +
-      harmless;
+      "Accepted from a launch line and named in one quiet note, by class.\n\n";
+  for (const HarmlessFlagClass& c : harmless_flag_classes()) {
+    out += "- **" + std::string(c.name) + "**: " + std::string(c.why) + ". ";
+    for (std::size_t i = 0; i < c.flags.size(); ++i) {
+      out += (i == 0 ? "" : ", ") + code(c.flags[i]);
+    }
+    out += "\n";
+  }
+  out += "\nAnd these settings of the not-modelled table (hyper-parameters, numerics):\n\n" +
+         harmless;
   return out;
 }
 

@@ -8,11 +8,15 @@
 namespace stepsim {
 namespace {
 
+// Megatron-LM's megatron/training/determinism.py apply_determinism_env; Transformer Engine's
+// get_attention_backend ("Filter: Determinism") in
+// transformer_engine/pytorch/attention/dot_product_attention/utils.py.
 constexpr std::string_view kDeterministicWhy =
-    "Megatron-LM's deterministic mode (megatron/training/determinism.py) sets NCCL_ALGO=Ring,"
-    " NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and torch.use_deterministic_algorithms(True): "
-    "Transformer Engine then runs attention's deterministic backward and PyTorch its "
-    "deterministic scatter and index kernels, and stepsim has no measurement of those kernels";
+    "Megatron-LM's deterministic mode sets NCCL_ALGO=Ring, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 "
+    "and torch.use_deterministic_algorithms(True); Transformer Engine then keeps only attention "
+    "backends whose backward is deterministic (flash-attn >= 2.4.1 in its deterministic mode, "
+    "cuDNN fused attention's workspace-optimised path), and stepsim's profiles hold no "
+    "measurement of those backward kernels (nor does it restrict NCCL's algorithm yet)";
 
 constexpr UnmodelledArgument kMore[] = {
     // the job's arguments come from elsewhere: a checkpoint, a YAML file or a configuration file
@@ -144,7 +148,6 @@ constexpr UnmodelledArgument kMore[] = {
     {.dest = "hybrid_context_parallel", .flag = "--hybrid-context-parallel"},
     {.dest = "fp16_lm_cross_entropy", .flag = "--fp16-lm-cross-entropy"},
     {.dest = "logit_dtype", .flag = "--output-logit-dtype"},
-    {.dest = "padded_vocab_size", .flag = "--padded-vocab-size"},
     {.dest = "pad_vocab_size", .flag = "--disable-pad-vocab-size"},
     {.dest = "pad_vocab_size", .flag = "--no-pad-vocab-size"},
     {.dest = "vocab_extra_ids", .flag = "--vocab-extra-ids", .neutral_value = "0"},

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the pinned list of Megatron-LM's command-line flags: core/config/data/megatron-arguments.txt.
+"""Writes the pinned list of Megatron-LM's flags (core/config/data/megatron-arguments.txt).
 
 Megatron-LM's flags come from two places, both read here with `ast` (nothing is imported):
   - the add_argument calls of megatron/training/arguments.py;
@@ -103,51 +103,38 @@ def add_argument_flags(call):
 
 
 class ClassIndex:
-    """Every class defined in the checkout's megatron/ package, by name."""
+    """Every class defined in the checkout's megatron/ package, by name (megatron/core and
+    megatron/training win over other packages' classes of the same name)."""
 
     def __init__(self, tree):
         self.classes = {}
-        for path in tree.python_files():
-            text = tree.read(path) if tree.git_dir is None else None
-            if text is None:
-                continue
-            self._add(path, text)
-
-    @classmethod
-    def from_git(cls, tree):
-        index = cls.__new__(cls)
-        index.classes = {}
-        # One `git cat-file --batch` for every file: thousands of `git show` would be slow.
         paths = tree.python_files()
-        proc = subprocess.run(["git", "--git-dir", tree.git_dir, "cat-file", "--batch"],
-                              input="".join(f"{tree.commit}:{p}\n" for p in paths).encode(),
-                              check=True, capture_output=True)
-        data = proc.stdout
-        pos = 0
+        if tree.git_dir:
+            # One `git cat-file --batch` for every file: thousands of `git show` would be slow.
+            proc = subprocess.run(["git", "--git-dir", tree.git_dir, "cat-file", "--batch"],
+                                  input="".join(f"{tree.commit}:{p}\n" for p in paths).encode(),
+                                  check=True, capture_output=True)
+            data, pos = proc.stdout, 0
+            for path in paths:
+                header_end = data.index(b"\n", pos)
+                size = int(data[pos:header_end].split()[2])
+                tree._cache[path] = data[header_end + 1:header_end + 1 + size].decode("utf-8",
+                                                                                      "replace")
+                pos = header_end + 1 + size + 1
         for path in paths:
-            header_end = data.index(b"\n", pos)
-            size = int(data[pos:header_end].split()[2])
-            body = data[header_end + 1:header_end + 1 + size].decode("utf-8", "replace")
-            pos = header_end + 1 + size + 1
-            tree._cache[path] = body
-            index._add(path, body)
-        return index
+            self._add(path, tree.read(path))
 
     def _add(self, path, text):
-        if "class " not in text or "@" not in text:
+        if "class " not in text:
             return
         try:
             module = ast.parse(text)
         except SyntaxError:
             return
+        preferred = path.startswith(("megatron/core/", "megatron/training/"))
         for node in module.body:
-            if isinstance(node, ast.ClassDef):
-                # megatron/core and megatron/training win over other packages of the same name.
-                if node.name not in self.classes or path.startswith(("megatron/core/",
-                                                                     "megatron/training/")):
-                    self.classes.setdefault(node.name, (path, node))
-                    if path.startswith(("megatron/core/", "megatron/training/")):
-                        self.classes[node.name] = (path, node)
+            if isinstance(node, ast.ClassDef) and (preferred or node.name not in self.classes):
+                self.classes[node.name] = (path, node)
 
     def fields(self, name):
         """The dataclass fields of class `name`, bases first (dataclasses.fields order)."""
@@ -190,14 +177,17 @@ def field_info(stmt):
 
 def read_argparse_meta(metadata, info):
     for key, val in zip(metadata.keys, metadata.values):
-        if isinstance(key, ast.Constant) and key.value == "argparse_meta" and isinstance(val, ast.Dict):
-            for k, v in zip(val.keys, val.values):
-                if isinstance(k, ast.Constant) and k.value == "arg_names":
-                    info["arg_names"] = constant_strings(v)
-                elif isinstance(k, ast.Constant) and k.value == "dest" and isinstance(v, ast.Constant):
-                    info["dest"] = v.value
-                elif isinstance(k, ast.Constant) and k.value == "type":
-                    info["is_bool"] = ast.unparse(v) == "bool"
+        if not (isinstance(key, ast.Constant) and key.value == "argparse_meta"
+                and isinstance(val, ast.Dict)):
+            continue
+        for k, v in zip(val.keys, val.values):
+            name = k.value if isinstance(k, ast.Constant) else None
+            if name == "arg_names":
+                info["arg_names"] = constant_strings(v)
+            elif name == "dest" and isinstance(v, ast.Constant):
+                info["dest"] = v.value
+            elif name == "type":
+                info["is_bool"] = ast.unparse(v) == "bool"
 
 
 def is_bool_type(annotation):
@@ -222,7 +212,8 @@ def local_lists(function):
     """The list literals a function binds to names (`exclude = [...]`)."""
     out = {}
     for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
             values = constant_strings(node.value)
             if values is not None:
                 out[node.targets[0].id] = values
@@ -238,7 +229,8 @@ def factory_call(call, names):
     exclude = []
     for kw in call.keywords:
         if kw.arg == "exclude":
-            exclude = constant_strings(kw.value) if not isinstance(kw.value, ast.Name) else names.get(kw.value.id, [])
+            exclude = (names.get(kw.value.id, []) if isinstance(kw.value, ast.Name)
+                       else constant_strings(kw.value))
     return call.args[0].id, set(exclude or [])
 
 
@@ -280,16 +272,16 @@ def main():
         parser.error("give a checkout directory or --git-dir")
     if args.git_dir:
         tree = Tree(git_dir=args.git_dir, commit=args.commit)
-        index = ClassIndex.from_git(tree)
     else:
         tree = Tree(directory=args.checkout)
-        index = ClassIndex(tree)
+    index = ClassIndex(tree)
     flags = megatron_flags(tree, index)
     described = tree.describe() or "(not a git checkout)"
     out = sys.stdout
     out.write("# Megatron-LM's command-line flags: FLAG DEST, one a line, sorted by flag.\n")
     out.write(f"# NVIDIA/Megatron-LM {described}: {ARGUMENTS_PY} and the dataclasses\n")
-    out.write("# its ArgumentGroupFactory turns into flags (megatron/training/argument_utils.py).\n")
+    out.write("# its ArgumentGroupFactory turns into flags"
+              " (megatron/training/argument_utils.py).\n")
     out.write("# Regenerate: python3 core/config/tools/megatron_arguments.py MEGATRON_CHECKOUT"
               " > core/config/data/megatron-arguments.txt\n")
     for flag in sorted(flags):

@@ -46,6 +46,15 @@ constexpr std::string_view kNcclTuning[] = {"NCCL_ALGO",
                                             "NCCL_GRAPH_FILE",
                                             "NCCL_TUNER_PLUGIN"};
 
+/// Why a job with Transformer Engine's deterministic algorithms is refused: what they change
+/// (transformer_engine/pytorch/attention/dot_product_attention/utils.py, get_attention_backend,
+/// "Filter: Determinism") and what stepsim lacks to price them.
+constexpr std::string_view kDeterministicKernels =
+    ": Transformer Engine then keeps only attention backends whose backward is deterministic "
+    "(flash-attn >= 2.4.1 in its deterministic mode; cuDNN fused attention's arbitrary-seqlen "
+    "sub-backend on its workspace-optimised path, sm90 and later), and stepsim's profiles hold "
+    "no measurement of those backward kernels";
+
 /// The value Megatron-Core sets Transformer Engine's attention variable `name` to for the
 /// attention backend `backend` (LanguageModule._set_attention_backend: it asserts that a
 /// value already in the environment is that one).
@@ -120,6 +129,14 @@ ImportedEnvironment import_environment(const std::vector<Assignment>& environmen
                       "Use the --attention-backend argument\")"});
       } else {
         out.ignored.push_back(word);  // what Megatron-Core sets anyway
+      }
+      continue;
+    }
+    if (name == "NVTE_ALLOW_NONDETERMINISTIC_ALGO") {
+      if (value == "1") {
+        out.ignored.push_back(word);  // Transformer Engine's default (it reads int(value))
+      } else {
+        out.unmodelled.emplace_back(word, std::string(kDeterministicKernels));
       }
       continue;
     }

@@ -318,7 +318,7 @@ class LineReader {
           "--num-query-groups is ignored without --group-query-attention "
           "(as Megatron-LM does)");
     }
-    if (model_.contains("vocab_size")) return;
+    if (model_.contains("vocab_size") || model_.contains("padded_vocab_size")) return;
     if (tokenizer_ == "GPT2BPETokenizer" || (tokenizer_.empty() && vocab_file_)) {
       model_["vocab_size"] = 50257;
       out_.notes.push_back("vocab_size=50257 assumed: GPT-2's BPE vocabulary (--vocab-file)");

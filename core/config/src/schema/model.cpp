@@ -54,6 +54,7 @@ const std::array kRows = {
             .doc = "vocab_size is padded to a multiple of this times tensor_model_parallel_size"},
     KeyInfo{
         STEPSIM_INT("model.padded_vocab_size", model.padded_vocab_size), .sweep = Sweep::kListed,
+        .flags = "--padded-vocab-size",
         .default_text = "vocab_size rounded up to make_vocab_size_divisible_by * "
                         "tensor_model_parallel_size",
         .check = ">= vocab_size; divisible by tensor_model_parallel_size",
