@@ -43,7 +43,7 @@ constexpr std::string_view kLogging[] = {
     "--app-tag-run-name", "--app-tag-run-version", "--config-logger-dir",
     "--disable-log-loss-scale-to-tensorboard", "--dump-param-to-param-group-map",
     "--inference-wandb-logging", "--log-device-memory-used", "--log-energy", "--log-interval",
-    "--log-memory-interval", "--log-memory-to-tensorboard", "--log-params-norm", "--log-progress",
+    "--log-memory-interval", "--log-memory-to-tensorboard", "--log-progress",
     "--log-throughput", "--log-timers-to-tensorboard", "--log-validation-ppl-to-tensorboard",
     "--log-world-size-to-tensorboard", "--no-barrier-with-level-1-timing",
     "--no-log-loss-scale-to-tensorboard", "--no-one-logger", "--one-logger-async",

@@ -42,6 +42,9 @@ constexpr UnmodelledArgument kMore[] = {
     // other training loops
     {.dest = "log_max_attention_logit", .flag = "--log-max-attention-logit"},
     {.dest = "log_num_zeros_in_grad", .flag = "--log-num-zeros-in-grad"},
+    // a full-model L2 norm and its all-reduce, every iteration (training.py: "BLOCKS the
+    // training loop")
+    {.dest = "log_params_norm", .flag = "--log-params-norm"},
     {.dest = "log_straggler", .flag = "--log-straggler"},
     {.dest = "moe_routing_trace_capture_hidden_states",
      .flag = "--moe-routing-trace-capture-hidden-states"},
