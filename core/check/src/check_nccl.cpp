@@ -76,7 +76,7 @@ void check_nccl(const Workload& w, Checker& check) {
     // Megatron's rank order tp-cp-(ep-)dp-pp: pipeline neighbours are world / pp ranks apart,
     // context-parallel neighbours tp ranks apart; a pair shares a node only if that stride is
     // below the node's GPUs, and a ring crosses nodes once its members outgrow one.
-    const std::int64_t gpn = std::max<std::int64_t>(1, s.gpus_per_node);
+    const std::int64_t gpn = std::max<std::int64_t>(1, s.nvlink_domain());
     const std::int64_t p = t.pipeline_model_parallel_size;
     const std::int64_t stride = g.group == "pp" ? t.world_size / std::max<std::int64_t>(1, p)
                                                 : t.tensor_model_parallel_size;

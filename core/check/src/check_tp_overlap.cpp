@@ -95,10 +95,16 @@ bool check_overlap_setup(const Workload& w, Checker& check) {
                              : ""));
     return false;
   }
-  const std::int64_t gpn = s.gpus_per_node;
+  // Userbuffers map the TP group's buffers over NVLink: Transformer Engine's initialize_ub
+  // (pytorch/module/base.py) makes each TP group one "NVLink domain", and userbuffers-host.cpp
+  // shares the buffers across hosts of a multi-node NVLink fabric (has_mnnvl_fabric,
+  // CU_MEM_HANDLE_TYPE_FABRIC). A TP group larger than the NVLink domain would need the NICs.
+  const std::int64_t gpn = s.nvlink_domain();
   if (gpn > 0 && t.tensor_model_parallel_size > gpn) {
+    const bool host = s.nvlink_domain_size <= 0 || s.nvlink_domain_size == s.gpus_per_node;
     check.fail(key, "=true with tensor_model_parallel_size=" + str(t.tensor_model_parallel_size) +
-                        " across nodes (gpus_per_node=" + str(gpn) +
+                        (host ? " across nodes (gpus_per_node=" + str(gpn)
+                              : " across NVLink domains (nvlink_domain_size=" + str(gpn)) +
                         "): userbuffers over the network is not modelled yet");
   }
   if (system_given && s.sm_count <= 0) {

@@ -171,6 +171,17 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   }
   if (auto v = bounded_int(r, "gpus_per_node", true)) s.gpus_per_node = *v;
   if (auto v = bounded_int(r, "nics_per_node", true)) s.nics_per_node = *v;
+  if (auto v = bounded_int(r, "nvlink_domain_size", false)) {
+    // A domain holds whole hosts (an NVL72 rack: 18 trays of 4 GPUs).
+    if (s.gpus_per_node > 0 && *v % s.gpus_per_node != 0) {
+      r.error("nvlink_domain_size", "=" + std::to_string(*v) +
+                                        " must be a multiple of gpus_per_node=" +
+                                        std::to_string(s.gpus_per_node) +
+                                        " (an NVLink domain holds whole nodes)");
+    } else {
+      s.nvlink_domain_size = *v;
+    }
+  }
   if (auto v = bounded_int(r, "sm_count", false)) s.sm_count = *v;
   if (auto v = r.positive_int("compute_capability", false)) {
     // NCCL's cudaCompCap spelling: 10.0 is 100; a figure outside [10, 1000] is a typo.

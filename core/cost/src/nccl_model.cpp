@@ -259,6 +259,13 @@ NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
       if (c.n_nodes == 1) bw_[coll][kNvlsTree][p] = 0;
       if (c.n_nodes > 1) bw_[coll][kNvls][p] = 0;
       if (!comm.nvls_support) bw_[coll][kNvls][p] = bw_[coll][kNvlsTree][p] = 0;
+      // enqueue.cc updateCollCostTable: NVLS and NVLS tree run all-gather and reduce-scatter
+      // only with at most NCCL_MAX_NVLS_ARITY (device.h: 32) local ranks; a multi-node NVLink
+      // domain holds more (72 on NVL72), and all-reduce keeps NVLS there.
+      constexpr double kMaxNvlsArity = 32;
+      if (coll != kAllReduce && c.ppn > kMaxNvlsArity) {
+        bw_[coll][kNvls][p] = bw_[coll][kNvlsTree][p] = 0;
+      }
     }
   }
 }

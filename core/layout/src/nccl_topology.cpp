@@ -158,7 +158,9 @@ NcclGraph nvls_graph(NcclArch arch, const Fabric& f, int local_gpus) {
 std::optional<NcclPlatform> nccl_platform(const SystemConfig& system) {
   const std::string& gpu = system.gpu_name;
   const auto has = [&](const char* s) { return gpu.find(s) != std::string::npos; };
-  if (!has("NVIDIA") || !has("SXM")) return std::nullopt;
+  // Grace Blackwell superchips (GB200, GB300) sit on NVSwitch trays like SXM boards do.
+  const bool superchip = has("GB200") || has("GB300");
+  if (!has("NVIDIA") || !(has("SXM") || superchip)) return std::nullopt;
   NcclPlatform p;
   if (has("A100") || has("A800")) {
     // topo.h SM80_NVLINK_BW 20.0; PCIe Gen4 x16 = 24 GB/s in NCCL's topology (printed as
@@ -182,6 +184,27 @@ std::optional<NcclPlatform> nccl_platform(const SystemConfig& system) {
                      .source =
                          "NCCL topo.h SM90_NVLINK_BW; PCIe Gen5 x16 48 GB/s (nccl issue 1189 "
                          "topology dump); Intel Xeon 8480C host (DGX H100/H200 User Guide)"};
+  } else if (has("B300")) {
+    // B300 and GB300 (compute capability 10.3: tuning.cc takes minCompCap >= 100 as
+    // Blackwell, topo.h ncclTopoNVLinkBw SM100_NVLINK_BW 40.1 for cudaCompCap >= 100). Their
+    // ConnectX-8 SuperNICs are PCIe Gen6 x16 to the GPU: topo.cc kvDictPciGen "64.0 GT/s PCIe"
+    // = 480 (x100 Mb/s per lane) x 16 lanes / 80 = 96 GB/s. DGX B300 hosts Intel Xeon 6776P,
+    // GB300 Grace (Arm; NCCL's cpuVendor is not AMD either way).
+    p = NcclPlatform{.arch = NcclArch::kBlackwell,
+                     .nvlink_bw_per_link = 40.1,
+                     .pci_bw = 96.0,
+                     .host_cpu_amd = false,
+                     .source = "NCCL topo.h SM100_NVLINK_BW; PCIe Gen6 x16 96 GB/s (topo.cc "
+                               "kvDictPciGen); Intel Xeon (DGX B300) or Grace (GB300) host"};
+  } else if (superchip) {
+    // GB200: the B200 GPU of a Grace Blackwell superchip, NVLink 5 (SM100_NVLINK_BW 40.1); its
+    // ConnectX-7 NIC sits on PCIe Gen5 x16 (48 GB/s, as on DGX B200); Grace host (Arm).
+    p = NcclPlatform{.arch = NcclArch::kBlackwell,
+                     .nvlink_bw_per_link = 40.1,
+                     .pci_bw = 48.0,
+                     .host_cpu_amd = false,
+                     .source = "NCCL topo.h SM100_NVLINK_BW; PCIe Gen5 x16 48 GB/s; Grace host "
+                               "(DGX GB200 User Guide)"};
   } else if (has("B200")) {
     // topo.h SM100_NVLINK_BW 40.1; PCIe Gen5 x16 = 48 GB/s as on Hopper; DGX B200 hosts 2x
     // Intel Xeon Platinum 8570 (DGX B200 User Guide, Hardware Overview).

@@ -28,7 +28,8 @@ using detail::Dims;
 using detail::OpList;
 
 /// Where the ranks of the job sit: Megatron's RankGenerator (order tp-cp-ep-dp-pp) and the
-/// node size. The representative rank of a stage is its first rank (TP rank 0 of CP rank 0 of
+/// NVLink domain's size (gpus_per_node unless the system gives nvlink_domain_size): a group's
+/// "nodes" below are the NVLink domains it spans, NCCL's nodes (init.cc: nNvlDomains = nNodes). The representative rank of a stage is its first rank (TP rank 0 of CP rank 0 of
 /// DP replica 0).
 struct Layout {
   RankGenerator ranks;
@@ -414,7 +415,7 @@ WorkloadPlan decompose(const Workload& w) {
   const Dims x = detail::dims_of(w);
   const Layout layout{.ranks = RankGenerator(
                           ParallelSizes{.tp = x.t, .cp = x.cp, .dp = x.dp, .pp = x.p}),
-                      .gpus_per_node = std::max<std::int64_t>(1, w.system.gpus_per_node),
+                      .gpus_per_node = std::max<std::int64_t>(1, w.system.nvlink_domain()),
                       .p = x.p};
 
   WorkloadPlan plan;

@@ -87,7 +87,8 @@ class FullRankBuilder {
     cp_ = t.context_parallel_size;
     dp_ = std::max<std::int64_t>(1, t.data_parallel_size);
     pp_ = t.pipeline_model_parallel_size;
-    gpus_per_node_ = std::max<std::int64_t>(1, w.system.gpus_per_node);
+    // A send crosses the NICs when its ranks sit in different NVLink domains.
+    gpus_per_node_ = std::max<std::int64_t>(1, w.system.nvlink_domain());
     if (w.model.moe()) {
       experts_.emplace(ParallelSizes{.tp = t.expert_tensor_parallel(),
                                      .ep = t.expert_model_parallel_size,

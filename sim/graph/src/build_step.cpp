@@ -22,8 +22,9 @@ std::int64_t node_of_stage(const Workload& w, std::int32_t stage) {
                                           .cp = t.context_parallel_size,
                                           .dp = std::max<std::int64_t>(1, t.data_parallel_size),
                                           .pp = t.pipeline_model_parallel_size});
+  // Pipeline sends ride NVLink inside one NVLink domain, the NICs across domains.
   return ranks.rank(ParallelCoords{.pp = stage}) /
-         std::max<std::int64_t>(1, w.system.gpus_per_node);
+         std::max<std::int64_t>(1, w.system.nvlink_domain());
 }
 
 /// The cost model with compute kernels (GEMMs, attention, memory-bound) `factor` times as

@@ -142,7 +142,11 @@ void write_experts_line(std::ostream& out, const TrainingConfig& t, const ModelC
 void write_system_line(std::ostream& out, const Workload& w) {
   const TrainingConfig& t = w.training;
   out << "  system      " << w.system.name << " (" << w.system.gpu_name << ", "
-      << w.system.gpus_per_node << " per node)";
+      << w.system.gpus_per_node << " per node";
+  if (w.system.nvlink_domain() > w.system.gpus_per_node) {
+    out << ", NVLink domain of " << w.system.nvlink_domain();
+  }
+  out << ")";
   if (t.nccl_nvls_enable != 2) {
     out << ", NCCL_NVLS_ENABLE=" << t.nccl_nvls_enable
         << (t.nccl_nvls_enable == 0 ? " (no NVLink SHARP)" : " (NVLink SHARP forced)");

@@ -33,6 +33,16 @@ const std::array kRows = {
             .int_max = 65536,
             .int_max_why = "the NCCL model (nccl_model.cpp) holds GPUs per node as int and "
                        "multiplies them with NICs; no node is built with more (DGX 8, NVL72 72)"},
+    KeyInfo{STEPSIM_INT("system.nvlink_domain_size", system.nvlink_domain_size),
+            .sweep = Sweep::kListed, .default_text = "gpus_per_node (one node's GPUs)",
+            .check = "a multiple of gpus_per_node; cited when given",
+            .doc = "GPUs that share one NVLink fabric (NVSwitch domain; multi-node NVLink: 72 "
+                   "on GB200/GB300 NVL72): groups inside it talk over NVLink "
+                   "(system.intra_node), groups across domains over the NICs "
+                   "(system.inter_node); NCCL counts domains as its nodes",
+            .int_max = 65536,
+            .int_max_why = "like gpus_per_node: NCCL's model holds GPUs per domain as int; "
+                       "the largest NVLink domain built is NVLink Switch's 576 GPUs"},
     KeyInfo{STEPSIM_INT("system.nics_per_node", system.nics_per_node), .required = true,
             .sweep = Sweep::kListed, .default_text = "must be given", .check = kCited,
             .doc = "compute-fabric NICs per node",

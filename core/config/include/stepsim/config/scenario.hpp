@@ -440,6 +440,15 @@ struct SystemConfig {
   double hbm_bandwidth_bytes_per_s = 0;
   std::int64_t gpus_per_node = 0;
   std::int64_t nics_per_node = 0;
+  /// GPUs that share one NVLink fabric (one NVSwitch domain; NCCL's "NVLink domain", the
+  /// clique of multi-node NVLink); 0 = not given: one node's GPUs. A GB200 NVL72 rack is one
+  /// domain of 72 GPUs over 18 hosts of 4. Whether a group talks over NVLink or the NICs is a
+  /// question of domains (nvlink_domain()); NICs and host memory stay per node.
+  std::int64_t nvlink_domain_size = 0;
+  /// GPUs per NVLink domain: nvlink_domain_size, else gpus_per_node (0 if neither is set).
+  std::int64_t nvlink_domain() const {
+    return nvlink_domain_size > 0 ? nvlink_domain_size : gpus_per_node;
+  }
   /// Streaming multiprocessors per GPU; 0 = not given (TP-communication overlap needs it:
   /// Transformer Engine runs GEMMs on sm_count - num_sm SMs beside its comm kernels).
   std::int64_t sm_count = 0;

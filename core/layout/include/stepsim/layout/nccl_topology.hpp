@@ -60,7 +60,11 @@ bool nccl_nvls_capable(const SystemConfig& system);
 
 /// The communicator of `group_size` ranks spread evenly over `nodes_spanned` nodes of
 /// `system` (Megatron's groups: the same number of ranks on each node), with the graphs
-/// NCCL's search reaches on that platform. nullopt when nccl_platform() is, or when the
+/// NCCL's search reaches on that platform. A "node" is an NVLink domain
+/// (SystemConfig::nvlink_domain()): with multi-node NVLink NCCL fuses the topologies of a
+/// clique's hosts into one (topo.cc ncclTopoGetSystem, comm->MNNVL: nLocalRanks =
+/// clique.size) and counts the domains as its nodes (init.cc: nNvlDomains = nNodes), so the
+/// graphs see one NVSwitch node of up to nvlink_domain() GPUs. nullopt when nccl_platform() is, or when the
 /// links are too slow for any speed of NCCL's search (then no ring can be placed).
 std::optional<NcclComm> nccl_comm(const SystemConfig& system, std::int64_t group_size,
                                   std::int64_t nodes_spanned);

@@ -57,7 +57,8 @@ class RankGenerator {
   std::vector<std::vector<std::int64_t>> groups(std::string_view token) const;
   /// The group of `token` that holds `rank`, in Megatron's order.
   std::vector<std::int64_t> group_of(std::string_view token, std::int64_t rank) const;
-  /// Nodes of `gpus_per_node` GPUs (ranks node-major) that the group of `token` holding
+  /// Nodes of `gpus_per_node` GPUs (ranks node-major; callers pass the NVLink domain's size,
+  /// SystemConfig::nvlink_domain(), to count domains) that the group of `token` holding
   /// `rank` spans.
   std::int64_t nodes_spanned(std::string_view token, std::int64_t rank,
                              std::int64_t gpus_per_node) const;

@@ -295,7 +295,8 @@ inline Dims dims_of(const Workload& w) {
   };
   x.norm_share_fwd = norm_share(tc.fwd_layernorm_sm_margin);
   x.norm_share_bwd = norm_share(tc.bwd_layernorm_sm_margin);
-  const std::int64_t gpn = w.system.gpus_per_node > 0 ? w.system.gpus_per_node : 1;
+  // Groups span NVLink domains (gpus_per_node unless the system gives nvlink_domain_size).
+  const std::int64_t gpn = w.system.nvlink_domain() > 0 ? w.system.nvlink_domain() : 1;
   x.tp_nodes = ceil_div(x.t, gpn);
   if (x.cp > 1) {
     // Megatron's layout (tp-cp-ep-dp-pp): the CP group of the representative rank (rank 0).
