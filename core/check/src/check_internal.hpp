@@ -43,6 +43,8 @@ bool pipeline_split_valid(const Workload& w);
 /// Mixture-of-experts and expert-parallel rules (validate_moe.cpp): Megatron-LM's, and the
 /// MoE settings stepsim does not model yet.
 void check_moe(const Workload& w, Checker& check);
+/// The routed experts under FP8 (check_moe_fp8.cpp): what stepsim does not model of them yet.
+void check_moe_fp8(const Workload& w, Checker& check);
 
 /// Multi-latent attention rules (validate_mla.cpp): Megatron-LM's, and the MLA settings
 /// stepsim does not model yet; the MLA sizes and qk_layernorm without it.

@@ -394,10 +394,7 @@ void check_moe_unmodelled(const Workload& w, Checker& check) {
                            "userbuffer overlap)") +
                    std::string(kNotModelled));
   }
-  if (t.fp8_enabled()) {
-    check.fail("training.fp8", std::string(" with num_experts (FP8 expert GEMMs)") +
-                                   std::string(kNotModelled));
-  }
+  if (t.fp8_enabled()) check_moe_fp8(w, check);
 }
 
 }  // namespace

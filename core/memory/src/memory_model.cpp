@@ -8,6 +8,7 @@
 
 #include "stepsim/ops/dfa.hpp"
 #include "stepsim/ops/moe_flex.hpp"
+#include "stepsim/ops/moe_fp8_ops.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
 #include "stepsim/config/ub_cfg.hpp"
@@ -121,11 +122,15 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
 std::int64_t fp8_weight_elements(const Workload& w, std::int32_t stage) {
   if (!w.training.fp8_enabled()) return 0;
   const detail::Dims x = detail::dims_of(w);
-  std::int64_t layers = 0;
+  // Each layer's linears (moe_fp8_ops.hpp): an MoE layer's local experts in place of the MLP.
+  std::int64_t elements = 0;
   for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
-    layers += layers_of(w.training, w.model, stage, c).count;
+    const LayerRange r = layers_of(w.training, w.model, stage, c);
+    for (std::int32_t l = r.first; l < r.first + r.count; ++l) {
+      elements += detail::fp8_layer_weight_elements(x, l);
+    }
   }
-  return layers * (x.qkv_n() * x.h + x.h * x.attn_n() + x.fc1_n() * x.h + x.h * x.ffn_n());
+  return elements;
 }
 
 std::int64_t max_in_flight(const TrainingConfig& t, std::int32_t stage) {

@@ -211,11 +211,18 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
   if (tc.use_distributed_optimizer && x.dp * x.cp > 1 && !tc.overlap_param_gather) {
     deps.push_back(static_cast<std::int32_t>(ops.size()) - 1);  // dp_param_all_gather
   }
-  const std::int64_t weights[] = {x.qkv_n() * x.h, x.h * x.attn_n(), x.fc1_n() * x.h,
-                                  x.h * x.ffn_n()};
+  const std::int64_t dense[] = {x.qkv_n() * x.h, x.h * x.attn_n(), x.fc1_n() * x.h,
+                                x.h * x.ffn_n()};
+  // An MoE layer: the local experts' FC1 and FC2 weights, one cast kernel per expert's
+  // (GroupedLinear quantizes each weight of the group).
+  const std::int64_t moe[] = {x.qkv_n() * x.h, x.h * x.attn_n(),
+                              x.local_experts() * x.h * x.expert_fc1_n(),
+                              x.local_experts() * x.expert_ffn_n() * x.h};
   for (const ChunkPlan& chunk : stage.chunks) {
     for (std::int32_t l = chunk.first_layer; l < chunk.first_layer + chunk.num_layers; ++l) {
-      for (const std::int64_t elements : weights) {
+      const bool moe_layer = x.is_moe(l);
+      for (std::size_t i = 0; i < 4; ++i) {
+        const std::int64_t elements = moe_layer ? moe[i] : dense[i];
         // FP8 parameters (fp8_param_gather) arrive in FP8: only their transposes are made.
         // MXFP8 ones arrive in 16 bits and are quantized into both copies
         // (param_and_grad_buffer.py _post_param_sync: copy_tensors_to_quantized_params).
@@ -228,7 +235,8 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
         cast.phase = Phase::kStep;
         cast.stream = Stream::kCompute;
         cast.shape = MemoryBoundOp{transposed ? detail::fp8_weight_transpose_bytes(elements)
-                                              : detail::fp8_weight_cast_bytes(x, elements)};
+                                              : detail::fp8_weight_cast_bytes(x, elements),
+                                   moe_layer && i >= 2 ? x.local_experts() : 1};
         cast.deps = deps;
       }
     }

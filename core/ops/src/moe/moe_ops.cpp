@@ -9,6 +9,7 @@
 #include "moe/expert_activation_ops.hpp"
 #include "stepsim/ops/layer_ops.hpp"
 #include "stepsim/ops/moe_flex.hpp"
+#include "stepsim/ops/moe_fp8_ops.hpp"
 
 namespace stepsim::detail {
 
@@ -117,6 +118,10 @@ void emit_router_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
 /// The local experts: fc1, the activation scaled by each row's routing probability, fc2.
 void emit_experts_forward(OpList& ops, std::int32_t layer, Phase phase, const MoeTokens& n) {
   const Dims& x = ops.dims();
+  if (x.fp8) {
+    emit_fp8_experts_forward(ops, layer, phase, n);
+    return;
+  }
   const std::int64_t rows = n.expert_rows();
   expert_gemm(ops, "expert_fc1_gemm", layer, phase, n.per_expert, x.expert_fc1_n(), x.h);
   if (x.clamp_glu) emit_glu_clamp_forward(ops, layer, phase, rows);
@@ -127,6 +132,10 @@ void emit_experts_forward(OpList& ops, std::int32_t layer, Phase phase, const Mo
 
 void emit_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) {
   const Dims& x = ops.dims();
+  if (x.fp8) {
+    emit_fp8_experts_backward(ops, layer, n);
+    return;
+  }
   const std::int64_t rows = n.expert_rows();
   const Phase ph = Phase::kBackwardInput;
   const Phase wg = Phase::kBackwardWeight;
@@ -386,7 +395,8 @@ double moe_mlp_stored_bytes(const Dims& x) {
   // The router's probabilities (softmax output kept for its backward); the experts' fc1
   // input, activation input and fc2 input, and the rows' probabilities.
   double bytes = d(n.tokens * x.experts) * pb +
-                 rows * (d(x.h + x.expert_fc1_n() + x.expert_ffn_n()) * e + pb);
+                 (x.fp8 ? fp8_expert_stored_bytes(x, n)
+                        : rows * (d(x.h + x.expert_fc1_n() + x.expert_ffn_n()) * e + pb));
   // Quick-GEGLU's clamps keep their input (FC1's output) for clamp_backward, beside the
   // concatenated clamped halves the fused kernel keeps.
   if (x.clamp_glu) bytes += rows * d(x.expert_fc1_n()) * e;

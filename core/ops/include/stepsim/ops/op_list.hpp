@@ -84,9 +84,10 @@ class OpList {
   /// Block scaling (fp8_recipe "blockwise"): wgrad scales both operands per 1x128 tile, fprop
   /// and dgrad the weight per 128x128 block (GemmScaling); MXFP8 scales every GEMM's operands
   /// per 1x32 block in the 16-bit layouts. Delayed and current per-tensor
-  /// scaling run fprop with fast accumulation (GemmOp::fast_accum).
+  /// scaling run fprop with fast accumulation (GemmOp::fast_accum). `batch` > 1: a grouped GEMM
+  /// of that many products (the routed experts' GroupedLinear).
   std::int32_t linear_gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
-                           std::int64_t n, std::int64_t k) {
+                           std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
     const DType dtype = dims_.fp8 ? DType::kFp8 : dims_.dtype;
     GemmScaling scaling = GemmScaling::kTensor;
     GemmLayout layout = te_linear_layout(phase, dtype);
@@ -106,13 +107,13 @@ class OpList {
       // n x k / 32 scales read and written, before every such GEMM.
       std::string swizzle(name);
       swizzle += "_weight_swizzle";
-      memory(swizzle, layer, phase, 2 * (n * k / 32));
+      memory(swizzle, layer, phase, 2 * (batch * n * k / 32));
     }
     return compute(name, layer, phase,
                    GemmOp{.m = m,
                           .n = n,
                           .k = k,
-                          .batch = 1,
+                          .batch = batch,
                           .dtype = dtype,
                           .layout = layout,
                           .scaling = scaling,
