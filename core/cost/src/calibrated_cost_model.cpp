@@ -579,6 +579,17 @@ std::string CalibratedCostModel::describe() const {
                   "; host issues a kernel in %.1f us forward, %.1f us backward, wakes in %.1f us",
                   h->forward_op_issue_s * 1e6, h->backward_op_issue_s * 1e6, h->sync_s * 1e6);
     out += buf;
+    // A host borrowed from another profile (the public ones: make_public_profiles.py) names
+    // the machine it was measured on: the citation's file name and parenthesis.
+    constexpr std::string_view kBorrowed = "borrowed from scenarios/profiles/";
+    if (h->citation.starts_with(kBorrowed)) {
+      const std::size_t close = h->citation.find(')');
+      out += " (host borrowed from " +
+             h->citation.substr(kBorrowed.size(), close == std::string::npos
+                                                      ? std::string::npos
+                                                      : close + 1 - kBorrowed.size()) +
+             ")";
+    }
   }
   return out;
 }
