@@ -303,6 +303,8 @@ def a100():
         "memory": memory,
         "collectives": collectives,
         "p2p": p2p_samples,
+        "host": borrowed_host(MEASURED_H100, "another machine's host (an H100 VM), used for "
+                              "A100 because no A100 host was measured"),
     }
 
 
@@ -313,6 +315,25 @@ def gemm_kind(s):
     if "scaling" in s:
         return "block-scaled FP8 GEMM"
     return "FP8 GEMM, fast accumulation" if s.get("fast_accum") else "FP8 GEMM"
+
+
+def borrowed_host(measured_name, gpu_words):
+    """The measured profile's `host` section, copied as measured, with a citation naming the
+    machine it came from: no public figure of eager PyTorch's per-kernel host cost exists, and
+    without one a public profile would assume the host keeps ahead of the GPU (optimistic for
+    small layers, whose kernels are shorter than their launches). The host is the CPU's and
+    the framework's, not the GPU's: `gpu_words` says how the public profile's GPU relates."""
+    with open(os.path.join(HERE, measured_name), encoding="utf-8") as f:
+        m = json.load(f)
+    host = dict(m["host"])
+    cited = host["citation"]
+    # "(torch 2.11.0+cu130, CUDA 13.0, NVIDIA H100 80GB HBM3)": the framework and the GPU.
+    framework = cited[cited.index("(") + 1:cited.index(")")].split(", ")
+    host["citation"] = (
+        f"borrowed from scenarios/profiles/{measured_name} (a lent {framework[-1]} cloud VM, "
+        f"{framework[0]}, {framework[1]}; its CPU model not recorded): measured on "
+        f"{m['date'][:10]} by scenarios/profiles/measure_host_overhead.py; {gpu_words}")
+    return host
 
 
 def measured_h100():
@@ -493,6 +514,7 @@ def h100():
         "memory": memory,
         "collectives": collectives,
         "p2p": p2p_samples,
+        "host": borrowed_host(MEASURED_H100, "the host of the H100 machine stepsim measured"),
     }
 
 
@@ -537,8 +559,8 @@ def h200():
             "NIC's 47 GB/s across nodes): DGX H200 has the same NVLink 4 / NVSwitch fabric and "
             "the same ConnectX-7 NDR 400 Gb/s NICs (NVIDIA DGX H100/H200 User Guide, hardware "
             "overview). Latency in a node: the 32 KiB all-reduce over its 14 ring steps.",
-            "No host section: like the other public profiles, predictions from it assume the "
-            f"host keeps ahead of the GPU ({MEASURED_H200} has the measured host).",
+            f"Host: {MEASURED_H200}'s measured host section, copied as measured (its "
+            "citation names the machine); a DGX's own CPUs may issue faster or slower.",
         ],
         "world_size": WORLD_SIZE,
         "gemm": gemms,
@@ -546,6 +568,7 @@ def h200():
         "memory": memory,
         "collectives": nvlink4_all_reduce(),
         "p2p": nvlink4_ndr_p2p(),
+        "host": borrowed_host(MEASURED_H200, "the host of the H200 machine stepsim measured"),
     }
 
 
@@ -559,6 +582,9 @@ COMMON_NOTES = [
     "Attention without samples (A100: flash-attention publishes FlashAttention-2 on A100 only "
     "as forward+backward together, which does not split into the per-direction samples a "
     "profile holds) is costed as its matmuls plus its HBM traffic, with a warning.",
+    "Host: no public per-kernel figure of eager PyTorch's host cost exists; the host section "
+    "is stepsim's measurement of a lent H100 VM (measure_host_overhead.py), borrowed as its "
+    "citation says, so a prediction does not assume the host keeps ahead of the GPU.",
 ]
 
 

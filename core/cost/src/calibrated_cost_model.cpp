@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "stepsim/cost/deepep_cost.hpp"
+#include "stepsim/cost/gemm_waves.hpp"
 #include "stepsim/cost/nccl_model.hpp"
 
 namespace stepsim {
@@ -116,7 +117,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
   for (const auto& [key, seconds] : gemm_measured_) {
     const auto& [dtype, m, n, k, batch] = key;
     const GemmOp g{m, n, k, batch, dtype};
-    add_point(gemm_tables_[dtype], gemm_coords(g), g.flops(), seconds);
+    add_point(gemm_tables_[dtype], gemm_coords(g), gemm_work(g, true), seconds);
   }
   // Samples that say their layout also form per-layout tables: a linear's forward, dgrad and
   // wgrad run different kernels on the same shape.
@@ -129,7 +130,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
   for (const auto& [key, seconds] : gemm_layout_measured_) {
     const auto& [dtype, layout, m, n, k, batch] = key;
     const GemmOp g{m, n, k, batch, dtype};
-    add_point(gemm_layout_tables_[{dtype, layout}], gemm_coords(g), g.flops(), seconds);
+    add_point(gemm_layout_tables_[{dtype, layout}], gemm_coords(g), gemm_work(g, true), seconds);
   }
   std::map<VariantGemmKey, std::vector<double>> variant_seconds;
   for (const GemmSample& s : profile_->gemm) {
@@ -141,7 +142,7 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
   for (const auto& [key, seconds] : gemm_variant_measured_) {
     const auto& [scaling, fast, m, n, k, batch] = key;
     const GemmOp g{m, n, k, batch, DType::kFp8};
-    add_point(gemm_variant_tables_[{scaling, fast}], gemm_coords(g), g.flops(), seconds);
+    add_point(gemm_variant_tables_[{scaling, fast}], gemm_coords(g), gemm_work(g, true), seconds);
   }
 
   std::map<AttentionKey, std::vector<double>> attention_seconds;
@@ -238,8 +239,9 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
     if (measured != gemm_variant_measured_.end()) return measured->second;
     const auto table = gemm_variant_tables_.find({op.scaling, op.fast_accum});
     if (table != gemm_variant_tables_.end()) {
-      const double compute = interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM",
-                                            gemm_text(op) + " " + variant_text(op));
+      const double compute =
+          interpolated_s(table->second, gemm_coords(op), gemm_work(op, memory_floor), "GEMM",
+                         gemm_text(op) + " " + variant_text(op));
       return std::max(compute, gemm_roofline_floor_s(op, memory_floor));
     }
     GemmOp plain = op;
@@ -276,8 +278,9 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
       const auto measured = gemm_layout_measured_.find(
           LayoutGemmKey{op.dtype, op.layout, op.m, op.n, op.k, op.batch});
       if (measured != gemm_layout_measured_.end()) return measured->second;
-      const double compute = interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM",
-                                            gemm_text(op) + " " + std::string(to_string(op.layout)));
+      const double compute =
+          interpolated_s(table->second, gemm_coords(op), gemm_work(op, memory_floor), "GEMM",
+                         gemm_text(op) + " " + std::string(to_string(op.layout)));
       return std::max(compute, gemm_roofline_floor_s(op, memory_floor));
     }
   }
@@ -301,8 +304,8 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
          std::string(to_string(op.dtype)));
     return fallback_.gemm_s(op);
   }
-  const double interpolated =
-      interpolated_s(table->second, gemm_coords(op), op.flops(), "GEMM", gemm_text(op));
+  const double interpolated = interpolated_s(table->second, gemm_coords(op),
+                                             gemm_work(op, memory_floor), "GEMM", gemm_text(op));
   return std::max(interpolated, gemm_roofline_floor_s(op, memory_floor));
 }
 
@@ -313,6 +316,20 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
 // faster than reading its operands allows.
 double CalibratedCostModel::gemm_roofline_floor_s(const GemmOp& op, bool memory_floor) const {
   return std::max(gemm_compute_floor_s(op), memory_floor ? gemm_memory_floor_s(op) : 0.0);
+}
+
+// What a GEMM costs the GPU by the mechanism of gemm_waves.hpp, in FLOPs at the dtype's peak
+// (its FLOPs where the system does not say enough for the mechanism: a CPU). The tables hold
+// each sample's log(work / seconds), its efficiency against the mechanism, so a shape the profile
+// did not measure takes its neighbours' efficiency times its own tiles, waves, split-K, memory
+// floor and launches: anchored on the samples, not replaced by the mechanism. Without
+// `memory_floor` (matmuls inside a fused attention kernel), the HBM term is left out.
+double CalibratedCostModel::gemm_work(const GemmOp& op, bool memory_floor) const {
+  if (!gemm_waves_apply(fallback_system_, op.dtype)) return op.flops();
+  const GemmWaves w = gemm_waves(op, fallback_system_);
+  const double seconds =
+      (memory_floor ? std::max(w.compute_s, w.memory_s) : w.compute_s) + w.reduce_s + w.launch_s;
+  return seconds * fallback_system_.peak_flops(op.dtype);
 }
 
 double CalibratedCostModel::gemm_compute_floor_s(const GemmOp& op) const {
@@ -579,6 +596,17 @@ std::string CalibratedCostModel::describe() const {
                   "; host issues a kernel in %.1f us forward, %.1f us backward, wakes in %.1f us",
                   h->forward_op_issue_s * 1e6, h->backward_op_issue_s * 1e6, h->sync_s * 1e6);
     out += buf;
+    // A host borrowed from another profile (the public ones: make_public_profiles.py) names
+    // the machine it was measured on: the citation's file name and parenthesis.
+    constexpr std::string_view kBorrowed = "borrowed from scenarios/profiles/";
+    if (h->citation.starts_with(kBorrowed)) {
+      const std::size_t close = h->citation.find(')');
+      out += " (host borrowed from " +
+             h->citation.substr(kBorrowed.size(), close == std::string::npos
+                                                      ? std::string::npos
+                                                      : close + 1 - kBorrowed.size()) +
+             ")";
+    }
   }
   return out;
 }

@@ -73,6 +73,9 @@ class CalibratedCostModel final : public CostModel {
   /// The least time any GEMM takes on the system: the larger of the two floors below (only
   /// the compute floor without `memory_floor`).
   double gemm_roofline_floor_s(const GemmOp& op, bool memory_floor) const;
+  /// The GEMM's cost by the wave mechanics (gemm_waves.hpp) in FLOPs at the dtype's peak; its
+  /// FLOPs on a system without them. The GEMM tables interpolate each sample's work / seconds.
+  double gemm_work(const GemmOp& op, bool memory_floor) const;
   /// Seconds for a GEMM's FLOPs at the system's peak for its dtype (0 when it has none).
   double gemm_compute_floor_s(const GemmOp& op) const;
   /// Seconds to move a GEMM's operands and result once at the system's HBM bandwidth.
