@@ -403,6 +403,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_mla(w, check);
   detail::check_window(w, check);
   detail::check_gpt_oss(w, check);
+  detail::check_hybrid(w, check);
   return errors;
 }
 
@@ -413,6 +414,7 @@ Errors finalize_workload(Workload& w, const std::string& file) {
   TrainingConfig& t = w.training;
   t.data_parallel_size = 0;  // derived below; stale values would mislead the rules
   t.num_microbatches = 0;
+  detail::apply_hybrid_defaults(w, check);
   detail::derive_virtual_stages(w);
   if (t.microbatch_group_size_per_vp_stage != 0 &&
       t.microbatch_group_size_per_vp_stage != t.pipeline_model_parallel_size &&

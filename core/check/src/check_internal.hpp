@@ -78,4 +78,13 @@ void check_window(const Workload& w, Checker& check);
 /// Transformer Engine's rules, and what stepsim does not model yet.
 void check_gpt_oss(const Workload& w, Checker& check);
 
+/// Hybrid models (check_hybrid.cpp): num_layers from hybrid_layer_pattern and the virtual
+/// stages from its '|' segments (arguments.py), reporting the pipeline flags Megatron refuses
+/// beside a pattern; run before derive_virtual_stages.
+void apply_hybrid_defaults(Workload& w, Checker& check);
+
+/// Hybrid models' rules: MambaMixer's divisibility asserts, MoE letters without experts, and
+/// what stepsim does not model yet with Mamba layers.
+void check_hybrid(const Workload& w, Checker& check);
+
 }  // namespace stepsim::detail

@@ -9,6 +9,7 @@
 
 #include "stepsim/layout/pipeline_split.hpp"
 #include "check_internal.hpp"
+#include "stepsim/layout/hybrid_layout.hpp"
 
 namespace stepsim::detail {
 
@@ -223,6 +224,7 @@ void check_even(const Workload& w, Checker& check) {
 
 void derive_virtual_stages(Workload& w) {
   TrainingConfig& t = w.training;
+  if (hybrid_segments(w.model).size() > 1) return;  // apply_hybrid_defaults set v
   const std::int64_t p = t.pipeline_model_parallel_size;
   if (!t.pipeline_model_parallel_layout.empty()) {
     // The layout's stage count sets v (arguments.py); a conflicting v is reported by
@@ -254,6 +256,8 @@ void derive_virtual_stages(Workload& w) {
 
 void check_pipeline_split(const Workload& w, Checker& check) {
   const TrainingConfig& t = w.training;
+  // A hybrid pattern's '|' segments are the stages (apply_hybrid_defaults checks them).
+  if (hybrid_segments(w.model).size() > 1) return;
   if (!t.pipeline_model_parallel_layout.empty()) {
     if (t.num_layers_per_virtual_pipeline_stage > 0) {
       check.fail("training.num_layers_per_virtual_pipeline_stage",

@@ -199,6 +199,28 @@ void read_window(ObjectReader& r, ModelConfig& m) {
   }
 }
 
+// Megatron's --hybrid-layer-pattern and its deprecated --hybrid-override-pattern (arguments.py
+// forwards the one to the other and refuses both together). The letters are check_hybrid's.
+void read_hybrid_pattern(ObjectReader& r, ModelConfig& m) {
+  const json* layer = r.raw("hybrid_layer_pattern");
+  const json* override_pattern = r.raw("hybrid_override_pattern");
+  if (layer != nullptr && override_pattern != nullptr) {
+    r.error("hybrid_override_pattern",
+            " and hybrid_layer_pattern cannot both be given (Megatron-LM: "
+            "--hybrid-override-pattern is deprecated; use --hybrid-layer-pattern)");
+    return;
+  }
+  const json* given = layer != nullptr ? layer : override_pattern;
+  if (given == nullptr) return;
+  if (!given->is_string() || given->get<std::string>().empty()) {
+    r.error(layer != nullptr ? "hybrid_layer_pattern" : "hybrid_override_pattern",
+            "=" + detail::describe(*given) + " must be a pattern of layer letters such as "
+                                             "\"M-M-M*-\"");
+    return;
+  }
+  m.hybrid_layer_pattern = given->get<std::string>();
+}
+
 void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
   const SectionValues given = read_section(r, object, "model", errors, w);
   if (r.raw("vocab_size") == nullptr && r.raw("padded_vocab_size") == nullptr) {
@@ -217,6 +239,7 @@ void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, 
     }
   }
   read_window(r, w.model);
+  read_hybrid_pattern(r, w.model);
   // Megatron's "no clamp" is leaving it out (None); 0 here would clamp everything to 0.
   if (const json* clamp = r.raw("activation_func_clamp_value");
       clamp != nullptr && clamp->is_number() && clamp->get<double>() <= 0) {

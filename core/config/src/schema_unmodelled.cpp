@@ -75,8 +75,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "mscale", .flag = "--mscale", .changes_job = kHarmless},
     {.dest = "mscale_all_dim", .flag = "--mscale-all-dim", .changes_job = kHarmless},
     {.dest = "mtp_num_layers", .flag = "--mtp-num-layers"},
-    {.dest = "hybrid_override_pattern", .flag = "--hybrid-override-pattern"},
-    {.dest = "hybrid_layer_pattern", .flag = "--hybrid-layer-pattern"},
     {.dest = "recompute_modules", .flag = "--recompute-modules"},
     {.dest = "cpu_offloading", .flag = "--cpu-offloading"},
     // mixture of experts

@@ -213,7 +213,10 @@ class LineReader {
     first_flag_ = script == args_.end() ? 0 : static_cast<std::size_t>(script - args_.begin()) + 1;
     if (script != args_.end()) {
       const std::string name = script->substr(script->find_last_of('/') + 1);
-      if (name != "pretrain_gpt.py") {
+      // pretrain_mamba.py runs pretrain_hybrid.py (Megatron-LM keeps it as a wrapper).
+      hybrid_script_ = name == "pretrain_hybrid.py" || name == "pretrain_mamba.py";
+      script_ = name;
+      if (name != "pretrain_gpt.py" && !hybrid_script_) {
         unmodelled_.emplace_back(name,
                                  " trains a model stepsim does not model yet (it models the GPT "
                                  "decoders of pretrain_gpt.py)");
@@ -304,8 +307,36 @@ class LineReader {
     }
   }
 
+  /// A hybrid model: pretrain_hybrid.py with a pattern, whose letters set num_layers
+  /// (arguments.py: the pattern overrides --num-layers).
+  void settle_hybrid() {
+    const bool pattern = model_.contains("hybrid_layer_pattern") ||
+                         model_.contains("hybrid_override_pattern");
+    if (hybrid_script_ && !pattern) {
+      unmodelled_.emplace_back(script_ + " without --hybrid-layer-pattern",
+                               " builds Megatron's pattern from the deprecated hybrid ratios, "
+                               "which stepsim does not model");
+    } else if (pattern && !script_.empty() && !hybrid_script_) {
+      unmodelled_.emplace_back(script_ + " with --hybrid-layer-pattern",
+                               " does not build a hybrid model (pretrain_hybrid.py does)");
+    }
+    if (!pattern) return;
+    const json& text = model_.contains("hybrid_layer_pattern") ? model_["hybrid_layer_pattern"]
+                                                               : model_["hybrid_override_pattern"];
+    if (!text.is_string()) return;
+    const std::string main = text.get<std::string>().substr(0, text.get<std::string>().find('/'));
+    const auto layers = static_cast<std::int64_t>(main.size()) -
+                        static_cast<std::int64_t>(std::count(main.begin(), main.end(), '|'));
+    if (model_.contains("num_layers") && model_["num_layers"] != layers) {
+      out_.notes.push_back("--num-layers is ignored: --hybrid-layer-pattern has " +
+                           std::to_string(layers) + " layers (as Megatron-LM does)");
+    }
+    model_["num_layers"] = layers;
+  }
+
   /// The flags whose meaning depends on others: query groups, the vocabulary.
   void settle_model() {
+    settle_hybrid();
     if (gqa_) {
       if (query_groups_ > 0) {
         model_["num_query_groups"] = query_groups_;
@@ -503,6 +534,8 @@ class LineReader {
   }
 
   std::vector<std::string> args_;
+  std::string script_;          // the training script's file name ("" on a line of flags)
+  bool hybrid_script_ = false;  // pretrain_hybrid.py or pretrain_mamba.py
   std::size_t first_flag_ = 0;
   Errors errors_;
   ImportedScenario out_;

@@ -158,7 +158,9 @@ void write_layer(const ModelConfig& m, LaunchLine& line) {
 }
 
 // Batch sizes and the tensor, context and pipeline parallel layout.
-void write_parallelism(const TrainingConfig& t, LaunchLine& line) {
+/// `vp_from_pattern`: a hybrid model, whose '|' segments set the virtual stages (Megatron
+/// refuses the virtual-stage flags beside --hybrid-layer-pattern).
+void write_parallelism(const TrainingConfig& t, bool vp_from_pattern, LaunchLine& line) {
   line.key("training.micro_batch_size");
   line.key("training.global_batch_size");
   line.key("training.tensor_model_parallel_size");
@@ -189,7 +191,8 @@ void write_parallelism(const TrainingConfig& t, LaunchLine& line) {
   }
   // A layout's stages set the virtual stages; Megatron refuses
   // --num-layers-per-virtual-pipeline-stage with uneven first/last stages.
-  if (t.virtual_pipeline_model_parallel_size > 1 && t.pipeline_model_parallel_layout.empty()) {
+  if (t.virtual_pipeline_model_parallel_size > 1 && t.pipeline_model_parallel_layout.empty() &&
+      !vp_from_pattern) {
     if (first_last) {
       line.num(LaunchLine::flag_of("training.num_virtual_stages_per_pipeline_rank"),
                t.virtual_pipeline_model_parallel_size);
@@ -305,6 +308,15 @@ void write_mla(const ModelConfig& m, LaunchLine& line) {
   if (m.qk_layernorm) line.key("model.qk_layernorm");
 }
 
+// A hybrid model's layer pattern and Mamba-2 sizes (pretrain_hybrid.py's flags).
+void write_hybrid(const ModelConfig& m, LaunchLine& line) {
+  line.quoted(LaunchLine::flag_of("model.hybrid_layer_pattern"), m.hybrid_layer_pattern);
+  if (m.mamba_num_heads > 0) line.key("model.mamba_num_heads");
+  line.key("model.mamba_head_dim");
+  line.key("model.mamba_state_dim");
+  line.key("model.mamba_num_groups");
+}
+
 }  // namespace
 
 std::string megatron_args_of(const Workload& w) {
@@ -312,11 +324,12 @@ std::string megatron_args_of(const Workload& w) {
   write_environment(w, line);
   write_shape(w.model, line);
   write_layer(w.model, line);
-  write_parallelism(w.training, line);
+  write_parallelism(w.training, w.model.hybrid(), line);
   write_optimizer_and_precision(w.training, line);
   write_tp_overlap(w.training, line);
   if (w.model.moe()) write_moe(w.model, w.training, line);
   if (w.model.multi_latent_attention) write_mla(w.model, line);
+  if (w.model.hybrid()) write_hybrid(w.model, line);
   return line.take();
 }
 

@@ -3,6 +3,8 @@
 
 #include "stepsim/layout/moe_layout.hpp"
 
+#include "stepsim/layout/hybrid_layout.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -57,6 +59,12 @@ Result<std::vector<bool>> parse_moe_layer_freq(std::string_view text, std::int64
 std::vector<bool> moe_layer_pattern(const ModelConfig& m) {
   const auto n = static_cast<std::size_t>(std::max<std::int64_t>(0, m.num_layers));
   if (!m.moe()) return std::vector<bool>(n, false);
+  if (m.hybrid()) {
+    // A hybrid model's MoE layers are its E letters (HybridStack does not read moe_layer_freq).
+    std::vector<bool> out;
+    for (const HybridLayer k : hybrid_layer_kinds(m)) out.push_back(k == HybridLayer::kMoe);
+    return out;
+  }
   auto parsed = parse_moe_layer_freq(m.moe_layer_freq, m.num_layers);
   if (!parsed) return std::vector<bool>(n, false);
   return std::move(parsed).value();

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "stepsim/base/assert.hpp"
+#include "stepsim/layout/hybrid_layout.hpp"
 
 namespace stepsim {
 
@@ -122,7 +123,9 @@ ChunkLayers chunk_layers(const TrainingConfig& t, const ModelConfig& m, std::int
                          std::int32_t chunk) {
   const std::int64_t p = std::max<std::int64_t>(1, t.pipeline_model_parallel_size);
   const std::int64_t v = std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
-  if (!t.pipeline_model_parallel_layout.empty()) return pipeline_split(t, m).at(stage, chunk);
+  if (!t.pipeline_model_parallel_layout.empty() || hybrid_segments(m).size() > 1) {
+    return pipeline_split(t, m).at(stage, chunk);
+  }
   return split_by_counts(t, m, p, v, stage, chunk);
 }
 
@@ -135,6 +138,13 @@ PipelineSplit pipeline_split(const TrainingConfig& t, const ModelConfig& m) {
     const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
     STEPSIM_ASSERT(stages.ok());
     return split_by_layout(*stages, p, v);
+  }
+  // A hybrid pattern's '|' segments (select_pipeline_segment: segment vp_stage * pp + pp_rank),
+  // as a layout of that many decoder layers each.
+  if (const std::vector<std::int64_t> segments = hybrid_segments(m); segments.size() > 1) {
+    std::vector<std::string> stages;
+    for (const std::int64_t n : segments) stages.emplace_back(static_cast<std::size_t>(n), 't');
+    return split_by_layout(stages, p, v);
   }
   PipelineSplit split{.p = p, .v = v, .chunks = {}};
   split.chunks.reserve(static_cast<std::size_t>(p) * static_cast<std::size_t>(v));

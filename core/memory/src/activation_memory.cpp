@@ -8,6 +8,7 @@
 
 #include "stepsim/ops/embedding_ops.hpp"
 #include "stepsim/ops/fp8_ops.hpp"
+#include "stepsim/ops/mamba_ops.hpp"
 #include "stepsim/ops/moe_ops.hpp"
 #include "stepsim/layout/recompute_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
@@ -33,29 +34,48 @@ double mla_latent_bytes(const Dims& x) {
   return as_d(x.sp_tokens * (x.q_lora + x.kv_lora) * x.e) * copies;
 }
 
+/// FP8 (Transformer Engine): the linears save their inputs as FP8 (1 byte; the transposed
+/// copy wgrad reads, or with SP the row-wise shard that backward re-gathers) instead of
+/// 16-bit ones; tensors other ops also save stay as they are. Block scaling saves the
+/// column-wise copy with its fp32 scales, one per 128 elements; MXFP8 with its E8M0 scales,
+/// one byte per 32: the same 1/32 byte per element.
+double linear_input_bytes(const Dims& x) {
+  return x.fp8 ? (x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0) : as_d(x.e);
+}
+
+/// Outside the TP regions (sequence-sharded with SP): the inputs of the two norms, of QKV
+/// and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks (none
+/// with hidden_dropout 0). A block-scaled shard that is not gathered in FP8 (dims not
+/// multiples of 128) is gathered in 16 bits and quantized whole: QKV and FC1 keep the whole
+/// column-wise copy.
+double outside_stored_bytes(const Dims& x) {
+  const double tok = as_d(x.tokens);
+  const double e = as_d(x.e);
+  const double t = as_d(x.t);
+  const double linear_in = linear_input_bytes(x);
+  const double masks = x.hidden_dropout ? 2.0 : 0.0;
+  const bool whole_linear_in = x.fp8_block && x.sp && !detail::fp8_block_gathers_fp8(x, x.h);
+  return whole_linear_in
+             ? tok * as_d(x.h) * (2.0 * e + masks) / t + tok * as_d(x.h) * 2.0 * linear_in
+             : tok * as_d(x.h) * (2.0 * e + 2.0 * linear_in + masks) / (x.sp ? t : 1.0);
+}
+
+/// MLP: GeLU and squared ReLU keep their input (FC1's output) and FC2 its input; SwiGLU
+/// keeps its two-part input. An MoE layer's MLP half keeps moe_mlp_stored_bytes.
+double mlp_stored_bytes(const Dims& x, bool moe) {
+  if (moe) return detail::moe_mlp_stored_bytes(x);
+  return as_d(x.tokens) * as_d(x.ffn_n()) *
+         ((x.swiglu ? 2.0 : 1.0) * as_d(x.e) + linear_input_bytes(x));
+}
+
 /// Bytes one layer keeps for backward when nothing in it is recomputed; with
 /// `core_attention_recomputed` the core attention (selective recompute) keeps only its
 /// inputs. `moe`: an MoE layer, whose MLP half keeps moe_mlp_stored_bytes instead.
 double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool moe = false) {
   const double tok = as_d(x.tokens);
   const double e = as_d(x.e);
-  const double t = as_d(x.t);
-  // FP8 (Transformer Engine): the linears save their inputs as FP8 (1 byte; the transposed
-  // copy wgrad reads, or with SP the row-wise shard that backward re-gathers) instead of
-  // 16-bit ones; tensors other ops also save stay as they are. Block scaling saves the
-  // column-wise copy with its fp32 scales, one per 128 elements; MXFP8 with its E8M0 scales,
-  // one byte per 32: the same 1/32 byte per element.
-  const double linear_in = x.fp8 ? (x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0) : e;
-  // Outside the TP regions (sequence-sharded with SP): the inputs of the two norms, of QKV
-  // and of FC1 (SP stores them sharded and re-gathers in backward), two dropout masks (none
-  // with hidden_dropout 0). A block-scaled shard that is not gathered in FP8 (dims not
-  // multiples of 128) is gathered in 16 bits and quantized whole: QKV and FC1 keep the whole
-  // column-wise copy.
-  const double masks = x.hidden_dropout ? 2.0 : 0.0;
-  const bool whole_linear_in = x.fp8_block && x.sp && !detail::fp8_block_gathers_fp8(x, x.h);
-  const double outside =
-      whole_linear_in ? tok * as_d(x.h) * (2.0 * e + masks) / t + tok * as_d(x.h) * 2.0 * linear_in
-                      : tok * as_d(x.h) * (2.0 * e + 2.0 * linear_in + masks) / (x.sp ? t : 1.0);
+  const double linear_in = linear_input_bytes(x);
+  const double outside = outside_stored_bytes(x);
   // Core attention inputs: unfused attention keeps Q and the head-expanded K and V for the
   // two batched GEMMs; flash attention and checkpointed core attention keep Q, K, V as
   // the QKV GEMM produced them.
@@ -64,15 +84,26 @@ double layer_stored_bytes(const Dims& x, bool core_attention_recomputed, bool mo
   // The projection's input is also the fused attention's saved output (not the unfused one's).
   const double proj_in =
       tok * as_d(x.attn_n()) * (x.fp8 ? (x.flash ? e + linear_in : linear_in) : e);
-  // MLP: GeLU and squared ReLU keep their input (FC1's output) and FC2 its input; SwiGLU
-  // keeps its two-part input.
-  const double mlp = moe ? detail::moe_mlp_stored_bytes(x)
-                         : tok * as_d(x.ffn_n()) * ((x.swiglu ? 2.0 : 1.0) * e + linear_in);
+  const double mlp = mlp_stored_bytes(x, moe);
   // Softmax output, dropout mask (1 byte) and dropout output: the 5as/h term. With
   // attention_dropout 0 the softmax output alone (it is also the second GEMM's input).
   const double scores =
       expanded ? as_d(x.score_elems()) * (x.attention_dropout ? 2.0 * e + 1.0 : e) : 0.0;
   return outside + qkv + proj_in + mlp + scores + mla_latent_bytes(x);
+}
+
+/// A hybrid model's layer (one residual block: half of the norms, linear inputs and masks
+/// outside the TP region): a Mamba layer, an attention block, an MLP or MoE block.
+double hybrid_stored_bytes(const Dims& x, std::int32_t layer, bool core_attention_recomputed) {
+  switch (x.kind_of(layer)) {
+    case HybridLayer::kMamba: return detail::mamba_stored_bytes(x);
+    case HybridLayer::kAttention:
+      return layer_stored_bytes(x, core_attention_recomputed) - outside_stored_bytes(x) / 2.0 -
+             mlp_stored_bytes(x, false);
+    case HybridLayer::kMlp: return outside_stored_bytes(x) / 2.0 + mlp_stored_bytes(x, false);
+    case HybridLayer::kMoe: return outside_stored_bytes(x) / 2.0 + mlp_stored_bytes(x, true);
+  }
+  return 0.0;
 }
 
 /// Bytes of one stored layer input under full recompute (sharded with SP or distributed
@@ -91,6 +122,30 @@ double selective_recompute_bytes(const Dims& x) {
 }
 
 std::int64_t round_bytes(double v) { return std::llround(v); }
+
+/// A hybrid chunk's stored layers and the recompute peak, as chunk_activations prices a GPT
+/// chunk's: each layer by its kind; full recompute keeps checkpoints and re-runs its largest
+/// group at the largest layer kind of the chunk.
+void hybrid_chunk_layers(const Dims& x, const LayerRange& range,
+                         const detail::RecomputeLayout& layout, bool selective, double& layers,
+                         double& recompute) {
+  double largest = 0.0;
+  bool attention = false;
+  for (std::int32_t l = range.first; l < range.first + range.count; ++l) {
+    const double stored = hybrid_stored_bytes(x, l, selective);
+    largest = std::max(largest, hybrid_stored_bytes(x, l, false));
+    attention = attention || x.kind_of(l) == HybridLayer::kAttention;
+    if (!layout.full()) layers += stored;
+  }
+  if (layout.full()) {
+    layers = as_d(layout.checkpoints()) * checkpoint_bytes(x) + as_d(layout.plain_layers()) * largest;
+    if (layout.largest_group() > 0) {
+      recompute = as_d(layout.largest_group()) * largest - (x.dist_saved ? 0.0 : checkpoint_bytes(x));
+    }
+  } else if (selective && attention) {
+    recompute = selective_recompute_bytes(x);
+  }
+}
 
 }  // namespace
 
@@ -115,7 +170,9 @@ ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::i
   double recompute = 0.0;
   std::int64_t moe_layers = 0;
   for (std::int32_t l = range.first; l < range.first + range.count; ++l) moe_layers += x.is_moe(l);
-  if (layout.full()) {
+  if (x.is_hybrid()) {
+    hybrid_chunk_layers(x, range, layout, selective, layers, recompute);
+  } else if (layout.full()) {
     // With MoE layers the re-run group is priced at the larger of the two layer kinds.
     const double plain = moe_layers > 0 ? std::max(layer_stored_bytes(x, false),
                                                    layer_stored_bytes(x, false, true))

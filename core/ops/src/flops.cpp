@@ -1,10 +1,57 @@
 #include "stepsim/ops/flops.hpp"
 
+#include "stepsim/layout/hybrid_layout.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 
 namespace stepsim {
 
+namespace {
+
+/// num_floating_point_operations()'s hybrid_flops (megatron/training/training.py) for a
+/// hybrid model without MTP or gated delta layers: per layer kind, forward FLOPs times 3,
+///   attention 4 T h p (h + h g / a) + 2 B s^2 h p   (p = kv_channels a / h)
+///   MLP       4 T f h (x 3/2 with swiglu)
+///   MoE       4 T h (moe_ffn topk + shared) (x 3/2 with swiglu)
+///   Mamba     2 T h (2 d + 2 G N + H) + 7 T d N + 2 T d h   (d = 2 h, as Megatron writes it)
+///   logits    2 T h V
+/// with T = global batch x s tokens.
+double hybrid_logged_flops(const Workload& w) {
+  const ModelConfig& m = w.model;
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double h = d(m.hidden_size);
+  const double s = d(m.seq_length);
+  const double batch = d(w.training.global_batch_size);
+  const double tokens = batch * s;
+  const double heads = d(m.num_attention_heads);
+  const double p = d(m.kv_channels) * heads / h;
+  const double attn = 4.0 * tokens * h * p * (h + h * d(m.num_query_groups) / heads) +
+                      2.0 * batch * s * s * h * p;
+  const double scale = m.swiglu ? 1.5 : 1.0;
+  const double mlp = 4.0 * d(m.ffn_hidden_size) * h * tokens * scale;
+  const double moe = 4.0 * tokens * h *
+                     (d(m.moe_ffn()) * d(m.moe_router_topk) +
+                      d(m.moe_shared_expert_intermediate_size)) * scale;
+  const double inner = 2.0 * h;
+  const double mamba =
+      2.0 * tokens * h * (2.0 * inner + 2.0 * d(m.mamba_num_groups * m.mamba_state_dim) +
+                          d(m.mamba_heads())) +
+      7.0 * tokens * inner * d(m.mamba_state_dim) + 2.0 * tokens * inner * h;
+  double forward = 2.0 * tokens * h * d(m.padded_vocab_size);
+  for (const HybridLayer k : hybrid_layer_kinds(m)) {
+    switch (k) {
+      case HybridLayer::kMamba: forward += mamba; break;
+      case HybridLayer::kAttention: forward += attn; break;
+      case HybridLayer::kMlp: forward += mlp; break;
+      case HybridLayer::kMoe: forward += moe; break;
+    }
+  }
+  return 3.0 * forward;
+}
+
+}  // namespace
+
 double megatron_logged_flops_per_step(const Workload& w) {
+  if (w.model.hybrid()) return hybrid_logged_flops(w);
   // Megatron-LM, megatron/training/training.py, num_floating_point_operations() and its
   // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), for mtp_num_layers = None, no
   // linear attention, no attention output gate (multi-latent attention: its own branch below):

@@ -292,12 +292,15 @@ void emit_attention_backward(OpList& ops, std::int32_t layer, bool selective_rec
 
 }  // namespace
 
-void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
+void emit_attention_block_forward(OpList& ops, std::int32_t layer, Phase phase) {
   const Dims& x = ops.dims();
-  // Attention block.
   emit_attention_forward(ops, layer, phase);
   ops.memory("attn_bda", layer, phase, bda_forward_bytes(x));
-  // MLP block (an MoE layer's: moe_ops.cpp).
+}
+
+void emit_mlp_block_forward(OpList& ops, std::int32_t layer, Phase phase) {
+  const Dims& x = ops.dims();
+  // An MoE layer's MLP: moe_ops.cpp.
   if (x.is_moe(layer)) {
     emit_moe_forward(ops, layer, phase);
     ops.memory("mlp_bda", layer, phase, bda_forward_bytes(x));
@@ -320,30 +323,85 @@ void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
   ops.memory("mlp_bda", layer, phase, bda_forward_bytes(x));
 }
 
-void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompute) {
+void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase) {
+  if (ops.dims().is_hybrid()) {
+    emit_hybrid_layer_forward(ops, layer, phase);
+    return;
+  }
+  emit_attention_block_forward(ops, layer, phase);
+  emit_mlp_block_forward(ops, layer, phase);
+}
+
+void emit_mlp_block_backward(OpList& ops, std::int32_t layer) {
   const Dims& x = ops.dims();
   const Phase ph = Phase::kBackwardInput;
-  // MLP block.
   emit_bda_backward(ops, "mlp_bda_bwd", layer);
   if (x.is_moe(layer)) {
     emit_moe_backward(ops, layer);
-  } else {
-    emit_row_parallel_backward(ops, "fc2", "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
-    if (x.swiglu) {
-      ops.memory("swiglu_bwd", layer, ph, x.tokens * x.ffn_n() * 5 * x.e);
-    } else if (x.squared_relu) {
-      // d/dx relu(x)^2 = 2 relu(x): reads the saved FC1 output and the gradient, writes dx.
-      ops.memory("squared_relu_bwd", layer, ph, x.tokens * x.ffn_n() * 3 * x.e);
-    } else {
-      // dGeLU, plus the bias gradient's reduction over tokens when there is a bias.
-      ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);
-    }
-    emit_norm_linear_backward(ops, "fc1", "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), false);
-    ops.norm("ln2_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens), residual_grad_add_bytes(x));
+    return;
   }
-  // Attention block.
+  emit_row_parallel_backward(ops, "fc2", "fc2_dgrad", "fc2_wgrad", layer, x.ffn_n());
+  if (x.swiglu) {
+    ops.memory("swiglu_bwd", layer, ph, x.tokens * x.ffn_n() * 5 * x.e);
+  } else if (x.squared_relu) {
+    // d/dx relu(x)^2 = 2 relu(x): reads the saved FC1 output and the gradient, writes dx.
+    ops.memory("squared_relu_bwd", layer, ph, x.tokens * x.ffn_n() * 3 * x.e);
+  } else {
+    // dGeLU, plus the bias gradient's reduction over tokens when there is a bias.
+    ops.memory("bias_gelu_bwd", layer, ph, x.tokens * x.ffn_n() * (x.bias ? 4 : 3) * x.e);
+  }
+  emit_norm_linear_backward(ops, "fc1", "fc1_dgrad", "fc1_wgrad", layer, x.fc1_n(), false);
+  ops.norm("ln2_bwd", layer, ph, norm_backward_bytes(x, x.sp_tokens), residual_grad_add_bytes(x));
+}
+
+void emit_attention_block_backward(OpList& ops, std::int32_t layer, bool selective_recompute) {
   emit_bda_backward(ops, "attn_bda_bwd", layer);
   emit_attention_backward(ops, layer, selective_recompute);
+}
+
+void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompute) {
+  if (ops.dims().is_hybrid()) {
+    emit_hybrid_layer_backward(ops, layer, selective_recompute);
+    return;
+  }
+  emit_mlp_block_backward(ops, layer);
+  emit_attention_block_backward(ops, layer, selective_recompute);
+}
+
+// The pieces of a Mamba layer that are a transformer layer's too (mamba_ops.cpp).
+
+void emit_in_proj_forward(OpList& ops, std::string_view norm_name, std::string_view prefix,
+                          std::string_view gemm_name, std::int32_t layer, Phase phase,
+                          std::int64_t out_n) {
+  emit_norm_linear_input(ops, norm_name, prefix, layer, phase);
+  emit_norm_linear_gemm(ops, prefix, gemm_name, layer, phase, out_n);
+}
+
+void emit_out_proj_forward(OpList& ops, std::string_view gemm_name, std::int32_t layer,
+                           Phase phase, std::int64_t in_k) {
+  emit_row_linear_forward(ops, gemm_name, layer, phase, in_k);
+}
+
+void emit_block_bda_forward(OpList& ops, std::string_view name, std::int32_t layer, Phase phase) {
+  ops.memory(name, layer, phase, bda_forward_bytes(ops.dims()));
+}
+
+void emit_block_bda_backward(OpList& ops, std::string_view name, std::int32_t layer) {
+  emit_bda_backward(ops, name, layer);
+}
+
+void emit_out_proj_backward(OpList& ops, std::string_view prefix, std::string_view dgrad_name,
+                            std::string_view wgrad_name, std::int32_t layer, std::int64_t in_k) {
+  emit_row_parallel_backward(ops, prefix, dgrad_name, wgrad_name, layer, in_k);
+}
+
+void emit_in_proj_backward(OpList& ops, std::string_view norm_name, std::string_view prefix,
+                           std::string_view dgrad_name, std::string_view wgrad_name,
+                           std::int32_t layer, std::int64_t out_n) {
+  const Dims& x = ops.dims();
+  emit_norm_linear_backward(ops, prefix, dgrad_name, wgrad_name, layer, out_n, false);
+  ops.norm(norm_name, layer, Phase::kBackwardInput, norm_backward_bytes(x, x.sp_tokens),
+           residual_grad_add_bytes(x));
 }
 
 }  // namespace stepsim::detail

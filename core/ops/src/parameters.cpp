@@ -5,6 +5,7 @@
 // embedding (max_position_embeddings x h, replicated), final norm, output layer (V/t x h)
 // unless tied.
 
+#include "stepsim/ops/mamba_ops.hpp"
 #include "stepsim/ops/moe_ops.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -59,8 +60,31 @@ std::int64_t moe_layer_parameters(const Dims& x) {
   return attention_parameters(x) + mlp.dense + mlp.experts;
 }
 
+/// A hybrid model's layer (one residual block, its own norm): Mamba, attention, MLP, MoE.
+std::int64_t hybrid_layer_parameters(const Dims& x, HybridLayer kind) {
+  const std::int64_t fc1 = x.h * x.fc1_n() + (x.bias ? x.fc1_n() : 0);
+  const std::int64_t fc2 = x.ffn_n() * x.h + (x.bias ? x.h : 0);
+  switch (kind) {
+    case HybridLayer::kMamba: return detail::mamba_parameters(x);
+    case HybridLayer::kAttention: return attention_parameters(x) - norm_parameters(x);
+    case HybridLayer::kMlp: return norm_parameters(x) + fc1 + fc2;
+    case HybridLayer::kMoe: {
+      const detail::MoeParameters mlp = detail::moe_mlp_parameters(x);
+      return norm_parameters(x) + mlp.dense + mlp.experts;
+    }
+  }
+  return 0;
+}
+
 /// Parameters of the layers [first, first + count) on one rank.
 std::int64_t range_parameters(const Dims& x, std::int64_t first, std::int64_t count) {
+  if (x.is_hybrid()) {
+    std::int64_t n = 0;
+    for (std::int64_t l = first; l < first + count; ++l) {
+      n += hybrid_layer_parameters(x, x.kind_of(static_cast<std::int32_t>(l)));
+    }
+    return n;
+  }
   std::int64_t moe = 0;
   for (std::int64_t l = first; l < first + count; ++l) moe += x.is_moe(static_cast<std::int32_t>(l));
   return (count - moe) * layer_parameters(x) + (moe > 0 ? moe * moe_layer_parameters(x) : 0);

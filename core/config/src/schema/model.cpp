@@ -289,6 +289,42 @@ const std::array kRows = {
             .check = "only with multi_latent_attention (without it: not modelled yet)",
             .doc = "with multi-latent attention: norms on the q and kv latents, fused into the "
                    "up projections (Transformer Engine's LayerNormColumnParallelLinear)"},
+    // hybrid Mamba models (mamba_ops.cpp, hybrid_layout.cpp; rules in check_hybrid.cpp)
+    KeyInfo{.key = "model.hybrid_layer_pattern",
+            .kind = KnobKind::kString,
+            .flags = "--hybrid-layer-pattern",
+            .default_text = "none (a GPT model)",
+            .check = "letters M (Mamba), * (attention), - (MLP), E (MoE) and '|' between "
+                     "pipeline segments, a multiple of pipeline_model_parallel_size of them "
+                     "(G, D, + and MTP's '/' are not modelled yet); sets num_layers; not with "
+                     "hybrid_override_pattern, pipeline_model_parallel_layout, "
+                     "num_layers_per_virtual_pipeline_stage, account_for_*_in_pipeline_split; "
+                     "with '|' not with decoder_first/last_pipeline_num_layers; M layers not "
+                     "with context_parallel_size > 1 (not modelled yet)",
+            .doc = "a hybrid model (Megatron-Core's HybridModel): one layer per letter, each its "
+                   "own residual block; '|' splits the layers into pp x vp pipeline segments"},
+    KeyInfo{.key = "model.hybrid_override_pattern",
+            .kind = KnobKind::kString,
+            .flags = "--hybrid-override-pattern",
+            .default_text = "none",
+            .check = "as hybrid_layer_pattern; not with it",
+            .doc = "deprecated spelling of hybrid_layer_pattern (Megatron forwards it there)"},
+    KeyInfo{STEPSIM_INT("model.mamba_num_heads", model.mamba_num_heads), .sweep = Sweep::kListed,
+            .flags = "--mamba-num-heads",
+            .default_text = "none: 2 * hidden_size / mamba_head_dim",
+            .check = "> 0; divisible by tensor_model_parallel_size and by mamba_num_groups; "
+                     "needs hybrid_layer_pattern",
+            .doc = "Mamba-2 heads (MambaMixer nheads; d_inner = heads * mamba_head_dim)"},
+    KeyInfo{STEPSIM_INT("model.mamba_head_dim", model.mamba_head_dim), .sweep = Sweep::kListed,
+            .flags = "--mamba-head-dim", .default_text = "64", .check = "> 0",
+            .doc = "Mamba-2 head dim P"},
+    KeyInfo{STEPSIM_INT("model.mamba_state_dim", model.mamba_state_dim), .sweep = Sweep::kListed,
+            .flags = "--mamba-state-dim", .default_text = "128", .check = "> 0",
+            .doc = "Mamba-2 SSM state size N (B and C per group)"},
+    KeyInfo{STEPSIM_INT("model.mamba_num_groups", model.mamba_num_groups), .sweep = Sweep::kListed,
+            .flags = "--mamba-num-groups", .default_text = "8",
+            .check = "> 0; divisible by tensor_model_parallel_size",
+            .doc = "Mamba-2 B/C groups (heads share B and C within a group)"},
 
 };
 

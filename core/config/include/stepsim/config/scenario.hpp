@@ -156,6 +156,25 @@ struct ModelConfig {
   /// --qk-layernorm: with MLA, norms on the q and kv latents (fused into the up-projections).
   bool qk_layernorm = false;
 
+  // Hybrid models (Megatron-Core's HybridModel, megatron/core/models/hybrid/): one letter per
+  // layer, Megatron's Symbols (hybrid_layer_allocation.py): M Mamba-2 mixer, * self-attention,
+  // - MLP, E MoE; '|' separates pipeline segments (pp x vp of them). Empty: a GPT model.
+  // --hybrid-override-pattern (deprecated) is read into the same member. Each layer is its
+  // own residual block (MambaLayer, TransformerLayer with attention only or MLP only,
+  // MoETransformerLayer), not a transformer layer's attention + MLP pair.
+  std::string hybrid_layer_pattern;
+  /// Megatron's --mamba-num-heads; 0 = None: hidden_size * 2 (expand) / mamba_head_dim.
+  std::int64_t mamba_num_heads = 0;
+  std::int64_t mamba_head_dim = 64;   ///< --mamba-head-dim (TransformerConfig default)
+  std::int64_t mamba_state_dim = 128;  ///< --mamba-state-dim
+  std::int64_t mamba_num_groups = 8;   ///< --mamba-num-groups
+  bool hybrid() const { return !hybrid_layer_pattern.empty(); }
+  /// Mamba heads: mamba_num_heads, or MambaMixer's d_inner (2 h) / mamba_head_dim.
+  std::int64_t mamba_heads() const {
+    return mamba_num_heads > 0 ? mamba_num_heads
+                               : (mamba_head_dim > 0 ? 2 * hidden_size / mamba_head_dim : 0);
+  }
+
   bool moe() const { return num_experts > 0; }
   /// One routed expert's FFN width (Megatron defaults moe_ffn_hidden_size to ffn_hidden_size).
   std::int64_t moe_ffn() const {

@@ -10,6 +10,7 @@
 
 #include "stepsim/base/assert.hpp"
 #include "stepsim/base/dtype.hpp"
+#include "stepsim/layout/hybrid_layout.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/rank_layout.hpp"
 #include "stepsim/config/scenario.hpp"
@@ -150,6 +151,30 @@ struct Dims {
   std::int64_t mla_q_dim() const { return dqk + dr; }  ///< query/key head dim
   std::int64_t mla_q_n() const { return a * mla_q_dim() / t; }  ///< per-rank Q width
   std::int64_t mla_kv_n() const { return a * (dqk + dv) / t; }  ///< per-rank kv up width
+
+  // Hybrid models (hybrid_layout.hpp, mamba_ops.cpp): each layer's kind; empty for a GPT
+  // model, whose layers are transformer layers (attention + MLP or MoE).
+  std::vector<HybridLayer> hybrid;
+  // The Mamba-2 mixer (MambaMixer): heads H, head dim P, state N, groups G, the causal
+  // convolution's width (d_conv 4) and the SSD scan's chunk (chunk_size 128), both
+  // MambaMixer's defaults, which HybridStack's spec keeps.
+  std::int64_t mamba_heads = 0, mamba_p = 0, mamba_n = 0, mamba_g = 0;
+  std::int64_t mamba_conv = 4, mamba_chunk = 128;
+
+  /// A hybrid layer's kind; a GPT model's layers have none (kTransformer's absence).
+  bool is_hybrid() const { return !hybrid.empty(); }
+  HybridLayer kind_of(std::int32_t layer) const {
+    STEPSIM_ASSERT(layer >= 0 && static_cast<std::size_t>(layer) < hybrid.size());
+    return hybrid[static_cast<std::size_t>(layer)];
+  }
+  // Per-rank Mamba widths (MambaMixer's *_local_tp).
+  std::int64_t mamba_heads_n() const { return mamba_heads / t; }
+  std::int64_t mamba_groups_n() const { return mamba_g / t; }
+  std::int64_t mamba_inner_n() const { return mamba_heads_n() * mamba_p; }  ///< d_inner / t
+  /// The convolution's channels x, B, C.
+  std::int64_t mamba_conv_n() const { return mamba_inner_n() + 2 * mamba_groups_n() * mamba_n; }
+  /// in_proj's outputs z, x, B, C, dt.
+  std::int64_t mamba_in_n() const { return mamba_inner_n() + mamba_conv_n() + mamba_heads_n(); }
 
   // Sliding-window attention (window_attention.hpp): keys per query in a window layer (0: no
   // window) and which layers attend through it.
@@ -318,6 +343,13 @@ inline Dims dims_of(const Workload& w) {
         x.cp_p2p_nodes = nodes_of(hierarchical_group_of(cp_ranks, levels, 1, 0), gpn);
       }
     }
+  }
+  if (mc.hybrid()) {
+    x.hybrid = hybrid_layer_kinds(mc);
+    x.mamba_heads = mc.mamba_heads();
+    x.mamba_p = mc.mamba_head_dim;
+    x.mamba_n = mc.mamba_state_dim;
+    x.mamba_g = mc.mamba_num_groups;
   }
   x.window = window_keys(mc);
   if (x.window > 0) x.window_layer = window_layer_pattern(mc);

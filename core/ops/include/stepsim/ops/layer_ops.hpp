@@ -24,6 +24,36 @@ void emit_layer_forward(OpList& ops, std::int32_t layer, Phase phase);
 /// core attention backward, as Megatron's checkpointed core attention does.
 void emit_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompute);
 
+/// A transformer layer's two residual blocks, each from its norm through its
+/// bias-dropout-add (forward) or back (backward): the attention block, and the MLP block (an
+/// MoE layer's MLP where x.is_moe(layer)). A hybrid model's *, - and E layers are one each.
+void emit_attention_block_forward(OpList& ops, std::int32_t layer, Phase phase);
+void emit_mlp_block_forward(OpList& ops, std::int32_t layer, Phase phase);
+void emit_attention_block_backward(OpList& ops, std::int32_t layer, bool selective_recompute);
+void emit_mlp_block_backward(OpList& ops, std::int32_t layer);
+
+/// A hybrid model's layer (mamba_ops.cpp): by its letter, a Mamba layer (MambaLayer) or one
+/// of the blocks above.
+void emit_hybrid_layer_forward(OpList& ops, std::int32_t layer, Phase phase);
+void emit_hybrid_layer_backward(OpList& ops, std::int32_t layer, bool selective_recompute);
+
+/// A Mamba layer's linears, as a transformer layer runs its own: in_proj is a
+/// LayerNormColumnParallelLinear (the norm, the SP all-gather, the GEMM to `out_n` per-rank
+/// outputs), out_proj a RowParallelLinear from `in_k` (the GEMM, the TP all-reduce or
+/// reduce-scatter); their backward; the residual block's bias-dropout-add.
+void emit_in_proj_forward(OpList& ops, std::string_view norm_name, std::string_view prefix,
+                          std::string_view gemm_name, std::int32_t layer, Phase phase,
+                          std::int64_t out_n);
+void emit_out_proj_forward(OpList& ops, std::string_view gemm_name, std::int32_t layer,
+                           Phase phase, std::int64_t in_k);
+void emit_in_proj_backward(OpList& ops, std::string_view norm_name, std::string_view prefix,
+                           std::string_view dgrad_name, std::string_view wgrad_name,
+                           std::int32_t layer, std::int64_t out_n);
+void emit_out_proj_backward(OpList& ops, std::string_view prefix, std::string_view dgrad_name,
+                            std::string_view wgrad_name, std::int32_t layer, std::int64_t in_k);
+void emit_block_bda_forward(OpList& ops, std::string_view name, std::int32_t layer, Phase phase);
+void emit_block_bda_backward(OpList& ops, std::string_view name, std::int32_t layer);
+
 /// Core attention with context parallelism (cp_attention_ops.cpp): Transformer Engine's
 /// ring (p2p), Ulysses all-to-all (a2a) or KV all-gather (allgather), forward (kForward or
 /// kRecompute) and backward, with their communication on the CP stream.
