@@ -76,4 +76,12 @@ void check_window(const Workload& w, Checker& check);
 /// Transformer Engine's rules, and what stepsim does not model yet.
 void check_gpt_oss(const Workload& w, Checker& check);
 
+/// Multi-token prediction (check_mtp.cpp): Megatron-LM's rules on mtp_num_layers and what
+/// stepsim does not model yet beside it.
+void check_mtp(const Workload& w, Checker& check);
+
+/// Megatron-FSDP and torch FSDP2 (check_fsdp.cpp): Megatron-LM's rules and what stepsim does
+/// not model yet beside them.
+void check_fsdp(const Workload& w, Checker& check);
+
 }  // namespace stepsim::detail
