@@ -30,7 +30,7 @@ TEST(CoverageDoc, EndsWithTheGeneratedListOfUnmodelledArguments) {
 
 TEST(CoverageDoc, ListsJobChangingAndHarmlessArguments) {
   const std::string md = stepsim::unmodelled_arguments_markdown();
-  EXPECT_NE(md.find("| `--use-torch-fsdp2` | `use_torch_fsdp2` |"), std::string::npos);
+  EXPECT_NE(md.find("| `--use-nccl-ub` | `use_nccl_ub` |"), std::string::npos);
   EXPECT_NE(md.find("- `--fp8-amax-compute-algo`"), std::string::npos);
 }
 

@@ -404,6 +404,8 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_window(w, check);
   detail::check_gpt_oss(w, check);
   detail::check_hybrid(w, check);
+  detail::check_mtp(w, check);
+  detail::check_fsdp(w, check);
   return errors;
 }
 

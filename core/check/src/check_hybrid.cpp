@@ -107,6 +107,15 @@ void check_hybrid(const Workload& w, Checker& check) {
                "=true with hybrid_layer_pattern is not modelled yet (Megatron marks MLA layers "
                "'+' in the pattern)");
   }
+  // The MTP block and the FSDP units are built for GPT layers (an attention + MLP pair each).
+  if (m.mtp_num_layers > 0) {
+    check.fail("model.mtp_num_layers",
+               "=" + str(m.mtp_num_layers) + " with hybrid_layer_pattern is not modelled yet");
+  }
+  if (t.use_megatron_fsdp || t.use_torch_fsdp2) {
+    check.fail(t.use_megatron_fsdp ? "training.use_megatron_fsdp" : "training.use_torch_fsdp2",
+               "=true with hybrid_layer_pattern is not modelled yet");
+  }
   if (!mamba) return;
   const std::int64_t tp = t.tensor_model_parallel_size;
   const std::int64_t heads = m.mamba_heads();

@@ -86,5 +86,12 @@ void apply_hybrid_defaults(Workload& w, Checker& check);
 /// Hybrid models' rules: MambaMixer's divisibility asserts, MoE letters without experts, and
 /// what stepsim does not model yet with Mamba layers.
 void check_hybrid(const Workload& w, Checker& check);
+/// Multi-token prediction (check_mtp.cpp): Megatron-LM's rules on mtp_num_layers and what
+/// stepsim does not model yet beside it.
+void check_mtp(const Workload& w, Checker& check);
+
+/// Megatron-FSDP and torch FSDP2 (check_fsdp.cpp): Megatron-LM's rules and what stepsim does
+/// not model yet beside them.
+void check_fsdp(const Workload& w, Checker& check);
 
 }  // namespace stepsim::detail

@@ -93,10 +93,20 @@ void check_layout(const Workload& w, Checker& check) {
   } else if (count('L') != 1) {
     check.fail(key, given + " holds L " + str(count('L')) + " times: the loss is one layer");
   }
-  if (count('m') > 0) {
+  // multi_token_prediction.py get_mtp_num_layers_to_build: the layout places all
+  // mtp_num_layers or none; stepsim models them where Megatron puts them without a layout, in
+  // the last virtual stage, the one holding the loss.
+  const std::int64_t mtp = w.model.mtp_num_layers;
+  if (count('m') != mtp) {
+    check.fail(key, given + " holds " + str(count('m')) +
+                        " multi-token prediction layers (m) but mtp_num_layers=" + str(mtp) +
+                        " (Megatron-LM: \"the number of MTP layers to build must match "
+                        "mtp_num_layers\")");
+  } else if (mtp > 0 && (stages.back().find('L') == std::string::npos ||
+                         std::count(stages.back().begin(), stages.back().end(), 'm') != mtp)) {
     check.fail(key, given +
-                        " holds multi-token prediction layers (m): mtp_num_layers is a "
-                        "Megatron-LM argument stepsim does not model yet");
+                        " places multi-token prediction layers (m) outside the last stage (the "
+                        "one with the loss, L): not modelled yet");
   }
   const std::int64_t layers = w.model.num_layers;
   if (layers > 0 && count('t') != layers) {

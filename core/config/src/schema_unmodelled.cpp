@@ -23,9 +23,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "num_distributed_optimizer_instances",
      .flag = "--num-distributed-optimizer-instances",
      .neutral_value = "1"},
-    {.dest = "use_torch_fsdp2", .flag = "--use-torch-fsdp2"},
-    {.dest = "use_megatron_fsdp", .flag = "--use-megatron-fsdp"},
-    {.dest = "data_parallel_sharding_strategy", .flag = "--data-parallel-sharding-strategy"},
     // data-parallel buckets: pads each bucket of the distributed optimizer to a multiple of
     // lcm(dp, 128, 2^16) elements for NCCL's bus bandwidth (param_layout.py)
     {.dest = "ddp_pad_buckets_for_high_nccl_busbw",
@@ -74,7 +71,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "rotary_scaling_factor", .flag = "--rotary-scaling-factor", .changes_job = kHarmless},
     {.dest = "mscale", .flag = "--mscale", .changes_job = kHarmless},
     {.dest = "mscale_all_dim", .flag = "--mscale-all-dim", .changes_job = kHarmless},
-    {.dest = "mtp_num_layers", .flag = "--mtp-num-layers"},
     {.dest = "recompute_modules", .flag = "--recompute-modules"},
     {.dest = "cpu_offloading", .flag = "--cpu-offloading"},
     // mixture of experts

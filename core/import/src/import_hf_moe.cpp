@@ -154,8 +154,9 @@ void import_deepseek(const json& doc, const std::string& file_label, json& model
   if (doc.contains("num_nextn_predict_layers") && doc["num_nextn_predict_layers"].is_number() &&
       doc["num_nextn_predict_layers"].get<double>() > 0) {
     out.notes.push_back("num_nextn_predict_layers=" + doc["num_nextn_predict_layers"].dump() +
-                        " (multi-token prediction, Megatron's mtp_num_layers) is not modelled: "
-                        "left out of the model");
+                        " (multi-token prediction) is a training choice, not the checkpoint's: "
+                        "left out of the model (model.mtp_num_layers adds it, as "
+                        "Megatron-Bridge's recipes do)");
   }
   if (doc.contains("quantization_config")) {
     out.notes.push_back(

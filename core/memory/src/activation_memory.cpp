@@ -10,6 +10,7 @@
 #include "stepsim/ops/fp8_ops.hpp"
 #include "stepsim/ops/mamba_ops.hpp"
 #include "stepsim/ops/moe_ops.hpp"
+#include "stepsim/ops/mtp_ops.hpp"
 #include "stepsim/layout/recompute_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/memory/memory_model.hpp"
@@ -201,6 +202,13 @@ ChunkActivations chunk_activations(const Workload& w, std::int32_t stage, std::i
     // cross entropy keeps its fp32 gradient instead, of the same size.
     extras += 2.0 * as_d(x.sp_tokens * x.h * x.e) + as_d(x.tokens * x.vocab_n() * 4);
     out.transient_bytes = detail::logits_workspace_bytes(x);
+    // Multi-token prediction: each depth's transformer layer (the last layer's kind) and
+    // what its projection, norms and output head keep.
+    for (std::int64_t k = 0; k < x.mtp; ++k) {
+      const bool moe = x.is_moe(static_cast<std::int32_t>(x.layers + k));
+      layers += layer_stored_bytes(x, selective, moe);
+      extras += as_d(detail::mtp_extra_activation_bytes(x));
+    }
   }
   out.layer_stored_bytes = round_bytes(layers);
   out.stored_bytes = out.layer_stored_bytes + round_bytes(extras);

@@ -11,6 +11,7 @@
 #include "stepsim/ops/moe_fp8_ops.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
+#include "stepsim/ops/fsdp_units.hpp"
 #include "stepsim/config/ub_cfg.hpp"
 #include "stepsim/layout/workload_dims.hpp"
 
@@ -85,8 +86,32 @@ std::int64_t userbuffer_bytes(const Workload& w) {
   return bytes;
 }
 
+namespace {
+
+/// Sharded data parallelism's unsharded buffers of one FSDP unit (a transformer layer): the
+/// gathered parameters of the unit computing and of the one prefetched (Megatron-FSDP's
+/// double buffer; FSDP2 likewise holds the next layer's all-gather output while the current
+/// one computes) and one unit's full gradients, the reduce-scatter's input. FSDP2 without
+/// resharding after forward keeps every layer's gathered parameters until its backward.
+std::int64_t fsdp_buffer_bytes(const Workload& w) {
+  const TrainingConfig& t = w.training;
+  if (!t.fsdp()) return 0;
+  const DpSharding s = fsdp_sharding(t);
+  if (s == DpSharding::kNoShard || s == DpSharding::kOptim) return 0;
+  const std::int64_t unit = fsdp_unit_parameters(w);
+  const std::int64_t e = bytes_of(t.params_dtype);
+  const std::int64_t grads = unit * t.grad_bytes();
+  if (s == DpSharding::kOptimGrads) return grads;
+  const std::int64_t gathered =
+      t.use_torch_fsdp2 && !t.torch_fsdp2_reshard_after_forward ? w.model.num_layers : 2;
+  return gathered * unit * e + grads;
+}
+
+}  // namespace
+
 std::int64_t comm_buffer_bytes(const Workload& w, std::int64_t expert_parameters) {
-  return userbuffer_bytes(w) + (expert_parameters > 0 ? detail::deepep_buffer_bytes(w) : 0);
+  return userbuffer_bytes(w) + (expert_parameters > 0 ? detail::deepep_buffer_bytes(w) : 0) +
+         fsdp_buffer_bytes(w);
 }
 
 StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
@@ -102,14 +127,27 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
   s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements +
                     (t.fp8_recipe == Fp8Recipe::kMxfp8 ? 2 * (fp8_weight_elements / 32) : 0);
   s.gradients_bytes = parameters * t.grad_bytes();  // main grads: fp32, or bf16
+  // Sharded data parallelism: Megatron-FSDP's optim_grads and optim_grads_params (and FSDP2)
+  // keep only their shard of the main gradients, optim_grads_params and FSDP2 only their
+  // shard of the 16-bit parameters (the gathered units are communication buffers).
+  const DpSharding fsdp = t.fsdp() ? fsdp_sharding(t) : DpSharding::kNoShard;
+  const std::int64_t dp_ranks = std::max<std::int64_t>(1, t.data_parallel_size);
+  if (fsdp == DpSharding::kOptimGrads || fsdp == DpSharding::kOptimGradsParams) {
+    s.gradients_bytes = detail::ceil_div(parameters, dp_ranks) * t.grad_bytes();
+  }
+  if (fsdp == DpSharding::kOptimGradsParams) {
+    s.weights_bytes = detail::ceil_div(parameters, dp_ranks) * bytes_of(t.params_dtype);
+  }
   // Megatron's distributed optimizer shards over the data-parallel group with context
   // parallelism (dp * cp ranks hold replicas of the same parameters).
   const std::int64_t dp = std::max<std::int64_t>(1, t.data_parallel_size) *
                           std::max<std::int64_t>(1, t.context_parallel_size);
   // The routed experts' states shard over the expert data-parallel group instead.
   const std::int64_t edp = std::max<std::int64_t>(1, t.expert_data_parallel_size);
+  const bool shards_states =
+      t.use_distributed_optimizer || (t.fsdp() && fsdp != DpSharding::kNoShard);
   const std::int64_t sharded =
-      !t.use_distributed_optimizer ? parameters
+      !shards_states ? parameters
       : expert_parameters > 0
           ? detail::ceil_div(parameters - expert_parameters, dp) +
                 detail::ceil_div(expert_parameters, edp)

@@ -94,9 +94,14 @@ void emit_embedding_backward(OpList& ops) {
 
 void emit_output_forward(OpList& ops) {
   const Dims& x = ops.dims();
+  ops.norm("final_norm", kNoLayer, Phase::kForward, norm_forward_bytes(x, x.sp_tokens));
+  emit_output_head_forward(ops);
+}
+
+void emit_output_head_forward(OpList& ops) {
+  const Dims& x = ops.dims();
   const Phase ph = Phase::kForward;
   const std::int64_t logits = x.tokens * x.vocab_n();
-  ops.norm("final_norm", kNoLayer, ph, norm_forward_bytes(x, x.sp_tokens));
   if (x.sp) {
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, kNoLayer, ph, x.tokens * x.h * x.e));
   }
@@ -127,6 +132,12 @@ void emit_output_forward(OpList& ops) {
 }
 
 void emit_output_backward(OpList& ops, bool defer_wgrad) {
+  emit_output_head_backward(ops, defer_wgrad);
+  const Dims& x = ops.dims();
+  ops.norm("final_norm_bwd", kNoLayer, Phase::kBackwardInput, norm_backward_bytes(x, x.sp_tokens));
+}
+
+void emit_output_head_backward(OpList& ops, bool defer_wgrad) {
   const Dims& x = ops.dims();
   const std::int64_t logits = x.tokens * x.vocab_n();
   if (x.ce_te) {
@@ -139,7 +150,6 @@ void emit_output_backward(OpList& ops, bool defer_wgrad) {
   }
   emit_column_parallel_backward(ops, "logits_dgrad", "logits_wgrad", kNoLayer, x.vocab_n(), x.h,
                                 false, !defer_wgrad);
-  ops.norm("final_norm_bwd", kNoLayer, Phase::kBackwardInput, norm_backward_bytes(x, x.sp_tokens));
 }
 
 void emit_output_deferred_wgrad(OpList& ops) {

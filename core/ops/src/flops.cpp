@@ -53,15 +53,19 @@ double hybrid_logged_flops(const Workload& w) {
 double megatron_logged_flops_per_step(const Workload& w) {
   if (w.model.hybrid()) return hybrid_logged_flops(w);
   // Megatron-LM, megatron/training/training.py, num_floating_point_operations() and its
-  // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), for mtp_num_layers = None, no
-  // linear attention, no attention output gate (multi-latent attention: its own branch below):
-  //   tokens * (6 h ffn (3 if swiglu else 2) L + 6 (h (q + 2 kv) + q h) L + 6 h V)
+  // transformer_flops() (https://github.com/NVIDIA/Megatron-LM), no linear attention, no
+  // attention output gate (multi-latent attention: its own branch below):
+  //   tokens * (6 h ffn (3 if swiglu else 2) L + 6 (h (q + 2 kv) + q h) L
+  //             + 6 D (3 h + 2 h^2) + 6 h V (D + 1))
   //   + batch * s^2 * L * 6 q / 2 * 2
-  // with q = kv_channels * heads, kv = kv_channels * query groups, batch = global batch.
+  // with q = kv_channels * heads, kv = kv_channels * query groups, batch = global batch,
+  // D = mtp_num_layers and L = num_layers + D (each MTP depth counted as one more layer of the
+  // last layer's kind, plus its norms, its 2h -> h projection and its logits).
   const ModelConfig& m = w.model;
   const double fwd_bwd_fma = 3.0 * 2.0;
   const double h = static_cast<double>(m.hidden_size);
-  const double layers = static_cast<double>(m.num_layers);
+  const double mtp = static_cast<double>(m.mtp_num_layers);
+  const double layers = static_cast<double>(m.num_layers) + mtp;
   const double q = static_cast<double>(m.kv_channels * m.num_attention_heads);
   const double kv = static_cast<double>(m.kv_channels * m.num_query_groups);
   // Megatron reads args.swiglu alone: --quick-geglu's gated FC1 is logged as an ungated one.
@@ -73,7 +77,9 @@ double megatron_logged_flops_per_step(const Workload& w) {
   // on the layers moe_layer_freq marks, the dense MLP on the others (the router GEMM is not
   // counted, as Megatron does not count it).
   double moe_layers = 0.0;
-  for (const bool is_moe : moe_layer_pattern(m)) moe_layers += is_moe ? 1.0 : 0.0;
+  const std::vector<bool> pattern = moe_layer_pattern(m);
+  for (const bool is_moe : pattern) moe_layers += is_moe ? 1.0 : 0.0;
+  if (!pattern.empty() && pattern.back()) moe_layers += mtp;
   const double dense_layers = layers - moe_layers;
   const double moe_width =
       static_cast<double>(m.moe_ffn() * m.moe_router_topk + m.moe_shared_expert_intermediate_size);
@@ -82,7 +88,8 @@ double megatron_logged_flops_per_step(const Workload& w) {
                     (static_cast<double>(m.ffn_hidden_size) * dense_layers + moe_width * moe_layers)
               : fwd_bwd_fma * h * static_cast<double>(m.ffn_hidden_size) * ffn_factor * layers;
   double attn_linear = fwd_bwd_fma * (h * (q + 2.0 * kv) + q * h) * layers;
-  const double logits = fwd_bwd_fma * h * static_cast<double>(m.padded_vocab_size);
+  const double logits = fwd_bwd_fma * h * static_cast<double>(m.padded_vocab_size) * (mtp + 1.0) +
+                        fwd_bwd_fma * mtp * (3.0 * h + 2.0 * h * h);
   double attn_core = fwd_bwd_fma * q / 2.0 * 2.0 * layers;
   if (m.multi_latent_attention) {
     // Its MLA branch: the low-rank projections with their norms (the + 1), the RoPE key's

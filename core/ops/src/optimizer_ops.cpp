@@ -60,7 +60,7 @@ ParameterTensors chunk_parameter_tensors(const Dims& x, const ChunkPlan& chunk, 
   ParameterTensors out;
   const std::int64_t lin = linear_tensors(x);
   const std::int64_t norm = norm_tensors(x);
-  for (std::int32_t l = chunk.first_layer; l < chunk.first_layer + chunk.num_layers; ++l) {
+  const auto add_layer = [&](std::int32_t l) {
     out.dense += attention_tensors(x);
     if (x.is_moe(l)) {
       // pre_mlp_layernorm, the router's weight, the shared experts' fc1 and fc2; each local
@@ -71,6 +71,18 @@ ParameterTensors chunk_parameter_tensors(const Dims& x, const ChunkPlan& chunk, 
     } else {
       out.dense += norm + 2 * lin;  // TELayerNormColumnParallelLinear (norm + fc1), fc2
     }
+  };
+  for (std::int32_t l = chunk.first_layer; l < chunk.first_layer + chunk.num_layers; ++l) {
+    add_layer(l);
+  }
+  if (chunk.has_loss && x.mtp > 0) {
+    // Each multi-token prediction depth: enorm, hnorm, eh_proj's weight, its layer,
+    // final_layernorm; the word embedding the stage builds for them when it holds none.
+    for (std::int64_t k = 0; k < x.mtp; ++k) {
+      out.dense += 3 * norm + 1;
+      add_layer(static_cast<std::int32_t>(x.layers + k));
+    }
+    if (!x.tied && x.p > 1) out.dense += 1;
   }
   // The word embeddings (and learned position embeddings); the final norm and the output
   // layer (untied, or the last stage's copy of the tied embeddings when p > 1).

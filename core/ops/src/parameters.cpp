@@ -94,6 +94,7 @@ std::int64_t embedding_parameters(const Dims& x) {
   return x.vocab_n() * x.h + (x.learned_pos ? x.max_pos * x.h : 0);
 }
 
+
 }  // namespace
 
 std::int64_t count_parameters(const ModelConfig& m) {
@@ -133,6 +134,25 @@ std::int64_t count_active_parameters_without_input_embedding(const ModelConfig& 
   return count_active_parameters(m) - lookups;
 }
 
+namespace {
+
+/// The multi-token prediction modules of the last stage's last chunk
+/// (MultiTokenPredictionLayer): enorm, hnorm, eh_proj (2h x h/t, no bias), one transformer
+/// layer of the last layer's kind, final_layernorm; and the word embedding the stage builds
+/// for them (GPTModel: pre_process or mtp_process) where it holds none: untied with p > 1.
+std::int64_t mtp_parameters(const Dims& x) {
+  if (x.mtp <= 0) return 0;
+  const std::int64_t module = 3 * norm_parameters(x) + 2 * x.h * (x.h / x.t);
+  const std::int64_t embedding = !x.tied && x.p > 1 ? x.vocab_n() * x.h : 0;
+  return x.mtp * module + range_parameters(x, x.layers, x.mtp) + embedding;
+}
+
+bool holds_mtp(const Dims& x, std::int32_t stage, std::int32_t chunk) {
+  return x.mtp > 0 && stage == x.p - 1 && chunk == x.v - 1;
+}
+
+}  // namespace
+
 std::int64_t chunk_expert_parameters(const Workload& w, std::int32_t stage, std::int32_t chunk) {
   if (!w.model.moe()) return 0;
   const Dims x = detail::dims_of(w);
@@ -140,6 +160,11 @@ std::int64_t chunk_expert_parameters(const Workload& w, std::int32_t stage, std:
   std::int64_t moe = 0;
   for (std::int64_t l = range.first; l < range.first + range.count; ++l) {
     moe += x.is_moe(static_cast<std::int32_t>(l));
+  }
+  if (holds_mtp(x, stage, chunk)) {
+    for (std::int64_t l = x.layers; l < x.layers + x.mtp; ++l) {
+      moe += x.is_moe(static_cast<std::int32_t>(l));
+    }
   }
   return moe * detail::moe_mlp_parameters(x).experts;
 }
@@ -154,6 +179,7 @@ std::int64_t chunk_parameters(const Workload& w, std::int32_t stage, std::int32_
     // With p > 1 the last stage keeps its own copy of a tied word embedding.
     if (!x.tied || x.p > 1) n += x.vocab_n() * x.h;
   }
+  if (holds_mtp(x, stage, chunk)) n += mtp_parameters(x);
   return n;
 }
 

@@ -12,6 +12,8 @@
 #include "stepsim/ops/fp8_ops.hpp"
 #include "stepsim/ops/layer_ops.hpp"
 #include "stepsim/ops/moe_flex.hpp"
+#include "stepsim/ops/mtp_ops.hpp"
+#include "stepsim/ops/fsdp_units.hpp"
 #include "stepsim/ops/optimizer_ops.hpp"
 #include "stepsim/layout/recompute_layout.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -19,6 +21,7 @@
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/layout/rank_layout.hpp"
 #include "stepsim/layout/workload_dims.hpp"
+#include "fsdp_plan.hpp"
 
 namespace stepsim {
 
@@ -84,10 +87,32 @@ struct Layout {
   }
 };
 
-void emit_chunk_backward(OpList& ops, const TrainingConfig& tc, const LayerRange& range) {
+/// The layers of `range` in the order backward first uses them: a checkpointed group's in
+/// forward order (its recompute), the others in reverse.
+std::vector<std::int32_t> backward_use_order(const TrainingConfig& tc, const LayerRange& range) {
+  const detail::RecomputeLayout layout(tc, range.count);
+  std::vector<std::int32_t> order;
+  for (std::int64_t i = range.count - 1; i >= 0;) {
+    const detail::CheckpointGroup group = layout.group_of(i);
+    for (std::int64_t k = 0; k < group.size; ++k) {
+      const std::int64_t at = group.checkpointed ? group.first + k : group.first + group.size - 1 - k;
+      order.push_back(static_cast<std::int32_t>(range.first + at));
+    }
+    i = group.first - 1;
+  }
+  return order;
+}
+
+/// `fsdp`: sharded data parallelism's per-layer reduce-scatters (null: none); `gathers`: its
+/// per-layer gathers in backward (null: none).
+void emit_chunk_backward(OpList& ops, const TrainingConfig& tc, const LayerRange& range,
+                         const detail::FsdpChunk* fsdp, detail::FsdpGathers* gathers) {
   const Dims& x = ops.dims();
   const bool selective = tc.recompute_granularity == RecomputeGranularity::kSelective;
   const detail::RecomputeLayout layout(tc, range.count);
+  const auto use = [&](std::int32_t l) {
+    if (gathers != nullptr) gathers->before(ops, l);
+  };
   std::int64_t i = range.count - 1;
   while (i >= 0) {
     const detail::CheckpointGroup group = layout.group_of(i);
@@ -99,77 +124,45 @@ void emit_chunk_backward(OpList& ops, const TrainingConfig& tc, const LayerRange
                                    x.tokens * x.h * x.e));
       }
       for (std::int64_t k = 0; k < group.size; ++k) {
+        use(static_cast<std::int32_t>(first + k));
         detail::emit_layer_forward(ops, static_cast<std::int32_t>(first + k), Phase::kRecompute);
       }
     }
     for (std::int64_t k = group.first + group.size - 1; k >= group.first; --k) {
-      detail::emit_layer_backward(ops, static_cast<std::int32_t>(range.first + k), selective);
+      const auto l = static_cast<std::int32_t>(range.first + k);
+      use(l);
+      detail::emit_layer_backward(ops, l, selective);
+      if (fsdp != nullptr) detail::emit_fsdp_reduce(ops, *fsdp, l);
     }
     i = group.first - 1;
   }
 }
 
-ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, std::int32_t stage,
-                      std::int32_t chunk) {
+/// The last chunk's tail with multi-token prediction, in GPTModel's order: the decoder's
+/// final norm, the MTP depths (MultiTokenPredictionBlock), the main head and loss, then each
+/// depth's head and loss (_postprocess, process_mtp_loss) on the shared output weight.
+void emit_mtp_forward(OpList& ops) {
+  const Dims& x = ops.dims();
+  ops.norm("final_norm", -1, Phase::kForward, detail::norm_forward_bytes(x, x.sp_tokens));
+  for (std::int64_t k = 0; k < x.mtp; ++k) detail::emit_mtp_layer_forward(ops, k);
+  for (std::int64_t k = 0; k <= x.mtp; ++k) detail::emit_output_head_forward(ops);
+}
+
+/// Its backward: the heads' (depths in reverse, then the main one), the depths' in reverse,
+/// then the final norm's with the gradients of the main head and the first depth summed.
+void emit_mtp_backward(OpList& ops, bool selective) {
+  const Dims& x = ops.dims();
+  for (std::int64_t k = 0; k <= x.mtp; ++k) detail::emit_output_head_backward(ops);
+  for (std::int64_t k = x.mtp - 1; k >= 0; --k) detail::emit_mtp_layer_backward(ops, k, selective);
+  ops.norm("final_norm_bwd", -1, Phase::kBackwardInput,
+           detail::norm_backward_bytes(x, x.sp_tokens));
+}
+
+/// The chunk's gradient reductions once per step (Megatron's DDP buckets, reduced over the
+/// data-parallel group: its dense parameters and its routed experts' apart).
+void add_grad_sync(ChunkPlan& plan, const Workload& w, const Dims& x, const Layout& layout,
+                   std::int32_t stage, std::int32_t chunk) {
   const TrainingConfig& tc = w.training;
-  const LayerRange range = layers_of(tc, w.model, stage, chunk);
-  ChunkPlan plan;
-  plan.stage = stage;
-  plan.chunk = chunk;
-  plan.first_layer = range.first;
-  plan.num_layers = range.count;
-  plan.has_embedding = stage == 0 && chunk == 0;
-  plan.has_loss = stage == x.p - 1 && chunk == x.v - 1;
-
-  // Roughly 20 forward and 40 backward ops per layer (more with recompute).
-  plan.forward.reserve(static_cast<std::size_t>(24 * range.count + 16));
-  plan.backward.reserve(static_cast<std::size_t>(72 * range.count + 24));
-
-  OpList fwd(plan.forward, x);
-  if (plan.has_embedding) detail::emit_embedding_forward(fwd);
-  for (std::int32_t l = range.first; l < range.first + range.count; ++l) {
-    detail::emit_layer_forward(fwd, l, Phase::kForward);
-  }
-  const bool amax_reduction = x.fp8 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
-  // Megatron's amax reduction group (fp8_utils.py: get_amax_reduction_group(
-  // with_context_parallel=True, tp_only_amax_red=config.tp_only_amax_red)).
-  const bool tp_only = tc.tp_only_amax_red;
-  const CommGroup amax_group = tp_only ? CommGroup::kTensorContext : CommGroup::kTensorData;
-  const std::int64_t amax_ranks = x.t * x.cp * (tp_only ? 1 : x.dp);
-  const std::int64_t amax_nodes = !amax_reduction ? 0
-                                  : tp_only       ? layout.tp_cp_nodes(stage)
-                                                  : layout.tp_dp_nodes(stage);
-  if (amax_reduction) {
-    detail::emit_fp8_amax_reduction(fwd, range.count, true, tc.fp8_param_gather,
-                                    tc.fp8_amax_history_len, amax_group, amax_ranks, amax_nodes);
-  }
-  if (plan.has_loss) detail::emit_output_forward(fwd);
-
-  const auto emit_backward = [&](std::vector<Op>& list, bool defer_wgrad) {
-    OpList bwd(list, x);
-    if (plan.has_loss) detail::emit_output_backward(bwd, defer_wgrad);
-    emit_chunk_backward(bwd, tc, range);
-    if (amax_reduction) {
-      detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_param_gather,
-                                      tc.fp8_amax_history_len, amax_group, amax_ranks, amax_nodes);
-    }
-    if (plan.has_embedding) detail::emit_embedding_backward(bwd);
-  };
-  emit_backward(plan.backward, false);
-  // Megatron defers only on the last pipeline stage (its post_process model chunk).
-  if (plan.has_loss && tc.defer_embedding_wgrad_compute && x.p > 1) {
-    emit_backward(plan.backward_wgrad_deferred, true);
-    OpList drain(plan.deferred_wgrad, x);
-    detail::emit_output_deferred_wgrad(drain);
-    plan.deferred_wgrad_bytes = x.sp_tokens * x.h * x.e + x.tokens * x.vocab_n() * x.e;
-  }
-
-  plan.p2p_bytes = x.sp_tokens * x.h * x.e;
-  const ChunkActivations acts = chunk_activations(w, stage, chunk);
-  plan.stored_activation_bytes = acts.stored_bytes;
-  plan.recompute_activation_bytes = acts.recompute_bytes;
-  plan.parameters = chunk_parameters(w, stage, chunk);
-
   // Context-parallel ranks hold the same parameters: gradients are reduced over dp * cp. A
   // chunk without parameters (an empty stage of an uneven layout) has nothing to reduce.
   // The routed experts' gradients are reduced over the expert data-parallel group instead
@@ -195,6 +188,97 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
                             CommGroup::kExpertData, experts * tc.grad_bytes(), x.edp,
                             layout.edp_nodes(x, stage)};
   }
+}
+
+ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, std::int32_t stage,
+                      std::int32_t chunk) {
+  const TrainingConfig& tc = w.training;
+  const LayerRange range = layers_of(tc, w.model, stage, chunk);
+  ChunkPlan plan;
+  plan.stage = stage;
+  plan.chunk = chunk;
+  plan.first_layer = range.first;
+  plan.num_layers = range.count;
+  plan.has_embedding = stage == 0 && chunk == 0;
+  plan.has_loss = stage == x.p - 1 && chunk == x.v - 1;
+
+  // Roughly 20 forward and 40 backward ops per layer (more with recompute).
+  plan.forward.reserve(static_cast<std::size_t>(24 * range.count + 16));
+  plan.backward.reserve(static_cast<std::size_t>(72 * range.count + 24));
+
+  const std::optional<detail::FsdpChunk> fsdp = detail::fsdp_chunk(w, layout.dp_group(x, stage));
+  const bool gather = fsdp && fsdp->gather;
+  OpList fwd(plan.forward, x);
+  std::optional<detail::FsdpGathers> gathers;
+  if (gather) {
+    std::vector<std::int32_t> order;
+    for (std::int32_t l = range.first; l < range.first + range.count; ++l) order.push_back(l);
+    gathers.emplace(*fsdp, Phase::kForward, std::move(order));
+    detail::emit_fsdp_root_gather(fwd, *fsdp);
+    gathers->prime(fwd);
+  }
+  if (plan.has_embedding) detail::emit_embedding_forward(fwd);
+  for (std::int32_t l = range.first; l < range.first + range.count; ++l) {
+    if (gathers) gathers->before(fwd, l);
+    detail::emit_layer_forward(fwd, l, Phase::kForward);
+  }
+  const bool amax_reduction = x.fp8 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
+  // Megatron's amax reduction group (fp8_utils.py: get_amax_reduction_group(
+  // with_context_parallel=True, tp_only_amax_red=config.tp_only_amax_red)).
+  const bool tp_only = tc.tp_only_amax_red;
+  const CommGroup amax_group = tp_only ? CommGroup::kTensorContext : CommGroup::kTensorData;
+  const std::int64_t amax_ranks = x.t * x.cp * (tp_only ? 1 : x.dp);
+  const std::int64_t amax_nodes = !amax_reduction ? 0
+                                  : tp_only       ? layout.tp_cp_nodes(stage)
+                                                  : layout.tp_dp_nodes(stage);
+  if (amax_reduction) {
+    detail::emit_fp8_amax_reduction(fwd, range.count, true, tc.fp8_param_gather,
+                                    tc.fp8_amax_history_len, amax_group, amax_ranks, amax_nodes);
+  }
+  if (plan.has_loss && x.mtp > 0) {
+    emit_mtp_forward(fwd);
+  } else if (plan.has_loss) {
+    detail::emit_output_forward(fwd);
+  }
+
+  const auto emit_backward = [&](std::vector<Op>& list, bool defer_wgrad) {
+    OpList bwd(list, x);
+    std::optional<detail::FsdpGathers> bwd_gathers;
+    if (gather && fsdp->regather_backward) {
+      bwd_gathers.emplace(*fsdp, Phase::kBackwardInput, backward_use_order(tc, range));
+      bwd_gathers->prime(bwd);
+    }
+    if (plan.has_loss && x.mtp > 0) {
+      emit_mtp_backward(bwd, tc.recompute_granularity == RecomputeGranularity::kSelective);
+    } else if (plan.has_loss) {
+      detail::emit_output_backward(bwd, defer_wgrad);
+    }
+    emit_chunk_backward(bwd, tc, range, fsdp ? &*fsdp : nullptr,
+                        bwd_gathers ? &*bwd_gathers : nullptr);
+    if (amax_reduction) {
+      detail::emit_fp8_amax_reduction(bwd, range.count, false, tc.fp8_param_gather,
+                                      tc.fp8_amax_history_len, amax_group, amax_ranks, amax_nodes);
+    }
+    if (plan.has_embedding) detail::emit_embedding_backward(bwd);
+    if (fsdp) detail::emit_fsdp_reduce(bwd, *fsdp, -1);
+  };
+  emit_backward(plan.backward, false);
+  // Megatron defers only on the last pipeline stage (its post_process model chunk).
+  if (plan.has_loss && tc.defer_embedding_wgrad_compute && x.p > 1) {
+    emit_backward(plan.backward_wgrad_deferred, true);
+    OpList drain(plan.deferred_wgrad, x);
+    detail::emit_output_deferred_wgrad(drain);
+    plan.deferred_wgrad_bytes = x.sp_tokens * x.h * x.e + x.tokens * x.vocab_n() * x.e;
+  }
+
+  plan.p2p_bytes = x.sp_tokens * x.h * x.e;
+  const ChunkActivations acts = chunk_activations(w, stage, chunk);
+  plan.stored_activation_bytes = acts.stored_bytes;
+  plan.recompute_activation_bytes = acts.recompute_bytes;
+  plan.parameters = chunk_parameters(w, stage, chunk);
+
+  // FSDP reduced every unit's gradients in each backward: nothing is left for the step.
+  if (!fsdp) add_grad_sync(plan, w, x, layout, stage, chunk);
   return plan;
 }
 
@@ -264,7 +348,9 @@ std::vector<std::int32_t> add_grad_all_reduces(StagePlan& stage, const Workload&
   const TrainingConfig& tc = w.training;
   std::vector<Op>& ops = stage.step_ops;
   std::int32_t embedding = -1;
-  if (x.tied && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1)) {
+  // finalize_model_grads._get_shared_word_embedding_weight: tied, or with multi-token
+  // prediction (whose last stage holds a copy of the word embedding).
+  if ((x.tied || x.mtp > 0) && x.p > 1 && (stage.stage == 0 || stage.stage == x.p - 1)) {
     Op& op = ops.emplace_back();
     op.name = "embedding_grad_all_reduce";
     op.phase = Phase::kStep;
@@ -318,13 +404,15 @@ StageShards stage_shards(const StagePlan& stage, const Workload& w, const Dims& 
     tensors.dense += t.dense;
     tensors.expert += t.expert;
   }
+  // FSDP2's optimizer steps on its DTensor shards as the distributed optimizer does.
+  const bool sharded = tc.use_distributed_optimizer || tc.use_torch_fsdp2;
   const auto shard_tensors = [&](std::int64_t n, std::int64_t ways) {
-    return tc.use_distributed_optimizer && ways > 1 ? detail::ceil_div(n, ways) + 1 : n;
+    return sharded && ways > 1 ? detail::ceil_div(n, ways) + 1 : n;
   };
   StageShards out;
   std::vector<detail::OptimizerShard>& optimizers = out.optimizers;
   optimizers = {
-      {.elements = tc.use_distributed_optimizer ? detail::ceil_div(dense, dp_cp) : dense,
+      {.elements = sharded ? detail::ceil_div(dense, dp_cp) : dense,
        .tensors = shard_tensors(tensors.dense, dp_cp)}};
   if (experts > 0) {
     optimizers.push_back(
@@ -353,7 +441,11 @@ void add_param_gathers(StagePlan& stage, const Workload& w, const Dims& x, const
   const TrainingConfig& tc = w.training;
   const std::int64_t dp_cp = x.dp * x.cp;
   std::vector<Op>& ops = stage.step_ops;
-  if (tc.use_distributed_optimizer && dp_cp > 1) {
+  // Megatron-FSDP's optim_grads_params (and FSDP2) keep the parameters sharded after the step:
+  // the next forward gathers them unit by unit.
+  const bool sharded_params =
+      tc.fsdp() && fsdp_sharding(tc) == DpSharding::kOptimGradsParams;
+  if (tc.use_distributed_optimizer && dp_cp > 1 && !sharded_params) {
     // With fp8_param_gather the FP8 parameters are gathered in 1 byte, the rest in 16 bits.
     Op& gather = ops.emplace_back();
     gather.name = "dp_param_all_gather";

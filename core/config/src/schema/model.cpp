@@ -325,6 +325,21 @@ const std::array kRows = {
             .flags = "--mamba-num-groups", .default_text = "8",
             .check = "> 0; divisible by tensor_model_parallel_size",
             .doc = "Mamba-2 B/C groups (heads share B and C within a group)"},
+    KeyInfo{STEPSIM_INT("model.mtp_num_layers", model.mtp_num_layers), .sweep = Sweep::kListed,
+            .flags = "--mtp-num-layers", .default_text = "none (no multi-token prediction)",
+            .check = "0 (none) or > 0; needs position_embedding_type rope or none (arguments.py); "
+                     "a pipeline_model_parallel_layout places them (m) just before the loss",
+            .doc = "multi-token prediction modules on the last pipeline stage "
+                   "(MultiTokenPredictionBlock): each normalizes the embedding of the next "
+                   "token and the hidden state, projects their concatenation 2h -> h, runs one "
+                   "transformer layer of the last layer's kind, a final norm, the shared output "
+                   "layer and its own cross entropy",
+            .zero_allowed = true},
+    KeyInfo{STEPSIM_REAL("model.mtp_loss_scaling_factor", model.mtp_loss_scaling_factor),
+            .sweep = Sweep::kNo, .flags = "--mtp-loss-scaling-factor", .default_text = "0.1",
+            .check = ">= 0 and finite",
+            .doc = "weight of the averaged MTP losses: a scalar in the loss, so no kernel or "
+                   "byte changes"},
 
 };
 

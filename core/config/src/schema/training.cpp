@@ -182,6 +182,47 @@ const std::array kRows = {
                      "\"apex_distributed_fused_adam\"",
             .doc = "Apex DistributedFusedAdam's bucket_cap_mb (NeMo's optim.bucket_cap_mb): "
                    "every bucket holds this many MiB of bf16 gradients"},
+    KeyInfo{STEPSIM_BOOL("training.use_megatron_fsdp", training.use_megatron_fsdp),
+            .sweep = Sweep::kListed, .flags = "--use-megatron-fsdp=true", .default_text = "false",
+            .check = "needs use_distributed_optimizer (Megatron-FSDP v1), the adam optimizer; "
+                     "not with use_torch_fsdp2; not modelled yet with pipeline or expert "
+                     "parallelism, context parallelism, FP8, multi-token prediction or "
+                     "optimizer_impl apex_distributed_fused_adam",
+            .doc = "Megatron-FSDP (megatron/core/distributed/fsdp/): every transformer layer an "
+                   "FSDP unit whose parameters, gradients and optimizer states are sharded over "
+                   "data parallelism as data_parallel_sharding_strategy says"},
+    KeyInfo{STEPSIM_ENUM("training.data_parallel_sharding_strategy",
+                         training.data_parallel_sharding_strategy, DpSharding),
+            .choices = kDpShardingNames, .sweep = Sweep::kListed,
+            .flags = "--data-parallel-sharding-strategy", .default_text = "\"optim_grads_params\"",
+            .check = "read only with use_megatron_fsdp; no_shard not modelled yet",
+            .doc = "what Megatron-FSDP shards: no_shard (gradients all-reduced once per step), "
+                   "optim (optimizer states; gradients reduce-scattered once per step, "
+                   "parameters gathered after the step), optim_grads (also gradients: each "
+                   "unit's reduce-scattered in every micro-batch's backward), optim_grads_params "
+                   "(also parameters: each unit all-gathered before its forward and again before "
+                   "its backward, prefetched one unit ahead)"},
+    KeyInfo{STEPSIM_BOOL("training.use_torch_fsdp2", training.use_torch_fsdp2),
+            .sweep = Sweep::kListed, .flags = "--use-torch-fsdp2=true", .default_text = "false",
+            .check = "not with use_distributed_optimizer or use_megatron_fsdp; needs "
+                     "pipeline_model_parallel_size 1, expert_model_parallel_size 1, untied "
+                     "embeddings, no fp16 (arguments.py); not modelled yet with context "
+                     "parallelism, FP8 or multi-token prediction",
+            .doc = "PyTorch FSDP2 (fully_shard per transformer layer, "
+                   "torch_fully_sharded_data_parallel.py): parameters, gradients and optimizer "
+                   "states sharded over data parallelism, each layer gathered before its forward "
+                   "and its backward, its gradients reduce-scattered in every micro-batch"},
+    KeyInfo{STEPSIM_BOOL("training.torch_fsdp2_reshard_after_forward",
+                         training.torch_fsdp2_reshard_after_forward),
+            .flags = "--torch-fsdp2-no-reshard-after-forward=false", .default_text = "true",
+            .check = "read only with use_torch_fsdp2",
+            .doc = "false: FSDP2 keeps every layer's gathered parameters from its forward to its "
+                   "backward (ZeRO-2 like: no second gather, the full parameters held)"},
+    KeyInfo{STEPSIM_BOOL("training.fsdp_double_buffer", training.fsdp_double_buffer),
+            .flags = "--fsdp-double-buffer=true", .default_text = "false",
+            .check = "needs use_megatron_fsdp",
+            .doc = "Megatron-FSDP's two persistent gather buffers, each the size of the largest "
+                   "unit, held the whole step instead of allocated per gather"},
     KeyInfo{STEPSIM_BOOL("training.overlap_grad_reduce", training.overlap_grad_reduce),
             .sweep = Sweep::kAuto, .autoable = true, .flags = "--overlap-grad-reduce=true",
             .default_text = "false", .doc = "gradient reduction overlapped with the backward pass"},

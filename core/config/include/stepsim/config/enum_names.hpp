@@ -35,6 +35,9 @@ inline constexpr std::array<std::string_view, 4> kCpCommTypeNames = {"p2p", "a2a
                                                                      "a2a+p2p"};
 inline constexpr std::array<std::string_view, 2> kOptimizerImplNames = {
     "megatron", "apex_distributed_fused_adam"};
+/// Megatron-LM's --data-parallel-sharding-strategy values (Megatron-FSDP's ZeRO stages 0-3).
+inline constexpr std::array<std::string_view, 4> kDpShardingNames = {
+    "no_shard", "optim", "optim_grads", "optim_grads_params"};
 /// Megatron-LM's --cross-entropy-fusion-impl values.
 inline constexpr std::array<std::string_view, 2> kCrossEntropyFusionImplNames = {"native", "te"};
 // Megatron-Core's MoE choices (arguments.py, transformer_config.py).
@@ -63,6 +66,7 @@ STEPSIM_ENUM_NAMES(Fp8Format, kFp8FormatNames, kHybrid);
 STEPSIM_ENUM_NAMES(Fp8Recipe, kFp8RecipeNames, kCustom);
 STEPSIM_ENUM_NAMES(CpCommType, kCpCommTypeNames, kA2aP2p);
 STEPSIM_ENUM_NAMES(OptimizerImpl, kOptimizerImplNames, kApexDistributedFusedAdam);
+STEPSIM_ENUM_NAMES(DpSharding, kDpShardingNames, kOptimGradsParams);
 STEPSIM_ENUM_NAMES(CrossEntropyFusionImpl, kCrossEntropyFusionImplNames, kTe);
 STEPSIM_ENUM_NAMES(MoeDispatcher, kMoeDispatcherNames, kFlex);
 STEPSIM_ENUM_NAMES(MoeFlexBackend, kMoeFlexBackendNames, kNcclEp);

@@ -174,6 +174,12 @@ struct ModelConfig {
     return mamba_num_heads > 0 ? mamba_num_heads
                                : (mamba_head_dim > 0 ? 2 * hidden_size / mamba_head_dim : 0);
   }
+  // Multi-token prediction (Megatron-Core's MultiTokenPredictionBlock,
+  // megatron/core/transformer/multi_token_prediction.py): mtp_num_layers modules on the last
+  // pipeline stage, each enorm/hnorm, the 2h -> h eh_proj, one transformer layer of the last
+  // decoder layer's kind, a final norm, and the shared output layer with its own loss.
+  std::int64_t mtp_num_layers = 0;       ///< 0 = Megatron's None: no MTP
+  double mtp_loss_scaling_factor = 0.1;  ///< the MTP losses' weight (numerics only)
 
   bool moe() const { return num_experts > 0; }
   /// One routed expert's FFN width (Megatron defaults moe_ffn_hidden_size to ffn_hidden_size).
@@ -219,6 +225,10 @@ struct UbGemmSettings {
 /// DDP buckets, or Apex's DistributedFusedAdam as NeMo drives it (optim.name
 /// distributed_fused_adam; core/ops/include/stepsim/ops/dfa.hpp).
 enum class OptimizerImpl : std::uint8_t { kMegatron, kApexDistributedFusedAdam };
+
+/// Megatron-FSDP's --data-parallel-sharding-strategy: what the data-parallel ranks shard
+/// (ZeRO stages 0-3): nothing, the optimizer states, also the gradients, also the parameters.
+enum class DpSharding : std::uint8_t { kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
 
 /// One process group's ncclConfig_t options from Megatron's --nccl-communicator-config-path
 /// (parallel_state.get_nccl_options): the YAML key of the group (Megatron's names: "tp",
@@ -348,6 +358,18 @@ struct TrainingConfig {
   /// gradients.
   OptimizerImpl optimizer_impl = OptimizerImpl::kMegatron;
   std::int64_t apex_bucket_cap_mb = 100;
+  /// Sharded data parallelism: Megatron-FSDP (--use-megatron-fsdp, megatron/core/distributed/
+  /// fsdp/) with its sharding strategy, or PyTorch's FSDP2 (--use-torch-fsdp2,
+  /// torch_fully_sharded_data_parallel.py; --torch-fsdp2-no-reshard-after-forward keeps the
+  /// gathered parameters from forward to backward).
+  bool use_megatron_fsdp = false;
+  DpSharding data_parallel_sharding_strategy = DpSharding::kOptimGradsParams;
+  bool use_torch_fsdp2 = false;
+  bool torch_fsdp2_reshard_after_forward = true;
+  /// --fsdp-double-buffer: Megatron-FSDP's persistent pair of gather buffers.
+  bool fsdp_double_buffer = false;
+  /// Sharded parameters gathered per step: every transformer layer is one FSDP unit.
+  bool fsdp() const { return use_megatron_fsdp || use_torch_fsdp2; }
 
   // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
   // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).

@@ -38,6 +38,7 @@ struct Dims {
   std::int64_t cp_a2a = 1, cp_p2p = 1;
   std::int64_t cp_a2a_nodes = 1, cp_p2p_nodes = 1;
   std::int64_t layers = 0;
+  std::int64_t mtp = 0;     ///< multi-token prediction layers (on the last stage's last chunk)
   std::int64_t tokens = 0;     ///< (s/cp)*b, as a GEMM's m (all-gathered with SP)
   std::int64_t sp_tokens = 0;  ///< tokens a rank holds outside the TP regions: s*b/t with SP
   std::int64_t e = 2;          ///< bytes per activation element (params dtype)
@@ -189,6 +190,9 @@ struct Dims {
                : 0;
   }
   bool is_moe(std::int32_t layer) const {
+    // A multi-token prediction layer (global index layers + k) is built from the last decoder
+    // layer's spec (Megatron's MTP block spec; training.py counts it as that layer's kind).
+    if (layer >= layers && layer < layers + mtp && !moe_layer.empty()) return moe_layer.back();
     return layer >= 0 && static_cast<std::size_t>(layer) < moe_layer.size() &&
            moe_layer[static_cast<std::size_t>(layer)];
   }
@@ -276,6 +280,7 @@ inline Dims dims_of(const Workload& w) {
   x.cp = tc.context_parallel_size > 0 ? tc.context_parallel_size : 1;
   x.cp_comm = tc.cp_comm_type;
   x.layers = mc.num_layers;
+  x.mtp = mc.mtp_num_layers;
   x.sp = tc.sequence_parallel && x.t > 1;
   x.tokens = x.s / x.cp * x.b;
   x.sp_tokens = x.sp ? x.tokens / x.t : x.tokens;

@@ -19,6 +19,12 @@ void emit_output_forward(OpList& ops);
 /// `defer_wgrad`: the output layer's wgrad (and its input all-gather) deferred to the drain.
 void emit_output_backward(OpList& ops, bool defer_wgrad = false);
 
+/// The output layer after its input norm (the SP all-gather, logits GEMM, cross entropy), as
+/// the main head and every multi-token prediction depth run it on the shared output weight.
+void emit_output_head_forward(OpList& ops);
+/// Cross-entropy backward and the logits GEMM's backward, without the norm's.
+void emit_output_head_backward(OpList& ops, bool defer_wgrad = false);
+
 /// One deferred micro-batch's share of drain_embedding_wgrad_compute: the all-gather of the
 /// output layer's input (with SP) and its wgrad GEMM, in that order.
 void emit_output_deferred_wgrad(OpList& ops);
