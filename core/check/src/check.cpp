@@ -403,6 +403,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_mla(w, check);
   detail::check_window(w, check);
   detail::check_gpt_oss(w, check);
+  detail::check_step(w, check);
   return errors;
 }
 

@@ -76,4 +76,8 @@ void check_window(const Workload& w, Checker& check);
 /// Transformer Engine's rules, and what stepsim does not model yet.
 void check_gpt_oss(const Workload& w, Checker& check);
 
+/// Muon (optimizer "muon") and CUDA graphs (cuda_graph_impl, cuda_graph_modules),
+/// check_step.cpp: Megatron-LM's rules and what stepsim does not model yet.
+void check_step(const Workload& w, Checker& check);
+
 }  // namespace stepsim::detail

@@ -201,6 +201,14 @@ struct UbGemmSettings {
 /// distributed_fused_adam; core/ops/include/stepsim/ops/dfa.hpp).
 enum class OptimizerImpl : std::uint8_t { kMegatron, kApexDistributedFusedAdam };
 
+/// Megatron-LM's --optimizer for the matrices: Adam everywhere, or Muon for the 2-D weights
+/// with Adam for the rest (megatron/core/optimizer/emerging_optimizers.py, _is_muon_excluded).
+enum class OptimizerKind : std::uint8_t { kAdam, kMuon };
+/// --muon-tp-mode: how Newton-Schulz treats a tensor-parallel weight (TensorParallelMuon).
+enum class MuonTpMode : std::uint8_t { kBlockwise, kDuplicated, kDistributed };
+/// --cuda-graph-impl (TransformerConfig.cuda_graph_impl).
+enum class CudaGraphImpl : std::uint8_t { kNone, kLocal, kTransformerEngine, kFullIteration };
+
 /// One process group's ncclConfig_t options from Megatron's --nccl-communicator-config-path
 /// (parallel_state.get_nccl_options): the YAML key of the group (Megatron's names: "tp",
 /// "dp_cp", ...) and the options given; -1: not given (NCCL's default: min_ctas 1, max_ctas 64,
@@ -329,6 +337,19 @@ struct TrainingConfig {
   /// gradients.
   OptimizerImpl optimizer_impl = OptimizerImpl::kMegatron;
   std::int64_t apex_bucket_cap_mb = 100;
+  /// The optimizer (--optimizer) and Muon's options (OptimizerConfig.muon_*): Newton-Schulz
+  /// steps, the TP mode, the QKV weight orthogonalized per q, k and v, Nesterov momentum.
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  std::int64_t muon_num_ns_steps = 5;
+  MuonTpMode muon_tp_mode = MuonTpMode::kDuplicated;
+  bool muon_split_qkv = true;
+  bool muon_nesterov = false;
+  /// CUDA graphs (TransformerConfig.cuda_graph_*): the implementation, the captured modules
+  /// (space-separated CudaGraphModule names; empty: the whole layer) and the eager warm-up
+  /// steps before capture.
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
+  std::string cuda_graph_modules;
+  std::int64_t cuda_graph_warmup_steps = 3;
 
   // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
   // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).
