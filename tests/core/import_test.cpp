@@ -234,6 +234,42 @@ TEST(MegatronArgs, HierarchicalContextParallelSizes) {
       << message;
 }
 
+TEST(MegatronArgs, MuonAndCudaGraphsImportAndRoundTrip) {
+  const std::string base =
+      "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 "
+      "--num-attention-heads 8 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
+      "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 ";
+  MegatronImportOptions o;
+  o.system = "systems/dgx-h100-80gb.json";
+  auto r = scenario_from_megatron_args(
+      base + "--optimizer muon --muon-tp-mode distributed --muon-num-ns-steps 6 "
+             "--muon-nesterov --muon-momentum 0.9 --cuda-graph-impl transformer_engine "
+             "--cuda-graph-modules attn mlp --cuda-graph-warmup-steps 2",
+      o);
+  ASSERT_TRUE(r.ok()) << format_errors(r.errors());
+  const Workload w = load(r->scenario_json);
+  EXPECT_EQ(w.training.optimizer, OptimizerKind::kMuon);
+  EXPECT_EQ(w.training.muon_tp_mode, MuonTpMode::kDistributed);
+  EXPECT_EQ(w.training.muon_num_ns_steps, 6);
+  EXPECT_TRUE(w.training.muon_nesterov);
+  EXPECT_EQ(w.training.cuda_graph_impl, CudaGraphImpl::kTransformerEngine);
+  EXPECT_EQ(w.training.cuda_graph_modules, "attn mlp");
+  EXPECT_EQ(w.training.cuda_graph_warmup_steps, 2);
+  // And back: the launch line megatron_args_of writes imports to the same job.
+  o.world_size = 8;
+  auto again = scenario_from_megatron_args(megatron_args_of(w), o);
+  ASSERT_TRUE(again.ok()) << format_errors(again.errors());
+  EXPECT_EQ(load(again->scenario_json).training, w.training);
+  // The deprecated spelling: --enable-cuda-graph is "local".
+  auto local = scenario_from_megatron_args(base + "--enable-cuda-graph", o);
+  ASSERT_TRUE(local.ok()) << format_errors(local.errors());
+  EXPECT_EQ(load(local->scenario_json).training.cuda_graph_impl, CudaGraphImpl::kLocal);
+  // A Muon option that changes the job and is not modelled is refused naming it.
+  auto syrk = scenario_from_megatron_args(base + "--optimizer muon --muon-use-syrk", o);
+  ASSERT_FALSE(syrk.ok());
+  EXPECT_NE(format_errors(syrk.errors()).find("--muon-use-syrk"), std::string::npos);
+}
+
 // A flag that changes the job and is not modelled is an error naming it; so is a flag stepsim
 // does not know. --allow-unmodelled keeps going and lists them in the scenario.
 TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {

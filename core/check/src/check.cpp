@@ -406,6 +406,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   detail::check_hybrid(w, check);
   detail::check_mtp(w, check);
   detail::check_fsdp(w, check);
+  detail::check_step(w, check);
   return errors;
 }
 

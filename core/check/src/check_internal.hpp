@@ -93,5 +93,8 @@ void check_mtp(const Workload& w, Checker& check);
 /// Megatron-FSDP and torch FSDP2 (check_fsdp.cpp): Megatron-LM's rules and what stepsim does
 /// not model yet beside them.
 void check_fsdp(const Workload& w, Checker& check);
+/// Muon (optimizer "muon") and CUDA graphs (cuda_graph_impl, cuda_graph_modules),
+/// check_step.cpp: Megatron-LM's rules and what stepsim does not model yet.
+void check_step(const Workload& w, Checker& check);
 
 }  // namespace stepsim::detail

@@ -19,6 +19,7 @@
 #include "stepsim/base/assert.hpp"
 #include "stepsim/base/json_input.hpp"
 #include "stepsim/base/nearest_name.hpp"
+#include "stepsim/config/enum_names.hpp"
 #include "stepsim/config/pipeline_layout.hpp"
 #include "stepsim/config/schema.hpp"
 #include "stepsim/config/shipped.hpp"
@@ -307,6 +308,31 @@ void check_virtual_stage_forms(ObjectReader& r) {
   }
 }
 
+/// Megatron's --cuda-graph-modules (nargs='+'): a list of CudaGraphModule names, kept
+/// space-separated; "full" (deprecated) is the empty list, as Megatron normalizes it.
+void read_cuda_graph_modules(ObjectReader& r, TrainingConfig& t) {
+  const nlohmann::json* modules = r.raw("cuda_graph_modules");
+  if (modules == nullptr) return;
+  const auto known = [](const nlohmann::json& v) {
+    return v.is_string() && (v.get<std::string>() == "full" ||
+                             std::find(kCudaGraphModuleNames.begin(), kCudaGraphModuleNames.end(),
+                                       v.get<std::string>()) != kCudaGraphModuleNames.end());
+  };
+  if (!modules->is_array() || !std::all_of(modules->begin(), modules->end(), known)) {
+    r.error("cuda_graph_modules",
+            "=" + detail::describe(*modules) +
+                " must be a list of \"attn\", \"mlp\", \"moe\", \"moe_router\", "
+                "\"moe_preprocess\", \"mamba\" (e.g. [\"attn\", \"moe_router\"]; [] for the "
+                "whole layer)");
+    return;
+  }
+  for (const auto& v : *modules) {
+    if (v.get<std::string>() == "full") continue;
+    if (!t.cuda_graph_modules.empty()) t.cuda_graph_modules += ' ';
+    t.cuda_graph_modules += v.get<std::string>();
+  }
+}
+
 void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& errors, Workload& w) {
   check_virtual_stage_forms(r);
   TrainingConfig& t = w.training;
@@ -337,6 +363,7 @@ void parse_training(ObjectReader& r, const nlohmann::json& object, Errors& error
                   " must be a non-empty list of integers >= 1 (e.g. [2, 4])");
     }
   }
+  read_cuda_graph_modules(r, t);
   // A capacity factor of 0 would drop every token; Megatron's "no capacity" is leaving it out.
   if (const nlohmann::json* cf = r.raw("moe_expert_capacity_factor");
       cf != nullptr && cf->is_number() && cf->get<double>() <= 0) {

@@ -40,7 +40,7 @@ std::span<const KeyInfo> scenario_schema() {
     for (const std::span<const KeyInfo> part :
          {schema_rows::top_keys(), schema_rows::system_keys(), schema_rows::model_keys(),
           schema_rows::training_keys(), schema_rows::training_comm_keys(),
-          schema_rows::training_moe_keys()}) {
+          schema_rows::training_moe_keys(), schema_rows::training_step_keys()}) {
       all.insert(all.end(), part.begin(), part.end());
     }
     return all;

@@ -51,8 +51,24 @@ constexpr UnmodelledArgument kUnmodelled[] = {
      .changes_job = kHarmless},
     {.dest = "overlap_moe_expert_parallel_comm", .flag = "--overlap-moe-expert-parallel-comm"},
     {.dest = "use_nccl_ub", .flag = "--use-nccl-ub"},
-    {.dest = "cuda_graph_impl", .flag = "--cuda-graph-impl", .neutral_value = "none"},
-    {.dest = "enable_cuda_graph", .flag = "--enable-cuda-graph"},
+    // Muon's options that change no kernel or byte (the update's scale and momentum), and
+    // those that do and are not modelled: the Triton SYRK Gram kernel, fp32 (TF32 or IEEE)
+    // Newton-Schulz GEMMs, Lion for the non-matrix parameters, the cubic coefficient schedule
+    // without the A @ A GEMM (emerging_optimizers muon_utils.py "cubic5"; the other schedules
+    // run the same three GEMMs an iteration)
+    {.dest = "muon_momentum", .flag = "--muon-momentum", .changes_job = kHarmless},
+    {.dest = "muon_scale_mode", .flag = "--muon-scale-mode", .changes_job = kHarmless},
+    {.dest = "muon_extra_scale_factor",
+     .flag = "--muon-extra-scale-factor",
+     .changes_job = kHarmless},
+    {.dest = "muon_use_syrk", .flag = "--muon-use-syrk"},
+    {.dest = "muon_fp32_matmul_prec", .flag = "--muon-fp32-matmul-prec", .neutral_value = "medium"},
+    {.dest = "muon_scalar_optimizer", .flag = "--muon-scalar-optimizer", .neutral_value = "adam"},
+    {.dest = "muon_coefficient_type", .flag = "--muon-coefficient-type", .neutral_value = "quintic"},
+    // CUDA graphs: replay of what the step already prices (retain_graph changes no kernel)
+    {.dest = "cuda_graph_retain_backward_graph",
+     .flag = "--cuda-graph-retain-backward-graph",
+     .changes_job = kHarmless},
     {.dest = "transformer_impl",
      .flag = "--transformer-impl",
      .neutral_value = "transformer_engine"},

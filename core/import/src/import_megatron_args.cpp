@@ -150,9 +150,10 @@ bool is_flag_word(const std::string& word) {
 }
 
 // The flags the importer reads though no schema row names them.
-constexpr std::array<std::string_view, 6> kSpecialFlags = {
+constexpr std::array<std::string_view, 8> kSpecialFlags = {
     "--group-query-attention", "--num-query-groups", "--tokenizer-type",
-    "--vocab-file",            "--cp-comm-type",     "--hierarchical-context-parallel-sizes"};
+    "--vocab-file",            "--cp-comm-type",     "--hierarchical-context-parallel-sizes",
+    "--cuda-graph-modules",    "--cuda-graph-scope"};
 
 // Whether "--x" is a Megatron-LM flag stepsim knows (a schema row's, a listed not-modelled
 // one's, or one of the harmless families).
@@ -432,6 +433,11 @@ class LineReader {
       read_cp_comm_types(flag, values_after(i));
     } else if (flag == "--hierarchical-context-parallel-sizes") {
       read_hierarchical_cp_sizes(flag, values_after(i));
+    } else if (flag == "--cuda-graph-modules" || flag == "--cuda-graph-scope") {
+      // nargs='+'; --cuda-graph-scope is its deprecated spelling (arguments.py migrates it).
+      json modules = json::array();
+      for (std::string& m : values_after(i)) modules.push_back(std::move(m));
+      training_["cuda_graph_modules"] = modules;
     } else {
       return false;
     }

@@ -297,6 +297,23 @@ void write_moe(const ModelConfig& m, const TrainingConfig& t, LaunchLine& line) 
   if (m.moe_router_group_topk > 0) line.key("model.moe_router_group_topk");
 }
 
+// Muon and its options; CUDA graphs and what they capture.
+void write_muon_and_cuda_graphs(const TrainingConfig& t, LaunchLine& line) {
+  if (t.optimizer == OptimizerKind::kMuon) {
+    line.key("training.optimizer");
+    line.key("training.muon_num_ns_steps");
+    line.key("training.muon_tp_mode");
+    if (!t.muon_split_qkv) line.key("training.muon_split_qkv");
+    if (t.muon_nesterov) line.key("training.muon_nesterov");
+  }
+  if (t.cuda_graph_impl == CudaGraphImpl::kNone) return;
+  line.key("training.cuda_graph_impl");
+  if (!t.cuda_graph_modules.empty()) {
+    line.word(LaunchLine::flag_of("training.cuda_graph_modules"), t.cuda_graph_modules);
+  }
+  line.key("training.cuda_graph_warmup_steps");
+}
+
 // Multi-latent attention's low-rank projections.
 void write_mla(const ModelConfig& m, LaunchLine& line) {
   line.key("model.multi_latent_attention");
@@ -330,6 +347,7 @@ std::string megatron_args_of(const Workload& w) {
   if (w.model.moe()) write_moe(w.model, w.training, line);
   if (w.model.multi_latent_attention) write_mla(w.model, line);
   if (w.model.hybrid()) write_hybrid(w.model, line);
+  write_muon_and_cuda_graphs(w.training, line);
   return line.take();
 }
 

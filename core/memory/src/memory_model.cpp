@@ -5,10 +5,14 @@
 #include "stepsim/memory/memory_model.hpp"
 
 #include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "stepsim/ops/dfa.hpp"
 #include "stepsim/ops/moe_flex.hpp"
 #include "stepsim/ops/moe_fp8_ops.hpp"
+#include "stepsim/ops/muon_ops.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
 #include "stepsim/ops/fsdp_units.hpp"
@@ -157,6 +161,59 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
   return s;
 }
 
+namespace {
+
+/// Muon (optimizer "muon") keeps one fp32 momentum buffer per matrix element where Adam keeps
+/// two moments (OrthogonalizedOptimizer._init_group: state["momentum_buffer"] =
+/// zeros_like(p)), and holds the largest matrix's Newton-Schulz working set during the step.
+void add_muon_states(const Workload& w, std::int32_t stage, StaticMemory& s) {
+  const detail::MuonStageStates muon = detail::muon_stage_states(w, stage);
+  s.optimizer_bytes -= muon.elements * 4;
+  s.optimizer_step_bytes = std::max(s.optimizer_step_bytes, muon.step_bytes);
+}
+
+/// The static buffers of CUDA graphs. Per-layer graphs (Transformer Engine's
+/// make_graphed_callables as Megatron-Core's TECudaGraphHelper calls it, with
+/// _reuse_graph_input_output_buffers from TE 2.7: transformer_engine/pytorch/graph.py keeps
+/// per callable and micro-batch its static input surface, outputs, grad outputs and grad
+/// inputs, and reuses a micro-batch's once its backward is done; Megatron-Core's own
+/// CudaGraphManager likewise) hold four hidden-state tensors per captured callable and
+/// micro-batch in flight. full_iteration (full_cuda_graph.py StaticBufferLoader) keeps every
+/// micro-batch's tokens, labels, loss mask and position ids (int64, int64, fp32, int64).
+std::int64_t cuda_graph_buffer_bytes(const Workload& w, std::int32_t stage,
+                                     std::int64_t in_flight) {
+  const TrainingConfig& t = w.training;
+  if (t.cuda_graph_impl == CudaGraphImpl::kNone) return 0;
+  const detail::Dims x = detail::dims_of(w);
+  if (t.cuda_graph_impl == CudaGraphImpl::kFullIteration) {
+    return std::max<std::int64_t>(1, t.num_microbatches) * x.s * x.b * (8 + 8 + 4 + 8);
+  }
+  std::vector<std::string> modules;
+  std::istringstream in(t.cuda_graph_modules);
+  for (std::string m; in >> m;) modules.push_back(m);
+  const bool whole = modules.empty();
+  const auto has = [&](std::string_view m) {
+    return std::find(modules.begin(), modules.end(), m) != modules.end();
+  };
+  std::int64_t callables = 0;
+  std::int64_t layers = 0;
+  for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
+    const LayerRange range = layers_of(t, w.model, stage, c);
+    layers += range.count;
+    for (std::int64_t l = range.first; l < range.first + range.count; ++l) {
+      const bool moe = x.is_moe(static_cast<std::int32_t>(l));
+      const bool mlp_block = has(moe ? "moe" : "mlp");
+      callables += whole ? 1 : (has("attn") ? 1 : 0) + (mlp_block ? 1 : 0);
+    }
+  }
+  if (layers == 0) return 0;
+  // in_flight counts forward actions (one model chunk each): callables per chunk times it.
+  const std::int64_t per_chunk = detail::ceil_div(callables, x.v);
+  return per_chunk * in_flight * 4 * x.sp_tokens * x.h * x.e;
+}
+
+}  // namespace
+
 std::int64_t fp8_weight_elements(const Workload& w, std::int32_t stage) {
   if (!w.training.fp8_enabled()) return 0;
   const detail::Dims x = detail::dims_of(w);
@@ -175,6 +232,11 @@ std::int64_t max_in_flight(const TrainingConfig& t, std::int32_t stage) {
   const std::int64_t total = std::max<std::int64_t>(1, t.num_microbatches) *
                              std::max<std::int64_t>(1, t.virtual_pipeline_model_parallel_size);
   return std::min(warmup_of(t, stage) + 1, total);
+}
+
+void add_step_states(const Workload& w, std::int32_t stage, StaticMemory& s) {
+  add_muon_states(w, stage, s);
+  s.cuda_graph_bytes = cuda_graph_buffer_bytes(w, stage, max_in_flight(w.training, stage));
 }
 
 std::vector<StageMemory> analytic_memory(const Workload& w) {
@@ -242,6 +304,7 @@ std::vector<StageMemory> analytic_memory(const Workload& w) {
                          ? detail::dfa_static_memory(detail::dfa_layout(w, detail::dims_of(w), r))
                          : static_memory(tc, params, fp8_weight_elements(w, r), experts);
     s.comm_buffer_bytes = comm_buffer_bytes(w, experts);
+    if (tc.optimizer_impl != OptimizerImpl::kApexDistributedFusedAdam) add_step_states(w, r, s);
     StageMemory m;
     m.stage = r;
     m.weights_bytes = s.weights_bytes;

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "stepsim/base/assert.hpp"
+#include "stepsim/ops/muon_ops.hpp"
 
 namespace stepsim::detail {
 
@@ -128,7 +129,9 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
                                   const std::vector<OptimizerShard>& optimizers,
                                   const OptimizerShard& fp8_params,
                                   const std::vector<std::int32_t>& deps,
-                                  const CollectiveOp& grad_stats) {
+                                  const CollectiveOp& grad_stats,
+                                  const std::vector<MuonMatrix>* muon,
+                                  const MuonGroups* muon_groups) {
   const TrainingConfig& tc = w.training;
   std::int64_t elements = 0;
   std::int64_t tensors = 0;
@@ -183,8 +186,20 @@ std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
     push(step_compute_op("grad_clip", elements * 8, launches(2)));
   }
   // FusedAdam over the fp32 (main) parameters: multi_tensor_adam with tensor lists (g, p, m, v):
-  // read 16, write 12 bytes per parameter.
-  push(step_compute_op("adam_step", elements * 28, launches(4)));
+  // read 16, write 12 bytes per parameter. With Muon, over the parameters it does not step
+  // (a ChainedOptimizer: Adam's, then Muon's).
+  std::int64_t adam_elements = 0;
+  std::int64_t adam_launches = 0;
+  for (const OptimizerShard& o : optimizers) {
+    adam_elements += o.elements - o.muon_elements;
+    adam_launches += multi_tensor_launches(o.elements - o.muon_elements,
+                                           o.tensors - o.muon_tensors, 4);
+  }
+  push(step_compute_op("adam_step", adam_elements * 28, adam_launches));
+  if (muon != nullptr && !muon->empty()) {
+    STEPSIM_ASSERT(muon_groups != nullptr);
+    append_muon_ops(ops, tc, *muon, *muon_groups, -1);
+  }
   if (mixed && fp8_params.elements < elements) {
     // _copy_main_params_to_model_params: fp32 main parameters into the 16-bit model
     // parameters (read 4, write 2 bytes): one copy_ per parameter shard with the distributed

@@ -14,6 +14,7 @@
 #include "stepsim/ops/moe_flex.hpp"
 #include "stepsim/ops/mtp_ops.hpp"
 #include "stepsim/ops/fsdp_units.hpp"
+#include "stepsim/ops/muon_ops.hpp"
 #include "stepsim/ops/optimizer_ops.hpp"
 #include "stepsim/layout/recompute_layout.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -467,6 +468,27 @@ void add_param_gathers(StagePlan& stage, const Workload& w, const Dims& x, const
   }
 }
 
+/// Muon's matrices of a stage (optimizer "muon"), and their share of each optimizer's shard:
+/// every 2-D weight but the embeddings and the output layer (_is_muon_excluded). Muon runs
+/// without the distributed optimizer (check_step), so the shards are whole.
+std::vector<detail::MuonMatrix> assign_muon(const StagePlan& stage, const Workload& w,
+                                            const Dims& x, StageShards& shards) {
+  std::vector<detail::MuonMatrix> matrices;
+  if (w.training.optimizer != OptimizerKind::kMuon) return matrices;
+  for (const ChunkPlan& c : stage.chunks) {
+    const std::vector<detail::MuonMatrix> m =
+        detail::chunk_muon_matrices(x, c, w.training.muon_split_qkv);
+    matrices.insert(matrices.end(), m.begin(), m.end());
+    // The parameters: the fused QKV weight is one however orthogonalize splits it.
+    for (const detail::MuonMatrix& mx : detail::chunk_muon_matrices(x, c, false)) {
+      detail::OptimizerShard& o = shards.optimizers[mx.expert ? 1 : 0];
+      o.muon_elements += mx.elements();
+      ++o.muon_tensors;
+    }
+  }
+  return matrices;
+}
+
 /// The step ops of `stage`; `dfa`: the stage's buckets under Apex DistributedFusedAdam (null
 /// with Megatron-Core's optimizer).
 void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout,
@@ -489,12 +511,18 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   // buffer and gathered there in 16 bits, then quantized (add_fp8_weight_casts).
   const std::int64_t fp8_params =
       tc.fp8_param_gather && !x.fp8_mx ? fp8_weight_elements(w, stage.stage) : 0;
-  const StageShards shards = stage_shards(stage, w, x, dense, experts, fp8_params);
+  StageShards shards = stage_shards(stage, w, x, dense, experts, fp8_params);
+  const std::vector<detail::MuonMatrix> muon = assign_muon(stage, w, x, shards);
+  const detail::MuonGroups muon_groups{
+      .tensor = {.group = CommGroup::kTensor, .group_size = x.t, .nodes_spanned = x.tp_nodes},
+      .expert_tensor = {.group = CommGroup::kExpertTensor,
+                        .group_size = x.etp,
+                        .nodes_spanned = x.etp_nodes}};
   const detail::OptimizerShard& fp8_shard = shards.fp8_shard;
   const std::int64_t fp8_tensors = shards.fp8_tensors;
-  std::int32_t step_index =
-      detail::append_optimizer_ops(ops, w, shards.optimizers, fp8_shard, step_deps,
-                                   layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage));
+  std::int32_t step_index = detail::append_optimizer_ops(
+      ops, w, shards.optimizers, fp8_shard, step_deps,
+      layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage), &muon, &muon_groups);
   if (fp8_params > 0) {
     // quantize_param_shard over the data-parallel group (dp x cp: the optimizer's shards).
     step_index = detail::append_fp8_param_quantization(
@@ -547,6 +575,7 @@ WorkloadPlan decompose(const Workload& w) {
         dfa ? detail::dfa_static_memory(*dfa)
             : static_memory(w.training, stage.parameters, fp8_weight_elements(w, r), experts);
     held.comm_buffer_bytes = comm_buffer_bytes(w, experts);
+    if (!dfa) add_step_states(w, r, held);
     stage.static_bytes = held.total();
     build_step_ops(stage, w, x, layout, dfa ? &*dfa : nullptr);
   }

@@ -218,11 +218,7 @@ void StepBuilder::add_action(std::int32_t r, const Action& a, ProgramState& st) 
   }
   // The host issues the action's kernels one after another: its first kernel can
   // start once issued, and the host goes on to the next item only after the last.
-  const std::int32_t issued =
-      issue_on_host(r, out_.templates[static_cast<std::size_t>(ti)].ops.size(),
-                    host_ == nullptr                 ? 0.0
-                    : a.type == ActionType::kForward ? host_->forward_op_issue_s
-                                                     : host_->backward_op_issue_s);
+  const std::int32_t issued = issue_action(r, a, ti);
   const auto payload = static_cast<std::int32_t>(out_.actions.size());
   out_.actions.push_back(ActionRef{r, a, ti, wgrad_deferred});
   Task& task = out_.graph.emplace_task();  // in place: one per action, a hot path
@@ -274,7 +270,8 @@ void StepBuilder::add_call(const RankProgram& program, const CommCall& call,
     cursor.push_back(t);
   }
   if (call.transfer_count == 0) return;
-  const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
+  const std::int32_t issued =
+      full_iteration_graph() ? kNoTask : issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
   if (issued != kNoTask) cursor.push_back(issued);
   posted_.clear();
   for (const Transfer& tr : program.transfers_of(call)) {
@@ -286,7 +283,8 @@ void StepBuilder::add_call(const RankProgram& program, const CommCall& call,
   if (call.blocking || (options_.serialize_streams && !options_.async_p2p)) {
     cursor.assign(posted_.begin(), posted_.end());
   }
-  if (host_ != nullptr && call.blocking && !schedule_.params.overlap_p2p_comm) {
+  if (host_ != nullptr && call.blocking && !schedule_.params.overlap_p2p_comm &&
+      !full_iteration_graph()) {
     // p2p_communication.py, _communicate: with batch_p2p_comm (Megatron sets it to
     // `not overlap_p2p_comm`) and batch_p2p_sync (default True) the call ends in
     // torch.cuda.synchronize(): the host waits for all the GPU work it issued, then
@@ -309,6 +307,7 @@ void StepBuilder::add_call(const RankProgram& program, const CommCall& call,
 }
 
 void StepBuilder::issue_grad_launches(std::int32_t r, std::int32_t backward) {
+  if (full_iteration_graph()) return;  // the hooks' launches replay inside the graph
   const auto ri = static_cast<std::size_t>(r);
   const std::vector<GradSyncLaunch>& launches = grad_launches_[ri];
   for (std::size_t i = 0; i < launches.size(); ++i) {
@@ -321,6 +320,56 @@ void StepBuilder::issue_grad_launches(std::int32_t r, std::int32_t backward) {
       if (k == 0) grad_launch_issued_[ri][i] = issued;
     }
   }
+}
+
+std::int32_t StepBuilder::issue_action(std::int32_t r, const Action& a, std::int32_t ti) {
+  const auto t = static_cast<std::size_t>(ti);
+  const std::size_t kernels = out_.templates[t].ops.size();
+  if (host_ == nullptr) return issue_on_host(r, kernels, 0.0);
+  const bool forward = a.type == ActionType::kForward;
+  const double per_kernel = forward ? host_->forward_op_issue_s : host_->backward_op_issue_s;
+  const CudaGraphImpl impl = w_.training.cuda_graph_impl;
+  if (impl == CudaGraphImpl::kNone) return issue_on_host(r, kernels, per_kernel);
+  // A graph replay costs the host what one eager call does (the graphed callable's Python
+  // and cudaGraphLaunch): the profile's op_issue_s.
+  if (impl == CudaGraphImpl::kFullIteration) {
+    const auto ri = static_cast<std::size_t>(r);
+    if (graph_replayed_.empty()) graph_replayed_.assign(static_cast<std::size_t>(p_), false);
+    if (graph_replayed_[ri]) return kNoTask;
+    graph_replayed_[ri] = true;
+    return issue_on_host(r, 1, host_->op_issue_s);
+  }
+  if (graph_issue_.size() < out_.templates.size()) {
+    graph_issue_.resize(out_.templates.size());
+    graph_issue_known_.resize(out_.templates.size(), false);
+  }
+  if (!graph_issue_known_[t]) {
+    const ChunkPlan& chunk =
+        plan_.stages[static_cast<std::size_t>(r)].chunks[static_cast<std::size_t>(a.chunk)];
+    graph_issue_[t] = graph_issue_of(forward ? chunk.forward : chunk.backward, w_, !forward);
+    graph_issue_known_[t] = true;
+  }
+  const GraphIssue& g = graph_issue_[t];
+  const double first = g.first_is_graph ? host_->op_issue_s : per_kernel;
+  const double total = static_cast<double>(g.eager_kernels) * per_kernel +
+                       static_cast<double>(g.graph_launches) * host_->op_issue_s;
+  return issue_costs(r, first, total - first);
+}
+
+std::int32_t StepBuilder::issue_costs(std::int32_t r, double first_s, double rest_s) {
+  const auto ri = static_cast<std::size_t>(r);
+  const TaskId first = add(Task{
+      .rank = r, .stream = Stream::kCompute, .kind = TaskKind::kHost, .duration_s = first_s});
+  if (host_last_[ri] != kNoTask)
+    out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(host_last_[ri])}, first);
+  host_last_[ri] = static_cast<std::int32_t>(first.value);
+  if (rest_s > 0) {
+    const TaskId rest = add(Task{
+        .rank = r, .stream = Stream::kCompute, .kind = TaskKind::kHost, .duration_s = rest_s});
+    out_.graph.add_edge(first, rest);
+    host_last_[ri] = static_cast<std::int32_t>(rest.value);
+  }
+  return static_cast<std::int32_t>(first.value);
 }
 
 std::int32_t StepBuilder::issue_on_host(std::int32_t r, std::size_t kernels, double per_kernel) {

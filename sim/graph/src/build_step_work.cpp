@@ -126,7 +126,10 @@ TaskId StepBuilder::enqueue_gather(std::int32_t r, std::int32_t c, const Op& op,
   const TaskId id = add_op_task(r, c, op, bucket);
   add_edges(cursor, id);
   // The host launches each bucket's all-gather (start_param_sync), in dispatch order.
-  if (const std::int32_t issued = issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
+  // (Under a full_iteration graph the pre-hook's launches replay inside it.)
+  if (const std::int32_t issued = full_iteration_graph()
+                                      ? kNoTask
+                                      : issue_on_host(r, 1, host_ ? host_->op_issue_s : 0);
       issued != kNoTask) {
     out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(issued)}, id);
   }
@@ -203,7 +206,8 @@ Status StepBuilder::add_step_work(std::int32_t r, std::int32_t end_of_program) {
       const TaskId id =
           add_op_task(r, l.chunk, *what, chunk_buckets.size() > 1 ? l.bucket : -1, overlap);
       if (gate != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(gate)}, id);
-      if (host_ != nullptr) {
+      // finalize_model_grads runs inside forward_backward_func: in a full_iteration graph.
+      if (host_ != nullptr && !full_iteration_graph()) {
         if (l.backward < 0 || launch == kNoTask) {
           launch = issue_on_host(r, 1, host_->op_issue_s);
         } else if (&op != &chunk.grad_sync.front()) {

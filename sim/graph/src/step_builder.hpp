@@ -12,6 +12,7 @@
 #include "stepsim/graph/build_step.hpp"
 #include "stepsim/cost/profile.hpp"
 #include "stepsim/graph/ddp_buckets.hpp"
+#include "cuda_graph_issue.hpp"
 
 namespace stepsim::sim {
 
@@ -88,6 +89,17 @@ class StepBuilder {
   // GPU work waits for), and leaves the host busy until the last one. kNoTask without host
   // costs (no measured host, or the validator's serialised executor).
   std::int32_t issue_on_host(std::int32_t r, std::size_t kernels, double per_kernel);
+  /// The host's issue of action `a` (template `ti`) on rank `r`: its kernels one by one, or
+  /// under CUDA graphs (training.cuda_graph_impl) the captured parts as graph replays
+  /// (cuda_graph_issue.hpp) or, with "full_iteration", one replay of the whole
+  /// forward-backward at the rank's first action and nothing after.
+  std::int32_t issue_action(std::int32_t r, const Action& a, std::int32_t ti);
+  /// As issue_on_host with the first launch's and the rest's host seconds given.
+  std::int32_t issue_costs(std::int32_t r, double first_s, double rest_s);
+  /// Under full_iteration CUDA graphs the forward-backward's host calls are in the graph.
+  bool full_iteration_graph() const {
+    return w_.training.cuda_graph_impl == CudaGraphImpl::kFullIteration;
+  }
   /// The host's launches of the gradient reductions that the rank's `backward`-th backward
   /// action makes ready (overlap_grad_reduce), after that action's kernels.
   void issue_grad_launches(std::int32_t r, std::int32_t backward);
@@ -271,6 +283,10 @@ class StepBuilder {
   // The host (CostModel::host(); null: not modelled): per rank, the task that ends when the
   // host has issued everything so far.
   const HostCosts* host_ = nullptr;
+  /// Per template: its host issue under per-layer CUDA graphs, computed on first use.
+  std::vector<GraphIssue> graph_issue_;
+  std::vector<bool> graph_issue_known_;
+  std::vector<bool> graph_replayed_;  ///< per rank: full_iteration's replay issued
   std::vector<std::int32_t> host_last_;
   // Per rank: its gradient reductions in Megatron's issue order (grad_sync_launches, made
   // once in add_program) and, with a host, the host task that launches the first collective

@@ -48,5 +48,6 @@ std::span<const KeyInfo> model_keys();          ///< model
 std::span<const KeyInfo> training_keys();       ///< parallelism, batch, recompute, optimizer, FP8
 std::span<const KeyInfo> training_comm_keys();  ///< TP overlap, norm kernels, NCCL
 std::span<const KeyInfo> training_moe_keys();   ///< expert parallelism and the MoE layer
+std::span<const KeyInfo> training_step_keys();  ///< the optimizer and CUDA graphs
 
 }  // namespace stepsim::schema_rows

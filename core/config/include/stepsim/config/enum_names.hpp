@@ -38,6 +38,15 @@ inline constexpr std::array<std::string_view, 2> kOptimizerImplNames = {
 /// Megatron-LM's --data-parallel-sharding-strategy values (Megatron-FSDP's ZeRO stages 0-3).
 inline constexpr std::array<std::string_view, 4> kDpShardingNames = {
     "no_shard", "optim", "optim_grads", "optim_grads_params"};
+/// Megatron-LM's --optimizer values stepsim models, --muon-tp-mode and --cuda-graph-impl.
+inline constexpr std::array<std::string_view, 2> kOptimizerKindNames = {"adam", "muon"};
+inline constexpr std::array<std::string_view, 3> kMuonTpModeNames = {"blockwise", "duplicated",
+                                                                     "distributed"};
+inline constexpr std::array<std::string_view, 4> kCudaGraphImplNames = {
+    "none", "local", "transformer_engine", "full_iteration"};
+/// Megatron-Core's CudaGraphModule names (--cuda-graph-modules; cuda_graph_config.py).
+inline constexpr std::array<std::string_view, 6> kCudaGraphModuleNames = {
+    "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"};
 /// Megatron-LM's --cross-entropy-fusion-impl values.
 inline constexpr std::array<std::string_view, 2> kCrossEntropyFusionImplNames = {"native", "te"};
 // Megatron-Core's MoE choices (arguments.py, transformer_config.py).
@@ -67,6 +76,9 @@ STEPSIM_ENUM_NAMES(Fp8Recipe, kFp8RecipeNames, kCustom);
 STEPSIM_ENUM_NAMES(CpCommType, kCpCommTypeNames, kA2aP2p);
 STEPSIM_ENUM_NAMES(OptimizerImpl, kOptimizerImplNames, kApexDistributedFusedAdam);
 STEPSIM_ENUM_NAMES(DpSharding, kDpShardingNames, kOptimGradsParams);
+STEPSIM_ENUM_NAMES(OptimizerKind, kOptimizerKindNames, kMuon);
+STEPSIM_ENUM_NAMES(MuonTpMode, kMuonTpModeNames, kDistributed);
+STEPSIM_ENUM_NAMES(CudaGraphImpl, kCudaGraphImplNames, kFullIteration);
 STEPSIM_ENUM_NAMES(CrossEntropyFusionImpl, kCrossEntropyFusionImplNames, kTe);
 STEPSIM_ENUM_NAMES(MoeDispatcher, kMoeDispatcherNames, kFlex);
 STEPSIM_ENUM_NAMES(MoeFlexBackend, kMoeFlexBackendNames, kNcclEp);

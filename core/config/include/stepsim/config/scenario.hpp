@@ -229,6 +229,13 @@ enum class OptimizerImpl : std::uint8_t { kMegatron, kApexDistributedFusedAdam }
 /// Megatron-FSDP's --data-parallel-sharding-strategy: what the data-parallel ranks shard
 /// (ZeRO stages 0-3): nothing, the optimizer states, also the gradients, also the parameters.
 enum class DpSharding : std::uint8_t { kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
+/// Megatron-LM's --optimizer for the matrices: Adam everywhere, or Muon for the 2-D weights
+/// with Adam for the rest (megatron/core/optimizer/emerging_optimizers.py, _is_muon_excluded).
+enum class OptimizerKind : std::uint8_t { kAdam, kMuon };
+/// --muon-tp-mode: how Newton-Schulz treats a tensor-parallel weight (TensorParallelMuon).
+enum class MuonTpMode : std::uint8_t { kBlockwise, kDuplicated, kDistributed };
+/// --cuda-graph-impl (TransformerConfig.cuda_graph_impl).
+enum class CudaGraphImpl : std::uint8_t { kNone, kLocal, kTransformerEngine, kFullIteration };
 
 /// One process group's ncclConfig_t options from Megatron's --nccl-communicator-config-path
 /// (parallel_state.get_nccl_options): the YAML key of the group (Megatron's names: "tp",
@@ -370,6 +377,19 @@ struct TrainingConfig {
   bool fsdp_double_buffer = false;
   /// Sharded parameters gathered per step: every transformer layer is one FSDP unit.
   bool fsdp() const { return use_megatron_fsdp || use_torch_fsdp2; }
+  /// The optimizer (--optimizer) and Muon's options (OptimizerConfig.muon_*): Newton-Schulz
+  /// steps, the TP mode, the QKV weight orthogonalized per q, k and v, Nesterov momentum.
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  std::int64_t muon_num_ns_steps = 5;
+  MuonTpMode muon_tp_mode = MuonTpMode::kDuplicated;
+  bool muon_split_qkv = true;
+  bool muon_nesterov = false;
+  /// CUDA graphs (TransformerConfig.cuda_graph_*): the implementation, the captured modules
+  /// (space-separated CudaGraphModule names; empty: the whole layer) and the eager warm-up
+  /// steps before capture.
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
+  std::string cuda_graph_modules;
+  std::int64_t cuda_graph_warmup_steps = 3;
 
   // Expert parallelism (Megatron-Core's expert rank generator: tp = expert_tensor_parallel_size,
   // ep, dp = expert data-parallel size, pp; order tp-ep-dp-pp, cp = 1).

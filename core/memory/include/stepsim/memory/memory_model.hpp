@@ -54,8 +54,13 @@ struct StaticMemory {
   /// with tp_comm_overlap; DeepEP's NVLink and RDMA buffers on a stage with MoE layers and the
   /// flex dispatcher (moe_flex.hpp deepep_buffer_bytes).
   std::int64_t comm_buffer_bytes = 0;
+  /// CUDA graphs' static buffers (cuda_graph_impl): per captured callable and micro-batch in
+  /// flight its input and output and their gradients (per-layer graphs), or every
+  /// micro-batch's input batch (full_iteration), held from capture on.
+  std::int64_t cuda_graph_bytes = 0;
   std::int64_t total() const {
-    return weights_bytes + gradients_bytes + optimizer_bytes + comm_buffer_bytes;
+    return weights_bytes + gradients_bytes + optimizer_bytes + comm_buffer_bytes +
+           cuda_graph_bytes;
   }
   bool operator==(const StaticMemory&) const = default;
 };
@@ -92,6 +97,11 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
 /// Elements of the transformer layers' linear weights (QKV, projection, FC1, FC2) on pipeline
 /// rank `stage`, per TP rank, when `w` trains in FP8; 0 otherwise.
 std::int64_t fp8_weight_elements(const Workload& w, std::int32_t stage);
+
+/// What the optimizer and CUDA graphs add to a stage's static memory (`s` from static_memory):
+/// Muon's momentum instead of Adam's moments and its Newton-Schulz working set in the step
+/// (optimizer "muon"); the graphs' static buffers (cuda_graph_impl).
+void add_step_states(const Workload& w, std::int32_t stage, StaticMemory& s);
 
 /// Micro-batches (virtual micro-batches with interleaving) whose activations pipeline rank
 /// `stage` holds at most at once under Megatron's schedule: min(p - r, m) for 1F1B,

@@ -47,7 +47,13 @@ ParameterTensors chunk_parameter_tensors(const Dims& x, const ChunkPlan& chunk, 
 struct OptimizerShard {
   std::int64_t elements = 0;
   std::int64_t tensors = 0;
+  /// Of them, what Muon steps instead of Adam (optimizer "muon": the 2-D weights).
+  std::int64_t muon_elements = 0;
+  std::int64_t muon_tensors = 0;
 };
+
+struct MuonMatrix;
+struct MuonGroups;
 
 /// Appends the optimizer step's kernels to `ops` on the compute stream, in Megatron-Core's
 /// order: the fp32 copy of bf16 gradients (grad_reduce_in_bf16), the gradient norm and the
@@ -59,11 +65,15 @@ struct OptimizerShard {
 /// gradient norm, which every rank of the group (every pipeline stage) waits for.
 /// `deps` go to the first kernel. Returns the index of the last one, which later step ops
 /// (the parameter all-gather) wait for.
+/// With `muon` (optimizer "muon"), Muon's kernels for those matrices follow Adam's over the
+/// other parameters (append_muon_ops, with `muon_groups`).
 std::int32_t append_optimizer_ops(std::vector<Op>& ops, const Workload& w,
                                   const std::vector<OptimizerShard>& optimizers,
                                   const OptimizerShard& fp8_params,
                                   const std::vector<std::int32_t>& deps,
-                                  const CollectiveOp& grad_stats);
+                                  const CollectiveOp& grad_stats,
+                                  const std::vector<MuonMatrix>* muon = nullptr,
+                                  const MuonGroups* muon_groups = nullptr);
 
 /// fp8_param_gather: the optimizer's updated fp32 master shard of the FP8 parameters written
 /// into the FP8 parameters, as Megatron-Core's quantize_param_shard (fp8_utils.py, Transformer
