@@ -31,6 +31,7 @@ struct PredictArgs {
   std::uint64_t seed = 0;
   bool gpipe = false;
   bool no_contention = false;
+  bool verbose = false;
   double train_tokens = 0;
   MegatronArgs megatron;
 };
@@ -155,6 +156,7 @@ int run_predict(const PredictArgs& args, Env& env) {
   const sim::PredictRun& run = *outcome.run;
   sim::ReportOptions report;
   report.train_tokens = static_cast<std::int64_t>(args.train_tokens);
+  report.verbose = args.verbose;
   if (args.format == "json") {
     sim::write_prediction_json(*w, run.result, run.cost_model, *env.out, report);
   } else {
@@ -180,7 +182,7 @@ void add_predict_command(CLI::App& app, Env& env) {
   CLI::App* cmd = app.add_subcommand(
       "predict",
       "Simulate one training step: step time, pipeline bubbles, exposed communication, MFU/HFU,\n"
-      "per-stage memory and a critical-path breakdown. Without SCENARIO, predicts the default\n"
+      "per-stage memory and the critical chain. Without SCENARIO, predicts the default\n"
       "scenario (GPT-3 175B on 64 A100s, t8 p8 v3, sequence parallel, selective recompute).");
   cmd->add_option("scenario", args->scenario, "scenario JSON file (see scenarios/)");
   cmd->add_option("--format", args->format, "output format")
@@ -215,6 +217,8 @@ void add_predict_command(CLI::App& app, Env& env) {
                   "also report the steps, time and GPU-hours to train this many tokens "
                   "(e.g. 300e9)")
       ->check(CLI::Range(1.0, 1e18));
+  cmd->add_flag("--verbose", args->verbose,
+                "every warning with all its cases (default: one short line per warning)");
   cmd->add_flag("--gpipe", args->gpipe,
                 "simulate the GPipe schedule (all forwards, then all backwards) for comparison");
   cmd->add_flag("--no-contention", args->no_contention,

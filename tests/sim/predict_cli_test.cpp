@@ -25,7 +25,44 @@ TEST(PredictCli, DefaultScenarioPrintsAReport) {
   ASSERT_EQ(run.status, 0) << run.out;
   EXPECT_NE(run.out.find("gpt3-175b-a100-64"), std::string::npos);
   EXPECT_NE(run.out.find("step time"), std::string::npos);
-  EXPECT_NE(run.out.find("critical path"), std::string::npos);
+  EXPECT_NE(run.out.find("critical chain"), std::string::npos);
+}
+
+// One breakdown: the engine's chain only, one bubble figure with its parts, the step time in
+// Megatron-LM's milliseconds too, and warnings of one short line each (--verbose: all).
+TEST(PredictCli, OneBreakdownAndShortWarnings) {
+  const std::string s = kScenarios + "/llama31-70b-h100-64.json";
+  const auto run = run_stepsim("predict " + s, false);
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_EQ(run.out.find("critical path"), std::string::npos);
+  EXPECT_EQ(run.out.find("% of compute"), std::string::npos);
+  EXPECT_NE(run.out.find("schedule "), std::string::npos);
+  EXPECT_NE(run.out.find(" + stage imbalance "), std::string::npos);
+  EXPECT_NE(run.out.find(" ms per iteration"), std::string::npos);
+  std::size_t warnings = 0, at = 0;
+  while ((at = run.out.find("  warning: ", at)) != std::string::npos) {
+    const std::size_t end = run.out.find('\n', at);
+    EXPECT_LE(end - at, 100u) << run.out.substr(at, end - at);
+    ++warnings;
+    at = end;
+  }
+  EXPECT_GT(warnings, 0u);
+  const auto verbose = run_stepsim("predict " + s + " --verbose", false);
+  ASSERT_EQ(verbose.status, 0);
+  EXPECT_GT(verbose.out.size(), run.out.size());
+  EXPECT_NE(verbose.out.find("bf16 m="), std::string::npos);
+  EXPECT_EQ(run.out.find("bf16 m="), std::string::npos);
+
+  const auto json = run_stepsim("predict " + s + " --format json", false);
+  const auto j = nlohmann::json::parse(json.out);
+  const auto& b = j["bubble"];
+  EXPECT_NEAR(b["schedule_s"].get<double>() + b["stage_imbalance_s"].get<double>() +
+                  b["waits_s"].get<double>(),
+              b["mean_s"].get<double>(), 1e-9);
+  double idle = 0;
+  for (const auto& st : j["stages"]) idle += st["bubble_s"].get<double>();
+  EXPECT_NEAR(b["mean_s"].get<double>(), idle / static_cast<double>(j["stages"].size()), 1e-9);
+  EXPECT_DOUBLE_EQ(j["iteration_time_ms"].get<double>(), 1e3 * j["step_time_s"].get<double>());
 }
 
 TEST(PredictCli, JsonHasTheContractKeys) {

@@ -154,6 +154,7 @@ void write_attention_and_experts_json(JsonWriter& j, const Workload& w) {
 void write_figures_json(JsonWriter& j, const Workload& w, const Prediction& p,
                         const ReportOptions& options) {
   j.field("step_time_s", p.step_time_s);
+  j.field("iteration_time_ms", iteration_ms(p.step_time_s));
   j.field("bubble_fraction", p.bubble_fraction);
   j.field("mfu", p.mfu);
   j.field("hfu", p.hfu);
@@ -213,6 +214,17 @@ void write_critical_json(JsonWriter& j, const Prediction& p) {
     j.end_object();
   }
   j.end_array();
+  j.end_object();
+}
+
+/// The text report's one bubble figure and its parts (BubbleBreakdown).
+void write_bubble_json(JsonWriter& j, const BubbleBreakdown& b) {
+  j.key("bubble").begin_object();
+  j.field("mean_s", b.total_s);
+  j.field("fraction_of_step", b.fraction_of_step);
+  j.field("schedule_s", b.schedule_s);
+  j.field("stage_imbalance_s", b.imbalance_s);
+  j.field("waits_s", b.waits_s);
   j.end_object();
 }
 
@@ -287,6 +299,8 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
     j.end_array();
   }
   j.field("cost_model", std::string_view(cost_model));
+  // Only when the scenario left cost_model out, so that every other document stays.
+  if (w.cost_model.defaulted) j.field("cost_model_defaulted", true);
   write_figures_json(j, w, p, options);
   write_configuration_json(j, w);
   j.key("schedule").begin_object();
@@ -302,6 +316,7 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
     write_stages_json(j, p.stages);
   }
   write_critical_json(j, p);
+  write_bubble_json(j, bubble_breakdown(p, sp));
   write_full_rank_json(j, p);
   j.field("simulated_tasks", p.simulated_tasks);
   j.field("engine_tasks", p.engine_tasks);

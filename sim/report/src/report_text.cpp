@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report_words.hpp"
@@ -221,15 +222,39 @@ void write_job(std::ostream& out, const Workload& w, const SimulationResult& res
   write_system_line(out, w);
   write_precision_line(out, t);
   write_overlaps_line(out, t, result);
-  out << "  cost model  " << cost_model << "\n\n";
+  out << "  cost model  " << cost_model << "\n";
+  if (w.cost_model.defaulted) {
+    out << (w.cost_model.kind == CostModelSpec::Kind::kProfile
+                ? "              (no cost_model given: the shipped public profile of its GPU)\n"
+                : "              (no cost_model given and no public profile of its GPU ships)\n");
+  }
+  out << "\n";
+}
+
+/// "  step time ..." in seconds and in Megatron-LM's milliseconds per iteration.
+void write_step_time(std::ostream& out, const Prediction& p) {
+  out << "  step time        " << fmt("%.4f s", p.step_time_s) << ", "
+      << fmt("%.1f ms", iteration_ms(p.step_time_s))
+      << " per iteration (as Megatron-LM logs it)\n";
+}
+
+/// "  pipeline bubble ..." : the one bubble figure, its parts on the line below.
+void write_bubble(std::ostream& out, const Prediction& p, const ScheduleParams& schedule) {
+  const BubbleBreakdown b = bubble_breakdown(p, schedule);
+  out << "  pipeline bubble  " << fmt("%.3f s", b.total_s) << " a stage on average, "
+      << fmt("%.1f%%", 100.0 * b.fraction_of_step) << " of the step:\n"
+      << "                   schedule " << fmt("%.3f s", b.schedule_s) << " + stage imbalance "
+      << fmt("%.3f s", b.imbalance_s) << " + waits for communication "
+      << fmt("%.3f s", b.waits_s) << "\n";
 }
 
 /// The headline figures: step time, throughput, TFLOP/s, utilisation, bubble, memory and, on
 /// request, the time to train.
-void write_figures(std::ostream& out, const Workload& w, const Prediction& p,
+void write_figures(std::ostream& out, const Workload& w, const SimulationResult& result,
                    const ReportOptions& options) {
   const TrainingConfig& t = w.training;
-  out << "  step time        " << fmt("%.4f s", p.step_time_s) << "\n";
+  const Prediction& p = result.prediction;
+  write_step_time(out, p);
   const char* tflops = p.tflops_per_gpu >= 1.0 ? "%.1f" : "%.3g";
   out << "  throughput       " << fmt("%.0f tokens/s", p.tokens_per_s) << ", "
       << fmt("%.0f tokens/s per GPU", p.tokens_per_s / static_cast<double>(t.world_size))
@@ -247,7 +272,7 @@ void write_figures(std::ostream& out, const Workload& w, const Prediction& p,
         << peak_tflops(w.system.peak_flops_fp8)
         << " TFLOP/s FP8 peak (the same FLOPs; the line above is Megatron-LM's)\n";
   }
-  out << "  pipeline bubble  " << fmt("%.1f%%", 100.0 * p.bubble_fraction) << " of compute\n";
+  write_bubble(out, p, result.schedule->params);
   out << "  peak memory      " << gib(p.peak_memory_bytes) << " of " << gib(w.system.memory_bytes)
       << (p.fits_in_memory ? " (fits)" : " (DOES NOT FIT)") << "\n";
   if (options.train_tokens > 0) {
@@ -265,24 +290,16 @@ void write_full_rank(std::ostream& out, const Prediction& p) {
   const FullRankSummary& f = *p.full_rank;
   out << "  full rank   all " << f.gpus << " GPUs simulated (" << f.paces
       << (f.paces == 1 ? " pace" : " distinct replica paces") << "); global rank "
-      << f.critical_rank << " ended the step (the lowest of a tie): stages, critical path "
-      << "and memory below are its pipeline (tp " << f.tp << ", cp " << f.cp << ", dp " << f.dp
+      << f.critical_rank << " ended the step (the lowest of a tie): stages and memory "
+      << "below are its pipeline (tp " << f.tp << ", cp " << f.cp << ", dp " << f.dp
       << ")\n\n";
 }
 
-/// The last stage's time by kind, then the chain of engine tasks through dependencies.
+/// The engine's critical chain: the tasks that set the step time, by kind, and its longest
+/// stretches (one per stage and kind: consecutive micro-batches read alike).
 void write_critical(std::ostream& out, const Prediction& p) {
-  const CriticalPath& cp = p.critical_path;
-  out << "  critical path (stage " << cp.rank << ", the last to finish):\n";
-  out << "    compute    " << share(cp.compute_s, p.step_time_s) << "\n";
-  out << "    TP comm    " << share(cp.tp_comm_s, p.step_time_s) << "\n";
-  out << "    P2P        " << share(cp.p2p_s, p.step_time_s) << "\n";
-  out << "    DP comm    " << share(cp.dp_comm_s, p.step_time_s) << "\n";
-  out << "    optimizer  " << share(cp.optimizer_s, p.step_time_s) << "\n";
-  out << "    bubble     " << share(cp.bubble_s, p.step_time_s) << "\n\n";
-
   const CriticalChain& ch = p.critical_chain;
-  out << "  critical chain (" << ch.tasks << " engine tasks, through dependencies):\n";
+  out << "  critical chain (" << ch.tasks << " engine tasks that set the step time):\n";
   out << "    compute    " << share(ch.compute_s, p.step_time_s) << "\n";
   out << "    TP comm    " << share(ch.tp_comm_s, p.step_time_s) << "\n";
   out << "    P2P        " << share(ch.p2p_s, p.step_time_s) << "\n";
@@ -290,9 +307,13 @@ void write_critical(std::ostream& out, const Prediction& p) {
   out << "    optimizer  " << share(ch.optimizer_s, p.step_time_s) << "\n";
   out << "    waits      " << share(ch.wait_s, p.step_time_s) << "\n";
   if (ch.host_s > 0) out << "    host       " << share(ch.host_s, p.step_time_s) << "\n";
+  std::vector<std::pair<std::int32_t, std::string>> shown;
   for (const ChainSegment& seg : ch.longest) {
-    out << "    longest: stage " << seg.rank << " " << seg.kind << " " << seg.what << " "
-        << fmt("[%.4f, ", seg.start_s) << fmt("%.4f] s", seg.end_s) << "\n";
+    const std::pair<std::int32_t, std::string> key{seg.rank, seg.kind};
+    if (std::find(shown.begin(), shown.end(), key) != shown.end()) continue;
+    shown.push_back(key);
+    out << "    longest    stage " << seg.rank << " " << seg.kind << " " << seg.what << ", "
+        << fmt("%.3f s", seg.end_s - seg.start_s) << fmt(" from %.4f s", seg.start_s) << "\n";
   }
   out << "\n";
 }
@@ -308,7 +329,19 @@ void write_stages(std::ostream& out, const Prediction& p) {
   }
   out << "\n  engine: " << p.engine_tasks << " tasks scheduled; timeline: " << p.simulated_tasks
       << " ops stamped\n";
-  for (const std::string& warning : p.warnings) out << "  warning: " << warning << "\n";
+}
+
+/// The warnings: one short line each, or (--verbose) with every detail.
+void write_warnings(std::ostream& out, const Prediction& p, bool verbose) {
+  if (verbose) {
+    for (const std::string& warning : p.warnings) out << "  warning: " << warning << "\n";
+    return;
+  }
+  constexpr std::size_t kColumns = 100 - sizeof("  warning: ") + 1;
+  for (const std::string& line : short_warnings(p.warnings, kColumns)) {
+    out << "  warning: " << line << "\n";
+  }
+  if (!p.warnings.empty()) out << "  (--verbose lists the cases of each warning)\n";
 }
 
 }  // namespace
@@ -320,10 +353,11 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
   out << "stepsim prediction: " << w.name << "\n\n";
   write_unmodelled(out, w);
   write_job(out, w, result, cost_model);
-  write_figures(out, w, p, options);
+  write_figures(out, w, result, options);
   write_full_rank(out, p);
   write_critical(out, p);
   write_stages(out, p);
+  write_warnings(out, p, options.verbose);
 }
 
 }  // namespace stepsim::sim

@@ -237,6 +237,7 @@ void summarise_stages(const Workload& w, const std::vector<RankTime>& times,
     StageSummary s;
     s.stage = r;
     s.busy_s = rt.compute_s + rt.optimizer_s;
+    s.optimizer_s = rt.optimizer_s;
     s.exposed_comm_s = rt.exposed_tp_s + rt.p2p_exposed_s + rt.dp_exposed_s;
     s.bubble_s = std::max(0.0, pred.step_time_s - s.busy_s - s.exposed_comm_s);
     s.peak_memory_bytes = memory.peak_bytes[static_cast<std::size_t>(r)];

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/config/scenario.hpp"
@@ -20,7 +21,34 @@ struct ReportOptions {
   /// Tokens to train (`--train-tokens`): the report adds the steps, the time and the
   /// GPU-hours that takes at the predicted step time. 0: not asked.
   std::int64_t train_tokens = 0;
+  /// `--verbose`: every warning with all its details; otherwise one short line per warning.
+  bool verbose = false;
 };
+
+/// The pipeline bubble as one figure: a stage's idle time (neither computing nor exposing
+/// communication) averaged over the stages, split into why it is idle. The parts add up to
+/// `total_s`; each stage's idle is given to them in this order:
+///  - schedule: what the schedule leaves idle even with equal stages and free communication,
+///    (p-1)/(v*m) of the heaviest stage's per-micro-batch work (1F1B and GPipe: v = 1);
+///  - stage imbalance: the heaviest stage's busy time less this stage's (uneven layers, the
+///    embedding on the first stage, the output layer and loss on the last);
+///  - waits: the rest, waiting for transfers, collectives and other stages' communication.
+struct BubbleBreakdown {
+  double total_s = 0;
+  double schedule_s = 0;
+  double imbalance_s = 0;
+  double waits_s = 0;
+  double fraction_of_step = 0;  ///< total_s / step time
+};
+BubbleBreakdown bubble_breakdown(const Prediction& p, const ScheduleParams& schedule);
+
+/// One line per warning, at most `columns` characters: the warning's category (the text
+/// before its first ": ") and how many cases it lists, the details left to `--verbose`.
+std::vector<std::string> short_warnings(const std::vector<std::string>& warnings,
+                                        std::size_t columns);
+
+/// Megatron-LM's "elapsed time per iteration (ms)" of a step time in seconds.
+inline double iteration_ms(double step_time_s) { return step_time_s * 1e3; }
 
 /// The time to train a token budget at a step time: whole steps of global_batch x seq tokens.
 struct TimeToTrain {

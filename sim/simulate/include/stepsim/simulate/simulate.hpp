@@ -22,6 +22,7 @@ struct StageSummary {
   double bubble_s = 0;        ///< idle: neither computing nor communicating
   double exposed_comm_s = 0;  ///< compute idle while this rank's communication ran
   std::int64_t peak_memory_bytes = 0;
+  double optimizer_s = 0;     ///< of busy_s, the per-step ops (optimizer), not per micro-batch
   bool operator==(const StageSummary&) const = default;
 };
 
