@@ -121,6 +121,32 @@ def test_memory_and_schedule():
         stepsim.schedule(pp=4, microbatches=8, overlap_p2p=True)
 
 
+def test_make_it_fit_in_memory_and_predict():
+    # Llama 2 70B as shipped fits; with micro-batch 4, no sequence parallelism and no
+    # distributed optimizer it does not, and both documents list changes that fit.
+    with open(SCENARIOS / "llama2-70b-h100-64.json", encoding="utf-8") as f:
+        d = json.load(f)
+    assert "make_it_fit" not in stepsim.memory(d)
+    d["training"].update(micro_batch_size=4, sequence_parallel=False,
+                         use_distributed_optimizer=False, overlap_param_gather=False)
+    m = stepsim.memory(d)
+    assert not m["fits"]
+    advice = m["make_it_fit"]
+    assert advice["peak"] == "analytic" and advice["suggestions"]
+    for s in advice["suggestions"]:
+        changed = json.loads(json.dumps(d))
+        for c in s["changes"]:
+            section, key = c["key"].split(".", 1)
+            changed[section][key] = c["to"]
+        assert stepsim.check(changed) == []
+        assert stepsim.memory(changed)["fits"]
+    times = [s["step_time_s"] for s in advice["suggestions"]]
+    assert times == sorted(times)
+    p = stepsim.predict(d)
+    assert not p["fits_in_memory"]
+    assert p["make_it_fit"]["peak"] == "simulated"
+
+
 def test_sweep_rows_go_into_a_data_frame():
     pd = pytest.importorskip("pandas")
     spec = {"base": "llama3-8b-h100-8.json",

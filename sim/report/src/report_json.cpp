@@ -169,6 +169,10 @@ void write_figures_json(JsonWriter& j, const Workload& w, const Prediction& p,
   j.field("peak_memory_bytes", p.peak_memory_bytes);
   j.field("memory_capacity_bytes", w.system.memory_bytes);
   j.field("fits_in_memory", p.fits_in_memory);
+  if (options.fit_advice != nullptr) {
+    j.key("make_it_fit");
+    write_fit_advice_json(j, *options.fit_advice);
+  }
   if (options.train_tokens > 0) {
     const TimeToTrain tt = time_to_train(w, p.step_time_s, options.train_tokens);
     j.key("time_to_train").begin_object();

@@ -350,6 +350,10 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
                            const std::string& cost_model, std::ostream& out,
                            const ReportOptions& options) {
   const Prediction& p = result.prediction;
+  if (options.fit_advice != nullptr) {
+    write_fit_advice_text(*options.fit_advice, out);
+    out << "\n";
+  }
   out << "stepsim prediction: " << w.name << "\n\n";
   write_unmodelled(out, w);
   write_job(out, w, result, cost_model);
