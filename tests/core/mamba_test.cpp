@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stepsim/check/load.hpp"
+#include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
 #include "stepsim/plan/decompose.hpp"
