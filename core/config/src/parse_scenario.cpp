@@ -512,9 +512,14 @@ void parse_system_entry(ObjectReader& r, Errors& errors, const std::string& base
 }
 
 void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_dir,
-                      const LoadOptions& options, CostModelSpec& spec) {
+                      const LoadOptions& options, const SystemConfig& system,
+                      CostModelSpec& spec) {
   const json* entry = r.raw("cost_model");
-  if (entry == nullptr) return;  // roofline
+  if (entry == nullptr) {
+    // Left out: the GPU's shipped public profile, as `stepsim systems` lists it; else roofline.
+    spec = default_cost_model(system.gpu_name, options.scenarios_dir);
+    return;
+  }
   if (entry->is_string() && entry->get<std::string>() == "roofline") return;
   if (!entry->is_object()) {
     r.error("cost_model", std::string("=") + detail::describe(*entry) +
@@ -737,7 +742,7 @@ std::optional<Workload> parse_scenario_text(std::string_view text, const std::st
     }
   }
   parse_system_entry(top, errors, base_dir, options, w.system);
-  parse_cost_model(top, errors, base_dir, options, w.cost_model);
+  parse_cost_model(top, errors, base_dir, options, w.system, w.cost_model);
   parse_heterogeneity(top, errors, w);
   top.reject_unknown_keys();
 

@@ -70,6 +70,35 @@ std::string profile_prefix_of_gpu(const std::string& gpu_name) {
   return prefix;
 }
 
+std::string public_profile_of_gpu(const std::string& gpu_name, const std::string& scenarios_dir) {
+  if (gpu_name.empty() || scenarios_dir.empty()) return "";
+  const std::string stem = profile_prefix_of_gpu(gpu_name) + "-public";
+  const std::vector<std::string> stems = shipped_stems(scenarios_dir, ShippedKind::kProfile);
+  if (std::find(stems.begin(), stems.end(), stem) == stems.end()) return "";
+  return (std::filesystem::path(scenarios_dir) / shipped_folder(ShippedKind::kProfile) /
+          (stem + ".json"))
+      .lexically_normal()
+      .string();
+}
+
+CostModelSpec default_cost_model(const std::string& gpu_name, const std::string& scenarios_dir) {
+  CostModelSpec spec;
+  spec.profile_path = public_profile_of_gpu(gpu_name, scenarios_dir);
+  if (!spec.profile_path.empty()) spec.kind = CostModelSpec::Kind::kProfile;
+  spec.defaulted = true;
+  return spec;
+}
+
+std::string default_cost_model_note(const CostModelSpec& spec, const std::string& gpu_name) {
+  if (!spec.defaulted) return "";
+  if (spec.kind == CostModelSpec::Kind::kProfile) {
+    return "default: the shipped public profile of the system's GPU; \"cost_model\": "
+           "\"roofline\" for the data sheet's roofline";
+  }
+  return "default: no public profile of the " + gpu_name +
+         " ships; \"cost_model\": {\"profile\": \"<file>\"} for a calibrated one";
+}
+
 Result<std::vector<ShippedSystem>> shipped_systems(const std::string& scenarios_dir) {
   const std::vector<std::string> profiles = shipped_stems(scenarios_dir, ShippedKind::kProfile);
   std::vector<ShippedSystem> rows;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stepsim/base/result.hpp"
+#include "stepsim/config/scenario.hpp"
 
 namespace stepsim {
 
@@ -44,6 +45,20 @@ std::string ambiguous_short_name(const ShortNameMatch& match, ShippedKind kind);
 /// lowercased ("NVIDIA H100-SXM5-80GB" -> "h100-sxm5-80gb"); a profile belongs to the GPU when
 /// its stem starts with this followed by '-'.
 std::string profile_prefix_of_gpu(const std::string& gpu_name);
+
+/// The path of the shipped public profile of a GPU, scenarios_dir/profiles/<prefix>-public.json
+/// (the convention of scenarios/profiles/make_public_profiles.py); "" when none ships.
+std::string public_profile_of_gpu(const std::string& gpu_name, const std::string& scenarios_dir);
+
+/// The cost model a scenario gets when it leaves `cost_model` out: the shipped public profile
+/// of `gpu_name` (public_profile_of_gpu), the roofline when none ships or there is no
+/// scenarios_dir (an in-memory workload); `defaulted` set either way.
+CostModelSpec default_cost_model(const std::string& gpu_name, const std::string& scenarios_dir);
+
+/// What the reports add to the cost model's line when `spec` was taken by default: why, and
+/// how to ask for the other ("default: the shipped public profile of the system's GPU;
+/// \"cost_model\": \"roofline\" for the data sheet's roofline"); "" when it was given.
+std::string default_cost_model_note(const CostModelSpec& spec, const std::string& gpu_name);
 
 /// One shipped system as `stepsim systems` lists it.
 struct ShippedSystem {
