@@ -247,6 +247,12 @@ void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, 
     r.error("activation_func_clamp_value",
             "=" + detail::describe(*clamp) + " must be > 0 (leave it out for no clamp)");
   }
+  // Left out: Megatron-Core's default, "auto" (TransformerConfig.attention_backend,
+  // megatron/core/transformer/transformer_config.py); with the older use_flash_attn=true it
+  // stays as that flag asks, FlashAttention.
+  if (!given.of("attention_backend") && !w.model.use_flash_attn) {
+    w.model.attention_backend = AttentionBackend::kAuto;
+  }
   const ModelConfig& m = w.model;
   if (given.of("attention_backend") && m.use_flash_attn &&
       (m.attention_backend == AttentionBackend::kUnfused ||
