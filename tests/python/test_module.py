@@ -293,6 +293,7 @@ def test_systems_are_the_cli_listing_and_short_names_load(stepsim_bin):
     assert h100["gpu_name"] == "NVIDIA H100-SXM5-80GB"
     assert h100["gpus_per_node"] == 8
     assert h100["profiles"] == ["h100-sxm5-80gb-measured", "h100-sxm5-80gb-public"]
+    assert h100["default_cost_model"] == "h100-sxm5-80gb-public"
     # A scenario names a system and a profile by short name (or a unique prefix).
     d = gpt3_dict()
     d["system"] = "dgx-a100"

@@ -115,7 +115,12 @@ Result<std::vector<ShippedSystem>> shipped_systems(const std::string& scenarios_
                       .gpus_per_node = sys->gpus_per_node,
                       .intra_node_bandwidth_bytes_per_s = sys->intra_node.bandwidth_bytes_per_s,
                       .inter_node_bandwidth_bytes_per_s = sys->inter_node.bandwidth_bytes_per_s,
-                      .profiles = {}};
+                      .profiles = {},
+                      .default_cost_model = "roofline"};
+    const std::string public_profile = public_profile_of_gpu(sys->gpu_name, scenarios_dir);
+    if (!public_profile.empty()) {
+      row.default_cost_model = std::filesystem::path(public_profile).stem().string();
+    }
     const std::string prefix = profile_prefix_of_gpu(sys->gpu_name) + "-";
     for (const std::string& p : profiles) {
       if (p.starts_with(prefix)) row.profiles.push_back(p);
@@ -134,7 +139,8 @@ std::string shipped_systems_json(const std::vector<ShippedSystem>& rows) {
                    {"gpus_per_node", s.gpus_per_node},
                    {"intra_node_bandwidth_bytes_per_s", s.intra_node_bandwidth_bytes_per_s},
                    {"inter_node_bandwidth_bytes_per_s", s.inter_node_bandwidth_bytes_per_s},
-                   {"profiles", s.profiles}});
+                   {"profiles", s.profiles},
+                   {"default_cost_model", s.default_cost_model}});
   }
   return doc.dump(2) + "\n";
 }

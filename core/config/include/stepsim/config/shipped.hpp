@@ -68,6 +68,9 @@ struct ShippedSystem {
   double intra_node_bandwidth_bytes_per_s = 0;  ///< NVLink, per GPU, one direction
   double inter_node_bandwidth_bytes_per_s = 0;  ///< per NIC, one direction
   std::vector<std::string> profiles;            ///< stems of the shipped profiles of its GPU
+  /// What prices a scenario on it that leaves cost_model out: the stem of its GPU's public
+  /// profile (default_cost_model), or "roofline" when none ships.
+  std::string default_cost_model;
   bool operator==(const ShippedSystem&) const = default;
 };
 
