@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/report/fit_advice.hpp"
 #include "stepsim/sweep/make_it_fit.hpp"
@@ -47,7 +48,13 @@ void add_check_command(CLI::App& app, Env& env) {
              << " m=" << t.num_microbatches << " (world_size=" << t.world_size
              << ", micro_batch_size=" << t.micro_batch_size
              << ", global_batch_size=" << t.global_batch_size << ") system=" << w->system.name
-             << " cost_model=" << (*cost)->describe() << "\n";
+             << " cost_model=" << (*cost)->describe();
+    if (const std::string note = default_cost_model_note(w->cost_model, w->system.gpu_name);
+        !note.empty()) {
+      *env.out << " (" << note << ")";
+    }
+    *env.out << "
+";
     env.exit_code = advice ? kExitDoesNotFit : 0;
   });
 }

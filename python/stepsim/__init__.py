@@ -275,8 +275,10 @@ def systems() -> list[dict[str, Any]]:
     """The shipped systems, one dict per system as ``stepsim systems --format json`` lists
     them: ``name`` (the short name a scenario's "system" takes), ``gpu_name``,
     ``gpus_per_node``, ``intra_node_bandwidth_bytes_per_s`` (NVLink, per GPU),
-    ``inter_node_bandwidth_bytes_per_s`` (per NIC) and ``profiles`` (the short names of the
-    shipped profiles of its GPU, for ``cost_model.profile``)."""
+    ``inter_node_bandwidth_bytes_per_s`` (per NIC), ``profiles`` (the short names of the
+    shipped profiles of its GPU, for ``cost_model.profile``) and ``default_cost_model`` (what
+    prices a scenario on it without ``cost_model``: its GPU's public profile, or
+    ``"roofline"``)."""
     problems, text = _stepsim.systems()
     _raise_if(problems)
     return json.loads(text)

@@ -319,6 +319,7 @@ def test_systems_are_the_cli_listing_and_short_names_load(stepsim_bin):
     assert h100["gpu_name"] == "NVIDIA H100-SXM5-80GB"
     assert h100["gpus_per_node"] == 8
     assert h100["profiles"] == ["h100-sxm5-80gb-measured", "h100-sxm5-80gb-public"]
+    assert h100["default_cost_model"] == "h100-sxm5-80gb-public"
     # A scenario names a system and a profile by short name (or a unique prefix).
     d = gpt3_dict()
     d["system"] = "dgx-a100"
@@ -329,3 +330,28 @@ def test_systems_are_the_cli_listing_and_short_names_load(stepsim_bin):
         stepsim.load(d)
     assert e.value.key == "system"
     assert "dgx-h100-80gb, dgx-h200" in e.value.rule
+
+
+def test_omitted_keys_take_the_clis_megatron_defaults(stepsim_bin, tmp_path):
+    # No attention_backend: Megatron-Core's "auto", so context parallelism needs none named;
+    # no cost_model: the shipped public profile of the system's GPU, and the report says so.
+    d = {"name": "t",
+         "model": {"num_layers": 8, "hidden_size": 512, "num_attention_heads": 8,
+                   "seq_length": 256, "vocab_size": 1000},
+         "training": {"world_size": 8, "context_parallel_size": 2, "micro_batch_size": 1,
+                      "global_batch_size": 8, "bf16": True},
+         "system": "dgx-h100"}
+    p = stepsim.predict(d)
+    assert p["cost_model"].startswith("profile h100-sxm5-80gb-public.json")
+    assert p["cost_model_default"] == ("default: the shipped public profile of the system's "
+                                       "GPU; \"cost_model\": \"roofline\" for the data sheet's "
+                                       "roofline")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(d))
+    cli = subprocess.run([stepsim_bin, "predict", str(path), "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    assert p == json.loads(cli.stdout)
+    d["cost_model"] = "roofline"
+    roofline = stepsim.predict(d)
+    assert roofline["cost_model"].startswith("roofline ")
+    assert "cost_model_default" not in roofline

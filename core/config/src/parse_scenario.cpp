@@ -254,6 +254,12 @@ void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, 
     r.error("activation_func_clamp_value",
             "=" + detail::describe(*clamp) + " must be > 0 (leave it out for no clamp)");
   }
+  // Left out: Megatron-Core's default, "auto" (TransformerConfig.attention_backend,
+  // megatron/core/transformer/transformer_config.py); with the older use_flash_attn=true it
+  // stays as that flag asks, FlashAttention.
+  if (!given.of("attention_backend") && !w.model.use_flash_attn) {
+    w.model.attention_backend = AttentionBackend::kAuto;
+  }
   const ModelConfig& m = w.model;
   if (given.of("attention_backend") && m.use_flash_attn &&
       (m.attention_backend == AttentionBackend::kUnfused ||
@@ -519,9 +525,14 @@ void parse_system_entry(ObjectReader& r, Errors& errors, const std::string& base
 }
 
 void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_dir,
-                      const LoadOptions& options, CostModelSpec& spec) {
+                      const LoadOptions& options, const SystemConfig& system,
+                      CostModelSpec& spec) {
   const json* entry = r.raw("cost_model");
-  if (entry == nullptr) return;  // roofline
+  if (entry == nullptr) {
+    // Left out: the GPU's shipped public profile, as `stepsim systems` lists it; else roofline.
+    spec = default_cost_model(system.gpu_name, options.scenarios_dir);
+    return;
+  }
   if (entry->is_string() && entry->get<std::string>() == "roofline") return;
   if (!entry->is_object()) {
     r.error("cost_model", std::string("=") + detail::describe(*entry) +
@@ -744,7 +755,7 @@ std::optional<Workload> parse_scenario_text(std::string_view text, const std::st
     }
   }
   parse_system_entry(top, errors, base_dir, options, w.system);
-  parse_cost_model(top, errors, base_dir, options, w.cost_model);
+  parse_cost_model(top, errors, base_dir, options, w.system, w.cost_model);
   parse_heterogeneity(top, errors, w);
   top.reject_unknown_keys();
 

@@ -3,6 +3,7 @@
 
 #include "report_words.hpp"
 #include "stepsim/config/enum_names.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -303,8 +304,12 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
     j.end_array();
   }
   j.field("cost_model", std::string_view(cost_model));
-  // Only when the scenario left cost_model out, so that every other document stays.
-  if (w.cost_model.defaulted) j.field("cost_model_defaulted", true);
+  // Only when the scenario left cost_model out (so that every other document stays): why this
+  // cost model, and how to ask for the other.
+  if (const std::string note = default_cost_model_note(w.cost_model, w.system.gpu_name);
+      !note.empty()) {
+    j.field("cost_model_default", std::string_view(note));
+  }
   write_figures_json(j, w, p, options);
   write_configuration_json(j, w);
   j.key("schedule").begin_object();

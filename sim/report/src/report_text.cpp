@@ -8,6 +8,7 @@
 
 #include "report_words.hpp"
 #include "stepsim/config/enum_names.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -223,10 +224,11 @@ void write_job(std::ostream& out, const Workload& w, const SimulationResult& res
   write_precision_line(out, t);
   write_overlaps_line(out, t, result);
   out << "  cost model  " << cost_model << "\n";
-  if (w.cost_model.defaulted) {
-    out << (w.cost_model.kind == CostModelSpec::Kind::kProfile
-                ? "              (no cost_model given: the shipped public profile of its GPU)\n"
-                : "              (no cost_model given and no public profile of its GPU ships)\n");
+  // No cost_model given: why this one, and how to ask for the other (on its own line, the
+  // profile's description being long already).
+  if (const std::string note = default_cost_model_note(w.cost_model, w.system.gpu_name);
+      !note.empty()) {
+    out << "              (" << note << ")\n";
   }
   out << "\n";
 }
