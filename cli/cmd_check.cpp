@@ -14,6 +14,8 @@
 #include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/report/fit_advice.hpp"
 #include "stepsim/sweep/make_it_fit.hpp"
+#include "stepsim/cost/nccl_model.hpp"
+#include "stepsim/plan/decompose.hpp"
 
 namespace stepsim::cli {
 
@@ -34,6 +36,14 @@ void add_check_command(CLI::App& app, Env& env) {
     const auto cost = make_cost_model(*w);
     if (!cost.ok()) {
       *env.err << format_errors(cost.errors());
+      env.exit_code = 2;
+      return;
+    }
+    // NCCL_ALGO / NCCL_PROTO that leave a collective of the job no algorithm (NCCL stops).
+    const bool restricted = !w->training.nccl_algo.empty() || !w->training.nccl_proto.empty();
+    if (const Errors none = restricted ? nccl_unavailable_errors(*w, decompose(*w)) : Errors{};
+        !none.empty()) {
+      *env.err << format_errors(none);
       env.exit_code = 2;
       return;
     }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "stepsim/base/json_fields.hpp"
@@ -609,6 +610,31 @@ void parse_nccl_cfg_entry(ObjectReader& r, Errors& errors, const std::string& ba
   detail::read_nccl_cfg(file->text, file->path, t.nccl_group_options, errors);
 }
 
+/// training.nccl_algo / nccl_proto: NCCL_ALGO and NCCL_PROTO in NCCL's syntax, refused at load
+/// as NCCL refuses them (nccl_env.cpp, src/graph/tuning.cc parseList).
+void parse_nccl_env_entry(ObjectReader& r, TrainingConfig& t) {
+  for (const auto& [key, env, member] :
+       {std::tuple{"nccl_algo", "NCCL_ALGO", &t.nccl_algo},
+        std::tuple{"nccl_proto", "NCCL_PROTO", &t.nccl_proto}}) {
+    const nlohmann::json* entry = r.raw(key);
+    if (entry == nullptr) continue;
+    if (!entry->is_string()) {
+      r.error(key, "=" + detail::describe(*entry) + " (" + env +
+                       ") must be a string in NCCL's syntax, e.g. \"Ring\" or \"^LL128\"");
+      continue;
+    }
+    const std::string value = entry->get<std::string>();
+    NcclEnabled scratch;
+    const std::string problem = apply_nccl_enable_list(value, std::string_view(env) == "NCCL_ALGO",
+                                                       scratch);
+    if (!problem.empty()) {
+      r.error(key, "=\"" + value + "\" (" + env + ")" + problem + ": NCCL stops");
+      continue;
+    }
+    *member = value;
+  }
+}
+
 /// The `heterogeneity` section: {"full_rank": bool, "stragglers": {"RANK": FACTOR, ...},
 /// "slow_nics": {"NODE": FACTOR, ...}, "jitter_sigma": SIGMA, "jitter_seed": N}, checked
 /// against the job (ranks and nodes inside it, factors in [0.001, 1000], SIGMA in [0, 1]; slow NICs,
@@ -740,6 +766,7 @@ std::optional<Workload> parse_scenario_text(std::string_view text, const std::st
     parse_training(r, *training, errors, w);
     parse_ub_cfg_entry(r, errors, base_dir, options, w.training);
     parse_nccl_cfg_entry(r, errors, base_dir, options, w.training);
+    parse_nccl_env_entry(r, w.training);
   } else {
     // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
     w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;

@@ -16,7 +16,7 @@ constexpr std::string_view kDeterministicWhy =
     "and torch.use_deterministic_algorithms(True); Transformer Engine then keeps only attention "
     "backends whose backward is deterministic (flash-attn >= 2.4.1 in its deterministic mode, "
     "cuDNN fused attention's workspace-optimised path), and stepsim's profiles hold no "
-    "measurement of those backward kernels (nor does it restrict NCCL's algorithm yet)";
+    "measurement of those backward kernels (NCCL_ALGO itself is modelled: training.nccl_algo)";
 
 constexpr UnmodelledArgument kMore[] = {
     // the job's arguments come from elsewhere: a checkpoint, a YAML file or a configuration file

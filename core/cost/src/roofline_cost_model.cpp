@@ -114,7 +114,8 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   }
   // On NVIDIA NVSwitch platforms a collective costs what NCCL's own model says of the
   // algorithm and protocol NCCL picks (nccl_model.hpp); its latencies include the launch.
-  if (const auto comm = nccl_comm(system_, op.group_size, op.nodes_spanned)) {
+  if (auto comm = nccl_comm(system_, op.group_size, op.nodes_spanned)) {
+    if (!op.nccl) comm->enabled = NcclEnabled{};  // NCCL_ALGO/PROTO reach NCCL's kernels only
     return NcclModel(*comm).choose(op.kind, op.bytes).seconds * nccl_channel_factor(system_, op);
   }
   const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);

@@ -290,6 +290,7 @@ class LineReader {
             : std::string(to_string(AttentionBackend::kAuto));
     detail::ImportedEnvironment env = detail::import_environment(environment, backend, kLabel);
     for (const auto& [key, value] : env.training) training_[key] = value;
+    for (const auto& [key, value] : env.training_text) training_[key] = value;
     out_.ignored_flags.insert(out_.ignored_flags.end(), env.ignored.begin(), env.ignored.end());
     unmodelled_.insert(unmodelled_.end(), env.unmodelled.begin(), env.unmodelled.end());
     errors_.insert(errors_.end(), env.errors.begin(), env.errors.end());

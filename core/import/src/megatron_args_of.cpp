@@ -87,13 +87,21 @@ class LaunchLine {
   std::string out_;
 };
 
-// Transformer Engine's settings from the environment, as assignments before the flags.
+// Transformer Engine's and NCCL's settings from the environment, as assignments before the
+// flags; NCCL_ALGO / NCCL_PROTO in single quotes when their ';' or '^' needs them.
 void write_environment(const Workload& w, LaunchLine& line) {
   for (const KeyInfo& k : scenario_schema()) {
     if (k.env.empty() || k.get == nullptr) continue;
     const std::string v = std::to_string(k.get(w).integer);
     if (v != k.default_text) line.flag(std::string(k.env) + "=" + v);
   }
+  const auto nccl = [&line](std::string_view env, const std::string& v) {
+    if (v.empty()) return;
+    const bool plain = v.find_first_of(";^") == std::string::npos;
+    line.flag(std::string(env) + "=" + (plain ? v : "'" + v + "'"));
+  };
+  nccl("NCCL_ALGO", w.training.nccl_algo);
+  nccl("NCCL_PROTO", w.training.nccl_proto);
 }
 
 // The model's shape: layers, widths, heads, sequence and vocabulary.

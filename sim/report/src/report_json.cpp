@@ -108,6 +108,8 @@ void write_precision_json(JsonWriter& j, const TrainingConfig& t) {
 /// The NCCL settings that differ from NCCL's defaults, inside "configuration".
 void write_nccl_json(JsonWriter& j, const TrainingConfig& t) {
   if (t.nccl_nvls_enable != 2) j.field("nccl_nvls_enable", t.nccl_nvls_enable);  // likewise
+  if (!t.nccl_algo.empty()) j.field("nccl_algo", std::string_view(t.nccl_algo));
+  if (!t.nccl_proto.empty()) j.field("nccl_proto", std::string_view(t.nccl_proto));
   if (t.nccl_min_nchannels > 0) j.field("nccl_min_nchannels", t.nccl_min_nchannels);
   if (t.nccl_max_nchannels > 0) j.field("nccl_max_nchannels", t.nccl_max_nchannels);
   if (!t.nccl_communicator_config_path.empty()) {

@@ -153,6 +153,8 @@ void write_system_line(std::ostream& out, const Workload& w) {
     out << ", NCCL_NVLS_ENABLE=" << t.nccl_nvls_enable
         << (t.nccl_nvls_enable == 0 ? " (no NVLink SHARP)" : " (NVLink SHARP forced)");
   }
+  if (!t.nccl_algo.empty()) out << ", NCCL_ALGO=" << t.nccl_algo;
+  if (!t.nccl_proto.empty()) out << ", NCCL_PROTO=" << t.nccl_proto;
   if (t.nccl_min_nchannels > 0) out << ", NCCL_MIN_NCHANNELS=" << t.nccl_min_nchannels;
   if (t.nccl_max_nchannels > 0) out << ", NCCL_MAX_NCHANNELS=" << t.nccl_max_nchannels;
   if (!t.nccl_communicator_config_path.empty()) {
