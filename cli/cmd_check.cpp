@@ -63,8 +63,7 @@ void add_check_command(CLI::App& app, Env& env) {
         !note.empty()) {
       *env.out << " (" << note << ")";
     }
-    *env.out << "
-";
+    *env.out << "\n";
     env.exit_code = advice ? kExitDoesNotFit : 0;
   });
 }
