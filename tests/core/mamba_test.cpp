@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stepsim/check/load.hpp"
+#include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
 #include "stepsim/plan/decompose.hpp"
@@ -26,7 +27,7 @@ constexpr double kInProj = 2 * kInner + 2 * kG * kN + kHeads;  // z, x, B, C, dt
 constexpr double kConv = kInner + 2 * kG * kN;                 // x, B, C
 
 std::string scenario(std::int64_t t, const std::string& pattern = "M-",
-                     const std::string& extra_training = "") {
+                     const std::string& extra_training = "", std::int64_t world = 0) {
   return R"({"name": "hybrid", "model": {"num_layers": 2, "hybrid_layer_pattern": ")" + pattern +
          R"(", "hidden_size": 1024, "num_attention_heads": 16, "ffn_hidden_size": 4096,
       "mamba_num_heads": 32, "mamba_head_dim": 64, "mamba_state_dim": 128, "mamba_num_groups": 8,
@@ -34,9 +35,13 @@ std::string scenario(std::int64_t t, const std::string& pattern = "M-",
       "add_bias_linear": false, "normalization": "RMSNorm", "position_embedding_type": "none",
       "attention_backend": "auto", "attention_dropout": 0, "hidden_dropout": 0,
       "untie_embeddings_and_output_weights": true}, "training": {"world_size": )" +
-         std::to_string(t) + R"(, "tensor_model_parallel_size": )" + std::to_string(t) +
+         std::to_string(world > 0 ? world : t) + R"(, "tensor_model_parallel_size": )" + std::to_string(t) +
          R"(, "sequence_parallel": )" + (t > 1 ? "true" : "false") +
-         R"(, "micro_batch_size": 2, "global_batch_size": 2, "bf16": true)" + extra_training +
+         R"(, "micro_batch_size": 2, "bf16": true)" +
+         (extra_training.find("global_batch_size") == std::string::npos
+              ? R"(, "global_batch_size": 2)"
+              : "") +
+         extra_training +
          R"(}, "system": "systems/dgx-h100-80gb.json"})";
 }
 
@@ -199,8 +204,8 @@ TEST(Mamba, NemotronParameterCountsMatchThePublishedTotals) {
 TEST(Mamba, PipeSeparatorsAreThePipelineStages) {
   // Four segments over PP 2: two virtual stages (segment vp * pp + rank).
   const Workload w = load_ok(scenario(
-      1, "M-|M|*-M|-", R"(, "world_size": 2, "pipeline_model_parallel_size": 2,
-          "overlap_p2p_comm": true, "global_batch_size": 4)"));
+      1, "M-|M|*-M|-", R"(, "pipeline_model_parallel_size": 2,
+          "overlap_p2p_comm": true, "global_batch_size": 4)", 2));
   EXPECT_EQ(w.model.num_layers, 7);
   EXPECT_EQ(w.training.virtual_pipeline_model_parallel_size, 2);
   const PipelineSplit split = pipeline_split(w.training, w.model);
@@ -220,12 +225,12 @@ std::string errors_of(const std::string& text) {
 }
 
 TEST(Mamba, RefusesWhatMegatronRefusesNamingTheKey) {
-  EXPECT_NE(errors_of(scenario(1, "M-|M-|M", R"(, "world_size": 2,
-                 "pipeline_model_parallel_size": 2)"))
+  EXPECT_NE(errors_of(scenario(1, "M-|M-|M", R"(,
+                 "pipeline_model_parallel_size": 2)", 2))
                 .find("model.hybrid_layer_pattern"),
             std::string::npos);
-  EXPECT_NE(errors_of(scenario(1, "M-M-", R"(, "world_size": 2, "pipeline_model_parallel_size": 2,
-                 "pipeline_model_parallel_layout": "Et|tL")"))
+  EXPECT_NE(errors_of(scenario(1, "M-M-", R"(, "pipeline_model_parallel_size": 2,
+                 "pipeline_model_parallel_layout": "Et|tL")", 2))
                 .find("training.pipeline_model_parallel_layout"),
             std::string::npos);
   EXPECT_NE(errors_of(scenario(1, "MG")).find("model.hybrid_layer_pattern"), std::string::npos);
@@ -233,7 +238,7 @@ TEST(Mamba, RefusesWhatMegatronRefusesNamingTheKey) {
   // MambaMixer: nheads % tp_size (32 heads over 64 ranks), ngroups % tp_size.
   EXPECT_NE(errors_of(scenario(16)).find("model.mamba_num_groups"), std::string::npos);
   // Context parallelism with Mamba layers: not modelled yet.
-  EXPECT_NE(errors_of(scenario(1, "M-", R"(, "world_size": 2, "context_parallel_size": 2)"))
+  EXPECT_NE(errors_of(scenario(1, "M-", R"(, "context_parallel_size": 2)", 2))
                 .find("training.context_parallel_size"),
             std::string::npos);
   EXPECT_EQ(errors_of(scenario(1, "*-")), "");

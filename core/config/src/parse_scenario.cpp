@@ -134,6 +134,13 @@ SectionValues read_section(ObjectReader& r, const nlohmann::json& object, std::s
 bool interleaving_requested(const ModelConfig& m, const TrainingConfig& t) {
   if (t.virtual_pipeline_model_parallel_size > 1) return true;
   const std::int64_t p = t.pipeline_model_parallel_size;
+  if (m.hybrid()) {
+    // arguments.py: virtual stages are the pattern's '|' segments over pp (MTP's '/' part
+    // after the main pattern does not count).
+    const std::string main = m.hybrid_layer_pattern.substr(0, m.hybrid_layer_pattern.find('/'));
+    const auto segments = static_cast<std::int64_t>(std::count(main.begin(), main.end(), '|')) + 1;
+    return p > 0 && segments % p == 0 && segments / p > 1;
+  }
   if (!t.pipeline_model_parallel_layout.empty()) {
     const auto stages = parse_pipeline_layout(t.pipeline_model_parallel_layout);
     const auto n = stages ? static_cast<std::int64_t>(stages->size()) : 0;

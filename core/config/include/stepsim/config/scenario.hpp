@@ -565,6 +565,9 @@ struct CostModelSpec {
   enum class Kind : std::uint8_t { kRoofline, kProfile };
   Kind kind = Kind::kRoofline;
   std::string profile_path;  ///< resolved path when kind == kProfile
+  /// No `cost_model` given: the shipped public profile of the system's GPU was taken (the
+  /// roofline only when none ships); predict says so on its cost model line.
+  bool defaulted = false;
   bool operator==(const CostModelSpec&) const = default;
 };
 
