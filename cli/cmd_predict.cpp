@@ -214,8 +214,7 @@ void add_predict_command(CLI::App& app, Env& env) {
   cmd->add_option("--seed", args->seed, "the --jitter draws' seed (std::mt19937_64)")
       ->capture_default_str();
   cmd->add_option("--train-tokens", args->train_tokens,
-                  "also report the steps, time and GPU-hours to train this many tokens "
-                  "(e.g. 300e9)")
+                  "also report steps, time and GPU-hours to train this many tokens (e.g. 300e9)")
       ->check(CLI::Range(1.0, 1e18));
   cmd->add_flag("--verbose", args->verbose,
                 "every warning with all its cases (default: one short line per warning)");

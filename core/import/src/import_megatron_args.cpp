@@ -475,14 +475,41 @@ class LineReader {
     }
   }
 
+  /// The word after args_[i] when it is a value (not a flag, the command's end or a
+  /// redirection); i moves onto it.
+  std::string next_value(std::size_t& i) {
+    if (i + 1 < args_.size() && !is_flag_word(args_[i + 1]) &&
+        !detail::ends_command(args_[i + 1]) && detail::redirection_words(args_[i + 1]) == 0) {
+      return args_[++i];
+    }
+    return {};
+  }
+
+  /// --spec MODULE NAME: the hybrid stack's own spec is what pretrain_hybrid.py builds from
+  /// the pattern (settle_hybrid checks that one is given); any other spec changes the job.
+  void read_spec(std::size_t& i) {
+    const std::string module = next_value(i);
+    const std::string name = next_value(i);
+    const bool hybrid_spec =
+        (module == "megatron.core.models.hybrid.hybrid_layer_specs" ||
+         module == "megatron.core.models.mamba.mamba_layer_specs") &&
+        (name == "hybrid_stack_spec" || name == "mamba_stack_spec");
+    const std::string word = "--spec " + module + (name.empty() ? "" : " " + name);
+    if (hybrid_spec) {
+      out_.ignored_flags.push_back(word);
+    } else {
+      unmodelled_.emplace_back(word, " changes the job and stepsim does not model it yet");
+    }
+  }
+
   /// A flag outside the schema: harmless (noted), not modelled, or unknown.
   void read_other_flag(std::size_t& i) {
     const std::string flag = args_[i];
-    std::string value;
-    if (i + 1 < args_.size() && !is_flag_word(args_[i + 1]) &&
-        !detail::ends_command(args_[i + 1]) && detail::redirection_words(args_[i + 1]) == 0) {
-      value = args_[++i];
+    if (flag == "--spec") {
+      read_spec(i);
+      return;
     }
+    const std::string value = next_value(i);
     switch (classify_unmodelled_flag(flag, value)) {
       case FlagClass::kHarmless:
         out_.ignored_flags.push_back(flag);

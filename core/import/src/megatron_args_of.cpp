@@ -319,6 +319,23 @@ void write_muon_and_cuda_graphs(const TrainingConfig& t, LaunchLine& line) {
   line.key("training.cuda_graph_warmup_steps");
 }
 
+// Multi-token prediction; sharded data parallelism (Megatron-FSDP, torch FSDP2).
+void write_mtp_and_fsdp(const ModelConfig& m, const TrainingConfig& t, LaunchLine& line) {
+  if (m.mtp_num_layers > 0) {
+    line.key("model.mtp_num_layers");
+    if (m.mtp_loss_scaling_factor != 0.1) line.key("model.mtp_loss_scaling_factor");
+  }
+  if (t.use_megatron_fsdp) {
+    line.key("training.use_megatron_fsdp");
+    line.key("training.data_parallel_sharding_strategy");
+    if (t.fsdp_double_buffer) line.key("training.fsdp_double_buffer");
+  }
+  if (t.use_torch_fsdp2) {
+    line.key("training.use_torch_fsdp2");
+    if (!t.torch_fsdp2_reshard_after_forward) line.key("training.torch_fsdp2_reshard_after_forward");
+  }
+}
+
 // Multi-latent attention's low-rank projections.
 void write_mla(const ModelConfig& m, LaunchLine& line) {
   line.key("model.multi_latent_attention");
@@ -352,6 +369,7 @@ std::string megatron_args_of(const Workload& w) {
   if (w.model.moe()) write_moe(w.model, w.training, line);
   if (w.model.multi_latent_attention) write_mla(w.model, line);
   if (w.model.hybrid()) write_hybrid(w.model, line);
+  write_mtp_and_fsdp(w.model, w.training, line);
   write_muon_and_cuda_graphs(w.training, line);
   return line.take();
 }
