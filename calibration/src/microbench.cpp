@@ -329,6 +329,9 @@ class ScenarioPoints {
   }
 
   void add_gemm(const GemmOp& s) {
+    // NVFP4 GEMMs are not measured yet (no backend runs VEC16_UE4M3 products): the profile
+    // has no fp4 samples and prices them by the roofline, with a warning.
+    if (s.dtype == DType::kFp4) return;
     auto shape = s;
     // The CPU backend computes in fp32 whatever the op's dtype, and its Eigen
     // products have no layouts to tell apart; record what ran. An FP8 GEMM stays

@@ -276,14 +276,14 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   const std::string line =
       "torchrun --nnodes 1 --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 "
       "--num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 "
-      "--vocab-size 1000 --fp4-format nvfp4 --num-distributed-optimizer-instances 1 --lr 1e-4 "
+      "--vocab-size 1000 --exp-avg-dtype bf16 --num-distributed-optimizer-instances 1 --lr 1e-4 "
       "--frobnicate 3 --bf16";
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";
   auto r = scenario_from_megatron_args(line, o);
   ASSERT_FALSE(r.ok());
   const std::string errors = format_errors(r.errors());
-  EXPECT_NE(errors.find("--fp4-format nvfp4 changes the job and stepsim does not model it yet"),
+  EXPECT_NE(errors.find("--exp-avg-dtype bf16 changes the job and stepsim does not model it yet"),
             std::string::npos)
       << errors;
   EXPECT_NE(errors.find("--frobnicate 3 is not a Megatron-LM flag stepsim knows"),
@@ -295,7 +295,7 @@ TEST(MegatronArgs, UnmodelledFlagsAreErrorsUnlessAllowed) {
   auto allowed = scenario_from_megatron_args(line, o);
   ASSERT_TRUE(allowed.ok()) << format_errors(allowed.errors());
   EXPECT_EQ(allowed->unmodelled,
-            (std::vector<std::string>{"--fp4-format nvfp4", "--frobnicate 3"}));
+            (std::vector<std::string>{"--exp-avg-dtype bf16", "--frobnicate 3"}));
   const Workload w = load(allowed->scenario_json);
   EXPECT_EQ(w.unmodelled, allowed->unmodelled);
   EXPECT_EQ(allowed->ignored_flags,

@@ -199,13 +199,13 @@ TEST(ProfileJson, MalformedFileNamesFileAndKey) {
   const std::string all = format_errors(r.errors());
   for (const char* line : {
            "bad.json: gemm[1].m=-1 must be at least 1\n",
-           "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16, bf16 or fp8)\n",
+           "bad.json: gemm[1].dtype=\"int8\" is not a dtype (fp32, fp16, bf16, fp8 or fp4)\n",
            "bad.json: gemm[2].layout=\"TT\" is not a GEMM layout (TN, NN or NT: Transformer "
            "Engine's names)\n",
            "bad.json: gemm[3].scaling=\"block_1x128\" needs dtype \"fp8\" (block scaling is an "
            "FP8 recipe's)\n",
            "bad.json: gemm[4].scaling=\"mx\" is not a GEMM scaling (tensor, block_128x128, "
-           "block_1x128 or mx_1x32)\n",
+           "block_1x128, mx_1x32 or nv_1x16)\n",
            "bad.json: gemm[5].fast_accum=true needs dtype \"fp8\" with per-tensor scaling",
            "bad.json: memory[0].seconds must be a finite positive number\n",
            "bad.json: collectives[0].kind=\"broadcast\" is not a collective",

@@ -350,42 +350,89 @@ TEST(PredictCli, MegatronArgsBuildTheScenarioAndListIgnoredFlags) {
   EXPECT_EQ(no_fp8.status, 2) << no_fp8.out;
   EXPECT_NE(no_fp8.out.find("training.fp8"), std::string::npos) << no_fp8.out;
   EXPECT_NE(no_fp8.out.find("dgx-a100-80gb"), std::string::npos) << no_fp8.out;
-  const std::string fp4 = line + " --fp4-format nvfp4";
+  const std::string unmodelled = line + " --exp-avg-dtype bf16";
   const auto refused = run_stepsim(
       "predict --system systems/dgx-a100-80gb.json "
       "--megatron-args '" +
-      fp4 + "'");
+      unmodelled + "'");
   EXPECT_EQ(refused.status, 2) << refused.out;
-  EXPECT_NE(refused.out.find("--fp4-format nvfp4 changes the job"), std::string::npos)
+  EXPECT_NE(refused.out.find("--exp-avg-dtype bf16 changes the job"), std::string::npos)
       << refused.out;
   const auto allowed = run_stepsim(
       "predict --system systems/dgx-a100-80gb.json "
       "--allow-unmodelled --megatron-args '" +
-          fp4 + "'",
+          unmodelled + "'",
       false);
   ASSERT_EQ(allowed.status, 0) << allowed.out;
-  EXPECT_NE(allowed.out.find("!!! NOT THE JOB AS LAUNCHED: stepsim does not model --fp4-format "
-                             "nvfp4"),
+  EXPECT_NE(allowed.out.find("!!! NOT THE JOB AS LAUNCHED: stepsim does not model --exp-avg-dtype "
+                             "bf16"),
             std::string::npos)
       << allowed.out;
   const auto allowed_json = run_stepsim(
       "predict --format json --allow-unmodelled --system "
       "systems/dgx-a100-80gb.json --megatron-args '" +
-          fp4 + "'",
+          unmodelled + "'",
       false);
   ASSERT_EQ(allowed_json.status, 0) << allowed_json.out;
   EXPECT_EQ(nlohmann::json::parse(allowed_json.out)["unmodelled"],
-            nlohmann::json::array({"--fp4-format nvfp4"}));
+            nlohmann::json::array({"--exp-avg-dtype bf16"}));
   // import-megatron writes the scenario that check, memory and sweep take.
   const auto scenario =
       run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + line + "'", false);
   ASSERT_EQ(scenario.status, 0) << scenario.out;
   EXPECT_EQ(nlohmann::json::parse(scenario.out)["training"]["tensor_model_parallel_size"], 8);
-  EXPECT_EQ(run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + fp4 + "'").status,
-            2);
+  EXPECT_EQ(
+      run_stepsim("import-megatron --system systems/dgx-a100-80gb.json '" + unmodelled + "'")
+          .status,
+      2);
   const auto both = run_stepsim("predict " + kScenarios + "/gpt3-175b-a100-64.json "
                                 "--megatron-args '" + line + "' --system systems/dgx-a100-80gb.json");
   EXPECT_EQ(both.status, 2) << both.out;
+}
+
+// NVFP4: the report says fp4 (the precision line, the utilisation against the dense NVFP4
+// peak, the JSON configuration), and Megatron-LM's FP4 flags import into the same keys.
+TEST(PredictCli, Nvfp4IsReportedAndImported) {
+  const std::string scenario = kScenarios + "/llama3-8b-b200-8-nvfp4.json";
+  const auto text = run_stepsim("predict " + scenario, false);
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("precision   FP4 e2m1 (nvfp4: 1x16 E4M3 scales, 16x16 weight blocks"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("NVFP4 parameters gathered in FP4"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("FP4 peak         MFU "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("of 9000 TFLOP/s dense NVFP4 peak"), std::string::npos) << text.out;
+  const auto json = run_stepsim("predict --format json " + scenario, false);
+  ASSERT_EQ(json.status, 0) << json.out;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["configuration"]["fp4"], "e2m1");
+  EXPECT_EQ(j["configuration"]["fp4_recipe"], "nvfp4");
+  EXPECT_EQ(j["configuration"]["fp4_param_gather"], true);
+  // The same FLOPs against a peak four times bf16's.
+  EXPECT_NEAR(j["mfu_fp4_peak"].get<double>() * 4, j["mfu"].get<double>(), 1e-12);
+  const std::string line =
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 1024 "
+      "--num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
+      "--micro-batch-size 1 --global-batch-size 8 --vocab-size 1024 --bf16 "
+      "--use-distributed-optimizer --fp4-format e2m1 --fp4-recipe nvfp4 --fp4-param-gather";
+  const auto imported =
+      run_stepsim("import-megatron --system systems/dgx-b200.json '" + line + "'", false);
+  ASSERT_EQ(imported.status, 0) << imported.out;
+  const auto t = nlohmann::json::parse(imported.out)["training"];
+  EXPECT_EQ(t["fp4"], "e2m1");
+  EXPECT_EQ(t["fp4_recipe"], "nvfp4");
+  EXPECT_EQ(t["fp4_param_gather"], true);
+  // Megatron-LM's own rule, and the Blackwell-only one, exit 2 naming the key.
+  const auto both = run_stepsim("predict --system systems/dgx-b200.json --megatron-args '" +
+                                line + " --fp8-format hybrid'");
+  EXPECT_EQ(both.status, 2) << both.out;
+  EXPECT_NE(both.out.find("training.fp4"), std::string::npos) << both.out;
+  const auto hopper = run_stepsim("predict --system systems/dgx-h100-80gb.json --megatron-args '" +
+                                  line + "'");
+  EXPECT_EQ(hopper.status, 2) << hopper.out;
+  EXPECT_NE(hopper.out.find("training.fp4=\"e2m1\" on system \"dgx-h100-80gb\""),
+            std::string::npos)
+      << hopper.out;
 }
 
 TEST(PredictCli, AnEmptyLaunchLineOrItsOptionsAloneAreNotTheDefaultJob) {

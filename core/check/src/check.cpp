@@ -396,6 +396,7 @@ Errors validate_workload(const Workload& w, const std::string& file) {
   check_context_parallel(w, check);
   detail::check_limits(w, check);
   detail::check_fp8(w, check);
+  detail::check_fp4(w, check);
   detail::check_tp_overlap(w, check);
   detail::check_nccl(w, check);
   detail::check_optimizer_impl(w, check);

@@ -56,6 +56,8 @@ void check_hierarchical_cp(const Workload& w, Checker& check);
 
 /// FP8 (Transformer Engine) rules: Megatron-LM's, the system's FP8 peak, the modelled recipes.
 void check_fp8(const Workload& w, Checker& check);
+/// NVFP4 (training.fp4, check_fp4.cpp).
+void check_fp4(const Workload& w, Checker& check);
 
 /// TP-communication overlap (Transformer Engine's userbuffers) and deferred embedding wgrad:
 /// Megatron-LM's rules, TE's limits, what is not modelled yet.

@@ -162,6 +162,7 @@ SystemConfig parse_system(const json& object, const std::string& file, const std
   s.peak_flops_fp16 = fp16.value_or(0);
   s.peak_flops_bf16 = bf16.value_or(0);
   s.peak_flops_fp8 = ruled_number(r, "peak_flops_fp8", "peak_flops_fp8", false).value_or(0);
+  s.peak_flops_fp4 = ruled_number(r, "peak_flops_fp4", "peak_flops_fp4", false).value_or(0);
   if (fp32 && fp16 && bf16 && *fp32 <= 0 && *fp16 <= 0 && *bf16 <= 0) {
     r.error("peak_flops_bf16", "=0: at least one of peak_flops_fp32/fp16/bf16 must be positive");
   }

@@ -37,7 +37,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "fp8_wgrad", .flag = "--no-fp8-wgrad"},
     {.dest = "fp8_dot_product_attention", .flag = "--fp8-dot-product-attention"},
     {.dest = "fp8_multi_head_attention", .flag = "--fp8-multi-head-attention"},
-    {.dest = "fp4", .flag = "--fp4-format"},
     {.dest = "first_last_layers_bf16", .flag = "--first-last-layers-bf16"},
     {.dest = "accumulate_allreduce_grads_in_fp32", .flag = "--accumulate-allreduce-grads-in-fp32"},
     {.dest = "disable_bf16_reduced_precision_matmul",

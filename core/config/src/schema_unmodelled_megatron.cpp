@@ -168,10 +168,8 @@ constexpr UnmodelledArgument kMore[] = {
     {.dest = "main_grads_dtype", .flag = "--main-grads-dtype"},
     {.dest = "main_params_dtype", .flag = "--main-params-dtype"},
     {.dest = "use_precision_aware_optimizer", .flag = "--use-precision-aware-optimizer"},
-    // FP4
+    // FP4: a custom recipe's quantizer factory (training.fp4_recipe "custom" is refused too)
     {.dest = "fp4_quantizer_factory", .flag = "--fp4-quantizer-factory"},
-    {.dest = "fp4_recipe", .flag = "--fp4-recipe"},
-    {.dest = "fp4_param_gather", .flag = "--fp4-param-gather"},
     {.dest = "moe_router_padding_for_fp8", .flag = "--moe-router-padding-for-fp8"},
     {.dest = "moe_router_padding_for_quantization",
      .flag = "--moe-router-padding-for-quantization"},

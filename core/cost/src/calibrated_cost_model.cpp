@@ -64,9 +64,11 @@ std::array<double, 3> attention_coords(const AttentionOp& a) {
   return {log2_of(a.batch * a.heads), seq, log2_of((a.head_dim + a.v_dim()) / 2)};
 }
 
-/// A sample that prices only GEMMs of its own kind: block-scaled, or FP8 with fast
-/// accumulation.
-bool is_variant(const GemmSample& s) { return s.scaling != GemmScaling::kTensor || s.fast_accum; }
+/// A sample that prices only GEMMs of its own kind: block-scaled FP8, or FP8 with fast
+/// accumulation. NVFP4 samples (dtype fp4, always nv_1x16) form the fp4 tables.
+bool is_variant(const GemmSample& s) {
+  return s.dtype == DType::kFp8 && (s.scaling != GemmScaling::kTensor || s.fast_accum);
+}
 
 std::string variant_text(const GemmOp& g) {
   return g.scaling != GemmScaling::kTensor ? std::string(to_string(g.scaling)) : "fast_accum";

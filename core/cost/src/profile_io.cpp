@@ -203,7 +203,7 @@ class ObjectReader {
     if (!has(name) || !at(name).is_string()) return;
     const auto t = parse_dtype(s);
     if (!t) {
-      error(path(name), cat("=\"", s, "\" is not a dtype (fp32, fp16, bf16 or fp8)"));
+      error(path(name), cat("=\"", s, "\" is not a dtype (fp32, fp16, bf16, fp8 or fp4)"));
       return;
     }
     out = *t;
@@ -224,8 +224,8 @@ class ObjectReader {
     out = *l;
   }
 
-  /// An optional FP8 GEMM scaling ("tensor", "block_128x128", "block_1x128", "mx_1x32");
-  /// absent: tensor.
+  /// An optional GEMM scaling ("tensor", "block_128x128", "block_1x128", "mx_1x32" or
+  /// "nv_1x16"); absent: tensor.
   void gemm_scaling(const char* name, GemmScaling& out) {
     if (!has(name)) return;
     std::string s;
@@ -235,7 +235,7 @@ class ObjectReader {
     if (!v) {
       error(path(name),
             cat("=\"", s,
-                "\" is not a GEMM scaling (tensor, block_128x128, block_1x128 or mx_1x32)"));
+                "\" is not a GEMM scaling (tensor, block_128x128, block_1x128, mx_1x32 or nv_1x16)"));
       return;
     }
     out = *v;
@@ -339,7 +339,16 @@ void read_samples(ObjectReader& top, Profile& p) {
     r.gemm_layout("layout", s.layout);
     r.gemm_scaling("scaling", s.scaling);
     r.boolean("fast_accum", s.fast_accum, false);
-    if (s.scaling != GemmScaling::kTensor && s.dtype != DType::kFp8) {
+    if (s.dtype == DType::kFp4) {
+      // NVFP4 GEMMs scale both operands per 16 elements (VEC16_UE4M3): nothing else.
+      if (s.scaling == GemmScaling::kTensor) s.scaling = GemmScaling::kNv1x16;
+      if (s.scaling != GemmScaling::kNv1x16) {
+        r.error(r.path("scaling"), "=\"" + std::string(to_string(s.scaling)) +
+                                       "\" with dtype \"fp4\": NVFP4 GEMMs are \"nv_1x16\"");
+      }
+    } else if (s.scaling == GemmScaling::kNv1x16) {
+      r.error(r.path("scaling"), "=\"nv_1x16\" needs dtype \"fp4\" (NVFP4's 1x16 E4M3 scales)");
+    } else if (s.scaling != GemmScaling::kTensor && s.dtype != DType::kFp8) {
       r.error(r.path("scaling"), "=\"" + std::string(to_string(s.scaling)) +
                                      "\" needs dtype \"fp8\" (block scaling is an FP8 recipe's)");
     }

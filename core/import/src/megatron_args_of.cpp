@@ -245,6 +245,11 @@ void write_optimizer_and_precision(const TrainingConfig& t, LaunchLine& line) {
     line.key("training.fp8_recipe");
   }
   if (t.fp8_param_gather) line.key("training.fp8_param_gather");
+  if (t.fp4_enabled()) {
+    line.key("training.fp4");
+    line.key("training.fp4_recipe");
+  }
+  if (t.fp4_param_gather) line.key("training.fp4_param_gather");
   if (t.reuse_grad_buf_for_mxfp8_param_ag) line.key("training.reuse_grad_buf_for_mxfp8_param_ag");
   if (t.fp8_amax_history_len != 1) line.key("training.fp8_amax_history_len");
   if (t.tp_only_amax_red) line.key("training.tp_only_amax_red");

@@ -39,8 +39,10 @@ double mla_latent_bytes(const Dims& x) {
 /// copy wgrad reads, or with SP the row-wise shard that backward re-gathers) instead of
 /// 16-bit ones; tensors other ops also save stay as they are. Block scaling saves the
 /// column-wise copy with its fp32 scales, one per 128 elements; MXFP8 with its E8M0 scales,
-/// one byte per 32: the same 1/32 byte per element.
+/// one byte per 32: the same 1/32 byte per element. NVFP4 saves the column-wise E2M1 copy
+/// (half a byte) with an E4M3 scale per 16.
 double linear_input_bytes(const Dims& x) {
+  if (x.fp4) return 0.5 + 1.0 / 16.0;
   return x.fp8 ? (x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0) : as_d(x.e);
 }
 

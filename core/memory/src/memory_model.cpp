@@ -130,6 +130,15 @@ StaticMemory static_memory(const TrainingConfig& t, std::int64_t parameters,
   // scales: one byte per 32 elements of each copy.
   s.weights_bytes = sixteen_bit * bytes_of(t.params_dtype) + 2 * fp8_weight_elements +
                     (t.fp8_recipe == Fp8Recipe::kMxfp8 ? 2 * (fp8_weight_elements / 32) : 0);
+  if (t.fp4_enabled()) {
+    // NVFP4 copies instead (NVFP4Tensor's row- and column-wise data, half a byte per element,
+    // each with an E4M3 scale per 16: get_scale_shape); with fp4_param_gather they are the
+    // parameters (fp8_model_init under get_fp4_context(is_init=True)), no 16-bit copy kept.
+    const std::int64_t kept =
+        t.fp4_param_gather ? parameters - fp8_weight_elements : parameters;
+    s.weights_bytes = kept * bytes_of(t.params_dtype) +
+                      2 * (fp8_weight_elements / 2 + fp8_weight_elements / 16);
+  }
   s.gradients_bytes = parameters * t.grad_bytes();  // main grads: fp32, or bf16
   // Sharded data parallelism: Megatron-FSDP's optim_grads and optim_grads_params (and FSDP2)
   // keep only their shard of the main gradients, optim_grads_params and FSDP2 only their
@@ -215,7 +224,7 @@ std::int64_t cuda_graph_buffer_bytes(const Workload& w, std::int32_t stage,
 }  // namespace
 
 std::int64_t fp8_weight_elements(const Workload& w, std::int32_t stage) {
-  if (!w.training.fp8_enabled()) return 0;
+  if (!w.training.fp8_enabled() && !w.training.fp4_enabled()) return 0;
   const detail::Dims x = detail::dims_of(w);
   // Each layer's linears (moe_fp8_ops.hpp): an MoE layer's local experts in place of the MLP.
   std::int64_t elements = 0;

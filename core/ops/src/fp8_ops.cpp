@@ -33,7 +33,19 @@ void current_amax(OpList& ops, std::string_view prefix, std::int32_t layer, Phas
 }  // namespace
 
 std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements) {
+  if (x.fp4) return nvfp4_quantize_bytes(x, elements);
   return elements * (x.e + 2) + elements / 16;
+}
+
+std::int64_t nvfp4_quantize_bytes(const Dims& x, std::int64_t elements) {
+  // NVFP4Quantizer::quantize_impl (transformer_engine/pytorch/csrc/quantizer.cpp): an amax
+  // pass over the 16-bit input (nvte_hadamard_transform_amax: the input's amax and that of
+  // its Hadamard transform in one read; weights, without the transform,
+  // nvte_compute_amax_with_config), then one kernel (nvte_quantize_with_hadamard_transform;
+  // nvte_quantize_v2 for weights) that reads the input again and writes both copies: E2M1
+  // values, half a byte each, and an E4M3 scale per 16 (get_scale_shape: one per 1x16 block
+  // of each copy, a 16x16 weight block's scale repeated).
+  return 2 * elements * x.e + 2 * (elements / 2 + elements / 16);
 }
 
 std::int64_t fp8_block_copy_bytes(std::int64_t elements) { return elements + elements / 32; }
@@ -275,12 +287,16 @@ void emit_fp8_amax_reduction(OpList& ops, std::int64_t layers, bool forward, boo
 }
 
 std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements) {
+  if (x.fp4) return nvfp4_quantize_bytes(x, elements);
   // Current scaling reads the weight once more for its amax; MXFP8 writes both copies'
   // scales (block scaling's one per 128x128 block is left out: 1/16384 byte per element).
   return elements * (x.e + 2 + (x.fp8_current ? x.e : 0)) +
          (x.fp8_mx ? 2 * fp8_mx_scale_bytes(elements) : 0);
 }
 
-std::int64_t fp8_weight_transpose_bytes(std::int64_t elements) { return elements * 2; }
+std::int64_t fp8_weight_transpose_bytes(const Dims& x, std::int64_t elements) {
+  if (x.fp4) return 2 * (elements / 2 + elements / 16);
+  return elements * 2;
+}
 
 }  // namespace stepsim::detail

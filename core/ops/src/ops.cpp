@@ -120,6 +120,8 @@ std::string_view to_string(GemmScaling s) {
       return "block_1x128";
     case GemmScaling::kMx1x32:
       return "mx_1x32";
+    case GemmScaling::kNv1x16:
+      return "nv_1x16";
   }
   return "?";
 }
@@ -129,6 +131,7 @@ std::optional<GemmScaling> parse_gemm_scaling(std::string_view s) {
   if (s == "block_128x128") return GemmScaling::kBlock128x128;
   if (s == "block_1x128") return GemmScaling::kBlock1x128;
   if (s == "mx_1x32") return GemmScaling::kMx1x32;
+  if (s == "nv_1x16") return GemmScaling::kNv1x16;
   return std::nullopt;
 }
 
@@ -140,7 +143,9 @@ std::optional<GemmLayout> parse_gemm_layout(std::string_view s) {
 }
 
 GemmLayout te_linear_layout(Phase phase, DType dtype) {
-  if (dtype == DType::kFp8) return GemmLayout::kTN;
+  // NVFP4 GEMMs also run TN only (cublaslt_gemm.cu CanonicalizeGemmInput: "NVFP4 gemm is
+  // only supported in TN layout"), on the row- or column-wise copy each operand needs.
+  if (dtype == DType::kFp8 || dtype == DType::kFp4) return GemmLayout::kTN;
   switch (phase) {
     case Phase::kBackwardInput: return GemmLayout::kNN;
     case Phase::kBackwardWeight: return GemmLayout::kNT;

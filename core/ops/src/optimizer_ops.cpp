@@ -270,4 +270,28 @@ std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recip
   return last();
 }
 
+std::int32_t append_nvfp4_param_quantization(std::vector<Op>& ops, const OptimizerShard& shard,
+                                             std::int64_t tensors, std::int64_t param_elements,
+                                             const CollectiveOp& amax_group, std::int32_t after) {
+  STEPSIM_ASSERT(tensors > 0 && shard.tensors <= tensors);
+  const auto first = static_cast<std::int32_t>(ops.size());
+  // One fp32 amax per 16x16 tile (NVFP4_BLOCK_SCALING_SIZE) of every parameter, one per tensor.
+  const std::int64_t tiles = ceil_div(param_elements, std::int64_t{16} * 16) * 4;
+  const std::int64_t globals = tensors * 4;
+  ops.push_back(step_compute_op("nvfp4_param_amax", shard.elements * 4 + tiles + globals, 1));
+  const std::int32_t tile_reduce = append_step_all_reduce(ops, "nvfp4_param_amax_all_reduce",
+                                                          CommGroup::kData, tiles, amax_group);
+  const std::int32_t global_reduce = append_step_all_reduce(
+      ops, "nvfp4_param_global_amax_all_reduce", CommGroup::kData, globals, amax_group);
+  Op global_scale = step_compute_op("nvfp4_param_global_scale", globals * 2, 1);
+  for (const std::int32_t r : {tile_reduce, global_reduce}) {
+    if (r >= 0) global_scale.deps.push_back(r);
+  }
+  ops.push_back(std::move(global_scale));
+  ops.push_back(step_compute_op("nvfp4_param_scale", tiles * 2 + globals + param_elements / 16, 1));
+  ops.push_back(step_compute_op("nvfp4_param_cast", shard.elements * 4 + shard.elements / 2, 1));
+  if (after >= 0) ops[static_cast<std::size_t>(first)].deps.push_back(after);
+  return static_cast<std::int32_t>(ops.size()) - 1;
+}
+
 }  // namespace stepsim::detail

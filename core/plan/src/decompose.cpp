@@ -223,7 +223,8 @@ ChunkPlan build_chunk(const Workload& w, const Dims& x, const Layout& layout, st
     if (gathers) gathers->before(fwd, l);
     detail::emit_layer_forward(fwd, l, Phase::kForward);
   }
-  const bool amax_reduction = x.fp8 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
+  const bool amax_reduction =
+      x.fp8 && !x.fp4 && tc.fp8_recipe == Fp8Recipe::kDelayed && range.count > 0;
   // Megatron's amax reduction group (fp8_utils.py: get_amax_reduction_group(
   // with_context_parallel=True, tp_only_amax_red=config.tp_only_amax_red)).
   const bool tp_only = tc.tp_only_amax_red;
@@ -311,15 +312,19 @@ void add_fp8_weight_casts(StagePlan& stage, const Workload& w, const Dims& x,
         // FP8 parameters (fp8_param_gather) arrive in FP8: only their transposes are made.
         // MXFP8 ones arrive in 16 bits and are quantized into both copies
         // (param_and_grad_buffer.py _post_param_sync: copy_tensors_to_quantized_params).
-        const bool transposed = tc.fp8_param_gather && !x.fp8_mx;
+        // NVFP4 ones (fp4_param_gather) arrive row-wise: post_all_gather_processing makes
+        // their column-wise copies (utils.py _nvfp4_2d_multi_tensor_transpose).
+        const bool transposed = (tc.fp8_param_gather && !x.fp8_mx) || tc.fp4_param_gather;
         Op& cast = ops.emplace_back();
-        cast.name = transposed        ? "fp8_weight_transpose"
-                    : x.fp8_mx_params ? "mxfp8_param_quantize"
-                                      : "fp8_weight_cast";
+        cast.name = transposed && x.fp4 ? "nvfp4_weight_transpose"
+                    : transposed        ? "fp8_weight_transpose"
+                    : x.fp8_mx_params   ? "mxfp8_param_quantize"
+                    : x.fp4             ? "nvfp4_weight_quantize"
+                                        : "fp8_weight_cast";
         cast.layer = l;
         cast.phase = Phase::kStep;
         cast.stream = Stream::kCompute;
-        cast.shape = MemoryBoundOp{transposed ? detail::fp8_weight_transpose_bytes(elements)
+        cast.shape = MemoryBoundOp{transposed ? detail::fp8_weight_transpose_bytes(x, elements)
                                               : detail::fp8_weight_cast_bytes(x, elements),
                                    moe_layer && i >= 2 ? x.local_experts() : 1};
         cast.deps = deps;
@@ -447,13 +452,17 @@ void add_param_gathers(StagePlan& stage, const Workload& w, const Dims& x, const
   const bool sharded_params =
       tc.fsdp() && fsdp_sharding(tc) == DpSharding::kOptimGradsParams;
   if (tc.use_distributed_optimizer && dp_cp > 1 && !sharded_params) {
-    // With fp8_param_gather the FP8 parameters are gathered in 1 byte, the rest in 16 bits.
+    // With fp8_param_gather the FP8 parameters are gathered in 1 byte, the rest in 16 bits;
+    // with fp4_param_gather the NVFP4 ones in half a byte (their packed row-wise data,
+    // param_and_grad_buffer.py _compute_nvfp4_packed_layout; no scales: every rank computes
+    // them from the reduced amaxes).
+    const std::int64_t quantized = tc.fp4_param_gather ? fp8_params / 2 : fp8_params;
     Op& gather = ops.emplace_back();
     gather.name = "dp_param_all_gather";
     gather.phase = Phase::kStep;
     gather.stream = Stream::kDataComm;
     gather.shape = CollectiveOp{CollectiveKind::kAllGather, CommGroup::kData,
-                                (dense - fp8_params) * x.e + fp8_params, dp_cp,
+                                (dense - fp8_params) * x.e + quantized, dp_cp,
                                 layout.dp_nodes(stage.stage)};
     gather.deps.push_back(step_index);
   }
@@ -509,8 +518,10 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   // (reuse_grad_buf_for_mxfp8_param_ag, distrib_optimizer.py
   // _copy_main_params_to_param_buffer): every shard is copied in bf16 into the gradient
   // buffer and gathered there in 16 bits, then quantized (add_fp8_weight_casts).
-  const std::int64_t fp8_params =
-      tc.fp8_param_gather && !x.fp8_mx ? fp8_weight_elements(w, stage.stage) : 0;
+  // NVFP4 parameters (fp4_param_gather) likewise, gathered in half a byte.
+  const std::int64_t fp8_params = (tc.fp8_param_gather && !x.fp8_mx) || tc.fp4_param_gather
+                                      ? fp8_weight_elements(w, stage.stage)
+                                      : 0;
   StageShards shards = stage_shards(stage, w, x, dense, experts, fp8_params);
   const std::vector<detail::MuonMatrix> muon = assign_muon(stage, w, x, shards);
   const detail::MuonGroups muon_groups{
@@ -523,15 +534,19 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   std::int32_t step_index = detail::append_optimizer_ops(
       ops, w, shards.optimizers, fp8_shard, step_deps,
       layout.grad_stats(tc.use_distributed_optimizer, x, stage.stage), &muon, &muon_groups);
-  if (fp8_params > 0) {
+  const CollectiveOp dp_amax{.kind = CollectiveKind::kAllReduce,
+                             .group = CommGroup::kData,
+                             .group_size = dp_cp,
+                             .nodes_spanned = layout.dp_nodes(stage.stage)};
+  if (fp8_params > 0 && tc.fp4_param_gather) {
+    // quantize_nvfp4_param_shard over the data-parallel group.
+    step_index = detail::append_nvfp4_param_quantization(ops, fp8_shard, fp8_tensors, fp8_params,
+                                                         dp_amax, step_index);
+  } else if (fp8_params > 0) {
     // quantize_param_shard over the data-parallel group (dp x cp: the optimizer's shards).
-    step_index = detail::append_fp8_param_quantization(
-        ops, tc.fp8_recipe, fp8_shard, fp8_tensors, fp8_params,
-        CollectiveOp{.kind = CollectiveKind::kAllReduce,
-                     .group = CommGroup::kData,
-                     .group_size = dp_cp,
-                     .nodes_spanned = layout.dp_nodes(stage.stage)},
-        step_index);
+    step_index = detail::append_fp8_param_quantization(ops, tc.fp8_recipe, fp8_shard,
+                                                       fp8_tensors, fp8_params, dp_amax,
+                                                       step_index);
   }
   add_param_gathers(stage, w, x, layout, dense, experts, fp8_params, step_index);
   if (x.fp8) add_fp8_weight_casts(stage, w, x, step_index);

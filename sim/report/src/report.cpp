@@ -50,6 +50,13 @@ std::optional<Utilisation> fp8_peak_utilisation(const Workload& w, const Predict
   return Utilisation{.mfu = p.mfu * scale, .hfu = p.hfu * scale};
 }
 
+std::optional<Utilisation> fp4_peak_utilisation(const Workload& w, const Prediction& p) {
+  const double peak = w.system.peak_flops(w.training.params_dtype);
+  if (!w.training.fp4_enabled() || w.system.peak_flops_fp4 <= 0 || peak <= 0) return std::nullopt;
+  const double scale = peak / w.system.peak_flops_fp4;
+  return Utilisation{.mfu = p.mfu * scale, .hfu = p.hfu * scale};
+}
+
 double megatron_tflops_per_gpu(const Workload& w, double step_time_s) {
   const double gpus = static_cast<double>(w.training.world_size);
   if (step_time_s <= 0 || gpus <= 0) return 0.0;

@@ -98,6 +98,11 @@ void write_precision_json(JsonWriter& j, const TrainingConfig& t) {
     if (t.reuse_grad_buf_for_mxfp8_param_ag) j.field("reuse_grad_buf_for_mxfp8_param_ag", true);
     j.field("fp8_amax_history_len", t.fp8_amax_history_len);
   }
+  if (t.fp4_enabled()) {
+    j.field("fp4", to_string(t.fp4));
+    j.field("fp4_recipe", to_string(t.fp4_recipe));
+    j.field("fp4_param_gather", t.fp4_param_gather);
+  }
   if (t.fwd_layernorm_sm_margin > 0 || t.bwd_layernorm_sm_margin > 0) {
     // Only when set, so that every other configuration's output stays as it was.
     j.field("fwd_layernorm_sm_margin", t.fwd_layernorm_sm_margin);
@@ -164,6 +169,10 @@ void write_figures_json(JsonWriter& j, const Workload& w, const Prediction& p,
   if (const auto fp8 = fp8_peak_utilisation(w, p)) {
     j.field("mfu_fp8_peak", fp8->mfu);
     j.field("hfu_fp8_peak", fp8->hfu);
+  }
+  if (const auto fp4 = fp4_peak_utilisation(w, p)) {
+    j.field("mfu_fp4_peak", fp4->mfu);
+    j.field("hfu_fp4_peak", fp4->hfu);
   }
   j.field("tflops_per_gpu", p.tflops_per_gpu);
   j.field("megatron_tflops_per_gpu", megatron_tflops_per_gpu(w, p.step_time_s));

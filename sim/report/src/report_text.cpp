@@ -170,6 +170,14 @@ void write_system_line(std::ostream& out, const Workload& w) {
 
 /// "  precision ..." (with FP8 only): the format, the recipe, where FP8 applies.
 void write_precision_line(std::ostream& out, const TrainingConfig& t) {
+  if (t.fp4_enabled()) {
+    out << "  precision   FP4 " << to_string(t.fp4) << " (" << to_string(t.fp4_recipe)
+        << ": 1x16 E4M3 scales, 16x16 weight blocks, Hadamard-transformed wgrad operands, "
+           "stochastically rounded gradients) in the layers' linears"
+        << (t.fp4_param_gather ? ", NVFP4 parameters gathered in FP4" : "")
+        << "; embedding, attention and output layer " << to_string(t.params_dtype) << "\n";
+    return;
+  }
   if (!t.fp8_enabled()) return;
   out << "  precision   FP8 " << to_string(t.fp8) << " (" << to_string(t.fp8_recipe)
       << " scaling";
@@ -275,6 +283,12 @@ void write_figures(std::ostream& out, const Workload& w, const SimulationResult&
         << fmt("%.1f%%", 100.0 * fp8->hfu) << " of "
         << peak_tflops(w.system.peak_flops_fp8)
         << " TFLOP/s FP8 peak (the same FLOPs; the line above is Megatron-LM's)\n";
+  }
+  if (const auto fp4 = fp4_peak_utilisation(w, p)) {
+    out << "  FP4 peak         MFU " << fmt("%.1f%%", 100.0 * fp4->mfu) << ", HFU "
+        << fmt("%.1f%%", 100.0 * fp4->hfu) << " of "
+        << peak_tflops(w.system.peak_flops_fp4)
+        << " TFLOP/s dense NVFP4 peak (the same FLOPs; the line above is Megatron-LM's)\n";
   }
   write_bubble(out, p, result.schedule->params);
   out << "  peak memory      " << gib(p.peak_memory_bytes) << " of " << gib(w.system.memory_bytes)

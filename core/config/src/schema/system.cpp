@@ -87,6 +87,11 @@ const std::array kRows = {
             .default_text = "0 (no FP8 tensor cores)", .check = "cited when given",
             .doc = "dense FP8 (E4M3/E5M2) tensor-core peak; training.fp8 needs it",
             .zero_allowed = true, .min = kMinFlops, .max = kHuge, .unit = "FLOP/s"},
+    KeyInfo{STEPSIM_REAL("system.peak_flops_fp4", system.peak_flops_fp4), .sweep = Sweep::kListed,
+            .default_text = "0 (no FP4 tensor cores)", .check = "cited when given",
+            .doc = "dense NVFP4 (E2M1 with E4M3 scales per 16 values) tensor-core peak; "
+                   "training.fp4 needs it",
+            .zero_allowed = true, .min = kMinFlops, .max = kHuge, .unit = "FLOP/s"},
     KeyInfo{STEPSIM_REAL("system.hbm_bandwidth_Bps", system.hbm_bandwidth_bytes_per_s),
             .required = true, .sweep = Sweep::kListed, .default_text = "must be given",
             .check = "cited", .doc = "device memory bandwidth", .min = kMinBandwidth, .max = kHuge,

@@ -357,6 +357,39 @@ const std::array kRows = {
                    "all-gathered there in 16 bits, each weight then quantized into its MXFP8 "
                    "copies (no 16-bit weight kept); TE swizzles such a weight's scales before "
                    "every GEMM (no pre-swizzle of primary FP8 weights)"},
+    KeyInfo{STEPSIM_ENUM("training.fp4", training.fp4, Fp4Format), .choices = kFp4FormatNames,
+            .null_choice = true, .sweep = Sweep::kListed, .flags = "--fp4-format",
+            .default_text = "null (no FP4)",
+            .check = "\"e2m1\" or null; not with fp8 (Megatron-LM: \"--fp4-format and "
+                     "--fp8-format cannot be used simultaneously\"); the system has a "
+                     "peak_flops_fp4 and compute capability 10.0 to 11.0 (Blackwell; TE's "
+                     "fused Hadamard-transform cast); tokens per rank a multiple of 64 and "
+                     "every linear's widths per rank multiples of 128 (the same cast); not "
+                     "modelled yet with sequence parallelism over TP > 1, tp_comm_overlap, "
+                     "experts, MLA, Mamba, MTP, FSDP or CUDA graphs",
+            .doc = "NVFP4 GEMMs in the transformer layers' linears (Transformer Engine's "
+                   "NVFP4BlockScaling): E2M1 values with an E4M3 scale per 16 and an fp32 scale "
+                   "per tensor, row- and column-wise copies quantized from 16 bits, weights in "
+                   "16x16 blocks, a random Hadamard transform on the column-wise (wgrad) copies "
+                   "of inputs and gradients, stochastic rounding of gradients; embedding, "
+                   "attention and output layer stay 16-bit; GEMMs TN at the system's "
+                   "peak_flops_fp4"},
+    KeyInfo{STEPSIM_ENUM("training.fp4_recipe", training.fp4_recipe, Fp4Recipe),
+            .choices = kFp4RecipeNames, .sweep = Sweep::kListed, .flags = "--fp4-recipe",
+            .default_text = "\"nvfp4\"",
+            .check = "\"nvfp4\" or \"custom\"; \"custom\" is not modelled yet",
+            .doc = "FP4 scaling: nvfp4 (Transformer Engine's NVFP4BlockScaling) or a custom "
+                   "quantizer factory"},
+    KeyInfo{STEPSIM_BOOL("training.fp4_param_gather", training.fp4_param_gather),
+            .sweep = Sweep::kListed, .flags = "--fp4-param-gather=true", .default_text = "false",
+            .check = "needs fp4 (Megatron-LM: \"--fp4-param-gather must be used together with "
+                     "--fp4-format.\"); modelled with use_distributed_optimizer (Megatron-Core's "
+                     "optimizer), not with FSDP",
+            .doc = "NVFP4 parameters (Megatron-Core's fp4_param): no 16-bit copy of the "
+                   "linears' weights; the distributed optimizer quantizes its fp32 shards "
+                   "(16x16 tile amaxes MAX-reduced over data parallelism), all-gathers the "
+                   "row-wise NVFP4 data in half a byte per weight, and TE makes the column-wise "
+                   "copies after the gather"},
     KeyInfo{STEPSIM_INT("training.fp8_amax_history_len", training.fp8_amax_history_len),
             .sweep = Sweep::kListed, .flags = "--fp8-amax-history-len", .default_text = "1",
             .check = "> 0; at most 2^24 (stepsim's limit)",

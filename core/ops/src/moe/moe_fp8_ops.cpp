@@ -13,6 +13,9 @@ namespace stepsim::detail {
 
 std::int64_t expert_quantize_align(const Dims& x) {
   if (!x.fp8) return 1;
+  // NVFP4: 128 (TE's Fp8Padding with no align_size: get_align_size_for_quantization's NVFP4
+  // value, as Megatron-Core's get_fp4_align_size).
+  if (x.fp4) return 128;
   return x.fp8_mx ? 32 : 16;
 }
 
@@ -105,7 +108,7 @@ double fp8_expert_stored_bytes(const Dims& x, const MoeTokens& n) {
   // scaling their fp32 scales, one per 128; MXFP8 its E8M0 ones, one byte per 32: the same
   // 1/32 byte per element as the dense linears in layer_stored_bytes); the activation keeps
   // FC1's 16-bit output, and the padded rows' probabilities are kept.
-  const double linear_in = x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0;
+  const double linear_in = x.fp4 ? 0.5 + 1.0 / 16.0 : x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0;
   return padded * (d(x.h + x.expert_ffn_n()) * linear_in + d(x.expert_fc1_n() * x.e) +
                    d(probs_bytes(x)));
 }

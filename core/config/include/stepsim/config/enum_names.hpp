@@ -30,6 +30,8 @@ inline constexpr std::array<std::string_view, 3> kSoftmaxTypeNames = {"vanilla",
 inline constexpr std::array<std::string_view, 3> kFp8FormatNames = {"none", "e4m3", "hybrid"};
 inline constexpr std::array<std::string_view, 5> kFp8RecipeNames = {"delayed", "tensorwise",
                                                                     "blockwise", "mxfp8", "custom"};
+inline constexpr std::array<std::string_view, 2> kFp4FormatNames = {"none", "e2m1"};
+inline constexpr std::array<std::string_view, 2> kFp4RecipeNames = {"nvfp4", "custom"};
 /// Megatron-LM's --cp-comm-type values (arguments.py).
 inline constexpr std::array<std::string_view, 4> kCpCommTypeNames = {"p2p", "a2a", "allgather",
                                                                      "a2a+p2p"};
@@ -73,6 +75,8 @@ STEPSIM_ENUM_NAMES(AttentionBackend, kAttentionBackendNames, kLocal);
 STEPSIM_ENUM_NAMES(SoftmaxType, kSoftmaxTypeNames, kLearnable);
 STEPSIM_ENUM_NAMES(Fp8Format, kFp8FormatNames, kHybrid);
 STEPSIM_ENUM_NAMES(Fp8Recipe, kFp8RecipeNames, kCustom);
+STEPSIM_ENUM_NAMES(Fp4Format, kFp4FormatNames, kE2m1);
+STEPSIM_ENUM_NAMES(Fp4Recipe, kFp4RecipeNames, kCustom);
 STEPSIM_ENUM_NAMES(CpCommType, kCpCommTypeNames, kA2aP2p);
 STEPSIM_ENUM_NAMES(OptimizerImpl, kOptimizerImplNames, kApexDistributedFusedAdam);
 STEPSIM_ENUM_NAMES(DpSharding, kDpShardingNames, kOptimGradsParams);

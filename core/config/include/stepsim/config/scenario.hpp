@@ -34,6 +34,10 @@ enum class SoftmaxType : std::uint8_t { kVanilla, kOffByOne, kLearnable };
 enum class Fp8Format : std::uint8_t { kNone, kE4m3, kHybrid };
 /// Megatron-Core's --fp8-recipe (megatron/core/enums.py Fp8Recipe), in the schema's order.
 enum class Fp8Recipe : std::uint8_t { kDelayed, kTensorwise, kBlockwise, kMxfp8, kCustom };
+/// Megatron-Core's --fp4-format (TransformerConfig.fp4): none or e2m1.
+enum class Fp4Format : std::uint8_t { kNone, kE2m1 };
+/// Megatron-Core's --fp4-recipe (megatron/core/enums.py Fp4Recipe), in the schema's order.
+enum class Fp4Recipe : std::uint8_t { kNvfp4, kCustom };
 /// Megatron-LM's --cp-comm-type (Transformer Engine's cp_comm_type): how context-parallel
 /// attention exchanges keys and values. kP2p: TE's KV ring (AttnFuncWithCPAndKVP2P); kA2a:
 /// Ulysses all-to-all of Q, K, V and the output (AttnFuncWithCPAndQKVOA2A); kAllGather: KV
@@ -317,6 +321,11 @@ struct TrainingConfig {
   /// 16 bits through the gradient buffer, then quantized (with fp8_param_gather and mxfp8).
   bool reuse_grad_buf_for_mxfp8_param_ag = false;
   std::int64_t fp8_amax_history_len = 1;  ///< delayed scaling's amax history per FP8 tensor
+  /// Megatron-Core's --fp4-format, --fp4-recipe and --fp4-param-gather (TransformerConfig fp4,
+  /// fp4_recipe, fp4_param): NVFP4 linears through Transformer Engine (check_fp4.cpp).
+  Fp4Format fp4 = Fp4Format::kNone;
+  Fp4Recipe fp4_recipe = Fp4Recipe::kNvfp4;
+  bool fp4_param_gather = false;
   /// Megatron's --tp-only-amax-red: delayed scaling reduces the amaxes over the tensor (and
   /// context) parallel group only, not over the data-parallel ranks too.
   bool tp_only_amax_red = false;
@@ -452,6 +461,7 @@ struct TrainingConfig {
                                            : tensor_model_parallel_size;
   }
   bool fp8_enabled() const { return fp8 != Fp8Format::kNone; }
+  bool fp4_enabled() const { return fp4 != Fp4Format::kNone; }
   /// Bytes per element of the gradient buffers and of the data-parallel reduction: fp32
   /// (Megatron's accumulate_allreduce_grads_in_fp32, its default with bf16), bf16 with
   /// grad_reduce_in_bf16 and bf16 parameters. Megatron's fp16 default (fp16 buffers, no
@@ -502,6 +512,7 @@ struct SystemConfig {
   /// Dense FP8 (E4M3/E5M2) tensor-core FLOP/s per GPU; 0 = the GPU has no FP8 tensor cores
   /// (or its system file does not give the figure): FP8 training is then a validation error.
   double peak_flops_fp8 = 0;
+  double peak_flops_fp4 = 0;  ///< dense NVFP4 (E2M1, 1x16 E4M3 scales) tensor-core peak
   std::int64_t memory_bytes = 0;       ///< device memory per GPU
   double hbm_bandwidth_bytes_per_s = 0;
   std::int64_t gpus_per_node = 0;
@@ -550,6 +561,7 @@ struct SystemConfig {
       case DType::kBf16: return peak_flops_bf16;
       case DType::kFp16: return peak_flops_fp16;
       case DType::kFp8: return peak_flops_fp8;
+      case DType::kFp4: return peak_flops_fp4;
       case DType::kFp32: return peak_flops_fp32;
     }
     return peak_flops_fp32;

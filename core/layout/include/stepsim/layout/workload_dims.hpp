@@ -78,6 +78,12 @@ struct Dims {
   bool fp8_mx = false;        ///< the block scaling is MXFP8's (1x32 E8M0 scales, Blackwell)
   /// MXFP8 parameters (fp8_param_gather): TE swizzles their scales before each GEMM.
   bool fp8_mx_params = false;
+  /// NVFP4 (training.fp4, Transformer Engine's NVFP4BlockScaling): the FP8 block-scaled path
+  /// (fp8 and fp8_block also set: both copies quantized from 16 bits, no amax history) with
+  /// FP4 GEMMs and NVFP4's quantize bytes (fp8_ops.cpp, fp4 branches).
+  bool fp4 = false;
+  /// NVFP4 parameters (fp4_param_gather): as MXFP8's, their scales swizzled before each GEMM.
+  bool fp4_params = false;
   std::int64_t tp_nodes = 1;  ///< nodes a TP group spans
   // TP-communication overlap as Transformer Engine's linears resolve it (tp_overlap_ops.cpp):
   // the AG+GEMM ring exchange (QKV/FC1 fprop, projection/FC2 dgrad), the GEMM+RS pipeline
@@ -346,6 +352,12 @@ inline Dims dims_of(const Workload& w) {
   x.fp8_mx = x.fp8 && tc.fp8_recipe == Fp8Recipe::kMxfp8;
   x.fp8_mx_params = x.fp8_mx && tc.fp8_param_gather;
   x.fp8_block = x.fp8_mx || (x.fp8 && tc.fp8_recipe == Fp8Recipe::kBlockwise);
+  if (tc.fp4_enabled() && !x.fp8) {
+    x.fp4 = true;
+    x.fp8 = true;
+    x.fp8_block = true;
+    x.fp4_params = tc.fp4_param_gather;
+  }
   // layernorm_linear.py / linear.py: every overlap needs sequence parallelism; the bulk
   // overlaps give way to the dgrad GEMM+RS pipeline.
   const bool ub = tc.tp_comm_overlap && x.sp;

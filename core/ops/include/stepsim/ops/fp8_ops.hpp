@@ -21,6 +21,10 @@ namespace stepsim::detail {
 std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements);
 /// Block scaling: bytes of one FP8 copy of `elements` with its 1x128 scales.
 std::int64_t fp8_block_copy_bytes(std::int64_t elements);
+
+/// NVFP4 (Dims::fp4): bytes of quantizing `elements` 16-bit values into both copies, the amax
+/// pass included: 2 x 2 bytes read, 2 x (1/2 + 1/16) written per element.
+std::int64_t nvfp4_quantize_bytes(const Dims& x, std::int64_t elements);
 /// Block scaling: whether a sequence-parallel shard [sp_tokens, width] is all-gathered in FP8
 /// (both dims multiples of 128, of 32 under MXFP8), else in 16 bits and quantized whole after
 /// the gather.
@@ -89,6 +93,9 @@ std::int64_t fp8_weight_cast_bytes(const Dims& x, std::int64_t elements);
 
 /// With fp8_param_gather the weights arrive FP8 from the all-gather and TE's
 /// post_all_gather_processing makes their FP8 transposes: read 1, write 1 byte per element.
-std::int64_t fp8_weight_transpose_bytes(std::int64_t elements);
+/// NVFP4 parameters (fp4_param_gather, Dims::fp4): the column-wise copy made from the gathered
+/// row-wise one (nvfp4_2d_multi_tensor_transpose): half a byte and a scale per 16 elements
+/// read, the same written.
+std::int64_t fp8_weight_transpose_bytes(const Dims& x, std::int64_t elements);
 
 }  // namespace stepsim::detail

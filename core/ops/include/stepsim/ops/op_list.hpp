@@ -88,10 +88,13 @@ class OpList {
   /// of that many products (the routed experts' GroupedLinear).
   std::int32_t linear_gemm(std::string_view name, std::int32_t layer, Phase phase, std::int64_t m,
                            std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
-    const DType dtype = dims_.fp8 ? DType::kFp8 : dims_.dtype;
+    const DType dtype = dims_.fp4 ? DType::kFp4 : dims_.fp8 ? DType::kFp8 : dims_.dtype;
     GemmScaling scaling = GemmScaling::kTensor;
     GemmLayout layout = te_linear_layout(phase, dtype);
-    if (dims_.fp8_mx) {
+    if (dims_.fp4) {
+      // NVFP4 (cublaslt_gemm.cu): VEC16_UE4M3 scales on both operands, TN only.
+      scaling = GemmScaling::kNv1x16;
+    } else if (dims_.fp8_mx) {
       // MXFP8 on Blackwell (cublaslt_gemm.cu CanonicalizeGemmInput): each operand's row-wise
       // or column-wise copy, picked by its transpose, in the layouts of 16-bit GEMMs.
       scaling = GemmScaling::kMx1x32;
@@ -101,13 +104,14 @@ class OpList {
           phase == Phase::kBackwardWeight ? GemmScaling::kBlock1x128 : GemmScaling::kBlock128x128;
     }
     const bool fprop = phase == Phase::kForward || phase == Phase::kRecompute;
-    if (dims_.fp8_mx_params && phase != Phase::kBackwardWeight) {
-      // A primary MXFP8 weight keeps unswizzled scales (base.py _enable_weight_preswizzle:
-      // not for primary FP8 weights): gemm.cpp swizzles the copy fprop or dgrad reads, its
-      // n x k / 32 scales read and written, before every such GEMM.
+    if ((dims_.fp8_mx_params || dims_.fp4_params) && phase != Phase::kBackwardWeight) {
+      // A primary MXFP8 or NVFP4 weight keeps unswizzled scales (base.py
+      // _enable_weight_preswizzle: not for primary FP8 weights): gemm.cpp swizzles the copy
+      // fprop or dgrad reads, its n x k / 32 (NVFP4: / 16) scales read and written, before
+      // every such GEMM.
       std::string swizzle(name);
       swizzle += "_weight_swizzle";
-      memory(swizzle, layer, phase, 2 * (batch * n * k / 32));
+      memory(swizzle, layer, phase, 2 * (batch * n * k / (dims_.fp4 ? 16 : 32)));
     }
     return compute(name, layer, phase,
                    GemmOp{.m = m,

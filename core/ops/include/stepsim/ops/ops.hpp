@@ -45,7 +45,10 @@ GemmLayout te_linear_layout(Phase phase, DType dtype);
 /// MXFP8BlockScaling ("mxfp8", Blackwell) scales both operands of every GEMM per 32
 /// consecutive elements along k with E8M0 exponents (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0):
 /// kMx1x32, in the layouts of 16-bit GEMMs (each operand's row- or column-wise copy).
-enum class GemmScaling : std::uint8_t { kTensor, kBlock128x128, kBlock1x128, kMx1x32 };
+/// NVFP4BlockScaling (Blackwell, DType::kFp4): an E4M3 scale per 16 consecutive elements along
+/// k (CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3) and a per-tensor fp32 scale folded into alpha:
+/// kNv1x16, TN only.
+enum class GemmScaling : std::uint8_t { kTensor, kBlock128x128, kBlock1x128, kMx1x32, kNv1x16 };
 
 /// C[m,n] = A[m,k] * B[k,n], `batch` independent products (batched GEMM for attention).
 struct GemmOp {

@@ -104,4 +104,21 @@ std::int32_t append_fp8_param_quantization(std::vector<Op>& ops, Fp8Recipe recip
                                            std::int64_t param_elements,
                                            const CollectiveOp& amax_group, std::int32_t after);
 
+/// fp4_param_gather: the optimizer's updated fp32 master shard of the NVFP4 parameters written
+/// into their row-wise NVFP4 data, as Megatron-Core's quantize_nvfp4_param_shard (fp4_utils.py)
+/// runs Transformer Engine's _cast_master_weights_to_nvfp4_2d (transformer_engine/pytorch/
+/// tensor/utils.py), on the compute stream after the kernel at `after`:
+/// nvfp4_multi_tensor_compute_partial_amax (read 4 bytes per shard element; write one fp32
+/// amax per 16x16 tile and one per tensor), the packed tile amaxes and the per-tensor amaxes
+/// MAX-reduced over `amax_group` (two all-reduces, so every rank computes every scale and none
+/// is gathered), nvfp4_compute_global_scale (one kernel over the per-tensor amaxes),
+/// nvfp4_multi_tensor_fused_scale (the tile amaxes read, the tiles' fp32 decode scales and
+/// the whole row-wise E4M3 scale_inv written, one byte per 16 elements) and
+/// nvfp4_multi_tensor_2d_partial_cast (read 4, write half a byte per shard element).
+/// `shard`, `tensors`, `param_elements` as append_fp8_param_quantization's. Returns the index
+/// of the last op.
+std::int32_t append_nvfp4_param_quantization(std::vector<Op>& ops, const OptimizerShard& shard,
+                                             std::int64_t tensors, std::int64_t param_elements,
+                                             const CollectiveOp& amax_group, std::int32_t after);
+
 }  // namespace stepsim::detail

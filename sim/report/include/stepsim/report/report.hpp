@@ -76,6 +76,9 @@ struct Utilisation {
 /// prediction's own mfu/hfu are against the params dtype's peak, as Megatron-LM reports).
 /// nullopt without FP8.
 std::optional<Utilisation> fp8_peak_utilisation(const Workload& w, const Prediction& p);
+/// With NVFP4 training (training.fp4): the same against the system's dense FP4 peak; nullopt
+/// without FP4.
+std::optional<Utilisation> fp4_peak_utilisation(const Workload& w, const Prediction& p);
 
 void write_prediction_text(const Workload& w, const SimulationResult& result,
                            const std::string& cost_model, std::ostream& out,
