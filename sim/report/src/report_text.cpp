@@ -228,6 +228,10 @@ void write_job(std::ostream& out, const Workload& w, const SimulationResult& res
                 ? "              (no cost_model given: the shipped public profile of its GPU)\n"
                 : "              (no cost_model given and no public profile of its GPU ships)\n");
   }
+  // Where each part's prices came from, and what the open report measured with them.
+  if (const std::string line = provenance_line(result.prediction.provenance); !line.empty()) {
+    out << "  provenance  " << line << "\n";
+  }
   out << "\n";
 }
 
