@@ -52,15 +52,15 @@ double RooflineCostModel::gemm_s(const GemmOp& op) const {
 double RooflineCostModel::attention_s(const AttentionOp& op) const {
   // Flash attention runs its matmuls on tensor cores; the softmax work is hidden inside the
   // tiles, so it is costed as a GEMM of the same arithmetic.
-  used_.note(PricedPart::kAttention, kFromRoofline);
   const double flops = op.flops();
+  if (flops > 0) used_.note(PricedPart::kAttention, kFromRoofline);
   const double compute =
       flops / (system_.peak_flops(op.dtype) * gemm_efficiency(system_.efficiency, flops));
   return system_.efficiency.kernel_launch_s + compute;
 }
 
 double RooflineCostModel::memory_bound_s(const MemoryBoundOp& op) const {
-  used_.note(PricedPart::kMemoryBound, kFromRoofline);
+  if (op.bytes > 0) used_.note(PricedPart::kMemoryBound, kFromRoofline);
   return system_.efficiency.kernel_launch_s +
          static_cast<double>(op.bytes) /
              (system_.hbm_bandwidth_bytes_per_s * system_.efficiency.memory_max);
@@ -151,7 +151,7 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
 }
 
 double RooflineCostModel::p2p_s(const P2POp& op) const {
-  used_.note(PricedPart::kP2P, kFromRoofline);
+  if (op.bytes > 0) used_.note(PricedPart::kP2P, kFromRoofline);
   const LinkSpec& link = op.inter_node ? system_.inter_node : system_.intra_node;
   if (op.inter_node) {
     // Across nodes a message rides one NIC. Its rate is NCCL's for the NIC and the GPU's PCIe
