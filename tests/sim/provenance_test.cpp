@@ -50,7 +50,7 @@ unsigned part(const Provenance& p, PricedPart k) { return p.parts[static_cast<st
 // A profile measured on its own machine ("cuda") with bf16 GEMMs and nothing else: GEMMs are
 // measured, attention is its matmuls as those GEMMs, memory-bound kernels take the roofline
 // and llama3-8b's TP 2 / DP 4 collectives on a DGX H100 NCCL's model; no host is modelled.
-TEST(Provenance, MeasuredGemmsWithoutCollectiveSamplesSayNcclsModel) {
+TEST(PricedFrom, MeasuredGemmsWithoutCollectiveSamplesSayNcclsModel) {
   Workload w = shipped("llama3-8b-h100-8.json");
   auto profile = std::make_shared<Profile>();
   profile->machine = "bench";
@@ -77,7 +77,7 @@ TEST(Provenance, MeasuredGemmsWithoutCollectiveSamplesSayNcclsModel) {
 
 // The shipped measured H100 profile: kernels and host measured on its machine, collectives
 // (none measured on one GPU) by NCCL's model.
-TEST(Provenance, TheMeasuredH100ProfileSaysMeasuredAndNcclsModel) {
+TEST(PricedFrom, TheMeasuredH100ProfileSaysMeasuredAndNcclsModel) {
   const Provenance p = predicted(shipped("llama3-8b-h100-8-fp8.json")).provenance;
   EXPECT_EQ(part(p, PricedPart::kGemm), kFromMeasured);
   EXPECT_EQ(part(p, PricedPart::kAttention), kFromMeasured);
@@ -90,7 +90,7 @@ TEST(Provenance, TheMeasuredH100ProfileSaysMeasuredAndNcclsModel) {
 
 // The roofline prices every kernel from the system file's data sheet, and collectives on a
 // DGX H100 by NCCL's model of its (data-sheet) links; it models no host.
-TEST(Provenance, TheRooflineSaysDataSheetForEveryPart) {
+TEST(PricedFrom, TheRooflineSaysDataSheetForEveryPart) {
   Workload w = shipped("llama3-8b-h100-8.json");
   w.cost_model.kind = CostModelSpec::Kind::kRoofline;
   const Provenance p = predicted(w).provenance;
@@ -111,7 +111,7 @@ TEST(Provenance, TheRooflineSaysDataSheetForEveryPart) {
 
 // A public profile borrows its host from the measured H100 profile (make_public_profiles.py)
 // and says so, with the framework and what is known of the CPU.
-TEST(Provenance, APublicProfileSaysItsHostIsBorrowed) {
+TEST(PricedFrom, APublicProfileSaysItsHostIsBorrowed) {
   const Provenance a100 = predicted(shipped("gpt3-175b-a100-64.json")).provenance;
   EXPECT_EQ(a100.host, HostOrigin::kBorrowed);
   EXPECT_EQ(a100.host_from, "h100-sxm5-80gb-measured.json");
@@ -133,7 +133,7 @@ TEST(Provenance, APublicProfileSaysItsHostIsBorrowed) {
 }
 
 // The origins are an OR per part: any number of threads, in any order, give one answer.
-TEST(Provenance, TheSameWhateverOrderThreadsPriceIn) {
+TEST(PricedFrom, TheSameWhateverOrderThreadsPriceIn) {
   const Workload w = shipped("llama3-8b-h100-8.json");
   Result<std::shared_ptr<const Profile>> profile =
       load_shared_profile(kScenarios + "/profiles/h100-sxm5-80gb-public.json");
