@@ -11,8 +11,10 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/report/predict.hpp"
 #include "stepsim/report/report.hpp"
+#include "stepsim/sweep/make_it_fit.hpp"
 
 namespace stepsim::cli {
 
@@ -122,13 +124,23 @@ bool read_heterogeneity(const PredictArgs& args, sim::PredictOptions& options, s
   return true;
 }
 
+/// What to change when the simulated step of `w` does not fit in memory (nullopt: it fits).
+std::optional<sim::FitAdvice> fit_advice(const Workload& w, const sim::Prediction& p,
+                                         const std::string& text) {
+  if (p.fits_in_memory) return std::nullopt;
+  const auto cost = make_cost_model(w);  // predict built it once already: it cannot fail
+  if (!cost.ok()) return std::nullopt;
+  return sim::simulated_fit_advice(w, p, defaulted_keys_of_scenario(text), **cost);
+}
+
 int run_predict(const PredictArgs& args, Env& env) {
   if (args.trace.empty() && (args.trace_level != "op" || !args.trace_ranks.empty())) {
     *env.err << "stepsim predict: --trace-level and --trace-ranks shape the trace: give --trace "
                 "FILE too\n";
     return 2;
   }
-  std::optional<Workload> w = load_scenario_or_args(args.scenario, args.megatron, env);
+  std::string text;
+  std::optional<Workload> w = load_scenario_or_args(args.scenario, args.megatron, env, &text);
   if (!w) return 2;
   sim::TraceShape shape;
   shape.microbatch_level = args.trace_level == "microbatch";
@@ -158,6 +170,8 @@ int run_predict(const PredictArgs& args, Env& env) {
   sim::ReportOptions report;
   report.train_tokens = static_cast<std::int64_t>(args.train_tokens);
   report.verbose = args.verbose;
+  const std::optional<sim::FitAdvice> advice = fit_advice(*w, run.result.prediction, text);
+  report.fit_advice = advice ? &*advice : nullptr;
   if (args.format == "json") {
     sim::write_prediction_json(*w, run.result, run.cost_model, *env.out, report);
   } else {
@@ -215,8 +229,7 @@ void add_predict_command(CLI::App& app, Env& env) {
   cmd->add_option("--seed", args->seed, "the --jitter draws' seed (std::mt19937_64)")
       ->capture_default_str();
   cmd->add_option("--train-tokens", args->train_tokens,
-                  "also report the steps, time and GPU-hours to train this many tokens "
-                  "(e.g. 300e9)")
+                  "also report steps, time and GPU-hours to train this many tokens (e.g. 300e9)")
       ->check(CLI::Range(1.0, 1e18));
   cmd->add_flag("--verbose", args->verbose,
                 "every warning with all its cases (default: one short line per warning)");

@@ -15,9 +15,12 @@
 namespace stepsim::cli {
 namespace {
 
-std::string joined(const std::vector<std::string>& names) {
+/// The profiles, the one a scenario without cost_model takes marked with '*'.
+std::string joined(const ShippedSystem& s) {
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const std::string& n : s.profiles) {
+    out += (out.empty() ? "" : ", ") + n + (n == s.default_cost_model ? "*" : "");
+  }
   return out.empty() ? "-" : out;
 }
 
@@ -30,9 +33,11 @@ void write_systems_text(const std::vector<ShippedSystem>& rows, std::ostream& ou
     std::snprintf(line, sizeof line, "%-22s %-36s %9lld %15.3g %15.3g  %s\n", s.name.c_str(),
                   s.gpu_name.c_str(), static_cast<long long>(s.gpus_per_node),
                   s.intra_node_bandwidth_bytes_per_s / 1e9,
-                  s.inter_node_bandwidth_bytes_per_s / 1e9, joined(s.profiles).c_str());
+                  s.inter_node_bandwidth_bytes_per_s / 1e9, joined(s).c_str());
     out << line;
   }
+  out << "* prices a scenario on the system that gives no cost_model (the roofline where no "
+         "profile is marked)\n";
 }
 
 int run_systems(const std::string& format, Env& env) {
@@ -56,7 +61,8 @@ void add_systems_command(CLI::App& app, Env& env) {
       "The shipped systems by short name (what a scenario's \"system\", a sweep's system\n"
       "knob and --system accept: the file stem or a unique prefix of it), with the GPU,\n"
       "GPUs per node, NVLink and inter-node bandwidth (per GPU and per NIC, one direction)\n"
-      "and the shipped profiles of the GPU (for cost_model.profile).");
+      "and the shipped profiles of the GPU (for cost_model.profile); the one marked * prices\n"
+      "a scenario that gives no cost_model (the roofline where none is marked).");
   cmd->add_option("--format", *format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

@@ -1,7 +1,7 @@
 #pragma once
 // Each subcommand registers itself on the top-level CLI11 app. When CLI11 selects it, its
 // callback stores the command's exit status in Env::exit_code (0 ok, 1 runtime failure,
-// 2 bad input).
+// 2 bad input, 3 `check`: a valid job that does not fit in GPU memory).
 
 #include <iosfwd>
 #include <string>
@@ -12,6 +12,10 @@ class App;
 }
 
 namespace stepsim::cli {
+
+/// `check`'s status for a scenario that passes Megatron's rules but whose analytic peak
+/// exceeds the GPU's memory (docs/cli.md): neither ok (0) nor bad input (2).
+inline constexpr int kExitDoesNotFit = 3;
 
 struct Env {
   std::string scenarios_dir;  ///< the project's scenarios/ folder

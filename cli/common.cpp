@@ -6,6 +6,7 @@
 #include <string_view>
 #include <ostream>
 
+#include "stepsim/base/json_input.hpp"
 #include "stepsim/base/nearest_name.hpp"
 #include "stepsim/import/import.hpp"
 #include "stepsim/check/load.hpp"
@@ -29,7 +30,7 @@ int report_errors(const Errors& errors, Env& env) {
   return exit_status(errors);
 }
 
-std::optional<Workload> load_or_report(const std::string& path, Env& env) {
+std::optional<Workload> load_or_report(const std::string& path, Env& env, std::string* text) {
   const std::string file = path.empty() ? env.scenarios_dir + "/" + kDefaultScenario : path;
   LoadOptions options;
   options.scenarios_dir = env.scenarios_dir;
@@ -37,6 +38,11 @@ std::optional<Workload> load_or_report(const std::string& path, Env& env) {
   if (!loaded) {
     env.exit_code = report_errors(loaded.errors(), env);
     return std::nullopt;
+  }
+  if (text != nullptr) {
+    // The file was read a moment ago; should it be gone now, every default is re-derived.
+    Result<std::string> read = read_input_file(file);
+    *text = read ? std::move(read).value() : std::string("{}");
   }
   print_notes(*loaded, env);
   return std::move(loaded).value();
@@ -167,22 +173,23 @@ std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& ar
 }
 
 std::optional<Workload> load_scenario_or_args(const std::string& path, const MegatronArgs& args,
-                                              Env& env) {
+                                              Env& env, std::string* text) {
   if (const std::string orphan = launch_line_options_without_line(args); !orphan.empty()) {
     *env.err << "stepsim: " << orphan << "\n";
     env.exit_code = 2;
     return std::nullopt;
   }
-  if (args.line.empty()) return load_or_report(path, env);
+  if (args.line.empty()) return load_or_report(path, env, text);
   if (!path.empty()) {
     *env.err << "stepsim: give either a scenario file or --megatron-args, not both\n";
     env.exit_code = 2;
     return std::nullopt;
   }
-  const std::optional<std::string> text = import_megatron_args_or_report(args, env);
-  if (!text) return std::nullopt;
+  const std::optional<std::string> imported = import_megatron_args_or_report(args, env);
+  if (!imported) return std::nullopt;
+  if (text != nullptr) *text = *imported;
   Result<Workload> w =
-      load_scenario_text(*text, "--megatron-args", ".", LoadOptions{env.scenarios_dir});
+      load_scenario_text(*imported, "--megatron-args", ".", LoadOptions{env.scenarios_dir});
   if (!w.ok()) {
     env.exit_code = report_errors(w.errors(), env);
     return std::nullopt;

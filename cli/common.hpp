@@ -25,8 +25,10 @@ int report_errors(const Errors& errors, Env& env);
 
 /// Loads and validates `path` (the default scenario under env.scenarios_dir when empty).
 /// On failure prints one line per problem to *env.err, sets env.exit_code = 2 and returns
-/// nullopt.
-std::optional<Workload> load_or_report(const std::string& path, Env& env);
+/// nullopt. `text`, when given, receives the scenario's JSON text (make_it_fit re-derives the
+/// keys it left to Megatron's defaults from it).
+std::optional<Workload> load_or_report(const std::string& path, Env& env,
+                                       std::string* text = nullptr);
 
 /// Before MPI starts in calibrate and validate: a process started without a launcher
 /// (mpirun, srun, a PMIx server) becomes a one-rank world on its own, without the helper
@@ -80,8 +82,9 @@ std::optional<std::string> system_option_or_report(const std::string& value, Env
 /// env.exit_code = 2 and returns nullopt.
 std::optional<std::string> import_megatron_args_or_report(const MegatronArgs& args, Env& env);
 
-/// Loads `args` as predict does: --megatron-args when given, else the scenario file.
+/// Loads `args` as predict does: --megatron-args when given, else the scenario file. `text`
+/// as load_or_report's.
 std::optional<Workload> load_scenario_or_args(const std::string& path, const MegatronArgs& args,
-                                              Env& env);
+                                              Env& env, std::string* text = nullptr);
 
 }  // namespace stepsim::cli

@@ -25,7 +25,9 @@
 #include "stepsim/report/predict.hpp"
 #include "stepsim/report/report.hpp"
 #include "stepsim/report/schedule_report.hpp"
+#include "stepsim/sweep/make_it_fit.hpp"
 #include "stepsim/sweep/sweep_plan.hpp"
+#include "stepsim/base/json_input.hpp"
 
 namespace py = pybind11;
 
@@ -53,12 +55,16 @@ LoadOptions load_options() { return LoadOptions{scenarios_dir()}; }
 struct Scenario {
   Workload workload;
   std::string file;  ///< the file it came from, or "<dict>"
+  /// The keys it left to Megatron's defaults (make_it_fit re-derives them per change).
+  DefaultedKeys defaulted;
 };
 
 std::tuple<Problems, std::optional<Scenario>> load_file(const std::string& path) {
   Result<Workload> w = load_scenario_file(path, load_options());
   if (!w) return {problems_of(w.errors()), std::nullopt};
-  return {Problems{}, Scenario{std::move(w).value(), path}};
+  const Result<std::string> text = read_input_file(path);
+  return {Problems{}, Scenario{std::move(w).value(), path,
+                               defaulted_keys_of_scenario(text ? *text : std::string("{}"))}};
 }
 
 std::tuple<Problems, std::optional<Scenario>> load_text(const std::string& text,
@@ -66,7 +72,7 @@ std::tuple<Problems, std::optional<Scenario>> load_text(const std::string& text,
                                                         const std::string& base_dir) {
   Result<Workload> w = load_scenario_text(text, label, base_dir, load_options());
   if (!w) return {problems_of(w.errors()), std::nullopt};
-  return {Problems{}, Scenario{std::move(w).value(), label}};
+  return {Problems{}, Scenario{std::move(w).value(), label, defaulted_keys_of_scenario(text)}};
 }
 
 /// What `stepsim check` checks beyond loading: the cost model (a profile) can be built.
@@ -117,6 +123,15 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
   std::ostringstream out;
   sim::ReportOptions report;
   report.train_tokens = a.train_tokens;
+  std::optional<sim::FitAdvice> advice;
+  if (!outcome->run->result.prediction.fits_in_memory) {
+    py::gil_scoped_release release;
+    if (auto cost = make_cost_model(s.workload)) {
+      advice = sim::simulated_fit_advice(s.workload, outcome->run->result.prediction,
+                                         s.defaulted, **cost);
+    }
+  }
+  report.fit_advice = advice ? &*advice : nullptr;
   sim::write_prediction_json(s.workload, outcome->run->result, outcome->run->cost_model, out,
                              report);
   if (!a.trace.empty()) {
@@ -127,8 +142,13 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
 }
 
 std::string memory(const Scenario& s) {
+  std::optional<sim::FitAdvice> advice;
+  if (auto cost = make_cost_model(s.workload)) {
+    py::gil_scoped_release release;
+    advice = sim::analytic_fit_advice(s.workload, s.defaulted, **cost);
+  }
   std::ostringstream out;
-  sim::write_memory_json(s.workload, out);
+  sim::write_memory_json(s.workload, out, advice ? &*advice : nullptr);
   return out.str();
 }
 

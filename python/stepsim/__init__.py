@@ -164,7 +164,8 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
     any data-parallel replica, ``slow_nics`` maps a node (global rank // gpus_per_node) to how
     many times as slowly its NICs move bytes (as ``--slow-nic NODE=FACTOR``) and ``jitter``
     scales each GPU's kernels by exp(jitter * z), z a standard normal drawn from ``seed`` (as
-    ``--jitter SIGMA --seed N``)."""
+    ``--jitter SIGMA --seed N``). A step that does not fit in GPU memory adds ``make_it_fit``:
+    the smallest changes that fit, fastest first (docs/outputs.md)."""
     s = load(scenario)
     if train_tokens is not None and not 1 <= train_tokens <= 1e18:
         raise ScenarioError([("", "train_tokens", f"={train_tokens} must lie in [1, 1e18]")])
@@ -200,7 +201,8 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
 
 
 def memory(scenario: str | os.PathLike | dict | Scenario) -> dict[str, Any]:
-    """The analytic memory per stage: the ``stepsim memory --format json`` document."""
+    """The analytic memory per stage: the ``stepsim memory --format json`` document (with
+    ``make_it_fit``, the smallest changes that fit, when the job does not)."""
     return json.loads(_stepsim.memory(load(scenario)))
 
 
@@ -273,8 +275,10 @@ def systems() -> list[dict[str, Any]]:
     """The shipped systems, one dict per system as ``stepsim systems --format json`` lists
     them: ``name`` (the short name a scenario's "system" takes), ``gpu_name``,
     ``gpus_per_node``, ``intra_node_bandwidth_bytes_per_s`` (NVLink, per GPU),
-    ``inter_node_bandwidth_bytes_per_s`` (per NIC) and ``profiles`` (the short names of the
-    shipped profiles of its GPU, for ``cost_model.profile``)."""
+    ``inter_node_bandwidth_bytes_per_s`` (per NIC), ``profiles`` (the short names of the
+    shipped profiles of its GPU, for ``cost_model.profile``) and ``default_cost_model`` (what
+    prices a scenario on it without ``cost_model``: its GPU's public profile, or
+    ``"roofline"``)."""
     problems, text = _stepsim.systems()
     _raise_if(problems)
     return json.loads(text)

@@ -28,6 +28,7 @@ TEST(SystemsCommand, JsonListsWhatTheLibraryLists) {
     EXPECT_EQ(j["intra_node_bandwidth_bytes_per_s"], s.intra_node_bandwidth_bytes_per_s);
     EXPECT_EQ(j["inter_node_bandwidth_bytes_per_s"], s.inter_node_bandwidth_bytes_per_s);
     EXPECT_EQ(j["profiles"], s.profiles);
+    EXPECT_EQ(j["default_cost_model"], s.default_cost_model);
   }
 }
 
@@ -40,7 +41,14 @@ TEST(SystemsCommand, TextHasOneRowPerSystemWithItsProfiles) {
   const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
   EXPECT_NE(line.find("NVIDIA H100-SXM5-80GB"), std::string::npos) << line;
   EXPECT_NE(line.find(" 450 "), std::string::npos) << line;
-  EXPECT_NE(line.find("h100-sxm5-80gb-measured, h100-sxm5-80gb-public"), std::string::npos) << line;
+  // The public profile, marked, is what a scenario without cost_model takes.
+  EXPECT_NE(line.find("h100-sxm5-80gb-measured, h100-sxm5-80gb-public*"), std::string::npos)
+      << line;
+  const std::size_t b200 = r.out.find("\ndgx-b200 ");  // no B200 profile ships: none marked
+  ASSERT_NE(b200, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(b200 + 1, r.out.find('\n', b200 + 1) - b200 - 1).find('*'),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(run_stepsim("systems --format yaml").status, 2);
 }
 

@@ -163,9 +163,11 @@ TEST(Fp8Accumulation, FastAccumulatingGemmsArePricedFromTheirOwnSamples) {
   op.fast_accum = true;
   EXPECT_EQ(m.gemm_s(op), 0.9e-4);
   // Another shape takes the fast samples' efficiency (here: the one's, clamped at its edge,
-  // with that warning), never the split samples'.
+  // with that warning), never the split samples' (2 x 1.0e-4): twice the work, with the
+  // kernel's launch latency paid once (gemm_waves.hpp), so a little under twice the time.
   op.m = 8192;
-  EXPECT_NEAR(m.gemm_s(op), 2 * 0.9e-4, 1e-12);
+  EXPECT_NEAR(m.gemm_s(op), 2 * 0.9e-4, 2 * 0.9e-4 * 0.01);
+  EXPECT_LT(m.gemm_s(op), 2 * 0.9e-4);
   for (const std::string& warning : m.warnings()) {
     EXPECT_EQ(warning.find("fast-accumulation"), std::string::npos) << warning;
   }

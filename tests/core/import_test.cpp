@@ -110,9 +110,9 @@ TEST(MegatronArgs, EnvironmentOfTheLaunchLine) {
                 .find("NVTE_FLASH_ATTN=1 contradicts attention_backend=fused"),
             std::string::npos);
   // Settings that change the job and are not modelled.
-  e = error_of("NVTE_UB_ATOMIC_GEMM_RS=1 NCCL_ALGO=Ring CUDA_DEVICE_MAX_CONNECTIONS=8" + flags);
+  e = error_of("NVTE_UB_ATOMIC_GEMM_RS=1 NCCL_CROSS_NIC=1 CUDA_DEVICE_MAX_CONNECTIONS=8" + flags);
   for (const char* word : {"NVTE_UB_ATOMIC_GEMM_RS=1 is a Transformer Engine setting",
-                           "NCCL_ALGO=Ring changes how "
+                           "NCCL_CROSS_NIC=1 changes how "
                            "NCCL runs collectives",
                            "CUDA_DEVICE_MAX_CONNECTIONS=8"}) {
     EXPECT_NE(e.find(word), std::string::npos) << word << "\n" << e;
@@ -121,9 +121,9 @@ TEST(MegatronArgs, EnvironmentOfTheLaunchLine) {
                 .find("NVTE_FWD_LAYERNORM_SM_MARGIN=-2 must be an integer >= 0"),
             std::string::npos);
   o.allow_unmodelled = true;
-  auto allowed = scenario_from_megatron_args("NCCL_ALGO=Ring" + flags, o);
+  auto allowed = scenario_from_megatron_args("NCCL_CROSS_NIC=1" + flags, o);
   ASSERT_TRUE(allowed.ok());
-  EXPECT_EQ(allowed->unmodelled, std::vector<std::string>{"NCCL_ALGO=Ring"});
+  EXPECT_EQ(allowed->unmodelled, std::vector<std::string>{"NCCL_CROSS_NIC=1"});
 }
 
 // --tp-only-amax-red (MLPerf's GPT-3 175B on NeMo sets tp_only_amax_red) loads as its key,

@@ -262,13 +262,20 @@ TEST(MegatronArguments, DeterministicModeIsRefusedNamingTheMissingKernels) {
   EXPECT_EQ(listed->unmodelled.size(), 2u);
 }
 
-// NCCL's algorithm and protocol restrictions are not modelled yet: refused naming them.
-TEST(MegatronArguments, NcclAlgoAndProtoAreRefusedByName) {
+// NCCL's algorithm and protocol restrictions are modelled (nccl_algo_proto_test.cpp): the
+// launch line's assignments import as their keys; NCCL's other tuning variables are refused.
+TEST(MegatronArguments, NcclAlgoAndProtoImportAsTheirKeys) {
   for (const std::string word : {"NCCL_ALGO=Ring", "NCCL_PROTO=^LL128"}) {
     auto imported = scenario_from_megatron_args(word + " " + kBase, options());
-    ASSERT_FALSE(imported.ok()) << word;
-    EXPECT_EQ(imported.errors().front().key, word);
+    ASSERT_TRUE(imported.ok()) << word << format_errors(imported.errors());
+    const std::string key = word.starts_with("NCCL_ALGO") ? "\"nccl_algo\": \"Ring\""
+                                                          : "\"nccl_proto\": \"^LL128\"";
+    EXPECT_NE(imported->scenario_json.find(key), std::string::npos) << imported->scenario_json;
   }
+  auto buffsize =
+      scenario_from_megatron_args("NCCL_BUFFSIZE=8388608 " + std::string(kBase), options());
+  ASSERT_FALSE(buffsize.ok());
+  EXPECT_EQ(buffsize.errors().front().key, "NCCL_BUFFSIZE=8388608");
 }
 
 }  // namespace

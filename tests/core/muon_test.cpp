@@ -70,7 +70,8 @@ TEST(Muon, NewtonSchulzFlopsClosedForm) {
 }
 
 TEST(Muon, DuplicatedGathersEachMatrixAndOrthogonalizesItWhole) {
-  const StagePlan& s = decompose(muon_workload(MuonTpMode::kDuplicated)).stages[1];
+  const WorkloadPlan plan = decompose(muon_workload(MuonTpMode::kDuplicated));
+  const StagePlan& s = plan.stages[1];
   const StepCounts c = count(s);
   // Per layer, whole: q 8192 x 8192, k and v 1024 x 8192 (split_qkv), proj 8192 x 8192, fc1
   // 57344 x 8192, fc2 8192 x 28672.
@@ -89,7 +90,8 @@ TEST(Muon, DuplicatedGathersEachMatrixAndOrthogonalizesItWhole) {
 }
 
 TEST(Muon, BlockwiseOrthogonalizesEachShardAlone) {
-  const StepCounts c = count(decompose(muon_workload(MuonTpMode::kBlockwise)).stages[1]);
+  const WorkloadPlan plan = decompose(muon_workload(MuonTpMode::kBlockwise));
+  const StepCounts c = count(plan.stages[1]);
   // Local shards: q 1024 x 8192, k and v 128 x 8192, proj 8192 x 1024, fc1 7168 x 8192, fc2
   // 8192 x 3584.
   const double layer = 2 * ns(1024, 8192) + 2 * ns(128, 8192) + ns(7168, 8192) + ns(8192, 3584);
@@ -98,7 +100,8 @@ TEST(Muon, BlockwiseOrthogonalizesEachShardAlone) {
 }
 
 TEST(Muon, DistributedAllReducesTheGramMatrixEveryIteration) {
-  const StepCounts c = count(decompose(muon_workload(MuonTpMode::kDistributed)).stages[1]);
+  const WorkloadPlan plan = decompose(muon_workload(MuonTpMode::kDistributed));
+  const StepCounts c = count(plan.stages[1]);
   // The Gram matrix spans the unsplit dimension (8192 for every matrix here: the columns of
   // the column-parallel ones, the rows of the row-parallel ones), the shard's other side.
   const auto dist = [](double whole, double local) {
@@ -130,8 +133,8 @@ Result<Workload> load(const std::string& training_extra, bool moe = false) {
       "attention_backend": "auto")" +
       std::string(moe ? R"(, "num_experts": 8, "moe_router_topk": 2)" : "") +
       R"(}, "training": {"world_size": 2, "tensor_model_parallel_size": 2,
-      "sequence_parallel": true, "micro_batch_size": 1, "global_batch_size": 8,
-      "bf16": true)" +
+      "sequence_parallel": true, "micro_batch_size": 1, "global_batch_size": 8)" +
+      std::string(training_extra.find("\"bf16\"") == std::string::npos ? R"(, "bf16": true)" : "") +
       training_extra + R"(}, "system": "systems/dgx-h100-80gb.json"})";
   LoadOptions o;
   o.scenarios_dir = STEPSIM_SCENARIOS_DIR;

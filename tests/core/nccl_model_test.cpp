@@ -40,6 +40,17 @@ std::string pick(const NcclModel& m, CollectiveKind k, std::int64_t bytes) {
 }
 
 constexpr std::int64_t kMiB = 1 << 20;
+
+/// nccl_tuning_factor of a collective of `kind` over `ranks` GPUs on `nodes` nodes.
+double tuning_factor(const SystemConfig& s, CollectiveKind kind, std::int64_t ranks,
+                     std::int64_t nodes, std::int64_t bytes) {
+  return nccl_tuning_factor(s, CollectiveOp{.kind = kind,
+                                            .group = CommGroup::kData,
+                                            .bytes = bytes,
+                                            .group_size = ranks,
+                                            .nodes_spanned = nodes});
+}
+
 constexpr auto kAR = CollectiveKind::kAllReduce;
 constexpr auto kAG = CollectiveKind::kAllGather;
 constexpr auto kRS = CollectiveKind::kReduceScatter;
@@ -183,14 +194,14 @@ TEST(NcclChoice, NvlsOffPicksWithoutNvlinkSharp) {
   const NcclModel on = model(dgx_h100(), 8, 1);
   const double ratio = m.choose(kAR, 64 * kMiB).seconds / on.choose(kAR, 64 * kMiB).seconds;
   EXPECT_GT(ratio, 1.0);
-  EXPECT_DOUBLE_EQ(nccl_nvls_off_factor(off, kAR, 8, 1, 64 * kMiB), ratio);
+  EXPECT_DOUBLE_EQ(tuning_factor(off, kAR, 8, 1, 64 * kMiB), ratio);
   // 1: NVLS on; NCCL picks the ring anyway (small all-reduce, all-gather); no NVLS on A100.
-  EXPECT_EQ(nccl_nvls_off_factor(dgx_h100(), kAR, 8, 1, 64 * kMiB), 1.0);
-  EXPECT_EQ(nccl_nvls_off_factor(off, kAR, 8, 1, kMiB), 1.0);
-  EXPECT_EQ(nccl_nvls_off_factor(off, kAG, 8, 1, 1024 * kMiB), 1.0);
+  EXPECT_EQ(tuning_factor(dgx_h100(), kAR, 8, 1, 64 * kMiB), 1.0);
+  EXPECT_EQ(tuning_factor(off, kAR, 8, 1, kMiB), 1.0);
+  EXPECT_EQ(tuning_factor(off, kAG, 8, 1, 1024 * kMiB), 1.0);
   SystemConfig a100 = dgx_a100();
   a100.nccl_nvls = false;
-  EXPECT_EQ(nccl_nvls_off_factor(a100, kAR, 8, 1, 64 * kMiB), 1.0);
+  EXPECT_EQ(tuning_factor(a100, kAR, 8, 1, 64 * kMiB), 1.0);
   EXPECT_TRUE(nccl_nvls_capable(dgx_h100()));
   EXPECT_FALSE(nccl_nvls_capable(dgx_a100()));
   // The roofline cost model prices through the same choice.

@@ -49,7 +49,7 @@ TEST(NcclNvls, OffScalesAMeasuredCollectiveThatNcclRanWithNvls) {
                                 .nodes_spanned = 1};
   SystemConfig without = off.system;
   without.nccl_nvls = false;
-  const double factor = nccl_nvls_off_factor(without, CollectiveKind::kAllReduce, 8, 1, 64 * kMiB);
+  const double factor = nccl_tuning_factor(without, all_reduce);
   EXPECT_GT(factor, 1.0);
   EXPECT_DOUBLE_EQ(seconds(off, all_reduce), seconds(on, all_reduce) * factor);
   // The ring wins an all-gather with NVLS on too: unchanged. Forced on (1) prices as 2.

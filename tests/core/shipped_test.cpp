@@ -138,6 +138,12 @@ TEST(ShippedSystems, ListsEverySystemWithTheProfilesOfItsGpu) {
   EXPECT_EQ(h100->inter_node_bandwidth_bytes_per_s, 50e9);
   EXPECT_EQ(h100->profiles,
             (std::vector<std::string>{"h100-sxm5-80gb-measured", "h100-sxm5-80gb-public"}));
+  EXPECT_EQ(h100->default_cost_model, "h100-sxm5-80gb-public");
+  const auto h800 = std::find_if(rows->begin(), rows->end(), [](const ShippedSystem& s) {
+    return s.name == "h800-80gb-deepseek";
+  });
+  ASSERT_NE(h800, rows->end());
+  EXPECT_EQ(h800->default_cost_model, "roofline");
   // The rule holds for the shipped files: every profile belongs to some shipped system.
   for (const std::string& p : shipped_stems(kScenarios, ShippedKind::kProfile)) {
     EXPECT_TRUE(std::any_of(rows->begin(), rows->end(),

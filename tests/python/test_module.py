@@ -132,6 +132,32 @@ def test_memory_and_schedule():
         stepsim.schedule(pp=4, microbatches=8, overlap_p2p=True)
 
 
+def test_make_it_fit_in_memory_and_predict():
+    # Llama 2 70B as shipped fits; with micro-batch 4, no sequence parallelism and no
+    # distributed optimizer it does not, and both documents list changes that fit.
+    with open(SCENARIOS / "llama2-70b-h100-64.json", encoding="utf-8") as f:
+        d = json.load(f)
+    assert "make_it_fit" not in stepsim.memory(d)
+    d["training"].update(micro_batch_size=4, sequence_parallel=False,
+                         use_distributed_optimizer=False, overlap_param_gather=False)
+    m = stepsim.memory(d)
+    assert not m["fits"]
+    advice = m["make_it_fit"]
+    assert advice["peak"] == "analytic" and advice["suggestions"]
+    for s in advice["suggestions"]:
+        changed = json.loads(json.dumps(d))
+        for c in s["changes"]:
+            section, key = c["key"].split(".", 1)
+            changed[section][key] = c["to"]
+        assert stepsim.check(changed) == []
+        assert stepsim.memory(changed)["fits"]
+    times = [s["step_time_s"] for s in advice["suggestions"]]
+    assert times == sorted(times)
+    p = stepsim.predict(d)
+    assert not p["fits_in_memory"]
+    assert p["make_it_fit"]["peak"] == "simulated"
+
+
 def test_sweep_rows_go_into_a_data_frame():
     pd = pytest.importorskip("pandas")
     spec = {"base": "llama3-8b-h100-8.json",
@@ -304,6 +330,7 @@ def test_systems_are_the_cli_listing_and_short_names_load(stepsim_bin):
     assert h100["gpu_name"] == "NVIDIA H100-SXM5-80GB"
     assert h100["gpus_per_node"] == 8
     assert h100["profiles"] == ["h100-sxm5-80gb-measured", "h100-sxm5-80gb-public"]
+    assert h100["default_cost_model"] == "h100-sxm5-80gb-public"
     # A scenario names a system and a profile by short name (or a unique prefix).
     d = gpt3_dict()
     d["system"] = "dgx-a100"
@@ -314,3 +341,28 @@ def test_systems_are_the_cli_listing_and_short_names_load(stepsim_bin):
         stepsim.load(d)
     assert e.value.key == "system"
     assert "dgx-h100-80gb, dgx-h200" in e.value.rule
+
+
+def test_omitted_keys_take_the_clis_megatron_defaults(stepsim_bin, tmp_path):
+    # No attention_backend: Megatron-Core's "auto", so context parallelism needs none named;
+    # no cost_model: the shipped public profile of the system's GPU, and the report says so.
+    d = {"name": "t",
+         "model": {"num_layers": 8, "hidden_size": 512, "num_attention_heads": 8,
+                   "seq_length": 256, "vocab_size": 1000},
+         "training": {"world_size": 8, "context_parallel_size": 2, "micro_batch_size": 1,
+                      "global_batch_size": 8, "bf16": True},
+         "system": "dgx-h100"}
+    p = stepsim.predict(d)
+    assert p["cost_model"].startswith("profile h100-sxm5-80gb-public.json")
+    assert p["cost_model_default"] == ("default: the shipped public profile of the system's "
+                                       "GPU; \"cost_model\": \"roofline\" for the data sheet's "
+                                       "roofline")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(d))
+    cli = subprocess.run([stepsim_bin, "predict", str(path), "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    assert p == json.loads(cli.stdout)
+    d["cost_model"] = "roofline"
+    roofline = stepsim.predict(d)
+    assert roofline["cost_model"].startswith("roofline ")
+    assert "cost_model_default" not in roofline

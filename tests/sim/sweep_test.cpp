@@ -214,9 +214,13 @@ TEST(SweepEnumerate, AutoContextParallelKeepsMegatronsAndTransformerEnginesRules
         << "t" << t.tensor_model_parallel_size << " cp" << t.context_parallel_size;
     EXPECT_EQ(t.data_parallel_size * t.tensor_model_parallel_size * t.context_parallel_size, 8);
   }
-  // Without fused attention context parallelism is not offered at all.
-  const SweepSpec unfused = must(small_sweep(R"({"training.context_parallel_size": "auto"})"));
+  // Without fused attention context parallelism is not offered at all; with the default
+  // backend ("auto", Megatron-Core's) it is.
+  const SweepSpec unfused = must(small_sweep(
+      R"({"model.attention_backend": ["unfused"], "training.context_parallel_size": "auto"})"));
   EXPECT_EQ(sim::count_configurations(unfused), 1);
+  const SweepSpec omitted = must(small_sweep(R"({"training.context_parallel_size": "auto"})"));
+  EXPECT_EQ(sim::count_configurations(omitted), 4);  // cp 1, 2, 4, 8 at t 1
 }
 
 // Expert parallelism on "auto" (8 GPUs, 8 experts, expert FFN 256, no biases): EP divides the

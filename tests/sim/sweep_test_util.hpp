@@ -16,7 +16,8 @@
 
 namespace stepsim::test {
 
-/// A 4-layer model with 8 heads on 8 A100s: every knob has a few valid values.
+/// A 4-layer model with 8 heads on 8 A100s: every knob has a few valid values. Priced by the
+/// roofline, named (the default would be the A100's public profile): system what-ifs move it.
 inline std::string small_base() {
   return R"({
     "name": "small",
@@ -25,7 +26,8 @@ inline std::string small_base() {
     "training": {"world_size": 8, "tensor_model_parallel_size": 1,
                  "pipeline_model_parallel_size": 1, "micro_batch_size": 1,
                  "global_batch_size": 16, "bf16": true},
-    "system": "systems/dgx-a100-80gb.json"
+    "system": "systems/dgx-a100-80gb.json",
+    "cost_model": "roofline"
   })";
 }
 

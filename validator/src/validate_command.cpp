@@ -296,8 +296,8 @@ bool Validation::run(std::ostream* err, bool terminal) {
     // reads it when a communicator is made); the cpu backend's MPI ignores it.
     setenv("NCCL_NVLS_ENABLE", std::to_string(nvls).c_str(), 1);
   }
-  // Likewise the job's channel limits and cross-node chunk (its communicators' per-group
-  // options go to Backend::split).
+  // Likewise the job's channel limits, algorithm and protocol restrictions and cross-node
+  // chunk (its communicators' per-group options go to Backend::split).
   const TrainingConfig& job = out_.workload->training;
   if (job.nccl_min_nchannels > 0) {
     setenv("NCCL_MIN_NCHANNELS", std::to_string(job.nccl_min_nchannels).c_str(), 1);
@@ -305,6 +305,8 @@ bool Validation::run(std::ostream* err, bool terminal) {
   if (job.nccl_max_nchannels > 0) {
     setenv("NCCL_MAX_NCHANNELS", std::to_string(job.nccl_max_nchannels).c_str(), 1);
   }
+  if (!job.nccl_algo.empty()) setenv("NCCL_ALGO", job.nccl_algo.c_str(), 1);
+  if (!job.nccl_proto.empty()) setenv("NCCL_PROTO", job.nccl_proto.c_str(), 1);
   if (job.nccl_p2p_net_chunksize != 131072) {
     setenv("NCCL_P2P_NET_CHUNKSIZE", std::to_string(job.nccl_p2p_net_chunksize).c_str(), 1);
   }

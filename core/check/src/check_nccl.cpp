@@ -23,6 +23,21 @@ bool expert_group(std::string_view name) {
          name == "tp_exp";
 }
 
+/// NCCL_ALGO / NCCL_PROTO (their syntax is checked as the scenario loads) act on NCCL's own
+/// tuning model (cost/nccl_model.cpp); a system it has no model of (not an NVIDIA NVSwitch
+/// platform) has no choice to restrict.
+void check_nccl_restrictions(const Workload& w, Checker& check) {
+  const TrainingConfig& t = w.training;
+  const SystemConfig& s = w.system;
+  const bool system_given =
+      s.peak_flops_fp32 > 0 || s.peak_flops_fp16 > 0 || s.peak_flops_bf16 > 0;
+  if ((t.nccl_algo.empty() && t.nccl_proto.empty()) || !system_given || nccl_platform(s)) return;
+  check.fail(t.nccl_algo.empty() ? "training.nccl_proto" : "training.nccl_algo",
+             ": restricting NCCL's algorithms or protocols on system \"" + s.name + "\" (" +
+                 s.gpu_name +
+                 ") is not modelled yet: NCCL's tuning model has no model of that platform");
+}
+
 }  // namespace
 
 void check_nccl(const Workload& w, Checker& check) {
@@ -46,6 +61,7 @@ void check_nccl(const Workload& w, Checker& check) {
                    "(smaller steps of a cross-node transfer, whose per-step cost no profile "
                    "measures)");
   }
+  check_nccl_restrictions(w, check);
   if (t.nccl_group_options.empty()) return;
   const SystemConfig& s = w.system;
   for (const NcclGroupOptions& g : t.nccl_group_options) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "stepsim/base/json_fields.hpp"
@@ -253,6 +254,12 @@ void parse_model(ObjectReader& r, const nlohmann::json& object, Errors& errors, 
       clamp != nullptr && clamp->is_number() && clamp->get<double>() <= 0) {
     r.error("activation_func_clamp_value",
             "=" + detail::describe(*clamp) + " must be > 0 (leave it out for no clamp)");
+  }
+  // Left out: Megatron-Core's default, "auto" (TransformerConfig.attention_backend,
+  // megatron/core/transformer/transformer_config.py); with the older use_flash_attn=true it
+  // stays as that flag asks, FlashAttention.
+  if (!given.of("attention_backend") && !w.model.use_flash_attn) {
+    w.model.attention_backend = AttentionBackend::kAuto;
   }
   const ModelConfig& m = w.model;
   if (given.of("attention_backend") && m.use_flash_attn &&
@@ -519,9 +526,14 @@ void parse_system_entry(ObjectReader& r, Errors& errors, const std::string& base
 }
 
 void parse_cost_model(ObjectReader& r, Errors& errors, const std::string& base_dir,
-                      const LoadOptions& options, CostModelSpec& spec) {
+                      const LoadOptions& options, const SystemConfig& system,
+                      CostModelSpec& spec) {
   const json* entry = r.raw("cost_model");
-  if (entry == nullptr) return;  // roofline
+  if (entry == nullptr) {
+    // Left out: the GPU's shipped public profile, as `stepsim systems` lists it; else roofline.
+    spec = default_cost_model(system.gpu_name, options.scenarios_dir);
+    return;
+  }
   if (entry->is_string() && entry->get<std::string>() == "roofline") return;
   if (!entry->is_object()) {
     r.error("cost_model", std::string("=") + detail::describe(*entry) +
@@ -596,6 +608,31 @@ void parse_nccl_cfg_entry(ObjectReader& r, Errors& errors, const std::string& ba
   if (!file) return;
   t.nccl_communicator_config_path = file->relative;
   detail::read_nccl_cfg(file->text, file->path, t.nccl_group_options, errors);
+}
+
+/// training.nccl_algo / nccl_proto: NCCL_ALGO and NCCL_PROTO in NCCL's syntax, refused at load
+/// as NCCL refuses them (nccl_env.cpp, src/graph/tuning.cc parseList).
+void parse_nccl_env_entry(ObjectReader& r, TrainingConfig& t) {
+  for (const auto& [key, env, member] :
+       {std::tuple{"nccl_algo", "NCCL_ALGO", &t.nccl_algo},
+        std::tuple{"nccl_proto", "NCCL_PROTO", &t.nccl_proto}}) {
+    const nlohmann::json* entry = r.raw(key);
+    if (entry == nullptr) continue;
+    if (!entry->is_string()) {
+      r.error(key, "=" + detail::describe(*entry) + " (" + env +
+                       ") must be a string in NCCL's syntax, e.g. \"Ring\" or \"^LL128\"");
+      continue;
+    }
+    const std::string value = entry->get<std::string>();
+    NcclEnabled scratch;
+    const std::string problem = apply_nccl_enable_list(value, std::string_view(env) == "NCCL_ALGO",
+                                                       scratch);
+    if (!problem.empty()) {
+      r.error(key, "=\"" + value + "\" (" + env + ")" + problem + ": NCCL stops");
+      continue;
+    }
+    *member = value;
+  }
 }
 
 /// The `heterogeneity` section: {"full_rank": bool, "stragglers": {"RANK": FACTOR, ...},
@@ -729,6 +766,7 @@ std::optional<Workload> parse_scenario_text(std::string_view text, const std::st
     parse_training(r, *training, errors, w);
     parse_ub_cfg_entry(r, errors, base_dir, options, w.training);
     parse_nccl_cfg_entry(r, errors, base_dir, options, w.training);
+    parse_nccl_env_entry(r, w.training);
   } else {
     // Unknown parallel sizes: skip their rules rather than check the defaults of 1.
     w.training.tensor_model_parallel_size = w.training.pipeline_model_parallel_size = 0;
@@ -744,7 +782,7 @@ std::optional<Workload> parse_scenario_text(std::string_view text, const std::st
     }
   }
   parse_system_entry(top, errors, base_dir, options, w.system);
-  parse_cost_model(top, errors, base_dir, options, w.cost_model);
+  parse_cost_model(top, errors, base_dir, options, w.system, w.cost_model);
   parse_heterogeneity(top, errors, w);
   top.reject_unknown_keys();
 

@@ -16,7 +16,7 @@ constexpr std::string_view kDeterministicWhy =
     "and torch.use_deterministic_algorithms(True); Transformer Engine then keeps only attention "
     "backends whose backward is deterministic (flash-attn >= 2.4.1 in its deterministic mode, "
     "cuDNN fused attention's workspace-optimised path), and stepsim's profiles hold no "
-    "measurement of those backward kernels (nor does it restrict NCCL's algorithm yet)";
+    "measurement of those backward kernels (NCCL_ALGO itself is modelled: training.nccl_algo)";
 
 constexpr UnmodelledArgument kMore[] = {
     // the job's arguments come from elsewhere: a checkpoint, a YAML file or a configuration file
@@ -168,31 +168,25 @@ constexpr UnmodelledArgument kMore[] = {
     {.dest = "main_grads_dtype", .flag = "--main-grads-dtype"},
     {.dest = "main_params_dtype", .flag = "--main-params-dtype"},
     {.dest = "use_precision_aware_optimizer", .flag = "--use-precision-aware-optimizer"},
-    // FP4 (issue 38: the fp4moe work may model these)
+    // FP4
     {.dest = "fp4_quantizer_factory", .flag = "--fp4-quantizer-factory"},
     {.dest = "fp4_recipe", .flag = "--fp4-recipe"},
     {.dest = "fp4_param_gather", .flag = "--fp4-param-gather"},
     {.dest = "moe_router_padding_for_fp8", .flag = "--moe-router-padding-for-fp8"},
     {.dest = "moe_router_padding_for_quantization",
      .flag = "--moe-router-padding-for-quantization"},
-    // Mamba and hybrid models (issue 39 item 1 may model these)
-    {.dest = "mamba_head_dim", .flag = "--mamba-head-dim"},
-    {.dest = "mamba_num_groups", .flag = "--mamba-num-groups"},
-    {.dest = "mamba_num_heads", .flag = "--mamba-num-heads"},
-    {.dest = "mamba_state_dim", .flag = "--mamba-state-dim"},
+    // Mamba and hybrid models: what stepsim does not model of them yet
     {.dest = "use_mamba_mem_eff_path", .flag = "--disable-mamba-mem-eff-path"},
     {.dest = "mamba_training_ssm_states_dtype", .flag = "--mamba-training-ssm-states-dtype"},
     {.dest = "is_hybrid_model", .flag = "--is-hybrid-model"},
-    // multi-token prediction (issue 39 item 2 may model these)
+    // multi-token prediction: what stepsim does not model of it yet
     {.dest = "mtp_detach_heads", .flag = "--mtp-detach-heads"},
     {.dest = "mtp_hsm", .flag = "--mtp-hsm"},
     {.dest = "mtp_hybrid_override_pattern", .flag = "--mtp-hybrid-override-pattern"},
-    {.dest = "mtp_loss_scaling_factor", .flag = "--mtp-loss-scaling-factor"},
     {.dest = "mtp_standalone", .flag = "--mtp-standalone"},
     {.dest = "mtp_use_repeated_layer", .flag = "--mtp-use-repeated-layer"},
-    // Megatron-FSDP and torch FSDP2 (issue 39 item 3 may model these)
+    // Megatron-FSDP and torch FSDP2: what stepsim does not model of them yet
     {.dest = "enable_full_sharding_in_hsdp", .flag = "--enable-full-sharding-in-hsdp"},
-    {.dest = "fsdp_double_buffer", .flag = "--fsdp-double-buffer"},
     {.dest = "fsdp_manual_registration", .flag = "--fsdp-manual-registration"},
     {.dest = "megatron_fsdp_version", .flag = "--megatron-fsdp-version"},
     {.dest = "megatron_fsdp_enable_fine_grained_param_gather",
@@ -203,30 +197,12 @@ constexpr UnmodelledArgument kMore[] = {
     {.dest = "megatron_fsdp_max_pool_double_buffer",
      .flag = "--megatron-fsdp-max-pool-double-buffer"},
     {.dest = "outer_dp_sharding_strategy", .flag = "--outer-dp-sharding-strategy"},
-    {.dest = "torch_fsdp2_reshard_after_forward", .flag = "--torch-fsdp2-no-reshard-after-forward"},
     {.dest = "fsdp_db_use_persist_buf_on_alloc_fail",
      .flag = "--fsdp-db-use-persist-buf-on-alloc-fail"},
     {.dest = "suggested_communication_unit_size", .flag = "--suggested-communication-unit-size"},
-    // CUDA graphs (issue 39 item 4 may model these)
-    {.dest = "cuda_graph_modules", .flag = "--cuda-graph-modules"},
-    {.dest = "cuda_graph_scope_deprecated", .flag = "--cuda-graph-scope"},
-    {.dest = "cuda_graph_warmup_steps", .flag = "--cuda-graph-warmup-steps"},
-    {.dest = "external_cuda_graph", .flag = "--external-cuda-graph"},
+    // CUDA graphs: what stepsim does not model of them yet
     {.dest = "optimizer_cuda_graph", .flag = "--optimizer-cuda-graph"},
     {.dest = "delay_offload_until_cuda_graph", .flag = "--delay-offload-until-cuda-graph"},
-    // optimizers other than Adam, and Muon's settings (issue 39 item 5 may model these)
-    {.dest = "optimizer", .flag = "--optimizer", .neutral_value = "adam"},
-    {.dest = "muon_coefficient_type", .flag = "--muon-coefficient-type"},
-    {.dest = "muon_extra_scale_factor", .flag = "--muon-extra-scale-factor"},
-    {.dest = "muon_fp32_matmul_prec", .flag = "--muon-fp32-matmul-prec"},
-    {.dest = "muon_momentum", .flag = "--muon-momentum"},
-    {.dest = "muon_nesterov", .flag = "--muon-nesterov"},
-    {.dest = "muon_split_qkv", .flag = "--muon-no-split-qkv"},
-    {.dest = "muon_num_ns_steps", .flag = "--muon-num-ns-steps"},
-    {.dest = "muon_scalar_optimizer", .flag = "--muon-scalar-optimizer"},
-    {.dest = "muon_scale_mode", .flag = "--muon-scale-mode"},
-    {.dest = "muon_tp_mode", .flag = "--muon-tp-mode"},
-    {.dest = "muon_use_syrk", .flag = "--muon-use-syrk"},
     // offloading and memory management
     {.dest = "activation_offload_fraction", .flag = "--activation-offload-fraction"},
     {.dest = "cpu_offloading_num_layers", .flag = "--cpu-offloading-num-layers"},

@@ -70,6 +70,35 @@ std::string profile_prefix_of_gpu(const std::string& gpu_name) {
   return prefix;
 }
 
+std::string public_profile_of_gpu(const std::string& gpu_name, const std::string& scenarios_dir) {
+  if (gpu_name.empty() || scenarios_dir.empty()) return "";
+  const std::string stem = profile_prefix_of_gpu(gpu_name) + "-public";
+  const std::vector<std::string> stems = shipped_stems(scenarios_dir, ShippedKind::kProfile);
+  if (std::find(stems.begin(), stems.end(), stem) == stems.end()) return "";
+  return (std::filesystem::path(scenarios_dir) / shipped_folder(ShippedKind::kProfile) /
+          (stem + ".json"))
+      .lexically_normal()
+      .string();
+}
+
+CostModelSpec default_cost_model(const std::string& gpu_name, const std::string& scenarios_dir) {
+  CostModelSpec spec;
+  spec.profile_path = public_profile_of_gpu(gpu_name, scenarios_dir);
+  if (!spec.profile_path.empty()) spec.kind = CostModelSpec::Kind::kProfile;
+  spec.defaulted = true;
+  return spec;
+}
+
+std::string default_cost_model_note(const CostModelSpec& spec, const std::string& gpu_name) {
+  if (!spec.defaulted) return "";
+  if (spec.kind == CostModelSpec::Kind::kProfile) {
+    return "default: the shipped public profile of the system's GPU; \"cost_model\": "
+           "\"roofline\" for the data sheet's roofline";
+  }
+  return "default: no public profile of the " + gpu_name +
+         " ships; \"cost_model\": {\"profile\": \"<file>\"} for a calibrated one";
+}
+
 Result<std::vector<ShippedSystem>> shipped_systems(const std::string& scenarios_dir) {
   const std::vector<std::string> profiles = shipped_stems(scenarios_dir, ShippedKind::kProfile);
   std::vector<ShippedSystem> rows;
@@ -86,7 +115,12 @@ Result<std::vector<ShippedSystem>> shipped_systems(const std::string& scenarios_
                       .gpus_per_node = sys->gpus_per_node,
                       .intra_node_bandwidth_bytes_per_s = sys->intra_node.bandwidth_bytes_per_s,
                       .inter_node_bandwidth_bytes_per_s = sys->inter_node.bandwidth_bytes_per_s,
-                      .profiles = {}};
+                      .profiles = {},
+                      .default_cost_model = "roofline"};
+    const std::string public_profile = public_profile_of_gpu(sys->gpu_name, scenarios_dir);
+    if (!public_profile.empty()) {
+      row.default_cost_model = std::filesystem::path(public_profile).stem().string();
+    }
     const std::string prefix = profile_prefix_of_gpu(sys->gpu_name) + "-";
     for (const std::string& p : profiles) {
       if (p.starts_with(prefix)) row.profiles.push_back(p);
@@ -105,7 +139,8 @@ std::string shipped_systems_json(const std::vector<ShippedSystem>& rows) {
                    {"gpus_per_node", s.gpus_per_node},
                    {"intra_node_bandwidth_bytes_per_s", s.intra_node_bandwidth_bytes_per_s},
                    {"inter_node_bandwidth_bytes_per_s", s.inter_node_bandwidth_bytes_per_s},
-                   {"profiles", s.profiles}});
+                   {"profiles", s.profiles},
+                   {"default_cost_model", s.default_cost_model}});
   }
   return doc.dump(2) + "\n";
 }

@@ -549,18 +549,18 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
   }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
   const std::string what = group_text(op.kind, op.group_size, op.nodes_spanned);
-  // Measured with NCCL's default (NVLS where supported): with NCCL_NVLS_ENABLE=0, NCCL's own
-  // model of the change scales the measurement (1 where it would not have picked NVLS).
-  const double nvls_off =
-      nccl_nvls_off_factor(fallback_system_, op.kind, op.group_size, op.nodes_spanned, op.bytes);
+  // Measured with NCCL's default (every algorithm and protocol, NVLS where supported): with
+  // NCCL_NVLS_ENABLE=0, NCCL_ALGO or NCCL_PROTO, NCCL's own model of the change scales the
+  // measurement (1 where NCCL would pick the same algorithm and protocol anyway).
+  const double tuning = nccl_tuning_factor(fallback_system_, op);
   const auto exact = collective_fits_.find(CollectiveKey{op.kind, op.group_size, op.nodes_spanned});
   if (exact != collective_fits_.end()) {
     note_collective(exact->first);
     const auto curve = collective_curves_.find(exact->first);
     if (curve != collective_curves_.end()) {
-      if (const auto measured = on_curve(curve->second, op.bytes)) return *measured * nvls_off;
+      if (const auto measured = on_curve(curve->second, op.bytes)) return *measured * tuning;
     }
-    return linear_s(exact->second, op.bytes, what) * nvls_off;
+    return linear_s(exact->second, op.bytes, what) * tuning;
   }
   const bool all_to_all = op.kind == CollectiveKind::kAllToAll;
   if (all_to_all &&
@@ -577,8 +577,9 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
   // A group the profile did not measure, on a platform NCCL runs on: NCCL's own model of the
   // algorithm and protocol it would pick there (nccl_model.hpp), not a rescaled neighbour.
   // All-to-all has no such model: the nearest measured all-to-all below.
-  if (const auto comm = all_to_all ? std::nullopt
-                                   : nccl_comm(fallback_system_, op.group_size, op.nodes_spanned)) {
+  if (auto comm = all_to_all ? std::nullopt
+                             : nccl_comm(fallback_system_, op.group_size, op.nodes_spanned)) {
+    if (!op.nccl) comm->enabled = NcclEnabled{};  // NCCL_ALGO/PROTO reach NCCL's kernels only
     const NcclChoice choice = NcclModel(*comm).choose(op.kind, op.bytes);
     warn("collective group not measured in the profile: NCCL's own tuning model used",
          what + " (" + std::string(to_string(choice.algo)) + "/" +
@@ -634,7 +635,7 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
     rescaled.bandwidth_bytes_per_s *=
         bus_factor(kind, group_size) / bus_factor(op.kind, op.group_size);
   }
-  return linear_s(rescaled, op.bytes, what) * nvls_off;
+  return linear_s(rescaled, op.bytes, what) * tuning;
 }
 
 double CalibratedCostModel::p2p_s(const P2POp& op) const {

@@ -105,22 +105,27 @@ std::string_view to_string(NcclProto p) {
   return "?";
 }
 
-double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
-                            std::int64_t group_size, std::int64_t nodes_spanned,
-                            std::int64_t bytes) {
-  if (system.nccl_nvls || bytes <= 0) return 1.0;
-  if (kind != CollectiveKind::kAllReduce && kind != CollectiveKind::kAllGather &&
-      kind != CollectiveKind::kReduceScatter) {
+double nccl_tuning_factor(const SystemConfig& system, const CollectiveOp& op) {
+  // NCCL_ALGO / NCCL_PROTO reach NCCL's kernels only, not Transformer Engine's userbuffers
+  // (CollectiveOp::nccl false), which NCCL_NVLS_ENABLE=0 prices as before.
+  const bool restricted = op.nccl && system.nccl_enabled.restricted();
+  if ((system.nccl_nvls && !restricted) || op.bytes <= 0) return 1.0;
+  if (op.kind != CollectiveKind::kAllReduce && op.kind != CollectiveKind::kAllGather &&
+      op.kind != CollectiveKind::kReduceScatter) {
     return 1.0;
   }
-  SystemConfig with = system;
-  with.nccl_nvls = true;
-  const auto on = nccl_comm(with, group_size, nodes_spanned);
-  const auto off = nccl_comm(system, group_size, nodes_spanned);
-  if (!on || !off) return 1.0;
-  const NcclChoice chosen = NcclModel(*on).choose(kind, bytes);
-  if (chosen.algo != NcclAlgo::kNvls && chosen.algo != NcclAlgo::kNvlsTree) return 1.0;
-  return NcclModel(*off).choose(kind, bytes).seconds / chosen.seconds;
+  SystemConfig defaults = system;
+  defaults.nccl_nvls = true;
+  defaults.nccl_enabled = NcclEnabled{};
+  SystemConfig job = system;
+  if (!restricted) job.nccl_enabled = NcclEnabled{};
+  const auto at_defaults = nccl_comm(defaults, op.group_size, op.nodes_spanned);
+  const auto as_run = nccl_comm(job, op.group_size, op.nodes_spanned);
+  if (!at_defaults || !as_run) return 1.0;
+  const NcclChoice chosen = NcclModel(*at_defaults).choose(op.kind, op.bytes);
+  const NcclChoice run = NcclModel(*as_run).choose(op.kind, op.bytes);
+  if (run.algo == chosen.algo && run.proto == chosen.proto) return 1.0;
+  return run.seconds / chosen.seconds;  // infinite where NCCL is left no algorithm
 }
 
 namespace {
@@ -233,6 +238,42 @@ double latency(const CommShape& c, int coll, int a, int p, int nsteps) {
   return lat;
 }
 
+/// ncclTopoTuneModel's enabling: what NCCL turns off by itself and what NCCL_ALGO and
+/// NCCL_PROTO turn off (comm->bandwidths set to 0).
+void disable_as_nccl_does(const NcclComm& comm, const CommShape& c,
+                          double (&bw)[3][kNcclAlgos][kNcclProtos]) {
+  // Enabling (tuning.cc): NVLS tree off in one node; NVLS off across nodes without CollNet;
+  // NVLS off without multicast. LL128 is on by default for NVLink inside the node and, across
+  // nodes, NICs on the GPU's PCIe switch (DGX layout); Hopper allows up to PXN.
+  for (int coll = 0; coll < 3; ++coll) {
+    for (int p = 0; p < kNcclProtos; ++p) {
+      if (c.n_nodes == 1) bw[coll][kNvlsTree][p] = 0;
+      if (c.n_nodes > 1) bw[coll][kNvls][p] = 0;
+      if (!comm.nvls_support) bw[coll][kNvls][p] = bw[coll][kNvlsTree][p] = 0;
+      // enqueue.cc updateCollCostTable: NVLS and NVLS tree run all-gather and reduce-scatter
+      // only with at most NCCL_MAX_NVLS_ARITY (device.h: 32) local ranks; a multi-node NVLink
+      // domain holds more (72 on NVL72), and all-reduce keeps NVLS there.
+      constexpr double kMaxNvlsArity = 32;
+      if (coll != kAllReduce && c.ppn > kMaxNvlsArity) {
+        bw[coll][kNvls][p] = bw[coll][kNvlsTree][p] = 0;
+      }
+    }
+  }
+  // NCCL_ALGO / NCCL_PROTO (algoEnable, protoEnable: "if (pEnable == 0) ... if
+  // (algoEnable[...] == 0) comm->bandwidths[c][a][p] = 0"), in NCCL's indices.
+  constexpr int kFunc[3] = {kNcclFuncAllReduce, kNcclFuncAllGather, kNcclFuncReduceScatter};
+  constexpr int kAlgo[kNcclAlgos] = {0, 1, 4, 5, 6};  // Tree, Ring, NVLS, NVLSTree, PAT
+  for (int coll = 0; coll < 3; ++coll) {
+    for (int a = 0; a < kNcclAlgos; ++a) {
+      for (int p = 0; p < kNcclProtos; ++p) {
+        if (!comm.enabled.algo(kFunc[coll], kAlgo[a]) || !comm.enabled.proto(kFunc[coll], p)) {
+          bw[coll][a][p] = 0;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
@@ -251,23 +292,17 @@ NcclModel::NcclModel(const NcclComm& comm) : comm_(comm) {
       }
     }
   }
-  // Enabling (tuning.cc): NVLS tree off in one node; NVLS off across nodes without CollNet;
-  // NVLS off without multicast. LL128 is on by default for NVLink inside the node and, across
-  // nodes, NICs on the GPU's PCIe switch (DGX layout); Hopper allows up to PXN.
-  for (int coll = 0; coll < 3; ++coll) {
+  disable_as_nccl_does(comm, c, bw_);
+}
+
+bool NcclModel::available(CollectiveKind kind) const {
+  const int coll = coll_index(kind);
+  for (int a = 0; a < kNcclAlgos; ++a) {
     for (int p = 0; p < kNcclProtos; ++p) {
-      if (c.n_nodes == 1) bw_[coll][kNvlsTree][p] = 0;
-      if (c.n_nodes > 1) bw_[coll][kNvls][p] = 0;
-      if (!comm.nvls_support) bw_[coll][kNvls][p] = bw_[coll][kNvlsTree][p] = 0;
-      // enqueue.cc updateCollCostTable: NVLS and NVLS tree run all-gather and reduce-scatter
-      // only with at most NCCL_MAX_NVLS_ARITY (device.h: 32) local ranks; a multi-node NVLink
-      // domain holds more (72 on NVL72), and all-reduce keeps NVLS there.
-      constexpr double kMaxNvlsArity = 32;
-      if (coll != kAllReduce && c.ppn > kMaxNvlsArity) {
-        bw_[coll][kNvls][p] = bw_[coll][kNvlsTree][p] = 0;
-      }
+      if (bw_[coll][a][p] > 0) return true;
     }
   }
+  return false;
 }
 
 double NcclModel::latency_us(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const {

@@ -88,9 +88,9 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
     return deepep_s(system_, op);
   }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
-  const auto comm = op.kind == CollectiveKind::kAllToAll
-                        ? std::nullopt
-                        : nccl_comm(system_, op.group_size, op.nodes_spanned);
+  auto comm = op.kind == CollectiveKind::kAllToAll
+                  ? std::nullopt
+                  : nccl_comm(system_, op.group_size, op.nodes_spanned);
   used_.note(PricedPart::kCollective, comm ? kFromNcclModel : kFromRoofline);
   if (op.kind == CollectiveKind::kAllToAll) {
     // NCCL runs all-to-all as grouped sends and receives, one pair per peer (enqueue.cc,
@@ -123,6 +123,7 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   // On NVIDIA NVSwitch platforms a collective costs what NCCL's own model says of the
   // algorithm and protocol NCCL picks (nccl_model.hpp); its latencies include the launch.
   if (comm) {
+    if (!op.nccl) comm->enabled = NcclEnabled{};  // NCCL_ALGO/PROTO reach NCCL's kernels only
     return NcclModel(*comm).choose(op.kind, op.bytes).seconds * nccl_channel_factor(system_, op);
   }
   const double busbw = bus_bandwidth_bytes_per_s(op.group_size, op.nodes_spanned);

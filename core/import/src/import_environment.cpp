@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "stepsim/config/enum_names.hpp"
+#include "stepsim/config/nccl_env.hpp"
 #include "stepsim/config/schema.hpp"
 
 namespace stepsim::detail {
@@ -25,9 +26,8 @@ bool is_assignment(std::string_view word) {
 /// NCCL's variables that change which algorithm, protocol, channels or transport a collective
 /// or a transfer runs with (NCCL's docs, "Environment Variables"): stepsim prices collectives
 /// as NCCL's own tuning chooses them.
-constexpr std::string_view kNcclTuning[] = {"NCCL_ALGO",
-                                            "NCCL_PROTO",
-                                            "NCCL_MIN_CTAS",
+/// (NCCL_ALGO and NCCL_PROTO, which restrict that choice, are the schema's keys.)
+constexpr std::string_view kNcclTuning[] = {"NCCL_MIN_CTAS",
                                             "NCCL_MAX_CTAS",
                                             "NCCL_BUFFSIZE",
                                             "NCCL_NTHREADS",
@@ -109,6 +109,18 @@ ImportedEnvironment import_environment(const std::vector<Assignment>& environmen
     const std::string word = name + "=" + value;
     const auto row = std::find_if(scenario_schema().begin(), scenario_schema().end(),
                                   [&](const KeyInfo& k) { return k.env == name; });
+    if (row != scenario_schema().end() && row->kind == KnobKind::kString) {
+      // NCCL_ALGO / NCCL_PROTO: NCCL's own syntax, refused here as NCCL refuses it.
+      NcclEnabled scratch;
+      const std::string problem = apply_nccl_enable_list(value, name == "NCCL_ALGO", scratch);
+      if (!problem.empty()) {
+        out.errors.push_back(Error{label, name, "=" + value + problem + ": NCCL stops"});
+      } else {
+        out.training_text.emplace_back(std::string(row->key.substr(row->key.find('.') + 1)),
+                                       value);
+      }
+      continue;
+    }
     if (row != scenario_schema().end()) {
       std::int64_t v = 0;
       if (!parse_int(value, v) || v < 0) {

@@ -1,9 +1,9 @@
 #pragma once
 // The environment a Megatron-LM launch line sets for its job ("NVTE_FWD_LAYERNORM_SM_MARGIN=16
-// CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun ..."): Transformer Engine's variables that the schema
-// maps to scenario keys (KeyInfo::env), the attention variables Megatron-Core checks against
-// the attention backend, and what else changes the job without being modelled. Internal to
-// the Megatron importer (import_megatron_args.cpp).
+// CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun ..."): Transformer Engine's and NCCL's variables that
+// the schema maps to scenario keys (KeyInfo::env), the attention variables Megatron-Core
+// checks against the attention backend, and what else changes the job without being
+// modelled. Internal to the Megatron importer (import_megatron_args.cpp).
 
 #include <cstdint>
 #include <string>
@@ -27,6 +27,8 @@ std::vector<Assignment> environment_of(const std::vector<std::string>& words, st
 struct ImportedEnvironment {
   /// Training keys (without "training.") and their values, from the schema's env variables.
   std::vector<std::pair<std::string, std::int64_t>> training;
+  /// Likewise for the text keys (NCCL_ALGO, NCCL_PROTO in NCCL's syntax).
+  std::vector<std::pair<std::string, std::string>> training_text;
   /// NAME=VALUE of the harmless ones (paths, logging, allocator and launcher settings) and of
   /// attention variables that say what Megatron-Core sets anyway.
   std::vector<std::string> ignored;

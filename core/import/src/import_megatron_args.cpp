@@ -290,6 +290,7 @@ class LineReader {
             : std::string(to_string(AttentionBackend::kAuto));
     detail::ImportedEnvironment env = detail::import_environment(environment, backend, kLabel);
     for (const auto& [key, value] : env.training) training_[key] = value;
+    for (const auto& [key, value] : env.training_text) training_[key] = value;
     out_.ignored_flags.insert(out_.ignored_flags.end(), env.ignored.begin(), env.ignored.end());
     unmodelled_.insert(unmodelled_.end(), env.unmodelled.begin(), env.unmodelled.end());
     errors_.insert(errors_.end(), env.errors.begin(), env.errors.end());
@@ -384,7 +385,8 @@ class LineReader {
     doc["model"] = std::move(model_);
     doc["training"] = std::move(training_);
     doc["system"] = options.system;
-    doc["cost_model"] = "roofline";
+    // No cost_model: as any scenario without one, the shipped public profile of the system's
+    // GPU when one ships, else its roofline (the loader's default, which the reports name).
     if (!out_.unmodelled.empty()) doc["unmodelled"] = out_.unmodelled;
     out_.scenario_json = doc.dump(2) + "\n";
     return out_;
@@ -475,14 +477,41 @@ class LineReader {
     }
   }
 
+  /// The word after args_[i] when it is a value (not a flag, the command's end or a
+  /// redirection); i moves onto it.
+  std::string next_value(std::size_t& i) {
+    if (i + 1 < args_.size() && !is_flag_word(args_[i + 1]) &&
+        !detail::ends_command(args_[i + 1]) && detail::redirection_words(args_[i + 1]) == 0) {
+      return args_[++i];
+    }
+    return {};
+  }
+
+  /// --spec MODULE NAME: the hybrid stack's own spec is what pretrain_hybrid.py builds from
+  /// the pattern (settle_hybrid checks that one is given); any other spec changes the job.
+  void read_spec(std::size_t& i) {
+    const std::string module = next_value(i);
+    const std::string name = next_value(i);
+    const bool hybrid_spec =
+        (module == "megatron.core.models.hybrid.hybrid_layer_specs" ||
+         module == "megatron.core.models.mamba.mamba_layer_specs") &&
+        (name == "hybrid_stack_spec" || name == "mamba_stack_spec");
+    const std::string word = "--spec " + module + (name.empty() ? "" : " " + name);
+    if (hybrid_spec) {
+      out_.ignored_flags.push_back(word);
+    } else {
+      unmodelled_.emplace_back(word, " changes the job and stepsim does not model it yet");
+    }
+  }
+
   /// A flag outside the schema: harmless (noted), not modelled, or unknown.
   void read_other_flag(std::size_t& i) {
     const std::string flag = args_[i];
-    std::string value;
-    if (i + 1 < args_.size() && !is_flag_word(args_[i + 1]) &&
-        !detail::ends_command(args_[i + 1]) && detail::redirection_words(args_[i + 1]) == 0) {
-      value = args_[++i];
+    if (flag == "--spec") {
+      read_spec(i);
+      return;
     }
+    const std::string value = next_value(i);
     switch (classify_unmodelled_flag(flag, value)) {
       case FlagClass::kHarmless:
         out_.ignored_flags.push_back(flag);

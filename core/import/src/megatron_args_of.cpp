@@ -87,13 +87,21 @@ class LaunchLine {
   std::string out_;
 };
 
-// Transformer Engine's settings from the environment, as assignments before the flags.
+// Transformer Engine's and NCCL's settings from the environment, as assignments before the
+// flags; NCCL_ALGO / NCCL_PROTO in single quotes when their ';' or '^' needs them.
 void write_environment(const Workload& w, LaunchLine& line) {
   for (const KeyInfo& k : scenario_schema()) {
     if (k.env.empty() || k.get == nullptr) continue;
     const std::string v = std::to_string(k.get(w).integer);
     if (v != k.default_text) line.flag(std::string(k.env) + "=" + v);
   }
+  const auto nccl = [&line](std::string_view env, const std::string& v) {
+    if (v.empty()) return;
+    const bool plain = v.find_first_of(";^") == std::string::npos;
+    line.flag(std::string(env) + "=" + (plain ? v : "'" + v + "'"));
+  };
+  nccl("NCCL_ALGO", w.training.nccl_algo);
+  nccl("NCCL_PROTO", w.training.nccl_proto);
 }
 
 // The model's shape: layers, widths, heads, sequence and vocabulary.
@@ -314,6 +322,23 @@ void write_muon_and_cuda_graphs(const TrainingConfig& t, LaunchLine& line) {
   line.key("training.cuda_graph_warmup_steps");
 }
 
+// Multi-token prediction; sharded data parallelism (Megatron-FSDP, torch FSDP2).
+void write_mtp_and_fsdp(const ModelConfig& m, const TrainingConfig& t, LaunchLine& line) {
+  if (m.mtp_num_layers > 0) {
+    line.key("model.mtp_num_layers");
+    if (m.mtp_loss_scaling_factor != 0.1) line.key("model.mtp_loss_scaling_factor");
+  }
+  if (t.use_megatron_fsdp) {
+    line.key("training.use_megatron_fsdp");
+    line.key("training.data_parallel_sharding_strategy");
+    if (t.fsdp_double_buffer) line.key("training.fsdp_double_buffer");
+  }
+  if (t.use_torch_fsdp2) {
+    line.key("training.use_torch_fsdp2");
+    if (!t.torch_fsdp2_reshard_after_forward) line.key("training.torch_fsdp2_reshard_after_forward");
+  }
+}
+
 // Multi-latent attention's low-rank projections.
 void write_mla(const ModelConfig& m, LaunchLine& line) {
   line.key("model.multi_latent_attention");
@@ -347,6 +372,7 @@ std::string megatron_args_of(const Workload& w) {
   if (w.model.moe()) write_moe(w.model, w.training, line);
   if (w.model.multi_latent_attention) write_mla(w.model, line);
   if (w.model.hybrid()) write_hybrid(w.model, line);
+  write_mtp_and_fsdp(w.model, w.training, line);
   write_muon_and_cuda_graphs(w.training, line);
   return line.take();
 }

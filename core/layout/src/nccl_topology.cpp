@@ -257,6 +257,7 @@ std::optional<NcclComm> nccl_comm(const SystemConfig& system, std::int64_t group
     c.nvls = nvls_graph(c.arch, f, per_node);
     c.nvls_support = c.nvls.channels >= 2;
   }
+  c.enabled = system.nccl_enabled;  // NCCL_ALGO / NCCL_PROTO of the job
   return c;
 }
 

@@ -41,7 +41,7 @@ std::int64_t largest_peak(const std::vector<StageMemoryRow>& rows) {
 }  // namespace
 
 /// The `memory` JSON contract: "stages" with the StageMemory fields, plus capacity and fit.
-void write_memory_json(const Workload& w, std::ostream& out) {
+void write_memory_json(const Workload& w, std::ostream& out, const FitAdvice* advice) {
   const std::vector<StageMemoryRow> rows = stage_memory_rows(w);
   JsonWriter j(out);
   j.begin_object();
@@ -49,6 +49,10 @@ void write_memory_json(const Workload& w, std::ostream& out) {
   j.field("capacity_bytes", w.system.memory_bytes);
   j.field("peak_bytes", largest_peak(rows));
   j.field("fits", largest_peak(rows) <= w.system.memory_bytes);
+  if (advice != nullptr) {
+    j.key("make_it_fit");
+    write_fit_advice_json(j, *advice);
+  }
   j.field("layer_activation_bytes", layer_activation_bytes(w));
   write_configuration_json(j, w);
   j.key("stages").begin_array();
@@ -82,8 +86,12 @@ double gib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1
 
 }  // namespace
 
-void write_memory_text(const Workload& w, std::ostream& out) {
+void write_memory_text(const Workload& w, std::ostream& out, const FitAdvice* advice) {
   const std::vector<StageMemoryRow> rows = stage_memory_rows(w);
+  if (advice != nullptr) {
+    write_fit_advice_text(*advice, out);
+    out << "\n";
+  }
   const std::int64_t capacity = w.system.memory_bytes;
   out << "memory of " << w.name << " per GPU (analytic, GiB; " << w.system.gpu_name << ": "
       << std::fixed << std::setprecision(1) << gib(capacity) << " GiB)\n";

@@ -3,6 +3,7 @@
 
 #include "report_words.hpp"
 #include "stepsim/config/enum_names.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -107,6 +108,8 @@ void write_precision_json(JsonWriter& j, const TrainingConfig& t) {
 /// The NCCL settings that differ from NCCL's defaults, inside "configuration".
 void write_nccl_json(JsonWriter& j, const TrainingConfig& t) {
   if (t.nccl_nvls_enable != 2) j.field("nccl_nvls_enable", t.nccl_nvls_enable);  // likewise
+  if (!t.nccl_algo.empty()) j.field("nccl_algo", std::string_view(t.nccl_algo));
+  if (!t.nccl_proto.empty()) j.field("nccl_proto", std::string_view(t.nccl_proto));
   if (t.nccl_min_nchannels > 0) j.field("nccl_min_nchannels", t.nccl_min_nchannels);
   if (t.nccl_max_nchannels > 0) j.field("nccl_max_nchannels", t.nccl_max_nchannels);
   if (!t.nccl_communicator_config_path.empty()) {
@@ -169,6 +172,10 @@ void write_figures_json(JsonWriter& j, const Workload& w, const Prediction& p,
   j.field("peak_memory_bytes", p.peak_memory_bytes);
   j.field("memory_capacity_bytes", w.system.memory_bytes);
   j.field("fits_in_memory", p.fits_in_memory);
+  if (options.fit_advice != nullptr) {
+    j.key("make_it_fit");
+    write_fit_advice_json(j, *options.fit_advice);
+  }
   if (options.train_tokens > 0) {
     const TimeToTrain tt = time_to_train(w, p.step_time_s, options.train_tokens);
     j.key("time_to_train").begin_object();
@@ -339,8 +346,12 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
     j.end_array();
   }
   j.field("cost_model", std::string_view(cost_model));
-  // Only when the scenario left cost_model out, so that every other document stays.
-  if (w.cost_model.defaulted) j.field("cost_model_defaulted", true);
+  // Only when the scenario left cost_model out (so that every other document stays): why this
+  // cost model, and how to ask for the other.
+  if (const std::string note = default_cost_model_note(w.cost_model, w.system.gpu_name);
+      !note.empty()) {
+    j.field("cost_model_default", std::string_view(note));
+  }
   write_provenance_json(j, p.provenance);
   write_figures_json(j, w, p, options);
   write_configuration_json(j, w);

@@ -8,6 +8,7 @@
 
 #include "report_words.hpp"
 #include "stepsim/config/enum_names.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/layout/moe_layout.hpp"
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/ops/flops.hpp"
@@ -152,6 +153,8 @@ void write_system_line(std::ostream& out, const Workload& w) {
     out << ", NCCL_NVLS_ENABLE=" << t.nccl_nvls_enable
         << (t.nccl_nvls_enable == 0 ? " (no NVLink SHARP)" : " (NVLink SHARP forced)");
   }
+  if (!t.nccl_algo.empty()) out << ", NCCL_ALGO=" << t.nccl_algo;
+  if (!t.nccl_proto.empty()) out << ", NCCL_PROTO=" << t.nccl_proto;
   if (t.nccl_min_nchannels > 0) out << ", NCCL_MIN_NCHANNELS=" << t.nccl_min_nchannels;
   if (t.nccl_max_nchannels > 0) out << ", NCCL_MAX_NCHANNELS=" << t.nccl_max_nchannels;
   if (!t.nccl_communicator_config_path.empty()) {
@@ -223,10 +226,11 @@ void write_job(std::ostream& out, const Workload& w, const SimulationResult& res
   write_precision_line(out, t);
   write_overlaps_line(out, t, result);
   out << "  cost model  " << cost_model << "\n";
-  if (w.cost_model.defaulted) {
-    out << (w.cost_model.kind == CostModelSpec::Kind::kProfile
-                ? "              (no cost_model given: the shipped public profile of its GPU)\n"
-                : "              (no cost_model given and no public profile of its GPU ships)\n");
+  // No cost_model given: why this one, and how to ask for the other (on its own line, the
+  // profile's description being long already).
+  if (const std::string note = default_cost_model_note(w.cost_model, w.system.gpu_name);
+      !note.empty()) {
+    out << "              (" << note << ")\n";
   }
   // Where each part's prices came from, and what the open report measured with them.
   if (const std::string line = provenance_line(result.prediction.provenance); !line.empty()) {
@@ -354,6 +358,10 @@ void write_prediction_text(const Workload& w, const SimulationResult& result,
                            const std::string& cost_model, std::ostream& out,
                            const ReportOptions& options) {
   const Prediction& p = result.prediction;
+  if (options.fit_advice != nullptr) {
+    write_fit_advice_text(*options.fit_advice, out);
+    out << "\n";
+  }
   out << "stepsim prediction: " << w.name << "\n\n";
   write_unmodelled(out, w);
   write_job(out, w, result, cost_model);

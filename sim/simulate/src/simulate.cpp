@@ -14,6 +14,7 @@
 #include "critical_chain.hpp"
 #include "step_memory.hpp"
 #include "step_timeline.hpp"
+#include "stepsim/cost/nccl_model.hpp"
 #include "stepsim/cost/profile.hpp"
 #include "stepsim/layout/rank_layout.hpp"
 #include "stepsim/engine/engine.hpp"
@@ -382,6 +383,8 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
                                   const CostModel& cost, const SimulateOptions& given) {
   // The scenario's heterogeneity section, with the caller's (predict's flags) added.
   const SimulateOptions options = with_heterogeneity(w, given);
+  // NCCL_ALGO / NCCL_PROTO that leave one of the job's collectives no algorithm: NCCL stops.
+  if (Errors none = nccl_unavailable_errors(w, plan); !none.empty()) return none;
   Result<std::shared_ptr<const Schedule>> schedule = schedule_of(w, options);
   if (!schedule.ok()) return schedule.errors();
   Result<StepRun> ran = run_step(w, plan, **schedule, cost, options);

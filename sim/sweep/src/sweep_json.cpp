@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/import/import.hpp"
 #include "stepsim/report/json_writer.hpp"
 #include "stepsim/report/report.hpp"
@@ -174,6 +175,12 @@ void write_sweep_json(std::ostream& out, const SweepSummary& s, double wall_s, i
   j.begin_object();
   j.field("sweep", std::string_view(s.spec().file));
   j.field("objective", to_string(s.spec().objective));
+  // A base without cost_model (only then): why its cost model, and how to ask for the other.
+  if (const std::string note = default_cost_model_note(s.spec().base.cost_model,
+                                                       s.spec().base.system.gpu_name);
+      !note.empty()) {
+    j.field("cost_model_default", std::string_view(note));
+  }
   if (s.spec().train_tokens > 0) j.field("train_tokens", s.spec().train_tokens);
   j.field("evaluated", s.evaluated());
   j.field("feasible", s.feasible());

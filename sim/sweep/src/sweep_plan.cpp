@@ -7,10 +7,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include "stepsim/base/json_input.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/check/check.hpp"
 
@@ -24,37 +26,67 @@ constexpr std::size_t kMaxRowsFileBytes = std::size_t{4} << 30;
 bool json_out(const std::string& out) { return out.ends_with(".json"); }
 bool csv_out(const std::string& out) { return !out.empty() && !json_out(out); }
 
-/// One cost model per distinct system, shared read-only by every thread. A profile measured
-/// on one GPU prices only systems with that GPU; the others fall back to their roofline.
+/// One cost model per distinct system, shared read-only by every thread.
 struct CostModels {
   std::vector<std::unique_ptr<CostModel>> owned;
   std::vector<const CostModel*> views;
 };
 
-Result<CostModels> build_cost_models(const SweepSpec& spec, std::vector<std::string>& notes) {
-  std::shared_ptr<const Profile> profile;
-  if (spec.base.cost_model.kind == CostModelSpec::Kind::kProfile) {
-    auto loaded = load_shared_profile(spec.base.cost_model.profile_path);
-    if (!loaded) return loaded.errors();
-    profile = *loaded;
+/// The cost model of the configurations on one system variant: the base's, except that a
+/// profile measured on one GPU prices only systems with that GPU (the others: their roofline)
+/// and a base without cost_model gives each GPU its own shipped public profile, as a scenario
+/// of that system without cost_model would get.
+CostModelSpec variant_cost_model(const SweepSpec& spec, const SystemConfig& system) {
+  const CostModelSpec& base = spec.base.cost_model;
+  if (base.defaulted) return default_cost_model(system.gpu_name, spec.scenarios_dir);
+  if (base.kind == CostModelSpec::Kind::kProfile &&
+      system.gpu_name != spec.base.system.gpu_name) {
+    return CostModelSpec{};
   }
+  return base;
+}
+
+/// The note a system variant's cost model deserves: a GPU the base's profile does not price,
+/// or (once) system what-ifs a profile answers only in part.
+void note_cost_model(const SweepSpec& spec, const Workload& w, bool& noted_what_ifs,
+                     std::vector<std::string>& notes) {
+  const CostModelSpec& base = spec.base.cost_model;
+  if (w.system.gpu_name != spec.base.system.gpu_name) {
+    if (base.defaulted) {
+      notes.push_back("system " + w.system.name + " (" + w.system.gpu_name + ") is priced by " +
+                      (w.cost_model.kind == CostModelSpec::Kind::kProfile
+                           ? "its GPU's shipped public profile " + w.cost_model.profile_path
+                           : std::string("its roofline (no public profile of its GPU ships)")) +
+                      ": the base gives no cost_model");
+    } else if (base.kind == CostModelSpec::Kind::kProfile) {
+      notes.push_back("system " + w.system.name + " (" + w.system.gpu_name +
+                      ") is priced by its roofline, not by the base's profile of " +
+                      spec.base.system.gpu_name);
+    }
+  } else if (w.cost_model.kind == CostModelSpec::Kind::kProfile && !noted_what_ifs &&
+             !(w.system == spec.base.system)) {
+    noted_what_ifs = true;
+    notes.push_back("system.* what-ifs change only what the profile " + w.cost_model.profile_path +
+                    " does not measure; give the base \"cost_model\": \"roofline\" to price "
+                    "them all");
+  }
+}
+
+Result<CostModels> build_cost_models(const SweepSpec& spec, std::vector<std::string>& notes) {
+  std::map<std::string, std::shared_ptr<const Profile>> profiles;  // by path, each loaded once
   CostModels models;
   bool noted_what_ifs = false;
   for (const SystemConfig& system : system_variants(spec)) {
     Workload w = spec.base;
     w.system = system;
-    if (profile && system.gpu_name != spec.base.system.gpu_name) {
-      w.cost_model = CostModelSpec{};
-      notes.push_back("system " + system.name + " (" + system.gpu_name +
-                      ") is priced by its roofline, not by the base's profile of " +
-                      spec.base.system.gpu_name);
-    } else if (profile && !noted_what_ifs && !(system == spec.base.system)) {
-      noted_what_ifs = true;
-      notes.push_back("system.* what-ifs change only what the profile " +
-                      spec.base.cost_model.profile_path +
-                      " does not measure; give the base \"cost_model\": \"roofline\" to price "
-                      "them all");
+    w.cost_model = variant_cost_model(spec, system);
+    std::shared_ptr<const Profile>& profile = profiles[w.cost_model.profile_path];
+    if (w.cost_model.kind == CostModelSpec::Kind::kProfile && profile == nullptr) {
+      auto loaded = load_shared_profile(w.cost_model.profile_path);
+      if (!loaded) return loaded.errors();
+      profile = *loaded;
     }
+    note_cost_model(spec, w, noted_what_ifs, notes);
     auto model = make_cost_model(w, profile);
     if (!model) return model.errors();
     models.views.push_back(model->get());
@@ -261,10 +293,7 @@ Result<Workload> sweep_configuration(const SweepSpec& spec, std::int64_t index) 
     if (config.index != index) continue;
     Errors errors = finalize_workload(config.workload, spec.file);
     if (!errors.empty()) return errors;
-    if (spec.base.cost_model.kind == CostModelSpec::Kind::kProfile &&
-        config.workload.system.gpu_name != spec.base.system.gpu_name) {
-      config.workload.cost_model = CostModelSpec{};
-    }
+    config.workload.cost_model = variant_cost_model(spec, config.workload.system);
     return std::move(config.workload);
   }
   return Error{spec.file, "", "has no configuration with index " + std::to_string(index) +

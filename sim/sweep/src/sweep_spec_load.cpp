@@ -444,6 +444,7 @@ Result<SweepSpec> load_sweep_text(std::string_view text, const std::string& file
   }
   SweepSpec spec;
   spec.file = file_label;
+  spec.scenarios_dir = options.scenarios_dir;
   for (const auto& [key, v] : doc.items()) {
     if (key != "base" && key != "search" && key != "constraints" && key != "objective" &&
         key != "top" && key != "train_tokens") {

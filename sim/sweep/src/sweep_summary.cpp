@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <ostream>
 
 #include "stepsim/config/enum_names.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/import/import.hpp"
 #include "stepsim/report/report.hpp"
 #include "stepsim/sweep/sweep.hpp"
@@ -148,6 +150,18 @@ std::string layout(const Workload& w) {
 constexpr const char* kLayoutHeader = " gpus   t   p   v   dp  mbs     m sp  recompute    dopt";
 constexpr const char* kMoeHeader = "   ep  etp dispatch ";
 
+/// A base without cost_model: the cost model it got, why, and how to ask for the other.
+void write_default_cost_model(std::ostream& out, const SweepSpec& spec) {
+  const CostModelSpec& cm = spec.base.cost_model;
+  const std::string note = default_cost_model_note(cm, spec.base.system.gpu_name);
+  if (note.empty()) return;
+  out << "cost model: "
+      << (cm.kind == CostModelSpec::Kind::kProfile
+              ? "profile " + std::filesystem::path(cm.profile_path).filename().string()
+              : "roofline " + spec.base.system.name)
+      << " (" << note << ")\n";
+}
+
 std::string layout_header(const Workload& base) {
   return std::string(kLayoutHeader) + (base.model.moe() ? kMoeHeader : "");
 }
@@ -159,6 +173,7 @@ void write_sweep_text(std::ostream& out, const SweepSummary& s) {
   out << "sweep " << spec.file << ": " << s.evaluated() << " configurations, " << s.feasible()
       << " feasible, " << s.simulated() << " simulated (objective " << to_string(spec.objective)
       << ")\n";
+  write_default_cost_model(out, spec);
   out << "swept:";
   for (const SweepAxis& axis : spec.axes) {
     out << "\n  " << knob_table()[static_cast<std::size_t>(axis.knob)].key << ": ";

@@ -106,8 +106,8 @@ const std::array kRows = {
     KeyInfo{STEPSIM_ENUM("model.attention_backend", model.attention_backend, AttentionBackend),
             .choices = kAttentionBackendNames, .sweep = Sweep::kListed,
             .flags = "--attention-backend",
-            .default_text = "\"unfused\" (\"flash\" with use_flash_attn); the importers write "
-                            "Megatron-Core's default \"auto\"",
+            .default_text = "\"auto\", Megatron-Core's default (\"flash\" with "
+                            "use_flash_attn)",
             .check = "\"auto\", \"flash\", \"fused\", \"unfused\", \"local\"; unfused and local "
                      "not with use_flash_attn",
             .doc = "Megatron-Core's attention backend: auto, flash and fused run one fused kernel "

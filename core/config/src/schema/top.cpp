@@ -41,7 +41,9 @@ const std::array kRows = {
             .doc = "the cluster: a system file path or an inline system object"},
     KeyInfo{.key = "cost_model",
             .kind = KnobKind::kString,
-            .default_text = "\"roofline\"",
+            .default_text = "the shipped public profile of the system's GPU "
+                            "(scenarios/profiles/<gpu>-public.json), \"roofline\" when none "
+                            "ships; the reports say which",
             .check = "\"roofline\" or {\"profile\": \"<path>\"}",
             .doc = "the roofline model of the system file, or a calibration profile"},
     KeyInfo{.key = "unmodelled",

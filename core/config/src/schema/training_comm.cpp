@@ -106,6 +106,29 @@ const std::array kRows = {
                    "the system supports multicast. NCCL's NVLS buffers in memory are not "
                    "modelled either way",
             .zero_allowed = true},
+    // NCCL's algorithm and protocol restrictions (nccl_env.cpp; nccl_model.cpp
+    // nccl_tuning_factor; simulate.cpp)
+    KeyInfo{.key = "training.nccl_algo",
+            .kind = KnobKind::kString,
+            .env = "NCCL_ALGO",
+            .default_text = "none (NCCL's choice among all)",
+            .check = "NCCL's syntax (src/graph/tuning.cc parseList): names of Tree, Ring, "
+                     "CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT separated by ',' (any "
+                     "case), \"^\" first to disable them instead, and \";Function:list\" "
+                     "entries per function (AllGather, ReduceScatter, AllReduce, Broadcast, "
+                     "Reduce); a collective of the job left no algorithm is an error (NCCL "
+                     "stops); needs a system NCCL's tuning model knows",
+            .doc = "the algorithms NCCL's tuning may pick (Megatron's --deterministic-mode "
+                   "sets Ring): the others get no bandwidth, as in NCCL; a profile's "
+                   "collective, measured at NCCL's default, is scaled by NCCL's model of the "
+                   "restricted choice over the default one. CollNet stays off (NCCL's "
+                   "default without NCCL_COLLNET_ENABLE)"},
+    KeyInfo{.key = "training.nccl_proto",
+            .kind = KnobKind::kString,
+            .env = "NCCL_PROTO",
+            .default_text = "none (NCCL's choice among all)",
+            .check = "as nccl_algo, with the protocols LL, LL128, Simple",
+            .doc = "the protocols NCCL's tuning may pick, priced as nccl_algo is"},
     // NCCL's channel limits (nccl_model.cpp nccl_channel_factor; nccl_cfg.cpp; validate.cpp)
     KeyInfo{STEPSIM_INT("training.nccl_min_nchannels", training.nccl_min_nchannels),
             .env = "NCCL_MIN_NCHANNELS", .default_text = "0", .check = "0 (unset) to 64",

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stepsim/base/dtype.hpp"
+#include "stepsim/config/nccl_env.hpp"
 
 namespace stepsim {
 
@@ -347,6 +348,10 @@ struct TrainingConfig {
   /// NCCL's tuning never picks the NVLS algorithms; 2 (NCCL's default) = where the system
   /// supports multicast; 1 = forced on.
   std::int64_t nccl_nvls_enable = 2;
+  /// NCCL's NCCL_ALGO and NCCL_PROTO (environment variables of the job), in NCCL's own syntax
+  /// (nccl_env.hpp); empty: unset. The algorithms and protocols NCCL's tuning may pick.
+  std::string nccl_algo;
+  std::string nccl_proto;
   /// NCCL's channel limits (nccl_model.hpp nccl_channel_factor): NCCL_MIN_NCHANNELS and
   /// NCCL_MAX_NCHANNELS (environment variables of the job; 0 = unset), and the per-process-
   /// group ncclConfig_t options of Megatron's --nccl-communicator-config-path (a YAML file,
@@ -520,6 +525,9 @@ struct SystemConfig {
   /// Whether NCCL may use NVLink SHARP on this system for the job (not a system-file key:
   /// make_cost_model sets it from training.nccl_nvls_enable; nccl_model.hpp).
   bool nccl_nvls = true;
+  /// What the job's NCCL_ALGO and NCCL_PROTO leave NCCL's tuning (not a system-file key either:
+  /// make_cost_model sets it from training.nccl_algo and nccl_proto; nccl_model.hpp).
+  NcclEnabled nccl_enabled;
   /// NCCL's channel limits of the job (not system-file keys either: make_cost_model sets them
   /// from training.nccl_min_nchannels, nccl_max_nchannels and the communicator options;
   /// nccl_model.hpp nccl_channel_factor). Per CommGroup, indexed by its value; 0: NCCL's

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stepsim/base/result.hpp"
+#include "stepsim/config/scenario.hpp"
 
 namespace stepsim {
 
@@ -45,6 +46,20 @@ std::string ambiguous_short_name(const ShortNameMatch& match, ShippedKind kind);
 /// its stem starts with this followed by '-'.
 std::string profile_prefix_of_gpu(const std::string& gpu_name);
 
+/// The path of the shipped public profile of a GPU, scenarios_dir/profiles/<prefix>-public.json
+/// (the convention of scenarios/profiles/make_public_profiles.py); "" when none ships.
+std::string public_profile_of_gpu(const std::string& gpu_name, const std::string& scenarios_dir);
+
+/// The cost model a scenario gets when it leaves `cost_model` out: the shipped public profile
+/// of `gpu_name` (public_profile_of_gpu), the roofline when none ships or there is no
+/// scenarios_dir (an in-memory workload); `defaulted` set either way.
+CostModelSpec default_cost_model(const std::string& gpu_name, const std::string& scenarios_dir);
+
+/// What the reports add to the cost model's line when `spec` was taken by default: why, and
+/// how to ask for the other ("default: the shipped public profile of the system's GPU;
+/// \"cost_model\": \"roofline\" for the data sheet's roofline"); "" when it was given.
+std::string default_cost_model_note(const CostModelSpec& spec, const std::string& gpu_name);
+
 /// One shipped system as `stepsim systems` lists it.
 struct ShippedSystem {
   std::string name;  ///< the short name (file stem)
@@ -53,6 +68,9 @@ struct ShippedSystem {
   double intra_node_bandwidth_bytes_per_s = 0;  ///< NVLink, per GPU, one direction
   double inter_node_bandwidth_bytes_per_s = 0;  ///< per NIC, one direction
   std::vector<std::string> profiles;            ///< stems of the shipped profiles of its GPU
+  /// What prices a scenario on it that leaves cost_model out: the stem of its GPU's public
+  /// profile (default_cost_model), or "roofline" when none ships.
+  std::string default_cost_model;
   bool operator==(const ShippedSystem&) const = default;
 };
 

@@ -24,6 +24,11 @@ Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w);
 Result<std::unique_ptr<CostModel>> make_cost_model(const Workload& w,
                                                    std::shared_ptr<const Profile> profile);
 
+/// The system NCCL's tuning sees for job `w`: `w.system` with the job's NCCL settings
+/// (training.nccl_nvls_enable, nccl_algo, nccl_proto, the channel limits), as
+/// make_cost_model hands it to the cost models.
+SystemConfig nccl_job_system(const Workload& w);
+
 /// Loads a profile file for sharing (see above).
 Result<std::shared_ptr<const Profile>> load_shared_profile(const std::string& path);
 

@@ -8,7 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "stepsim/base/result.hpp"
 #include "stepsim/ops/ops.hpp"
+#include "stepsim/ops/plan.hpp"
 #include "stepsim/config/scenario.hpp"
 #include "stepsim/layout/nccl_topology.hpp"
 
@@ -28,14 +30,21 @@ struct NcclChoice {
   double seconds = 0;
 };
 
-/// A measured collective's time on `system` with NVLink SHARP off (SystemConfig::nccl_nvls
-/// false) is its measurement times this factor: NCCL's own model of the group without NVLS
-/// over its model with it (the measurements ran with NCCL's default, NVLS where supported).
-/// 1 with NVLS on, where NCCL has no model of the platform or the group, or where NCCL would
-/// not have picked an NVLS algorithm for it anyway.
-double nccl_nvls_off_factor(const SystemConfig& system, CollectiveKind kind,
-                            std::int64_t group_size, std::int64_t nodes_spanned,
-                            std::int64_t bytes);
+/// A measured collective's time under the job's NCCL settings that restrict NCCL's choice
+/// (SystemConfig::nccl_nvls false: NCCL_NVLS_ENABLE=0; SystemConfig::nccl_enabled: NCCL_ALGO,
+/// NCCL_PROTO) is its measurement times this factor: NCCL's own model of the choice under the
+/// restrictions over its choice at NCCL's defaults (the measurements ran with NCCL's default:
+/// every algorithm and protocol, NVLS where supported). 1 without restrictions, where NCCL
+/// has no model of the platform or the group, or where the restricted choice is the default
+/// one; infinite where the restrictions leave NCCL no algorithm (nccl_unavailable_errors
+/// refuses such a job first). NCCL_ALGO and NCCL_PROTO do not reach a kernel that is not
+/// NCCL's (CollectiveOp::nccl false).
+double nccl_tuning_factor(const SystemConfig& system, const CollectiveOp& op);
+
+/// Errors naming training.nccl_algo (or nccl_proto when only it is set) for each collective
+/// of `plan` that NCCL_ALGO and NCCL_PROTO leave no algorithm and protocol (NCCL stops with
+/// "No algorithm/protocol available", enqueue.cc topoGetAlgoInfo); empty without them.
+Errors nccl_unavailable_errors(const Workload& w, const WorkloadPlan& plan);
 
 /// The options of Megatron's --nccl-communicator-config-path (TrainingConfig::
 /// nccl_group_options) for the process group stepsim's `group` runs on: "tp" kTensor, "dp_cp"
@@ -62,8 +71,12 @@ class NcclModel {
   /// (disabled or unsupported).
   std::optional<double> time_s(CollectiveKind kind, NcclAlgo algo, NcclProto proto,
                                std::int64_t bytes) const;
-  /// The enabled pair of least time, as topoGetAlgoInfo picks it.
+  /// The enabled pair of least time, as topoGetAlgoInfo picks it (seconds infinite when
+  /// none is: see available).
   NcclChoice choose(CollectiveKind kind, std::int64_t bytes) const;
+  /// Whether any algorithm and protocol is enabled for `kind` (NCCL_ALGO and NCCL_PROTO can
+  /// leave none: NCCL then stops).
+  bool available(CollectiveKind kind) const;
 
   /// Latency (us) and algorithm bandwidth (GB/s) of ncclTopoTuneModel's tables.
   double latency_us(CollectiveKind kind, NcclAlgo algo, NcclProto proto) const;

@@ -48,7 +48,8 @@ struct ImportedScenario {
 /// attention backend as Megatron-Core asserts, other NVTE_* variables, NCCL's tuning variables
 /// and CUDA_DEVICE_MAX_CONNECTIONS other than 1 are not modelled, the rest is ignored (listed
 /// in ignored_flags as NAME=VALUE). Without --attention-backend or --use-flash-attn the
-/// scenario gets Megatron-Core's default attention_backend "auto" (noted).
+/// scenario gets Megatron-Core's default attention_backend "auto" (noted). The scenario names
+/// no cost_model: the loader's default, the shipped public profile of the system's GPU.
 Result<ImportedScenario> scenario_from_megatron_args(std::string_view launch_line,
                                                      const MegatronImportOptions& options);
 

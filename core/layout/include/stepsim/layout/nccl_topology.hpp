@@ -38,6 +38,8 @@ struct NcclComm {
   bool host_cpu_amd = false;  ///< NCCL picks LL ceilings and network overheads by CPU vendor
   NcclGraph ring, tree, nvls;
   bool nvls_support = false;
+  /// What NCCL_ALGO and NCCL_PROTO leave NCCL's tuning (SystemConfig::nccl_enabled).
+  NcclEnabled enabled;
   bool operator==(const NcclComm&) const = default;
 };
 

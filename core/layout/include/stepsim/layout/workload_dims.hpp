@@ -260,6 +260,43 @@ inline void resolve_ub_gemms(const TrainingConfig& tc, std::int64_t sm_count, bo
   }
 }
 
+/// The MoE part of dims_of: experts, routing, the dispatcher and the expert groups' spans.
+inline void set_moe_dims(Dims& x, const Workload& w, std::int64_t gpn) {
+  const ModelConfig& mc = w.model;
+  const TrainingConfig& tc = w.training;
+  x.experts = mc.num_experts;
+  x.topk = mc.moe_router_topk;
+  x.moe_f = mc.moe_ffn();
+  x.shared_f = mc.moe_shared_expert_intermediate_size;
+  x.shared_overlap = x.shared_f > 0 && tc.moe_shared_expert_overlap;
+  x.ep = tc.expert_model_parallel_size > 0 ? tc.expert_model_parallel_size : 1;
+  x.etp = tc.expert_tensor_parallel() > 0 ? tc.expert_tensor_parallel() : 1;
+  x.edp = tc.expert_data_parallel_size > 0 ? tc.expert_data_parallel_size : 1;
+  x.dispatcher = tc.moe_token_dispatcher_type;
+  x.deepep_sms = tc.deepep_num_sms();
+  x.sm_count = w.system.sm_count;
+  x.router_groups = mc.moe_router_num_groups;
+  x.router_group_topk = mc.moe_router_group_topk;
+  x.grouped_gemm = tc.moe_grouped_gemm;
+  x.capacity_factor = tc.moe_expert_capacity_factor;
+  const MoeLoadBalancing lb = tc.moe_router_load_balancing_type;
+  x.aux_loss = tc.moe_aux_loss_coeff > 0 &&
+               (lb == MoeLoadBalancing::kAuxLoss || lb == MoeLoadBalancing::kSeqAuxLoss);
+  x.seq_aux_loss = x.aux_loss && lb == MoeLoadBalancing::kSeqAuxLoss;
+  x.pad_to_capacity = tc.moe_pad_expert_input_to_capacity;
+  x.router_dtype = tc.moe_router_dtype == MoeRouterDtype::kNone ? x.dtype : DType::kFp32;
+  x.moe_layer = moe_layer_pattern(mc);
+  x.expert_shares = moe_expert_shares(mc, tc);
+  if (tc.world_size > 0 && tc.expert_data_parallel_size > 0) {
+    // Megatron's expert rank generator (tp = etp, ep, dp = expert dp, pp; cp = 1).
+    const RankGenerator experts(
+        ParallelSizes{.tp = x.etp, .ep = x.ep, .dp = x.edp, .pp = x.p});
+    x.ep_nodes = experts.nodes_spanned("ep", 0, gpn);
+    x.etp_nodes = experts.nodes_spanned("tp", 0, gpn);
+    x.tp_ep_nodes = experts.nodes_spanned("tp-ep", 0, gpn);
+  }
+}
+
 inline Dims dims_of(const Workload& w) {
   const ModelConfig& mc = w.model;
   const TrainingConfig& tc = w.training;
@@ -367,39 +404,7 @@ inline Dims dims_of(const Workload& w) {
     x.dv = mc.v_head_dim;
     x.qk_norm = mc.qk_layernorm;
   }
-  if (mc.moe()) {
-    x.experts = mc.num_experts;
-    x.topk = mc.moe_router_topk;
-    x.moe_f = mc.moe_ffn();
-    x.shared_f = mc.moe_shared_expert_intermediate_size;
-    x.shared_overlap = x.shared_f > 0 && tc.moe_shared_expert_overlap;
-    x.ep = tc.expert_model_parallel_size > 0 ? tc.expert_model_parallel_size : 1;
-    x.etp = tc.expert_tensor_parallel() > 0 ? tc.expert_tensor_parallel() : 1;
-    x.edp = tc.expert_data_parallel_size > 0 ? tc.expert_data_parallel_size : 1;
-    x.dispatcher = tc.moe_token_dispatcher_type;
-    x.deepep_sms = tc.deepep_num_sms();
-    x.sm_count = w.system.sm_count;
-    x.router_groups = mc.moe_router_num_groups;
-    x.router_group_topk = mc.moe_router_group_topk;
-    x.grouped_gemm = tc.moe_grouped_gemm;
-    x.capacity_factor = tc.moe_expert_capacity_factor;
-    const MoeLoadBalancing lb = tc.moe_router_load_balancing_type;
-    x.aux_loss = tc.moe_aux_loss_coeff > 0 &&
-                 (lb == MoeLoadBalancing::kAuxLoss || lb == MoeLoadBalancing::kSeqAuxLoss);
-    x.seq_aux_loss = x.aux_loss && lb == MoeLoadBalancing::kSeqAuxLoss;
-    x.pad_to_capacity = tc.moe_pad_expert_input_to_capacity;
-    x.router_dtype = tc.moe_router_dtype == MoeRouterDtype::kNone ? x.dtype : DType::kFp32;
-    x.moe_layer = moe_layer_pattern(mc);
-    x.expert_shares = moe_expert_shares(mc, tc);
-    if (tc.world_size > 0 && tc.expert_data_parallel_size > 0) {
-      // Megatron's expert rank generator (tp = etp, ep, dp = expert dp, pp; cp = 1).
-      const RankGenerator experts(
-          ParallelSizes{.tp = x.etp, .ep = x.ep, .dp = x.edp, .pp = x.p});
-      x.ep_nodes = experts.nodes_spanned("ep", 0, gpn);
-      x.etp_nodes = experts.nodes_spanned("tp", 0, gpn);
-      x.tp_ep_nodes = experts.nodes_spanned("tp-ep", 0, gpn);
-    }
-  }
+  if (mc.moe()) set_moe_dims(x, w, gpn);
   return x;
 }
 

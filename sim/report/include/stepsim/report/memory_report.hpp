@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stepsim/memory/memory_model.hpp"
+#include "stepsim/report/fit_advice.hpp"
 #include "stepsim/config/scenario.hpp"
 
 namespace stepsim::sim {
@@ -21,7 +22,10 @@ struct StageMemoryRow {
 
 std::vector<StageMemoryRow> stage_memory_rows(const Workload& w);
 
-void write_memory_json(const Workload& w, std::ostream& out);
-void write_memory_text(const Workload& w, std::ostream& out);
+/// The `memory` JSON contract; with `advice` (the job does not fit) also "make_it_fit".
+void write_memory_json(const Workload& w, std::ostream& out, const FitAdvice* advice = nullptr);
+/// The `memory` table; with `advice` its first line says the job does not fit, followed by the
+/// changes that do.
+void write_memory_text(const Workload& w, std::ostream& out, const FitAdvice* advice = nullptr);
 
 }  // namespace stepsim::sim

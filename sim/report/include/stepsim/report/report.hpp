@@ -10,6 +10,7 @@
 
 #include "stepsim/layout/pipeline_split.hpp"
 #include "stepsim/config/scenario.hpp"
+#include "stepsim/report/fit_advice.hpp"
 #include "stepsim/simulate/simulate.hpp"
 
 namespace stepsim::sim {
@@ -23,6 +24,9 @@ struct ReportOptions {
   std::int64_t train_tokens = 0;
   /// `--verbose`: every warning with all its details; otherwise one short line per warning.
   bool verbose = false;
+  /// The job does not fit: the text report opens with it and the changes that fit, the JSON
+  /// report has it as "make_it_fit". nullptr when the job fits (nothing is added).
+  const FitAdvice* fit_advice = nullptr;
 };
 
 /// The pipeline bubble as one figure: a stage's idle time (neither computing nor exposing

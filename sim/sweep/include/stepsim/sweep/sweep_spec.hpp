@@ -85,7 +85,10 @@ struct SweepConstraints {
 
 struct SweepSpec {
   std::string file;  ///< the sweep file (for messages)
-  Workload base;     ///< the validated base scenario
+  /// The shipped files' folder (LoadOptions::scenarios_dir): where a base without cost_model
+  /// finds the public profile of each swept system's GPU.
+  std::string scenarios_dir;
+  Workload base;  ///< the validated base scenario
   DefaultedKeys defaulted;
   std::vector<SystemConfig> systems;  ///< systems named on the "system" axis
   std::vector<SweepAxis> axes;        ///< sorted by knob id (enumeration order)
