@@ -8,13 +8,14 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "stepsim/config/published_runs.hpp"
+#include "stepsim/base/output_file.hpp"
 #include "stepsim/report/accuracy.hpp"
 
 namespace stepsim::cli {
 
 namespace {
 
-int run_accuracy(const std::string& runs_file, Env& env) {
+int run_accuracy(const std::string& runs_file, const std::string& by_profile, Env& env) {
   const std::string path =
       runs_file.empty() ? env.scenarios_dir + "/published/runs.json" : runs_file;
   Result<std::vector<PublishedRun>> runs = load_published_runs(path);
@@ -26,6 +27,11 @@ int run_accuracy(const std::string& runs_file, Env& env) {
   for (const sim::AccuracyRow& r : report->rows) sources.insert(r.source);
   *env.out << "\nmeasured figures:\n";
   for (const std::string& s : sources) *env.out << "  " << s << "\n";
+  if (by_profile.empty()) return 0;
+  const Status written = write_output_file(by_profile, [&](std::ostream& out) {
+    sim::write_accuracy_by_cost_data_json(sim::accuracy_by_cost_data(*report), out);
+  });
+  if (!written) return report_errors(written.errors(), env);
   return 0;
 }
 
@@ -33,12 +39,18 @@ int run_accuracy(const std::string& runs_file, Env& env) {
 
 void add_accuracy_command(CLI::App& app, Env& env) {
   auto runs = std::make_shared<std::string>();
+  auto by_profile = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "accuracy",
       "Predict every published run (scenarios/published/runs.json) and compare with the step\n"
       "time its authors measured: a report of what stepsim misses, not a target to tune to.");
   cmd->add_option("runs", *runs, "runs file (default: scenarios/published/runs.json)");
-  cmd->callback([runs, &env] { env.exit_code = run_accuracy(*runs, env); });
+  cmd->add_option("--by-profile", *by_profile,
+                  "also write the mean error per profile (roofline) as JSON to FILE: the table "
+                  "predict quotes (scenarios/published/accuracy-by-profile.json)");
+  cmd->callback([runs, by_profile, &env] {
+    env.exit_code = run_accuracy(*runs, *by_profile, env);
+  });
 }
 
 }  // namespace stepsim::cli

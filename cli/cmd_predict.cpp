@@ -158,6 +158,7 @@ int run_predict(const PredictArgs& args, Env& env) {
   options.keep_timeline = !args.trace.empty();
   options.gpipe = args.gpipe;
   options.contention = !args.no_contention;
+  options.scenarios_dir = env.scenarios_dir;  // the open accuracy table the report quotes
   if (!read_heterogeneity(args, options, *env.err)) return 2;
   const sim::PredictOutcome outcome = sim::predict(*w, options);
   if (!outcome.run) {

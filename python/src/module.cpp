@@ -107,6 +107,7 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
   for (const auto& [node, factor] : a.slow_nics) options.slow_nics.push_back({node, factor});
   options.jitter_sigma = a.jitter;
   options.seed = a.seed;
+  options.scenarios_dir = scenarios_dir();  // the open accuracy table the report quotes
   sim::TraceShape shape;
   shape.microbatch_level = a.microbatch_level;
   shape.ranks = a.trace_ranks;

@@ -29,6 +29,17 @@ def test_load_path_and_dict_predict_the_same():
     assert 0 < a["mfu"] <= a["hfu"] <= 1
 
 
+def test_provenance_says_where_the_prices_came_from():
+    # The public A100 profile: published GEMMs, a host borrowed from the measured H100, and
+    # what `stepsim accuracy` measured over the open runs priced with it (never applied).
+    p = stepsim.predict(GPT3)["provenance"]
+    assert p["parts"]["gemm"] == ["published"]
+    assert p["host"] == {"origin": "borrowed", "from": "h100-sxm5-80gb-measured.json",
+                         "detail": "torch 2.11.0+cu130, its CPU model not recorded"}
+    assert p["open_accuracy"]["runs"] >= 1
+    assert "stepsim accuracy: this profile's" in p["line"]
+
+
 def test_scenario_object():
     s = stepsim.load(GPT3)
     assert s.name == "gpt3-175b-a100-64"

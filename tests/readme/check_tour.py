@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 COMMAND = '$ build/bin/stepsim predict'
-SHOWN = 16  # lines of output the README shows before its "..."
+SHOWN = 17  # lines of output the README shows before its "..."
 
 
 def main():

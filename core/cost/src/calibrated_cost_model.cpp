@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -183,6 +184,53 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const Profile> profile,
   std::map<bool, std::map<std::int64_t, std::vector<double>>> p2p_seconds;
   for (const P2PSample& m : profile_->p2p) p2p_seconds[m.inter_node][m.bytes].push_back(m.seconds);
   for (const auto& [inter, by_size] : p2p_seconds) p2p_curves_[inter] = medians(by_size);
+
+  record_origins();
+}
+
+unsigned CalibratedCostModel::origin_of(const std::string& citation) const {
+  if (profile_->backend != "public") return kFromMeasured;
+  // make_public_profiles.py cites a sample copied from stepsim's own measurement of another
+  // machine by that profile's file ("scenarios/profiles/h100-sxm5-80gb-measured.json (...)").
+  return citation.starts_with("scenarios/profiles/") ? kFromBorrowed : kFromPublished;
+}
+
+void CalibratedCostModel::record_origins() {
+  // A sample's origin; a borrowed one names the profile it was copied from.
+  const auto origin = [this](const std::string& citation) {
+    const unsigned o = origin_of(citation);
+    if (o == kFromBorrowed) {
+      const std::string path = citation.substr(0, citation.find(' '));
+      borrowed_from_.insert(path.substr(path.find_last_of('/') + 1));
+    }
+    return o;
+  };
+  // Every sample is in its table (the constructor made one per class it met).
+  const auto add = [](auto& tables, const auto& key, unsigned o) {
+    const auto found = tables.find(key);
+    if (found != tables.end()) found->second.origins |= o;
+  };
+  for (const GemmSample& s : profile_->gemm) {
+    const unsigned o = origin(s.citation);
+    if (is_variant(s)) {
+      add(gemm_variant_tables_, std::pair{s.scaling, s.fast_accum}, o);
+      continue;
+    }
+    add(gemm_tables_, s.dtype, o);
+    if (s.layout != GemmLayout::kUnspecified) {
+      add(gemm_layout_tables_, std::pair{s.dtype, s.layout}, o);
+    }
+  }
+  for (const AttentionSample& s : profile_->attention) {
+    add(attention_tables_, AttentionClass{s.op.dtype, s.op.backward, s.op.causal},
+        origin(s.citation));
+  }
+  for (const MemorySample& s : profile_->memory) memory_origins_ |= origin(s.citation);
+  for (const CollectiveSample& s : profile_->collectives) {
+    collective_origins_[CollectiveKey{s.kind, s.group_size, s.nodes_spanned}] |=
+        origin(s.citation);
+  }
+  for (const P2PSample& s : profile_->p2p) p2p_origins_[s.inter_node] |= origin(s.citation);
 }
 
 std::optional<double> CalibratedCostModel::on_curve(const SizeCurve& curve, std::int64_t bytes) {
@@ -235,16 +283,21 @@ double CalibratedCostModel::gemm_s(const GemmOp& op) const { return gemm_with_fl
 
 double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floor) const {
   if (op.flops() <= 0) return 0.0;
+  // Every return below but the roofline's is priced from the samples of table `t`.
+  const auto sampled = [this](const Table& t, double seconds) {
+    note(PricedPart::kGemm, t.origins);
+    return seconds;
+  };
   if (op.dtype == DType::kFp8 && (op.scaling != GemmScaling::kTensor || op.fast_accum)) {
-    const auto measured = gemm_variant_measured_.find(
-        VariantGemmKey{op.scaling, op.fast_accum, op.m, op.n, op.k, op.batch});
-    if (measured != gemm_variant_measured_.end()) return measured->second;
     const auto table = gemm_variant_tables_.find({op.scaling, op.fast_accum});
     if (table != gemm_variant_tables_.end()) {
+      const auto measured = gemm_variant_measured_.find(
+          VariantGemmKey{op.scaling, op.fast_accum, op.m, op.n, op.k, op.batch});
+      if (measured != gemm_variant_measured_.end()) return sampled(table->second, measured->second);
       const double compute =
           interpolated_s(table->second, gemm_coords(op), gemm_work(op, memory_floor), "GEMM",
                          gemm_text(op) + " " + variant_text(op));
-      return std::max(compute, gemm_roofline_floor_s(op, memory_floor));
+      return sampled(table->second, std::max(compute, gemm_roofline_floor_s(op, memory_floor)));
     }
     GemmOp plain = op;
     if (op.scaling == GemmScaling::kMx1x32) {
@@ -279,16 +332,16 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
     if (table != gemm_layout_tables_.end()) {
       const auto measured = gemm_layout_measured_.find(
           LayoutGemmKey{op.dtype, op.layout, op.m, op.n, op.k, op.batch});
-      if (measured != gemm_layout_measured_.end()) return measured->second;
+      if (measured != gemm_layout_measured_.end()) return sampled(table->second, measured->second);
       const double compute =
           interpolated_s(table->second, gemm_coords(op), gemm_work(op, memory_floor), "GEMM",
                          gemm_text(op) + " " + std::string(to_string(op.layout)));
-      return std::max(compute, gemm_roofline_floor_s(op, memory_floor));
+      return sampled(table->second, std::max(compute, gemm_roofline_floor_s(op, memory_floor)));
     }
   }
   // No samples of the op's layout: every sample of its dtype, whatever its layout.
   const auto measured = gemm_measured_.find(GemmKey{op.dtype, op.m, op.n, op.k, op.batch});
-  if (measured != gemm_measured_.end()) return measured->second;
+  if (measured != gemm_measured_.end()) return sampled(gemm_tables_.at(op.dtype), measured->second);
   auto table = gemm_tables_.find(op.dtype);
   if (table == gemm_tables_.end() && (op.dtype == DType::kFp16 || op.dtype == DType::kBf16)) {
     // fp16 and bf16 run on the same tensor-core path at the same peak (A100: 312 TFLOPS
@@ -304,11 +357,12 @@ double CalibratedCostModel::gemm_with_floor_s(const GemmOp& op, bool memory_floo
     warn("no GEMM samples for this dtype in the profile: roofline of " + fallback_.describe() +
              " used",
          std::string(to_string(op.dtype)));
+    note(PricedPart::kGemm, kFromRoofline);
     return fallback_.gemm_s(op);
   }
   const double interpolated = interpolated_s(table->second, gemm_coords(op),
                                              gemm_work(op, memory_floor), "GEMM", gemm_text(op));
-  return std::max(interpolated, gemm_roofline_floor_s(op, memory_floor));
+  return sampled(table->second, std::max(interpolated, gemm_roofline_floor_s(op, memory_floor)));
 }
 
 // The least time any GEMM takes on the workload's system, whatever its samples say: its FLOPs
@@ -373,7 +427,11 @@ double CalibratedCostModel::attention_samples_s(const AttentionOp& op) const {
           ? attention_measured_.end()
           : attention_measured_.find(AttentionKey{op.dtype, op.backward, op.causal, op.batch,
                                                   op.heads, op.kv_heads, op.seq, op.head_dim});
-  if (measured != attention_measured_.end()) return measured->second;
+  if (measured != attention_measured_.end()) {
+    note(PricedPart::kAttention,
+         attention_tables_.at(AttentionClass{op.dtype, op.backward, op.causal}).origins);
+    return measured->second;
+  }
   auto table = attention_tables_.find(AttentionClass{op.dtype, op.backward, op.causal});
   if (table == attention_tables_.end() && op.dtype != DType::kFp32) {
     // fp16 and bf16 attention kernels run on the same tensor cores at the same peak, as the
@@ -389,6 +447,7 @@ double CalibratedCostModel::attention_samples_s(const AttentionOp& op) const {
     }
   }
   if (table == attention_tables_.end()) return attention_from_gemms_s(op);
+  note(PricedPart::kAttention, table->second.origins);
   return interpolated_s(table->second, attention_coords(op), op.flops(), "attention",
                         attention_text(op));
 }
@@ -412,6 +471,7 @@ double CalibratedCostModel::interpolated_s(const Table& t, const std::array<doub
 }
 
 double CalibratedCostModel::attention_from_gemms_s(const AttentionOp& op) const {
+  note(PricedPart::kAttention, kFromAsGemms);
   warn(
       "no attention samples in the profile: attention costed as its matmuls (batched GEMMs) "
       "plus the HBM traffic of its inputs and outputs",
@@ -462,8 +522,10 @@ double CalibratedCostModel::memory_bound_s(const MemoryBoundOp& op) const {
     warn(
         "no memory-bandwidth samples in the profile: roofline of " + fallback_.describe() + " used",
         "memory-bound kernels");
+    note(PricedPart::kMemoryBound, kFromRoofline);
     return fallback_.memory_bound_s(op);
   }
+  note(PricedPart::kMemoryBound, memory_origins_ != 0 ? memory_origins_ : origin_of(""));
   if (const auto measured = on_curve(memory_curve_, op.bytes)) return *measured;
   return linear_s(profile_->memory_fit, op.bytes, "memory-bound kernel");
 }
@@ -484,6 +546,7 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
   if (op.kind == CollectiveKind::kDeepEpDispatch || op.kind == CollectiveKind::kDeepEpCombine) {
     // DeepEP's kernels are not NCCL's and calibrate does not run them: its own measured
     // fractions of the system's links (deepep_cost.hpp).
+    note(PricedPart::kCollective, kFromDeepEp);
     return deepep_s(fallback_system_, op);
   }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
@@ -494,6 +557,7 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
   const double tuning = nccl_tuning_factor(fallback_system_, op);
   const auto exact = collective_fits_.find(CollectiveKey{op.kind, op.group_size, op.nodes_spanned});
   if (exact != collective_fits_.end()) {
+    note_collective(exact->first);
     const auto curve = collective_curves_.find(exact->first);
     if (curve != collective_curves_.end()) {
       if (const auto measured = on_curve(curve->second, op.bytes)) return *measured * tuning;
@@ -509,6 +573,7 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
     // no other collective stands in for one: the roofline of the system file.
     warn("no all-to-all samples in the profile: roofline of " + fallback_.describe() + " used",
          what);
+    note(PricedPart::kCollective, kFromRoofline);
     return fallback_.collective_s(op);
   }
   // A group the profile did not measure, on a platform NCCL runs on: NCCL's own model of the
@@ -521,6 +586,7 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
     warn("collective group not measured in the profile: NCCL's own tuning model used",
          what + " (" + std::string(to_string(choice.algo)) + "/" +
              std::string(to_string(choice.proto)) + ")");
+    note(PricedPart::kCollective, kFromNcclModel);
     return choice.seconds;
   }
 
@@ -548,8 +614,10 @@ double CalibratedCostModel::collective_at_defaults_s(const CollectiveOp& op) con
     warn("no collective samples for this link class in the profile: roofline of " +
              fallback_.describe() + " used",
          what);
+    note(PricedPart::kCollective, kFromRoofline);
     return fallback_.collective_s(op);
   }
+  note_collective(*best);
   const auto& [kind, group_size, nodes] = *best;
   const LinearFit& fit = collective_fits_.at(*best);
   warn(
@@ -580,8 +648,11 @@ double CalibratedCostModel::p2p_s(const P2POp& op) const {
     warn("no p2p samples for this link class in the profile: roofline of " + fallback_.describe() +
              " used",
          what);
+    note(PricedPart::kP2P, kFromRoofline);
     return fallback_.p2p_s(op);
   }
+  const auto origins = p2p_origins_.find(op.inter_node);
+  note(PricedPart::kP2P, origins != p2p_origins_.end() ? origins->second : origin_of(""));
   const auto curve = p2p_curves_.find(op.inter_node);
   if (curve != p2p_curves_.end()) {
     if (const auto measured = on_curve(curve->second, op.bytes)) return *measured;
@@ -612,6 +683,31 @@ std::string CalibratedCostModel::describe() const {
     }
   }
   return out;
+}
+
+void CalibratedCostModel::note_collective(const CollectiveKey& key) const {
+  const auto found = collective_origins_.find(key);
+  note(PricedPart::kCollective, found != collective_origins_.end() ? found->second : origin_of(""));
+}
+
+Provenance CalibratedCostModel::provenance() const {
+  Provenance p;
+  p.parts = used_.used();
+  p.cost_data = "profile";
+  if (std::any_of(p.parts.begin(), p.parts.end(),
+                  [](unsigned o) { return (o & kFromMeasured) != 0; })) {
+    // "vm: NVIDIA H100 80GB HBM3, 2026-11-28": the machine, and the day (of an ISO 8601 date).
+    p.measured_on = profile_->machine +
+                    (profile_->date.empty() ? "" : ", " + profile_->date.substr(0, 10));
+  }
+  if (std::any_of(p.parts.begin(), p.parts.end(),
+                  [](unsigned o) { return (o & kFromBorrowed) != 0; })) {
+    p.borrowed_from.assign(borrowed_from_.begin(), borrowed_from_.end());
+  }
+  if (const HostCosts* h = host()) {
+    read_host_citation(h->citation, profile_->backend == "public", p);
+  }
+  return p;
 }
 
 void CalibratedCostModel::warn(const std::string& category, const std::string& detail) const {

@@ -39,6 +39,7 @@ double all_to_all_off_node_fraction(std::int64_t group_size, std::int64_t nodes_
 double RooflineCostModel::gemm_s(const GemmOp& op) const {
   const double flops = op.flops();
   if (flops <= 0) return 0.0;
+  used_.note(PricedPart::kGemm, kFromRoofline);
   const double compute =
       flops / (system_.peak_flops(op.dtype) * gemm_efficiency(system_.efficiency, flops));
   // A GEMM also streams its operands once; small-k GEMMs can be bandwidth bound.
@@ -52,12 +53,14 @@ double RooflineCostModel::attention_s(const AttentionOp& op) const {
   // Flash attention runs its matmuls on tensor cores; the softmax work is hidden inside the
   // tiles, so it is costed as a GEMM of the same arithmetic.
   const double flops = op.flops();
+  if (flops > 0) used_.note(PricedPart::kAttention, kFromRoofline);
   const double compute =
       flops / (system_.peak_flops(op.dtype) * gemm_efficiency(system_.efficiency, flops));
   return system_.efficiency.kernel_launch_s + compute;
 }
 
 double RooflineCostModel::memory_bound_s(const MemoryBoundOp& op) const {
+  if (op.bytes > 0) used_.note(PricedPart::kMemoryBound, kFromRoofline);
   return system_.efficiency.kernel_launch_s +
          static_cast<double>(op.bytes) /
              (system_.hbm_bandwidth_bytes_per_s * system_.efficiency.memory_max);
@@ -81,9 +84,14 @@ double RooflineCostModel::bus_bandwidth_bytes_per_s(std::int64_t group_size,
 
 double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   if (op.kind == CollectiveKind::kDeepEpDispatch || op.kind == CollectiveKind::kDeepEpCombine) {
+    used_.note(PricedPart::kCollective, kFromDeepEp);
     return deepep_s(system_, op);
   }
   if (op.group_size <= 1 || op.bytes <= 0) return 0.0;
+  auto comm = op.kind == CollectiveKind::kAllToAll
+                  ? std::nullopt
+                  : nccl_comm(system_, op.group_size, op.nodes_spanned);
+  used_.note(PricedPart::kCollective, comm ? kFromNcclModel : kFromRoofline);
   if (op.kind == CollectiveKind::kAllToAll) {
     // NCCL runs all-to-all as grouped sends and receives, one pair per peer (enqueue.cc,
     // taskAppend: ncclFuncAlltoAll appends a ncclFuncSend and a ncclFuncRecv task for every
@@ -114,7 +122,7 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
   }
   // On NVIDIA NVSwitch platforms a collective costs what NCCL's own model says of the
   // algorithm and protocol NCCL picks (nccl_model.hpp); its latencies include the launch.
-  if (auto comm = nccl_comm(system_, op.group_size, op.nodes_spanned)) {
+  if (comm) {
     if (!op.nccl) comm->enabled = NcclEnabled{};  // NCCL_ALGO/PROTO reach NCCL's kernels only
     return NcclModel(*comm).choose(op.kind, op.bytes).seconds * nccl_channel_factor(system_, op);
   }
@@ -144,6 +152,7 @@ double RooflineCostModel::collective_s(const CollectiveOp& op) const {
 }
 
 double RooflineCostModel::p2p_s(const P2POp& op) const {
+  if (op.bytes > 0) used_.note(PricedPart::kP2P, kFromRoofline);
   const LinkSpec& link = op.inter_node ? system_.inter_node : system_.intra_node;
   if (op.inter_node) {
     // Across nodes a message rides one NIC. Its rate is NCCL's for the NIC and the GPU's PCIe
@@ -161,5 +170,12 @@ double RooflineCostModel::p2p_s(const P2POp& op) const {
 }
 
 std::string RooflineCostModel::describe() const { return "roofline " + system_.name; }
+
+Provenance RooflineCostModel::provenance() const {
+  Provenance p;
+  p.parts = used_.used();
+  p.cost_data = "roofline";
+  return p;  // the host is not modelled
+}
 
 }  // namespace stepsim

@@ -59,8 +59,10 @@ Result<AccuracyReport> accuracy_report(const std::vector<PublishedRun>& runs,
       continue;
     }
     Result<std::unique_ptr<CostModel>> cost = make_cost_model(*w);
-    if (!cost.ok()) {
-      errors.insert(errors.end(), cost.errors().begin(), cost.errors().end());
+    Result<CostData> cost_data = cost_data_of(*w);
+    if (!cost.ok() || !cost_data.ok()) {
+      const Errors& bad = cost.ok() ? cost_data.errors() : cost.errors();
+      errors.insert(errors.end(), bad.begin(), bad.end());
       continue;
     }
     const WorkloadPlan plan = decompose(*w);
@@ -87,6 +89,7 @@ Result<AccuracyReport> accuracy_report(const std::vector<PublishedRun>& runs,
     row.predicted_tflops_per_gpu = row.flops_per_iteration / (row.predicted_step_s * n) / 1e12;
     row.error = row.predicted_step_s / row.measured_step_s - 1.0;
     row.source = run.source;
+    row.cost_data = std::move(cost_data).value();
     sum_abs += std::abs(row.error);
     report.rows.push_back(std::move(row));
   }

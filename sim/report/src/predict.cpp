@@ -7,6 +7,7 @@
 #include "stepsim/plan/decompose.hpp"
 #include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/base/output_file.hpp"
+#include "stepsim/report/open_accuracy.hpp"
 #include "stepsim/report/report.hpp"
 
 namespace stepsim::sim {
@@ -26,7 +27,15 @@ PredictOutcome predict(const Workload& w, const PredictOptions& options) {
   simulate_options.seed = options.seed;
   Result<SimulationResult> result = simulate(w, plan, **cost, simulate_options);
   if (!result.ok()) return {std::nullopt, result.errors()};
-  return {PredictRun{std::move(result).value(), (*cost)->describe()}, {}};
+  PredictRun run{std::move(result).value(), (*cost)->describe()};
+  if (!options.scenarios_dir.empty()) {
+    // What `stepsim accuracy` measured with the same cost data: stated, never applied.
+    Result<std::optional<OpenAccuracy>> accuracy =
+        open_accuracy_of(w, open_accuracy_table_path(options.scenarios_dir));
+    if (!accuracy.ok()) return {std::nullopt, accuracy.errors()};
+    run.result.prediction.provenance.accuracy = *accuracy;
+  }
+  return {std::move(run), {}};
 }
 
 Errors check_trace_shape(const TraceShape& shape, const Workload& w) {

@@ -260,6 +260,46 @@ void write_full_rank_json(JsonWriter& j, const Prediction& p) {
   j.end_object();
 }
 
+/// "provenance": the text report's line and its facts (docs/outputs.md); absent when the
+/// cost model says nothing of where its prices came from.
+void write_provenance_json(JsonWriter& j, const Provenance& p) {
+  const std::string line = provenance_line(p);
+  if (line.empty()) return;
+  j.key("provenance").begin_object();
+  j.field("line", std::string_view(line));
+  j.key("parts").begin_object();
+  for (std::size_t i = 0; i < kPricedParts; ++i) {
+    if (p.parts[i] == 0) continue;
+    j.key(priced_part_key(i)).begin_array();
+    for (const std::string_view origin : origin_keys(p.parts[i])) j.value(origin);
+    j.end_array();
+  }
+  j.end_object();
+  if (!p.measured_on.empty()) j.field("measured_on", std::string_view(p.measured_on));
+  if (!p.borrowed_from.empty()) {
+    j.key("borrowed_from").begin_array();
+    for (const std::string& f : p.borrowed_from) j.value(std::string_view(f));
+    j.end_array();
+  }
+  j.key("host").begin_object();
+  j.field("origin", host_origin_key(p.host));
+  if (!p.host_from.empty()) j.field("from", std::string_view(p.host_from));
+  if (!p.host_detail.empty()) j.field("detail", std::string_view(p.host_detail));
+  j.end_object();
+  if (p.accuracy) {
+    j.key("open_accuracy").begin_object();
+    j.field("runs", p.accuracy->runs);
+    if (p.accuracy->runs > 0) {
+      j.field("mean_error", p.accuracy->mean_error);
+      j.field("mean_absolute_error", p.accuracy->mean_absolute_error);
+      j.field("min_error", p.accuracy->min_error);
+      j.field("max_error", p.accuracy->max_error);
+    }
+    j.end_object();
+  }
+  j.end_object();
+}
+
 }  // namespace
 
 void write_configuration_json(JsonWriter& j, const Workload& w) {
@@ -321,6 +361,7 @@ void write_prediction_json(const Workload& w, const SimulationResult& result,
       !note.empty()) {
     j.field("cost_model_default", std::string_view(note));
   }
+  write_provenance_json(j, p.provenance);
   write_figures_json(j, w, p, options);
   write_configuration_json(j, w);
   j.key("schedule").begin_object();

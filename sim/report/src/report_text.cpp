@@ -240,6 +240,10 @@ void write_job(std::ostream& out, const Workload& w, const SimulationResult& res
       !note.empty()) {
     out << "              (" << note << ")\n";
   }
+  // Where each part's prices came from, and what the open report measured with them.
+  if (const std::string line = provenance_line(result.prediction.provenance); !line.empty()) {
+    out << "  provenance  " << line << "\n";
+  }
   out << "\n";
 }
 

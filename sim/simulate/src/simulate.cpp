@@ -404,6 +404,7 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   summarise_run(w, *ran, work, pred);
   rates(w, work, pred);
   pred.warnings = cost.warnings();
+  pred.provenance = cost.provenance();
   if (!pred.fits_in_memory) {
     pred.warnings.push_back("peak memory exceeds the " + std::to_string(w.system.memory_bytes) +
                             " bytes of a " + w.system.gpu_name);

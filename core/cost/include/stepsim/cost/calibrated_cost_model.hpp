@@ -34,6 +34,7 @@ class CalibratedCostModel final : public CostModel {
   double p2p_s(const P2POp& op) const override;
   std::string describe() const override;
   std::vector<std::string> warnings() const override;
+  Provenance provenance() const override;
   const HostCosts* host() const override {
     return profile_->host.measured() ? &profile_->host : nullptr;
   }
@@ -52,6 +53,7 @@ class CalibratedCostModel final : public CostModel {
   struct Table {
     std::vector<Point> points;
     std::array<double, 3> lo{}, hi{};  ///< measured box
+    unsigned origins = 0;  ///< ProvenanceOrigin bits of its samples
   };
 
  private:
@@ -81,6 +83,13 @@ class CalibratedCostModel final : public CostModel {
   /// Seconds to move a GEMM's operands and result once at the system's HBM bandwidth.
   double gemm_memory_floor_s(const GemmOp& op) const;
   void warn(const std::string& category, const std::string& detail) const;
+
+  /// The origin of a sample with `citation` in this profile (ProvenanceOrigin bits).
+  unsigned origin_of(const std::string& citation) const;
+  /// Fills the tables' origins, memory_origins_, collective_origins_, p2p_origins_ and
+  /// borrowed_from_ from the samples' citations (constructor).
+  void record_origins();
+  void note(PricedPart part, unsigned origins) const { used_.note(part, origins); }
 
   std::shared_ptr<const Profile> profile_;
   std::string label_;
@@ -117,6 +126,18 @@ class CalibratedCostModel final : public CostModel {
   SizeCurve memory_curve_;
   std::map<CollectiveKey, SizeCurve> collective_curves_;
   std::map<bool, SizeCurve> p2p_curves_;
+
+  /// ProvenanceOrigin bits of the samples behind each price that is not a table's: the
+  /// memory curve, each measured collective group, each P2P link class.
+  unsigned memory_origins_ = 0;
+  std::map<CollectiveKey, unsigned> collective_origins_;
+  std::map<bool, unsigned> p2p_origins_;
+  /// A collective priced from the samples of group `key`.
+  void note_collective(const CollectiveKey& key) const;
+  /// Profiles a public profile's samples were copied from (file names), sorted.
+  std::set<std::string> borrowed_from_;
+  /// What every op priced so far came from (provenance()).
+  ProvenanceRecorder used_;
 
   mutable std::mutex mutex_;
   /// category -> details; rendered by warnings().

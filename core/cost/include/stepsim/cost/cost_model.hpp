@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepsim/cost/provenance.hpp"
 #include "stepsim/ops/ops.hpp"
 
 namespace stepsim {
@@ -28,6 +29,12 @@ class CostModel {
 
   /// Notes for the report, e.g. shapes extrapolated beyond the measured range.
   virtual std::vector<std::string> warnings() const { return {}; }
+
+  /// Which parts of the step (GEMMs, attention, memory-bound kernels, collectives,
+  /// point-to-point, the host) came from measured samples, another machine's samples,
+  /// published microbenchmarks, data sheets or the roofline: of every op priced so far (a
+  /// union, whatever order they came in). Empty for models that do not say.
+  virtual Provenance provenance() const { return {}; }
 
   /// The host's cost of issuing kernels, where measured (a profile's "host" section); null:
   /// the host is not modelled (kernels start when their stream and inputs allow).

@@ -20,6 +20,8 @@ class RooflineCostModel final : public CostModel {
   double collective_s(const CollectiveOp& op) const override;
   double p2p_s(const P2POp& op) const override;
   std::string describe() const override;
+  /// Every kernel from the roofline; collectives from NCCL's model where NCCL runs.
+  Provenance provenance() const override;
 
   /// Bus bandwidth (bytes/s) a collective of `group_size` reaches when spanning
   /// `nodes_spanned` nodes: the slowest link class on the ring.
@@ -27,6 +29,7 @@ class RooflineCostModel final : public CostModel {
 
  private:
   SystemConfig system_;
+  ProvenanceRecorder used_;  ///< what the ops priced so far came from (provenance())
 };
 
 /// nccl-tests' factor from algorithm to bus bandwidth: 2(n-1)/n for all-reduce, (n-1)/n for

@@ -30,6 +30,7 @@ class CostMemo final : public CostModel {
   double p2p_s(const P2POp& op) const override;
   std::string describe() const override { return model_->describe(); }
   std::vector<std::string> warnings() const override { return model_->warnings(); }
+  Provenance provenance() const override { return model_->provenance(); }
   const HostCosts* host() const override { return model_->host(); }
   const MeasuredInterference* interference() const override { return model_->interference(); }
 

@@ -11,6 +11,7 @@
 #include "stepsim/config/published_runs.hpp"
 #include "stepsim/base/result.hpp"
 #include "stepsim/config/scenario.hpp"
+#include "stepsim/report/open_accuracy.hpp"
 
 namespace stepsim::sim {
 
@@ -24,6 +25,7 @@ struct AccuracyRow {
   double predicted_step_s = 0;
   double error = 0;  ///< predicted / measured step time - 1 (negative: stepsim is optimistic)
   std::string source;
+  CostData cost_data{};  ///< the profile or roofline it was priced with (open_accuracy.hpp)
   bool operator==(const AccuracyRow&) const = default;
 };
 

@@ -23,6 +23,9 @@ struct PredictOptions {
   std::vector<SlowNic> slow_nics;  ///< `--slow-nic NODE=FACTOR` (full-rank)
   double jitter_sigma = 0;         ///< `--jitter SIGMA` (full-rank)
   std::uint64_t seed = 0;          ///< `--seed N`: the jitter's draws
+  /// The scenarios folder whose open accuracy table (open_accuracy.hpp) the provenance
+  /// quotes; empty: none quoted.
+  std::string scenarios_dir;
 };
 
 /// What a trace file holds: every op or one slice per action (microbatch level), and which

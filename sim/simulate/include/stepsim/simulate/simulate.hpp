@@ -102,6 +102,10 @@ struct Prediction {
   std::int64_t engine_tasks = 0;  ///< tasks the engine scheduled (one per action, transfer, ...)
   std::optional<FullRankSummary> full_rank;  ///< set in full-rank mode only
   std::vector<std::string> warnings;
+  /// Which parts of the step came from measured samples, another machine's, published
+  /// microbenchmarks, data sheets or the roofline (CostModel::provenance); predict adds what
+  /// `stepsim accuracy` measured for the same cost data.
+  Provenance provenance;
   bool operator==(const Prediction&) const = default;
 };
 
