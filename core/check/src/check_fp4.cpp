@@ -42,7 +42,7 @@ void check_nvfp4_shapes(const Workload& w, Checker& check) {
                           : ffn % 128 != 0
                               ? (m.moe() ? "model.moe_ffn_hidden_size" : "model.ffn_hidden_size")
                               : "model.kv_channels";
-  const std::string_view field = key.substr(key.find('.') + 1);
+  const std::string field = key.substr(key.find('.') + 1);
   const std::int64_t value = field == "hidden_size"  ? m.hidden_size
                              : field == "kv_channels" ? d
                                                       : ffn * tp;
