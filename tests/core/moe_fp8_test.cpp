@@ -120,7 +120,8 @@ TEST(MoeFp8, ExpertWeightsKeepFp8CopiesInMemoryAndAreCastPerExpert) {
   // The weight casts of the step: the experts' FC1 one kernel per local expert; current
   // scaling reads the weight twice (amax, cast) and writes both copies.
   int casts = 0;
-  for (const Op& op : decompose(*fp8).stages[0].step_ops) {
+  const WorkloadPlan plan = decompose(*fp8);
+  for (const Op& op : plan.stages[0].step_ops) {
     if (op.name != "fp8_weight_cast" || op.layer != 0) continue;
     ++casts;
     const auto& m = std::get<MemoryBoundOp>(op.shape);
