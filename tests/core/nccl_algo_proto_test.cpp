@@ -238,19 +238,10 @@ TEST(NcclAlgoProto, PredictStopsWhereNcclHasNoAlgorithm) {
 }
 
 TEST(NcclAlgoProto, TheLaunchLinesAssignmentsAreTheKeysAndRoundTrip) {
-  const std::string flags =
-      " torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 "
-      "--num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 "
-      "--micro-batch-size 1 --global-batch-size 8 --bf16 --vocab-size 32000";
+  const std::string& flags = testing::kSmallLaunchFlags;
   MegatronImportOptions o;
   o.system = "systems/dgx-h100-80gb.json";
-  const auto load = [](const std::string& json) {
-    LoadOptions lo;
-    lo.scenarios_dir = STEPSIM_SCENARIOS_DIR;
-    auto w = load_scenario_text(json, "line", ".", lo);
-    EXPECT_TRUE(w.ok()) << (w.ok() ? "" : format_errors(w.errors()));
-    return std::move(w).value();
-  };
+  const auto load = testing::load_imported;
   auto r =
       scenario_from_megatron_args("NCCL_ALGO=Ring NCCL_PROTO='^LL128;allreduce:LL128'" + flags, o);
   ASSERT_TRUE(r.ok()) << format_errors(r.errors());
