@@ -35,11 +35,18 @@ void check_moe_fp8(const Workload& w, Checker& check) {
                    std::string(kNotModelled) +
                    "; \"tensorwise\", \"blockwise\" and \"mxfp8\" experts are");
   }
-  if (t.fp8_param_gather) {
+  if (t.fp8_param_gather && t.fp8_recipe != Fp8Recipe::kMxfp8) {
+    // MXFP8 expert parameters are modelled: with reuse_grad_buf_for_mxfp8_param_ag (which
+    // check_mxfp8 asks for) every buffer's shards, the expert-parallel ones too, are gathered
+    // in 16 bits through the gradient buffer (distrib_optimizer.py
+    // _copy_main_params_to_param_buffer) and quantized after the gather
+    // (param_and_grad_buffer.py _post_param_sync). The other recipes quantize the shards
+    // before an FP8 gather over the expert data-parallel group (quantize_param_shard).
     check.fail("training.fp8_param_gather",
-               std::string("=true with num_experts (FP8 expert parameters gathered over the "
-                           "expert data-parallel group)") +
-                   std::string(kNotModelled));
+               "=true with num_experts and fp8_recipe \"" + std::string(to_string(t.fp8_recipe)) +
+                   "\" (FP8 expert parameters quantized by the optimizer and gathered over "
+                   "the expert data-parallel group)" +
+                   std::string(kNotModelled) + "; \"mxfp8\" expert parameters are");
   }
   if (m.add_bias_linear) {
     check.fail("model.add_bias_linear",
