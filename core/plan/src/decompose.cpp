@@ -567,8 +567,12 @@ WorkloadPlan decompose(const Workload& w) {
     StagePlan& stage = plan.stages[static_cast<std::size_t>(r)];
     stage.stage = r;
     stage.chunks.reserve(static_cast<std::size_t>(x.v));
+    // The stage's own expert groups: where an NVLink domain boundary cuts through the stage,
+    // its most split EP group prices the dispatcher's collectives.
+    detail::Dims xs = x;
+    detail::set_stage_expert_nodes(xs, w, r);
     for (std::int32_t c = 0; c < static_cast<std::int32_t>(x.v); ++c) {
-      stage.chunks.push_back(build_chunk(w, x, layout, r, c));
+      stage.chunks.push_back(build_chunk(w, xs, layout, r, c));
       stage.parameters += stage.chunks.back().parameters;
     }
     std::int64_t experts = 0;

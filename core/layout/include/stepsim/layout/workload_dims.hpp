@@ -3,6 +3,7 @@
 // validated Workload, in the reference's notation (s, b, h, a, g, d, f, V, t, p, v).
 // Internal to stepsim_core.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -301,6 +302,35 @@ inline void set_moe_dims(Dims& x, const Workload& w, std::int64_t gpn) {
     x.etp_nodes = experts.nodes_spanned("tp", 0, gpn);
     x.tp_ep_nodes = experts.nodes_spanned("tp-ep", 0, gpn);
   }
+}
+
+/// The expert groups' spans at pipeline stage `stage` (in place of dims_of's, which are those
+/// of rank 0's groups): the most NVLink domains any of the stage's EP, expert TP and expert TP
+/// x EP groups spans. Megatron's expert rank generator makes each group ranks of one stage;
+/// where a domain boundary cuts through the stage (an NVL72 rack of 72 GPUs under stages of 64
+/// ranks) some groups straddle it and their all-to-alls cross the NICs, and the slowest group
+/// sets the step. On hosts that hold whole groups every group spans what rank 0's does.
+inline void set_stage_expert_nodes(Dims& x, const Workload& w, std::int64_t stage) {
+  if (!w.model.moe() || w.training.world_size <= 0 || w.training.expert_data_parallel_size <= 0) {
+    return;
+  }
+  const std::int64_t gpn = w.system.nvlink_domain() > 0 ? w.system.nvlink_domain() : 1;
+  const RankGenerator experts(ParallelSizes{.tp = x.etp, .ep = x.ep, .dp = x.edp, .pp = x.p});
+  std::int64_t ep = 1, etp = 1, tp_ep = 1;
+  for (std::int64_t d = 0; d < x.edp; ++d) {
+    for (std::int64_t t = 0; t < x.etp; ++t) {
+      const std::int64_t r = experts.rank(ParallelCoords{.tp = t, .dp = d, .pp = stage});
+      ep = std::max(ep, experts.nodes_spanned("ep", r, gpn));
+      if (t == 0) tp_ep = std::max(tp_ep, experts.nodes_spanned("tp-ep", r, gpn));
+    }
+    for (std::int64_t e = 0; e < x.ep; ++e) {
+      const std::int64_t r = experts.rank(ParallelCoords{.ep = e, .dp = d, .pp = stage});
+      etp = std::max(etp, experts.nodes_spanned("tp", r, gpn));
+    }
+  }
+  x.ep_nodes = ep;
+  x.etp_nodes = etp;
+  x.tp_ep_nodes = tp_ep;
 }
 
 inline Dims dims_of(const Workload& w) {
