@@ -24,6 +24,7 @@ namespace {
 constexpr const char* kScenario = "llama3-8b-b200-8-nvfp4.json";
 
 using testing::bytes_of_op;
+using testing::gather_after;
 using testing::index_of;
 
 /// The index of the first step op named `name` (step ops belong to no layer).
@@ -252,6 +253,80 @@ TEST(Fp4Nvfp4, MegatronsRulesAndTheBlackwellOnlyRuleAreErrorsNamingTheKey) {
   EXPECT_NE(no_peak.find("gives no peak_flops_fp4"), std::string::npos) << no_peak;
 }
 
+/// The 8B job on TP 2 with sequence parallelism (DP 4).
+Result<Workload> sequence_parallel() {
+  return testing::shipped_with(
+      kScenario, "",
+      {{"\"tensor_model_parallel_size\": 1", "\"tensor_model_parallel_size\": 2"},
+       {"\"sequence_parallel\": false", "\"sequence_parallel\": true"}});
+}
+
+/// The op of `ops` right after the one at `i`.
+const Op& next_op(const std::vector<Op>& ops, std::size_t i) { return ops.at(i + 1); }
+
+// transformer_engine/pytorch/module/layernorm_linear.py and distributed.py _all_gather_nvfp4:
+// the norm's sequence shard quantized into both copies (the amaxes MAX-reduced over TP between
+// the amax kernel and the cast: NVFP4Quantizer::quantize_impl reduce_amaxes), the row-wise
+// copy gathered for fprop (its E2M1 data and unpadded E4M3 scales), the saved column-wise one
+// re-gathered for wgrad and de-interleaved (swap_first_dims); the row-parallel output
+// gradient's shard quantized the same way and both copies gathered; the input gradients
+// reduce-scattered in bf16.
+TEST(Fp4Nvfp4, SequenceParallelGathersTheNvfp4ShardsAsTransformerEngineDoes) {
+  const auto w = sequence_parallel();
+  ASSERT_TRUE(w.ok()) << format_errors(w.errors());
+  const ChunkPlan c = decompose(*w).stages[0].chunks[0];
+  constexpr std::int64_t kShard = kTokens / 2;  // 16384 rows per TP rank
+  const auto& f = c.forward;
+  const std::size_t amax = index_of(f, "qkv_input_amax");
+  EXPECT_EQ(bytes_of_op(f[amax]), kShard * kH * kE);
+  const Op& reduce = next_op(f, amax);
+  EXPECT_EQ(reduce.name, "nvfp4_amax_all_reduce");
+  EXPECT_EQ(bytes_of_op(reduce), 8);  // two fp32 amaxes, allreduce_coalesced
+  const Op& quantize = next_op(f, amax + 1);
+  EXPECT_EQ(quantize.name, "qkv_input_quantize");
+  // The two kernels together: TE's quantize of the shard, not of the gathered tensor.
+  EXPECT_EQ(bytes_of_op(f[amax]) + bytes_of_op(quantize), nvfp4_quantize(kShard * kH));
+  // The gather: 32768 x 4096 E2M1 values (half a byte) and 32768 x 256 E4M3 scales, 72 MiB
+  // against bf16's 256 MiB.
+  const Op& gather = gather_after(f, amax);
+  EXPECT_EQ(bytes_of_op(gather), kTokens * kH / 2 + kTokens * kH / 16);
+  EXPECT_EQ(bytes_of_op(gather), 9 * (8 << 20));
+  EXPECT_EQ(bytes_of_op(f[index_of(f, "qkv_input_scale_swizzle")]), 2 * kTokens * kH / 16);
+  const auto& b = c.backward;
+  // Row-parallel FC2: the gradient shard quantized, amaxes reduced, both copies gathered.
+  const std::size_t grad = index_of(b, "fc2_grad_amax");
+  EXPECT_EQ(next_op(b, grad).name, "nvfp4_amax_all_reduce");
+  EXPECT_EQ(bytes_of_op(b[grad]) + bytes_of_op(next_op(b, grad + 1)),
+            nvfp4_quantize(kShard * kH));
+  EXPECT_EQ(bytes_of_op(gather_after(b, grad)), 2 * nvfp4_copy(kTokens * kH));
+  EXPECT_EQ(bytes_of_op(b[index_of(b, "fc2_grad_swap")]), 2 * nvfp4_copy(kTokens * kH));
+  // Column-parallel QKV: the saved column-wise copy re-gathered for wgrad, de-interleaved,
+  // its scales swizzled; dgrad's bf16 output reduce-scattered.
+  const std::size_t dgrad = index_of(b, "qkv_dgrad");
+  const std::size_t regather = [&] {
+    for (std::size_t i = dgrad; i-- > 0;) {
+      if (b[i].name == "tp_all_gather") return i;
+    }
+    ADD_FAILURE() << "no re-gather before qkv_dgrad";
+    return dgrad;
+  }();
+  EXPECT_EQ(bytes_of_op(b[regather]), nvfp4_copy(kTokens * kH));
+  EXPECT_EQ(bytes_of_op(b[index_of(b, "qkv_input_swap_bwd")]), 2 * nvfp4_copy(kTokens * kH));
+  EXPECT_EQ(bytes_of_op(b[index_of(b, "qkv_input_scale_swizzle_bwd")]), 2 * kTokens * kH / 16);
+  EXPECT_EQ(next_op(b, dgrad).name, "tp_reduce_scatter");
+  EXPECT_EQ(bytes_of_op(next_op(b, dgrad)), kTokens * kH * kE);
+  // Nothing of a transformer layer is gathered in 16 bits: every TP all-gather there is an
+  // NVFP4 one (the embedding's and output layer's, layer -1, stay bf16).
+  for (const auto* list : {&f, &b}) {
+    for (const Op& op : *list) {
+      if (op.name != "tp_all_gather" || op.layer < 0) continue;
+      const std::int64_t n = bytes_of_op(op);
+      EXPECT_TRUE(n == nvfp4_copy(kTokens * kH) || n == 2 * nvfp4_copy(kTokens * kH))
+          << n << " on layer " << op.layer;
+    }
+  }
+}
+
 TEST(Fp4Nvfp4, WhatIsNotModelledYetIsAnError) {
   const auto error_of = [](const std::string& training,
                            const std::vector<std::pair<std::string, std::string>>& replace) {
@@ -261,10 +336,18 @@ TEST(Fp4Nvfp4, WhatIsNotModelledYetIsAnError) {
       error_of("", {{"\"fp4_recipe\": \"nvfp4\"", "\"fp4_recipe\": \"custom\""}});
   EXPECT_NE(custom.find("training.fp4_recipe=\"custom\" is not modelled yet"), std::string::npos)
       << custom;
-  const std::string sp =
-      error_of("", {{"\"tensor_model_parallel_size\": 1", "\"tensor_model_parallel_size\": 2"},
-                    {"\"sequence_parallel\": false", "\"sequence_parallel\": true"}});
-  EXPECT_NE(sp.find("training.sequence_parallel=true with fp4"), std::string::npos) << sp;
+  // Under SP TE quantizes the sequence shards: 4 x 8208 / 2 = 16416 rows, not a multiple of
+  // 64 (4 x 8208 = 32832 is, so the same job without SP predicts).
+  const std::string sp = error_of(
+      "", {{"\"tensor_model_parallel_size\": 1", "\"tensor_model_parallel_size\": 2"},
+           {"\"sequence_parallel\": false", "\"sequence_parallel\": true"},
+           {"\"seq_length\": 8192", "\"seq_length\": 8208"},
+           {"\"max_position_embeddings\": 8192", "\"max_position_embeddings\": 8208"}});
+  EXPECT_NE(sp.find("with 16416 tokens per rank (seq_length / context_parallel_size x "
+                    "micro_batch_size / tensor_model_parallel_size, sequence-parallel)"),
+            std::string::npos)
+      << sp;
+  EXPECT_EQ(sp.find("training.sequence_parallel"), std::string::npos) << sp;
   const std::string replicated =
       error_of("", {{"\"use_distributed_optimizer\": true", "\"use_distributed_optimizer\": false"},
                     {"\"overlap_param_gather\": true", "\"overlap_param_gather\": false"}});

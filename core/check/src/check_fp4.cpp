@@ -23,11 +23,15 @@ void check_nvfp4_shapes(const Workload& w, Checker& check) {
   const ModelConfig& m = w.model;
   const std::int64_t tp = std::max<std::int64_t>(1, t.tensor_model_parallel_size);
   const std::int64_t cp = std::max<std::int64_t>(1, t.context_parallel_size);
-  const std::int64_t tokens = m.seq_length / cp * t.micro_batch_size;
+  // With sequence parallelism TE quantizes the sequence shards (before _all_gather_nvfp4).
+  const bool sp = t.sequence_parallel && tp > 1;
+  const std::int64_t tokens = m.seq_length / cp * t.micro_batch_size / (sp ? tp : 1);
   if (tokens % 64 != 0) {
     check.fail("training.fp4",
                "=\"e2m1\" with " + str(tokens) +
-                   " tokens per rank (seq_length / context_parallel_size x micro_batch_size)" +
+                   " tokens per rank (seq_length / context_parallel_size x micro_batch_size" +
+                   std::string(sp ? " / tensor_model_parallel_size, sequence-parallel" : "") +
+                   ")" +
                    std::string(kNotModelled) +
                    ": Transformer Engine's fused Hadamard-transform NVFP4 cast takes rows in "
                    "multiples of 64 (is_eligible_for_rht_cast_fusion)");
@@ -90,12 +94,6 @@ void check_fp4_unmodelled(const Workload& w, Checker& check) {
                    "stepsim cannot price (\"nvfp4\" is modelled)");
   }
   check_fp4_params(w, check);
-  if (t.sequence_parallel && t.tensor_model_parallel_size > 1) {
-    check.fail("training.sequence_parallel",
-               "=true with fp4 (NVFP4 all-gathers of the sequence shards, their amaxes reduced "
-               "over TP)" +
-                   std::string(kNotModelled));
-  }
   if (t.tp_comm_overlap) {
     check.fail("training.tp_comm_overlap",
                "=true with fp4 (userbuffers exchanging NVFP4 data and scales)" +

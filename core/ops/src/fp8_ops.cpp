@@ -30,7 +30,33 @@ void current_amax(OpList& ops, std::string_view prefix, std::int32_t layer, Phas
   }
 }
 
+/// NVFP4 under SP: the shard's quantize (NVFP4Quantizer::quantize_impl, csrc/quantizer.cpp)
+/// with its amax reduction. TE reduces the amaxes over TP where the quantizer has an amax
+/// reduction group (set_quantizer_amax_reduction_group: the column-parallel input, the
+/// row-parallel output gradient under sequence parallelism): after the amax kernel and before
+/// the cast, reduce_amaxes all-reduces (MAX, allreduce_coalesced, waited) one fp32 amax per
+/// copy quantized, the row- and the column-wise one. The two kernels' bytes sum to
+/// nvfp4_quantize_bytes.
+void nvfp4_shard_quantize(OpList& ops, std::string_view prefix, std::int32_t layer, Phase phase,
+                          std::int64_t elements) {
+  const Dims& x = ops.dims();
+  ops.memory(named(prefix, "_amax"), layer, phase, elements * x.e);
+  ops.wait(ops.collective("nvfp4_amax_all_reduce", layer, phase, Stream::kTensorComm,
+                          CollectiveOp{CollectiveKind::kAllReduce, CommGroup::kTensor, 2 * 4, x.t,
+                                       x.tp_nodes}));
+  ops.memory(named(prefix, "_quantize"), layer, phase,
+             nvfp4_quantize_bytes(x, elements) - elements * x.e);
+}
+
+/// One gathered copy of `elements`: block scaling's FP8 with 1x128 scales, MXFP8's with 1x32
+/// (the same bytes), NVFP4's half a byte with an E4M3 scale per 16 (nvfp4_copy_bytes).
+std::int64_t gathered_copy_bytes(const Dims& x, std::int64_t elements) {
+  return x.fp4 ? nvfp4_copy_bytes(elements) : fp8_block_copy_bytes(elements);
+}
+
 }  // namespace
+
+std::int64_t nvfp4_copy_bytes(std::int64_t elements) { return elements / 2 + elements / 16; }
 
 std::int64_t fp8_block_quantize_bytes(const Dims& x, std::int64_t elements) {
   if (x.fp4) return nvfp4_quantize_bytes(x, elements);
@@ -51,7 +77,9 @@ std::int64_t nvfp4_quantize_bytes(const Dims& x, std::int64_t elements) {
 std::int64_t fp8_block_copy_bytes(std::int64_t elements) { return elements + elements / 32; }
 
 bool fp8_block_gathers_fp8(const Dims& x, std::int64_t width) {
-  const std::int64_t block = x.fp8_mx ? 32 : 128;
+  // NVFP4: NVFP4Quantizer.is_quantizable (tensor/nvfp4_tensor.py), rows and columns multiples
+  // of 16; _all_gather_nvfp4 gathers in high precision otherwise.
+  const std::int64_t block = x.fp4 ? 16 : x.fp8_mx ? 32 : 128;
   return x.sp && x.sp_tokens % block == 0 && width % block == 0;
 }
 
@@ -69,6 +97,18 @@ void emit_fp8_norm_linear_input(OpList& ops, std::string_view prefix, std::int32
   const Dims& x = ops.dims();
   if (x.fp8_block) {
     if (fp8_block_gathers_fp8(x, x.h)) {
+      if (x.fp4) {
+        // layernorm_linear.py: the norm's shard quantized into both copies (NVFP4 supports
+        // column-wise all-gathers), the row-wise one gathered by _all_gather_nvfp4 (its data
+        // and its unpadded scales, two coalesced all_gather_into_tensor), whose scales fprop's
+        // GEMM swizzles (no optimize_for_gemm for a column-parallel SP input): read and
+        // written, one per 16 elements.
+        nvfp4_shard_quantize(ops, named(prefix, "_input"), layer, phase, x.sp_tokens * x.h);
+        ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase,
+                                   nvfp4_copy_bytes(x.tokens * x.h)));
+        ops.memory(named(prefix, "_input_scale_swizzle"), layer, phase, 2 * (x.tokens * x.h / 16));
+        return;
+      }
       ops.memory(named(prefix, "_input_quantize"), layer, phase,
                  fp8_block_quantize_bytes(x, x.sp_tokens * x.h));
       ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, phase,
@@ -137,6 +177,12 @@ void emit_fp8_row_grad_cast(OpList& ops, std::string_view prefix, std::int32_t l
   if (x.bias) {
     ops.memory(named(prefix, "_bias_bwd"), layer, Phase::kBackwardWeight, x.sp_tokens * x.h * x.e);
   }
+  if (x.fp4) {
+    // Both copies of the shard, their amaxes reduced over TP (nvfp4_shard_quantize).
+    nvfp4_shard_quantize(ops, named(prefix, "_grad"), layer, Phase::kBackwardInput,
+                         x.sp_tokens * x.h);
+    return;
+  }
   if (x.fp8_block) {
     // Both copies of the shard (the gather moves both: emit_fp8_row_parallel_backward).
     ops.memory(named(prefix, "_grad_quantize"), layer, Phase::kBackwardInput,
@@ -177,8 +223,10 @@ void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
   if (x.fp8_block && fp8_block_gathers_fp8(x, in_k)) {
     // The saved column-wise shard and its scales, gathered beside dgrad (linear.py: the
     // backward's async all-gather), then reordered (swap_first_dims) for wgrad.
+    // NVFP4: the saved shard's column-wise copy (set_quantizer_usage_for_wgrad_all_gather),
+    // its transposed data and scales gathered by _all_gather_nvfp4.
     gathered = ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardWeight,
-                                 fp8_block_copy_bytes(x.tokens * in_k));
+                                 gathered_copy_bytes(x, x.tokens * in_k));
   } else if (x.sp && !x.fp8_block) {
     // The saved FP8 input shard is re-gathered for wgrad. On Hopper the gathered input must
     // be transposed, so _all_gather_fp8 waits for the gather at once (no overlap with
@@ -201,7 +249,14 @@ void emit_fp8_column_parallel_backward(OpList& ops, std::string_view prefix,
   }
   if (gathered >= 0) {
     ops.wait(gathered);
-    if (x.fp8_mx) {
+    if (x.fp4) {
+      // _post_process_nvfp4_gather: swap_first_dims of the interleaved column-wise data and
+      // scales (read and written), then wgrad's GEMM swizzles the gathered scales.
+      ops.memory(named(prefix, "_input_swap_bwd"), layer, Phase::kBackwardWeight,
+                 2 * nvfp4_copy_bytes(x.tokens * in_k));
+      ops.memory(named(prefix, "_input_scale_swizzle_bwd"), layer, Phase::kBackwardWeight,
+                 2 * (x.tokens * in_k / 16));
+    } else if (x.fp8_mx) {
       // The gathered column-wise copy keeps its layout: only its scales swizzled for wgrad.
       ops.memory(named(prefix, "_input_scale_swizzle_bwd"), layer, Phase::kBackwardWeight,
                  2 * fp8_mx_scale_bytes(x.tokens * in_k));
@@ -223,8 +278,17 @@ void emit_fp8_row_parallel_backward(OpList& ops, std::string_view prefix,
     // reordered (swap_first_dims) for wgrad.
     emit_fp8_row_grad_cast(ops, prefix, layer);
     ops.wait(ops.tp_collective(CollectiveKind::kAllGather, layer, Phase::kBackwardInput,
-                               2 * fp8_block_copy_bytes(x.tokens * x.h)));
-    if (x.fp8_mx) {
+                               2 * gathered_copy_bytes(x, x.tokens * x.h)));
+    if (x.fp4) {
+      // _post_process_nvfp4_gather swaps the column-wise copy's data and scales; dgrad's and
+      // wgrad's GEMMs swizzle each copy's scales (grad_output_quantizer without
+      // optimize_for_gemm under row-parallel SP).
+      ops.memory(named(prefix, "_grad_swap"), layer, Phase::kBackwardInput,
+                 2 * nvfp4_copy_bytes(x.tokens * x.h));
+      for (const char* copy : {"_grad_scale_swizzle", "_grad_scale_swizzle_t"}) {
+        ops.memory(named(prefix, copy), layer, Phase::kBackwardInput, 2 * (x.tokens * x.h / 16));
+      }
+    } else if (x.fp8_mx) {
       // Both gathered copies' scales swizzled (dgrad reads the row-wise, wgrad the
       // column-wise one), a kernel each.
       for (const char* copy : {"_grad_scale_swizzle", "_grad_scale_swizzle_t"}) {

@@ -25,8 +25,11 @@ std::int64_t fp8_block_copy_bytes(std::int64_t elements);
 /// NVFP4 (Dims::fp4): bytes of quantizing `elements` 16-bit values into both copies, the amax
 /// pass included: 2 x 2 bytes read, 2 x (1/2 + 1/16) written per element.
 std::int64_t nvfp4_quantize_bytes(const Dims& x, std::int64_t elements);
+/// NVFP4: bytes of one copy of `elements` (the row- or the column-wise one): half a byte per
+/// E2M1 value and an E4M3 scale per 16, as _all_gather_nvfp4 gathers it.
+std::int64_t nvfp4_copy_bytes(std::int64_t elements);
 /// Block scaling: whether a sequence-parallel shard [sp_tokens, width] is all-gathered in FP8
-/// (both dims multiples of 128, of 32 under MXFP8), else in 16 bits and quantized whole after
+/// (both dims multiples of 128, of 32 under MXFP8, of 16 under NVFP4), else in 16 bits and quantized whole after
 /// the gather.
 bool fp8_block_gathers_fp8(const Dims& x, std::int64_t width);
 /// MXFP8: bytes of one copy's E8M0 scales for `elements` values (one per 32).
