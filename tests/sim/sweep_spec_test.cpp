@@ -23,7 +23,7 @@ TEST(SweepSpec, MisspelledKnobSuggestsTheNearestAndReadsAsASentence) {
   std::string all;
   for (const Error& e : r.errors()) all += e.to_string() + "\n";
   EXPECT_NE(all.find("search.training.tensor_model_paralel_size is not a sweepable scenario key; "
-                     "did you mean \"training.tensor_model_parallel_size\"?"),
+                     "did you mean \"search.training.tensor_model_parallel_size\"?"),
             std::string::npos)
       << all;
   EXPECT_NE(all.find("search.training.tpis is not a sweepable scenario key (see the knob list"),
