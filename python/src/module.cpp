@@ -203,8 +203,10 @@ struct SweepOverrides {
 std::tuple<Problems, bool, std::string, std::vector<std::string>> sweep(
     const std::string& text, const std::string& label, const std::string& base_dir, int jobs,
     const std::string& out, const SweepOverrides& over) {
-  Result<SweepSpec> spec = load_sweep_text(text, label, base_dir, load_options());
-  if (!spec) return {problems_of(spec.errors()), false, "", {}};
+  Result<SweepSpec> loaded = load_sweep_text(text, label, base_dir, load_options());
+  if (!loaded) return {problems_of(loaded.errors()), false, "", {}};
+  // Held here: the summary refers to it until its JSON is written below.
+  SweepSpec spec = std::move(loaded).value();
   if (!over.objective.empty()) {
     const std::optional<SweepObjective> o = sweep_objective_named(over.objective);
     if (!o) {
@@ -212,14 +214,14 @@ std::tuple<Problems, bool, std::string, std::vector<std::string>> sweep(
                                              sweep_objective_names()}},
               false, "", {}};
     }
-    spec->objective = *o;
+    spec.objective = *o;
   }
-  if (over.price_per_gpu_hour > 0) spec->price_per_gpu_hour = over.price_per_gpu_hour;
-  if (over.train_tokens > 0) spec->train_tokens = over.train_tokens;
-  if (const Errors missing = check_sweep_objective(*spec); !missing.empty()) {
+  if (over.price_per_gpu_hour > 0) spec.price_per_gpu_hour = over.price_per_gpu_hour;
+  if (over.train_tokens > 0) spec.train_tokens = over.train_tokens;
+  if (const Errors missing = check_sweep_objective(spec); !missing.empty()) {
     return {problems_of(missing), false, "", {}};
   }
-  RecordsSink records(sim::sweep_columns(*spec), sim::sweep_pricing(*spec));
+  RecordsSink records(sim::sweep_columns(spec), sim::sweep_pricing(spec));
   sim::SweepPlanOptions options;
   options.jobs = jobs;
   options.out = out;
@@ -227,7 +229,7 @@ std::tuple<Problems, bool, std::string, std::vector<std::string>> sweep(
   std::optional<sim::SweepPlanOutcome> outcome;
   {
     py::gil_scoped_release release;
-    outcome = sim::run_sweep_plan(*spec, options);
+    outcome = sim::run_sweep_plan(spec, options);
   }
   if (!outcome->plan) {
     return {problems_of(outcome->errors), exit_status(outcome->errors) != 2, "", {}};
