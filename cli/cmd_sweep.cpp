@@ -214,6 +214,32 @@ int run(const SweepOptions& o, Env& env) {
 }  // namespace
 
 namespace {
+/// The sweepable knobs as "section: leaf leaf* ..." lines wrapped at 100 columns, in
+/// enumeration order ("system" itself under "system").
+std::string knob_list() {
+  std::string out;
+  std::string section;
+  std::size_t column = 0;
+  for (const KnobInfo& k : knob_table()) {
+    const std::size_t dot = k.key.find('.');
+    const std::string prefix(k.key.substr(0, dot));
+    const std::string leaf =
+        std::string(dot == std::string_view::npos ? k.key : k.key.substr(dot + 1)) +
+        (k.autoable ? "*" : "");
+    if (prefix != section) {
+      section = prefix;
+      out += (out.empty() ? "  " : "\n  ") + section + ":";
+      column = section.size() + 3;
+    } else if (column + leaf.size() + 1 > 100) {
+      out += "\n   ";
+      column = 3;
+    }
+    out += " " + leaf;
+    column += leaf.size() + 1;
+  }
+  return out + "\n";
+}
+
 std::vector<std::string> objective_names() {
   std::vector<std::string> out;
   std::string names = sweep_objective_names();
@@ -238,7 +264,8 @@ void add_sweep_command(CLI::App& app, Env& env) {
       "report the best, the Pareto front of throughput vs memory, and what was cut why. "
       "Under mpirun the space is split over the ranks and rank 0 writes the results.");
   std::string knobs =
-      "Example sweep file (more: scenarios/sweeps/, keys: docs/scenario.md \"Sweep file\"):\n"
+      "Example sweep file (scenarios/sweeps/llama3-70b-h100-cost.json; keys: docs/scenario.md "
+      "\"Sweep file\"):\n"
       "  {\"base\": \"llama3-70b-h100-64-fp8.json\",\n"
       "   \"search\": {\"training.world_size\": [64, 128],\n"
       "              \"training.tensor_model_parallel_size\": [4, 8],\n"
@@ -246,12 +273,11 @@ void add_sweep_command(CLI::App& app, Env& env) {
       "              \"training.context_parallel_size\": [1, 2],\n"
       "              \"training.recompute_granularity\": \"auto\"},\n"
       "   \"constraints\": {\"memory_headroom\": 0.05},\n"
-      "   \"objective\": \"min_cost\", \"price_per_gpu_hour\": 2.5, "
-      "\"train_tokens\": 1e12, \"top\": 5}\n"
-      "Sweepable knobs (\"auto\" = every valid value given the knobs above it):\n";
-  for (const KnobInfo& k : knob_table()) {
-    knobs += "  " + std::string(k.key) + (k.autoable ? "  [auto]" : "") + "\n";
-  }
+      "   \"objective\": \"min_cost\", \"price_per_gpu_hour\": 2.5, \"train_tokens\": 1e12,\n"
+      "   \"top\": 5}\n"
+      "Sweepable knobs, by section (*: also \"auto\", every valid value given the knobs "
+      "before it;\nthe full list with types and rules: docs/scenario-keys.md):\n";
+  knobs += knob_list();
   cmd->footer(knobs);
   cmd->add_option("SWEEP", o->file, "sweep JSON file")->required();
   cmd->add_option("--out", o->out, "write every configuration to FILE.csv (or FILE.json)");
@@ -260,9 +286,8 @@ void add_sweep_command(CLI::App& app, Env& env) {
   cmd->add_option("--format", o->format, "summary format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--objective", o->objective,
-                  "rank by this instead of the file's objective: " + sweep_objective_names() +
-                      " (min_cost: $ per token at --price-per-gpu-hour; per run with "
-                      "--train-tokens)")
+                  "rank by this instead of the file's objective (min_cost: $ per token at "
+                  "--price-per-gpu-hour; per run with --train-tokens)")
       ->check(CLI::IsMember(objective_names()));
   cmd->add_option("--price-per-gpu-hour", o->price_per_gpu_hour,
                   "price of one GPU for an hour (over the file's price_per_gpu_hour): $ per "
