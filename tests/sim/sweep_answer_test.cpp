@@ -263,6 +263,24 @@ TEST(SweepAnswer, CutReasonsAreRulesWithAnExample) {
       << text.str();
 }
 
+TEST(SweepAnswer, ARuleKeepsItsOperatorsAndDropsTheValues) {
+  sim::SweepRow row;
+  row.status = sim::SweepStatus::kInvalid;
+  row.reason_key = "training.global_batch_size";
+  row.reason =
+      "training.global_batch_size=1536 gives num_microbatches=3; its remainder=1 after groups of "
+      "microbatch_group_size_per_vp_stage=2 must be 0 or >= pipeline_model_parallel_size=2 "
+      "(+1 more)";
+  EXPECT_EQ(sim::cut_rule_of(row),
+            "training.global_batch_size gives num_microbatches; its remainder after groups of "
+            "microbatch_group_size_per_vp_stage must be 0 or >= pipeline_model_parallel_size");
+  row.reason = "training.microbatch_group_size_per_vp_stage=9 must range in "
+               "[pipeline_model_parallel_size=2, num_microbatches=8]";
+  EXPECT_EQ(sim::cut_rule_of(row),
+            "training.microbatch_group_size_per_vp_stage must range in "
+            "[pipeline_model_parallel_size, num_microbatches]");
+}
+
 TEST(SweepAnswer, AbbreviatedKnobSuggestsTheKey) {
   const auto r = small_sweep(R"({"training.tp": [1, 2], "training.vpp": [1],
       "training.dp": [2]})");

@@ -4,6 +4,7 @@
 // order, so it is the same for any number of jobs. The text report is sweep_text.cpp's.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "stepsim/sweep/sweep.hpp"
@@ -28,17 +29,18 @@ double time_to_train_s(const SweepMetrics& m, std::int64_t tokens) {
 }
 
 /// A validation message's value ("=8", "=\"selective\"", "=4*256"): up to the next space,
-/// comma, colon, semicolon or closing parenthesis.
+/// comma, colon, semicolon or closing bracket.
 std::size_t value_end(std::string_view s, std::size_t from) {
   std::size_t i = from;
-  while (i < s.size() && s[i] != ' ' && s[i] != ',' && s[i] != ':' && s[i] != ';' && s[i] != ')') {
+  while (i < s.size() && s[i] != ' ' && s[i] != ',' && s[i] != ':' && s[i] != ';' && s[i] != ')' &&
+         s[i] != ']') {
     ++i;
   }
   return i;
 }
 
-/// The rule of a validation message: the message without its "=value" parts and without
-/// the count of further problems ("(+2 more)").
+/// The rule of a validation message: the message without its "=value" parts (a name's: an
+/// operator such as ">=" stays) and without the count of further problems ("(+2 more)").
 std::string without_values(std::string_view reason) {
   if (const std::size_t more = reason.find(" (+"); more != std::string_view::npos) {
     reason = reason.substr(0, more);
@@ -46,7 +48,9 @@ std::string without_values(std::string_view reason) {
   std::string out;
   out.reserve(reason.size());
   for (std::size_t i = 0; i < reason.size();) {
-    if (reason[i] == '=') {
+    const bool named = i > 0 && (std::isalnum(static_cast<unsigned char>(reason[i - 1])) != 0 ||
+                                 reason[i - 1] == '_' || reason[i - 1] == ')');
+    if (reason[i] == '=' && named) {
       i = value_end(reason, i + 1);
       continue;
     }
