@@ -217,7 +217,10 @@ void write_top(std::ostream& out, const SweepSummary& s, const std::vector<std::
 void write_per_gpu_count(std::ostream& out, const SweepSummary& s,
                          const std::vector<std::size_t>& shown) {
   if (s.best_per_gpu_count().size() < 2) return;
-  out << "best per GPU count (by " << to_string(s.spec().objective) << "):\n";
+  // Within one count, fewest GPUs ranks by throughput (SweepSummary::better's tie-break).
+  const SweepObjective o = s.spec().objective;
+  out << "best per GPU count (by "
+      << to_string(o == SweepObjective::kMinGpus ? SweepObjective::kMaxTokensPerS : o) << "):\n";
   Cells header{"index"};
   const Cells knobs = knob_headers(s, shown);
   header.insert(header.end(), knobs.begin(), knobs.end());
