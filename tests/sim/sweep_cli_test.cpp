@@ -84,7 +84,9 @@ TEST(SweepCli, JsonSummaryAndCsvAreWritten) {
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* key :
        {"\"evaluated\": 6", "\"feasible\"", "\"simulated\"", "\"wall_s\"", "\"best\"",
-        "\"megatron_args\"", "\"cut\": {\n    \"training.tensor_model_parallel_size\": 2\n  }"}) {
+        "\"megatron_args\"", "\"cut\": {\n    \"training.tensor_model_parallel_size\": 2\n  }",
+        "\"rule\": \"training.tensor_model_parallel_size does not divide num_attention_heads\"",
+        "\"configurations\": 2", "\"best_per_gpu_count\": [", "\"pareto_summary\": ["}) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
   }
   const std::string text = read(csv);
