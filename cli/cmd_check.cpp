@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "stepsim/config/layout_words.hpp"
 #include "stepsim/config/shipped.hpp"
 #include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/report/fit_advice.hpp"
@@ -52,11 +53,7 @@ void add_check_command(CLI::App& app, Env& env) {
     if (advice) sim::write_fit_advice_text(*advice, *env.out, *path + ": " + w->name);
     const TrainingConfig& t = w->training;
     *env.out << (advice ? "valid (Megatron's rules), but does not fit: " : "ok: ") << *path
-             << ": " << w->name << ": t=" << t.tensor_model_parallel_size
-             << " p=" << t.pipeline_model_parallel_size
-             << " v=" << t.virtual_pipeline_model_parallel_size << " dp=" << t.data_parallel_size
-             << " m=" << t.num_microbatches << " (world_size=" << t.world_size
-             << ", micro_batch_size=" << t.micro_batch_size
+             << ": " << w->name << ": " << layout_words(*w, "=") << " (world_size=" << t.world_size
              << ", global_batch_size=" << t.global_batch_size << ") system=" << w->system.name
              << " cost_model=" << (*cost)->describe();
     if (const std::string note = default_cost_model_note(w->cost_model, w->system.gpu_name);

@@ -44,7 +44,22 @@ struct SweepOptions {
   bool allow_unmodelled = false;
   std::int64_t world_size = 0;
   std::string system;
+  std::string objective;          ///< "": the sweep file's
+  double price_per_gpu_hour = 0;  ///< 0: the sweep file's
+  double train_tokens = 0;  ///< 0: the sweep file's (a double: "1e12" as predict takes it)
 };
+
+/// The command line's objective, price and token budget over the sweep file's; false (and
+/// reported) when the objective then lacks what it needs.
+bool apply_overrides(const SweepOptions& o, SweepSpec& spec, Env& env) {
+  if (!o.objective.empty()) spec.objective = *sweep_objective_named(o.objective);
+  if (o.price_per_gpu_hour > 0) spec.price_per_gpu_hour = o.price_per_gpu_hour;
+  if (o.train_tokens > 0) spec.train_tokens = static_cast<std::int64_t>(o.train_tokens);
+  const Errors missing = check_sweep_objective(spec);
+  if (missing.empty()) return true;
+  *env.err << format_errors(missing);
+  return false;
+}
 
 /// Progress on stderr: done/total, rate and ETA, redrawn at most 5 times a second.
 class ProgressBar {
@@ -115,7 +130,9 @@ std::optional<SweepSpec> load_spec(const SweepOptions& o, Env& env) {
     *env.err << format_errors(spec.errors());
     return std::nullopt;
   }
-  return std::move(spec).value();
+  SweepSpec loaded = std::move(spec).value();
+  if (!apply_overrides(o, loaded, env)) return std::nullopt;
+  return loaded;
 }
 
 /// The summary on stdout, the run's figures (and an interruption) on stderr.
@@ -196,6 +213,47 @@ int run(const SweepOptions& o, Env& env) {
 
 }  // namespace
 
+namespace {
+/// The sweepable knobs as "section: leaf leaf* ..." lines wrapped at 100 columns, in
+/// enumeration order ("system" itself under "system").
+std::string knob_list() {
+  std::string out;
+  std::string section;
+  std::size_t column = 0;
+  for (const KnobInfo& k : knob_table()) {
+    const std::size_t dot = k.key.find('.');
+    const std::string prefix(k.key.substr(0, dot));
+    const std::string leaf =
+        std::string(dot == std::string_view::npos ? k.key : k.key.substr(dot + 1)) +
+        (k.autoable ? "*" : "");
+    if (prefix != section) {
+      section = prefix;
+      out += (out.empty() ? "  " : "\n  ") + section + ":";
+      column = section.size() + 3;
+    } else if (column + leaf.size() + 1 > 100) {
+      out += "\n   ";
+      column = 3;
+    }
+    out += " " + leaf;
+    column += leaf.size() + 1;
+  }
+  return out + "\n";
+}
+
+std::vector<std::string> objective_names() {
+  std::vector<std::string> out;
+  std::string names = sweep_objective_names();
+  std::size_t start = 0;
+  while (start < names.size()) {
+    const std::size_t comma = names.find(", ", start);
+    out.push_back(names.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 2;
+  }
+  return out;
+}
+}  // namespace
+
 void add_sweep_command(CLI::App& app, Env& env) {
   auto o = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand(
@@ -205,10 +263,21 @@ void add_sweep_command(CLI::App& app, Env& env) {
       "Megatron-LM's rules or clearly do not fit in memory, simulate the rest in parallel and "
       "report the best, the Pareto front of throughput vs memory, and what was cut why. "
       "Under mpirun the space is split over the ranks and rank 0 writes the results.");
-  std::string knobs = "Sweepable knobs (\"auto\" = every valid value given the knobs above it):\n";
-  for (const KnobInfo& k : knob_table()) {
-    knobs += "  " + std::string(k.key) + (k.autoable ? "  [auto]" : "") + "\n";
-  }
+  std::string knobs =
+      "Example sweep file (scenarios/sweeps/llama3-70b-h100-cost.json; keys: docs/scenario.md "
+      "\"Sweep file\"):\n"
+      "  {\"base\": \"llama3-70b-h100-64-fp8.json\",\n"
+      "   \"search\": {\"training.world_size\": [64, 128],\n"
+      "              \"training.tensor_model_parallel_size\": [4, 8],\n"
+      "              \"training.pipeline_model_parallel_size\": \"auto\",\n"
+      "              \"training.context_parallel_size\": [1, 2],\n"
+      "              \"training.recompute_granularity\": \"auto\"},\n"
+      "   \"constraints\": {\"memory_headroom\": 0.05},\n"
+      "   \"objective\": \"min_cost\", \"price_per_gpu_hour\": 2.5, \"train_tokens\": 1e12,\n"
+      "   \"top\": 5}\n"
+      "Sweepable knobs, by section (*: also \"auto\", every valid value given the knobs "
+      "before it;\nthe full list with types and rules: docs/scenario-keys.md):\n";
+  knobs += knob_list();
   cmd->footer(knobs);
   cmd->add_option("SWEEP", o->file, "sweep JSON file")->required();
   cmd->add_option("--out", o->out, "write every configuration to FILE.csv (or FILE.json)");
@@ -216,6 +285,18 @@ void add_sweep_command(CLI::App& app, Env& env) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--format", o->format, "summary format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--objective", o->objective,
+                  "rank by this instead of the file's objective (min_cost: $ per token at "
+                  "--price-per-gpu-hour; per run with --train-tokens)")
+      ->check(CLI::IsMember(objective_names()));
+  cmd->add_option("--price-per-gpu-hour", o->price_per_gpu_hour,
+                  "price of one GPU for an hour (over the file's price_per_gpu_hour): $ per "
+                  "million tokens for every configuration")
+      ->check(CLI::Range(1e-9, kMaxPricePerGpuHour));
+  cmd->add_option("--train-tokens", o->train_tokens,
+                  "tokens of the training run (over the file's train_tokens): its time and, "
+                  "with a price, its cost")
+      ->check(CLI::Range(1.0, 1e18));
   cmd->add_flag("--resume", o->resume, "continue a partial --out CSV: skip its rows");
   cmd->add_flag("--progress", o->progress, "draw the progress bar even when stderr is no tty");
   cmd->add_option("--megatron-args", o->megatron_args,

@@ -41,9 +41,8 @@ print(best[["scenario", "step_time_s", "tokens_per_s", "mfu", "peak_memory_bytes
 fig, ax = plt.subplots(figsize=(8, 5))
 gib = 1024 ** 3
 ax.scatter(feasible.peak_memory_bytes / gib, feasible.tokens_per_s, s=14, label="feasible")
-pareto = pd.DataFrame([dict(p["scenario"], **p["metrics"]) for p in rows.summary["pareto"]])
+pareto = pd.DataFrame(rows.pareto)  # flat rows like the sweep's, by peak memory
 if not pareto.empty:
-    pareto = pareto.sort_values("peak_memory_bytes")
     ax.plot(pareto.peak_memory_bytes / gib, pareto.tokens_per_s, "r.-", label="Pareto front")
 ax.set_xlabel("peak memory per GPU (GiB)")
 ax.set_ylabel("tokens/s")

@@ -18,6 +18,7 @@
 
 #include "stepsim/import/import.hpp"
 #include "stepsim/check/load.hpp"
+#include "stepsim/config/layout_words.hpp"
 #include "stepsim/config/shipped.hpp"
 #include "stepsim/cost/make_cost_model.hpp"
 #include "stepsim/sweep/sweep_spec.hpp"
@@ -174,27 +175,53 @@ std::tuple<Problems, std::string> schedule(std::int32_t pp, std::int32_t vpp,
 /// Every row as a flat JSON object, in enumeration order.
 class RecordsSink final : public sim::SweepSink {
  public:
-  explicit RecordsSink(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+  RecordsSink(std::vector<std::string> columns, sim::SweepPricing pricing)
+      : columns_(std::move(columns)), pricing_(pricing) {}
   void add(const sim::SweepRow& row, const Workload& /*workload*/) override {
     std::ostringstream out;
-    sim::write_sweep_record_json(out, row, columns_);
+    sim::write_sweep_record_json(out, row, columns_, pricing_);
     records_.push_back(out.str());
   }
   std::vector<std::string> take() { return std::move(records_); }
 
  private:
   std::vector<std::string> columns_;
+  sim::SweepPricing pricing_;
   std::vector<std::string> records_;
+};
+
+/// The Python call's objective, price and token budget over the sweep file's (as the CLI's
+/// --objective, --price-per-gpu-hour, --train-tokens); empty or 0: the file's.
+struct SweepOverrides {
+  std::string objective;
+  double price_per_gpu_hour = 0;
+  std::int64_t train_tokens = 0;
 };
 
 /// (problems, runtime_failure, summary JSON text, row JSON texts). `text` is the sweep
 /// file's JSON, `label` names it in errors and `base_dir` resolves its base scenario.
 std::tuple<Problems, bool, std::string, std::vector<std::string>> sweep(
     const std::string& text, const std::string& label, const std::string& base_dir, int jobs,
-    const std::string& out) {
-  Result<SweepSpec> spec = load_sweep_text(text, label, base_dir, load_options());
-  if (!spec) return {problems_of(spec.errors()), false, "", {}};
-  RecordsSink records(sim::sweep_columns(*spec));
+    const std::string& out, const SweepOverrides& over) {
+  Result<SweepSpec> loaded = load_sweep_text(text, label, base_dir, load_options());
+  if (!loaded) return {problems_of(loaded.errors()), false, "", {}};
+  // Held here: the summary refers to it until its JSON is written below.
+  SweepSpec spec = std::move(loaded).value();
+  if (!over.objective.empty()) {
+    const std::optional<SweepObjective> o = sweep_objective_named(over.objective);
+    if (!o) {
+      return {Problems{{"", "objective", "=\"" + over.objective + "\" is not one of: " +
+                                             sweep_objective_names()}},
+              false, "", {}};
+    }
+    spec.objective = *o;
+  }
+  if (over.price_per_gpu_hour > 0) spec.price_per_gpu_hour = over.price_per_gpu_hour;
+  if (over.train_tokens > 0) spec.train_tokens = over.train_tokens;
+  if (const Errors missing = check_sweep_objective(spec); !missing.empty()) {
+    return {problems_of(missing), false, "", {}};
+  }
+  RecordsSink records(sim::sweep_columns(spec), sim::sweep_pricing(spec));
   sim::SweepPlanOptions options;
   options.jobs = jobs;
   options.out = out;
@@ -202,7 +229,7 @@ std::tuple<Problems, bool, std::string, std::vector<std::string>> sweep(
   std::optional<sim::SweepPlanOutcome> outcome;
   {
     py::gil_scoped_release release;
-    outcome = sim::run_sweep_plan(*spec, options);
+    outcome = sim::run_sweep_plan(spec, options);
   }
   if (!outcome->plan) {
     return {problems_of(outcome->errors), exit_status(outcome->errors) != 2, "", {}};
@@ -252,13 +279,8 @@ PYBIND11_MODULE(_stepsim, m) {
                              [](const Scenario& s) { return stepsim::megatron_args_of(s.workload); },
                              "the scenario's model and parallel settings as Megatron-LM flags")
       .def("__repr__", [](const Scenario& s) {
-        const stepsim::TrainingConfig& t = s.workload.training;
-        return "<stepsim.Scenario " + s.workload.name + ": t" +
-               std::to_string(t.tensor_model_parallel_size) + " p" +
-               std::to_string(t.pipeline_model_parallel_size) + " v" +
-               std::to_string(t.virtual_pipeline_model_parallel_size) + " dp" +
-               std::to_string(t.data_parallel_size) + " on " + std::to_string(t.world_size) +
-               " GPUs>";
+        return "<stepsim.Scenario " + s.workload.name + ": " + stepsim::layout_words(s.workload) +
+               " on " + std::to_string(s.workload.training.world_size) + " GPUs>";
       });
   m.def("version", [] { return std::string(STEPSIM_VERSION); });
   m.def("scenarios_dir", &scenarios_dir);
@@ -278,7 +300,12 @@ PYBIND11_MODULE(_stepsim, m) {
   });
   m.def("memory", &memory);
   m.def("schedule", &schedule);
-  m.def("sweep", &sweep);
+  m.def("sweep", [](const std::string& text, const std::string& label, const std::string& base_dir,
+                    int jobs, const std::string& out, const std::string& objective,
+                    double price_per_gpu_hour, std::int64_t train_tokens) {
+    return sweep(text, label, base_dir, jobs, out,
+                 SweepOverrides{objective, price_per_gpu_hour, train_tokens});
+  });
   m.def("import_hf", &import_hf);
   m.def("import_megatron", &import_megatron);
   m.def("systems", &systems);

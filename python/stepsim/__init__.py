@@ -73,9 +73,24 @@ class SimulationError(RuntimeError):
 class SweepRows(list):
     """The rows of a sweep, one flat dict per configuration in enumeration order, keyed like
     the columns of ``stepsim sweep --out FILE.csv`` (``pandas.DataFrame(rows)`` takes them as
-    they are). ``summary`` holds the ``stepsim sweep --format json`` document."""
+    they are). ``summary`` holds the ``stepsim sweep --format json`` document; ``best``,
+    ``best_per_gpu_count``, ``pareto`` (the whole front, by peak memory) and
+    ``pareto_summary`` (at most 8 points evenly spaced along it, both ends included) are
+    lists of the same flat rows, ready for ``pandas.DataFrame(rows.pareto)``."""
 
     summary: dict[str, Any]
+    best: list[dict[str, Any]]
+    best_per_gpu_count: list[dict[str, Any]]
+    pareto: list[dict[str, Any]]
+    pareto_summary: list[dict[str, Any]]
+
+    def _select(self) -> None:
+        by_index = {r["index"]: r for r in self}
+        s = self.summary
+        self.best = [by_index[c["index"]] for c in s["best"]]
+        self.best_per_gpu_count = [by_index[c["index"]] for c in s["best_per_gpu_count"]]
+        self.pareto = [by_index[c["index"]] for c in s["pareto"]]
+        self.pareto_summary = [by_index[i] for i in s["pareto_summary"]]
 
 
 def _problem(p: tuple[str, str, str]) -> dict[str, str]:
@@ -216,11 +231,17 @@ def schedule(pp: int, microbatches: int, vpp: int = 1, group_size: int | None = 
 
 
 def sweep(spec: str | os.PathLike | dict, jobs: int = 0,
-          out: str | os.PathLike | None = None) -> SweepRows:
+          out: str | os.PathLike | None = None, objective: str | None = None,
+          price_per_gpu_hour: float | None = None,
+          train_tokens: int | float | None = None) -> SweepRows:
     """Plans a run: every configuration of a sweep (a file path or a dict in the sweep format
     of docs/scenario.md) evaluated on ``jobs`` threads (0: all cores). Returns SweepRows (one
-    flat dict per configuration; ``.summary``: the ``--format json`` summary). ``out`` also
-    writes the rows as ``stepsim sweep --out`` does (FILE.csv or FILE.json)."""
+    flat dict per configuration; ``.summary``: the ``--format json`` summary; ``.best``,
+    ``.best_per_gpu_count``, ``.pareto``, ``.pareto_summary``: flat rows too). ``out`` also
+    writes the rows as ``stepsim sweep --out`` does (FILE.csv or FILE.json). ``objective``,
+    ``price_per_gpu_hour`` and ``train_tokens`` take the place of the file's, as
+    ``--objective``, ``--price-per-gpu-hour`` and ``--train-tokens`` do: with a price every
+    row has ``usd_per_million_tokens``, with both ``train_usd``."""
     if isinstance(spec, dict):
         text, label, base_dir = json.dumps(spec), "<dict>", os.getcwd()
     elif isinstance(spec, (str, os.PathLike)):
@@ -231,11 +252,18 @@ def sweep(spec: str | os.PathLike | dict, jobs: int = 0,
         raise TypeError(f"stepsim.sweep takes a path or a dict, not {type(spec).__name__}")
     if jobs < 0:
         raise ValueError(f"stepsim.sweep: jobs={jobs} must be >= 0 (0: all cores)")
-    problems, runtime, summary, rows = _stepsim.sweep(text, label, base_dir, jobs,
-                                                      os.fspath(out) if out else "")
+    if price_per_gpu_hour is not None and not 0 < price_per_gpu_hour <= 1e6:
+        raise ScenarioError([("", "price_per_gpu_hour",
+                              f"={price_per_gpu_hour} must be a price in (0, 1e6] per GPU-hour")])
+    if train_tokens is not None and not 1 <= train_tokens <= 1e18:
+        raise ScenarioError([("", "train_tokens", f"={train_tokens} must lie in [1, 1e18]")])
+    problems, runtime, summary, rows = _stepsim.sweep(
+        text, label, base_dir, jobs, os.fspath(out) if out else "", objective or "",
+        float(price_per_gpu_hour or 0), int(train_tokens or 0))
     _raise_if(problems, runtime)
     result = SweepRows(json.loads(r) for r in rows)
     result.summary = json.loads(summary)
+    result._select()
     return result
 
 

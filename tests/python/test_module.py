@@ -179,6 +179,57 @@ def test_sweep_rows_go_into_a_data_frame():
                for v in skipped.step_time_s)
 
 
+def test_sweep_pareto_best_and_per_gpu_count_are_flat_rows():
+    pd = pytest.importorskip("pandas")
+    spec = {"base": "llama3-8b-h100-8.json",
+            "search": {"training.world_size": [8, 16],
+                       "training.tensor_model_parallel_size": [1, 2],
+                       "training.context_parallel_size": [1, 2],
+                       "training.micro_batch_size": [1, 2],
+                       "training.recompute_granularity": ["none", "full"]},
+            "top": 3}
+    rows = stepsim.sweep(spec, jobs=2, price_per_gpu_hour=2.0, train_tokens=1e10)
+    # Flat rows, the same dicts as the sweep's: a data frame takes them as they are.
+    front = pd.DataFrame(rows.pareto)
+    assert list(front["index"]) == [p["index"] for p in rows.summary["pareto"]]
+    assert {"training.context_parallel_size", "tokens_per_s", "peak_memory_bytes",
+            "usd_per_million_tokens", "train_usd"} <= set(front.columns)
+    assert list(front.peak_memory_bytes) == sorted(front.peak_memory_bytes)
+    assert all(r in rows for r in rows.pareto)
+    # At most 8 points of the front, both ends included.
+    assert 1 <= len(rows.pareto_summary) <= 8
+    assert rows.pareto_summary[0] is rows.pareto[0]
+    assert rows.pareto_summary[-1] is rows.pareto[-1]
+    assert [r["index"] for r in rows.best] == [b["index"] for b in rows.summary["best"]]
+    # The best per GPU count is the fastest row of each count.
+    df = pd.DataFrame(rows)
+    feasible = df[df.status == "feasible"]
+    per_count = {r["training.world_size"]: r for r in rows.best_per_gpu_count}
+    assert sorted(per_count) == [8, 16]
+    for gpus, r in per_count.items():
+        assert r["tokens_per_s"] == feasible[feasible["training.world_size"] == gpus] \
+            .tokens_per_s.max()
+    # $ per million tokens = GPUs x price / 3600 / tokens/s x 1e6, by closed form.
+    cost = feasible["training.world_size"] * 2.0 / 3600 / feasible.tokens_per_s * 1e6
+    assert list(feasible.usd_per_million_tokens) == pytest.approx(list(cost), rel=1e-12)
+    assert rows.summary["price_per_gpu_hour"] == 2.0
+    # min_cost ranks by the whole run's dollars.
+    cheap = stepsim.sweep(spec, jobs=2, objective="min_cost", price_per_gpu_hour=2.0,
+                          train_tokens=1e10)
+    assert cheap.best[0]["train_usd"] == pytest.approx(
+        pd.DataFrame(cheap)[lambda d: d.status == "feasible"].train_usd.min())
+    with pytest.raises(stepsim.ScenarioError, match="price_per_gpu_hour"):
+        stepsim.sweep(spec, objective="min_cost")
+    with pytest.raises(stepsim.ScenarioError, match="did you mean"):
+        stepsim.sweep({"base": "llama3-8b-h100-8.json", "search": {"training.tp": [1]}})
+
+
+def test_scenario_repr_names_context_and_expert_parallelism():
+    assert " cp2 " in repr(stepsim.load(str(SCENARIOS / "llama31-8b-cp2-h100-8.json")))
+    moe = repr(stepsim.load(str(SCENARIOS / "qwen3-30b-a3b-h100-16-fp8.json")))
+    assert " ep16 etp1 " in moe and "fp8=hybrid/" in moe
+
+
 def test_bad_sweep_raises():
     with pytest.raises(stepsim.ScenarioError) as e:
         stepsim.sweep({"base": "llama3-8b-h100-8.json",

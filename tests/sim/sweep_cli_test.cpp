@@ -84,7 +84,9 @@ TEST(SweepCli, JsonSummaryAndCsvAreWritten) {
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* key :
        {"\"evaluated\": 6", "\"feasible\"", "\"simulated\"", "\"wall_s\"", "\"best\"",
-        "\"megatron_args\"", "\"cut\": {\n    \"training.tensor_model_parallel_size\": 2\n  }"}) {
+        "\"megatron_args\"", "\"cut\": {\n    \"training.tensor_model_parallel_size\": 2\n  }",
+        "\"rule\": \"training.tensor_model_parallel_size does not divide num_attention_heads\"",
+        "\"configurations\": 2", "\"best_per_gpu_count\": [", "\"pareto_summary\": ["}) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
   }
   const std::string text = read(csv);
@@ -95,6 +97,39 @@ TEST(SweepCli, JsonSummaryAndCsvAreWritten) {
   EXPECT_EQ(again.status, 0) << again.out;
   EXPECT_NE(again.out.find("0 of 6 configurations evaluated"), std::string::npos) << again.out;
   EXPECT_EQ(read(csv), text);
+}
+
+TEST(SweepCli, PriceObjectiveAndTrainTokensFromTheCommandLine) {
+  const std::string f = temp_file("priced.json", kSweep);
+  const CliRun missing = run("sweep " + f + " --objective min_cost");
+  EXPECT_EQ(missing.status, 2) << missing.out;
+  EXPECT_NE(missing.out.find(f + ": objective=\"min_cost\" needs \"price_per_gpu_hour\""),
+            std::string::npos)
+      << missing.out;
+  const CliRun r = run("sweep " + f +
+                       " --objective min_cost --price-per-gpu-hour 2.5 --train-tokens 1e9");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* text : {"(objective min_cost)", "price: $2.5 per GPU-hour", "$/Mtok",
+                           "train_days", "run_$", "the best costs $"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+  }
+  EXPECT_EQ(run("sweep " + f + " --objective fastest").status, 2);
+}
+
+TEST(SweepCli, HelpShowsAnExampleSweepFile) {
+  const CliRun r = run("sweep --help");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("Example sweep file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"price_per_gpu_hour\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--price-per-gpu-hour"), std::string::npos) << r.out;
+}
+
+TEST(SweepCli, CheckNamesContextParallelism) {
+  const CliRun r = run("check " STEPSIM_SCENARIOS_DIR "/llama31-8b-cp2-h100-8.json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(": t=1 p=1 v=1 cp=2 dp=4 mbs=1 m=128 dopt (world_size=8,"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(SweepCli, MegatronArgsGiveTheBase) {

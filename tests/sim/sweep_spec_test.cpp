@@ -23,7 +23,7 @@ TEST(SweepSpec, MisspelledKnobSuggestsTheNearestAndReadsAsASentence) {
   std::string all;
   for (const Error& e : r.errors()) all += e.to_string() + "\n";
   EXPECT_NE(all.find("search.training.tensor_model_paralel_size is not a sweepable scenario key; "
-                     "did you mean \"training.tensor_model_parallel_size\"?"),
+                     "did you mean \"search.training.tensor_model_parallel_size\"?"),
             std::string::npos)
       << all;
   EXPECT_NE(all.find("search.training.tpis is not a sweepable scenario key (see the knob list"),
@@ -115,7 +115,7 @@ TEST(SweepSpec, BaseFromThePathAndConflicts) {
 
 TEST(SweepSpec, ShippedSweepsLoad) {
   for (const char* f : {"sweeps/turing-530b-2520.json", "sweeps/gpt3-175b-a100.json",
-                        "sweeps/qwen3-235b-256.json"}) {
+                        "sweeps/qwen3-235b-256.json", "sweeps/llama3-70b-h100-cost.json"}) {
     auto r = load_sweep_file(std::string(STEPSIM_SCENARIOS_DIR) + "/" + f, test::load_options());
     EXPECT_TRUE(r.ok()) << f << (r.ok() ? "" : format_errors(r.errors()));
   }

@@ -133,9 +133,9 @@ void check_pipeline(const Workload& w, Checker& check) {
   if (remainder > 0 && remainder < p) {
     check.fail("training.global_batch_size",
                std::string("=") + str(t.global_batch_size) + " gives num_microbatches=" + str(m) +
-                   "; num_microbatches mod microbatch_group_size_per_vp_stage=" + str(n) + " is " +
-                   str(remainder) +
-                   ", which must be 0 or >= pipeline_model_parallel_size=" + str(p));
+                   "; its remainder=" + str(remainder) +
+                   " after groups of microbatch_group_size_per_vp_stage=" + str(n) +
+                   " must be 0 or >= pipeline_model_parallel_size=" + str(p));
   }
 }
 

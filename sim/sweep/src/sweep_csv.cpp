@@ -11,7 +11,7 @@
 namespace stepsim::sim {
 namespace {
 
-constexpr std::array<std::string_view, 19> kMetricColumns = {"status",
+constexpr std::array<std::string_view, 22> kMetricColumns = {"status",
                                                              "reason_key",
                                                              "reason",
                                                              "simulated",
@@ -29,7 +29,10 @@ constexpr std::array<std::string_view, 19> kMetricColumns = {"status",
                                                              "cp_p2p_s",
                                                              "cp_dp_comm_s",
                                                              "cp_optimizer_s",
-                                                             "cp_bubble_s"};
+                                                             "cp_bubble_s",
+                                                             "usd_per_million_tokens",
+                                                             "train_time_s",
+                                                             "train_usd"};
 
 std::string quote(std::string_view s) {
   if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
@@ -103,7 +106,7 @@ std::string csv_header(const std::vector<std::string>& columns) {
   return out;
 }
 
-std::string csv_line(const SweepRow& row) {
+std::string csv_line(const SweepRow& row, const SweepPricing* pricing) {
   std::string out = std::to_string(row.index);
   field(out, quote(row.label));
   for (const std::string& k : row.knobs) field(out, quote(k));
@@ -131,18 +134,23 @@ std::string csv_line(const SweepRow& row) {
   } else {
     out += ",,,,,,";
   }
+  // The cost columns: derived from the metrics and the sweep's price (not read back).
+  const RowCost c = pricing != nullptr ? row_cost(row, *pricing) : RowCost{};
+  field(out, c.priced ? number(c.usd_per_million_tokens) : "");
+  field(out, c.trained ? number(c.train_time_s) : "");
+  field(out, c.priced && c.trained ? number(c.train_usd) : "");
   return out;
 }
 
 CsvSink::CsvSink(std::ostream& out, const std::vector<std::string>& columns, bool write_header,
-                 std::int64_t first_index)
-    : out_(out), first_index_(first_index) {
+                 std::int64_t first_index, SweepPricing pricing)
+    : out_(out), first_index_(first_index), pricing_(pricing) {
   if (write_header) out_ << csv_header(columns) << '\n';
 }
 
 void CsvSink::add(const SweepRow& row, const Workload& /*workload*/) {
   if (row.index < first_index_) return;
-  out_ << csv_line(row) << '\n';
+  out_ << csv_line(row, &pricing_) << '\n';
 }
 
 Result<ParsedCsv> parse_sweep_csv(std::string_view text, const std::vector<std::string>& columns,
@@ -196,6 +204,8 @@ Result<ParsedCsv> parse_sweep_csv(std::string_view text, const std::vector<std::
                       &m.cp_optimizer_s, &m.cp_bubble_s}) {
       ok = parse_number(f[i++], *d) && ok;
     }
+    double derived = 0;  // the cost columns: recomputed from the metrics and the price
+    for (int k = 0; k < 3; ++k) ok = parse_number(f[i++], derived) && ok;
     if (!ok || !known_status) return Error{file_label, "", where + " has a malformed field"};
     out.rows.push_back(std::move(row));
     out.complete_bytes = pos;

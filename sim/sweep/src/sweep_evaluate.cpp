@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "stepsim/config/layout_words.hpp"
 #include "stepsim/plan/decompose.hpp"
 #include "stepsim/memory/memory_model.hpp"
 #include "stepsim/check/check.hpp"
@@ -70,6 +71,10 @@ SweepEvaluator::SweepEvaluator(const SweepSpec& spec, std::vector<const CostMode
     : spec_(spec), cost_models_(std::move(cost_models)) {
   for (const SweepAxis& a : spec.axes) {
     if (!is_training(a.knob)) extra_knobs_.push_back(a.knob);
+    const std::string_view key = knob_table()[static_cast<std::size_t>(a.knob)].key;
+    if (key != "training.world_size" && !layout_words_show(key)) {
+      label_knobs_.push_back(a.knob);
+    }
   }
 }
 
@@ -91,21 +96,8 @@ std::vector<std::string> SweepEvaluator::knob_values(const Workload& w) const {
 }
 
 std::string SweepEvaluator::label(const Workload& w) const {
-  const TrainingConfig& t = w.training;
-  std::string out = "w" + std::to_string(t.world_size) + " t" +
-                    std::to_string(t.tensor_model_parallel_size) + " p" +
-                    std::to_string(t.pipeline_model_parallel_size) + " v" +
-                    std::to_string(t.virtual_pipeline_model_parallel_size) + " dp" +
-                    std::to_string(t.data_parallel_size) + " mbs" +
-                    std::to_string(t.micro_batch_size) + " m" + std::to_string(t.num_microbatches);
-  if (t.sequence_parallel) out += " sp";
-  if (t.recompute_granularity == RecomputeGranularity::kSelective) out += " selective";
-  if (t.recompute_granularity == RecomputeGranularity::kFull) {
-    out += t.recompute_method == RecomputeMethod::kBlock ? " full-block" : " full-uniform";
-    out += std::to_string(t.recompute_num_layers);
-  }
-  if (t.use_distributed_optimizer) out += " dopt";
-  for (KnobId id : extra_knobs_) {
+  std::string out = "w" + std::to_string(w.training.world_size) + ' ' + layout_words(w);
+  for (KnobId id : label_knobs_) {
     const KnobInfo& info = knob_table()[static_cast<std::size_t>(id)];
     const std::string_view key = info.key.substr(info.key.rfind('.') + 1);
     out += ' ';

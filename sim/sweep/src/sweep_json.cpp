@@ -34,7 +34,8 @@ void knob_value(JsonWriter& j, const std::string& s) {
 // `workload`, when given, adds the configuration's Megatron-LM flags.
 void row_object(JsonWriter& j, const SweepRow& row,
                 const std::vector<std::string>& columns, const Workload* workload,
-                std::int64_t train_tokens = 0) {
+                const SweepPricing& pricing) {
+  const std::int64_t train_tokens = pricing.train_tokens;
   j.begin_object();
   j.field("index", row.index);
   if (workload != nullptr) j.field("megatron_args", std::string_view(megatron_args_of(*workload)));
@@ -75,6 +76,10 @@ void row_object(JsonWriter& j, const SweepRow& row,
       j.field("gpu_hours", tt.gpu_hours);
       j.end_object();
     }
+    const RowCost cost = row_cost(row, pricing);
+    if (cost.priced) j.field("usd_per_million_tokens", cost.usd_per_million_tokens);
+    if (cost.trained) j.field("train_time_s", cost.train_time_s);
+    if (cost.priced && cost.trained) j.field("train_usd", cost.train_usd);
   }
   if (m.analytic_peak_bytes > 0) j.field("analytic_peak_bytes", m.analytic_peak_bytes);
   if (row.simulated) {
@@ -99,10 +104,27 @@ void number_or_null(JsonWriter& j, bool has, double v) {
   }
 }
 
+/// The rules configurations were cut by (as the text report's), most configurations first.
+void write_cut_rules(JsonWriter& j, const SweepSummary& s) {
+  j.key("cut_rules").begin_array();
+  for (const CutRule& r : s.cut_rules()) {
+    j.begin_object();
+    j.field("rule", std::string_view(r.rule));
+    j.field("key", std::string_view(r.key));
+    j.field("after_simulating", r.after_simulating);
+    j.field("configurations", r.count);
+    j.field("example_index", r.example_index);
+    j.field("example", std::string_view(r.example));
+    j.end_object();
+  }
+  j.end_array();
+}
+
 }  // namespace
 
 void write_sweep_record_json(std::ostream& out, const SweepRow& row,
-                             const std::vector<std::string>& columns) {
+                             const std::vector<std::string>& columns,
+                             const SweepPricing& pricing) {
   JsonWriter j(out, 0);
   j.begin_object();
   j.field("index", row.index);
@@ -166,6 +188,13 @@ void write_sweep_record_json(std::ostream& out, const SweepRow& row,
   number_or_null(j, s, m.cp_optimizer_s);
   j.key("cp_bubble_s");
   number_or_null(j, s, m.cp_bubble_s);
+  const RowCost cost = row_cost(row, pricing);
+  j.key("usd_per_million_tokens");
+  number_or_null(j, cost.priced, cost.usd_per_million_tokens);
+  j.key("train_time_s");
+  number_or_null(j, cost.trained, cost.train_time_s);
+  j.key("train_usd");
+  number_or_null(j, cost.priced && cost.trained, cost.train_usd);
   j.end_object();
 }
 
@@ -182,6 +211,7 @@ void write_sweep_json(std::ostream& out, const SweepSummary& s, double wall_s, i
     j.field("cost_model_default", std::string_view(note));
   }
   if (s.spec().train_tokens > 0) j.field("train_tokens", s.spec().train_tokens);
+  if (s.spec().price_per_gpu_hour > 0) j.field("price_per_gpu_hour", s.spec().price_per_gpu_hour);
   j.field("evaluated", s.evaluated());
   j.field("feasible", s.feasible());
   j.field("simulated", s.simulated());
@@ -210,13 +240,20 @@ void write_sweep_json(std::ostream& out, const SweepSummary& s, double wall_s, i
   j.key("cut").begin_object();
   for (const auto& [key, n] : s.cut_by_reason()) j.field(key, n);
   j.end_object();
+  write_cut_rules(j, s);
   j.key("best").begin_array();
-  for (const RankedConfig& r : s.top()) {
-    row_object(j, r.row, s.columns(), &r.workload, s.spec().train_tokens);
+  for (const RankedConfig& r : s.top()) row_object(j, r.row, s.columns(), &r.workload, s.pricing());
+  j.end_array();
+  j.key("best_per_gpu_count").begin_array();
+  for (const auto& [gpus, r] : s.best_per_gpu_count()) {
+    row_object(j, r.row, s.columns(), &r.workload, s.pricing());
   }
   j.end_array();
   j.key("pareto").begin_array();
-  for (const RankedConfig& r : s.pareto()) row_object(j, r.row, s.columns(), nullptr);
+  for (const RankedConfig& r : s.pareto()) row_object(j, r.row, s.columns(), nullptr, s.pricing());
+  j.end_array();
+  j.key("pareto_summary").begin_array();
+  for (const RankedConfig* r : s.pareto_summary()) j.value(r->row.index);
   j.end_array();
   j.end_object();
   out << '\n';
@@ -230,7 +267,7 @@ void JsonRowsSink::write(std::ostream& out) const {
   JsonWriter j(out);
   j.begin_object();
   j.key("rows").begin_array();
-  for (const SweepRow& r : rows_) row_object(j, r, columns_, nullptr);
+  for (const SweepRow& r : rows_) row_object(j, r, columns_, nullptr, pricing_);
   j.end_array();
   j.end_object();
   out << '\n';

@@ -75,8 +75,33 @@ std::string_view to_string(SweepObjective o) {
       return "max_tokens_per_s_per_gpu";
     case SweepObjective::kMinTimeToTrain:
       return "min_time_to_train";
+    case SweepObjective::kMinCost:
+      return "min_cost";
   }
   return "?";
+}
+
+namespace {
+constexpr std::array<SweepObjective, 6> kObjectives = {
+    SweepObjective::kMaxTokensPerS,       SweepObjective::kMinStepTime,
+    SweepObjective::kMinGpus,             SweepObjective::kMaxTokensPerSPerGpu,
+    SweepObjective::kMinTimeToTrain,      SweepObjective::kMinCost};
+}  // namespace
+
+std::optional<SweepObjective> sweep_objective_named(std::string_view name) {
+  for (SweepObjective o : kObjectives) {
+    if (to_string(o) == name) return o;
+  }
+  return std::nullopt;
+}
+
+std::string sweep_objective_names() {
+  std::string out;
+  for (SweepObjective o : kObjectives) {
+    if (!out.empty()) out += ", ";
+    out += to_string(o);
+  }
+  return out;
 }
 
 }  // namespace stepsim

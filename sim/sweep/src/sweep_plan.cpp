@@ -124,11 +124,12 @@ Errors open_outputs(const SweepPlanOptions& o, const std::vector<std::string>& c
     out.csv_file.open(o.out, o.resume ? std::ios::app | std::ios::binary
                                       : std::ios::trunc | std::ios::binary);
     if (!out.csv_file) return {Error{o.out, "", "cannot open for writing"}};
-    out.csv = std::make_unique<CsvSink>(out.csv_file, columns, header, first_new);
+    out.csv = std::make_unique<CsvSink>(out.csv_file, columns, header, first_new,
+                                        summary.pricing());
     out.sinks.push_back(out.csv.get());
   }
   if (json_out(o.out)) {
-    out.json_rows = std::make_unique<JsonRowsSink>(columns);
+    out.json_rows = std::make_unique<JsonRowsSink>(columns, summary.pricing());
     out.sinks.push_back(out.json_rows.get());
   }
   out.sinks.push_back(&summary);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "stepsim/config/layout_words.hpp"
 #include "stepsim/config/load_internal.hpp"
 #include "stepsim/config/shipped.hpp"
 #include "stepsim/base/json_input.hpp"
@@ -44,14 +45,24 @@ std::string_view leaf(std::string_view dotted) {
   return dotted.substr(dotted.rfind('.') == std::string_view::npos ? 0 : dotted.rfind('.') + 1);
 }
 
-/// "is not a sweepable scenario key ...", with the knob whose last part is nearest when one
+/// "is not a sweepable scenario key ...", with the knob a common abbreviation stands for
+/// ("tp", "vpp", "mbs": layout_words.hpp), else the knob whose last part is nearest when one
 /// is close (the section prefix, common to all, would make any guess look close).
 std::string unknown_knob_message(std::string_view key) {
+  std::string out = "is not a sweepable scenario key";
+  const std::string_view meant = key_of_abbreviation(leaf(key));
+  if (!meant.empty() && find_knob(meant) >= 0) {
+    return out + "; did you mean \"search." + std::string(meant) + "\"?";
+  }
+  if (!meant.empty()) {
+    return out + " (" + std::string(meant) +
+           " is derived from the swept knobs: sweep training.world_size, "
+           "training.global_batch_size and the parallel sizes instead)";
+  }
   std::vector<std::string_view> leaves;
   for (const KnobInfo& k : knob_table()) leaves.push_back(leaf(k.key));
-  std::string out = "is not a sweepable scenario key";
   if (const auto i = nearest_name_index(leaf(key), leaves)) {
-    out += "; did you mean \"" + std::string(knob_table()[*i].key) + "\"?";
+    out += "; did you mean \"search." + std::string(knob_table()[*i].key) + "\"?";
   } else {
     out += " (see the knob list in stepsim sweep --help)";
   }
@@ -76,6 +87,8 @@ class SpecReader {
   void read_search(const json& search, SweepSpec& spec);
   void read_constraints(const json& c, SweepSpec& spec);
   void read_objective(const json& doc, SweepSpec& spec);
+  /// The inputs the objective needs: train_tokens, price_per_gpu_hour.
+  void check_objective_inputs(const SweepSpec& spec);
 
  private:
   bool read_value(const std::string& key, KnobId knob, const json& v, KnobValue& out,
@@ -369,19 +382,12 @@ void SpecReader::read_objective(const json& doc, SweepSpec& spec) {
   if (doc.contains("objective")) {
     const json& o = doc["objective"];
     const std::string name = o.is_string() ? o.get<std::string>() : "";
-    bool found = false;
-    for (SweepObjective k :
-         {SweepObjective::kMaxTokensPerS, SweepObjective::kMinStepTime, SweepObjective::kMinGpus,
-          SweepObjective::kMaxTokensPerSPerGpu, SweepObjective::kMinTimeToTrain}) {
-      if (to_string(k) == name) {
-        spec.objective = k;
-        found = true;
-      }
-    }
+    const std::optional<SweepObjective> named = sweep_objective_named(name);
+    const bool found = named.has_value();
+    if (named) spec.objective = *named;
     if (!found) {
       fail("objective", std::string("=") + o.dump() +
-                            " is not one of: max_tokens_per_s, min_step_time, min_gpus, "
-                            "max_tokens_per_s_per_gpu, min_time_to_train");
+                            " is not one of: " + sweep_objective_names());
     }
   }
   if (doc.contains("train_tokens")) {
@@ -392,9 +398,16 @@ void SpecReader::read_objective(const json& doc, SweepSpec& spec) {
       spec.train_tokens = static_cast<std::int64_t>(t.get<double>());
     }
   }
-  if (spec.objective == SweepObjective::kMinTimeToTrain && spec.train_tokens == 0) {
-    fail("objective", "=\"min_time_to_train\" needs \"train_tokens\": the token budget to train");
+  if (doc.contains("price_per_gpu_hour")) {
+    const json& p = doc["price_per_gpu_hour"];
+    if (!p.is_number() || !(p.get<double>() > 0.0 && p.get<double>() <= kMaxPricePerGpuHour)) {
+      fail("price_per_gpu_hour", std::string("=") + describe_value(p) +
+                                     " must be a price in (0, 1e6] per GPU-hour");
+    } else {
+      spec.price_per_gpu_hour = p.get<double>();
+    }
   }
+  check_objective_inputs(spec);
   if (doc.contains("top")) {
     const json& t = doc["top"];
     if (!t.is_number_integer() || t.get<std::int64_t>() < 1) {
@@ -402,6 +415,17 @@ void SpecReader::read_objective(const json& doc, SweepSpec& spec) {
     } else {
       spec.top = t.get<std::int64_t>();
     }
+  }
+}
+
+void SpecReader::check_objective_inputs(const SweepSpec& spec) {
+  if (spec.objective == SweepObjective::kMinTimeToTrain && spec.train_tokens == 0) {
+    fail("objective", "=\"min_time_to_train\" needs \"train_tokens\": the token budget to train");
+  }
+  if (spec.objective == SweepObjective::kMinCost && spec.price_per_gpu_hour == 0) {
+    fail("objective",
+         "=\"min_cost\" needs \"price_per_gpu_hour\" (or --price-per-gpu-hour): the price "
+         "of one GPU for one hour");
   }
 }
 
@@ -447,8 +471,10 @@ Result<SweepSpec> load_sweep_text(std::string_view text, const std::string& file
   spec.scenarios_dir = options.scenarios_dir;
   for (const auto& [key, v] : doc.items()) {
     if (key != "base" && key != "search" && key != "constraints" && key != "objective" &&
-        key != "top" && key != "train_tokens") {
-      r.fail(key, "is not a sweep key (base, search, constraints, objective, top, train_tokens)");
+        key != "top" && key != "train_tokens" && key != "price_per_gpu_hour") {
+      r.fail(key,
+             "is not a sweep key (base, search, constraints, objective, top, train_tokens, "
+             "price_per_gpu_hour)");
     }
   }
   r.read_base(doc, base_override, spec);
@@ -461,6 +487,12 @@ Result<SweepSpec> load_sweep_text(std::string_view text, const std::string& file
   r.read_objective(doc, spec);
   if (!r.errors().empty()) return r.errors();
   return spec;
+}
+
+Errors check_sweep_objective(const SweepSpec& spec) {
+  SpecReader r(spec.file, "", LoadOptions{});
+  r.check_objective_inputs(spec);
+  return r.errors();
 }
 
 Result<SweepSpec> load_sweep_file(const std::string& path, const LoadOptions& options) {

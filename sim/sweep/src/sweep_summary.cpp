@@ -1,23 +1,21 @@
-// The sweep's summary: counts by outcome and reason, the best configurations by the spec's
-// objective and the Pareto front of throughput against peak memory, plus its text report.
-// Built from rows in enumeration order, so it is the same for any number of jobs.
+// The sweep's summary: counts by outcome and by rule, the best configurations by the spec's
+// objective (overall and per GPU count), the Pareto front of throughput against peak memory
+// and which knobs vary among the feasible configurations. Built from rows in enumeration
+// order, so it is the same for any number of jobs. The text report is sweep_text.cpp's.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <ostream>
 
-#include "stepsim/config/enum_names.hpp"
-#include "stepsim/config/shipped.hpp"
-#include "stepsim/import/import.hpp"
-#include "stepsim/report/report.hpp"
 #include "stepsim/sweep/sweep.hpp"
 
 namespace stepsim::sim {
 
 SweepSummary::SweepSummary(const SweepSpec& spec, std::vector<std::string> columns)
-    : spec_(spec), columns_(std::move(columns)) {}
+    : spec_(spec),
+      columns_(std::move(columns)),
+      pricing_(sweep_pricing(spec)),
+      varies_(columns_.size(), false) {}
 
 namespace {
 
@@ -30,14 +28,53 @@ double time_to_train_s(const SweepMetrics& m, std::int64_t tokens) {
   return static_cast<double>(steps) * m.step_time_s;
 }
 
-/// Throughput per GPU; the world size is the first knob column that names it.
-double tokens_per_gpu(const SweepRow& r, const std::vector<std::string>& columns) {
-  const auto world = std::find(columns.begin(), columns.end(), "training.world_size");
-  const auto i = static_cast<std::size_t>(world - columns.begin());
-  return r.metrics.tokens_per_s / static_cast<double>(std::stoll(r.knobs[i]));
+/// A validation message's value ("=8", "=\"selective\"", "=4*256"): up to the next space,
+/// comma, colon, semicolon or closing bracket.
+std::size_t value_end(std::string_view s, std::size_t from) {
+  std::size_t i = from;
+  while (i < s.size() && s[i] != ' ' && s[i] != ',' && s[i] != ':' && s[i] != ';' && s[i] != ')' &&
+         s[i] != ']') {
+    ++i;
+  }
+  return i;
+}
+
+/// The rule of a validation message: the message without its "=value" parts (a name's: an
+/// operator such as ">=" stays) and without the count of further problems ("(+2 more)").
+std::string without_values(std::string_view reason) {
+  if (const std::size_t more = reason.find(" (+"); more != std::string_view::npos) {
+    reason = reason.substr(0, more);
+  }
+  std::string out;
+  out.reserve(reason.size());
+  for (std::size_t i = 0; i < reason.size();) {
+    const bool named = i > 0 && (std::isalnum(static_cast<unsigned char>(reason[i - 1])) != 0 ||
+                                 reason[i - 1] == '_' || reason[i - 1] == ')');
+    if (reason[i] == '=' && named) {
+      i = value_end(reason, i + 1);
+      continue;
+    }
+    out += reason[i++];
+  }
+  return out;
 }
 
 }  // namespace
+
+std::string cut_rule_of(const SweepRow& row) {
+  if (row.reason_key == "memory.analytic") {
+    return "analytic peak memory above the usable memory, (1 - memory_headroom) x the GPU's, "
+           "by more than 5%";
+  }
+  if (row.reason_key == "memory.simulated") {
+    return "simulated peak memory above the usable memory, (1 - memory_headroom) x the GPU's";
+  }
+  if (row.reason_key == "constraints.max_gpus") return "world_size above constraints.max_gpus";
+  if (row.reason_key == "constraints.step_time_budget_s") {
+    return "step time above constraints.step_time_budget_s";
+  }
+  return without_values(row.reason);
+}
 
 bool SweepSummary::better(const SweepRow& a, const SweepRow& b) const {
   const SweepMetrics& x = a.metrics;
@@ -50,18 +87,15 @@ bool SweepSummary::better(const SweepRow& a, const SweepRow& b) const {
       if (x.step_time_s != y.step_time_s) return x.step_time_s < y.step_time_s;
       break;
     case SweepObjective::kMinGpus: {
-      // The world size is the first knob column that names it; compare it, then throughput.
-      const auto world = std::find(columns_.begin(), columns_.end(), "training.world_size");
-      const auto i = static_cast<std::size_t>(world - columns_.begin());
-      const std::int64_t wa = std::stoll(a.knobs[i]);
-      const std::int64_t wb = std::stoll(b.knobs[i]);
+      const std::int64_t wa = row_world_size(a, pricing_);
+      const std::int64_t wb = row_world_size(b, pricing_);
       if (wa != wb) return wa < wb;
       if (x.tokens_per_s != y.tokens_per_s) return x.tokens_per_s > y.tokens_per_s;
       break;
     }
     case SweepObjective::kMaxTokensPerSPerGpu: {
-      const double pa = tokens_per_gpu(a, columns_);
-      const double pb = tokens_per_gpu(b, columns_);
+      const double pa = x.tokens_per_s / static_cast<double>(row_world_size(a, pricing_));
+      const double pb = y.tokens_per_s / static_cast<double>(row_world_size(b, pricing_));
       if (pa != pb) return pa > pb;
       break;
     }
@@ -71,18 +105,58 @@ bool SweepSummary::better(const SweepRow& a, const SweepRow& b) const {
       if (ta != tb) return ta < tb;
       break;
     }
+    case SweepObjective::kMinCost: {
+      // The whole run's dollars with train_tokens (whole steps), else dollars per token.
+      const RowCost ca = row_cost(a, pricing_);
+      const RowCost cb = row_cost(b, pricing_);
+      const double va = ca.trained ? ca.train_usd : ca.usd_per_million_tokens;
+      const double vb = cb.trained ? cb.train_usd : cb.usd_per_million_tokens;
+      if (va != vb) return va < vb;
+      break;
+    }
   }
   return a.index < b.index;
+}
+
+void SweepSummary::add_cut(const SweepRow& row) {
+  ++cut_[row.reason_key];
+  const bool after = row.simulated;
+  std::string rule = cut_rule_of(row);
+  auto [it, inserted] = rules_.try_emplace({after, rule});
+  CutRule& r = it->second;
+  if (inserted) {
+    r.key = row.reason_key;
+    r.rule = std::move(rule);
+    r.after_simulating = after;
+    r.example_index = row.index;
+    r.example = row.reason;
+  }
+  ++r.count;
+}
+
+std::vector<CutRule> SweepSummary::cut_rules() const {
+  std::vector<CutRule> out;
+  out.reserve(rules_.size());
+  for (const auto& [key, rule] : rules_) out.push_back(rule);
+  std::stable_sort(out.begin(), out.end(), [](const CutRule& a, const CutRule& b) {
+    if (a.after_simulating != b.after_simulating) return !a.after_simulating;
+    return a.count > b.count;
+  });
+  return out;
 }
 
 void SweepSummary::add(const SweepRow& row, const Workload& workload) {
   ++evaluated_;
   if (row.simulated) ++simulated_;
   if (row.status != SweepStatus::kFeasible) {
-    ++cut_[row.reason_key];
+    add_cut(row);
     return;
   }
   ++feasible_;
+  if (first_knobs_.empty()) first_knobs_ = row.knobs;
+  for (std::size_t i = 0; i < varies_.size() && i < row.knobs.size(); ++i) {
+    if (!varies_[i] && row.knobs[i] != first_knobs_[i]) varies_[i] = true;
+  }
   const auto top = static_cast<std::size_t>(spec_.top);
   if (top_.size() < top || better(row, top_.back().row)) {
     const auto at = std::find_if(top_.begin(), top_.end(),
@@ -90,6 +164,16 @@ void SweepSummary::add(const SweepRow& row, const Workload& workload) {
     top_.insert(at, RankedConfig{row, workload});
     if (top_.size() > top) top_.pop_back();
   }
+  const std::int64_t gpus = row_world_size(row, pricing_);
+  if (const auto it = per_gpus_.find(gpus); it == per_gpus_.end()) {
+    per_gpus_.emplace(gpus, RankedConfig{row, workload});
+  } else if (better(row, it->second.row)) {
+    it->second = RankedConfig{row, workload};
+  }
+  add_pareto(row, workload);
+}
+
+void SweepSummary::add_pareto(const SweepRow& row, const Workload& workload) {
   const SweepMetrics& m = row.metrics;
   for (const RankedConfig& q : pareto_) {
     if (q.row.metrics.tokens_per_s >= m.tokens_per_s &&
@@ -107,136 +191,29 @@ void SweepSummary::add(const SweepRow& row, const Workload& workload) {
   pareto_.insert(at, RankedConfig{row, workload});
 }
 
-namespace {
-
-std::string fmt(const char* format, double v) {
-  std::array<char, 64> buf{};
-  std::snprintf(buf.data(), buf.size(), format, v);
-  return buf.data();
+std::vector<const RankedConfig*> SweepSummary::pareto_summary(std::size_t rows) const {
+  std::vector<const RankedConfig*> out;
+  const std::size_t n = pareto_.size();
+  if (n == 0 || rows == 0) return out;
+  if (n <= rows || rows == 1) {
+    for (std::size_t i = 0; i < (n <= rows ? n : 1); ++i) out.push_back(&pareto_[i]);
+    return out;
+  }
+  // Positions round(k (n - 1) / (rows - 1)): both ends, evenly spaced, strictly increasing
+  // (n > rows, so consecutive positions differ).
+  for (std::size_t k = 0; k < rows; ++k) {
+    const std::size_t at = (k * (n - 1) + (rows - 1) / 2) / (rows - 1);
+    out.push_back(&pareto_[at]);
+  }
+  return out;
 }
 
-// The granularity, and full recomputation's method (uniform unless block): "full/block".
-std::string recompute_label(const TrainingConfig& t) {
-  std::string label(to_string(t.recompute_granularity));
-  if (t.recompute_granularity == RecomputeGranularity::kFull) {
-    label += "/" + std::string(to_string(t.recompute_method == RecomputeMethod::kBlock
-                                             ? RecomputeMethod::kBlock
-                                             : RecomputeMethod::kUniform));
+std::vector<std::size_t> SweepSummary::varying_columns() const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < varies_.size(); ++i) {
+    if (varies_[i]) out.push_back(i);
   }
-  return label;
-}
-
-std::string layout(const Workload& w) {
-  const TrainingConfig& t = w.training;
-  std::array<char, 160> buf{};
-  std::snprintf(
-      buf.data(), buf.size(), "%5lld %3lld %3lld %3lld %4lld %4lld %5lld %-3s %-12s %-4s",
-      static_cast<long long>(t.world_size), static_cast<long long>(t.tensor_model_parallel_size),
-      static_cast<long long>(t.pipeline_model_parallel_size),
-      static_cast<long long>(t.virtual_pipeline_model_parallel_size),
-      static_cast<long long>(t.data_parallel_size), static_cast<long long>(t.micro_batch_size),
-      static_cast<long long>(t.num_microbatches), t.sequence_parallel ? "on" : "off",
-      recompute_label(t).c_str(), t.use_distributed_optimizer ? "on" : "off");
-  if (!w.model.moe()) return buf.data();
-  // Mixture of experts: the expert parallel sizes and the dispatcher, which a sweep may vary.
-  std::array<char, 64> moe{};
-  std::snprintf(moe.data(), moe.size(), " %4lld %4lld %-9s",
-                static_cast<long long>(t.expert_model_parallel_size),
-                static_cast<long long>(t.expert_tensor_parallel()),
-                std::string(to_string(t.moe_token_dispatcher_type)).c_str());
-  return std::string(buf.data()) + moe.data();
-}
-
-constexpr const char* kLayoutHeader = " gpus   t   p   v   dp  mbs     m sp  recompute    dopt";
-constexpr const char* kMoeHeader = "   ep  etp dispatch ";
-
-/// A base without cost_model: the cost model it got, why, and how to ask for the other.
-void write_default_cost_model(std::ostream& out, const SweepSpec& spec) {
-  const CostModelSpec& cm = spec.base.cost_model;
-  const std::string note = default_cost_model_note(cm, spec.base.system.gpu_name);
-  if (note.empty()) return;
-  out << "cost model: "
-      << (cm.kind == CostModelSpec::Kind::kProfile
-              ? "profile " + std::filesystem::path(cm.profile_path).filename().string()
-              : "roofline " + spec.base.system.name)
-      << " (" << note << ")\n";
-}
-
-std::string layout_header(const Workload& base) {
-  return std::string(kLayoutHeader) + (base.model.moe() ? kMoeHeader : "");
-}
-
-}  // namespace
-
-void write_sweep_text(std::ostream& out, const SweepSummary& s) {
-  const SweepSpec& spec = s.spec();
-  out << "sweep " << spec.file << ": " << s.evaluated() << " configurations, " << s.feasible()
-      << " feasible, " << s.simulated() << " simulated (objective " << to_string(spec.objective)
-      << ")\n";
-  write_default_cost_model(out, spec);
-  out << "swept:";
-  for (const SweepAxis& axis : spec.axes) {
-    out << "\n  " << knob_table()[static_cast<std::size_t>(axis.knob)].key << ": ";
-    if (axis.automatic) {
-      out << "auto";
-      continue;
-    }
-    for (std::size_t i = 0; i < axis.values.size(); ++i) {
-      out << (i > 0 ? ", " : "") << format_knob_value(axis.knob, axis.values[i], spec.systems);
-    }
-  }
-  out << "\n";
-  const auto after = [](const std::string& key) {
-    return key == "memory.simulated" || key == "constraints.step_time_budget_s";
-  };
-  for (const bool simulated : {false, true}) {
-    bool first = true;
-    for (const auto& [key, n] : s.cut_by_reason()) {
-      if (after(key) != simulated) continue;
-      if (first)
-        out << (simulated ? "infeasible after simulating:\n" : "cut without simulating:\n");
-      first = false;
-      out << "  " << key << std::string(key.size() < 44 ? 44 - key.size() : 1, ' ') << n << '\n';
-    }
-  }
-  if (s.top().empty()) {
-    out << "no feasible configuration\n";
-    return;
-  }
-  out << "top " << s.top().size() << " by " << to_string(spec.objective) << ":\n";
-  out << "  rank  index" << layout_header(spec.base)
-      << "   step_s   tokens/s    MFU  headroom | critical path s: compute tp_comm p2p dp_comm "
-         "optimizer bubble\n";
-  std::int64_t rank = 1;
-  for (const RankedConfig& r : s.top()) {
-    const SweepMetrics& m = r.row.metrics;
-    std::array<char, 256> buf{};
-    std::snprintf(buf.data(), buf.size(),
-                  "  %4lld %6lld %s %8.3f %10.1f %5.1f%% %8.1f%% | %.3f %.3f %.3f %.3f %.3f %.3f",
-                  static_cast<long long>(rank++), static_cast<long long>(r.row.index),
-                  layout(r.workload).c_str(), m.step_time_s, m.tokens_per_s, 100.0 * m.mfu,
-                  100.0 * m.memory_headroom, m.cp_compute_s, m.cp_tp_comm_s, m.cp_p2p_s,
-                  m.cp_dp_comm_s, m.cp_optimizer_s, m.cp_bubble_s);
-    out << buf.data() << '\n';
-  }
-  out << "best as Megatron-LM flags:\n  " << megatron_args_of(s.top().front().workload) << '\n';
-  if (spec.train_tokens > 0) {
-    const RankedConfig& best = s.top().front();
-    const TimeToTrain tt = time_to_train(best.workload, best.row.metrics.step_time_s,
-                                         spec.train_tokens);
-    out << "the best trains " << fmt("%.4g", static_cast<double>(tt.tokens)) << " tokens in "
-        << tt.steps << " steps, " << fmt("%.1f days", tt.time_s / 86400.0) << ", "
-        << fmt("%.0f GPU-hours", tt.gpu_hours) << '\n';
-  }
-  out << "Pareto front (tokens/s vs peak memory), " << s.pareto().size() << " configurations:\n";
-  out << "   index" << layout_header(spec.base) << "   tokens/s  peak_GiB   step_s\n";
-  for (const RankedConfig& r : s.pareto()) {
-    const SweepMetrics& m = r.row.metrics;
-    out << "  " << fmt("%6.0f", static_cast<double>(r.row.index)) << layout(r.workload) << ' '
-        << fmt("%10.1f", m.tokens_per_s) << ' '
-        << fmt("%9.2f", static_cast<double>(m.peak_memory_bytes) / (1024.0 * 1024.0 * 1024.0))
-        << ' ' << fmt("%8.3f", m.step_time_s) << '\n';
-  }
+  return out;
 }
 
 }  // namespace stepsim::sim

@@ -104,8 +104,9 @@ struct SweepMetrics {
 /// The outcome for one configuration: one CSV row.
 struct SweepRow {
   std::int64_t index = 0;
-  /// Short label ("t8 p35 v3 dp9 mbs1 m280 sp selective dopt"): the CSV's `scenario` column,
-  /// which stepsim-viewer shows for a point.
+  /// Short label ("w2520 t8 p35 v3 dp9 mbs1 m280 sp selective dopt", layout_words() and the
+  /// swept knobs it leaves out as key=value): the CSV's `scenario` column, which
+  /// stepsim-viewer shows for a point.
   std::string label;
   std::vector<std::string> knobs;  ///< printed knob values, one per sweep_columns() entry
   SweepStatus status = SweepStatus::kFeasible;
@@ -146,6 +147,7 @@ class SweepEvaluator {
   const SweepSpec& spec_;
   std::vector<const CostModel*> cost_models_;
   std::vector<KnobId> extra_knobs_;  // swept model/system knobs printed as columns
+  std::vector<KnobId> label_knobs_;  // swept knobs the label adds as key=value
   // Configurations differing only in knobs the schedule ignores share its schedule.
   std::unique_ptr<ScheduleCache> schedules_ = std::make_unique<ScheduleCache>();
 };
@@ -188,23 +190,47 @@ Result<SweepRunStats> run_sweep(const SweepSpec& spec, const SweepEvaluator& eva
 
 // ---------------------------------------------------------------- output
 
+/// What a sweep's prices need: the price of a GPU-hour, the training run's tokens and where
+/// the world size is among the knob columns (from sweep_pricing()).
+struct SweepPricing {
+  double price_per_gpu_hour = 0;  ///< 0: no price given
+  std::int64_t train_tokens = 0;  ///< 0: no training run given
+  std::size_t world_column = 0;   ///< index of training.world_size in sweep_columns()
+};
+SweepPricing sweep_pricing(const SweepSpec& spec);
+
+/// A simulated configuration's cost and training time. Tokens per step are the row's
+/// tokens/s x step time (global_batch_size x seq_length, rounded), a run takes whole steps.
+struct RowCost {
+  bool priced = false;                ///< a price was given
+  bool trained = false;               ///< train_tokens was given
+  double usd_per_million_tokens = 0;  ///< gpus x price / 3600 / tokens_per_s x 1e6
+  double train_time_s = 0;            ///< ceil(train_tokens / tokens per step) x step_time_s
+  double train_usd = 0;               ///< gpus x train_time_s / 3600 x price
+};
+/// The row's cost (all zero when it was not simulated).
+RowCost row_cost(const SweepRow& row, const SweepPricing& pricing);
+/// The row's world size (its training.world_size knob column).
+std::int64_t row_world_size(const SweepRow& row, const SweepPricing& pricing);
+
 /// Writes rows as CSV (RFC 4180), the header first when `write_header` (not when appending
 /// to a resumed file); rows with index < first_index (already in the file) are not written.
 class CsvSink final : public SweepSink {
  public:
   CsvSink(std::ostream& out, const std::vector<std::string>& columns, bool write_header,
-          std::int64_t first_index);
+          std::int64_t first_index, SweepPricing pricing = {});
   void add(const SweepRow& row, const Workload& workload) override;
 
  private:
   std::ostream& out_;
   std::int64_t first_index_;
+  SweepPricing pricing_;
 };
 
 /// The CSV header line (no newline).
 std::string csv_header(const std::vector<std::string>& columns);
-/// One CSV line (no newline).
-std::string csv_line(const SweepRow& row);
+/// One CSV line (no newline); the cost columns are filled from `pricing` when given.
+std::string csv_line(const SweepRow& row, const SweepPricing* pricing = nullptr);
 
 /// Parses a CSV written by CsvSink for `columns`. Returns the complete rows in file order and
 /// the byte length of the file prefix they occupy (a torn last line is not counted).
@@ -221,7 +247,23 @@ struct RankedConfig {
   Workload workload;
 };
 
-/// Counts, top configurations and the Pareto front; deterministic given rows in order.
+/// Configurations cut by one rule: the rule without the configuration's values
+/// ("training.world_size is not divisible by tensor_model_parallel_size*..."), and the first
+/// configuration cut by it with its values (the CSV's reason).
+struct CutRule {
+  std::string key;   ///< the reason key (the JSON's "cut" groups by it)
+  std::string rule;  ///< the rule, without values
+  bool after_simulating = false;
+  std::int64_t count = 0;
+  std::int64_t example_index = 0;
+  std::string example;  ///< the first configuration's reason, with its values
+};
+
+/// The rule of a cut row: its reason without the configuration's values.
+std::string cut_rule_of(const SweepRow& row);
+
+/// Counts, top configurations, the best per GPU count and the Pareto front; deterministic
+/// given rows in order.
 class SweepSummary final : public SweepSink {
  public:
   SweepSummary(const SweepSpec& spec, std::vector<std::string> columns);
@@ -232,25 +274,47 @@ class SweepSummary final : public SweepSink {
   std::int64_t simulated() const { return simulated_; }
   /// Configurations cut, by reason key (validation key, memory.analytic, ...).
   const std::map<std::string, std::int64_t>& cut_by_reason() const { return cut_; }
+  /// Configurations cut, by rule: most configurations first, then by rule.
+  std::vector<CutRule> cut_rules() const;
   /// The best feasible configurations by the spec's objective, best first.
   const std::vector<RankedConfig>& top() const { return top_; }
+  /// The best feasible configuration of each world size, by the spec's objective.
+  const std::map<std::int64_t, RankedConfig>& best_per_gpu_count() const { return per_gpus_; }
   /// Feasible configurations not beaten on both tokens/s and peak memory, by peak memory.
   const std::vector<RankedConfig>& pareto() const { return pareto_; }
+  /// At most `rows` points of the front, evenly spaced along it (by position in peak-memory
+  /// order), both ends included; all of it when it has no more.
+  std::vector<const RankedConfig*> pareto_summary(std::size_t rows = kParetoSummaryRows) const;
+  static constexpr std::size_t kParetoSummaryRows = 8;
+  /// Indices into columns() of the knobs whose value differs between feasible configurations
+  /// (the text tables show these, besides the layout's sizes).
+  std::vector<std::size_t> varying_columns() const;
   const std::vector<std::string>& columns() const { return columns_; }
   const SweepSpec& spec() const { return spec_; }
+  const SweepPricing& pricing() const { return pricing_; }
+  /// Whether `a` ranks before `b` by the spec's objective (then by index).
+  bool better(const SweepRow& a, const SweepRow& b) const;
 
  private:
-  bool better(const SweepRow& a, const SweepRow& b) const;
+  void add_cut(const SweepRow& row);
+  void add_pareto(const SweepRow& row, const Workload& workload);
   const SweepSpec& spec_;
   std::vector<std::string> columns_;
+  SweepPricing pricing_;
   std::int64_t evaluated_ = 0, feasible_ = 0, simulated_ = 0;
   std::map<std::string, std::int64_t> cut_;
+  std::map<std::pair<bool, std::string>, CutRule> rules_;
   std::vector<RankedConfig> top_;
+  std::map<std::int64_t, RankedConfig> per_gpus_;
   std::vector<RankedConfig> pareto_;
+  std::vector<std::string> first_knobs_;  ///< the first feasible configuration's knob values
+  std::vector<bool> varies_;              ///< per column: differs from first_knobs_
 };
 
-/// The text report: counts and cut reasons, the top configurations (step time, MFU, memory
-/// headroom, critical-path breakdown, Megatron flags of the best), the Pareto front.
+/// The text report: counts and the rules configurations were cut by, the top configurations
+/// (the layout and every knob that varies as columns; step time, MFU, memory headroom, cost,
+/// critical-path breakdown; Megatron flags of the best), the best per GPU count when the
+/// sweep has several, and a summary of the Pareto front.
 void write_sweep_text(std::ostream& out, const SweepSummary& summary);
 
 }  // namespace stepsim::sim

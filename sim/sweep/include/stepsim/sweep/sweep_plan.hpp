@@ -73,27 +73,32 @@ SweepPlanOutcome run_sweep_plan(const SweepSpec& spec, const SweepPlanOptions& o
 Result<Workload> sweep_configuration(const SweepSpec& spec, std::int64_t index);
 
 /// The `sweep --format json` summary: sweep, objective, evaluated, feasible, simulated,
-/// wall_s, jobs, ranks, configurations_per_s, cut (by reason), best (index, Megatron flags,
-/// knob values, status, metrics), pareto.
+/// wall_s, jobs, ranks, configurations_per_s, cut (by reason key), cut_rules, best (index,
+/// Megatron flags, knob values, status, metrics), best_per_gpu_count, pareto (the whole
+/// front), pareto_summary (the indices the text report shows).
 void write_sweep_json(std::ostream& out, const SweepSummary& summary, double wall_s, int jobs,
                       std::int64_t ranks);
 
 /// Collects every row; write() emits {"rows": [...]} in index order (`--out FILE.json`).
 class JsonRowsSink final : public SweepSink {
  public:
-  explicit JsonRowsSink(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+  JsonRowsSink(std::vector<std::string> columns, SweepPricing pricing)
+      : columns_(std::move(columns)), pricing_(pricing) {}
   void add(const SweepRow& row, const Workload& workload) override;
   void write(std::ostream& out) const;
 
  private:
   std::vector<std::string> columns_;
+  SweepPricing pricing_;
   std::vector<SweepRow> rows_;
 };
 
 /// Writes one row as a flat JSON object keyed like the CSV's columns (index, the knob
 /// columns, status, ..., cp_bubble_s): what a data frame takes as one record. Knob and metric
-/// values are typed (numbers, booleans); an empty CSV cell is null.
+/// values are typed (numbers, booleans); an empty CSV cell is null. The cost columns
+/// (usd_per_million_tokens, train_time_s, train_usd) come from `pricing`.
 void write_sweep_record_json(std::ostream& out, const SweepRow& row,
-                             const std::vector<std::string>& columns);
+                             const std::vector<std::string>& columns,
+                             const SweepPricing& pricing);
 
 }  // namespace stepsim::sim

@@ -9,6 +9,7 @@
 // (outermost first), chosen so that every "auto" range only depends on knobs before it.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -71,9 +72,20 @@ enum class SweepObjective : std::uint8_t {
   kMinGpus,
   kMaxTokensPerSPerGpu,  ///< throughput per GPU: the cheapest tokens
   kMinTimeToTrain,       ///< whole steps to train SweepSpec::train_tokens, times the step time
+  /// The cheapest: dollars per million tokens at SweepSpec::price_per_gpu_hour, or, with
+  /// train_tokens, the dollars of the whole run (whole steps).
+  kMinCost,
 };
 
 std::string_view to_string(SweepObjective o);
+/// The objective of this name (as to_string spells it), or nullopt.
+std::optional<SweepObjective> sweep_objective_named(std::string_view name);
+/// Every objective's name, comma-separated (for messages and --help).
+std::string sweep_objective_names();
+
+/// The largest price_per_gpu_hour a sweep takes.
+inline constexpr double kMaxPricePerGpuHour = 1e6;
+
 
 struct SweepConstraints {
   /// Fraction of device memory that must stay free: feasible iff peak <= (1 - h) * memory.
@@ -98,8 +110,16 @@ struct SweepSpec {
   /// "train_tokens": the token budget the summary prices (time, GPU-hours); needed by
   /// min_time_to_train. 0: not given.
   std::int64_t train_tokens = 0;
+  /// "price_per_gpu_hour" (or --price-per-gpu-hour): what one GPU costs for an hour, in the
+  /// user's currency (the reports write $); prices every configuration per million tokens
+  /// and, with train_tokens, per training run. 0: not given.
+  double price_per_gpu_hour = 0;
   bool operator==(const SweepSpec&) const = default;
 };
+
+/// Re-checks what the objective needs (train_tokens for min_time_to_train, a price for
+/// min_cost) after command-line overrides; errors name `file` and the key.
+Errors check_sweep_objective(const SweepSpec& spec);
 
 /// Reads and checks a sweep file. Every problem (unknown key, bad value, "auto" on a knob
 /// that has no range, invalid base scenario) is reported, naming the file and the key.
