@@ -211,9 +211,7 @@ void add_predict_command(CLI::App& app, Env& env) {
                   "write the simulated timeline as a Chrome trace (Perfetto, stepsim-viewer), with the "
                   "critical path as flow arrows; FILE.json.gz writes it gzip-compressed");
   cmd->add_option("--trace-level", args->trace_level,
-                  "op: one slice per op; microbatch: one per forward/backward action and stream; "
-                  "auto: op level when that trace stays under about 50 MB, else microbatch "
-                  "(with a note)")
+                  "op: a slice per op; microbatch: per action and stream; auto: op up to ~50 MB")
       ->check(CLI::IsMember({"auto", "op", "microbatch"}))
       ->capture_default_str();
   cmd->add_option("--trace-ranks", args->trace_ranks,
