@@ -1,4 +1,4 @@
-// stepsim predict [SCENARIO] [--format text|json] [--trace FILE [--trace-level op|microbatch]
+// stepsim predict [SCENARIO] [--format text|json] [--trace FILE [--trace-level auto|op|microbatch]
 //                 [--trace-ranks LIST]]
 
 #include <CLI/CLI.hpp>
@@ -24,7 +24,7 @@ struct PredictArgs {
   std::string scenario;
   std::string format = "text";
   std::string trace;
-  std::string trace_level = "op";
+  std::string trace_level = "auto";
   std::string trace_ranks;  ///< "0,3" or "0-3,7"; empty: every rank
   std::vector<std::string> stragglers;  ///< "RANK=FACTOR"
   std::vector<std::string> slow_nics;   ///< "NODE=FACTOR"
@@ -134,7 +134,7 @@ std::optional<sim::FitAdvice> fit_advice(const Workload& w, const sim::Predictio
 }
 
 int run_predict(const PredictArgs& args, Env& env) {
-  if (args.trace.empty() && (args.trace_level != "op" || !args.trace_ranks.empty())) {
+  if (args.trace.empty() && (args.trace_level != "auto" || !args.trace_ranks.empty())) {
     *env.err << "stepsim predict: --trace-level and --trace-ranks shape the trace: give --trace "
                 "FILE too\n";
     return 2;
@@ -143,7 +143,9 @@ int run_predict(const PredictArgs& args, Env& env) {
   std::optional<Workload> w = load_scenario_or_args(args.scenario, args.megatron, env, &text);
   if (!w) return 2;
   sim::TraceShape shape;
-  shape.microbatch_level = args.trace_level == "microbatch";
+  shape.level = args.trace_level == "op"           ? sim::TraceLevel::kOp
+                : args.trace_level == "microbatch" ? sim::TraceLevel::kMicrobatch
+                                                   : sim::TraceLevel::kAuto;
   if (!args.trace_ranks.empty()) {
     shape.ranks = parse_trace_ranks(
         args.trace_ranks, static_cast<std::int32_t>(w->training.pipeline_model_parallel_size),
@@ -178,14 +180,16 @@ int run_predict(const PredictArgs& args, Env& env) {
     sim::write_prediction_text(*w, run.result, run.cost_model, *env.out, report);
   }
   if (args.trace.empty()) return 0;
-  const Result<std::size_t> slices = sim::write_trace_file(run, args.trace, shape);
-  if (!slices) {
-    *env.err << "stepsim predict: " << format_errors(slices.errors());
+  const Result<sim::TraceWritten> written = sim::write_trace_file(run, args.trace, shape);
+  if (!written) {
+    *env.err << "stepsim predict: " << format_errors(written.errors());
     return 1;
   }
+  if (!written->note.empty()) *env.err << "stepsim predict: note: " << written->note << "\n";
   if (args.format != "json") {
-    *env.out << "  trace written to " << args.trace << " (" << *slices
-             << " slices; open in ui.perfetto.dev or stepsim-viewer)\n";
+    *env.out << "  trace written to " << args.trace << " (" << written->slices
+             << (written->microbatch_level ? " slices at micro-batch level" : " slices")
+             << "; open in ui.perfetto.dev or stepsim-viewer)\n";
   }
   return 0;
 }
@@ -207,8 +211,8 @@ void add_predict_command(CLI::App& app, Env& env) {
                   "write the simulated timeline as a Chrome trace (Perfetto, stepsim-viewer), with the "
                   "critical path as flow arrows; FILE.json.gz writes it gzip-compressed");
   cmd->add_option("--trace-level", args->trace_level,
-                  "op: one slice per op; microbatch: one per forward/backward action and stream")
-      ->check(CLI::IsMember({"op", "microbatch"}))
+                  "op: a slice per op; microbatch: per action and stream; auto: op up to ~50 MB")
+      ->check(CLI::IsMember({"auto", "op", "microbatch"}))
       ->capture_default_str();
   cmd->add_option("--trace-ranks", args->trace_ranks,
                   "only these pipeline ranks in the trace, e.g. 0,3 or 0-3,7");

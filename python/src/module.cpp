@@ -88,7 +88,7 @@ struct PredictArgs {
   bool gpipe = false;
   std::int64_t train_tokens = 0;
   std::vector<std::pair<std::int32_t, double>> stragglers;  ///< (global rank, factor)
-  bool microbatch_level = false;
+  std::string trace_level = "auto";  ///< "auto", "op" or "microbatch" (--trace-level)
   std::optional<std::vector<std::int32_t>> trace_ranks;
   bool contention = true;  ///< false: --no-contention
   bool full_rank = false;  ///< --full-rank
@@ -110,7 +110,9 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
   options.seed = a.seed;
   options.scenarios_dir = scenarios_dir();  // the open accuracy table the report quotes
   sim::TraceShape shape;
-  shape.microbatch_level = a.microbatch_level;
+  shape.level = a.trace_level == "op"           ? sim::TraceLevel::kOp
+                : a.trace_level == "microbatch" ? sim::TraceLevel::kMicrobatch
+                                                : sim::TraceLevel::kAuto;
   shape.ranks = a.trace_ranks;
   if (Errors bad = sim::check_trace_shape(shape, s.workload); !bad.empty()) {
     return {problems_of(bad), false, ""};
@@ -136,7 +138,7 @@ std::tuple<Problems, bool, std::string> predict(const Scenario& s, const Predict
   sim::write_prediction_json(s.workload, outcome->run->result, outcome->run->cost_model, out,
                              report);
   if (!a.trace.empty()) {
-    const Result<std::size_t> written = sim::write_trace_file(*outcome->run, a.trace, shape);
+    const Result<sim::TraceWritten> written = sim::write_trace_file(*outcome->run, a.trace, shape);
     if (!written) return {problems_of(written.errors()), true, ""};
   }
   return {Problems{}, false, out.str()};
@@ -290,12 +292,12 @@ PYBIND11_MODULE(_stepsim, m) {
   m.def("predict", [](const Scenario& s, const std::string& trace, bool gpipe,
                       std::int64_t train_tokens,
                       std::vector<std::pair<std::int32_t, double>> stragglers,
-                      bool microbatch_level, std::optional<std::vector<std::int32_t>> trace_ranks,
+                      const std::string& trace_level, std::optional<std::vector<std::int32_t>> trace_ranks,
                       bool contention, bool full_rank,
                       std::vector<std::pair<std::int32_t, double>> slow_nics, double jitter,
                       std::uint64_t seed) {
     return predict(s, PredictArgs{trace, gpipe, train_tokens, std::move(stragglers),
-                                  microbatch_level, std::move(trace_ranks), contention, full_rank,
+                                  trace_level, std::move(trace_ranks), contention, full_rank,
                                   std::move(slow_nics), jitter, seed});
   });
   m.def("memory", &memory);

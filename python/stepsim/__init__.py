@@ -162,14 +162,15 @@ def check(source: str | os.PathLike | dict | Scenario) -> list[dict[str, str]]:
 def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = False,
             trace: str | os.PathLike | None = None, gpipe: bool = False,
             train_tokens: int | float | None = None,
-            stragglers: dict[int, float] | None = None, trace_level: str = "op",
+            stragglers: dict[int, float] | None = None, trace_level: str = "auto",
             trace_ranks: Iterable[int] | None = None, contention: bool = True,
             slow_nics: dict[int, float] | None = None, jitter: float = 0.0,
             seed: int = 0) -> dict[str, Any]:
     """Simulates one training step: the ``stepsim predict --format json`` document as a dict
     (step_time_s, tokens_per_s, mfu, hfu, tflops_per_gpu, stages, critical_path, ...).
     ``trace`` writes the step as a Chrome trace file (docs/trace.md), shaped by
-    ``trace_level`` (``"op"`` or ``"microbatch"``) and ``trace_ranks`` (pipeline ranks to keep;
+    ``trace_level`` (``"auto"``: op level when that trace stays under about 50 MB, else
+    micro-batch level; ``"op"`` or ``"microbatch"``) and ``trace_ranks`` (pipeline ranks to keep;
     all when None); ``gpipe`` simulates GPipe instead of Megatron's 1F1B; ``train_tokens`` adds
     ``time_to_train`` (steps, time, GPU-hours for that many tokens, as ``--train-tokens``);
     ``stragglers`` maps a global rank to how many times as long its kernels take (as
@@ -184,9 +185,10 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
     s = load(scenario)
     if train_tokens is not None and not 1 <= train_tokens <= 1e18:
         raise ScenarioError([("", "train_tokens", f"={train_tokens} must lie in [1, 1e18]")])
-    if trace_level not in ("op", "microbatch"):
-        raise ScenarioError([("", "trace_level", f"={trace_level!r} must be 'op' or 'microbatch'")])
-    if not trace and (trace_level != "op" or trace_ranks is not None):
+    if trace_level not in ("auto", "op", "microbatch"):
+        raise ScenarioError([("", "trace_level",
+                              f"={trace_level!r} must be 'auto', 'op' or 'microbatch'")])
+    if not trace and (trace_level != "auto" or trace_ranks is not None):
         raise ScenarioError([("", "trace_level",
                               ": trace_level and trace_ranks shape the trace: give trace= too")])
     pairs = []
@@ -208,7 +210,7 @@ def predict(scenario: str | os.PathLike | dict | Scenario, full_rank: bool = Fal
             raise ScenarioError([("", "trace_ranks", f"={ranks} must be pipeline ranks")])
     problems, runtime, text = _stepsim.predict(s, os.fspath(trace) if trace else "", gpipe,
                                                int(train_tokens or 0), pairs,
-                                               trace_level == "microbatch", ranks,
+                                               trace_level, ranks,
                                                bool(contention), bool(full_rank), nics,
                                                float(jitter), seed)
     _raise_if(problems, runtime)

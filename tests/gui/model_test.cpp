@@ -268,3 +268,36 @@ TEST(ForeignTraces, KinetoCategoriesGetTheirOwnKinds) {
 
 }  // namespace
 }  // namespace stepsim::gui
+
+namespace stepsim::gui {
+namespace {
+
+// stepsim's idle tracks (docs/trace.md): the bubble track's slices are the idle kind (drawn
+// hatched), exposed communication is the communication it names; neither counts as work when
+// the viewer finds a rank's idle time, so the compute lane's bubbles stay.
+TEST(IdleTracks, BubbleAndExposedTracksKeepTheRanksIdleTime) {
+  const std::string text = R"json({"traceEvents": [
+    {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "compute"}},
+    {"ph": "M", "name": "thread_name", "pid": 0, "tid": 6, "args": {"name": "bubble"}},
+    {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "exposed communication"}},
+    {"ph": "M", "name": "thread_name", "pid": 0, "tid": 1, "args": {"name": "tp_comm"}},
+    {"ph": "X", "cat": "forward", "name": "F mb0 c0", "pid": 0, "tid": 0, "ts": 0, "dur": 10},
+    {"ph": "X", "cat": "tp_comm", "name": "ag", "pid": 0, "tid": 1, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "exposed_comm", "name": "exposed tp_comm", "pid": 0, "tid": 7, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "bubble", "name": "schedule bubble", "pid": 0, "tid": 6, "ts": 15, "dur": 20},
+    {"ph": "X", "cat": "forward", "name": "F mb1 c0", "pid": 0, "tid": 0, "ts": 35, "dur": 10}
+  ]})json";
+  auto model = parse_trace(text, "idle.json");
+  ASSERT_TRUE(model.ok()) << format_errors(model.errors());
+  std::map<std::string, Kind> by_lane;
+  for (const Lane& lane : model->lanes) by_lane[lane.name] = lane.kind.at(0);
+  EXPECT_EQ(by_lane.at("bubble"), Kind::kBubble);
+  EXPECT_EQ(by_lane.at("exposed communication"), Kind::kTensorComm);
+  const Intervals& idle = model->idle.at(0);
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_DOUBLE_EQ(idle.start_us[0], 15);
+  EXPECT_DOUBLE_EQ(idle.end_us[0], 35);
+}
+
+}  // namespace
+}  // namespace stepsim::gui

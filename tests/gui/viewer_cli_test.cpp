@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <iterator>
+#include <cstdlib>
 
 #include <fstream>
 
@@ -120,6 +123,74 @@ TEST(ViewerCli, RangeZoomsALongStepSoItsBubblesShowHatched) {
   // third of its row, hundreds of hatch pixels; at full width a few columns at most.
   EXPECT_GT(zoomed, 500);
   EXPECT_GT(zoomed, 10 * std::max(full, 1));
+}
+
+// Runs of image rows holding hatch pixels (more than 10 each): one per hatched timeline row.
+int hatch_bands(const QImage& image) {
+  int bands = 0;
+  bool in_band = false;
+  for (int y = 0; y < image.height(); ++y) {
+    int n = 0;
+    for (int x = 0; x < image.width(); ++x) n += image.pixelColor(x, y) == QColor(214, 120, 120);
+    if (n > 10 && !in_band) ++bands;
+    in_band = n > 10;
+  }
+  return bands;
+}
+
+// The lines of `from` (one trace event a line) without stepsim's idle tracks: their slices
+// ("cat":"bubble", "cat":"exposed_comm") and their thread_name events.
+void strip_idle_tracks(const std::string& from, const std::string& to) {
+  std::ifstream in(from);
+  std::ofstream out(to);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"cat\":\"bubble\"") != std::string::npos ||
+        line.find("\"cat\":\"exposed_comm\"") != std::string::npos ||
+        line.find("\"args\":{\"name\":\"bubble\"}") != std::string::npos ||
+        line.find("\"args\":{\"name\":\"exposed communication\"}") != std::string::npos) {
+      continue;
+    }
+    out << line << '\n';
+  }
+}
+
+// Issue 40: stepsim's own trace of a 512-sample step (mixtral-8x7b-h100-64 at global batch
+// 512: p 4, 32 micro-batches), zoomed with --range to its first 600 ms. Its "bubble" tracks
+// are drawn hatched (Qt::BDiagPattern), as the idle time on the compute lanes is, and they
+// do not hide that idle time (they are not work): with them the window has the compute
+// lanes' hatching and as much again on the bubble tracks.
+TEST(ViewerCli, StepsimBubbleTracksShowHatchedInARange) {
+  std::ifstream in(std::string(STEPSIM_SCENARIOS_DIR) + "/mixtral-8x7b-h100-64.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "\"global_batch_size\": 256";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "\"global_batch_size\": 512");
+  const std::string scenario = temp_png("mixtral-512.json");
+  std::ofstream(scenario) << text;
+  const std::string trace = temp_png("mixtral-512-trace.json");
+  const std::string predict = q(STEPSIM_BIN) + " predict " + q(scenario) +
+                              " --trace-level op --trace " + q(trace) + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(predict.c_str()), 0) << predict;
+  const std::string stripped = temp_png("mixtral-512-stripped.json");
+  strip_idle_tracks(trace, stripped);
+  const std::string with_tracks = temp_png("mixtral-512-tracks.png");
+  const std::string without = temp_png("mixtral-512-gaps.png");
+  for (const auto& [file, png] : {std::pair{trace, with_tracks}, std::pair{stripped, without}}) {
+    const ViewerRun run =
+        run_viewer({q(file), "--size 1200x700 --range 0:600 --screenshot", q(png)});
+    ASSERT_EQ(run.status, 0) << run.output;
+  }
+  const QImage tracks(QString::fromStdString(with_tracks));
+  const QImage gaps(QString::fromStdString(without));
+  EXPECT_GT(hatch_pixels(gaps), 500);  // the compute lanes' idle time, hatched
+  EXPECT_GT(hatch_pixels(tracks), 500);
+  // Hatched rows: each rank's compute lane (and the legend's swatch) in both, each rank's
+  // bubble track besides with the tracks.
+  EXPECT_GE(hatch_bands(tracks), hatch_bands(gaps) + 4)
+      << hatch_bands(tracks) << " hatched bands with the tracks, " << hatch_bands(gaps)
+      << " without";
+  std::filesystem::remove(trace);
+  std::filesystem::remove(stripped);
 }
 
 TEST(ViewerCli, RangeOutsideTheStepOrMalformedExitsTwo) {

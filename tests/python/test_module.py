@@ -318,7 +318,15 @@ def test_stragglers_and_trace_shape_match_the_cli(stepsim_bin, tmp_path):
     assert pids == {0, 7}
     full = tmp_path / "op.json"
     stepsim.predict(GPT3, trace=full, trace_ranks=[0, 7])
-    assert len(json.loads(full.read_text())["traceEvents"]) > len(events)
+    kept = json.loads(full.read_text())
+    assert len(kept["traceEvents"]) > len(events)
+    assert kept["stepsim"]["trace_level"] == "op"  # two ranks' ops fit the default's budget
+    # All eight ranks' ops would pass 50 MB: the default ("auto") writes micro-batch level.
+    whole = tmp_path / "auto.json"
+    stepsim.predict(GPT3, trace=whole)
+    summary = json.loads(whole.read_text())["stepsim"]
+    assert summary["trace_level"] == "microbatch"
+    assert "--trace-level op" in summary["trace_note"]
 
 
 def test_contention_switch_matches_the_cli(stepsim_bin):

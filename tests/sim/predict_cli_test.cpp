@@ -127,7 +127,9 @@ TEST(PredictCli, TraceLevelAndRanksShapeTheTrace) {
   const std::string scenario = kScenarios + "/llama2-70b-h100-64.json";
   const std::string op = ::testing::TempDir() + "/stepsim_trace_op.json";
   const std::string mb = ::testing::TempDir() + "/stepsim_trace_mb.json";
-  ASSERT_EQ(run_stepsim("predict " + scenario + " --format json --trace " + op).status, 0);
+  ASSERT_EQ(run_stepsim("predict " + scenario + " --format json --trace-level op --trace " + op)
+                .status,
+            0);
   ASSERT_EQ(run_stepsim("predict " + scenario + " --format json --trace " + mb +
                         " --trace-level microbatch --trace-ranks 0,2-3")
                 .status,

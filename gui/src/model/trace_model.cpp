@@ -85,7 +85,7 @@ void band_lane(Lane& lane) {
 Intervals idle_of_rank(const TraceModel& model, std::int32_t rank) {
   std::vector<const Intervals*> lanes;
   for (const Lane& lane : model.lanes) {
-    if (lane.rank == rank && lane.size() > 0) lanes.push_back(&lane.time);
+    if (lane.rank == rank && lane.size() > 0 && !is_idle_track(lane)) lanes.push_back(&lane.time);
   }
   std::vector<std::size_t> next(lanes.size(), 0);
   Intervals idle;
@@ -150,6 +150,12 @@ Kind kind_from_category_and_name(std::string_view category, std::string_view nam
       {"user_annotation", Kind::kAnnotation},
       {"cpu_op", Kind::kCpuOp},
   }};
+  // stepsim's idle tracks (docs/trace.md): the bubble's parts, drawn as the idle fill, and
+  // exposed communication, drawn as the communication it is ("exposed tp_comm").
+  if (category == "bubble") return Kind::kBubble;
+  if (category == "exposed_comm" && name.starts_with("exposed ")) {
+    return kind_from_category(name.substr(8));
+  }
   Kind kind = kind_from_category(category);
   if (kind == Kind::kOther) {
     for (const Alias& a : kAliases) {
@@ -158,6 +164,10 @@ Kind kind_from_category_and_name(std::string_view category, std::string_view nam
   }
   if (kind == Kind::kGpuKernel && name.starts_with("nccl")) kind = Kind::kNcclKernel;
   return kind;
+}
+
+bool is_idle_track(const Lane& lane) {
+  return lane.name == "bubble" || lane.name == "exposed communication";
 }
 
 bool is_comm(Kind kind) {

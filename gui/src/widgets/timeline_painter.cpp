@@ -23,6 +23,9 @@ QColor banded(Rgb c, std::uint8_t band, int alpha = 255) {
   return band != 0 ? color.darker(kOddBandDarker) : color;
 }
 const QColor kCriticalColor(20, 20, 20);
+// The hatching over idle time (Qt::BDiagPattern): a rank's bubbles on its compute lane, the
+// slices of stepsim's "bubble" track and the legend's bubble entry.
+const QColor kHatchColor(214, 120, 120);
 
 class RowPainter {
  public:
@@ -70,7 +73,7 @@ class RowPainter {
     aggregate(trace.idle[static_cast<std::size_t>(pos)], nullptr, Kind::kBubble, g_.view,
               g_.min_box_px, scratch_);
     const QColor fill = to_qcolor(kind_color(Kind::kBubble));
-    const QBrush hatch(QColor(214, 120, 120), Qt::BDiagPattern);
+    const QBrush hatch(kHatchColor, Qt::BDiagPattern);
     for (const BoxItem& b : scratch_.boxes) {
       const QRectF r(g_.label_width + b.x0, band.top(), b.x1 - b.x0, band.height());
       p_.fillRect(r, fill);
@@ -106,6 +109,7 @@ class RowPainter {
       // Boxes too narrow for a border are banded like the columns; a selection dims instead.
       const bool plain = lane.band.empty() || selected >= 0 || r.width() >= 5;
       p_.fillRect(r, banded(color, plain ? 0 : lane.band[i]));
+      if (lane.kind[i] == Kind::kBubble) p_.fillRect(r, QBrush(kHatchColor, Qt::BDiagPattern));
       if (r.width() >= 5) {
         p_.setPen(QPen(to_qcolor(faded(color, 0.0)).darker(135), 0));
         p_.drawRect(r.adjusted(0, 0, -1, -1));
@@ -213,7 +217,7 @@ void paint_legend(QPainter& p, const TimelineDocument& doc, const TimelineGeomet
          [&](const QRect& r) {
            p.fillRect(r, to_qcolor(kind_color(kind)));
            if (kind == Kind::kBubble)
-             p.fillRect(r, QBrush(QColor(214, 120, 120), Qt::BDiagPattern));
+             p.fillRect(r, QBrush(kHatchColor, Qt::BDiagPattern));
          });
   }
   if (doc.show_critical_path()) {

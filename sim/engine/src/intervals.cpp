@@ -47,6 +47,21 @@ std::vector<Interval> union_of(const std::vector<Interval>& a, const std::vector
   return out;
 }
 
+std::vector<Interval> difference_of(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (const Interval& s : a) {
+    double cursor = s.start_s;
+    while (j < b.size() && b[j].end_s <= cursor) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].start_s < s.end_s; ++k) {
+      if (b[k].start_s > cursor) out.push_back({cursor, b[k].start_s});
+      cursor = std::max(cursor, b[k].end_s);
+    }
+    if (cursor < s.end_s) out.push_back({cursor, s.end_s});
+  }
+  return out;
+}
+
 double measure(const std::vector<Interval>& merged) {
   double total = 0;
   for (const Interval& s : merged) total += s.end_s - s.start_s;

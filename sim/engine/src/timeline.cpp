@@ -23,6 +23,16 @@ std::string_view to_string(SliceKind k) {
   return "?";
 }
 
+std::string_view to_string(IdleKind k) {
+  switch (k) {
+    case IdleKind::kScheduleBubble: return "schedule bubble";
+    case IdleKind::kStageImbalance: return "stage imbalance";
+    case IdleKind::kWait: return "wait";
+    case IdleKind::kExposedComm: return "exposed communication";
+  }
+  return "?";
+}
+
 Timeline microbatch_level(const Timeline& timeline) {
   Timeline out = timeline;
   out.slices.clear();
@@ -84,6 +94,7 @@ void keep_ranks(Timeline& timeline, const std::vector<std::int32_t>& ranks) {
     return std::find(ranks.begin(), ranks.end(), r) != ranks.end();
   };
   std::erase_if(timeline.slices, [&](const Slice& s) { return !kept(s.rank); });
+  std::erase_if(timeline.idle, [&](const IdleSpan& s) { return !kept(s.rank); });
   for (std::size_t r = 0; r < timeline.memory.size(); ++r) {
     if (!kept(static_cast<std::int32_t>(r))) timeline.memory[r].clear();
   }

@@ -13,24 +13,12 @@ namespace stepsim::sim {
 BubbleBreakdown bubble_breakdown(const Prediction& p, const ScheduleParams& schedule) {
   BubbleBreakdown b;
   if (p.stages.empty()) return b;
-  const auto heaviest = std::max_element(
-      p.stages.begin(), p.stages.end(),
-      [](const StageSummary& a, const StageSummary& c) { return a.busy_s < c.busy_s; });
-  // The schedule's own bubble on equal stages: (p-1) micro-batch slots of forward and
-  // backward at the start and end of the step out of m (v*m with virtual stages).
-  const double slots = static_cast<double>(schedule.virtual_size) * schedule.microbatches;
-  const double per_microbatch_work = heaviest->busy_s - heaviest->optimizer_s;
-  const double ideal =
-      slots > 0 ? (schedule.pipeline_size - 1) * per_microbatch_work / slots : 0.0;
-  for (const StageSummary& s : p.stages) {
-    double idle = s.bubble_s;
-    const double sched = std::min(idle, ideal);
-    idle -= sched;
-    const double imbalance = std::min(idle, heaviest->busy_s - s.busy_s);
-    b.schedule_s += sched;
-    b.imbalance_s += imbalance;
-    b.waits_s += idle - imbalance;
-    b.total_s += s.bubble_s;
+  const std::vector<BubbleParts> parts = stage_bubble_parts(p.stages, schedule);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    b.schedule_s += parts[i].schedule_s;
+    b.imbalance_s += parts[i].imbalance_s;
+    b.waits_s += parts[i].waits_s;
+    b.total_s += p.stages[i].bubble_s;
   }
   const auto n = static_cast<double>(p.stages.size());
   b.total_s /= n;

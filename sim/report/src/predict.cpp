@@ -53,16 +53,43 @@ Errors check_trace_shape(const TraceShape& shape, const Workload& w) {
   return errors;
 }
 
-Result<std::size_t> write_trace_file(const PredictRun& run, const std::string& trace_path,
-                                     const TraceShape& shape) {
-  Timeline timeline =
-      shape.microbatch_level ? microbatch_level(run.result.timeline) : run.result.timeline;
+namespace {
+
+std::string megabytes(std::int64_t bytes) {
+  return std::to_string((bytes + 500'000) / 1'000'000) + " MB";
+}
+
+}  // namespace
+
+Result<TraceWritten> write_trace_file(const PredictRun& run, const std::string& trace_path,
+                                      const TraceShape& shape) {
+  Timeline timeline = run.result.timeline;
   if (shape.ranks) keep_ranks(timeline, *shape.ranks);
-  const Status written = write_output_file(trace_path, [&](std::ostream& out) {
-    write_chrome_trace(timeline, run.result.prediction.stages, out);
+  TraceWritten written;
+  written.microbatch_level = shape.level == TraceLevel::kMicrobatch;
+  if (shape.level == TraceLevel::kAuto) {
+    const std::int64_t op_bytes = estimate_trace_bytes(timeline);
+    const std::size_t op_slices = timeline.slices.size();
+    written.microbatch_level = op_bytes > kTraceBudgetBytes;
+    if (written.microbatch_level) {
+      timeline = microbatch_level(timeline);
+      written.note = "an op-level trace would be about " + megabytes(op_bytes) + " (" +
+                     std::to_string(op_slices) +
+                     " slices), over the default's " + megabytes(kTraceBudgetBytes) +
+                     ": written at micro-batch level (about " +
+                     megabytes(estimate_trace_bytes(timeline)) +
+                     "); --trace-level op writes every op";
+    }
+  } else if (written.microbatch_level) {
+    timeline = microbatch_level(timeline);
+  }
+  const TraceMeta meta{written.microbatch_level ? "microbatch" : "op", written.note};
+  const Status status = write_output_file(trace_path, [&](std::ostream& out) {
+    write_chrome_trace(timeline, run.result.prediction.stages, out, meta);
   });
-  if (!written) return written.errors();
-  return timeline.slices.size();
+  if (!status) return status.errors();
+  written.slices = timeline.slices.size();
+  return written;
 }
 
 }  // namespace stepsim::sim

@@ -31,9 +31,36 @@ int tid_of(const Slice& s) {
   return static_cast<int>(s.stream);
 }
 
+// Each rank's idle stretches: the bubble's parts on one track, exposed communication on
+// another (they never overlap on a rank, but a track per question reads best).
+constexpr int kBubbleTid = kReceiveTid + 1;
+constexpr int kExposedTid = kReceiveTid + 2;
+
+int tid_of(const IdleSpan& s) { return s.kind == IdleKind::kExposedComm ? kExposedTid : kBubbleTid; }
+
 std::string_view track_name(int tid) {
   if (tid == kReceiveTid) return "pp_recv";
+  if (tid == kBubbleTid) return "bubble";
+  if (tid == kExposedTid) return "exposed communication";
   return to_string(static_cast<Stream>(tid));
+}
+
+// "schedule bubble", "stage imbalance", "wait" or "exposed tp_comm".
+std::string idle_name(const IdleSpan& s) {
+  if (s.kind != IdleKind::kExposedComm) return std::string(to_string(s.kind));
+  return "exposed " + std::string(to_string(s.stream));
+}
+
+void write_idle(const IdleSpan& s, std::ostream& out) {
+  const bool exposed = s.kind == IdleKind::kExposedComm;
+  out << "{\"ph\":\"X\",\"name\":\"" << idle_name(s) << "\",\"cat\":\""
+      << (exposed ? "exposed_comm" : "bubble") << "\",\"pid\":" << s.rank
+      << ",\"tid\":" << tid_of(s) << ",\"ts\":";
+  write_us(out, s.start_s);
+  out << ",\"dur\":";
+  write_us(out, s.end_s - s.start_s);
+  out << ",\"args\":{\"" << (exposed ? "stream" : "kind") << "\":\""
+      << (exposed ? to_string(s.stream) : to_string(s.kind)) << "\"}}";
 }
 
 // The slice starts of each (rank, track), in time order (slices are sorted by start).
@@ -85,12 +112,28 @@ void write_chain_flows(const Timeline& timeline, std::ostream& out, bool& first)
 
 }  // namespace
 
+std::int64_t estimate_trace_bytes(const Timeline& timeline) {
+  // Each kind of event's fixed text (keys, punctuation, numbers) as written, plus its strings.
+  constexpr std::int64_t kSlice = 165, kCounter = 90, kIdle = 150, kFlow = 220;
+  std::int64_t bytes = 0;
+  for (const Slice& s : timeline.slices) {
+    bytes += kSlice + static_cast<std::int64_t>(s.name.size() + s.op.size() + s.detail.size());
+  }
+  for (const auto& curve : timeline.memory) {
+    bytes += kCounter * static_cast<std::int64_t>(curve.size());
+  }
+  bytes += kIdle * static_cast<std::int64_t>(timeline.idle.size());
+  bytes += kFlow * static_cast<std::int64_t>(timeline.critical_chain.size());
+  return bytes;
+}
+
 void write_chrome_trace(const Timeline& timeline, const std::vector<StageSummary>& stages,
-                        std::ostream& out) {
+                        std::ostream& out, const TraceMeta& meta) {
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
   bool first = true;
   std::set<std::pair<std::int32_t, int>> lanes;
   for (const Slice& s : timeline.slices) lanes.insert({s.rank, tid_of(s)});
+  for (const IdleSpan& s : timeline.idle) lanes.insert({s.rank, tid_of(s)});
   for (std::int32_t r = 0; r < timeline.ranks; ++r) {
     write_event_prefix(out, first);
     out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << r
@@ -120,6 +163,10 @@ void write_chrome_trace(const Timeline& timeline, const std::vector<StageSummary
     JsonWriter::write_string(out, s.detail);
     out << "}}";
   }
+  for (const IdleSpan& s : timeline.idle) {
+    write_event_prefix(out, first);
+    write_idle(s, out);
+  }
   for (std::size_t r = 0; r < timeline.memory.size(); ++r) {
     for (const MemoryPoint& m : timeline.memory[r]) {
       write_event_prefix(out, first);
@@ -136,6 +183,8 @@ void write_chrome_trace(const Timeline& timeline, const std::vector<StageSummary
   j.field("step_time_s", timeline.step_time_s);
   j.field("ranks", timeline.ranks);
   j.field("memory_capacity_bytes", timeline.memory_capacity_bytes);
+  if (!meta.level.empty()) j.field("trace_level", std::string_view(meta.level));
+  if (!meta.note.empty()) j.field("trace_note", std::string_view(meta.note));
   write_stages_json(j, stages);
   if (!timeline.critical_chain.empty()) {
     j.key("critical_chain").begin_array();

@@ -12,6 +12,7 @@
 #include "stepsim/simulate/heterogeneity.hpp"
 #include "stepsim/engine/intervals.hpp"
 #include "critical_chain.hpp"
+#include "idle_spans.hpp"
 #include "step_memory.hpp"
 #include "step_timeline.hpp"
 #include "stepsim/cost/nccl_model.hpp"
@@ -344,7 +345,8 @@ void rates(const Workload& w, StepWork work, Prediction& pred) {
 
 /// The step's timeline: one lane's slices and memory, and the chain's links on that lane.
 void fill_timeline(const Workload& w, const WorkloadPlan& plan, const StepRun& ran,
-                   const StepMemory& memory, const Prediction& pred, Timeline& tl) {
+                   const StepMemory& memory, const Prediction& pred,
+                   const ScheduleParams& schedule, Timeline& tl) {
   const BuiltStep& step = ran.step();
   tl.label = "predicted";
   tl.step_time_s = pred.step_time_s;
@@ -352,6 +354,8 @@ void fill_timeline(const Workload& w, const WorkloadPlan& plan, const StepRun& r
   tl.memory = memory.curves;
   tl.memory_capacity_bytes = w.system.memory_bytes;
   expand_slices(step, ran.lane_run, plan, tl);
+  tl.idle = idle_spans(step, ran.lane_run, plan, pred.step_time_s,
+                       stage_bubble_parts(pred.stages, schedule));
   if (!ran.full) {
     tl.critical_chain = chain_links(step, ran.lane_run);
     return;
@@ -413,7 +417,9 @@ Result<SimulationResult> simulate(const Workload& w, const WorkloadPlan& plan,
   if (Errors bad = non_finite_fields(pred, w.source_file); !bad.empty()) return bad;
 
   out.schedule = std::move(schedule).value();
-  if (options.keep_timeline) fill_timeline(w, plan, *ran, memory, pred, out.timeline);
+  if (options.keep_timeline) {
+    fill_timeline(w, plan, *ran, memory, pred, out.schedule->params, out.timeline);
+  }
   return out;
 }
 

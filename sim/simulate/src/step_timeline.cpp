@@ -7,6 +7,14 @@
 
 namespace stepsim::sim {
 
+const std::vector<Op>& action_ops(const ActionRef& ref, const WorkloadPlan& plan) {
+  const ChunkPlan& chunk = plan.stages[static_cast<std::size_t>(ref.rank)]
+                               .chunks[static_cast<std::size_t>(ref.action.chunk)];
+  return ref.action.type == ActionType::kForward ? chunk.forward
+         : ref.wgrad_deferred                    ? chunk.backward_wgrad_deferred
+                                                 : chunk.backward;
+}
+
 namespace {
 
 /// The slices of the timeline and, for each, its place in its rank's issue order.
@@ -19,11 +27,7 @@ struct Expanded {
 void add_action(const BuiltStep& step, const Task& task, const TaskTiming& when,
                 const WorkloadPlan& plan, std::size_t i, Expanded e) {
   const ActionRef& ref = step.actions[static_cast<std::size_t>(task.payload)];
-  const ChunkPlan& chunk = plan.stages[static_cast<std::size_t>(ref.rank)]
-                               .chunks[static_cast<std::size_t>(ref.action.chunk)];
-  const auto& ops = ref.action.type == ActionType::kForward ? chunk.forward
-                    : ref.wgrad_deferred                    ? chunk.backward_wgrad_deferred
-                                                            : chunk.backward;
+  const std::vector<Op>& ops = action_ops(ref, plan);
   const ChunkTemplate& tmpl = step.templates[static_cast<std::size_t>(ref.template_index)];
   const double stretch = when.stretch(tmpl.duration_s);
   for (std::size_t k = 0; k < ops.size(); ++k) {

@@ -8,6 +8,9 @@
 
 namespace stepsim::sim {
 
+/// The ops `ref` runs, in the order of its template's timings.
+const std::vector<Op>& action_ops(const ActionRef& ref, const WorkloadPlan& plan);
+
 /// Appends every op of every task of `step` to `out.slices`, sorted by (start, rank, stream).
 void expand_slices(const BuiltStep& step, const EngineResult& run, const WorkloadPlan& plan,
                    Timeline& out);

@@ -13,8 +13,8 @@
 
 namespace stepsim::gui {
 
-/// Slice category, the trace's `cat`; one colour each. kBubble is not a slice category: it
-/// is the idle time of a rank, drawn on compute lanes.
+/// Slice category, the trace's `cat`; one colour each. kBubble is the idle time of a rank:
+/// drawn hatched on compute lanes, and the kind of the slices of stepsim's "bubble" track.
 enum class Kind : std::uint8_t {
   kForward,
   kBackwardInput,
@@ -48,7 +48,8 @@ Kind kind_from_category_and_name(std::string_view category, std::string_view nam
 std::string_view kind_category(Kind kind);
 /// Human name for the legend ("Forward", "Backward (input grad)", ...).
 std::string_view kind_label(Kind kind);
-/// Kind of a `cat` string; kOther for strings the format does not define.
+/// Kind of a `cat` string; kOther for strings the format does not define ("bubble" too: use
+/// kind_from_category_and_name for slices).
 Kind kind_from_category(std::string_view category);
 /// True for TP, P2P and DP communication.
 bool is_comm(Kind kind);
@@ -118,6 +119,10 @@ struct Lane {
 
   std::size_t size() const { return time.size(); }
 };
+
+/// True for stepsim's idle tracks, "bubble" and "exposed communication" (docs/trace.md):
+/// they draw the rank's idle time, so they do not count as work when the viewer finds it.
+bool is_idle_track(const Lane& lane);
 
 /// A slice: lane index in TraceModel::lanes and index in that lane.
 struct SliceRef {

@@ -19,6 +19,9 @@ double measure_minus(const std::vector<Interval>& a, const std::vector<Interval>
 /// The union of two merged lists, merged, in linear time.
 std::vector<Interval> union_of(const std::vector<Interval>& a, const std::vector<Interval>& b);
 
+/// The parts of merged `a` not covered by merged `b`, merged, in linear time.
+std::vector<Interval> difference_of(const std::vector<Interval>& a, const std::vector<Interval>& b);
+
 /// Total length of merged intervals.
 double measure(const std::vector<Interval>& merged);
 

@@ -83,6 +83,29 @@ struct ChainLink {
   bool operator==(const ChainLink&) const = default;
 };
 
+/// Why a rank's compute stream is idle over a stretch of the step (predictions): one of the
+/// bubble's parts, as `predict`'s bubble breakdown names them (report.hpp BubbleBreakdown),
+/// or communication on the critical path of that rank (not overlapped by its compute).
+enum class IdleKind : std::uint8_t {
+  kScheduleBubble,  ///< "schedule bubble"
+  kStageImbalance,  ///< "stage imbalance"
+  kWait,            ///< "wait": for transfers, collectives, other stages' communication
+  kExposedComm,     ///< "exposed <stream>": the rank's communication, compute idle
+};
+
+std::string_view to_string(IdleKind k);
+
+/// One idle stretch of a rank's compute stream. `stream` is the communication's for
+/// kExposedComm (the one that ran longest in the stretch), kCompute for bubble parts.
+struct IdleSpan {
+  std::int32_t rank = 0;
+  IdleKind kind = IdleKind::kWait;
+  Stream stream = Stream::kCompute;
+  double start_s = 0;
+  double end_s = 0;
+  bool operator==(const IdleSpan&) const = default;
+};
+
 struct Timeline {
   std::string label;  ///< "predicted" | "measured"
   double step_time_s = 0;
@@ -93,6 +116,10 @@ struct Timeline {
   /// The engine's critical chain, first link to last (predicted timelines; empty for
   /// measured ones, which have no dependency edges).
   std::vector<ChainLink> critical_chain;
+  /// The idle stretches of each rank's compute stream (predicted timelines), by (rank,
+  /// start); per rank the bubble parts add up to its stage's `bubble_s` and the exposed
+  /// stretches to its `exposed_comm_s`. Empty for measured timelines.
+  std::vector<IdleSpan> idle;
   bool operator==(const Timeline&) const = default;
 };
 
@@ -102,7 +129,7 @@ struct Timeline {
 Timeline microbatch_level(const Timeline& timeline);
 
 /// Keeps only the slices and memory counters of `ranks` (`predict --trace-ranks`); the
-/// others' memory curves become empty. Ranks out of range are ignored. The critical chain
+/// others' memory curves become empty, their idle stretches dropped. Ranks out of range are ignored. The critical chain
 /// stays whole: a trace draws only its steps between slices that are kept.
 void keep_ranks(Timeline& timeline, const std::vector<std::int32_t>& ranks);
 

@@ -28,11 +28,27 @@ struct PredictOptions {
   std::string scenarios_dir;
 };
 
-/// What a trace file holds: every op or one slice per action (microbatch level), and which
-/// pipeline ranks (all when absent).
+/// How finely a trace draws the actions: every op, one slice per action and stream
+/// (microbatch_level), or (kAuto, the default) every op when that trace stays within
+/// kTraceBudgetBytes, else one slice per action.
+enum class TraceLevel : std::uint8_t { kAuto, kOp, kMicrobatch };
+
+/// The most bytes (uncompressed JSON) the default trace level writes at op level: a trace
+/// Perfetto and chrome://tracing open in a browser tab (~50 MB).
+inline constexpr std::int64_t kTraceBudgetBytes = 50'000'000;
+
+/// What a trace file holds: its level, and which pipeline ranks (all when absent).
 struct TraceShape {
-  bool microbatch_level = false;
+  TraceLevel level = TraceLevel::kAuto;
   std::optional<std::vector<std::int32_t>> ranks;
+};
+
+/// What write_trace_file wrote: the slices, whether at micro-batch level, and the note
+/// saying why when the default level chose it (empty otherwise).
+struct TraceWritten {
+  std::size_t slices = 0;
+  bool microbatch_level = false;
+  std::string note;
 };
 
 /// Errors of `shape` for the job `w`: a pipeline rank outside [0, pipeline_model_parallel_size)
@@ -54,9 +70,9 @@ struct PredictOutcome {
 
 PredictOutcome predict(const Workload& w, const PredictOptions& options);
 
-/// Writes the run's Chrome trace, shaped, to `trace_path`; returns the slices written.
-/// Errors: the trace file cannot be written.
-Result<std::size_t> write_trace_file(const PredictRun& run, const std::string& trace_path,
+/// Writes the run's Chrome trace, shaped, to `trace_path` (gzip-compressed when it ends in
+/// ".gz"); returns what it wrote. Errors: the trace file cannot be written.
+Result<TraceWritten> write_trace_file(const PredictRun& run, const std::string& trace_path,
                                      const TraceShape& shape = {});
 
 }  // namespace stepsim::sim

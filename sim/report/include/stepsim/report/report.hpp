@@ -31,12 +31,8 @@ struct ReportOptions {
 
 /// The pipeline bubble as one figure: a stage's idle time (neither computing nor exposing
 /// communication) averaged over the stages, split into why it is idle. The parts add up to
-/// `total_s`; each stage's idle is given to them in this order:
-///  - schedule: what the schedule leaves idle even with equal stages and free communication,
-///    (p-1)/(v*m) of the heaviest stage's per-micro-batch work (1F1B and GPipe: v = 1);
-///  - stage imbalance: the heaviest stage's busy time less this stage's (uneven layers, the
-///    embedding on the first stage, the output layer and loss on the last);
-///  - waits: the rest, waiting for transfers, collectives and other stages' communication.
+/// `total_s`: each stage's BubbleParts (simulate.hpp: schedule, stage imbalance, waits for
+/// communication) averaged over the stages.
 struct BubbleBreakdown {
   double total_s = 0;
   double schedule_s = 0;
@@ -101,9 +97,21 @@ void write_configuration_json(JsonWriter& j, const Workload& w);
 void write_stages_json(JsonWriter& j, const std::vector<StageSummary>& stages,
                        const PipelineSplit* split = nullptr);
 
-/// Chrome trace event JSON of `timeline` (one pid per rank, one tid per stream, memory
-/// counters, and a "stepsim" summary object with the stages).
+/// How a trace was shaped, for its summary: `level` "op" or "microbatch" ("trace_level"),
+/// and why when the default chose it ("trace_note"); both left out when empty.
+struct TraceMeta {
+  std::string level;
+  std::string note;
+};
+
+/// Chrome trace event JSON of `timeline` (one pid per rank, one tid per stream, a "bubble"
+/// and an "exposed communication" track per rank from its idle stretches, memory counters,
+/// and a "stepsim" summary object with the stages).
 void write_chrome_trace(const Timeline& timeline, const std::vector<StageSummary>& stages,
-                        std::ostream& out);
+                        std::ostream& out, const TraceMeta& meta = {});
+
+/// About how many bytes write_chrome_trace writes for `timeline` (uncompressed), from its
+/// events' counts and their strings' lengths, without writing it.
+std::int64_t estimate_trace_bytes(const Timeline& timeline);
 
 }  // namespace stepsim::sim

@@ -184,6 +184,23 @@ struct SimulationResult {
 /// prediction, so an infinite or NaN time is never printed as a result.
 Errors non_finite_fields(const Prediction& p, const std::string& file);
 
+/// A stage's bubble (StageSummary::bubble_s) split by why it is idle; its idle time is given
+/// to the parts in this order:
+///  - schedule: what the schedule leaves idle even with equal stages and free communication,
+///    (p-1)/(v*m) of the heaviest stage's per-micro-batch work (1F1B and GPipe: v = 1);
+///  - imbalance: the heaviest stage's busy time less this stage's (uneven layers, the
+///    embedding on the first stage, the output layer and loss on the last);
+///  - waits: the rest, waiting for transfers, collectives and other stages' communication.
+struct BubbleParts {
+  double schedule_s = 0;
+  double imbalance_s = 0;
+  double waits_s = 0;
+};
+
+/// Each stage's BubbleParts (one per element of `stages`, in order).
+std::vector<BubbleParts> stage_bubble_parts(const std::vector<StageSummary>& stages,
+                                            const ScheduleParams& schedule);
+
 /// Schedule parameters Megatron would use for `w`.
 ScheduleParams schedule_params_of(const Workload& w);
 
