@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the public reference profiles a100-sxm4-80gb-public.json,
-h100-sxm5-80gb-public.json and h200-sxm-141gb-public.json from the cited microbenchmark
-figures below.
+h100-sxm5-80gb-public.json, h200-sxm-141gb-public.json and b200-sxm-180gb-public.json from
+the cited microbenchmark figures below.
 
 Every figure is a microbenchmark result somebody published (nccl-tests, cuBLAS matmul
 sweeps, a BabelStream-style copy kernel, p2pBandwidthLatencyTest) and carries its source in
@@ -35,6 +35,7 @@ MEASURED_H200 = "h200-sxm-141gb-measured.json"
 SOURCE_H200 = "public data, and one H200 measured by stepsim where none is public"
 DATE = "2026-11-22"
 DATE_H200 = "2026-11-28"
+DATE_B200 = "2026-12-07"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 # --- sources -------------------------------------------------------------------------------
@@ -180,6 +181,51 @@ XLA_SM90_BF16_BATCHED = [
     (4, 4096, 4096, 512, 619.9), (4, 4096, 4096, 1024, 725.5), (4, 4096, 4096, 2048, 764.6),
     (4, 4096, 4096, 4096, 793.1),
 ]
+# The same table's B200 block ("sm_100_B200" in XLA_PERF_TABLE, XLA's measured matmul throughput
+# per shape on B200): its b = 1 entries, every m, n, k in 256..4096 (powers of two), in
+# TFLOP/s rounded to 0.1. One row per (m, k): the figures at n = 256, 512, 1024, 2048, 4096.
+# "bf16xbf16->bf16" and "f8e4m3fnxf8e4m3fn->bf16" (E4M3 operands, bf16 result).
+XLA_SM100_N = (256, 512, 1024, 2048, 4096)
+XLA_SM100_BF16 = {
+    (256, 256): (6.8, 13.4, 18.6, 46.1, 89.2), (256, 512): (12.6, 21.0, 39.1, 88.7, 163.3),
+    (256, 1024): (20.2, 33.2, 81.2, 156.8, 292.3), (256, 2048): (34.6, 69.0, 136.7, 266.8, 464.4),
+    (256, 4096): (53.1, 104.7, 205.9, 394.1, 651.4),
+    (512, 256): (13.6, 23.5, 47.1, 90.9, 165.2), (512, 512): (17.9, 48.5, 89.5, 162.5, 291.7),
+    (512, 1024): (44.1, 80.3, 157.2, 289.3, 492.4), (512, 2048): (69.7, 135.3, 263.1, 471.6, 761.3),
+    (512, 4096): (103.4, 204.9, 396.4, 669.3, 990.5),
+    (1024, 256): (26.2, 42.5, 90.4, 166.9, 274.4), (1024, 512): (47.9, 88.3, 164.1, 293.7, 467.6),
+    (1024, 1024): (77.3, 152.8, 288.0, 492.5, 723.4),
+    (1024, 2048): (135.3, 263.6, 468.5, 760.3, 981.3),
+    (1024, 4096): (204.3, 394.1, 675.3, 1014.9, 1214.0),
+    (2048, 256): (41.0, 90.7, 165.3, 276.1, 406.1), (2048, 512): (86.5, 162.1, 231.8, 470.1, 647.5),
+    (2048, 1024): (150.1, 284.4, 496.1, 725.4, 911.4),
+    (2048, 2048): (261.1, 466.0, 760.4, 985.8, 1172.8),
+    (2048, 4096): (397.1, 666.9, 1017.7, 1208.5, 1342.5),
+    (4096, 256): (89.7, 161.7, 271.1, 403.6, 514.7), (4096, 512): (160.9, 287.9, 465.2, 652.3, 805.3),
+    (4096, 1024): (283.7, 490.6, 715.6, 913.8, 1075.6),
+    (4096, 2048): (458.8, 762.4, 990.3, 1170.0, 1277.8),
+    (4096, 4096): (645.1, 991.5, 1204.9, 1343.5, 1416.9),
+}
+XLA_SM100_FP8 = {
+    (256, 256): (6.9, 12.4, 21.3, 41.7, 92.2), (256, 512): (13.2, 26.5, 50.7, 94.8, 157.9),
+    (256, 1024): (21.0, 48.8, 81.2, 148.4, 311.4), (256, 2048): (44.0, 84.7, 162.4, 309.2, 566.2),
+    (256, 4096): (68.8, 135.3, 260.6, 488.9, 930.5),
+    (512, 256): (12.9, 26.2, 41.5, 93.5, 169.5), (512, 512): (25.9, 39.3, 91.7, 161.7, 329.0),
+    (512, 1024): (41.6, 81.6, 154.3, 312.1, 584.7), (512, 2048): (84.5, 151.5, 300.9, 579.6, 972.4),
+    (512, 4096): (131.3, 265.7, 477.6, 920.8, 1472.9),
+    (1024, 256): (21.9, 41.6, 93.2, 175.2, 243.1), (1024, 512): (51.3, 101.7, 163.3, 333.9, 547.7),
+    (1024, 1024): (82.6, 156.0, 333.0, 586.0, 863.1),
+    (1024, 2048): (131.3, 304.3, 575.9, 979.5, 1431.7),
+    (1024, 4096): (250.4, 487.1, 923.8, 1470.9, 1937.6),
+    (2048, 256): (52.1, 88.5, 174.7, 293.6, 489.0), (2048, 512): (89.7, 179.9, 329.7, 503.6, 818.3),
+    (2048, 1024): (166.1, 314.2, 504.5, 970.6, 1423.9),
+    (2048, 2048): (305.7, 567.5, 985.1, 1427.7, 2035.2),
+    (2048, 4096): (502.7, 856.0, 1484.7, 1955.8, 2491.3),
+    (4096, 256): (84.5, 169.4, 225.6, 487.1, 666.9), (4096, 512): (176.1, 322.6, 538.9, 871.3, 1172.1),
+    (4096, 1024): (312.8, 510.3, 850.8, 1332.2, 1895.4),
+    (4096, 2048): (471.8, 979.5, 1462.6, 1833.5, 2485.0),
+    (4096, 4096): (861.8, 1485.0, 1951.8, 2499.4, 2765.0),
+}
 FA_REPO = ("https://github.com/Dao-AILab/flash-attention/blob/"
            "0251105a2fb19d2957484b7f023cd8c115286ced/")
 FA3_FWD = FA_REPO + "assets/flash3_fp16_fwd.png"
@@ -190,8 +236,8 @@ def bus_factor(kind, n):
     return 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
 
 
-def gemm(m, n, k, tflops, citation, batch=1):
-    return {"m": m, "n": n, "k": k, "batch": batch, "dtype": "bf16",
+def gemm(m, n, k, tflops, citation, batch=1, dtype="bf16"):
+    return {"m": m, "n": n, "k": k, "batch": batch, "dtype": dtype,
             "seconds": 2 * batch * m * n * k / (tflops * 1e12), "citation": citation}
 
 
@@ -572,6 +618,65 @@ def h200():
     }
 
 
+def b200():
+    """DGX B200: XLA's measured sm_100 matmul table (bf16 and FP8 per shape) is the only
+    per-shape public figure found for B200. Everything else is left out of the profile, so
+    that stepsim prices it from the DGX B200 system file (scenarios/systems/dgx-b200.json,
+    whose data-sheet peaks and efficiencies cite their sources) and `predict`'s provenance
+    says so: collectives by NCCL's own tuning model on the system's NVLink 5 / NIC figures,
+    memory-bound kernels and P2P by the roofline at the data sheet's HBM and link bandwidth,
+    attention as its matmuls (priced from these GEMM samples) plus its HBM traffic."""
+    table = XLA_PERF_TABLE + " (XLA's measured GEMM table, key sm_100_B200)"
+    gemms = []
+    for dtype, rows, key in (("bf16", XLA_SM100_BF16, "bf16xbf16->bf16"),
+                             ("fp8", XLA_SM100_FP8, "f8e4m3fnxf8e4m3fn->bf16")):
+        for (m, k), by_n in sorted(rows.items()):
+            gemms += [gemm(m, n, k, tf, f"{table}: b 1, m {m}, n {n}, k {k}, {key}: "
+                                        f"{tf} TFLOP/s", dtype=dtype)
+                      for n, tf in zip(XLA_SM100_N, by_n)]
+    return {
+        "format_version": 1,
+        "machine": "NVIDIA B200-SXM-180GB, DGX B200 (8 GPUs, NVLink 5, 8x NDR 400 Gb/s)",
+        "backend": "public",
+        "date": DATE_B200,
+        "source": SOURCE,
+        "notes": [
+            "Assembled by scenarios/profiles/make_public_profiles.py; every sample cites its "
+            "figure. Never fitted or tuned to end-to-end training step times or throughputs, "
+            "and nothing is copied from a Hopper profile.",
+            "GEMM: XLA's measured matmul table for B200 (sm_100_B200 in "
+            f"{XLA_PERF_TABLE}): its b = 1 entries, every m, n, k in 256..4096, "
+            "bf16xbf16->bf16 and f8e4m3fnxf8e4m3fn->bf16 (the FP8 samples: E4M3 operands, one "
+            "scale per tensor; the table does not say the accumulation mode, so they are "
+            "recorded as split accumulation, the mode a profile without `fast_accum` means). "
+            "Its b = 2 and b = 4 entries are not copied. The operand layout is not in the "
+            "table: every layout takes the same figure. MXFP8 GEMMs (no public per-shape "
+            "figure found) take these per-tensor FP8 samples with a warning; fp16 GEMMs "
+            "borrow the bf16 ones (same 2.25 PFLOPS dense peak). Shapes past 4096 are clamped "
+            "to the table's edge with a warning, never faster than the roofline floor.",
+            "Data sheet only (no sample here, priced from scenarios/systems/dgx-b200.json, "
+            "whose figures cite NVIDIA's HGX B200 specifications, NCCL's topo.h and "
+            "torchao's measured B300 HBM fraction): collectives (NCCL's own tuning model on "
+            "NVLink 5 at 900 GB/s and 400 Gb/s NICs; no public nccl-tests curve of an 8x B200 "
+            "node was found), memory-bound kernels and P2P (the roofline at 7.7 TB/s HBM and "
+            "the link bandwidths) and attention (its matmuls priced as GEMMs plus its HBM "
+            "traffic: no public per-shape cuDNN/FlashAttention figure for B200 was found). "
+            "`predict`'s provenance line names these parts 'NCCL's model', 'roofline' and "
+            "'as GEMMs'.",
+            f"Host: {MEASURED_H100}'s measured host section, borrowed as its citation says (no "
+            "B200 host was measured); a DGX B200's own CPUs may issue faster or slower.",
+        ],
+        "world_size": WORLD_SIZE,
+        "gemm": gemms,
+        "attention": [],
+        "memory": [],
+        "collectives": [],
+        "p2p": [],
+        "host": borrowed_host(MEASURED_H100, "another machine's host (an H100 VM), used for "
+                              "B200 because no B200 host was measured"),
+    }
+
+
 COMMON_NOTES = [
     "Assembled by scenarios/profiles/make_public_profiles.py from published microbenchmarks "
     "(nccl-tests, cuBLAS matmul sweeps, a BabelStream-style kernel, p2pBandwidthLatencyTest); "
@@ -597,3 +702,4 @@ if __name__ == "__main__":
     write("a100-sxm4-80gb-public.json", a100(), out)
     write("h100-sxm5-80gb-public.json", h100(), out)
     write("h200-sxm-141gb-public.json", h200(), out)
+    write("b200-sxm-180gb-public.json", b200(), out)

@@ -44,9 +44,15 @@ TEST(SystemsCommand, TextHasOneRowPerSystemWithItsProfiles) {
   // The public profile, marked, is what a scenario without cost_model takes.
   EXPECT_NE(line.find("h100-sxm5-80gb-measured, h100-sxm5-80gb-public*"), std::string::npos)
       << line;
-  const std::size_t b200 = r.out.find("\ndgx-b200 ");  // no B200 profile ships: none marked
+  const std::size_t b200 = r.out.find("\ndgx-b200 ");  // its public profile, marked
   ASSERT_NE(b200, std::string::npos) << r.out;
-  EXPECT_EQ(r.out.substr(b200 + 1, r.out.find('\n', b200 + 1) - b200 - 1).find('*'),
+  EXPECT_NE(r.out.substr(b200 + 1, r.out.find('\n', b200 + 1) - b200 - 1)
+                .find("b200-sxm-180gb-public*"),
+            std::string::npos)
+      << r.out;
+  const std::size_t b300 = r.out.find("\ndgx-b300 ");  // no B300 profile ships: none marked
+  ASSERT_NE(b300, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(b300 + 1, r.out.find('\n', b300 + 1) - b300 - 1).find('*'),
             std::string::npos)
       << r.out;
   EXPECT_EQ(run_stepsim("systems --format yaml").status, 2);

@@ -78,7 +78,8 @@ TEST(MegatronDefaults, CostModelLeftOutIsThePublicProfileOfTheGpu) {
   for (const auto& [system, profile] :
        {std::pair{"dgx-h100-80gb", "h100-sxm5-80gb-public"},
         std::pair{"systems/dgx-a100-80gb.json", "a100-sxm4-80gb-public"},
-        std::pair{"dgx-h200", "h200-sxm-141gb-public"}}) {
+        std::pair{"dgx-h200", "h200-sxm-141gb-public"},
+        std::pair{"dgx-b200", "b200-sxm-180gb-public"}}) {
     const auto w = load(job(system));
     ASSERT_TRUE(w.ok()) << format_errors(w.errors());
     EXPECT_EQ(w->cost_model.kind, CostModelSpec::Kind::kProfile) << system;
@@ -91,7 +92,7 @@ TEST(MegatronDefaults, CostModelLeftOutIsThePublicProfileOfTheGpu) {
 }
 
 TEST(MegatronDefaults, CostModelLeftOutIsTheRooflineWhereNoPublicProfileShips) {
-  for (const char* system : {"dgx-b200", "h800-80gb-deepseek"}) {
+  for (const char* system : {"dgx-gb200-nvl72", "h800-80gb-deepseek"}) {
     const auto w = load(job(system));
     ASSERT_TRUE(w.ok()) << format_errors(w.errors());
     EXPECT_EQ(w->cost_model.kind, CostModelSpec::Kind::kRoofline) << system;
@@ -144,12 +145,14 @@ TEST(MegatronDefaults, AnImportedLaunchLineTakesTheDefaultCostModel) {
 
 TEST(MegatronDefaults, ASweepPricesEachSystemByItsOwnGpusDefault) {
   const std::string text = R"({"base": )" + job("dgx-h100-80gb") +
-                           R"(, "search": {"system": ["dgx-h100-80gb", "dgx-h200", "dgx-b200"]}})";
+                           R"(, "search": {"system": ["dgx-h100-80gb", "dgx-h200", "dgx-b200", )"
+                           R"("dgx-b300"]}})";
   const auto spec = load_sweep_text(text, "s.json", kScenarios, LoadOptions{kScenarios});
   ASSERT_TRUE(spec.ok()) << format_errors(spec.errors());
   const std::string expected[] = {shipped_profile("h100-sxm5-80gb-public"),
-                                  shipped_profile("h200-sxm-141gb-public"), ""};
-  for (std::size_t i = 0; i < 3; ++i) {
+                                  shipped_profile("h200-sxm-141gb-public"),
+                                  shipped_profile("b200-sxm-180gb-public"), ""};
+  for (std::size_t i = 0; i < 4; ++i) {
     const auto w = sim::sweep_configuration(*spec, static_cast<std::int64_t>(i));
     ASSERT_TRUE(w.ok()) << format_errors(w.errors());
     EXPECT_EQ(w->cost_model.profile_path, expected[i]) << w->system.name;

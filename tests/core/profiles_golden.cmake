@@ -11,7 +11,8 @@ execute_process(COMMAND "${PYTHON}" "${PROFILES}/make_public_profiles.py" --out 
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "make_public_profiles.py failed (${rc}):\n${out}${err}")
 endif()
-foreach(name a100-sxm4-80gb-public.json h100-sxm5-80gb-public.json h200-sxm-141gb-public.json)
+foreach(name a100-sxm4-80gb-public.json h100-sxm5-80gb-public.json h200-sxm-141gb-public.json
+             b200-sxm-180gb-public.json)
   execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${OUT}/${name}" "${PROFILES}/${name}"
                   RESULT_VARIABLE diff)
   if(NOT diff EQUAL 0)

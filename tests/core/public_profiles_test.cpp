@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "stepsim/config/parse.hpp"
+#include "stepsim/config/shipped.hpp"
 #include "stepsim/cost/calibrated_cost_model.hpp"
 #include "stepsim/cost/profile.hpp"
 
@@ -127,6 +129,50 @@ TEST_P(PublicProfile, CitedGemmIsReturnedExactly) {
                         .fast_accum = s.fast_accum}),
               s.seconds);
   }
+}
+
+// DGX B200 (issue 38, item 6): the only per-shape public figures are XLA's measured B200 GEMM
+// table, so the profile holds GEMM samples alone, each citing it; the host is borrowed from
+// stepsim's measured H100 profile (said in its citation). Everything else is the system file's
+// data sheet, and the provenance says so: roofline for memory-bound kernels and P2P, NCCL's
+// model for collectives, never "published".
+TEST(B200PublicProfile, HoldsCitedGemmsOnlyAndSaysWhatIsDataSheet) {
+  const std::string dir = STEPSIM_SCENARIOS_DIR;
+  Result<Profile> loaded = load_profile_file(dir + "/profiles/b200-sxm-180gb-public.json");
+  ASSERT_TRUE(loaded.ok()) << format_errors(loaded.errors());
+  auto p = std::make_shared<const Profile>(loaded.value());
+  EXPECT_EQ(p->backend, "public");
+  EXPECT_TRUE(p->source.starts_with("public data")) << p->source;
+  ASSERT_EQ(p->gemm.size(), 250u);  // 125 shapes x {bf16, fp8}
+  for (const GemmSample& s : p->gemm) {
+    EXPECT_FALSE(s.citation.empty());
+    EXPECT_NE(s.citation.find("default_matmul_perf_table.txtpb"), std::string::npos) << s.citation;
+    EXPECT_NE(s.citation.find("sm_100_B200"), std::string::npos) << s.citation;
+    EXPECT_TRUE(s.dtype == DType::kBf16 || s.dtype == DType::kFp8) << s.citation;
+    // Below the data sheet's dense peak (2.25 PFLOPS bf16, 4.5 FP8): a figure, not a roofline.
+    const double peak = s.dtype == DType::kBf16 ? 2.25e15 : 4.5e15;
+    EXPECT_LT(2.0 * static_cast<double>(s.m * s.n * s.k) / s.seconds, peak) << s.citation;
+  }
+  EXPECT_TRUE(p->memory.empty());
+  EXPECT_TRUE(p->collectives.empty());
+  EXPECT_TRUE(p->p2p.empty());
+  EXPECT_TRUE(p->attention.empty());
+  EXPECT_TRUE(p->host.citation.starts_with(
+      "borrowed from scenarios/profiles/h100-sxm5-80gb-measured.json"))
+      << p->host.citation;
+
+  Result<SystemConfig> system = load_system_file(dir + "/systems/dgx-b200.json");
+  ASSERT_TRUE(system.ok()) << format_errors(system.errors());
+  const CalibratedCostModel m(p, "b200-sxm-180gb-public.json", system.value());
+  EXPECT_GT(m.gemm_s({.m = 4096, .n = 4096, .k = 4096, .batch = 1, .dtype = DType::kBf16}), 0.0);
+  EXPECT_GT(m.memory_bound_s({.bytes = 1 << 30}), 0.0);
+  EXPECT_GT(m.collective_s({CollectiveKind::kAllReduce, CommGroup::kData, 1 << 30, 8, 1}), 0.0);
+  const Provenance prov = m.provenance();
+  EXPECT_EQ(prov.parts[static_cast<std::size_t>(PricedPart::kGemm)], kFromPublished);
+  EXPECT_EQ(prov.parts[static_cast<std::size_t>(PricedPart::kMemoryBound)], kFromRoofline);
+  EXPECT_EQ(prov.parts[static_cast<std::size_t>(PricedPart::kCollective)], kFromNcclModel);
+  EXPECT_EQ(prov.host, HostOrigin::kBorrowed);
+  EXPECT_EQ(prov.host_from, "h100-sxm5-80gb-measured.json");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, PublicProfile,

@@ -144,6 +144,16 @@ TEST(ShippedSystems, ListsEverySystemWithTheProfilesOfItsGpu) {
   });
   ASSERT_NE(h800, rows->end());
   EXPECT_EQ(h800->default_cost_model, "roofline");
+  // DGX B200 takes its GPU's public profile (issue 38, item 6); GB200 has none yet.
+  const auto b200 = std::find_if(rows->begin(), rows->end(),
+                                 [](const ShippedSystem& s) { return s.name == "dgx-b200"; });
+  ASSERT_NE(b200, rows->end());
+  EXPECT_EQ(b200->profiles, (std::vector<std::string>{"b200-sxm-180gb-public"}));
+  EXPECT_EQ(b200->default_cost_model, "b200-sxm-180gb-public");
+  const auto gb200 = std::find_if(rows->begin(), rows->end(),
+                                  [](const ShippedSystem& s) { return s.name == "dgx-gb200-nvl72"; });
+  ASSERT_NE(gb200, rows->end());
+  EXPECT_EQ(gb200->default_cost_model, "roofline");
   // The rule holds for the shipped files: every profile belongs to some shipped system.
   for (const std::string& p : shipped_stems(kScenarios, ShippedKind::kProfile)) {
     EXPECT_TRUE(std::any_of(rows->begin(), rows->end(),
@@ -153,6 +163,18 @@ TEST(ShippedSystems, ListsEverySystemWithTheProfilesOfItsGpu) {
                             }))
         << p << " belongs to no shipped system";
   }
+}
+
+// A B200 scenario without cost_model resolves to the shipped B200 public profile.
+TEST(DefaultCostModel, B200TakesItsPublicProfile) {
+  const CostModelSpec spec = default_cost_model("NVIDIA B200-SXM-180GB", kScenarios);
+  EXPECT_TRUE(spec.defaulted);
+  ASSERT_EQ(spec.kind, CostModelSpec::Kind::kProfile);
+  EXPECT_EQ(fs::path(spec.profile_path).filename(), "b200-sxm-180gb-public.json");
+  EXPECT_TRUE(fs::exists(spec.profile_path)) << spec.profile_path;
+  const CostModelSpec gb200 = default_cost_model("NVIDIA GB200-186GB", kScenarios);
+  EXPECT_NE(gb200.kind, CostModelSpec::Kind::kProfile);
+  EXPECT_TRUE(gb200.profile_path.empty());
 }
 
 }  // namespace
