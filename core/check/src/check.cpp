@@ -50,11 +50,6 @@ void check_model(const Workload& w, Checker& check) {
                  "bias_activation_fusion on, which supports only gelu, swiglu and quick_geglu "
                  "(its --no-bias-gelu-fusion is not modelled yet)");
     }
-    if (m.moe()) {
-      check.fail("model.squared_relu",
-                 "=true with num_experts is not modelled yet (the experts' squared ReLU "
-                 "kernels)");
-    }
   }
   if (!(m.rotary_percent > 0.0 && m.rotary_percent <= 1.0)) {
     check.fail("model.rotary_percent", "=" + std::to_string(m.rotary_percent) +

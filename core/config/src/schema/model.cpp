@@ -65,10 +65,11 @@ const std::array kRows = {
     KeyInfo{STEPSIM_BOOL("model.squared_relu", model.squared_relu), .sweep = Sweep::kListed,
             .flags = "--squared-relu=true", .default_text = "false",
             .check = "not with swiglu; needs add_bias_linear=false (Megatron fuses the bias only "
-                     "into GeLU and SwiGLU; --no-bias-gelu-fusion is not modelled yet); not with "
-                     "num_experts (not modelled yet)",
-            .doc = "squared ReLU MLP (Nemotron-4): one FC1 GEMM of ffn_hidden_size outputs, then "
-                   "relu(x)^2 as one fused elementwise kernel that keeps its input for backward"},
+                     "into GeLU and SwiGLU; --no-bias-gelu-fusion is not modelled yet)",
+            .doc = "squared ReLU MLP (Nemotron-4, Nemotron 3's experts): one FC1 GEMM of "
+                   "ffn_hidden_size outputs, then relu(x)^2 as one fused elementwise kernel that "
+                   "keeps its input for backward; routed experts then scale it by the routing "
+                   "probabilities in a separate PyTorch mul"},
     // GPT-OSS's gated activation (validate_gpt_oss.cpp, moe_ops.cpp)
     KeyInfo{STEPSIM_BOOL("model.quick_geglu", model.quick_geglu), .sweep = Sweep::kListed,
             .flags = "--quick-geglu=true", .default_text = "false",

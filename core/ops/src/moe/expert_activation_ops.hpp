@@ -1,7 +1,7 @@
 #pragma once
 // The routed experts' activation kernels between FC1 and FC2 (moe_ops.cpp): the fused bias
 // activation and, for quick-GEGLU with a clamp value, the clamp and concatenation kernels
-// around it. Internal to stepsim_core.
+// around it; squared ReLU and its probability scaling. Internal to stepsim_core.
 
 #include <cstdint>
 #include <string_view>
@@ -18,5 +18,10 @@ void emit_glu_clamp_forward(OpList& ops, std::int32_t layer, Phase phase, std::i
 
 /// Their backward, after the fused kernel's.
 void emit_glu_clamp_backward(OpList& ops, std::int32_t layer, std::int64_t rows);
+
+/// Squared ReLU (x.squared_relu, not gated) and the probabilities' scaling after it, as PyTorch
+/// kernels, over `rows` expert rows; their backward.
+void emit_squared_relu_forward(OpList& ops, std::int32_t layer, Phase phase, std::int64_t rows);
+void emit_squared_relu_backward(OpList& ops, std::int32_t layer, std::int64_t rows);
 
 }  // namespace stepsim::detail

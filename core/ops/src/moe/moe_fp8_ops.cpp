@@ -61,8 +61,12 @@ void emit_fp8_experts_forward(OpList& ops, std::int32_t layer, Phase phase, cons
   ops.memory("expert_fc1_input_quantize", layer, phase, expert_fp8_quantize_bytes(x, padded * x.h));
   grouped(ops, "expert_fc1_gemm", layer, phase, m, x.expert_fc1_n(), x.h);
   if (x.clamp_glu) emit_glu_clamp_forward(ops, layer, phase, padded);
-  ops.memory(activation_name(x, false), layer, phase,
-             padded * x.expert_ffn_n() * (x.gated() ? 3 : 2) * x.e + padded * pb);
+  if (x.squared_relu) {
+    emit_squared_relu_forward(ops, layer, phase, padded);
+  } else {
+    ops.memory(activation_name(x, false), layer, phase,
+               padded * x.expert_ffn_n() * (x.gated() ? 3 : 2) * x.e + padded * pb);
+  }
   ops.memory("expert_fc2_input_quantize", layer, phase,
              expert_fp8_quantize_bytes(x, padded * x.expert_ffn_n()));
   grouped(ops, "expert_fc2_gemm", layer, phase, m, x.h, x.expert_ffn_n());
@@ -87,8 +91,12 @@ void emit_fp8_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens&
   ops.memory("expert_fc2_grad_quantize", layer, ph, expert_fp8_quantize_bytes(x, padded * x.h));
   grouped(ops, "expert_fc2_dgrad", layer, ph, m, x.expert_ffn_n(), x.h);
   grouped(ops, "expert_fc2_wgrad", layer, wg, x.h, x.expert_ffn_n(), m);
-  ops.memory(activation_name(x, true), layer, ph,
-             padded * x.expert_ffn_n() * (x.gated() ? 5 : 3) * x.e + padded * 2 * pb);
+  if (x.squared_relu) {
+    emit_squared_relu_backward(ops, layer, padded);
+  } else {
+    ops.memory(activation_name(x, true), layer, ph,
+               padded * x.expert_ffn_n() * (x.gated() ? 5 : 3) * x.e + padded * 2 * pb);
+  }
   if (x.clamp_glu) emit_glu_clamp_backward(ops, layer, padded);
   ops.memory("expert_fc1_grad_quantize", layer, ph,
              expert_fp8_quantize_bytes(x, padded * x.expert_fc1_n()));
@@ -109,8 +117,10 @@ double fp8_expert_stored_bytes(const Dims& x, const MoeTokens& n) {
   // 1/32 byte per element as the dense linears in layer_stored_bytes); the activation keeps
   // FC1's 16-bit output, and the padded rows' probabilities are kept.
   const double linear_in = x.fp4 ? 0.5 + 1.0 / 16.0 : x.fp8_block ? 1.0 + 4.0 / 128.0 : 1.0;
+  // Squared ReLU's probability scaling also keeps the activation's 16-bit output.
+  const double scaled = x.squared_relu ? d(x.expert_ffn_n() * x.e) : 0.0;
   return padded * (d(x.h + x.expert_ffn_n()) * linear_in + d(x.expert_fc1_n() * x.e) +
-                   d(probs_bytes(x)));
+                   d(probs_bytes(x)) + scaled);
 }
 
 }  // namespace stepsim::detail

@@ -125,8 +125,12 @@ void emit_experts_forward(OpList& ops, std::int32_t layer, Phase phase, const Mo
   const std::int64_t rows = n.expert_rows();
   expert_gemm(ops, "expert_fc1_gemm", layer, phase, n.per_expert, x.expert_fc1_n(), x.h);
   if (x.clamp_glu) emit_glu_clamp_forward(ops, layer, phase, rows);
-  ops.memory(activation_name(x, false), layer, phase,
-             rows * x.expert_ffn_n() * (x.gated() ? 3 : 2) * x.e + rows * probs_bytes(x));
+  if (x.squared_relu) {
+    emit_squared_relu_forward(ops, layer, phase, rows);
+  } else {
+    ops.memory(activation_name(x, false), layer, phase,
+               rows * x.expert_ffn_n() * (x.gated() ? 3 : 2) * x.e + rows * probs_bytes(x));
+  }
   expert_gemm(ops, "expert_fc2_gemm", layer, phase, n.per_expert, x.h, x.expert_ffn_n());
 }
 
@@ -142,8 +146,12 @@ void emit_experts_backward(OpList& ops, std::int32_t layer, const MoeTokens& n) 
   expert_gemm(ops, "expert_fc2_dgrad", layer, ph, n.per_expert, x.expert_ffn_n(), x.h);
   expert_gemm(ops, "expert_fc2_wgrad", layer, wg, x.h, x.expert_ffn_n(), n.per_expert);
   // The activation's backward also makes the routing probabilities' gradient.
-  ops.memory(activation_name(x, true), layer, ph,
-             rows * x.expert_ffn_n() * (x.gated() ? 5 : 3) * x.e + rows * 2 * probs_bytes(x));
+  if (x.squared_relu) {
+    emit_squared_relu_backward(ops, layer, rows);
+  } else {
+    ops.memory(activation_name(x, true), layer, ph,
+               rows * x.expert_ffn_n() * (x.gated() ? 5 : 3) * x.e + rows * 2 * probs_bytes(x));
+  }
   if (x.clamp_glu) emit_glu_clamp_backward(ops, layer, rows);
   expert_gemm(ops, "expert_fc1_dgrad", layer, ph, n.per_expert, x.h, x.expert_fc1_n());
   expert_gemm(ops, "expert_fc1_wgrad", layer, wg, x.expert_fc1_n(), x.h, n.per_expert);
@@ -400,6 +408,9 @@ double moe_mlp_stored_bytes(const Dims& x) {
   // Quick-GEGLU's clamps keep their input (FC1's output) for clamp_backward, beside the
   // concatenated clamped halves the fused kernel keeps.
   if (x.clamp_glu) bytes += rows * d(x.expert_fc1_n()) * e;
+  // Squared ReLU's probability scaling (a PyTorch mul) keeps the activation's output for the
+  // probabilities' gradient (emit_squared_relu_forward).
+  if (x.squared_relu && !x.fp8) bytes += rows * d(x.expert_ffn_n()) * e;
   // The shared experts: activation input and fc2 input (their fc1 input is the norm's output,
   // kept sequence-sharded like the dense MLP's).
   if (x.shared_f > 0) bytes += d(x.tokens) * d(x.shared_fc1_n() + x.shared_ffn_n()) * e;

@@ -11,6 +11,9 @@ namespace {
 
 const char* act_name(const Dims& x, bool backward) {
   if (x.swiglu) return backward ? "shared_swiglu_bwd" : "shared_swiglu";
+  // MLP.forward's activation_func(x) without bias_activation_fusion: one kernel, as the dense
+  // MLP's squared_relu (layer_ops.cpp), the same bytes as bias_gelu without a bias.
+  if (x.squared_relu) return backward ? "shared_squared_relu_bwd" : "shared_squared_relu";
   return backward ? "shared_gelu_bwd" : "shared_gelu";
 }
 
