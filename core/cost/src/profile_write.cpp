@@ -150,6 +150,18 @@ std::string profile_to_json(const Profile& p) {
     }
     j["interference"] = std::move(o);
   }
+  if (p.spread.measured()) {
+    const KernelSpread& s = p.spread;
+    OrderedJson o;
+    o["gemm_cv"] = s.gemm_cv;
+    o["attention_cv"] = s.attention_cv;
+    o["memory_cv"] = s.memory_cv;
+    o["collective_cv"] = s.collective_cv;
+    o["p2p_cv"] = s.p2p_cv;
+    o["repeats"] = s.repeats;
+    o["citation"] = s.citation;
+    j["spread"] = std::move(o);
+  }
   return j.dump(2) + "\n";
 }
 
