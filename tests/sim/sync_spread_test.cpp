@@ -145,6 +145,42 @@ TEST(SyncSpread, AllReduceOver2048GpusWaitsForTheExpectedMaximum) {
   EXPECT_DOUBLE_EQ(step_s(alone, spread_cost(0.05)), step_s(alone, HandCost({.gemm_s_per_k = 0})));
 }
 
+double step_s(const Step& s, const CostModel& cost, const SimulateOptions& o) {
+  Result<SimulationResult> r = simulate(s.w, s.plan, cost, o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
+  return r.ok() ? r->prediction.step_time_s : -1.0;
+}
+
+// Full-rank: every replica's deviation drawn from the seed instead of the expected slowest;
+// the same seed gives the same step, and over many seeds the mean wait is the order
+// statistic's (64 replicas: the maximum's standard deviation is about 0.45 sigma, 40 seeds
+// leave 0.07 sigma of standard error; 0.25 sigma allowed).
+TEST(SyncSpread, FullRankDrawsEachReplicaSeeded) {
+  const Step s = data_parallel(64);
+  const HandCost cost = spread_cost(0.05);
+  const double base = step_s(s, HandCost({.gemm_s_per_k = 0}));
+  const double sigma = std::sqrt(2 * 0.05 * 0.05 + 2 * 0.1 * 0.1);
+  EXPECT_NEAR(step_s(s, cost) - base, sigma * expected_max_std_normal(64), 1e-9);
+  SimulateOptions o;
+  o.full_rank = true;
+  double sum = 0;
+  constexpr int kSeeds = 40;
+  for (int seed = 1; seed <= kSeeds; ++seed) {
+    o.seed = static_cast<std::uint64_t>(seed);
+    const double t = step_s(s, cost, o);
+    EXPECT_GT(t, base) << seed;  // the latest of 64 draws is late
+    sum += t - base;
+  }
+  EXPECT_NEAR(sum / kSeeds, sigma * expected_max_std_normal(64), 0.25 * sigma);
+  o.seed = 7;
+  EXPECT_DOUBLE_EQ(step_s(s, cost, o), step_s(s, cost, o));
+  SimulateOptions other = o;
+  other.seed = 8;
+  EXPECT_NE(step_s(s, cost, o), step_s(s, cost, other));
+  // Without a measured spread, full-rank and representative agree exactly.
+  EXPECT_DOUBLE_EQ(step_s(s, HandCost({.gemm_s_per_k = 0}), o), base);
+}
+
 // Inside an action: a tensor-parallel all-reduce over 8 GPUs after a 1 s kernel waits for
 // the slowest of 8 (0.05 s x E[max of 8]); what is left to differ between data-parallel
 // replicas is that stretch's variance times Var[max of 8] plus the 2 s kernel's after it.

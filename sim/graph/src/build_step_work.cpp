@@ -144,7 +144,7 @@ TaskId StepBuilder::enqueue_gather(std::int32_t r, std::int32_t c, const Op& op,
 double StepBuilder::replica_wait(std::int32_t r, const Op& op) {
   const auto* coll = std::get_if<CollectiveOp>(&op.shape);
   double& variance = replica_variance_[static_cast<std::size_t>(r)];
-  if (coll == nullptr || variance <= 0) return 0.0;
+  if (coll == nullptr || variance <= 0 || !options_.replica_waits) return 0.0;
   const double wait = sync_wait_s(coll->group_size, std::sqrt(variance));
   variance = 0;  // the reduction synchronises the replicas
   return wait;

@@ -36,6 +36,8 @@ class StepBuilder {
     last_backward_key_.assign(static_cast<std::size_t>(p_ * v_), kNoKey);
     dp_stream_last_.assign(static_cast<std::size_t>(p_), kNoTask);
     replica_variance_.assign(static_cast<std::size_t>(p_), 0.0);
+    out_.replica_variance_s2.assign(static_cast<std::size_t>(p_), 0.0);
+    out_.compute_busy_s.assign(static_cast<std::size_t>(p_), 0.0);
     host_ = options.serialize_streams ? nullptr : cost.host();
     host_last_.assign(static_cast<std::size_t>(p_), kNoTask);
     grad_launches_.resize(static_cast<std::size_t>(p_));
