@@ -15,11 +15,23 @@ namespace stepsim::cli {
 
 namespace {
 
-int run_accuracy(const std::string& runs_file, const std::string& by_profile, Env& env) {
+int run_explain(const std::vector<PublishedRun>& runs, Env& env) {
+  Result<sim::ExplainReport> report = sim::accuracy_explain(runs, env.scenarios_dir);
+  if (!report.ok()) return report_errors(report.errors(), env);
+  sim::write_explain_table(*report, *env.out);
+  return 0;
+}
+
+int run_accuracy(const std::string& runs_file, const std::string& by_profile, bool explain,
+                 Env& env) {
   const std::string path =
       runs_file.empty() ? env.scenarios_dir + "/published/runs.json" : runs_file;
   Result<std::vector<PublishedRun>> runs = load_published_runs(path);
   if (!runs.ok()) return report_errors(runs.errors(), env);
+  if (explain && !by_profile.empty()) {
+    return report_errors(Errors{Error{"", "--explain", ": not with --by-profile"}}, env);
+  }
+  if (explain) return run_explain(*runs, env);
   Result<sim::AccuracyReport> report = sim::accuracy_report(*runs, env.scenarios_dir);
   if (!report.ok()) return report_errors(report.errors(), env);
   sim::write_accuracy_table(*report, *env.out);
@@ -40,6 +52,7 @@ int run_accuracy(const std::string& runs_file, const std::string& by_profile, En
 void add_accuracy_command(CLI::App& app, Env& env) {
   auto runs = std::make_shared<std::string>();
   auto by_profile = std::make_shared<std::string>();
+  auto explain = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "accuracy",
       "Predict every published run (scenarios/published/runs.json) and compare with the step\n"
@@ -48,8 +61,11 @@ void add_accuracy_command(CLI::App& app, Env& env) {
   cmd->add_option("--by-profile", *by_profile,
                   "also write the mean error per profile (roofline) as JSON to FILE: the table "
                   "predict quotes (scenarios/published/accuracy-by-profile.json)");
-  cmd->callback([runs, by_profile, &env] {
-    env.exit_code = run_accuracy(*runs, *by_profile, env);
+  cmd->add_flag("--explain", *explain,
+                "per run, what each mechanism (host, GEMM mechanics, spread, communication, "
+                "contention) adds to the predicted step: predicted again with it switched off");
+  cmd->callback([runs, by_profile, explain, &env] {
+    env.exit_code = run_accuracy(*runs, *by_profile, *explain, env);
   });
 }
 

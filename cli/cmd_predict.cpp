@@ -230,7 +230,7 @@ void add_predict_command(CLI::App& app, Env& env) {
   cmd->add_option("--jitter", args->jitter,
                   "SIGMA (with --full-rank): each GPU's kernels take exp(SIGMA * z) times as long, "
                   "z a standard normal drawn per global rank from --seed; SIGMA in [0, 1]");
-  cmd->add_option("--seed", args->seed, "the --jitter draws' seed (std::mt19937_64)")
+  cmd->add_option("--seed", args->seed, "the --jitter and spread draws' seed (std::mt19937_64)")
       ->capture_default_str();
   cmd->add_option("--train-tokens", args->train_tokens,
                   "also report steps, time and GPU-hours to train this many tokens (e.g. 300e9)")

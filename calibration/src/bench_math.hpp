@@ -3,6 +3,7 @@
 // the rank-dependent values that make every collective's result checkable (as nccl-tests).
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -17,6 +18,19 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t mid = v.size() / 2;
   return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+/// The coefficient of variation of `v` (sample standard deviation / mean); 0 for fewer
+/// than two values or a zero mean.
+inline double coefficient_of_variation(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  double mean = 0;
+  for (const double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  if (!(mean > 0)) return 0.0;
+  double sq = 0;
+  for (const double x : v) sq += (x - mean) * (x - mean);
+  return std::sqrt(sq / static_cast<double>(v.size() - 1)) / mean;
 }
 
 /// Elements each rank sends and receives for a collective of nccl-tests size `bytes` over

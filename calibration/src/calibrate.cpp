@@ -2,12 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <ctime>
 #include <map>
 #include <set>
 #include <type_traits>
+#include <variant>
 
+#include "bench_math.hpp"
 #include "interference.hpp"
 #include "stepsim/calibration/journal.hpp"
 #include "stepsim/calibration/mpi_session.hpp"
@@ -161,9 +165,34 @@ Result<std::map<GroupKey, GroupId>> split_groups(Backend& backend,
   return groups;
 }
 
+/// The profile's KernelSpread: per class the median of its points' coefficients of
+/// variation; not measured (repeats 0) when the backend observed none.
+KernelSpread kernel_spread(
+    const std::array<std::vector<double>, std::variant_size_v<BenchPoint>>& cvs, int repeats,
+    const std::string& device) {
+  KernelSpread out;
+  if (repeats < 2) return out;
+  // A profile holds coefficients within [0, 1] (profile_io.cpp's read_spread).
+  const auto cv = [&cvs](std::size_t c) { return std::min(1.0, median(cvs[c])); };
+  out.gemm_cv = cv(0);
+  out.attention_cv = cv(1);
+  out.memory_cv = cv(2);
+  out.collective_cv = cv(3);
+  out.p2p_cv = cv(4);
+  out.repeats = repeats;
+  out.citation = "measured here by stepsim calibrate on " + device +
+                 ": per kernel class the median over its samples of their " +
+                 std::to_string(repeats) + " timed repeats' coefficient of variation";
+  return out;
+}
+
 /// Where run_calibration's measurements go: rank 0's times, its journal, the progress.
 struct Measured {
   std::map<std::string, double>& seconds;  // rank 0: every measured point
+  // rank 0: per kernel class (BenchPoint's alternative), the repeats' coefficients of
+  // variation of the points measured in this run (a journal keeps no repeats)
+  std::array<std::vector<double>, std::variant_size_v<BenchPoint>>& cvs;
+  int& repeats;
   std::optional<JournalWriter>& journal;
   ProgressSink* progress;
 };
@@ -201,6 +230,10 @@ Status measure_points(Backend& backend, const std::vector<BenchPoint>& points,
     // report the slowest rank. Messages take as long as their slower end likewise.
     const double s = agreed.value()[1];
     to.seconds[key] = s;
+    if (const RepeatSpread spread = backend.last_spread(); spread.repeats > 1) {
+      to.cvs[points[i].index()].push_back(spread.cv);
+      to.repeats = std::max(to.repeats, spread.repeats);
+    }
     if (to.journal) {
       auto ok = to.journal->append({key, s});
       if (!ok.ok()) return ok.errors();
@@ -234,8 +267,13 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
     if (!w.ok()) return w.errors();
     journal.emplace(std::move(w).value());
   }
+  std::array<std::vector<double>, std::variant_size_v<BenchPoint>> cvs;
+  int repeats = 0;
   if (auto measured = measure_points(backend, points, done.value(), groups.value(), options, run,
-                                     Measured{.seconds = seconds, .journal = journal,
+                                     Measured{.seconds = seconds,
+                                              .cvs = cvs,
+                                              .repeats = repeats,
+                                              .journal = journal,
                                               .progress = progress});
       !measured.ok()) {
     return measured.errors();
@@ -262,6 +300,7 @@ Result<CalibrationRun> run_calibration(Backend& backend, const std::vector<Bench
   p.world_size = backend.world_size();
   for (const BenchPoint& point : points) add_sample(p, point, seconds.at(point_key(point)));
   p.interference = interference;
+  p.spread = kernel_spread(cvs, repeats, backend.device_name());
   fit_profile(p);
   return run;
 }

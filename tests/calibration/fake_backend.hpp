@@ -4,6 +4,7 @@
 // deterministic duration (from the op's size) and is logged, so tests can check what the
 // executor issued and in which order. Collectives and P2P complete at once (no peers).
 
+#include <map>
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -118,6 +119,15 @@ class FakeBackend final : public Backend {
   const std::vector<std::vector<P2PRequest>>& p2p_calls() const { return p2p_calls_; }
   /// Called at each barrier (the executor starts every step with one); may be empty.
   std::function<void()> on_barrier;
+  /// What last_spread() says after a call whose log entry starts with the key ("gemm",
+  /// "memory", "collective"...); not observed otherwise.
+  std::map<std::string, RepeatSpread> spread_by_kind;
+  RepeatSpread last_spread() const override {
+    for (const auto& [kind, spread] : spread_by_kind) {
+      if (!log_.empty() && log_.back().rfind(kind, 0) == 0) return spread;
+    }
+    return {};
+  }
 
  private:
   Result<double> advance(std::string entry, double seconds) {

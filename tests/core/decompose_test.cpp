@@ -374,12 +374,13 @@ TEST(Decompose, StepOpsTiedEmbeddingOptimizerAndParamGather) {
                               51200 / 8 * 12288 * 4, 2, 2}));
     }
     // The optimizer's kernels over the shard (optimizer_ops_test.cpp has their launches):
-    // grad norm 4, clip 8, Adam 28, fp32 -> bf16 parameter copy 6 bytes per parameter.
+    // grad norm 4, clip 8, Adam 28, fp32 -> bf16 parameter copy 6 bytes per parameter; then
+    // the whole fp32 gradient buffer zeroed for the next step (zero_grad_buffer).
     std::int64_t optimizer_bytes = 0;
     for (const Op& op : s.step_ops) {
       if (op.stream == Stream::kCompute) optimizer_bytes += std::get<MemoryBoundOp>(op.shape).bytes;
     }
-    EXPECT_EQ(optimizer_bytes, (s.parameters + 1) / 2 * 46);
+    EXPECT_EQ(optimizer_bytes, (s.parameters + 1) / 2 * 46 + s.parameters * 4);
     const Op* gather = find_op(s.step_ops, "dp_param_all_gather", -1);
     ASSERT_NE(gather, nullptr);
     EXPECT_EQ(std::get<CollectiveOp>(gather->shape).bytes, s.parameters * 2);

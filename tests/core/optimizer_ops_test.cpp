@@ -36,7 +36,8 @@ const MemoryBoundOp* step_kernel(const StagePlan& s, const std::string& name) {
 std::vector<std::string> compute_step_names(const StagePlan& s) {
   std::vector<std::string> out;
   for (const Op& op : s.step_ops) {
-    if (op.stream == Stream::kCompute && op.name.find("fp8") == std::string::npos) {
+    if (op.stream == Stream::kCompute && op.name.find("fp8") == std::string::npos &&
+        op.name != "zero_grad_buffer") {  // the next step's, GradBuffersAreZeroedEveryStep
       out.push_back(op.name);
     }
   }
@@ -70,6 +71,43 @@ TEST(OptimizerOps, MixedPrecisionDistributedStepIsMegatronsKernels) {
     ASSERT_EQ(s.step_ops[i].deps.size(), 1u);
     EXPECT_EQ(s.step_ops[static_cast<std::size_t>(s.step_ops[i].deps[0])].name, "main_param_copy");
   }
+}
+
+// Megatron's train_step zeroes every chunk's gradient buffer (zero_grad_buffer ->
+// _ParamAndGradBuffer.reset: grad_data.zero_()): the stage's parameters in the buffer's dtype
+// (fp32 by default with bf16, bf16 with grad_reduce_in_bf16), one kernel per chunk's buffer,
+// after the optimizer has read the gradients.
+TEST(OptimizerOps, GradBuffersAreZeroedEveryStep) {
+  Workload w = make_workload(gpt3_175b(), 8, 4, 2, 1, 8);
+  w.model.num_layers = 16;
+  w.training.use_distributed_optimizer = true;
+  const WorkloadPlan plan = decompose(w);
+  const StagePlan& s = plan.stages[1];
+  const MemoryBoundOp* zero = step_kernel(s, "zero_grad_buffer");
+  ASSERT_NE(zero, nullptr);
+  // 4 layers of GPT-3 175B over t 8: 4 x 12 x 12288^2 / 8 weights plus biases and norms.
+  EXPECT_GT(s.parameters, 4 * 12 * 12288LL * 12288 / 8);
+  EXPECT_EQ(zero->bytes, s.parameters * 4);  // 7.25 GB: the whole fp32 buffer, not a shard
+  EXPECT_EQ(zero->kernels, 1);
+  for (const Op& op : s.step_ops) {
+    if (op.name != "zero_grad_buffer") continue;
+    EXPECT_EQ(op.stream, Stream::kCompute);
+    ASSERT_EQ(op.deps.size(), 1u);
+    EXPECT_EQ(s.step_ops[static_cast<std::size_t>(op.deps[0])].name, "main_param_copy");
+  }
+  // bf16 buffers (grad_reduce_in_bf16) halve it; two virtual chunks zero two buffers.
+  Workload bf16 = w;
+  bf16.training.grad_reduce_in_bf16 = true;
+  const WorkloadPlan bf16_plan = decompose(bf16);
+  const StagePlan& b = bf16_plan.stages[1];
+  EXPECT_EQ(step_kernel(b, "zero_grad_buffer")->bytes, b.parameters * 2);
+  Workload v2 = make_workload(gpt3_175b(), 8, 4, 2, 1, 8, 2);
+  v2.model.num_layers = 16;
+  v2.training.num_layers_per_virtual_pipeline_stage = 2;
+  const WorkloadPlan v2_plan = decompose(v2);
+  const StagePlan& c = v2_plan.stages[1];
+  EXPECT_EQ(step_kernel(c, "zero_grad_buffer")->kernels, 2);
+  EXPECT_EQ(step_kernel(c, "zero_grad_buffer")->bytes, c.parameters * 4);
 }
 
 TEST(OptimizerOps, ClipGradZeroSkipsNormAndClip) {

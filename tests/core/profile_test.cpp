@@ -74,6 +74,13 @@ Profile sample_profile() {
                                         .posted =
                                             "send/recv of 65536 bytes, all_reduce of 65536 "
                                             "bytes over 2 ranks"};
+  p.spread = KernelSpread{.gemm_cv = 0.0125,
+                          .attention_cv = 0.02,
+                          .memory_cv = 1.0 / 30.0,
+                          .collective_cv = 0.05,
+                          .p2p_cv = 0.04,
+                          .repeats = 20,
+                          .citation = "calibrate's repeats"};
   fit_profile(p);
   return p;
 }
@@ -121,6 +128,29 @@ TEST(ProfileJson, HostSectionIsOptionalAndChecked) {
   EXPECT_NE(msg.find("host.citatoin"), std::string::npos) << msg;
 }
 
+// The spread of kernel times (calibrate's repeats): optional, coefficients in [0, 1], from
+// at least two repeats.
+TEST(ProfileJson, SpreadSectionIsOptionalAndChecked) {
+  Profile p = sample_profile();
+  p.spread = KernelSpread{};
+  const std::string without = profile_to_json(p);
+  EXPECT_EQ(without.find("\"spread\""), std::string::npos);
+  const Result<Profile> back = parse_profile(without, "no-spread.json");
+  ASSERT_TRUE(back.ok()) << format_errors(back.errors());
+  EXPECT_FALSE(back.value().spread.measured());
+  std::string bad = profile_to_json(sample_profile());
+  const std::string cv = "\"gemm_cv\": 0.0125";
+  const std::string repeats = "\"repeats\": 20";
+  ASSERT_NE(bad.find(cv), std::string::npos) << bad;
+  bad.replace(bad.find(cv), cv.size(), "\"gemm_cv\": 1.5");
+  bad.replace(bad.find(repeats), repeats.size(), "\"repeats\": 1");
+  const Result<Profile> r = parse_profile(bad, "bad-spread.json");
+  ASSERT_FALSE(r.ok());
+  const std::string msg = format_errors(r.errors());
+  EXPECT_NE(msg.find("spread.gemm_cv=1.5 must be between 0 and 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("spread.repeats=1 must be at least 2"), std::string::npos) << msg;
+}
+
 // Calibration's interference microbenchmark: optional, two ratios in [1, 10] and what was timed.
 TEST(ProfileJson, InterferenceSectionIsOptionalAndChecked) {
   Profile p = sample_profile();
@@ -164,6 +194,7 @@ TEST(ProfileJson, MissingFitsAreMadeFromSamples) {
   Profile p = sample_profile();
   p.host = HostCosts{};  // written after the fits, which the cut below drops
   p.interference = MeasuredInterference{};
+  p.spread = KernelSpread{};
   std::string text = profile_to_json(p);
   // Drop the three fit keys: what a hand-written public profile looks like.
   const auto cut = text.find(",\n  \"memory_fit\"");

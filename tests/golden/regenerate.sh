@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the golden files of tests/golden/ from a built `stepsim`:
 #  - schedule_*: the cases of schedule_cases.txt (`stepsim schedule ARGS`, output and status);
+#  - scenarios/published/accuracy-by-profile.json: `stepsim accuracy --by-profile`;
 #  - predict_*.json: `stepsim predict S --format json` of every shipped scenario S
 #    (scenarios/*.json and scenarios/validation/*.json; predict_validation_dp2.json is
 #    scenarios/validation/dp2.json).
@@ -20,6 +21,9 @@ done < "$here/schedule_cases.txt"
 
 scenarios="$(cd "$here/../../scenarios" && pwd)"
 export STEPSIM_SCENARIOS_DIR="$scenarios"
+# The open accuracy table first: predict's provenance line quotes it.
+"$bin" accuracy --by-profile "$scenarios/published/accuracy-by-profile.json" > /dev/null
+echo "wrote scenarios/published/accuracy-by-profile.json"
 rm -f "$here"/predict_*.json
 for path in "$scenarios"/*.json "$scenarios"/validation/*.json; do
   rel="${path#"$scenarios"/}"

@@ -128,3 +128,37 @@ TEST(Accuracy, TableShowsEveryRunAndTheMeanError) {
 
 }  // namespace
 }  // namespace stepsim
+
+namespace stepsim {
+namespace {
+
+// The error budget: each mechanism switched off through the model's own switch. On the
+// shipped runs (public profiles, no kernel spread measured): communication adds time on
+// every multi-node run, GEMM mechanics move every run (they price the GEMMs), the spread
+// nothing (no profile measured one), and switching nothing off gives the report's error.
+TEST(AccuracyExplain, EachMechanismSwitchedOffInTurn) {
+  const std::string dir = STEPSIM_SCENARIOS_DIR;
+  Result<std::vector<PublishedRun>> runs = load_published_runs(dir + "/published/runs.json");
+  ASSERT_TRUE(runs.ok()) << format_errors(runs.errors());
+  Result<sim::AccuracyReport> report = sim::accuracy_report(*runs, dir);
+  Result<sim::ExplainReport> explain = sim::accuracy_explain(*runs, dir);
+  ASSERT_TRUE(report.ok() && explain.ok());
+  const auto& mechanisms = sim::explained_mechanisms();
+  ASSERT_EQ(mechanisms.size(), 5u);
+  EXPECT_EQ(mechanisms[3].name, "communication");
+  ASSERT_EQ(explain->rows.size(), report->rows.size());
+  for (std::size_t i = 0; i < explain->rows.size(); ++i) {
+    const sim::ExplainRow& r = explain->rows[i];
+    EXPECT_EQ(r.error, report->rows[i].error) << r.name;
+    ASSERT_EQ(r.adds.size(), 5u);
+    EXPECT_GT(r.adds[3], 0.0) << r.name << ": communication is never free";
+    EXPECT_NE(r.adds[1], 0.0) << r.name << ": GEMM mechanics price every GEMM";
+    EXPECT_EQ(r.adds[2], 0.0) << r.name << ": no public profile measured a spread";
+  }
+  std::ostringstream table;
+  sim::write_explain_table(*explain, table);
+  EXPECT_NE(table.str().find("| mean |"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepsim

@@ -18,6 +18,7 @@ class HandCost final : public CostModel {
     double gemm_s_per_k = 1;
     double p2p_s = 0;
     HostCosts host{};
+    KernelSpread spread{};
   };
   HandCost() = default;
   explicit HandCost(Options options) : o_(std::move(options)) {}
@@ -34,6 +35,9 @@ class HandCost final : public CostModel {
   double p2p_s(const P2POp&) const override { return o_.p2p_s; }
   std::string describe() const override { return "hand"; }
   const HostCosts* host() const override { return o_.host.measured() ? &o_.host : nullptr; }
+  const KernelSpread* spread() const override {
+    return o_.spread.measured() ? &o_.spread : nullptr;
+  }
 
  private:
   Options o_;

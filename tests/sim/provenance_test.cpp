@@ -73,6 +73,17 @@ TEST(PricedFrom, MeasuredGemmsWithoutCollectiveSamplesSayNcclsModel) {
   EXPECT_EQ(provenance_line(p),
             "GEMMs: measured (bench, 2026-12-01); attention: as GEMMs; memory-bound: roofline; "
             "collectives: NCCL's model; host: not modelled");
+  // A profile with a measured kernel spread says so (nothing else changes in the line).
+  profile->spread.gemm_cv = 0.02;
+  profile->spread.repeats = 20;
+  Result<std::unique_ptr<CostModel>> spread = make_cost_model(w, profile);
+  ASSERT_TRUE(spread.ok());
+  Result<SimulationResult> s = simulate(w, decompose(w), **spread, SimulateOptions{});
+  ASSERT_TRUE(s.ok()) << format_errors(s.errors());
+  EXPECT_EQ(provenance_line(s->prediction.provenance),
+            "GEMMs: measured (bench, 2026-12-01); attention: as GEMMs; memory-bound: roofline; "
+            "collectives: NCCL's model; host: not modelled; kernel spread: measured over 20 "
+            "repeats");
 }
 
 // The shipped measured H100 profile: kernels and host measured on its machine, collectives

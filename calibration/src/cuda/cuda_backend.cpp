@@ -248,6 +248,7 @@ Result<std::vector<double>> CudaBackend::time_repeats(Body&& body, bool flush) {
     STEPSIM_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
     times.push_back(static_cast<double>(ms) * 1e-3);
   }
+  last_spread_ = RepeatSpread{coefficient_of_variation(times), static_cast<int>(times.size())};
   return times;
 }
 

@@ -74,6 +74,7 @@ class CudaBackend final : public Backend {
 
   Result<double> barrier(GroupId group) override;
   bool deferred_timing() const override { return !options_.verify; }
+  RepeatSpread last_spread() const override { return last_spread_; }
   /// Stream mode: a posted collective (overlap_grad_reduce's bucket reductions) runs on a
   /// communication stream of its own, after the work enqueued on the compute stream so far,
   /// as PyTorch runs an async_op=True NCCL call on its process group's stream; waiting for
@@ -173,6 +174,7 @@ class CudaBackend final : public Backend {
   Result<void*> operand(int role, cuda::ElemType t, std::int64_t elems, std::uint32_t seed);
 
   BackendOptions options_;
+  RepeatSpread last_spread_;  // of the last measurement's repeats
   int device_ = 0;
   MpiWorld world_;
   std::string device_name_;

@@ -88,6 +88,8 @@ Result<double> CudaBackend::collective(const CollectiveOp& op, GroupId group) {
   }
   auto maxima = world_.max_over_group(times, group);
   if (!maxima.ok()) return maxima.errors();
+  last_spread_ = RepeatSpread{coefficient_of_variation(maxima.value()),
+                              static_cast<int>(maxima.value().size())};
   return median(maxima.value());
 }
 
@@ -148,6 +150,7 @@ Result<double> CudaBackend::p2p(const std::vector<P2PRequest>& requests) {
         "", "",
         "cuda backend: received messages have " + std::to_string(wrong_here) + " wrong bytes"};
   }
+  last_spread_ = RepeatSpread{coefficient_of_variation(times), static_cast<int>(times.size())};
   return median(times);
 }
 

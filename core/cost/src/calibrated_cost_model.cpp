@@ -707,6 +707,9 @@ Provenance CalibratedCostModel::provenance() const {
   if (const HostCosts* h = host()) {
     read_host_citation(h->citation, profile_->backend == "public", p);
   }
+  if (const KernelSpread* s = spread()) {
+    p.spread = "measured over " + std::to_string(s->repeats) + " repeats";
+  }
   return p;
 }
 

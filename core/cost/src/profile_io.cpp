@@ -33,7 +33,7 @@ constexpr std::string_view kCublasInt =
     "int32: cuBLAS and the attention kernels take GEMM and attention sizes as int";
 constexpr std::string_view kWorld =
     "stepsim's limit of 2^24 GPUs (training.world_size), a group of which this is";
-constexpr std::array<ProfileIntBound, 17> kProfileIntBounds = {{
+constexpr std::array<ProfileIntBound, 18> kProfileIntBounds = {{
     {"world_size", 1, std::int64_t{1} << 24, kWorld},
     {"group_size", 2, std::int64_t{1} << 24, kWorld},
     {"nodes_spanned", 1, std::int64_t{1} << 24, kWorld},
@@ -53,6 +53,7 @@ constexpr std::array<ProfileIntBound, 17> kProfileIntBounds = {{
      "kernels per layer: times 2^14 layers stays far inside int64"},
     {"backward_kernels", 1, std::int64_t{1} << 20,
      "kernels per layer: times 2^14 layers stays far inside int64"},
+    {"repeats", 2, 2147483647, "int32: a count of timed runs"},
 }};
 
 
@@ -547,6 +548,38 @@ void read_interference(ObjectReader& top, Profile& p) {
   if (m.gemm.empty() && top.errors().empty()) r.error(r.path("gemm"), " must not be empty");
 }
 
+// The optional "spread" object (calibrate's repeats): coefficients of variation in [0, 1] per
+// kernel class, the repeats they come from and where they were measured.
+void read_spread(ObjectReader& top, Profile& p) {
+  if (!top.has("spread")) return;
+  ObjectReader r(top.at("spread"), top.path("spread"), top.file(), top.errors());
+  if (!r.is_object()) {
+    r.error(top.path("spread"), " must be an object");
+    return;
+  }
+  KernelSpread& s = p.spread;
+  r.reject_unknown({"gemm_cv", "attention_cv", "memory_cv", "collective_cv", "p2p_cv", "repeats",
+                    "citation"});
+  const auto cv = [&](const char* name, double& out) {
+    double x = 0;
+    const std::size_t before = top.errors().size();
+    r.number(name, x, false);
+    if (top.errors().size() != before) return;
+    if (!(x >= 0 && x <= 1)) {
+      r.error(r.path(name), cat("=", format_value(x), " must be between 0 and 1"));
+      return;
+    }
+    out = x;
+  };
+  cv("gemm_cv", s.gemm_cv);
+  cv("attention_cv", s.attention_cv);
+  cv("memory_cv", s.memory_cv);
+  cv("collective_cv", s.collective_cv);
+  cv("p2p_cv", s.p2p_cv);
+  r.integer("repeats", s.repeats, 2);
+  r.string("citation", s.citation);
+}
+
 }  // namespace
 
 Result<Profile> parse_profile(std::string_view json_text, const std::string& file_label) {
@@ -559,7 +592,8 @@ Result<Profile> parse_profile(std::string_view json_text, const std::string& fil
   if (!top.is_object()) return errors;
   top.reject_unknown({"format_version", "machine", "backend", "date", "source", "notes",
                       "world_size", "gemm", "attention", "memory", "collectives", "p2p",
-                      "memory_fit", "collective_fits", "p2p_fits", "host", "interference"});
+                      "memory_fit", "collective_fits", "p2p_fits", "host", "interference",
+                      "spread"});
   std::int64_t version = 0;
   top.integer("format_version", version, 1);
   if (version > 1) {
@@ -585,6 +619,7 @@ Result<Profile> parse_profile(std::string_view json_text, const std::string& fil
   read_fits(top, p);
   read_host(top, p);
   read_interference(top, p);
+  read_spread(top, p);
   if (!errors.empty()) return errors;
   // A profile written by hand (the public reference profiles) may leave the fits out; they
   // are then made from its samples here, exactly as `stepsim calibrate` makes them.

@@ -28,6 +28,32 @@ void put_citation(OrderedJson& j, const std::string& citation) {
   if (!citation.empty()) j["citation"] = citation;
 }
 
+OrderedJson interference_json(const MeasuredInterference& m) {
+  OrderedJson o;
+  o["compute_slowdown"] = m.compute_slowdown;
+  o["collective_slowdown"] = m.collective_slowdown;
+  o["gemm"] = m.gemm;
+  o["collective"] = m.collective;
+  if (!m.posted.empty()) {
+    o["p2p_post_latency_s"] = m.p2p_post_latency_s;
+    o["collective_post_latency_s"] = m.collective_post_latency_s;
+    o["posted"] = m.posted;
+  }
+  return o;
+}
+
+OrderedJson spread_json(const KernelSpread& s) {
+  OrderedJson o;
+  o["gemm_cv"] = s.gemm_cv;
+  o["attention_cv"] = s.attention_cv;
+  o["memory_cv"] = s.memory_cv;
+  o["collective_cv"] = s.collective_cv;
+  o["p2p_cv"] = s.p2p_cv;
+  o["repeats"] = s.repeats;
+  o["citation"] = s.citation;
+  return o;
+}
+
 }  // namespace
 
 std::string profile_to_json(const Profile& p) {
@@ -136,20 +162,8 @@ std::string profile_to_json(const Profile& p) {
     host["citation"] = h.citation;
     j["host"] = std::move(host);
   }
-  if (p.interference.measured()) {
-    const MeasuredInterference& m = p.interference;
-    OrderedJson o;
-    o["compute_slowdown"] = m.compute_slowdown;
-    o["collective_slowdown"] = m.collective_slowdown;
-    o["gemm"] = m.gemm;
-    o["collective"] = m.collective;
-    if (!m.posted.empty()) {
-      o["p2p_post_latency_s"] = m.p2p_post_latency_s;
-      o["collective_post_latency_s"] = m.collective_post_latency_s;
-      o["posted"] = m.posted;
-    }
-    j["interference"] = std::move(o);
-  }
+  if (p.interference.measured()) j["interference"] = interference_json(p.interference);
+  if (p.spread.measured()) j["spread"] = spread_json(p.spread);
   return j.dump(2) + "\n";
 }
 

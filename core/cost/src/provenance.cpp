@@ -129,6 +129,7 @@ std::string provenance_line(const Provenance& p) {
     segments.push_back(joined(parts, ", ") + ": " + origins_text(origins, p, named));
   }
   segments.push_back(host_text(p));
+  if (!p.spread.empty()) segments.push_back("kernel spread: " + p.spread);
   if (p.accuracy) segments.push_back(accuracy_text(*p.accuracy, p.cost_data));
   return joined(segments, "; ");
 }

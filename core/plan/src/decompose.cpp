@@ -498,6 +498,25 @@ std::vector<detail::MuonMatrix> assign_muon(const StagePlan& stage, const Worklo
   return matrices;
 }
 
+/// Megatron's train_step (megatron/training/training.py) starts every step with
+/// model_chunk.zero_grad_buffer() for each chunk: _ParamAndGradBuffer.reset
+/// (megatron/core/distributed/param_and_grad_buffer.py) zeroes grad_data, every parameter of
+/// the chunk in the buffer's dtype (grad_bytes), one kernel per buffer (the dense one, and the
+/// experts' where the chunk has experts). optimizer.zero_grad() after it sets the main grads
+/// to None (no kernel). Charged to the end of the step before, after the optimizer has read
+/// the gradients, on the compute stream where the next step's start runs it. Megatron-FSDP's
+/// and FSDP2's sharded buffers are not charged here.
+void add_grad_buffer_zeroing(StagePlan& stage, const Workload& w, std::int64_t experts,
+                             std::int32_t step_index) {
+  const TrainingConfig& tc = w.training;
+  if (tc.fsdp() || stage.parameters <= 0) return;
+  const auto buffers =
+      static_cast<std::int64_t>(stage.chunks.size()) * (experts > 0 ? 2 : 1);
+  Op& op = stage.step_ops.emplace_back(
+      detail::step_compute_op("zero_grad_buffer", stage.parameters * tc.grad_bytes(), buffers));
+  op.deps = {step_index};
+}
+
 /// The step ops of `stage`; `dfa`: the stage's buckets under Apex DistributedFusedAdam (null
 /// with Megatron-Core's optimizer).
 void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const Layout& layout,
@@ -550,6 +569,7 @@ void build_step_ops(StagePlan& stage, const Workload& w, const Dims& x, const La
   }
   add_param_gathers(stage, w, x, layout, dense, experts, fp8_params, step_index);
   if (x.fp8) add_fp8_weight_casts(stage, w, x, step_index);
+  add_grad_buffer_zeroing(stage, w, experts, step_index);
 }
 
 }  // namespace

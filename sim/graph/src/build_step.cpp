@@ -44,6 +44,7 @@ class ScaledCompute final : public CostModel {
   std::string describe() const override { return base_.describe(); }
   const HostCosts* host() const override { return base_.host(); }  // the host is not slowed
   const MeasuredInterference* interference() const override { return base_.interference(); }
+  const KernelSpread* spread() const override { return base_.spread(); }
 
  private:
   const CostModel& base_;
@@ -225,6 +226,10 @@ void StepBuilder::add_action(std::int32_t r, const Action& a, ProgramState& st) 
   task.rank = r;
   task.kind = TaskKind::kCompute;
   task.duration_s = out_.templates[static_cast<std::size_t>(ti)].duration_s;
+  const ChunkTemplate& timed = out_.templates[static_cast<std::size_t>(ti)];
+  replica_variance_[static_cast<std::size_t>(r)] += timed.spread_variance_s2;
+  out_.replica_variance_s2[static_cast<std::size_t>(r)] += timed.spread_variance_s2;
+  out_.compute_busy_s[static_cast<std::size_t>(r)] += timed.compute_busy_s;
   task.payload = payload;
   task.resources.compute_gpu = r;
   const TaskId id{static_cast<std::uint32_t>(out_.graph.size() - 1)};

@@ -3,10 +3,12 @@
 // and optimizer ops, and the collectives every stage meets in (tied embeddings, grad stats).
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "step_builder.hpp"
 #include "stepsim/base/assert.hpp"
+#include "stepsim/cost/spread.hpp"
 
 namespace stepsim::sim {
 
@@ -139,13 +141,23 @@ TaskId StepBuilder::enqueue_gather(std::int32_t r, std::int32_t c, const Op& op,
   return id;
 }
 
+double StepBuilder::replica_wait(std::int32_t r, const Op& op) {
+  const auto* coll = std::get_if<CollectiveOp>(&op.shape);
+  double& variance = replica_variance_[static_cast<std::size_t>(r)];
+  if (coll == nullptr || variance <= 0 || !options_.replica_waits) return 0.0;
+  const double wait = sync_wait_s(coll->group_size, std::sqrt(variance));
+  variance = 0;  // the reduction synchronises the replicas
+  return wait;
+}
+
 TaskId StepBuilder::add_op_task(std::int32_t r, std::int32_t chunk, const Op& op,
-                                std::int32_t bucket, bool own_stream) {
+                                std::int32_t bucket, bool own_stream, double wait_s) {
   const auto payload = static_cast<std::int32_t>(out_.step_ops.size());
   out_.step_ops.push_back(StepOpRef{.rank = r, .chunk = chunk, .bucket = bucket, .op = &op});
   const auto* coll = std::get_if<CollectiveOp>(&op.shape);
   const Stream stream = options_.serialize_streams && !own_stream ? Stream::kCompute : op.stream;
-  const double seconds = coll != nullptr ? cost_.op_s(op) : scale_of(r) * cost_.op_s(op);
+  const double seconds =
+      (coll != nullptr ? cost_.op_s(op) : scale_of(r) * cost_.op_s(op)) + wait_s;
   return add(Task{.rank = r,
                   .stream = stream,
                   .kind = coll != nullptr ? TaskKind::kCollective : TaskKind::kStepOp,
@@ -203,8 +215,8 @@ Status StepBuilder::add_step_work(std::int32_t r, std::int32_t end_of_program) {
     for (const Op& op : chunk.grad_sync) {
       const Op* what = &op;
       if (chunk_buckets.size() > 1) what = &bucket_op(op, chunk.parameters, chunk_buckets, b);
-      const TaskId id =
-          add_op_task(r, l.chunk, *what, chunk_buckets.size() > 1 ? l.bucket : -1, overlap);
+      const TaskId id = add_op_task(r, l.chunk, *what, chunk_buckets.size() > 1 ? l.bucket : -1,
+                                    overlap, replica_wait(r, *what));
       if (gate != kNoTask) out_.graph.add_edge(TaskId{static_cast<std::uint32_t>(gate)}, id);
       // finalize_model_grads runs inside forward_backward_func: in a full_iteration graph.
       if (host_ != nullptr && !full_iteration_graph()) {

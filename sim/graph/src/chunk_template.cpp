@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 
 #include "stepsim/base/assert.hpp"
 #include "stepsim/cost/profile.hpp"
+#include "stepsim/cost/spread.hpp"
 
 namespace stepsim::sim {
 
@@ -338,7 +340,38 @@ void rate_schedule(const std::vector<Op>& ops, const std::vector<double>& durati
   RateScheduler(ops, duration, lag, role, k, serial_host, host, out).run();
 }
 
+/// Whether `op` makes the ranks of its group wait for one another inside an action, and how
+/// many they are: a collective over its group, a point-to-point step over its two ends.
+std::int64_t sync_group(const Op& op) {
+  if (const auto* c = std::get_if<CollectiveOp>(&op.shape)) return c->group_size;
+  if (std::holds_alternative<P2POp>(op.shape)) return 2;
+  return 1;
+}
+
 }  // namespace
+
+double add_sync_waits(const std::vector<Op>& ops, const KernelSpread& spread,
+                      std::vector<double>& duration) {
+  // Spread at synchronisations (stepsim/cost/spread.hpp): the compute a rank runs since its
+  // last synchronisation deviates with variance sum (cv t)^2; the group leaves when its
+  // slowest member arrives, sigma x E[max of N] after the mean. Since the other groups'
+  // members (the data-parallel replicas) were each paced by their own slowest, what still
+  // differs between replicas after the stretch has the variance of that maximum.
+  double stretch = 0, replica = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const double t = duration[i];
+    const std::int64_t group = sync_group(ops[i]);
+    if (group > 1) {
+      duration[i] += sync_wait_s(group, std::sqrt(stretch));
+      replica += stretch * variance_max_std_normal(group);
+      stretch = 0;
+    } else if (ops[i].stream == Stream::kCompute) {
+      const double sd = spread_cv(spread, ops[i]) * t;
+      stretch += sd * sd;
+    }
+  }
+  return replica + stretch;
+}
 
 ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
                        const Interference& interference, bool async_ring) {
@@ -347,6 +380,9 @@ ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool s
   t.ops.resize(n);
   std::vector<double> duration(n);
   for (std::size_t i = 0; i < n; ++i) duration[i] = cost.op_s(ops[i]);
+  if (const KernelSpread* spread = cost.spread()) {
+    t.spread_variance_s2 = add_sync_waits(ops, *spread, duration);
+  }
   // The host, where modelled: a serialised executor has none apart from its one thread.
   const HostCosts* host = serial ? nullptr : cost.host();
   // A serialised executor's posted calls first wait for their thread, if it was idle.

@@ -35,6 +35,9 @@ class StepBuilder {
     last_backward_preds_.resize(static_cast<std::size_t>(p_ * v_));
     last_backward_key_.assign(static_cast<std::size_t>(p_ * v_), kNoKey);
     dp_stream_last_.assign(static_cast<std::size_t>(p_), kNoTask);
+    replica_variance_.assign(static_cast<std::size_t>(p_), 0.0);
+    out_.replica_variance_s2.assign(static_cast<std::size_t>(p_), 0.0);
+    out_.compute_busy_s.assign(static_cast<std::size_t>(p_), 0.0);
     host_ = options.serialize_streams ? nullptr : cost.host();
     host_last_.assign(static_cast<std::size_t>(p_), kNoTask);
     grad_launches_.resize(static_cast<std::size_t>(p_));
@@ -200,8 +203,12 @@ class StepBuilder {
   Status add_data_dependencies();
 
   /// `own_stream`: on the op's stream even with serialised streams (async_grad_reduce).
+  /// `wait_s`: added to its time, the expected wait for its group's slowest member.
   TaskId add_op_task(std::int32_t r, std::int32_t chunk, const Op& op, std::int32_t bucket,
-                     bool own_stream = false);
+                     bool own_stream = false, double wait_s = 0);
+  /// The expected wait at rank `r`'s first gradient reduction for the slowest of the
+  /// replicas it reduces with (`op`'s group; stepsim/cost/spread.hpp); clears what it used.
+  double replica_wait(std::int32_t r, const Op& op);
 
   /// overlap_grad_reduce's reductions run beside the backward (not with serialised streams,
   /// unless the executor compared with runs them so: async_grad_reduce).
@@ -280,6 +287,10 @@ class StepBuilder {
   std::vector<std::size_t> last_backward_key_;
   std::vector<std::vector<DdpBucket>> buckets_;  // [rank * v + chunk]
   std::vector<std::int32_t> dp_stream_last_;     // per rank: the last task on its DP stream
+  // Per rank: the variance (s^2) of its compute time between data-parallel replicas since
+  // their last synchronisation (ChunkTemplate::spread_variance_s2 of its actions so far);
+  // the first gradient reduction waits for the slowest replica and clears it.
+  std::vector<double> replica_variance_;
   // The host (CostModel::host(); null: not modelled): per rank, the task that ends when the
   // host has issued everything so far.
   const HostCosts* host_ = nullptr;

@@ -147,24 +147,48 @@ SimulateOptions with_heterogeneity(const Workload& w, const SimulateOptions& opt
     out.slow_nics.push_back(SlowNic{.node = static_cast<std::int32_t>(node), .factor = factor});
   }
   out.slow_nics.insert(out.slow_nics.end(), options.slow_nics.begin(), options.slow_nics.end());
-  if (options.jitter_sigma == 0) {
+  // The scenario's jitter comes with its seed; without one, the options' seed stays (it also
+  // draws the replicas' deviations of a measured kernel spread, apply_replica_draws).
+  if (options.jitter_sigma == 0 && h.jitter_sigma != 0) {
     out.jitter_sigma = h.jitter_sigma;
     out.seed = static_cast<std::uint64_t>(h.jitter_seed);
   }
   return out;
 }
 
-std::vector<double> jitter_scales(std::int64_t ranks, double sigma, std::uint64_t seed) {
+std::vector<double> standard_normals(std::int64_t count, std::uint64_t seed) {
   std::mt19937_64 gen(seed);
   constexpr double kUnit = 1.0 / 9007199254740992.0;  // 2^-53
-  std::vector<double> out(static_cast<std::size_t>(ranks), 1.0);
-  for (double& f : out) {
+  std::vector<double> out(static_cast<std::size_t>(count), 0.0);
+  for (double& z : out) {
     const double u1 = static_cast<double>(gen() >> 11) * kUnit;
     const double u2 = static_cast<double>(gen() >> 11) * kUnit;
-    const double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
-    f = std::exp(sigma * z);
+    z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
   }
   return out;
+}
+
+std::vector<double> jitter_scales(std::int64_t ranks, double sigma, std::uint64_t seed) {
+  std::vector<double> out = standard_normals(ranks, seed);
+  for (double& f : out) f = std::exp(sigma * f);
+  return out;
+}
+
+void apply_replica_draws(const Workload& w, const std::vector<double>& relative_sd,
+                         std::uint64_t seed, std::vector<double>& scale) {
+  const RankGenerator layout = layout_of(w);
+  const std::int64_t dp = std::max<std::int64_t>(1, w.training.data_parallel_size);
+  const std::int64_t pp = w.training.pipeline_model_parallel_size;
+  // One draw per replica and stage, from a stream of its own (the jitter's seed, offset).
+  const std::vector<double> z = standard_normals(dp * pp, seed ^ 0x9e3779b97f4a7c15ULL);
+  for (std::size_t r = 0; r < scale.size(); ++r) {
+    const ParallelCoords at = layout.coords(static_cast<std::int64_t>(r));
+    const auto stage = static_cast<std::size_t>(at.pp);
+    if (stage >= relative_sd.size() || relative_sd[stage] <= 0) continue;
+    const double d = z[static_cast<std::size_t>(at.dp * pp + at.pp)];
+    // A draw more than 20 sigma below the mean would stop time; none is that far in 2^64.
+    scale[r] *= std::max(0.05, 1.0 + relative_sd[stage] * d);
+  }
 }
 
 }  // namespace stepsim::sim

@@ -187,10 +187,24 @@ Result<StepRun> run_representative(const Workload& w, const WorkloadPlan& plan,
 /// projected out as the step's.
 Result<StepRun> run_full_rank(const Workload& w, const WorkloadPlan& plan,
                               const Schedule& schedule, const CostModel& cost,
-                              const SimulateOptions& options, const BuildOptions& build_options,
+                              const SimulateOptions& options, BuildOptions build_options,
                               EngineOptions engine_options) {
   Result<std::vector<double>> scale = gpu_compute_scales(w, options);
   if (!scale.ok()) return scale.errors();
+  if (cost.spread() != nullptr) {
+    // Each replica's deviation drawn, not its expected slowest: the representative build
+    // says how far apart (per stage, relative to its compute) the replicas arrive.
+    Result<BuiltStep> representative = build_step(w, plan, schedule, cost, build_options);
+    if (!representative.ok()) return representative.errors();
+    std::vector<double> relative_sd;
+    for (std::size_t s = 0; s < representative->compute_busy_s.size(); ++s) {
+      const double busy = representative->compute_busy_s[s];
+      relative_sd.push_back(busy > 0 ? std::sqrt(representative->replica_variance_s2[s]) / busy
+                                     : 0.0);
+    }
+    apply_replica_draws(w, relative_sd, options.seed, scale.value());
+    build_options.replica_waits = false;
+  }
   Result<std::vector<double>> nic = nic_capacities(w, options);
   if (!nic.ok()) return nic.errors();
   Result<std::unique_ptr<FullRankStep>> made =

@@ -60,6 +60,12 @@ struct P2PRequest {
   bool operator==(const P2PRequest&) const = default;
 };
 
+/// The run-to-run spread of the repeats behind a backend's last measurement.
+struct RepeatSpread {
+  double cv = 0;     ///< standard deviation / mean of the timed repeats
+  int repeats = 0;   ///< 0: not observed (the backend does not say)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -93,6 +99,10 @@ class Backend {
   virtual Result<double> collective(const CollectiveOp& op, GroupId group) = 0;
   /// Posts all requests at once and waits for all of them.
   virtual Result<double> p2p(const std::vector<P2PRequest>& requests) = 0;
+  /// The spread of the repeats behind the last gemm, attention, memory_bound, collective or
+  /// p2p result (a collective's: of its group's slowest per repeat), for the profile's
+  /// KernelSpread. Default: not observed.
+  virtual RepeatSpread last_spread() const { return {}; }
 
   /// Megatron's non-blocking batch_isend_irecv (overlap_p2p_comm): whether post_p2p and
   /// wait_p2p run the transfers beside the caller's own work, as NCCL's kernels run on a

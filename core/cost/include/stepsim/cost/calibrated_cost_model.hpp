@@ -41,6 +41,9 @@ class CalibratedCostModel final : public CostModel {
   const MeasuredInterference* interference() const override {
     return profile_->interference.measured() ? &profile_->interference : nullptr;
   }
+  const KernelSpread* spread() const override {
+    return profile_->spread.measured() ? &profile_->spread : nullptr;
+  }
 
   const Profile& profile() const { return *profile_; }
 

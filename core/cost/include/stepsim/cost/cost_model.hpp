@@ -13,6 +13,7 @@ namespace stepsim {
 
 struct HostCosts;
 struct MeasuredInterference;
+struct KernelSpread;
 
 class CostModel {
  public:
@@ -43,6 +44,10 @@ class CostModel {
   /// Compute-communication interference measured on the calibrated machine (a profile's
   /// "interference" section); null: the system file's coefficients apply.
   virtual const MeasuredInterference* interference() const { return nullptr; }
+
+  /// The run-to-run spread of kernel times per kernel class, where measured (a profile's
+  /// "spread" section, stepsim/cost/spread.hpp); null: synchronisations wait for no one.
+  virtual const KernelSpread* spread() const { return nullptr; }
 
   /// Dispatch on the op's shape.
   double op_s(const Op& op) const;

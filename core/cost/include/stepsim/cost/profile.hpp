@@ -127,6 +127,23 @@ struct MeasuredInterference {
   bool operator==(const MeasuredInterference&) const = default;
 };
 
+/// The run-to-run spread of kernel times per kernel class, as `stepsim calibrate` observes it
+/// in each sample's repeats (calib::Backend::last_spread): per class the median over its
+/// samples of the repeats' coefficient of variation (standard deviation / mean). Absent from
+/// a profile (repeats 0): not measured, and synchronisations cost no wait for a slower peer.
+/// The engine's use of it: stepsim/cost/spread.hpp.
+struct KernelSpread {
+  double gemm_cv = 0;
+  double attention_cv = 0;
+  double memory_cv = 0;      ///< memory-bound kernels (elementwise, norms, optimizer...)
+  double collective_cv = 0;
+  double p2p_cv = 0;
+  std::int64_t repeats = 0;  ///< timed repeats per sample the CVs come from
+  std::string citation;
+  bool measured() const { return repeats > 1; }
+  bool operator==(const KernelSpread&) const = default;
+};
+
 struct Profile {
   int format_version = 1;
   std::string machine;   ///< host / GPU identity
@@ -148,6 +165,7 @@ struct Profile {
 
   HostCosts host;  ///< optional ("host" in the file)
   MeasuredInterference interference;  ///< optional ("interference" in the file)
+  KernelSpread spread;  ///< optional ("spread" in the file)
 
   bool operator==(const Profile&) const = default;
 };

@@ -53,6 +53,9 @@ struct Provenance {
   std::string host_from;    ///< kBorrowed: the profile (file name) the host was copied from
   std::string host_detail;  ///< the framework and CPU its citation names ("torch 2.11.0, ...")
   std::string cost_data;    ///< "profile" or "roofline": what the accuracy figure is about
+  /// The kernel spread synchronisations wait on (KernelSpread), e.g. "measured over 20
+  /// repeats"; empty: none (nothing waits), and the line says nothing of it.
+  std::string spread;
   /// Set by predict from the open report's table; absent where it was not looked up.
   std::optional<OpenAccuracy> accuracy;
   bool operator==(const Provenance&) const = default;

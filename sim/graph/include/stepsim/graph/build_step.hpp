@@ -28,6 +28,11 @@ struct BuildOptions {
   std::vector<double> compute_scale;
   /// Compute-communication interference inside actions (time_ops); factors 1: none.
   Interference interference;
+  /// With a measured kernel spread (CostModel::spread): the first gradient reduction waits
+  /// for the expected slowest of the data-parallel replicas (an order statistic,
+  /// stepsim/cost/spread.hpp). false: the replicas are simulated one by one (full-rank,
+  /// which draws each one's deviation instead).
+  bool replica_waits = true;
 };
 
 /// What a task's payload index refers to, per TaskKind.
@@ -73,6 +78,11 @@ struct BuiltStep {
   /// defer_embedding_wgrad_compute, the last stage's backward with the wgrad deferred.
   std::vector<ChunkTemplate> templates;
   std::int32_t chunks_per_rank = 1;
+  /// Per rank: the variance (s^2) of its step's compute time between data-parallel
+  /// replicas (ChunkTemplate::spread_variance_s2 over its actions; 0 without a measured
+  /// spread) and its compute actions' busy time (the compute stream's, recompute included).
+  std::vector<double> replica_variance_s2;
+  std::vector<double> compute_busy_s;
 };
 
 std::int32_t template_index(std::int32_t stage, std::int32_t chunk, ActionType type,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stepsim/cost/cost_model.hpp"
+#include "stepsim/cost/profile.hpp"
 #include "stepsim/ops/ops.hpp"
 #include "stepsim/config/scenario.hpp"
 
@@ -30,6 +31,9 @@ struct ChunkTemplate {
   double exposed_comm_s = 0;
   double model_flops = 0;     ///< arithmetic excluding recompute
   double hardware_flops = 0;  ///< arithmetic including recompute
+  /// With a measured kernel spread (CostModel::spread): the variance (s^2) of this action's
+  /// time between data-parallel replicas, as add_sync_waits returns it; 0 without.
+  double spread_variance_s2 = 0;
   /// Ops holding transient memory: (op index, bytes).
   std::vector<std::pair<std::int32_t, std::int64_t>> workspace_ops;
 };
@@ -49,6 +53,15 @@ struct ChunkTemplate {
 /// interfere with the compute beside them (the backend's threads take its cores).
 ChunkTemplate time_ops(const std::vector<Op>& ops, const CostModel& cost, bool serial,
                        const Interference& interference = {}, bool async_ring = false);
+
+/// Adds to each synchronising op of `ops` (a collective over its group_size ranks, a
+/// point-to-point step between two) the expected wait for the slowest of its group after the
+/// compute since the previous one (stepsim/cost/spread.hpp), in `duration` (cost-model
+/// seconds, index = op). Returns the variance (s^2) still differing between data-parallel
+/// replicas after the list: each stretch's variance times Var[max of its group], plus the
+/// stretch after the last synchronisation.
+double add_sync_waits(const std::vector<Op>& ops, const KernelSpread& spread,
+                      std::vector<double>& duration);
 
 /// Whether time_ops gives `a` and `b` the same template (with the same cost model and
 /// options): every field it reads (phase, stream, shape, deps, workspace bytes, SM share) is

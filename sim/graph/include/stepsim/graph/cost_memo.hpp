@@ -33,6 +33,7 @@ class CostMemo final : public CostModel {
   Provenance provenance() const override { return model_->provenance(); }
   const HostCosts* host() const override { return model_->host(); }
   const MeasuredInterference* interference() const override { return model_->interference(); }
+  const KernelSpread* spread() const override { return model_->spread(); }
 
   const CostModel& model() const { return *model_; }
   std::size_t size() const { return memo_.size(); }

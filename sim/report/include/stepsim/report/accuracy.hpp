@@ -46,4 +46,35 @@ Result<AccuracyReport> accuracy_report(const std::vector<PublishedRun>& runs,
 /// The table `stepsim accuracy` prints (Markdown, so the README can show it as is).
 void write_accuracy_table(const AccuracyReport& report, std::ostream& out);
 
+/// A mechanism `stepsim accuracy --explain` switches off, through the model's own switch.
+struct Mechanism {
+  std::string name;  ///< the column's name, e.g. "host"
+  std::string what;  ///< what it is and how it is switched off
+};
+
+/// The mechanisms --explain measures, in column order.
+const std::vector<Mechanism>& explained_mechanisms();
+
+/// One run explained: its error, and per mechanism (explained_mechanisms' order) what it adds
+/// to the predicted step, as a share of the measured one: (predicted with it - predicted
+/// without it) / measured step. An ablation, one mechanism off at a time: the shares need not
+/// add up to anything, and none is a correction.
+struct ExplainRow {
+  std::string name;
+  double error = 0;
+  std::vector<double> adds;
+};
+
+struct ExplainReport {
+  std::vector<ExplainRow> rows;
+  std::vector<double> mean_adds;  ///< per mechanism, over the rows
+};
+
+/// Every run of `runs` predicted once with everything and once per mechanism without it.
+Result<ExplainReport> accuracy_explain(const std::vector<PublishedRun>& runs,
+                                       const std::string& scenarios_dir);
+
+/// The table `stepsim accuracy --explain` prints (Markdown), and what each column switches off.
+void write_explain_table(const ExplainReport& report, std::ostream& out);
+
 }  // namespace stepsim::sim

@@ -36,4 +36,16 @@ Result<std::vector<double>> nic_capacities(const Workload& w, const SimulateOpti
 /// whose draws differ between standard libraries), so a seed gives the same factors anywhere.
 std::vector<double> jitter_scales(std::int64_t ranks, double sigma, std::uint64_t seed);
 
+/// `count` standard normals drawn as jitter_scales draws them (z_r above).
+std::vector<double> standard_normals(std::int64_t count, std::uint64_t seed);
+
+/// Full-rank, with a measured kernel spread (stepsim/cost/spread.hpp): every rank's compute
+/// scale in `scale` times 1 + relative_sd[its stage] x z, z one standard normal per
+/// data-parallel replica and stage (the ranks that run one action together, its tensor- and
+/// context-parallel peers, already wait for their slowest inside it), drawn from `seed`
+/// (offset from the jitter's stream). The step's replicas then reach their gradient
+/// reduction as far apart as the draws say, and the simulation waits for the latest.
+void apply_replica_draws(const Workload& w, const std::vector<double>& relative_sd,
+                         std::uint64_t seed, std::vector<double>& scale);
+
 }  // namespace stepsim::sim
