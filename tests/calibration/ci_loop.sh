@@ -26,7 +26,7 @@ rm -rf "$work"
 mkdir -p "$work/records"
 
 for scenario in pp2-1f1b pp2-interleaved tp2-sp tp2-sp-overlap tp2-sp-fp8 tp2-sp-fp8-blockwise \
-  tp2-sp-fp8-mxfp8 dp2 dp2-overlap cp2 ep2-moe; do
+  tp2-sp-fp8-mxfp8 dp2 dp2-overlap cp2 ep2-moe hybrid-mamba fsdp2; do
   file="$scenarios/validation/$scenario.json"
   # A shared VM's speed comes in bursts (its two vCPUs sometimes share one physical core and
   # run GEMMs at half speed), and a burst can still cover most of one run's calibration
