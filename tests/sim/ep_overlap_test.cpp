@@ -139,15 +139,19 @@ Result<Workload> load(const std::string& extra) {
   return load_scenario_text(moe_text(extra), "ep.json", ".", o);
 }
 
-double step_s(const std::string& extra, const CostModel& cost) {
+Prediction predicted(const std::string& extra, const CostModel& cost) {
   auto w = load(extra);
   EXPECT_TRUE(w.ok()) << (w.ok() ? "" : format_errors(w.errors()));
-  if (!w.ok()) return 0;
+  if (!w.ok()) return {};
   w.value().system.interference = {};
   const WorkloadPlan plan = decompose(w.value());
   auto r = simulate(w.value(), plan, cost);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_errors(r.errors()));
-  return r.ok() ? r.value().prediction.step_time_s : 0.0;
+  return r.ok() ? r.value().prediction : Prediction{};
+}
+
+double step_s(const std::string& extra, const CostModel& cost) {
+  return predicted(extra, cost).step_time_s;
 }
 
 TEST(EpOverlap, StepSavesThePairsOnlyAndStaysAboveTheComputeBound) {
@@ -173,6 +177,13 @@ TEST(EpOverlap, StepSavesThePairsOnlyAndStaysAboveTheComputeBound) {
                           .duration_s;
   ASSERT_LT(pair, f + b);
   EXPECT_NEAR(off - on, 3 * (f + b - pair), 1e-9);
+  // Megatron frees the backward's activations layer by layer as the forward stores its own:
+  // a combined step never holds two micro-batches' stored activations.
+  const std::int64_t peak_off = predicted("", cost).peak_memory_bytes;
+  const std::int64_t peak_on =
+      predicted(R"(, "overlap_moe_expert_parallel_comm": true)", cost).peak_memory_bytes;
+  EXPECT_GE(peak_on, peak_off);
+  EXPECT_LT(peak_on, peak_off + chunk.stored_activation_bytes);
 }
 
 TEST(EpOverlap, WarmupForwardAndLastBackwardRunAlone) {
