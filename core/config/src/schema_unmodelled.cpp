@@ -48,7 +48,6 @@ constexpr UnmodelledArgument kUnmodelled[] = {
     {.dest = "tp_comm_bootstrap_backend",
      .flag = "--tp-comm-bootstrap-backend",
      .changes_job = kHarmless},
-    {.dest = "overlap_moe_expert_parallel_comm", .flag = "--overlap-moe-expert-parallel-comm"},
     {.dest = "use_nccl_ub", .flag = "--use-nccl-ub"},
     // Muon's options that change no kernel or byte (the update's scale and momentum), and
     // those that do and are not modelled: the Triton SYRK Gram kernel, fp32 (TF32 or IEEE)

@@ -261,7 +261,6 @@ constexpr UnmodelledArgument kMore[] = {
      .flag = "--pipeline-model-parallel-comm-backend"},
     {.dest = "use_ring_exchange_p2p", .flag = "--use-ring-exchange-p2p"},
     {.dest = "symmetric_ar_type", .flag = "--symmetric-ar-type"},
-    {.dest = "delay_wgrad_compute", .flag = "--delay-wgrad-compute"},
     {.dest = "overlap_dispatch_backward_with_experts_wgrad",
      .flag = "--overlap-dispatch-backward-with-experts-wgrad"},
     // mixture of experts

@@ -295,6 +295,8 @@ void write_moe(const ModelConfig& m, const TrainingConfig& t, LaunchLine& line) 
   }
   if (t.moe_grouped_gemm) line.key("training.moe_grouped_gemm");
   if (t.moe_shared_expert_overlap) line.key("training.moe_shared_expert_overlap");
+  if (t.overlap_moe_expert_parallel_comm) line.key("training.overlap_moe_expert_parallel_comm");
+  if (t.delay_wgrad_compute) line.key("training.delay_wgrad_compute");
   if (t.moe_router_load_balancing_type != MoeLoadBalancing::kAuxLoss) {
     line.key("training.moe_router_load_balancing_type");
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "step_builder.hpp"
+#include "stepsim/graph/ep_overlap.hpp"
 #include "stepsim/base/assert.hpp"
 #include "stepsim/cost/profile.hpp"
 #include "stepsim/layout/rank_layout.hpp"
@@ -122,7 +123,24 @@ void StepBuilder::build_templates() {
         time(chunk.backward_wgrad_deferred, out_.templates.size() - 1);
       }
     }
+    if (pairs_combined()) build_pair_templates(cost);
   }
+}
+
+void StepBuilder::build_pair_templates(const CostModel& cost) {
+  const ChunkPlan& chunk = plan_.stages.front().chunks.front();
+  const PairedOps paired = pair_ops(chunk.forward, chunk.backward, w_.training.delay_wgrad_compute);
+  const ChunkTemplate merged = time_ops(paired.ops, cost, options_.serialize_streams,
+                                        options_.interference, options_.async_p2p);
+  const auto alone = [&](ActionType type) -> const ChunkTemplate& {
+    return out_.templates[static_cast<std::size_t>(template_index(0, 0, type, v_))];
+  };
+  PairedTemplates parts =
+      split_pair(paired, merged, alone(ActionType::kForward), alone(ActionType::kBackward));
+  paired_forward_template_ = static_cast<std::int32_t>(out_.templates.size());
+  out_.templates.push_back(std::move(parts.forward));
+  paired_backward_template_ = static_cast<std::int32_t>(out_.templates.size());
+  out_.templates.push_back(std::move(parts.backward));
 }
 
 void StepBuilder::reserve_for_schedule() {
@@ -179,12 +197,38 @@ void StepBuilder::add_program(const RankProgram& program,
     grad_launches_[ri] = grad_sync_launches(program, v_, grad_reduce_overlapped(), buckets);
     grad_launch_issued_[ri].assign(grad_launches_[ri].size(), kNoTask);
   }
-  for (const ProgramItem& item : program.items) {
-    if (item.kind == ProgramItem::Kind::kCompute) {
-      add_action(r, item.action, st);
-    } else {
+  const auto& items = program.items;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const ProgramItem& item = items[k];
+    if (item.kind != ProgramItem::Kind::kCompute) {
       add_call(program, item.comm, st.cursor);
+      continue;
     }
+    // The steady state's F(i) then B(i - 1): one combined step; the warm-up F0 and the
+    // last backward run alone.
+    const bool pair = pairs_combined() && item.action.type == ActionType::kForward &&
+                      k + 1 < items.size() && items[k + 1].kind == ProgramItem::Kind::kCompute &&
+                      items[k + 1].action.type == ActionType::kBackward &&
+                      items[k + 1].action.microbatch < item.action.microbatch;
+    if (!pair) {
+      add_action(r, item.action, st);
+      continue;
+    }
+    const std::vector<std::int32_t> before = st.cursor;
+    pair_template_ = paired_forward_template_;
+    add_action(r, item.action, st);
+    const std::int32_t forward = st.cursor.front();
+    st.cursor = before;
+    // The host issues the two interleaved: the backward's first kernel goes out with the
+    // forward's first, not after all of them.
+    if (last_issued_ != kNoTask) st.cursor.push_back(last_issued_);
+    pair_template_ = paired_backward_template_;
+    pair_backward_ = true;
+    add_action(r, items[k + 1].action, st);
+    pair_template_ = -1;
+    pair_backward_ = false;
+    st.cursor.push_back(forward);
+    ++k;
   }
   std::vector<std::int32_t>& cursor = st.cursor;
   if (host_last_[ri] != kNoTask) cursor.push_back(host_last_[ri]);
@@ -197,9 +241,10 @@ void StepBuilder::add_program(const RankProgram& program,
 void StepBuilder::add_action(std::int32_t r, const Action& a, ProgramState& st) {
   std::vector<std::int32_t>& cursor = st.cursor;
   ParamGather& gather = st.gather;
-  std::int32_t ti = template_index(r, a.chunk, a.type, v_);
+  std::int32_t ti = pair_template_ >= 0 ? pair_template_ : template_index(r, a.chunk, a.type, v_);
   bool wgrad_deferred = false;
-  if (deferred_template_ >= 0 && a.type == ActionType::kBackward && r == p_ - 1 &&
+  if (pair_template_ < 0 && deferred_template_ >= 0 && a.type == ActionType::kBackward &&
+      r == p_ - 1 &&
       a.chunk == v_ - 1 && defers_next_wgrad()) {
     // LinearWithGradAccumulationAndAsyncCommunication: the first wgrad_deferral_limit
     // backwards (all with 0) append their logits gradient to the buffer.
@@ -219,7 +264,10 @@ void StepBuilder::add_action(std::int32_t r, const Action& a, ProgramState& st) 
   }
   // The host issues the action's kernels one after another: its first kernel can
   // start once issued, and the host goes on to the next item only after the last.
-  const std::int32_t issued = issue_action(r, a, ti);
+  const std::int32_t issued_here = issue_action(r, a, ti);
+  last_issued_ = issued_here;
+  // A pair's backward waits for the forward's first issue (in the cursor), not its own.
+  const std::int32_t issued = pair_backward_ ? kNoTask : issued_here;
   const auto payload = static_cast<std::int32_t>(out_.actions.size());
   out_.actions.push_back(ActionRef{r, a, ti, wgrad_deferred});
   Task& task = out_.graph.emplace_task();  // in place: one per action, a hot path
@@ -231,7 +279,7 @@ void StepBuilder::add_action(std::int32_t r, const Action& a, ProgramState& st) 
   out_.replica_variance_s2[static_cast<std::size_t>(r)] += timed.spread_variance_s2;
   out_.compute_busy_s[static_cast<std::size_t>(r)] += timed.compute_busy_s;
   task.payload = payload;
-  task.resources.compute_gpu = r;
+  task.resources.compute_gpu = pair_backward_ ? -1 : r;
   const TaskId id{static_cast<std::uint32_t>(out_.graph.size() - 1)};
   add_edges(cursor, id);
   if (wait_gather != kNoTask)

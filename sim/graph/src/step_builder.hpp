@@ -87,6 +87,14 @@ class StepBuilder {
 
   void add_program(const RankProgram& program, std::vector<std::int32_t>& end_of_program);
 
+  /// overlap_moe_expert_parallel_comm without pipelining: the combined step of a forward and
+  /// the previous micro-batch's backward (combined_1f1b_schedule_for_no_pipelining), timed
+  /// as one merged op list (ep_overlap.hpp) and added as two tasks that start together, each
+  /// ending with its own last op. Only the forward's task holds the GPU's SMs in the engine
+  /// (the pair's kernels are on one compute stream, already serialised in the template).
+  bool pairs_combined() const { return schedule_.params.combined_1f1b && p_ == 1 && v_ == 1; }
+  void build_pair_templates(const CostModel& cost);
+
   // The host issuing `kernels` launches at `per_kernel` seconds each on rank `r`, after what
   // it issued before: returns the task that ends when the first launch is issued (what the
   // GPU work waits for), and leaves the host busy until the last one. kNoTask without host
@@ -106,6 +114,13 @@ class StepBuilder {
   /// The host's launches of the gradient reductions that the rank's `backward`-th backward
   /// action makes ready (overlap_grad_reduce), after that action's kernels.
   void issue_grad_launches(std::int32_t r, std::int32_t backward);
+
+  // The combined step's templates (pairs_combined), -1 without; set while adding a pair.
+  std::int32_t paired_forward_template_ = -1;
+  std::int32_t paired_backward_template_ = -1;
+  std::int32_t pair_template_ = -1;    // add_action's template while adding a pair
+  bool pair_backward_ = false;         // add_action adds the pair's backward
+  std::int32_t last_issued_ = kNoTask;  // issue_action's answer for the last action
 
   bool defers_next_wgrad() const {
     const std::int64_t limit = w_.training.wgrad_deferral_limit;

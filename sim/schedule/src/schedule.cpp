@@ -101,6 +101,10 @@ Errors validate(const ScheduleParams& params) {
       }
       break;
     case ScheduleKind::kGPipe:
+      if (params.combined_1f1b) {
+        errors.push_back(Error{"", "training.overlap_moe_expert_parallel_comm",
+                               "is Megatron's combined 1F1B: GPipe has no 1F1B steady state"});
+      }
       if (params.virtual_size > 1) {
         errors.push_back(
             flag_error("--vpp", params.virtual_size, "but GPipe runs one model chunk per rank"));
@@ -217,12 +221,14 @@ std::int32_t warmup_microbatches(const ScheduleParams& params, std::int32_t rank
   const std::int32_t m = params.microbatches;
   switch (params.kind) {
     case ScheduleKind::kOneFOneB:
+      if (params.combined_1f1b && p == 1) return std::min(1, m);
       return p > 1 ? std::min(p - rank - 1, m) : 0;
     case ScheduleKind::kInterleaved: {
       if (p <= 1) return 0;
       const std::int32_t total = m * params.virtual_size;
-      const std::int32_t warmup =
-          (p - rank - 1) * 2 + (params.virtual_size - 1) * resolved_group_size(params);
+      const std::int32_t warmup = (p - rank - 1) * 2 +
+                                  (params.virtual_size - 1) * resolved_group_size(params) +
+                                  (params.combined_1f1b ? 1 : 0);
       return std::min(warmup, total);
     }
     case ScheduleKind::kGPipe:

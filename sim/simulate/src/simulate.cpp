@@ -394,6 +394,7 @@ ScheduleParams schedule_params_of(const Workload& w) {
   p.microbatches = static_cast<std::int32_t>(t.num_microbatches);
   p.group_size = t.interleaved() ? static_cast<std::int32_t>(t.microbatch_group_size_per_vp_stage) : 0;
   p.overlap_p2p_comm = t.interleaved() && t.overlap_p2p_comm;
+  p.combined_1f1b = t.overlap_moe_expert_parallel_comm;
   return p;
 }
 

@@ -74,6 +74,31 @@ const std::array kRows = {
             .doc = "the shared experts on their own stream beside the dispatcher: fc1 during the "
                    "dispatch all-to-all, fc2 during the combine (forward and backward); no "
                    "effect without shared experts"},
+    KeyInfo{STEPSIM_BOOL("training.overlap_moe_expert_parallel_comm",
+                         training.overlap_moe_expert_parallel_comm),
+            .sweep = Sweep::kListed, .flags = "--overlap-moe-expert-parallel-comm=true",
+            .default_text = "false",
+            .check = "expert_model_parallel_size > 1, moe_token_dispatcher_type \"alltoall\" or "
+                     "\"flex\", bf16 or fp16, no full recompute, no \"moe\" in "
+                     "recompute_modules, moe_shared_expert_overlap off, mtp_num_layers <= 1 "
+                     "(transformer_config.py); not modelled yet with "
+                     "pipeline_model_parallel_size > 1 "
+                     "(the interleaved combined schedule), the flex dispatcher, mtp_num_layers, "
+                     "cuda_graph_impl or defer_embedding_wgrad_compute",
+            .doc = "EP communication overlap: from the second micro-batch on, a forward and the "
+                   "previous micro-batch's backward run as one combined step, forward layer i "
+                   "beside backward layer n-1-i, each one's dispatch and combine all-to-alls "
+                   "on the communication stream while the other computes "
+                   "(combined_1f1b_schedule_for_no_pipelining); the first forward and the last "
+                   "backward run alone"},
+    KeyInfo{STEPSIM_BOOL("training.delay_wgrad_compute", training.delay_wgrad_compute),
+            .sweep = Sweep::kListed, .flags = "--delay-wgrad-compute=true",
+            .default_text = "false",
+            .check = "overlap_moe_expert_parallel_comm must be enabled when enabling "
+                     "delay_wgrad_compute",
+            .doc = "in the combined steps, the backward's weight-gradient GEMMs run after its "
+                   "dgrad (the experts' beside the dispatch backward, the attention's at the "
+                   "end of the layer pair), and the all-to-alls wait only for the dgrad"},
     KeyInfo{STEPSIM_ENUM("training.moe_router_load_balancing_type",
                          training.moe_router_load_balancing_type, MoeLoadBalancing),
             .choices = kMoeLoadBalancingNames, .sweep = Sweep::kListed,

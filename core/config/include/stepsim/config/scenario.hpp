@@ -431,6 +431,13 @@ struct TrainingConfig {
   /// stream beside the token dispatcher's all-to-alls (SharedExpertMLP.stream), after the
   /// router instead of before it. No effect without shared experts (Megatron ignores it then).
   bool moe_shared_expert_overlap = false;
+  /// Megatron-Core's --overlap-moe-expert-parallel-comm: in the 1F1B steady state one
+  /// micro-batch's forward runs layer by layer beside another's backward, each one's EP
+  /// all-to-alls on a communication stream while the other computes (combined_1f1b.py).
+  bool overlap_moe_expert_parallel_comm = false;
+  /// Megatron-Core's --delay-wgrad-compute (with the overlap above): the backward's
+  /// weight-gradient GEMMs split off its dgrad, so the all-to-all after them need not wait.
+  bool delay_wgrad_compute = false;
   MoeLoadBalancing moe_router_load_balancing_type = MoeLoadBalancing::kAuxLoss;
   double moe_expert_capacity_factor = 0;  ///< 0 = no capacity (Megatron's None): no dropping
   /// The load-balancing loss coefficient; > 0 runs the router's aux-loss kernels (and the

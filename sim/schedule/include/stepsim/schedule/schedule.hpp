@@ -28,6 +28,12 @@ struct ScheduleParams {
   std::int32_t microbatches = 1;    ///< m, per pipeline per step
   std::int32_t group_size = 0;      ///< N = microbatch_group_size_per_vp_stage; 0 = p
   bool overlap_p2p_comm = false;    ///< interleaved only: async P2P, waits before use
+  /// overlap_moe_expert_parallel_comm: Megatron's combined 1F1B. One more warm-up forward
+  /// (get_pp_rank_microbatches; without pipelining combined_1f1b_schedule_for_no_pipelining:
+  /// F0, then F(i) with B(i - 1), then the last B), so that every steady-state forward is
+  /// independent of the backward it is paired with (the step builder runs each such
+  /// forward-backward pair as one combined step).
+  bool combined_1f1b = false;
   bool operator==(const ScheduleParams&) const = default;
 };
 
