@@ -35,10 +35,11 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 for t in $unit_tests; do
   [ -x "build-asan/bin/$t" ] || continue
   echo "sanitize: $t" >&2
-  if [ "$t" = calibration_tests ]; then
-    # It starts MPI. Open MPI's own allocations at MPI_Init are leaked from frames without
-    # frame pointers, where the fast unwinder stops before reaching the library the
-    # suppressions name; the slow unwinder reaches it (only this suite: it is slow per malloc).
+  if [ "$t" = calibration_tests ] || [ "$t" = validation_tests ]; then
+    # They start MPI (validation_tests for calibrate's spread test). Open MPI's own
+    # allocations at MPI_Init are leaked from frames without frame pointers, where the fast
+    # unwinder stops before reaching the library the suppressions name; the slow unwinder
+    # reaches it (only these suites: it is slow per malloc).
     ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
       LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0" "build-asan/bin/$t" --gtest_brief=1
   else
