@@ -3,7 +3,6 @@
 // Engine's (transformer_engine/pytorch/quantization.py check_nvfp4_support, the NVFP4
 // quantizer in pytorch/csrc/quantizer.cpp), and what stepsim models of NVFP4 so far.
 
-#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -19,13 +18,12 @@ constexpr std::string_view kNotModelled = " is not modelled yet";
 /// (NVFP4Quantizer::is_eligible_for_rht_cast_fusion: rows a multiple of 64, columns of 128)
 /// on every linear's input and output gradient; other shapes take an unfused path.
 void check_nvfp4_shapes(const Workload& w, Checker& check) {
-  const TrainingConfig& t = w.training;
   const ModelConfig& m = w.model;
-  const std::int64_t tp = std::max<std::int64_t>(1, t.tensor_model_parallel_size);
-  const std::int64_t cp = std::max<std::int64_t>(1, t.context_parallel_size);
   // With sequence parallelism TE quantizes the sequence shards (before _all_gather_nvfp4).
-  const bool sp = t.sequence_parallel && tp > 1;
-  const std::int64_t tokens = m.seq_length / cp * t.micro_batch_size / (sp ? tp : 1);
+  const RankShapes r = rank_shapes(w, m.moe() ? m.moe_ffn() : m.ffn_hidden_size);
+  const std::int64_t tp = r.tp;
+  const bool sp = r.sp;
+  const std::int64_t tokens = r.tokens;
   if (tokens % 64 != 0) {
     check.fail("training.fp4",
                "=\"e2m1\" with " + str(tokens) +
@@ -36,12 +34,10 @@ void check_nvfp4_shapes(const Workload& w, Checker& check) {
                    ": Transformer Engine's fused Hadamard-transform NVFP4 cast takes rows in "
                    "multiples of 64 (is_eligible_for_rht_cast_fusion)");
   }
-  const std::int64_t heads = std::max<std::int64_t>(1, m.num_attention_heads);
-  const std::int64_t d = m.kv_channels > 0 ? m.kv_channels : m.hidden_size / heads;
-  const std::int64_t groups = m.num_query_groups > 0 ? m.num_query_groups : heads;
-  const std::int64_t ffn = (m.moe() ? m.moe_ffn() : m.ffn_hidden_size) / tp;
-  const std::int64_t attn = heads * d / tp;
-  const std::int64_t qkv = (heads + 2 * groups) * d / tp;
+  const std::int64_t d = r.head_dim;
+  const std::int64_t ffn = r.ffn;
+  const std::int64_t attn = r.attn;
+  const std::int64_t qkv = r.qkv;
   const std::string key = m.hidden_size % 128 != 0 ? "model.hidden_size"
                           : ffn % 128 != 0
                               ? (m.moe() ? "model.moe_ffn_hidden_size" : "model.ffn_hidden_size")

@@ -1,7 +1,6 @@
 // Megatron-LM's FP8 rules (megatron/training/arguments.py, TransformerConfig.__post_init__ in
 // megatron/core/transformer/transformer_config.py) and what stepsim models of FP8 so far.
 
-#include <algorithm>
 #include <string>
 
 #include "check_internal.hpp"
@@ -91,26 +90,20 @@ void check_mxfp8(const Workload& w, Checker& check) {
   }
   // MXFP8Quantizer.is_quantizable: both dims multiples of 32 (MXFP8_BLOCK_SCALING_SIZE);
   // otherwise TE gathers and quantizes another way, not modelled.
-  const std::int64_t tp = std::max<std::int64_t>(1, t.tensor_model_parallel_size);
-  const std::int64_t cp = std::max<std::int64_t>(1, t.context_parallel_size);
-  const bool sp = t.sequence_parallel && tp > 1;
-  const std::int64_t tokens = m.seq_length / cp * t.micro_batch_size / (sp ? tp : 1);
+  const RankShapes r = rank_shapes(w, m.ffn_hidden_size);
+  const std::int64_t tokens = r.tokens;
   if (tokens % 32 != 0) {
     check.fail("training.fp8_recipe",
                std::string("=\"mxfp8\" with ") + str(tokens) +
                    " tokens per rank (seq_length / context_parallel_size x micro_batch_size" +
-                   (sp ? " / tensor_model_parallel_size" : "") +
+                   (r.sp ? " / tensor_model_parallel_size" : "") +
                    ") is not modelled yet: MXFP8 quantizes 32-row blocks (MXFP8Quantizer."
                    "is_quantizable), a multiple of 32 is");
   }
-  // The widths of the linears' inputs and outputs on a rank: hidden, FFN, attention output
-  // (heads x head dim) and QKV (heads and both KV groups).
-  const std::int64_t ffn = m.ffn_hidden_size / tp;
-  const std::int64_t heads = std::max<std::int64_t>(1, m.num_attention_heads);
-  const std::int64_t d = m.kv_channels > 0 ? m.kv_channels : m.hidden_size / heads;
-  const std::int64_t groups = m.num_query_groups > 0 ? m.num_query_groups : heads;
-  const std::int64_t attn = heads * d / tp;
-  const std::int64_t qkv = (heads + 2 * groups) * d / tp;
+  // The widths of the linears' inputs and outputs on a rank: hidden, FFN, attention, QKV.
+  const std::int64_t ffn = r.ffn;
+  const std::int64_t attn = r.attn;
+  const std::int64_t qkv = r.qkv;
   if (m.hidden_size % 32 != 0 || ffn % 32 != 0 || attn % 32 != 0 || qkv % 32 != 0) {
     check.fail("model.hidden_size",
                "=" + str(m.hidden_size) + " (per tensor-parallel rank: ffn " + str(ffn) +

@@ -23,6 +23,38 @@ struct Checker {
 
 inline std::string str(std::int64_t v) { return std::to_string(v); }
 
+/// What a block-scaled recipe (MXFP8, NVFP4) quantizes on one rank, whose shapes Transformer
+/// Engine's quantizers check: the rows (a micro-batch's tokens; with sequence parallelism the
+/// sequence shard) and the linears' widths per tensor-parallel rank (FFN, attention output as
+/// heads x head dim, QKV as heads and both KV groups). `ffn_hidden` is the FFN width the
+/// recipe's rule is about (the experts' under NVFP4).
+struct RankShapes {
+  std::int64_t tp = 1;
+  bool sp = false;
+  std::int64_t tokens = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t ffn = 0;
+  std::int64_t attn = 0;
+  std::int64_t qkv = 0;
+};
+
+inline RankShapes rank_shapes(const Workload& w, std::int64_t ffn_hidden) {
+  const TrainingConfig& t = w.training;
+  const ModelConfig& m = w.model;
+  RankShapes r;
+  r.tp = t.tensor_model_parallel_size > 1 ? t.tensor_model_parallel_size : 1;
+  const std::int64_t cp = t.context_parallel_size > 1 ? t.context_parallel_size : 1;
+  r.sp = t.sequence_parallel && r.tp > 1;
+  r.tokens = m.seq_length / cp * t.micro_batch_size / (r.sp ? r.tp : 1);
+  const std::int64_t heads = m.num_attention_heads > 1 ? m.num_attention_heads : 1;
+  r.head_dim = m.kv_channels > 0 ? m.kv_channels : m.hidden_size / heads;
+  const std::int64_t groups = m.num_query_groups > 0 ? m.num_query_groups : heads;
+  r.ffn = ffn_hidden / r.tp;
+  r.attn = heads * r.head_dim / r.tp;
+  r.qkv = (heads + 2 * groups) * r.head_dim / r.tp;
+  return r;
+}
+
 /// Sizes beyond 64-bit products or beyond what a simulation can enumerate.
 void check_limits(const Workload& w, Checker& check);
 
